@@ -1,0 +1,3 @@
+export { SqliteEventStore, openSqliteEventStore } from './sqlite-event-store';
+export type { SqliteEventStoreOptions } from './sqlite-event-store';
+export { openSqliteEventStore as openEventStore } from './sqlite-event-store';

@@ -1,0 +1,23 @@
+export const SCHEMA_VERSION = 1;
+
+/** Idempotent DDL; positions are rowids, so they grow in commit order and are never reused (no deletes). */
+export const SCHEMA_STATEMENTS: readonly string[] = [
+  `CREATE TABLE IF NOT EXISTS events (
+     position    INTEGER PRIMARY KEY,
+     stream_id   TEXT    NOT NULL,
+     revision    INTEGER NOT NULL,
+     event_id    TEXT    NOT NULL,
+     type        TEXT    NOT NULL,
+     data        TEXT    NOT NULL,
+     metadata    TEXT    NOT NULL,
+     recorded_at TEXT    NOT NULL
+   )`,
+  'CREATE UNIQUE INDEX IF NOT EXISTS events_stream_revision ON events (stream_id, revision)',
+  'CREATE UNIQUE INDEX IF NOT EXISTS events_event_id ON events (event_id)',
+  `CREATE TABLE IF NOT EXISTS checkpoints (
+     consumer   TEXT    PRIMARY KEY,
+     position   INTEGER NOT NULL,
+     updated_at TEXT    NOT NULL
+   )`,
+  'CREATE TABLE IF NOT EXISTS store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)',
+];

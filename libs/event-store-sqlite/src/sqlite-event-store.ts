@@ -1,0 +1,440 @@
+import Database from 'better-sqlite3';
+import { v7 as uuidv7 } from 'uuid';
+import {
+  DuplicateEventIdError,
+  EventStoreClosedError,
+  WrongExpectedRevisionError,
+  expectedRevisionHolds,
+  runCatchUpSubscription,
+  validateAppend,
+  validateCount,
+  validateFilter,
+  validatePosition,
+  validateStreamId,
+  type AppendOptions,
+  type AppendResult,
+  type EventFilter,
+  type EventHandler,
+  type EventStore,
+  type EventToAppend,
+  type ExpectedRevision,
+  type ReadAllOptions,
+  type ReadAllPage,
+  type ReadStreamOptions,
+  type RecordedEvent,
+  type SerialisedEvent,
+  type SubscribeOptions,
+  type Subscription,
+} from '@oncegate/event-store';
+import { SCHEMA_STATEMENTS, SCHEMA_VERSION } from './schema';
+
+export interface SqliteEventStoreOptions {
+  /** Path of the store's single data file (created with its folder's permissions when absent). */
+  readonly file: string;
+  /**
+   * SQLite `synchronous` level. Default `'FULL'`: an acknowledged append has been fsynced to the WAL.
+   * `'NORMAL'` may lose the last commits on power loss (never on a process crash).
+   */
+  readonly synchronous?: 'FULL' | 'EXTRA' | 'NORMAL';
+  /** Concurrent appends from this process share one transaction and one fsync. Default `true`. */
+  readonly groupCommit?: boolean;
+  /** How often commits by other processes are looked for while a subscription waits. Default 50 ms. */
+  readonly pollIntervalMs?: number;
+  /** How long a write waits for another process's lock before failing. Default 5000 ms. */
+  readonly busyTimeoutMs?: number;
+  /** Largest number of rows a filtered read scans in one call, so a rare filter never blocks long. Default 50,000. */
+  readonly maxScan?: number;
+  /** Clock for `recordedAt`. Default: the system clock. */
+  readonly clock?: () => Date;
+}
+
+interface PendingAppend {
+  readonly streamId: string;
+  readonly events: readonly SerialisedEvent[];
+  readonly expected: ExpectedRevision;
+  readonly resolve: (result: AppendResult) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+interface EventRow {
+  position: number;
+  stream_id: string;
+  revision: number;
+  event_id: string;
+  type: string;
+  data: string;
+  metadata: string;
+  recorded_at: string;
+}
+
+const COLUMNS = 'position, stream_id, revision, event_id, type, data, metadata, recorded_at';
+const DEFAULT_READ_ALL_COUNT = 1000;
+
+function toRecordedEvent(row: EventRow): RecordedEvent {
+  return {
+    streamId: row.stream_id,
+    revision: row.revision,
+    position: row.position,
+    id: row.event_id,
+    type: row.type,
+    data: JSON.parse(row.data),
+    metadata: JSON.parse(row.metadata),
+    recordedAt: row.recorded_at,
+  };
+}
+
+function isUniqueViolation(error: unknown): boolean {
+  return (error as { code?: string })?.code === 'SQLITE_CONSTRAINT_UNIQUE';
+}
+
+/** The smallest string greater than every string starting with `prefix` (for index range scans). */
+function prefixUpperBound(prefix: string): string {
+  return prefix + '\u{10FFFF}';
+}
+
+/**
+ * The embedded event store: one SQLite file in WAL mode. Writes are serialised by SQLite's write lock,
+ * so global positions become visible strictly in order: a reader that sees position N sees every
+ * position below it, which is what lets catch-up subscriptions turn live with no gap.
+ */
+export class SqliteEventStore implements EventStore {
+  private readonly db: Database.Database;
+  private readonly clock: () => Date;
+  private readonly groupCommit: boolean;
+  private readonly pollIntervalMs: number;
+  private readonly maxScan: number;
+  private pending: PendingAppend[] = [];
+  private flushScheduled = false;
+  private closed = false;
+  private readonly waiters = new Set<() => void>();
+  private pollTimer: NodeJS.Timeout | undefined;
+  private lastDataVersion = 0;
+  private readonly subscriptions = new Set<Subscription>();
+  private readonly readAllStatements = new Map<string, Database.Statement>();
+
+  private readonly statements: {
+    streamRevision: Database.Statement<[string], { revision: number | null }>;
+    insert: Database.Statement<[string, number, string, string, string, string, string]>;
+    readForwards: Database.Statement<[string, number, number], EventRow>;
+    readBackwards: Database.Statement<[string, number, number], EventRow>;
+    head: Database.Statement<[], { head: number | null }>;
+    readCheckpoint: Database.Statement<[string], { position: number }>;
+    storeCheckpoint: Database.Statement<[string, number, string]>;
+  };
+
+  constructor(options: SqliteEventStoreOptions) {
+    this.clock = options.clock ?? (() => new Date());
+    this.groupCommit = options.groupCommit ?? true;
+    this.pollIntervalMs = options.pollIntervalMs ?? 50;
+    this.maxScan = options.maxScan ?? 50_000;
+    const synchronous = options.synchronous ?? 'FULL';
+    if (!['FULL', 'EXTRA', 'NORMAL'].includes(synchronous)) {
+      throw new Error(`synchronous must be FULL, EXTRA or NORMAL, got ${String(synchronous)}`);
+    }
+    this.db = new Database(options.file, { timeout: options.busyTimeoutMs ?? 5000 });
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma(`synchronous = ${synchronous}`);
+    this.db.pragma('foreign_keys = ON');
+    this.migrate();
+    this.statements = {
+      streamRevision: this.db.prepare('SELECT max(revision) AS revision FROM events WHERE stream_id = ?'),
+      insert: this.db.prepare(
+        'INSERT INTO events (stream_id, revision, event_id, type, data, metadata, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      ),
+      readForwards: this.db.prepare(
+        `SELECT ${COLUMNS} FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision ASC LIMIT ?`,
+      ),
+      readBackwards: this.db.prepare(
+        `SELECT ${COLUMNS} FROM events WHERE stream_id = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`,
+      ),
+      head: this.db.prepare('SELECT max(position) AS head FROM events'),
+      readCheckpoint: this.db.prepare('SELECT position FROM checkpoints WHERE consumer = ?'),
+      storeCheckpoint: this.db.prepare(
+        `INSERT INTO checkpoints (consumer, position, updated_at) VALUES (?, ?, ?)
+         ON CONFLICT (consumer) DO UPDATE SET position = excluded.position, updated_at = excluded.updated_at`,
+      ),
+    };
+    this.lastDataVersion = this.dataVersion();
+  }
+
+  private migrate(): void {
+    this.db.transaction(() => {
+      for (const statement of SCHEMA_STATEMENTS) this.db.exec(statement);
+      const row = this.db.prepare("SELECT value FROM store_meta WHERE key = 'schema_version'").get() as
+        | { value: string }
+        | undefined;
+      if (row === undefined) {
+        this.db.prepare("INSERT INTO store_meta (key, value) VALUES ('schema_version', ?)").run(String(SCHEMA_VERSION));
+      } else if (Number(row.value) > SCHEMA_VERSION) {
+        throw new Error(`store schema version ${row.value} is newer than this build understands (${SCHEMA_VERSION})`);
+      }
+    }).immediate();
+  }
+
+  appendToStream(streamId: string, events: readonly EventToAppend[], options: AppendOptions = {}): Promise<AppendResult> {
+    if (this.closed) return Promise.reject(new EventStoreClosedError());
+    const expected = options.expectedRevision ?? 'any';
+    let serialised: SerialisedEvent[];
+    try {
+      serialised = validateAppend(streamId, events, expected);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return new Promise((resolve, reject) => {
+      this.pending.push({ streamId, events: serialised, expected, resolve, reject });
+      if (!this.groupCommit) {
+        this.flush();
+      } else if (!this.flushScheduled) {
+        // Appends issued in the same turn of the event loop are collected and share one commit.
+        this.flushScheduled = true;
+        setImmediate(() => this.flush());
+      }
+    });
+  }
+
+  /** Writes every pending append in one transaction; each append is checked and rolled back on its own. */
+  private flush(): void {
+    this.flushScheduled = false;
+    const batch = this.pending;
+    this.pending = [];
+    if (batch.length === 0) return;
+    const outcomes: Array<{ ok: AppendResult } | { error: unknown }> = [];
+    const recordedAt = this.clock().toISOString();
+    try {
+      this.db.exec('BEGIN IMMEDIATE');
+      try {
+        for (const request of batch) {
+          this.db.exec('SAVEPOINT oncegate_append');
+          try {
+            outcomes.push({ ok: this.appendInTransaction(request, recordedAt) });
+            this.db.exec('RELEASE oncegate_append');
+          } catch (error) {
+            this.db.exec('ROLLBACK TO oncegate_append');
+            this.db.exec('RELEASE oncegate_append');
+            outcomes.push({ error });
+          }
+        }
+        this.db.exec('COMMIT');
+      } catch (error) {
+        if (this.db.inTransaction) this.db.exec('ROLLBACK');
+        throw error;
+      }
+    } catch (error) {
+      for (const request of batch) request.reject(error);
+      return;
+    }
+    batch.forEach((request, index) => {
+      const outcome = outcomes[index]!;
+      if ('ok' in outcome) request.resolve(outcome.ok);
+      else request.reject(outcome.error);
+    });
+    this.wakeWaiters();
+  }
+
+  private appendInTransaction(request: PendingAppend, recordedAt: string): AppendResult {
+    const actual = this.statements.streamRevision.get(request.streamId)?.revision ?? undefined;
+    if (!expectedRevisionHolds(request.expected, actual)) {
+      throw new WrongExpectedRevisionError(request.streamId, request.expected, actual);
+    }
+    let revision = actual ?? -1;
+    let position = 0;
+    for (const event of request.events) {
+      revision += 1;
+      const id = event.id ?? uuidv7();
+      try {
+        const info = this.statements.insert.run(
+          request.streamId,
+          revision,
+          id,
+          event.type,
+          event.data,
+          event.metadata,
+          recordedAt,
+        );
+        position = Number(info.lastInsertRowid);
+      } catch (error) {
+        if (isUniqueViolation(error) && String((error as Error).message).includes('event_id')) {
+          throw new DuplicateEventIdError(request.streamId, id);
+        }
+        throw error;
+      }
+    }
+    return { streamId: request.streamId, nextExpectedRevision: revision, position };
+  }
+
+  async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
+    this.assertOpen();
+    validateStreamId(streamId);
+    const direction = options.direction ?? 'forwards';
+    if (options.fromRevision !== undefined) validatePosition(options.fromRevision, 'fromRevision');
+    if (options.maxCount !== undefined) validateCount(options.maxCount, 'maxCount');
+    const limit = options.maxCount ?? -1;
+    const rows =
+      direction === 'forwards'
+        ? this.statements.readForwards.all(streamId, options.fromRevision ?? 0, limit)
+        : this.statements.readBackwards.all(streamId, options.fromRevision ?? Number.MAX_SAFE_INTEGER, limit);
+    return rows.map(toRecordedEvent);
+  }
+
+  async streamRevision(streamId: string): Promise<number | undefined> {
+    this.assertOpen();
+    validateStreamId(streamId);
+    return this.statements.streamRevision.get(streamId)?.revision ?? undefined;
+  }
+
+  async headPosition(): Promise<number> {
+    this.assertOpen();
+    return this.head();
+  }
+
+  private head(): number {
+    return this.statements.head.get()?.head ?? 0;
+  }
+
+  async readAll(options: ReadAllOptions = {}): Promise<ReadAllPage> {
+    this.assertOpen();
+    return this.readAllNow(options);
+  }
+
+  private readAllNow(options: ReadAllOptions): ReadAllPage {
+    const direction = options.direction ?? 'forwards';
+    const maxCount = options.maxCount ?? DEFAULT_READ_ALL_COUNT;
+    validateCount(maxCount, 'maxCount');
+    validateFilter(options.filter);
+    const head = this.head();
+    let low: number;
+    let high: number;
+    if (direction === 'forwards') {
+      const after = options.after ?? 0;
+      validatePosition(after, 'after');
+      low = after;
+      high = options.filter ? Math.min(head, after + Math.max(this.maxScan, maxCount)) : head;
+    } else {
+      const before = options.before ?? head + 1;
+      validatePosition(before, 'before');
+      high = before - 1;
+      low = options.filter ? Math.max(0, high - Math.max(this.maxScan, maxCount)) : 0;
+    }
+    if (high <= low) return { events: [], lastPosition: direction === 'forwards' ? low : high + 1 };
+    const { sql, params } = this.readAllQuery(direction, options.filter);
+    const rows = this.readAllStatement(sql).all(low, high, ...params, maxCount) as EventRow[];
+    const events = rows.map(toRecordedEvent);
+    const full = rows.length === maxCount;
+    const lastPosition =
+      direction === 'forwards' ? (full ? rows[rows.length - 1]!.position : high) : full ? rows[rows.length - 1]!.position : low + 1;
+    return { events, lastPosition };
+  }
+
+  private readAllQuery(direction: 'forwards' | 'backwards', filter: EventFilter | undefined) {
+    const where = ['position > ?', 'position <= ?'];
+    const params: string[] = [];
+    const prefixes = filter?.streamPrefixes ?? [];
+    if (prefixes.length > 0) {
+      where.push(`(${prefixes.map(() => '(stream_id >= ? AND stream_id < ?)').join(' OR ')})`);
+      for (const prefix of prefixes) params.push(prefix, prefixUpperBound(prefix));
+    }
+    const types = filter?.eventTypes ?? [];
+    if (types.length > 0) {
+      where.push(`type IN (${types.map(() => '?').join(', ')})`);
+      params.push(...types);
+    }
+    const order = direction === 'forwards' ? 'ASC' : 'DESC';
+    return { sql: `SELECT ${COLUMNS} FROM events WHERE ${where.join(' AND ')} ORDER BY position ${order} LIMIT ?`, params };
+  }
+
+  private readAllStatement(sql: string): Database.Statement {
+    let statement = this.readAllStatements.get(sql);
+    if (statement === undefined) {
+      statement = this.db.prepare(sql);
+      this.readAllStatements.set(sql, statement);
+    }
+    return statement;
+  }
+
+  subscribeToAll(handler: EventHandler, options: SubscribeOptions = {}): Subscription {
+    this.assertOpen();
+    const subscription = runCatchUpSubscription(
+      {
+        readAll: (readOptions) => this.readAll(readOptions),
+        headPosition: () => this.headPosition(),
+        readCheckpoint: (consumer) => this.readCheckpoint(consumer),
+        storeCheckpoint: (consumer, position) => this.storeCheckpoint(consumer, position),
+        waitForAppend: (position, signal) => this.waitForAppend(position, signal),
+      },
+      handler,
+      options,
+    );
+    this.subscriptions.add(subscription);
+    subscription.done.finally(() => this.subscriptions.delete(subscription)).catch(() => undefined);
+    return subscription;
+  }
+
+  async readCheckpoint(consumer: string): Promise<number | undefined> {
+    this.assertOpen();
+    validateStreamId(consumer, 'consumer');
+    return this.statements.readCheckpoint.get(consumer)?.position;
+  }
+
+  async storeCheckpoint(consumer: string, position: number): Promise<void> {
+    this.assertOpen();
+    validateStreamId(consumer, 'consumer');
+    validatePosition(position, 'position');
+    this.statements.storeCheckpoint.run(consumer, position, this.clock().toISOString());
+  }
+
+  private waitForAppend(position: number, signal: AbortSignal): Promise<void> {
+    if (signal.aborted || this.closed || this.head() > position) return Promise.resolve();
+    return new Promise((resolve) => {
+      const wake = () => {
+        this.waiters.delete(wake);
+        signal.removeEventListener('abort', wake);
+        resolve();
+      };
+      this.waiters.add(wake);
+      signal.addEventListener('abort', wake, { once: true });
+      this.ensurePolling();
+    });
+  }
+
+  private wakeWaiters(): void {
+    this.lastDataVersion = this.dataVersion();
+    for (const wake of [...this.waiters]) wake();
+  }
+
+  /** Commits by other connections (other processes) change `data_version`; our own wake waiters directly. */
+  private ensurePolling(): void {
+    if (this.pollTimer !== undefined) return;
+    this.pollTimer = setInterval(() => {
+      if (this.closed || this.waiters.size === 0) {
+        clearInterval(this.pollTimer);
+        this.pollTimer = undefined;
+        return;
+      }
+      const version = this.dataVersion();
+      if (version !== this.lastDataVersion) this.wakeWaiters();
+    }, this.pollIntervalMs);
+    this.pollTimer.unref();
+  }
+
+  private dataVersion(): number {
+    return this.db.pragma('data_version', { simple: true }) as number;
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new EventStoreClosedError();
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.flush();
+    this.closed = true;
+    await Promise.all([...this.subscriptions].map((subscription) => subscription.stop()));
+    for (const wake of [...this.waiters]) wake();
+    if (this.pollTimer !== undefined) clearInterval(this.pollTimer);
+    this.db.close();
+  }
+}
+
+export function openSqliteEventStore(options: SqliteEventStoreOptions): SqliteEventStore {
+  return new SqliteEventStore(options);
+}

@@ -1,0 +1,122 @@
+import { InvalidEventStoreArgumentError } from './errors';
+import type { EventFilter, EventToAppend, ExpectedRevision } from './event-store';
+
+/** An event checked and serialised once, ready for any adapter to write. */
+export interface SerialisedEvent {
+  readonly id: string | undefined;
+  readonly type: string;
+  readonly data: string;
+  readonly metadata: string;
+}
+
+const MAX_STREAM_ID_LENGTH = 512;
+const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/;
+
+export function validateStreamId(streamId: unknown, argument = 'streamId'): asserts streamId is string {
+  if (typeof streamId !== 'string' || streamId.length === 0) {
+    throw new InvalidEventStoreArgumentError(argument, 'must be a non-empty string');
+  }
+  if (streamId.length > MAX_STREAM_ID_LENGTH) {
+    throw new InvalidEventStoreArgumentError(argument, `longer than ${MAX_STREAM_ID_LENGTH} characters`);
+  }
+  if (CONTROL_CHARACTERS.test(streamId)) {
+    throw new InvalidEventStoreArgumentError(argument, 'contains a control character');
+  }
+}
+
+export function validateExpectedRevision(expected: unknown): asserts expected is ExpectedRevision {
+  if (expected === 'any' || expected === 'no_stream' || expected === 'stream_exists') return;
+  if (typeof expected === 'number' && Number.isSafeInteger(expected) && expected >= 0) return;
+  throw new InvalidEventStoreArgumentError(
+    'expectedRevision',
+    `must be 'any', 'no_stream', 'stream_exists' or a revision >= 0, got ${JSON.stringify(expected)}`,
+  );
+}
+
+export function validatePosition(value: unknown, argument: string): asserts value is number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+    throw new InvalidEventStoreArgumentError(argument, `must be an integer >= 0, got ${JSON.stringify(value)}`);
+  }
+}
+
+export function validateCount(value: unknown, argument: string): asserts value is number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
+    throw new InvalidEventStoreArgumentError(argument, `must be an integer >= 1, got ${JSON.stringify(value)}`);
+  }
+}
+
+export function validateFilter(filter: EventFilter | undefined): void {
+  if (filter === undefined) return;
+  for (const prefix of filter.streamPrefixes ?? []) {
+    if (typeof prefix !== 'string' || prefix.length === 0) {
+      throw new InvalidEventStoreArgumentError('filter.streamPrefixes', 'each prefix must be a non-empty string');
+    }
+  }
+  for (const type of filter.eventTypes ?? []) {
+    if (typeof type !== 'string' || type.length === 0) {
+      throw new InvalidEventStoreArgumentError('filter.eventTypes', 'each type must be a non-empty string');
+    }
+  }
+}
+
+function serialiseJson(value: unknown, argument: string): string {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch (error) {
+    throw new InvalidEventStoreArgumentError(argument, `is not JSON-serialisable: ${(error as Error).message}`);
+  }
+  if (text === undefined) throw new InvalidEventStoreArgumentError(argument, 'is not JSON-serialisable');
+  return text;
+}
+
+/** Checks an append's arguments up front and serialises each event once. */
+export function validateAppend(
+  streamId: unknown,
+  events: readonly EventToAppend[],
+  expectedRevision: unknown,
+): SerialisedEvent[] {
+  validateStreamId(streamId);
+  validateExpectedRevision(expectedRevision);
+  if (!Array.isArray(events) || events.length === 0) {
+    throw new InvalidEventStoreArgumentError('events', 'must hold at least one event');
+  }
+  const seen = new Set<string>();
+  return events.map((event, index) => {
+    const at = `events[${index}]`;
+    if (typeof event?.type !== 'string' || event.type.length === 0) {
+      throw new InvalidEventStoreArgumentError(`${at}.type`, 'must be a non-empty string');
+    }
+    if (event.id !== undefined) {
+      if (typeof event.id !== 'string' || event.id.length === 0) {
+        throw new InvalidEventStoreArgumentError(`${at}.id`, 'must be a non-empty string when given');
+      }
+      if (seen.has(event.id)) throw new InvalidEventStoreArgumentError(`${at}.id`, `repeats ${event.id} in one append`);
+      seen.add(event.id);
+    }
+    const metadata = event.metadata ?? {};
+    if (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata)) {
+      throw new InvalidEventStoreArgumentError(`${at}.metadata`, 'must be an object');
+    }
+    return {
+      id: event.id,
+      type: event.type,
+      data: serialiseJson(event.data, `${at}.data`),
+      metadata: serialiseJson(metadata, `${at}.metadata`),
+    };
+  });
+}
+
+/** Does the expected revision accept the stream's actual last revision? */
+export function expectedRevisionHolds(expected: ExpectedRevision, actual: number | undefined): boolean {
+  switch (expected) {
+    case 'any':
+      return true;
+    case 'no_stream':
+      return actual === undefined;
+    case 'stream_exists':
+      return actual !== undefined;
+    default:
+      return actual === expected;
+  }
+}

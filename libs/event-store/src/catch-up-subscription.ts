@@ -1,0 +1,97 @@
+import { validateCount, validateFilter, validatePosition } from './append-validation';
+import type { EventHandler, ReadAllOptions, ReadAllPage, SubscribeOptions, Subscription } from './event-store';
+
+/** What an adapter offers so the shared catch-up loop can run on it. */
+export interface SubscriptionSource {
+  readAll(options: ReadAllOptions): Promise<ReadAllPage>;
+  headPosition(): Promise<number>;
+  readCheckpoint(consumer: string): Promise<number | undefined>;
+  storeCheckpoint(consumer: string, position: number): Promise<void>;
+  /**
+   * Resolves once an event after `position` may have been committed (or at once when one already is),
+   * or when `signal` aborts. Spurious wake-ups are allowed; missed ones are not.
+   */
+  waitForAppend(position: number, signal: AbortSignal): Promise<void>;
+}
+
+const DEFAULT_PAGE_SIZE = 1000;
+
+/**
+ * One catch-up loop for every adapter: read pages after the last position until a read comes back
+ * empty, then wait for the next commit and read again from the same position. Because every read
+ * continues strictly after the last position seen, turning live can neither skip nor repeat an event,
+ * provided the adapter's global positions only become visible in order (SQLite's single writer and
+ * the other adapters' own mechanisms ensure that).
+ */
+export function runCatchUpSubscription(
+  source: SubscriptionSource,
+  handler: EventHandler,
+  options: SubscribeOptions = {},
+): Subscription {
+  const pageSize = options.pageSize ?? DEFAULT_PAGE_SIZE;
+  validateCount(pageSize, 'pageSize');
+  validateFilter(options.filter);
+  if (typeof options.from === 'object') validatePosition(options.from.after, 'from.after');
+
+  const stopper = new AbortController();
+  let position = 0;
+  let markCaughtUp!: () => void;
+  const caughtUp = new Promise<void>((resolve) => (markCaughtUp = resolve));
+
+  const startPosition = async (): Promise<number> => {
+    const from = options.from;
+    if (from === 'end') return source.headPosition();
+    if (from === 'start') return 0;
+    if (typeof from === 'object') return from.after;
+    if (options.consumer !== undefined) return (await source.readCheckpoint(options.consumer)) ?? 0;
+    return 0;
+  };
+
+  const loop = async (): Promise<void> => {
+    position = await startPosition();
+    let checkpointed = position;
+    const checkpoint = async () => {
+      if (options.consumer !== undefined && position !== checkpointed) {
+        await source.storeCheckpoint(options.consumer, position);
+        checkpointed = position;
+      }
+    };
+    try {
+      while (!stopper.signal.aborted) {
+        const page = await source.readAll({ after: position, maxCount: pageSize, filter: options.filter });
+        for (const event of page.events) {
+          if (stopper.signal.aborted) break;
+          await handler(event);
+          position = event.position;
+        }
+        if (stopper.signal.aborted) break;
+        const progressed = page.lastPosition > position;
+        if (progressed) position = page.lastPosition;
+        await checkpoint();
+        if (page.events.length === 0 && !progressed) {
+          markCaughtUp();
+          await source.waitForAppend(position, stopper.signal);
+        }
+      }
+    } finally {
+      markCaughtUp();
+      await checkpoint();
+    }
+  };
+
+  const done = loop();
+  // The caller observes failures through `done`; an unobserved rejection must not crash the process.
+  done.catch(() => undefined);
+
+  return {
+    caughtUp,
+    done,
+    get position() {
+      return position;
+    },
+    async stop() {
+      stopper.abort();
+      await done.catch(() => undefined);
+    },
+  };
+}

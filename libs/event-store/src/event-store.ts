@@ -1,0 +1,141 @@
+/**
+ * The event-store port. Every adapter (SQLite, PostgreSQL, KurrentDB) implements this interface and
+ * runs the shared contract suite in `../testing`. Positions and revisions are plain numbers: revisions
+ * start at 0 within a stream, global positions start at 1 and grow in commit order.
+ */
+
+/** What the writer believes the stream's last revision to be. */
+export type ExpectedRevision =
+  /** Append whatever the stream holds. */
+  | 'any'
+  /** The stream must not exist yet. */
+  | 'no_stream'
+  /** The stream must already hold at least one event. */
+  | 'stream_exists'
+  /** The stream's last revision must be exactly this number. */
+  | number;
+
+export interface EventToAppend {
+  /** UUID of the event; the adapter assigns a UUIDv7 when absent. Unique across the store. */
+  readonly id?: string;
+  readonly type: string;
+  /** JSON-serialisable payload. */
+  readonly data: unknown;
+  /** JSON-serialisable metadata envelope (causation, correlation, actor, schema version…). */
+  readonly metadata?: Readonly<Record<string, unknown>>;
+}
+
+export interface RecordedEvent<Data = unknown> {
+  readonly streamId: string;
+  /** 0-based position of the event inside its stream. */
+  readonly revision: number;
+  /** 1-based position in the store's global commit order. */
+  readonly position: number;
+  readonly id: string;
+  readonly type: string;
+  readonly data: Data;
+  readonly metadata: Readonly<Record<string, unknown>>;
+  /** ISO-8601 time the store committed the event. */
+  readonly recordedAt: string;
+}
+
+export interface AppendOptions {
+  /** Default: `'any'`. */
+  readonly expectedRevision?: ExpectedRevision;
+}
+
+export interface AppendResult {
+  readonly streamId: string;
+  /** Revision of the last appended event: pass it as `expectedRevision` for the next append. */
+  readonly nextExpectedRevision: number;
+  /** Global position of the last appended event. */
+  readonly position: number;
+}
+
+export type ReadDirection = 'forwards' | 'backwards';
+
+export interface ReadStreamOptions {
+  /** Default: `'forwards'`. */
+  readonly direction?: ReadDirection;
+  /** First revision to return (inclusive). Default: the start (forwards) or the end (backwards). */
+  readonly fromRevision?: number;
+  /** Default: no limit. */
+  readonly maxCount?: number;
+}
+
+export interface EventFilter {
+  /** Only streams whose id starts with one of these prefixes. */
+  readonly streamPrefixes?: readonly string[];
+  /** Only events of these types. */
+  readonly eventTypes?: readonly string[];
+}
+
+export interface ReadAllOptions {
+  /** Default: `'forwards'`. */
+  readonly direction?: ReadDirection;
+  /**
+   * Forwards: return events strictly after this position (default 0: from the start).
+   * Backwards: return events strictly before this position (default: from the end).
+   */
+  readonly after?: number;
+  readonly before?: number;
+  /** Default: 1000. */
+  readonly maxCount?: number;
+  readonly filter?: EventFilter;
+}
+
+export interface ReadAllPage {
+  readonly events: readonly RecordedEvent[];
+  /**
+   * The last position examined, whether or not it matched the filter. A caller continues with
+   * `after: lastPosition`; a filtered reader advances past events it does not want.
+   */
+  readonly lastPosition: number;
+}
+
+/** Where a catch-up subscription starts. */
+export type SubscriptionStart =
+  | 'start'
+  | 'end'
+  /** Strictly after this global position. */
+  | { readonly after: number };
+
+export interface SubscribeOptions {
+  /** Default: `'start'`, or after the consumer's checkpoint when `consumer` is set and has one. */
+  readonly from?: SubscriptionStart;
+  readonly filter?: EventFilter;
+  /**
+   * Durable consumer name. When set, the position of every handled event is checkpointed
+   * (after the handler resolves) and a later subscription with the same name resumes after it.
+   */
+  readonly consumer?: string;
+  /** Events read per page while catching up. Default: 1000. */
+  readonly pageSize?: number;
+}
+
+export type EventHandler = (event: RecordedEvent) => void | Promise<void>;
+
+export interface Subscription {
+  /** Resolves once the subscription has read everything committed when it started and turned live. */
+  readonly caughtUp: Promise<void>;
+  /** Resolves when the subscription stops; rejects with the handler's or the store's error. */
+  readonly done: Promise<void>;
+  /** Position of the last event handled (or skipped by the filter). */
+  readonly position: number;
+  /** Stops after the event being handled; checkpoints what was handled. */
+  stop(): Promise<void>;
+}
+
+export interface EventStore {
+  appendToStream(streamId: string, events: readonly EventToAppend[], options?: AppendOptions): Promise<AppendResult>;
+  readStream(streamId: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
+  /** Last revision of the stream, or `undefined` when it does not exist. */
+  streamRevision(streamId: string): Promise<number | undefined>;
+  readAll(options?: ReadAllOptions): Promise<ReadAllPage>;
+  /** Global position of the last committed event (0 when empty). */
+  headPosition(): Promise<number>;
+  subscribeToAll(handler: EventHandler, options?: SubscribeOptions): Subscription;
+  readCheckpoint(consumer: string): Promise<number | undefined>;
+  storeCheckpoint(consumer: string, position: number): Promise<void>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,35 @@
+export type {
+  AppendOptions,
+  AppendResult,
+  EventFilter,
+  EventHandler,
+  EventStore,
+  EventToAppend,
+  ExpectedRevision,
+  ReadAllOptions,
+  ReadAllPage,
+  ReadDirection,
+  ReadStreamOptions,
+  RecordedEvent,
+  SubscribeOptions,
+  Subscription,
+  SubscriptionStart,
+} from './event-store';
+export {
+  DuplicateEventIdError,
+  EventStoreClosedError,
+  InvalidEventStoreArgumentError,
+  WrongExpectedRevisionError,
+} from './errors';
+export type { EventStoreError } from './errors';
+export {
+  expectedRevisionHolds,
+  validateAppend,
+  validateCount,
+  validateFilter,
+  validatePosition,
+  validateStreamId,
+} from './append-validation';
+export type { SerialisedEvent } from './append-validation';
+export { runCatchUpSubscription } from './catch-up-subscription';
+export type { SubscriptionSource } from './catch-up-subscription';

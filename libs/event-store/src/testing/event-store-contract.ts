@@ -1,0 +1,463 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  DuplicateEventIdError,
+  InvalidEventStoreArgumentError,
+  WrongExpectedRevisionError,
+} from '../errors';
+import type { EventStore, RecordedEvent } from '../event-store';
+import type { ChildReport, ChildTask } from './store-child';
+
+/**
+ * How the shared contract suite reaches one adapter. `Location` is whatever names a store's storage:
+ * a file path, a schema, a connection string with a stream prefix.
+ */
+export interface EventStoreContractHarness<Location> {
+  /** When set, every contract test is reported as skipped with this reason. */
+  readonly unavailable?: string;
+  /** Creates fresh, empty storage. */
+  createLocation(): Promise<Location>;
+  /** Opens a store on the location; may be called several times (a reopen, a second connection). */
+  open(location: Location): Promise<EventStore>;
+  disposeLocation?(location: Location): Promise<void>;
+  /**
+   * For the tests between OS processes: the adapter module exporting `openEventStore(config)` and the
+   * config that opens `location` from another process. Absent: those tests are skipped with a reason.
+   */
+  readonly childProcess?: { readonly module: string; config(location: Location): unknown };
+}
+
+const CHILD_SCRIPT = fileURLToPath(new URL('./store-child.ts', import.meta.url));
+
+interface RunningChild {
+  readonly process: ChildProcess;
+  readonly reports: ChildReport[];
+  readonly exited: Promise<number | null>;
+  /** Resolves once `count` reports have arrived. */
+  waitForReports(count: number): Promise<void>;
+}
+
+function startChild(task: ChildTask): RunningChild {
+  const child = spawn(process.execPath, ['--import', 'tsx', CHILD_SCRIPT, JSON.stringify(task)], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const reports: ChildReport[] = [];
+  const listeners: Array<() => void> = [];
+  let stderr = '';
+  child.stderr!.on('data', (chunk) => (stderr += String(chunk)));
+  createInterface({ input: child.stdout! }).on('line', (line) => {
+    reports.push(JSON.parse(line) as ChildReport);
+    for (const listener of listeners) listener();
+  });
+  const exited = new Promise<number | null>((resolve) =>
+    child.on('exit', (code, signal) => {
+      if (code !== 0 && signal === null) process.stderr.write(`store child failed (${code}): ${stderr}\n`);
+      resolve(code);
+    }),
+  );
+  return {
+    process: child,
+    reports,
+    exited,
+    waitForReports: (count) =>
+      new Promise((resolve, reject) => {
+        const check = () => reports.length >= count && resolve();
+        listeners.push(check);
+        exited.then(() => (reports.length >= count ? resolve() : reject(new Error(`child exited: ${stderr}`))));
+        check();
+      }),
+  };
+}
+
+const event = (type: string, data: unknown = {}, id?: string) => ({ type, data, ...(id ? { id } : {}) });
+
+/** Waits until a subscription has delivered everything up to `head`. */
+async function collectUntil(positions: RecordedEvent[], head: number): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while ((positions.at(-1)?.position ?? 0) < head) {
+    if (Date.now() > deadline) throw new Error(`subscription stuck at ${positions.at(-1)?.position} of ${head}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+/**
+ * The contract every event-store adapter keeps. Each adapter's spec calls this with its own harness;
+ * the adapter's name is in every test title.
+ */
+export function describeEventStoreContract<Location>(adapter: string, harness: EventStoreContractHarness<Location>): void {
+  describe(`${adapter} event store contract`, () => {
+    if (harness.unavailable !== undefined) {
+      it(`${adapter}: contract suite`, (context) => context.skip(harness.unavailable));
+      return;
+    }
+
+    const opened: EventStore[] = [];
+    const locations: Location[] = [];
+    const children: RunningChild[] = [];
+
+    const freshStore = async (): Promise<{ store: EventStore; location: Location }> => {
+      const location = await harness.createLocation();
+      locations.push(location);
+      const store = await harness.open(location);
+      opened.push(store);
+      return { store, location };
+    };
+    const reopen = async (location: Location): Promise<EventStore> => {
+      const store = await harness.open(location);
+      opened.push(store);
+      return store;
+    };
+    const child = (location: Location, task: Omit<ChildTask, 'module' | 'config'>): RunningChild => {
+      const spec = harness.childProcess!;
+      const running = startChild({ module: spec.module, config: spec.config(location), ...task });
+      children.push(running);
+      return running;
+    };
+    const needsChildProcess = (context: { skip: (note?: string) => void }) => {
+      if (harness.childProcess === undefined) context.skip(`${adapter} offers no child-process entry point`);
+    };
+
+    afterEach(async () => {
+      for (const running of children.splice(0)) {
+        if (running.process.exitCode === null) running.process.kill('SIGKILL');
+        await running.exited;
+      }
+      for (const store of opened.splice(0)) await store.close().catch(() => undefined);
+      for (const location of locations.splice(0)) await harness.disposeLocation?.(location);
+    });
+
+    describe(`${adapter}: appending with an expected revision`, () => {
+      it(`${adapter}: a new stream starts at revision 0 and positions grow`, async () => {
+        const { store } = await freshStore();
+        const first = await store.appendToStream('execution-a', [event('A1'), event('A2')], { expectedRevision: 'no_stream' });
+        const second = await store.appendToStream('execution-b', [event('B1')], { expectedRevision: 'no_stream' });
+        expect(first.nextExpectedRevision).toBe(1);
+        expect(second.nextExpectedRevision).toBe(0);
+        expect(second.position).toBeGreaterThan(first.position);
+        expect(await store.streamRevision('execution-a')).toBe(1);
+        expect(await store.streamRevision('execution-missing')).toBeUndefined();
+        expect(await store.headPosition()).toBe(second.position);
+      });
+
+      it(`${adapter}: no_stream on an existing stream is refused with the facts and writes nothing`, async () => {
+        const { store } = await freshStore();
+        await store.appendToStream('s', [event('E')], { expectedRevision: 'no_stream' });
+        const error = await store.appendToStream('s', [event('E2')], { expectedRevision: 'no_stream' }).catch((e) => e);
+        expect(error).toBeInstanceOf(WrongExpectedRevisionError);
+        expect(error).toMatchObject({ kind: 'wrong_expected_revision', streamId: 's', expected: 'no_stream', actual: 0 });
+        expect((await store.readStream('s')).map((e) => e.type)).toEqual(['E']);
+      });
+
+      it(`${adapter}: an exact revision must match the last revision`, async () => {
+        const { store } = await freshStore();
+        const { nextExpectedRevision } = await store.appendToStream('s', [event('E1'), event('E2')]);
+        await expect(store.appendToStream('s', [event('Stale')], { expectedRevision: 0 })).rejects.toMatchObject({
+          kind: 'wrong_expected_revision',
+          expected: 0,
+          actual: 1,
+        });
+        const ok = await store.appendToStream('s', [event('E3')], { expectedRevision: nextExpectedRevision });
+        expect(ok.nextExpectedRevision).toBe(2);
+        await expect(store.appendToStream('absent', [event('X')], { expectedRevision: 0 })).rejects.toMatchObject({
+          actual: undefined,
+        });
+      });
+
+      it(`${adapter}: stream_exists refuses an absent stream, any accepts both`, async () => {
+        const { store } = await freshStore();
+        await expect(store.appendToStream('s', [event('E')], { expectedRevision: 'stream_exists' })).rejects.toBeInstanceOf(
+          WrongExpectedRevisionError,
+        );
+        await store.appendToStream('s', [event('E')], { expectedRevision: 'any' });
+        await store.appendToStream('s', [event('E')], { expectedRevision: 'stream_exists' });
+        expect(await store.streamRevision('s')).toBe(1);
+      });
+
+      it(`${adapter}: a duplicate event id is refused and the whole append is discarded`, async () => {
+        const { store } = await freshStore();
+        const id = '01890a5d-ac96-774b-bcce-b302099a8057';
+        await store.appendToStream('s', [event('E', {}, id)]);
+        const error = await store
+          .appendToStream('t', [event('Fresh'), event('Dup', {}, id)], { expectedRevision: 'no_stream' })
+          .catch((e) => e);
+        expect(error).toBeInstanceOf(DuplicateEventIdError);
+        expect(error).toMatchObject({ eventId: id, streamId: 't' });
+        expect(await store.streamRevision('t')).toBeUndefined();
+      });
+
+      it(`${adapter}: bad arguments are refused up front with the argument named`, async () => {
+        const { store } = await freshStore();
+        const cases: Array<[() => Promise<unknown>, string]> = [
+          [() => store.appendToStream('', [event('E')]), 'streamId'],
+          [() => store.appendToStream('s', []), 'events'],
+          [() => store.appendToStream('s', [{ type: '', data: {} }]), 'events[0].type'],
+          [() => store.appendToStream('s', [event('E', { n: 1n })]), 'events[0].data'],
+          [() => store.appendToStream('s', [event('E')], { expectedRevision: -1 }), 'expectedRevision'],
+          [() => store.appendToStream('s', [event('E')], { expectedRevision: 'later' as never }), 'expectedRevision'],
+          [() => store.readStream('s', { maxCount: 0 }), 'maxCount'],
+          [() => store.readAll({ after: -5 }), 'after'],
+        ];
+        for (const [call, argument] of cases) {
+          const error = await Promise.resolve()
+            .then(call)
+            .catch((e) => e);
+          expect(error, argument).toBeInstanceOf(InvalidEventStoreArgumentError);
+          expect(error.argument).toBe(argument);
+        }
+        expect(await store.headPosition()).toBe(0);
+      });
+
+      it(`${adapter}: of many concurrent appends with one expected revision exactly one wins`, async () => {
+        const { store } = await freshStore();
+        await store.appendToStream('contested', [event('Start')]);
+        const attempts = await Promise.allSettled(
+          Array.from({ length: 25 }, (_, i) =>
+            store.appendToStream('contested', [event('Claim', { i })], { expectedRevision: 0 }),
+          ),
+        );
+        const won = attempts.filter((a) => a.status === 'fulfilled');
+        const lost = attempts.filter((a) => a.status === 'rejected') as PromiseRejectedResult[];
+        expect(won).toHaveLength(1);
+        expect(lost).toHaveLength(24);
+        for (const failure of lost) expect(failure.reason).toBeInstanceOf(WrongExpectedRevisionError);
+        expect(await store.streamRevision('contested')).toBe(1);
+      });
+
+      it(`${adapter}: appends issued together keep each stream's check and are not harmed by a failing neighbour`, async () => {
+        const { store } = await freshStore();
+        await store.appendToStream('busy', [event('E')]);
+        const results = await Promise.allSettled([
+          store.appendToStream('quiet-1', [event('Q')], { expectedRevision: 'no_stream' }),
+          store.appendToStream('busy', [event('Wrong')], { expectedRevision: 'no_stream' }),
+          store.appendToStream('quiet-2', [event('Q')], { expectedRevision: 'no_stream' }),
+          store.appendToStream('quiet-1', [event('Q2')], { expectedRevision: 0 }),
+        ]);
+        expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+        expect(await store.streamRevision('quiet-1')).toBe(1);
+        expect(await store.streamRevision('busy')).toBe(0);
+      });
+    });
+
+    describe(`${adapter}: reading`, () => {
+      it(`${adapter}: a stream reads forwards and backwards from a revision with a limit`, async () => {
+        const { store } = await freshStore();
+        await store.appendToStream('s', [0, 1, 2, 3, 4].map((n) => event('N', { n }, undefined)));
+        await store.appendToStream('other', [event('X')]);
+        const numbers = (events: RecordedEvent[]) => events.map((e) => (e.data as { n: number }).n);
+        expect(numbers(await store.readStream('s'))).toEqual([0, 1, 2, 3, 4]);
+        expect(numbers(await store.readStream('s', { fromRevision: 2, maxCount: 2 }))).toEqual([2, 3]);
+        expect(numbers(await store.readStream('s', { direction: 'backwards' }))).toEqual([4, 3, 2, 1, 0]);
+        expect(numbers(await store.readStream('s', { direction: 'backwards', fromRevision: 3, maxCount: 2 }))).toEqual([3, 2]);
+        expect(await store.readStream('missing')).toEqual([]);
+        const [first] = await store.readStream('s', { maxCount: 1 });
+        expect(first).toMatchObject({ streamId: 's', revision: 0, type: 'N', data: { n: 0 }, metadata: {} });
+        expect(first!.id).toMatch(/^[0-9a-f-]{36}$/);
+        expect(Number.isNaN(Date.parse(first!.recordedAt))).toBe(false);
+      });
+
+      it(`${adapter}: metadata and payloads round-trip as JSON`, async () => {
+        const { store } = await freshStore();
+        const data = { text: 'naïve ✓ "quoted"\n', nested: { list: [1, 2.5, null, true] } };
+        const metadata = { causationId: 'c-1', correlation: { jsonRpcId: 7 }, schemaVersion: 1 };
+        await store.appendToStream('s', [{ type: 'E', data, metadata }]);
+        const [read] = await store.readStream('s');
+        expect(read!.data).toEqual(data);
+        expect(read!.metadata).toEqual(metadata);
+      });
+
+      it(`${adapter}: read all pages forwards and backwards by global position`, async () => {
+        const { store } = await freshStore();
+        for (let i = 0; i < 10; i += 1) await store.appendToStream(`s-${i % 3}`, [event('E', { i })]);
+        const all = await store.readAll({ maxCount: 100 });
+        expect(all.events.map((e) => (e.data as { i: number }).i)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+        const positions = all.events.map((e) => e.position);
+        expect([...positions].sort((a, b) => a - b)).toEqual(positions);
+        const page = await store.readAll({ after: positions[3]!, maxCount: 3 });
+        expect(page.events.map((e) => e.position)).toEqual(positions.slice(4, 7));
+        expect(page.lastPosition).toBe(positions[6]);
+        const backwards = await store.readAll({ direction: 'backwards', maxCount: 4 });
+        expect(backwards.events.map((e) => e.position)).toEqual(positions.slice(6).reverse());
+        const tail = await store.readAll({ after: positions.at(-1)! });
+        expect(tail.events).toEqual([]);
+      });
+
+      it(`${adapter}: read all filters by stream prefix and event type and still advances`, async () => {
+        const { store } = await freshStore();
+        await store.appendToStream('execution-1', [event('ExecutionAccepted'), event('Dispatched')]);
+        await store.appendToStream('intent-1', [event('IntentClaimed')]);
+        await store.appendToStream('execution-2', [event('ExecutionAccepted')]);
+        await store.appendToStream('executionless', [event('Dispatched')]);
+        const head = await store.headPosition();
+        const executions = await store.readAll({ filter: { streamPrefixes: ['execution-'] } });
+        expect(executions.events.map((e) => `${e.streamId}:${e.type}`)).toEqual([
+          'execution-1:ExecutionAccepted',
+          'execution-1:Dispatched',
+          'execution-2:ExecutionAccepted',
+        ]);
+        expect(executions.lastPosition).toBe(head);
+        const dispatched = await store.readAll({ filter: { eventTypes: ['Dispatched'] } });
+        expect(dispatched.events.map((e) => e.streamId)).toEqual(['execution-1', 'executionless']);
+        const both = await store.readAll({ filter: { streamPrefixes: ['intent-', 'execution-2'], eventTypes: ['IntentClaimed', 'ExecutionAccepted'] } });
+        expect(both.events.map((e) => e.streamId)).toEqual(['intent-1', 'execution-2']);
+      });
+    });
+
+    describe(`${adapter}: catch-up subscriptions`, () => {
+      it(`${adapter}: catches up on history, turns live, and delivers in order`, async () => {
+        const { store } = await freshStore();
+        for (let i = 0; i < 5; i += 1) await store.appendToStream('s', [event('Old', { i })]);
+        const seen: RecordedEvent[] = [];
+        const subscription = store.subscribeToAll((e) => void seen.push(e), { pageSize: 2 });
+        await subscription.caughtUp;
+        expect(seen.map((e) => e.type)).toEqual(['Old', 'Old', 'Old', 'Old', 'Old']);
+        await store.appendToStream('s', [event('New')]);
+        await collectUntil(seen, await store.headPosition());
+        expect(seen.map((e) => e.type).at(-1)).toBe('New');
+        await subscription.stop();
+      });
+
+      it(`${adapter}: no gap and no duplicate while concurrent writers append during catch-up`, async () => {
+        const { store } = await freshStore();
+        for (let i = 0; i < 300; i += 1) await store.appendToStream(`pre-${i % 5}`, [event('Pre')]);
+        const seen: RecordedEvent[] = [];
+        const subscription = store.subscribeToAll(
+          async (e) => {
+            seen.push(e);
+            if (e.position % 50 === 0) await new Promise((r) => setTimeout(r, 1));
+          },
+          { pageSize: 64 },
+        );
+        await Promise.all(
+          Array.from({ length: 8 }, async (_, writer) => {
+            for (let i = 0; i < 60; i += 1) await store.appendToStream(`w-${writer}`, [event('Live'), event('Live')]);
+          }),
+        );
+        const head = await store.headPosition();
+        await collectUntil(seen, head);
+        await subscription.stop();
+        const everything = await store.readAll({ maxCount: 10_000 });
+        expect(everything.events).toHaveLength(300 + 8 * 60 * 2);
+        expect(seen.map((e) => e.id)).toEqual(everything.events.map((e) => e.id));
+      });
+
+      it(`${adapter}: from 'end' receives only what comes after, with filters applied`, async () => {
+        const { store } = await freshStore();
+        await store.appendToStream('execution-old', [event('ExecutionAccepted')]);
+        const seen: RecordedEvent[] = [];
+        const subscription = store.subscribeToAll((e) => void seen.push(e), {
+          from: 'end',
+          filter: { streamPrefixes: ['execution-'], eventTypes: ['Dispatched'] },
+        });
+        await subscription.caughtUp;
+        await store.appendToStream('execution-new', [event('ExecutionAccepted'), event('Dispatched')]);
+        await store.appendToStream('intent-x', [event('Dispatched')]);
+        const head = await store.headPosition();
+        while (subscription.position < head) await new Promise((r) => setTimeout(r, 5));
+        await subscription.stop();
+        expect(seen.map((e) => `${e.streamId}:${e.type}`)).toEqual(['execution-new:Dispatched']);
+      });
+
+      it(`${adapter}: a durable consumer resumes after its checkpoint`, async () => {
+        const { store, location } = await freshStore();
+        await store.appendToStream('s', [event('E1'), event('E2'), event('E3')]);
+        const first: string[] = [];
+        const subscription = store.subscribeToAll((e) => void first.push(e.type), { consumer: 'projector' });
+        await subscription.caughtUp;
+        await subscription.stop();
+        expect(first).toEqual(['E1', 'E2', 'E3']);
+        expect(await store.readCheckpoint('projector')).toBe(await store.headPosition());
+        await store.appendToStream('s', [event('E4')]);
+        const reopened = await reopen(location);
+        const second: string[] = [];
+        const resumed = reopened.subscribeToAll((e) => void second.push(e.type), { consumer: 'projector' });
+        await resumed.caughtUp;
+        await resumed.stop();
+        expect(second).toEqual(['E4']);
+        expect(await reopened.readCheckpoint('unknown-consumer')).toBeUndefined();
+      });
+
+      it(`${adapter}: a failing handler stops the subscription and the checkpoint stays before the failure`, async () => {
+        const { store } = await freshStore();
+        await store.appendToStream('s', [event('Good'), event('Poison'), event('Later')]);
+        const subscription = store.subscribeToAll(
+          (e) => {
+            if (e.type === 'Poison') throw new Error('projection bug');
+          },
+          { consumer: 'fragile' },
+        );
+        await expect(subscription.done).rejects.toThrow('projection bug');
+        const [good] = await store.readStream('s', { maxCount: 1 });
+        expect(await store.readCheckpoint('fragile')).toBe(good!.position);
+      });
+    });
+
+    describe(`${adapter}: between OS processes`, () => {
+      it(`${adapter}: two processes contending for one stream never both win the same revision`, async (context) => {
+        needsChildProcess(context);
+        const { store, location } = await freshStore();
+        const startAt = Date.now() + 1500;
+        const a = child(location, { mode: 'contend', streamId: 'contested', count: 150, startAt });
+        const b = child(location, { mode: 'contend', streamId: 'contested', count: 150, startAt });
+        expect(await a.exited).toBe(0);
+        expect(await b.exited).toBe(0);
+        const wins = [...a.reports, ...b.reports].filter((r) => r.kind === 'won');
+        const claimed = wins.map((r) => String(r.expected));
+        expect(new Set(claimed).size).toBe(claimed.length);
+        const stream = await store.readStream('contested');
+        expect(stream).toHaveLength(wins.length);
+        expect(new Set(stream.map((e) => e.id))).toEqual(new Set(wins.map((w) => w.id)));
+        expect(a.reports.length + b.reports.length).toBe(300);
+      });
+
+      it(`${adapter}: a subscriber sees another process's writes with no gap or duplicate`, async (context) => {
+        needsChildProcess(context);
+        const { store, location } = await freshStore();
+        const seen: RecordedEvent[] = [];
+        const subscription = store.subscribeToAll((e) => void seen.push(e));
+        await subscription.caughtUp;
+        const writers = [
+          child(location, { mode: 'write', streamId: 'proc-a', count: 200 }),
+          child(location, { mode: 'write', streamId: 'proc-b', count: 200 }),
+        ];
+        const local = (async () => {
+          for (let i = 0; i < 100; i += 1) await store.appendToStream('local', [event('Local')]);
+        })();
+        for (const writer of writers) expect(await writer.exited).toBe(0);
+        await local;
+        const head = await store.headPosition();
+        await collectUntil(seen, head);
+        await subscription.stop();
+        const everything = await store.readAll({ maxCount: 10_000 });
+        expect(everything.events).toHaveLength(500);
+        expect(seen.map((e) => e.position)).toEqual(everything.events.map((e) => e.position));
+      });
+
+      it(`${adapter}: every acknowledged append survives kill -9 of the writer`, async (context) => {
+        needsChildProcess(context);
+        const { location } = await freshStore();
+        const writer = child(location, { mode: 'write', streamId: 'durable', count: 100_000 });
+        await writer.waitForReports(300);
+        writer.process.kill('SIGKILL');
+        await writer.exited;
+        const acknowledged = writer.reports.filter((r) => r.kind === 'acked');
+        expect(acknowledged.length).toBeGreaterThanOrEqual(300);
+        const reopened = await reopen(location);
+        const stored = new Map<string, RecordedEvent>();
+        let after = 0;
+        for (;;) {
+          const page = await reopened.readAll({ after, maxCount: 5000 });
+          for (const e of page.events) stored.set(e.id, e);
+          if (page.events.length === 0) break;
+          after = page.lastPosition;
+        }
+        for (const ack of acknowledged) {
+          const found = stored.get(ack.id!);
+          expect(found, `acknowledged event ${ack.id}`).toBeDefined();
+          expect(found).toMatchObject({ position: ack.position, revision: ack.revision, streamId: ack.streamId });
+        }
+      });
+    });
+  });
+}

@@ -1,0 +1,2 @@
+export { describeEventStoreContract } from './event-store-contract';
+export type { EventStoreContractHarness } from './event-store-contract';

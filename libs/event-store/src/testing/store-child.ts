@@ -1,0 +1,63 @@
+/**
+ * A second OS process for the contract suite: opens the same store through the adapter's module and
+ * either contends for one stream or writes and reports every acknowledged append on stdout.
+ * Run as: node --import tsx store-child.ts '<json ChildTask>'
+ */
+import { randomUUID } from 'node:crypto';
+import { pathToFileURL } from 'node:url';
+import type { EventStore } from '../event-store';
+
+export interface ChildTask {
+  readonly module: string;
+  readonly config: unknown;
+  readonly mode: 'contend' | 'write';
+  readonly streamId: string;
+  readonly count: number;
+  /** Epoch ms to start at, so that two children start together. */
+  readonly startAt?: number;
+}
+
+export interface ChildReport {
+  readonly kind: 'won' | 'conflict' | 'acked';
+  readonly expected?: number | 'no_stream';
+  readonly id?: string;
+  readonly position?: number;
+  readonly revision?: number;
+  readonly streamId?: string;
+}
+
+async function main(): Promise<void> {
+  const task = JSON.parse(process.argv[2] ?? '') as ChildTask;
+  const adapter = (await import(pathToFileURL(task.module).href)) as {
+    openEventStore(config: unknown): Promise<EventStore> | EventStore;
+  };
+  const store = await adapter.openEventStore(task.config);
+  const report = (line: ChildReport) => process.stdout.write(JSON.stringify(line) + '\n');
+  if (task.startAt !== undefined) await new Promise((r) => setTimeout(r, Math.max(0, task.startAt! - Date.now())));
+  for (let i = 0; i < task.count; i += 1) {
+    const id = randomUUID();
+    if (task.mode === 'contend') {
+      const actual = await store.streamRevision(task.streamId);
+      const expected = actual ?? 'no_stream';
+      try {
+        await store.appendToStream(task.streamId, [{ id, type: 'Contended', data: { pid: process.pid, i } }], {
+          expectedRevision: expected,
+        });
+        report({ kind: 'won', expected, id });
+      } catch (error) {
+        if ((error as { kind?: string }).kind !== 'wrong_expected_revision') throw error;
+        report({ kind: 'conflict', expected });
+      }
+    } else {
+      const streamId = `${task.streamId}-${i % 7}`;
+      const result = await store.appendToStream(streamId, [{ id, type: 'Written', data: { pid: process.pid, i } }]);
+      report({ kind: 'acked', id, position: result.position, revision: result.nextExpectedRevision, streamId });
+    }
+  }
+  await store.close();
+}
+
+main().catch((error) => {
+  process.stderr.write(String((error as Error)?.stack ?? error) + '\n');
+  process.exit(1);
+});

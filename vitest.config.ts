@@ -1,0 +1,20 @@
+import { fileURLToPath } from 'node:url';
+import { defineConfig } from 'vitest/config';
+
+const root = (path: string) => fileURLToPath(new URL(path, import.meta.url));
+
+export default defineConfig({
+  resolve: {
+    alias: [
+      { find: '@oncegate/event-store/testing', replacement: root('./libs/event-store/src/testing/index.ts') },
+      { find: /^@oncegate\/([a-z-]+)$/, replacement: root('./libs/$1/src/index.ts') },
+    ],
+  },
+  test: {
+    include: ['libs/**/*.spec.ts', 'apps/**/*.spec.ts', 'test/**/*.spec.ts', 'tools/**/*.spec.ts'],
+    reporters: ['default', './tools/summary-reporter.ts'],
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+    pool: 'forks',
+  },
+});
