@@ -10,15 +10,18 @@ export default class SummaryReporter implements Reporter {
     let failed = 0;
     const skipped: string[] = [];
     for (const testModule of testModules) {
-      if (testModule.state() === 'failed' && [...testModule.children.allTests()].length === 0) failed += 1;
+      let failedHere = 0;
       for (const test of testModule.children.allTests()) {
         const result = test.result();
         if (result.state === 'passed') passed += 1;
-        else if (result.state === 'failed') failed += 1;
+        else if (result.state === 'failed') failedHere += 1;
         else if (result.state === 'skipped') {
           skipped.push(`${testModule.moduleId.replace(process.cwd() + '/', '')} > ${test.fullName}: ${result.note ?? 'no reason given'}`);
         }
       }
+      // A file that failed outside any test (import error, failing beforeAll) still counts as a failure.
+      if (testModule.state() === 'failed' && failedHere === 0) failedHere = 1;
+      failed += failedHere;
     }
     failed += unhandledErrors.length;
     const out = process.stdout;

@@ -1,0 +1,153 @@
+import { closeSync, fdatasyncSync, fsyncSync, mkdirSync, openSync, rmSync, statfsSync, writeSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-store-sqlite';
+import { machineLine, ms, percentile, printTable, rate } from './table';
+
+/** A payload shaped like an ExecutionAccepted event, so sizes are realistic (~600 bytes). */
+const payload = {
+  schemaVersion: 1,
+  record: {
+    actor: 'agent:deploy-bot',
+    tool: 'deploy_release',
+    channel: 'http',
+    target: 'deploy-api.internal.example/releases',
+    credential_ref: 'deploy-service',
+    method: 'POST',
+    arguments: { region: 'us-east-1', service: 'catalog', version: '2026.07.22' },
+    intent_scope: 'run:5f8097',
+  },
+  fingerprint: 'hmac-sha256:k1:6f1d0c3b9a7e5d4c2b1a09f8e7d6c5b4a39281706f5e4d3c2b1a0f9e8d7c6b5a',
+  operationClass: 'irreversible',
+  windowEndsAt: '2026-11-30T07:00:00.000Z',
+};
+const metadata = {
+  causationId: '01938a6e-7c3e-7a4b-9d2f-5e6a7b8c9d0e',
+  correlation: { jsonRpcId: 42, sessionId: 'f3b1c2d4-5e6f-4a7b-8c9d-0e1f2a3b4c5d', transport: 'streamable-http' },
+  actor: 'agent:deploy-bot',
+  schemaVersion: 1,
+};
+
+function fsyncFloor(dir: string, iterations: number) {
+  const file = join(dir, 'fsync-probe.bin');
+  const fd = openSync(file, 'w');
+  const block = Buffer.alloc(4096, 7);
+  const timings = (sync: (fd: number) => void) => {
+    const samples: number[] = [];
+    for (let i = 0; i < iterations; i += 1) {
+      writeSync(fd, block);
+      const start = process.hrtime.bigint();
+      sync(fd);
+      samples.push(Number(process.hrtime.bigint() - start) / 1e6);
+    }
+    return samples.sort((a, b) => a - b);
+  };
+  const fdatasync = timings(fdatasyncSync);
+  const fsync = timings(fsyncSync);
+  closeSync(fd);
+  rmSync(file);
+  return { fdatasync, fsync };
+}
+
+async function appendLatency(store: SqliteEventStore, writers: number, total: number) {
+  const perWriter = Math.ceil(total / writers);
+  const samples: number[] = [];
+  const start = process.hrtime.bigint();
+  await Promise.all(
+    Array.from({ length: writers }, async (_, writer) => {
+      for (let i = 0; i < perWriter; i += 1) {
+        const t0 = process.hrtime.bigint();
+        await store.appendToStream(`execution-w${writers}-${writer}-${i % 50}`, [{ type: 'ExecutionAccepted', data: payload, metadata }]);
+        samples.push(Number(process.hrtime.bigint() - t0) / 1e6);
+      }
+    }),
+  );
+  const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+  samples.sort((a, b) => a - b);
+  return { samples, seconds, events: perWriter * writers };
+}
+
+async function fill(store: SqliteEventStore, events: number) {
+  const batch = Array.from({ length: 500 }, () => ({ type: 'Dispatched', data: payload, metadata }));
+  for (let written = 0; written < events; written += batch.length) {
+    await store.appendToStream(`bulk-${written % 997}`, batch);
+  }
+}
+
+export async function run(argv: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      dir: { type: 'string', default: '.oncegate/bench' },
+      events: { type: 'string', default: '200000' },
+      appends: { type: 'string', default: '2000' },
+      synchronous: { type: 'string', default: 'FULL' },
+    },
+  });
+  const dir = resolve(values.dir!, `store-${process.pid}`);
+  mkdirSync(dir, { recursive: true });
+  const readEvents = Number(values.events);
+  const appends = Number(values.appends);
+  const synchronous = values.synchronous as 'FULL' | 'NORMAL';
+  const fs = statfsSync(dir);
+  process.stdout.write(
+    `Event store benchmark — ${machineLine()}, ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ` +
+      `${Math.round(totalmem() / 2 ** 30)} GiB, data in ${dir} (fs type 0x${fs.type.toString(16)}), synchronous=${synchronous}\n`,
+  );
+
+  try {
+    const floor = fsyncFloor(dir, 300);
+    printTable('fsync floor (4 KiB write then sync, same folder)', [
+      { call: 'fdatasync', p50_ms: ms(percentile(floor.fdatasync, 50)), p99_ms: ms(percentile(floor.fdatasync, 99)) },
+      { call: 'fsync', p50_ms: ms(percentile(floor.fsync, 50)), p99_ms: ms(percentile(floor.fsync, 99)) },
+    ]);
+    const floorP50 = percentile(floor.fdatasync, 50);
+
+    const store = openSqliteEventStore({ file: join(dir, 'events.db'), synchronous });
+    const rows = [];
+    for (const writers of [1, 64]) {
+      const result = await appendLatency(store, writers, writers === 1 ? appends : appends * 8);
+      const p50 = percentile(result.samples, 50);
+      rows.push({
+        writers,
+        appends: result.events,
+        p50_ms: ms(p50),
+        p99_ms: ms(percentile(result.samples, 99)),
+        'p50 / fsync floor': (p50 / floorP50).toFixed(2) + 'x',
+        'events/s': rate(result.events, result.seconds),
+      });
+    }
+    printTable('append (one event per append, group commit on)', rows);
+
+    await fill(store, readEvents);
+    const head = await store.headPosition();
+
+    let start = process.hrtime.bigint();
+    let read = 0;
+    let after = 0;
+    for (;;) {
+      const page = await store.readAll({ after, maxCount: 1000 });
+      if (page.events.length === 0) break;
+      read += page.events.length;
+      after = page.lastPosition;
+    }
+    const readSeconds = Number(process.hrtime.bigint() - start) / 1e9;
+
+    start = process.hrtime.bigint();
+    let caught = 0;
+    const subscription = store.subscribeToAll(() => {
+      caught += 1;
+    });
+    await subscription.caughtUp;
+    const catchUpSeconds = Number(process.hrtime.bigint() - start) / 1e9;
+    await subscription.stop();
+    printTable(`reading ${head.toLocaleString('en-US')} events (~${JSON.stringify(payload).length + JSON.stringify(metadata).length} bytes each)`, [
+      { reader: 'read all, pages of 1000', events: read, seconds: readSeconds.toFixed(2), 'events/s': rate(read, readSeconds) },
+      { reader: 'catch-up subscription', events: caught, seconds: catchUpSeconds.toFixed(2), 'events/s': rate(caught, catchUpSeconds) },
+    ]);
+    await store.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,55 @@
+import { execFileSync } from 'node:child_process';
+import { ESLint } from 'eslint';
+import { beforeAll, describe, expect, it } from 'vitest';
+
+/**
+ * The domain stays pure because lint refuses the import, not because we remember. These cases lint
+ * source text as if it lived in the domain library, through the workspace's own ESLint config.
+ */
+describe('module boundaries', () => {
+  let eslint: ESLint;
+
+  beforeAll(() => {
+    // The Nx rule reads the cached project graph; without one it silently skips itself.
+    execFileSync(process.execPath, ['node_modules/nx/dist/bin/nx.js', 'show', 'projects'], {
+      env: { ...process.env, NX_DAEMON: 'false' },
+      stdio: 'ignore',
+    });
+    eslint = new ESLint();
+  });
+
+  const lint = async (code: string, filePath: string) => {
+    const [result] = await eslint.lintText(code, { filePath });
+    return result!.messages.filter((m) => m.ruleId === '@nx/enforce-module-boundaries');
+  };
+
+  it.each([
+    ['@nestjs/common', "import { Injectable } from '@nestjs/common';\nexport const x = Injectable;\n"],
+    ['better-sqlite3', "import Database from 'better-sqlite3';\nexport const x = Database;\n"],
+    ['undici', "import { request } from 'undici';\nexport const x = request;\n"],
+    ['ssh2', "import { Client } from 'ssh2';\nexport const x = Client;\n"],
+    ['kafkajs', "import { Kafka } from 'kafkajs';\nexport const x = Kafka;\n"],
+  ])('given the domain library, when it imports %s, then lint fails', async (name, code) => {
+    const messages = await lint(code, 'libs/domain/src/lint-probe.ts');
+    expect(messages).toHaveLength(1);
+    expect(messages[0]!.message).toContain(name);
+    expect(messages[0]!.severity).toBe(2);
+  });
+
+  it('given the domain library, when it imports the event-store port, then lint fails on the tag rule', async () => {
+    const messages = await lint(
+      "import { WrongExpectedRevisionError } from '@oncegate/event-store';\nexport const x = WrongExpectedRevisionError;\n",
+      'libs/domain/src/lint-probe.ts',
+    );
+    expect(messages).toHaveLength(1);
+    expect(messages[0]!.message).toMatch(/type:domain/);
+  });
+
+  it('given an adapter, when it imports the port and its database client, then lint passes', async () => {
+    const messages = await lint(
+      "import Database from 'better-sqlite3';\nimport { WrongExpectedRevisionError } from '@oncegate/event-store';\nexport const x = [Database, WrongExpectedRevisionError];\n",
+      'libs/event-store-sqlite/src/lint-probe.ts',
+    );
+    expect(messages).toEqual([]);
+  });
+});
