@@ -202,9 +202,9 @@ export function describeEventStoreContract<Location>(adapter: string, harness: E
         for (const [call, argument] of cases) {
           const error = await Promise.resolve()
             .then(call)
-            .catch((e) => e);
+            .catch((e: unknown) => e);
           expect(error, argument).toBeInstanceOf(InvalidEventStoreArgumentError);
-          expect(error.argument).toBe(argument);
+          expect((error as InvalidEventStoreArgumentError).argument).toBe(argument);
         }
         expect(await store.headPosition()).toBe(0);
       });

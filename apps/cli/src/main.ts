@@ -1,0 +1,11 @@
+import { readFile } from 'node:fs/promises';
+import { runCli } from './cli';
+import type { CliIo } from './cli-command';
+
+const io: CliIo = {
+  stdout: (text) => void process.stdout.write(text),
+  stderr: (text) => void process.stderr.write(text),
+  readFile: (path) => readFile(path, 'utf8'),
+};
+
+process.exitCode = await runCli(process.argv.slice(2), io);

@@ -1,0 +1,42 @@
+export { ContractValidationError, formatIssue } from './contract-issue';
+export type { ContractIssue } from './contract-issue';
+export { checkContractFile, parseContractFile } from './parse-contract-file';
+export type { ContractCheck } from './parse-contract-file';
+export {
+  APPROVAL_MODES,
+  DEFAULT_LIMITS,
+  DEFAULT_MARKER_STARTED_WAIT_MS,
+  DEFAULT_REDELIVERY_GRACE_MS,
+  DEFAULT_SSH_PORT,
+  HTTP_METHODS,
+  MAX_RESPONSE_BYTES,
+  RESERVED_TOOL_NAMES,
+  TOOL_NAME_PATTERN,
+} from './tool-contract';
+export type {
+  ApprovalMode,
+  ContractFile,
+  ContractSource,
+  CorrelationWindow,
+  HttpMethod,
+  HttpRequestTemplate,
+  JsonSchemaObject,
+  MarkerProtocol,
+  PluginRequestTemplate,
+  PreconditionValue,
+  RequestTemplate,
+  SshCommandTemplate,
+  StatusQuery,
+  ToolContract,
+  ToolLimits,
+} from './tool-contract';
+export { parseDuration } from './duration';
+export { scanTemplates } from './template';
+export type { TemplateReference, TemplateScan } from './template';
+export { fingerprintPolicyOf } from './fingerprint-policy';
+export type { FingerprintPolicy } from './fingerprint-policy';
+export { annotationsOf } from './annotations';
+export type { ToolAnnotations } from './annotations';
+export { assertValidArguments, InvalidArgumentsError, validateArguments } from './validate-arguments';
+export type { ArgumentViolation } from './validate-arguments';
+export { closestMatch } from './suggest';

@@ -1,0 +1,187 @@
+/**
+ * Commands to the execution decider, named imperatively. Each carries the execution id it targets and `now`
+ * (ISO instant): the clock and every id arrive inside the command so `decide` stays deterministic.
+ */
+import type { IsoInstant } from './durations';
+import type {
+  AttemptPolicy,
+  AuthorizationBasis,
+  CancellationTrigger,
+  DefiniteOutcome,
+  DenialBasis,
+  IntentScope,
+  MarkerState,
+  OutcomeSource,
+  ProtocolCorrelation,
+  RedactedCanonicalRecord,
+  ReviewReason,
+  ReviewResolution,
+  UnknownOutcomeReason,
+} from './events';
+import type { Fingerprint } from './fingerprint-value';
+import type { OperationClass } from './operation-class';
+import type { ExecutionId } from './streams';
+
+interface CommandBase<TType extends string> {
+  readonly type: TType;
+  readonly executionId: ExecutionId;
+  readonly now: IsoInstant;
+}
+
+export interface AcceptExecution extends CommandBase<'AcceptExecution'> {
+  readonly record: RedactedCanonicalRecord;
+  readonly fingerprint: Fingerprint;
+  readonly operationClass: OperationClass;
+  /** Must format to `record.intent_scope`. */
+  readonly intentScope: IntentScope;
+  /** The tool's correlation window; `null` means "until confirmed". The window ends at `now + correlationWindowMs`. */
+  readonly correlationWindowMs: number | null;
+  readonly redeliveryGraceMs: number;
+  readonly attemptPolicy: AttemptPolicy;
+  readonly correlation: ProtocolCorrelation;
+}
+
+export interface AttachRetry extends CommandBase<'AttachRetry'> {
+  readonly correlation: ProtocolCorrelation;
+}
+
+export interface RequestApproval extends CommandBase<'RequestApproval'> {
+  readonly requestedBy: string;
+  readonly reason: string;
+}
+
+export interface GrantApproval extends CommandBase<'GrantApproval'> {
+  readonly by: string;
+  readonly reason: string;
+}
+
+export interface DenyApproval extends CommandBase<'DenyApproval'> {
+  readonly by: string;
+  readonly reason: string;
+}
+
+export interface AuthorizeExecution extends CommandBase<'AuthorizeExecution'> {
+  readonly basis: AuthorizationBasis;
+}
+
+export interface DenyExecution extends CommandBase<'DenyExecution'> {
+  readonly basis: DenialBasis;
+  readonly reason: string;
+}
+
+/** Appended, and durable, before any byte leaves. The attempt number and idempotency key are derived. */
+export interface RecordDispatch extends CommandBase<'RecordDispatch'> {
+  readonly dispatcherId: string;
+}
+
+export interface ObserveOutcome extends CommandBase<'ObserveOutcome'> {
+  readonly attempt: number;
+  readonly outcome: DefiniteOutcome;
+  readonly source: OutcomeSource;
+  readonly targetStatus: number | null;
+  readonly exitCode: number | null;
+  readonly resultRef: string | null;
+  readonly resultDigest: string | null;
+}
+
+export interface RecordUnknownOutcome extends CommandBase<'RecordUnknownOutcome'> {
+  readonly attempt: number;
+  readonly reason: UnknownOutcomeReason;
+}
+
+export interface RecordStatusQuery extends CommandBase<'RecordStatusQuery'> {
+  readonly attempt: number;
+  readonly preconditionHolds: boolean;
+  readonly observedStatus: string | null;
+}
+
+export interface RecordMarkerProbe extends CommandBase<'RecordMarkerProbe'> {
+  readonly attempt: number;
+  readonly marker: MarkerState;
+  readonly exitStatus: number | null;
+}
+
+export interface RequireReview extends CommandBase<'RequireReview'> {
+  readonly reason: ReviewReason;
+}
+
+export interface ResolveReview extends CommandBase<'ResolveReview'> {
+  readonly resolution: ReviewResolution;
+  readonly by: string;
+  readonly reason: string;
+}
+
+export interface RecordResultDelivered extends CommandBase<'RecordResultDelivered'> {
+  readonly correlation: ProtocolCorrelation;
+  readonly replayed: boolean;
+}
+
+export interface RecordResultDeliveryFailed extends CommandBase<'RecordResultDeliveryFailed'> {
+  readonly correlation: ProtocolCorrelation;
+  readonly reason: string;
+}
+
+/** Strict: refused once Dispatched has been appended. */
+export interface CancelExecution extends CommandBase<'CancelExecution'> {
+  readonly trigger: CancellationTrigger;
+  readonly correlation: ProtocolCorrelation;
+}
+
+/**
+ * What the gateway sends for every client cancel: before Dispatched it cancels, after it the cancel is recorded as
+ * evidence and changes nothing.
+ */
+export interface RequestCancellation extends CommandBase<'RequestCancellation'> {
+  readonly trigger: CancellationTrigger;
+  readonly correlation: ProtocolCorrelation;
+}
+
+export type ExpireExecution = CommandBase<'ExpireExecution'>;
+
+export type ExecutionCommand =
+  | AcceptExecution
+  | AttachRetry
+  | RequestApproval
+  | GrantApproval
+  | DenyApproval
+  | AuthorizeExecution
+  | DenyExecution
+  | RecordDispatch
+  | ObserveOutcome
+  | RecordUnknownOutcome
+  | RecordStatusQuery
+  | RecordMarkerProbe
+  | RequireReview
+  | ResolveReview
+  | RecordResultDelivered
+  | RecordResultDeliveryFailed
+  | CancelExecution
+  | RequestCancellation
+  | ExpireExecution;
+
+export type ExecutionCommandType = ExecutionCommand['type'];
+
+const COMMAND_TYPE_TABLE: { readonly [TType in ExecutionCommandType]: true } = {
+  AcceptExecution: true,
+  AttachRetry: true,
+  RequestApproval: true,
+  GrantApproval: true,
+  DenyApproval: true,
+  AuthorizeExecution: true,
+  DenyExecution: true,
+  RecordDispatch: true,
+  ObserveOutcome: true,
+  RecordUnknownOutcome: true,
+  RecordStatusQuery: true,
+  RecordMarkerProbe: true,
+  RequireReview: true,
+  ResolveReview: true,
+  RecordResultDelivered: true,
+  RecordResultDeliveryFailed: true,
+  CancelExecution: true,
+  RequestCancellation: true,
+  ExpireExecution: true,
+};
+
+/** Every command type; derived from a table keyed by the union, so none is missing. */
+export const EXECUTION_COMMAND_TYPES = Object.keys(COMMAND_TYPE_TABLE) as readonly ExecutionCommandType[];

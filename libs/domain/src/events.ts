@@ -1,0 +1,401 @@
+/**
+ * The events of an execution stream (DESIGN section 4), as a discriminated union on `type`. Each event's payload
+ * (`data`) is versioned by a literal `schemaVersion`; a payload change adds a version and an upcaster, never an
+ * edit in place. Metadata (ids, actor, clock, hash chain) is added by the caller that appends, not by `decide`.
+ */
+import type { IsoInstant } from './durations';
+import type { Fingerprint } from './fingerprint-value';
+import type { OperationClass } from './operation-class';
+import type { ExecutionId } from './streams';
+
+export type JsonPrimitive = string | number | boolean | null;
+export type JsonValue = JsonPrimitive | readonly JsonValue[] | { readonly [key: string]: JsonValue };
+export type JsonObject = { readonly [key: string]: JsonValue };
+
+/**
+ * The canonical operation record (DESIGN section 2) after redaction: secret arguments already replaced by their
+ * HMAC. Keys are spelled exactly as in the canonical JSON, so the recorded value can be re-fingerprinted during
+ * an audit without a mapping step.
+ */
+export interface RedactedCanonicalRecord {
+  readonly actor: string;
+  readonly tool: string;
+  /** `http`, `ssh` or a plugin channel's name. */
+  readonly channel: string;
+  readonly target: string;
+  readonly credential_ref: string;
+  /** HTTP method for HTTP targets; absent for channels without one. */
+  readonly method?: string;
+  readonly arguments: JsonObject;
+  /** The formatted intent scope (`key:<value>`, `run:<id>` or `actor`), see `formatIntentScope`. */
+  readonly intent_scope: string;
+}
+
+/** DESIGN section 3, strongest first. */
+export type IntentScope =
+  /** A durable key: the caller's `_meta["io.oncegate/idempotency-key"]` or the argument the contract names. */
+  | { readonly kind: 'key'; readonly key: string; readonly source: 'caller' | 'contract' }
+  /** The agent run, declared by the client or one per MCP session. */
+  | { readonly kind: 'run'; readonly runId: string }
+  /** Neither: the actor alone, kept apart by the per-tool window and the matchable states. */
+  | { readonly kind: 'actor' };
+
+export function formatIntentScope(scope: IntentScope): string {
+  switch (scope.kind) {
+    case 'key':
+      return `key:${scope.key}`;
+    case 'run':
+      return `run:${scope.runId}`;
+    case 'actor':
+      return 'actor';
+    default:
+      return assertNever(scope);
+  }
+}
+
+/** Protocol correlation is evidence only, never identity (DESIGN section 1). */
+export interface ProtocolCorrelation {
+  readonly jsonRpcId?: string | number;
+  readonly sessionId?: string;
+  readonly sseEventId?: string;
+  /** e.g. `streamable-http`, `stdio`. */
+  readonly transport?: string;
+}
+
+/** How many times and how long the dispatcher may try, fixed at acceptance from the tool contract. */
+export interface AttemptPolicy {
+  /** Upper bound on Dispatched events recovery may produce on its own (a review resolution may exceed it). */
+  readonly maxAttempts: number;
+  /** After this long without an outcome, a dispatched attempt is declared unknown. */
+  readonly attemptTimeoutMs: number;
+  /**
+   * Remote commands only: the contract promises the durable marker is written before any work starts, so an
+   * absent marker proves nothing ran.
+   */
+  readonly markerBeforeWork: boolean;
+}
+
+export type AuthorizationBasis = 'session_grant' | 'per_use_approval' | 'policy';
+
+export type DenialBasis =
+  | 'vault_locked'
+  | 'policy'
+  | 'approval_denied'
+  | 'target_unresolved'
+  | 'credential_unresolved'
+  | 'approval_timeout';
+
+/** What a matching retry was given (DESIGN sections 5 and 9). */
+export type RetryReturn =
+  | 'continued'
+  | 'pending'
+  | 'denial'
+  | 'stored_result'
+  | 'failure'
+  | 'unknown'
+  | 'review_hold'
+  | 'recovering'
+  | 'abandoned';
+
+export type DefiniteOutcome = 'succeeded' | 'failed';
+
+/** Where a definite outcome came from: the target's response, or a completed marker found during recovery. */
+export type OutcomeSource = 'response' | 'marker';
+
+export type UnknownOutcomeReason =
+  /** The request was handed to the OS and no response arrived in time. */
+  | 'timeout_after_send'
+  | 'connection_reset'
+  | 'ssh_connection_dropped'
+  /** The attempt outlived its timeout with no report from its dispatcher (crash, restart). */
+  | 'dispatcher_lost';
+
+export type MarkerState = 'completed' | 'started' | 'absent';
+
+export type ReviewReason =
+  | 'irreversible_outcome_unknown'
+  | 'precondition_no_longer_holds'
+  | 'marker_started'
+  | 'marker_absent_without_marker_before_work'
+  | 'marker_completed_without_exit_status'
+  | 'attempt_limit_reached'
+  | 'operator_requested';
+
+export type ReviewResolution =
+  /** The operator confirmed the effect happened. */
+  | 'completed'
+  /** The operator confirmed nothing happened; the execution may be dispatched again with the same key. */
+  | 'not_executed'
+  /** The gateway stops here; the outcome stays as the operator found it. */
+  | 'abandoned';
+
+export type CancellationTrigger =
+  /** `notifications/cancelled`. */
+  | 'client_notification'
+  /** Under the 2026-07-28 revision a closed response stream also cancels. */
+  | 'response_stream_closed';
+
+export interface ExecutionAcceptedData {
+  readonly executionId: ExecutionId;
+  readonly record: RedactedCanonicalRecord;
+  readonly fingerprint: Fingerprint;
+  readonly operationClass: OperationClass;
+  readonly intentScope: IntentScope;
+  readonly toolName: string;
+  /** `null` when the window is "until confirmed". */
+  readonly windowEndsAt: IsoInstant | null;
+  /** 0 disables redelivery: a retry after delivery is a new execution. */
+  readonly redeliveryGraceMs: number;
+  readonly attemptPolicy: AttemptPolicy;
+  readonly correlation: ProtocolCorrelation;
+  readonly acceptedAt: IsoInstant;
+}
+
+export interface RetryAttachedData {
+  readonly correlation: ProtocolCorrelation;
+  readonly returned: RetryReturn;
+  /** The stored result was handed out again inside the redelivery grace. */
+  readonly replayed: boolean;
+  readonly attachedAt: IsoInstant;
+}
+
+export interface ApprovalRequestedData {
+  /** Who asks, e.g. `policy:payments-over-limit`. */
+  readonly requestedBy: string;
+  readonly reason: string;
+  readonly requestedAt: IsoInstant;
+}
+
+export interface ApprovalDecidedData {
+  /** The human or policy that decided, e.g. `user:alice`. */
+  readonly by: string;
+  readonly reason: string;
+  readonly decidedAt: IsoInstant;
+}
+
+export interface ExecutionAuthorizedData {
+  readonly basis: AuthorizationBasis;
+  readonly authorizedAt: IsoInstant;
+}
+
+export interface ExecutionDeniedData {
+  readonly basis: DenialBasis;
+  readonly reason: string;
+  readonly deniedAt: IsoInstant;
+}
+
+export interface DispatchedData {
+  /** 1 for the first Dispatched of the execution, +1 for each after it. */
+  readonly attempt: number;
+  readonly dispatcherId: string;
+  /** Always the execution id: every attempt of an execution carries the same key. */
+  readonly idempotencyKey: ExecutionId;
+  readonly dispatchedAt: IsoInstant;
+}
+
+export interface OutcomeObservedData {
+  readonly attempt: number;
+  readonly outcome: DefiniteOutcome;
+  readonly source: OutcomeSource;
+  /** HTTP status of the target, when the channel has one. */
+  readonly targetStatus: number | null;
+  /** Exit code of a remote command, when the channel has one. */
+  readonly exitCode: number | null;
+  /** Reference to the encrypted result body; the body never enters an event. */
+  readonly resultRef: string | null;
+  readonly resultDigest: string | null;
+  readonly observedAt: IsoInstant;
+}
+
+export interface OutcomeUnknownData {
+  readonly attempt: number;
+  readonly reason: UnknownOutcomeReason;
+  readonly observedAt: IsoInstant;
+}
+
+export interface StatusQueriedData {
+  readonly attempt: number;
+  readonly preconditionHolds: boolean;
+  /** What the contract's status query saw, redacted (e.g. `version=41`). */
+  readonly observedStatus: string | null;
+  readonly queriedAt: IsoInstant;
+}
+
+export interface MarkerProbedData {
+  readonly attempt: number;
+  readonly marker: MarkerState;
+  /** Recorded by the marker protocol when the command finished; `null` when absent or not yet written. */
+  readonly exitStatus: number | null;
+  readonly probedAt: IsoInstant;
+}
+
+export interface ReviewRequiredData {
+  readonly attempt: number;
+  readonly reason: ReviewReason;
+  readonly requiredAt: IsoInstant;
+}
+
+export interface ReviewResolvedData {
+  readonly resolution: ReviewResolution;
+  readonly by: string;
+  readonly reason: string;
+  readonly resolvedAt: IsoInstant;
+}
+
+export interface ResultDeliveredData {
+  /** The transport the result was written to. */
+  readonly correlation: ProtocolCorrelation;
+  readonly replayed: boolean;
+  readonly deliveredAt: IsoInstant;
+}
+
+export interface ResultDeliveryFailedData {
+  readonly correlation: ProtocolCorrelation;
+  /** Transport detail, e.g. `response stream closed before write`. */
+  readonly reason: string;
+  readonly failedAt: IsoInstant;
+}
+
+export interface ExecutionCancelledData {
+  readonly trigger: CancellationTrigger;
+  readonly correlation: ProtocolCorrelation;
+  readonly cancelledAt: IsoInstant;
+}
+
+export interface CancellationRequestedData {
+  readonly trigger: CancellationTrigger;
+  readonly correlation: ProtocolCorrelation;
+  readonly requestedAt: IsoInstant;
+}
+
+export interface ExecutionExpiredData {
+  readonly windowEndedAt: IsoInstant;
+  readonly expiredAt: IsoInstant;
+}
+
+/** One event: its type, the version of its payload, and the payload. */
+export interface VersionedEvent<TType extends string, TVersion extends number, TData> {
+  readonly type: TType;
+  readonly schemaVersion: TVersion;
+  readonly data: TData;
+}
+
+export type ExecutionAccepted = VersionedEvent<'ExecutionAccepted', 1, ExecutionAcceptedData>;
+export type RetryAttached = VersionedEvent<'RetryAttached', 1, RetryAttachedData>;
+export type ApprovalRequested = VersionedEvent<'ApprovalRequested', 1, ApprovalRequestedData>;
+export type ApprovalGranted = VersionedEvent<'ApprovalGranted', 1, ApprovalDecidedData>;
+export type ApprovalDenied = VersionedEvent<'ApprovalDenied', 1, ApprovalDecidedData>;
+export type ExecutionAuthorized = VersionedEvent<'ExecutionAuthorized', 1, ExecutionAuthorizedData>;
+export type ExecutionDenied = VersionedEvent<'ExecutionDenied', 1, ExecutionDeniedData>;
+export type Dispatched = VersionedEvent<'Dispatched', 1, DispatchedData>;
+export type OutcomeObserved = VersionedEvent<'OutcomeObserved', 1, OutcomeObservedData>;
+export type OutcomeUnknown = VersionedEvent<'OutcomeUnknown', 1, OutcomeUnknownData>;
+export type StatusQueried = VersionedEvent<'StatusQueried', 1, StatusQueriedData>;
+export type MarkerProbed = VersionedEvent<'MarkerProbed', 1, MarkerProbedData>;
+export type ReviewRequired = VersionedEvent<'ReviewRequired', 1, ReviewRequiredData>;
+export type ReviewResolved = VersionedEvent<'ReviewResolved', 1, ReviewResolvedData>;
+export type ResultDelivered = VersionedEvent<'ResultDelivered', 1, ResultDeliveredData>;
+export type ResultDeliveryFailed = VersionedEvent<'ResultDeliveryFailed', 1, ResultDeliveryFailedData>;
+export type ExecutionCancelled = VersionedEvent<'ExecutionCancelled', 1, ExecutionCancelledData>;
+export type CancellationRequested = VersionedEvent<'CancellationRequested', 1, CancellationRequestedData>;
+export type ExecutionExpired = VersionedEvent<'ExecutionExpired', 1, ExecutionExpiredData>;
+
+export type ExecutionEvent =
+  | ExecutionAccepted
+  | RetryAttached
+  | ApprovalRequested
+  | ApprovalGranted
+  | ApprovalDenied
+  | ExecutionAuthorized
+  | ExecutionDenied
+  | Dispatched
+  | OutcomeObserved
+  | OutcomeUnknown
+  | StatusQueried
+  | MarkerProbed
+  | ReviewRequired
+  | ReviewResolved
+  | ResultDelivered
+  | ResultDeliveryFailed
+  | ExecutionCancelled
+  | CancellationRequested
+  | ExecutionExpired;
+
+export type ExecutionEventType = ExecutionEvent['type'];
+
+export type ExecutionEventOfType<TType extends ExecutionEventType> = Extract<ExecutionEvent, { type: TType }>;
+
+/** The current payload version of every event type; the journal writes it into the metadata too. */
+export const EXECUTION_EVENT_SCHEMA_VERSIONS: {
+  readonly [TType in ExecutionEventType]: ExecutionEventOfType<TType>['schemaVersion'];
+} = {
+  ExecutionAccepted: 1,
+  RetryAttached: 1,
+  ApprovalRequested: 1,
+  ApprovalGranted: 1,
+  ApprovalDenied: 1,
+  ExecutionAuthorized: 1,
+  ExecutionDenied: 1,
+  Dispatched: 1,
+  OutcomeObserved: 1,
+  OutcomeUnknown: 1,
+  StatusQueried: 1,
+  MarkerProbed: 1,
+  ReviewRequired: 1,
+  ReviewResolved: 1,
+  ResultDelivered: 1,
+  ResultDeliveryFailed: 1,
+  ExecutionCancelled: 1,
+  CancellationRequested: 1,
+  ExecutionExpired: 1,
+};
+
+/** Every event type, in the order of DESIGN section 4. Derived from the version table, so none is missing. */
+export const EXECUTION_EVENT_TYPES = Object.keys(EXECUTION_EVENT_SCHEMA_VERSIONS) as readonly ExecutionEventType[];
+
+export function isExecutionEventType(value: unknown): value is ExecutionEventType {
+  return typeof value === 'string' && Object.hasOwn(EXECUTION_EVENT_SCHEMA_VERSIONS, value);
+}
+
+/** Builds an event of the current schema version. */
+export function executionEvent<TType extends ExecutionEventType>(
+  type: TType,
+  data: ExecutionEventOfType<TType>['data'],
+): ExecutionEventOfType<TType> {
+  // The version table is keyed by the same union, so the assembled object is exactly ExecutionEventOfType<TType>.
+  return { type, schemaVersion: EXECUTION_EVENT_SCHEMA_VERSIONS[type], data } as ExecutionEventOfType<TType>;
+}
+
+/**
+ * Metadata every appended event carries (DESIGN section 4). `prev` and `hash` form the hash chain of section 8
+ * and are filled in by the journal when it appends.
+ */
+export interface EventMetadata {
+  /** UUIDv7, see `isUuidV7`. */
+  readonly eventId: string;
+  readonly executionId: ExecutionId;
+  /** The event or request that caused this one; `null` for the first event of a request. */
+  readonly causationId: string | null;
+  readonly correlation: ProtocolCorrelation;
+  /** The authenticated principal on whose behalf it was appended, or the service (`service:dispatcher-http`). */
+  readonly actor: string;
+  readonly recordedAt: IsoInstant;
+  readonly schemaVersion: number;
+  readonly prev?: string;
+  readonly hash?: string;
+}
+
+export type RecordedExecutionEvent<TEvent extends ExecutionEvent = ExecutionEvent> = TEvent & {
+  readonly metadata: EventMetadata;
+};
+
+const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+/** A lower-case RFC 9562 version-7 UUID. */
+export function isUuidV7(value: unknown): value is string {
+  return typeof value === 'string' && UUID_V7.test(value);
+}
+
+function assertNever(value: never): never {
+  throw new TypeError(`unexpected value ${JSON.stringify(value)}`);
+}

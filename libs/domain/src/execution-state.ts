@@ -1,0 +1,191 @@
+/**
+ * The state `evolve` derives from an execution stream (DESIGN section 4). It keeps what the decider, matching,
+ * recovery and the agent-facing status (DESIGN section 9) need, and nothing else.
+ */
+import type { IsoInstant } from './durations';
+import type {
+  AttemptPolicy,
+  AuthorizationBasis,
+  DefiniteOutcome,
+  DenialBasis,
+  IntentScope,
+  MarkerState,
+  OutcomeSource,
+  ReviewReason,
+  ReviewResolution,
+  UnknownOutcomeReason,
+} from './events';
+import type { Fingerprint } from './fingerprint-value';
+import type { OperationClass } from './operation-class';
+import type { ExecutionId } from './streams';
+
+export const EXECUTION_STATUSES = [
+  /** No stream yet. */
+  'initial',
+  'accepted',
+  'awaiting_approval',
+  'authorized',
+  'denied',
+  'cancelled',
+  'dispatched',
+  'completed',
+  'failed',
+  'outcome_unknown',
+  'needs_review',
+  'delivered',
+  'completed_result_not_delivered',
+  'expired',
+  /** A review resolved as abandoned: the gateway stops and the outcome stays as the operator found it. */
+  'abandoned',
+] as const;
+
+export type ExecutionStatus = (typeof EXECUTION_STATUSES)[number];
+
+/** Facts fixed at acceptance. */
+export interface AcceptedFacts {
+  readonly actor: string;
+  readonly toolName: string;
+  readonly fingerprint: Fingerprint;
+  readonly operationClass: OperationClass;
+  readonly intentScope: IntentScope;
+  readonly windowEndsAt: IsoInstant | null;
+  readonly redeliveryGraceMs: number;
+  readonly attemptPolicy: AttemptPolicy;
+  readonly acceptedAt: IsoInstant;
+}
+
+export interface ApprovalFacts {
+  readonly decision: 'pending' | 'granted' | 'denied';
+  readonly requestedBy: string;
+  readonly requestedAt: IsoInstant;
+  /** Who decided and why; `null` while pending. */
+  readonly decidedBy: string | null;
+  readonly reason: string;
+}
+
+export interface DispatchFacts {
+  readonly attempt: number;
+  readonly dispatcherId: string;
+  readonly dispatchedAt: IsoInstant;
+}
+
+export interface OutcomeFacts {
+  readonly attempt: number;
+  readonly outcome: DefiniteOutcome;
+  /** `review` when an operator resolved an unknown outcome as completed. */
+  readonly source: OutcomeSource | 'review';
+  readonly targetStatus: number | null;
+  readonly exitCode: number | null;
+  readonly resultRef: string | null;
+  readonly resultDigest: string | null;
+  readonly observedAt: IsoInstant;
+}
+
+export interface StatusQueryEvidence {
+  readonly attempt: number;
+  readonly preconditionHolds: boolean;
+  readonly observedStatus: string | null;
+  readonly queriedAt: IsoInstant;
+}
+
+export interface MarkerProbeEvidence {
+  readonly attempt: number;
+  readonly marker: MarkerState;
+  readonly exitStatus: number | null;
+  readonly probedAt: IsoInstant;
+}
+
+export interface ReviewFacts {
+  readonly attempt: number;
+  readonly reason: ReviewReason;
+  readonly requiredAt: IsoInstant;
+  readonly resolution: ReviewResolution | null;
+  readonly resolvedBy: string | null;
+  readonly resolvedAt: IsoInstant | null;
+}
+
+export interface DeliveryFacts {
+  /** The latest delivery event decides: an earlier write is no proof the client read it. */
+  readonly last: 'delivered' | 'failed';
+  readonly lastAt: IsoInstant;
+  /** The latest successful write, from which the redelivery grace runs. */
+  readonly lastDeliveredAt: IsoInstant | null;
+  readonly deliveries: number;
+}
+
+export interface ExecutionState {
+  readonly status: ExecutionStatus;
+  readonly executionId: ExecutionId | null;
+  readonly accepted: AcceptedFacts | null;
+  readonly approval: ApprovalFacts | null;
+  readonly authorization: { readonly basis: AuthorizationBasis; readonly authorizedAt: IsoInstant } | null;
+  readonly denial: { readonly basis: DenialBasis; readonly reason: string; readonly deniedAt: IsoInstant } | null;
+  /** Number of Dispatched events so far; the current attempt's number. */
+  readonly attempts: number;
+  readonly firstDispatchedAt: IsoInstant | null;
+  readonly lastDispatch: DispatchFacts | null;
+  readonly outcome: OutcomeFacts | null;
+  readonly unknownOutcome: {
+    readonly attempt: number;
+    readonly reason: UnknownOutcomeReason;
+    readonly observedAt: IsoInstant;
+  } | null;
+  readonly statusQuery: StatusQueryEvidence | null;
+  readonly markerProbe: MarkerProbeEvidence | null;
+  readonly review: ReviewFacts | null;
+  readonly delivery: DeliveryFacts | null;
+  readonly retriesAttached: number;
+  /** CancellationRequested evidence recorded after dispatch; it changes nothing else. */
+  readonly cancellationRequests: number;
+  readonly cancelledAt: IsoInstant | null;
+  readonly expiredAt: IsoInstant | null;
+}
+
+export function initialState(): ExecutionState {
+  return {
+    status: 'initial',
+    executionId: null,
+    accepted: null,
+    approval: null,
+    authorization: null,
+    denial: null,
+    attempts: 0,
+    firstDispatchedAt: null,
+    lastDispatch: null,
+    outcome: null,
+    unknownOutcome: null,
+    statusQuery: null,
+    markerProbe: null,
+    review: null,
+    delivery: null,
+    retriesAttached: 0,
+    cancellationRequests: 0,
+    cancelledAt: null,
+    expiredAt: null,
+  };
+}
+
+/**
+ * States in which no attempt has been sent yet, so cancellation and expiry are still safe. `authorized` with
+ * attempts > 0 (after a review found the earlier attempt not executed) is excluded from cancellation by the
+ * decider, because a Dispatched has been appended before.
+ */
+export const PRE_DISPATCH_STATUSES = ['accepted', 'awaiting_approval', 'authorized'] as const satisfies readonly ExecutionStatus[];
+
+/** A side effect may be in flight or its outcome is unknown. Nothing may start a second execution of it. */
+export const UNSETTLED_STATUSES = ['dispatched', 'outcome_unknown', 'needs_review'] as const satisfies readonly ExecutionStatus[];
+
+/** States with a definite outcome a result can be delivered for. */
+export const DEFINITE_OUTCOME_STATUSES = [
+  'completed',
+  'completed_result_not_delivered',
+  'delivered',
+  'failed',
+] as const satisfies readonly ExecutionStatus[];
+
+export function statusIn<const TStatuses extends readonly ExecutionStatus[]>(
+  status: ExecutionStatus,
+  statuses: TStatuses,
+): status is TStatuses[number] {
+  return (statuses as readonly ExecutionStatus[]).includes(status);
+}

@@ -1,0 +1,224 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { ExecutionCommand } from './commands';
+import { isDomainError } from './errors';
+import type { ExecutionEvent } from './events';
+import { addMs } from './durations';
+import { decide, evolve } from './execution';
+import { initialState } from './execution-state';
+import { OPERATION_CLASSES, type OperationClass } from './operation-class';
+import {
+  acceptExecution,
+  attachRetry,
+  authorize,
+  cancel,
+  delivered,
+  deliveryFailed,
+  denyApproval,
+  denyExecution,
+  dispatch,
+  EXECUTION_ID,
+  expire,
+  grantApproval,
+  markerProbe,
+  observe,
+  requestApproval,
+  requestCancellation,
+  requireReview,
+  resolveReview,
+  statusQuery,
+  T0,
+  unknownOutcome,
+} from './test-support/execution-fixtures';
+
+function pickOf<T>(options: readonly [T, ...T[]], variant: number): T {
+  return options[variant % options.length] ?? options[0];
+}
+
+/** One randomly chosen command, built against the current state and clock. */
+type Step = { readonly pick: number; readonly variant: number; readonly advanceMs: number; readonly stale: boolean };
+
+type Builder = (now: string, variant: number, attempt: number) => ExecutionCommand;
+
+/**
+ * The command pool with weights: commands that move an execution forward are common, the ones that end it
+ * (cancel, deny, expire, abandon) rare, so random histories reach re-dispatches and reviews.
+ */
+const BUILDERS: ReadonlyArray<{ readonly weight: number; readonly build: Builder }> = [
+  { weight: 1, build: (now) => attachRetry(now) },
+  { weight: 1, build: (now) => requestApproval(now) },
+  { weight: 1, build: (now) => grantApproval(now) },
+  { weight: 1, build: (now) => denyApproval(now) },
+  { weight: 4, build: (now, v) => authorize(pickOf(['policy', 'session_grant', 'per_use_approval'], v), now) },
+  {
+    weight: 1,
+    build: (now, v) => denyExecution(pickOf(['policy', 'vault_locked', 'approval_denied', 'approval_timeout'], v), now),
+  },
+  { weight: 6, build: (now) => dispatch(now) },
+  {
+    weight: 2,
+    build: (now, v, attempt) =>
+      observe({ now, attempt, outcome: v % 2 ? 'failed' : 'succeeded', source: v % 3 ? 'response' : 'marker', exitCode: v % 2 }),
+  },
+  { weight: 6, build: (now, _v, attempt) => unknownOutcome(attempt, now) },
+  { weight: 3, build: (now, v, attempt) => ({ ...statusQuery(v % 2 === 0, attempt), now }) },
+  {
+    weight: 3,
+    build: (now, v, attempt) => ({ ...markerProbe(pickOf(['completed', 'started', 'absent'], v), v % 2, attempt), now }),
+  },
+  { weight: 3, build: (now) => ({ ...requireReview(), now }) },
+  { weight: 3, build: (now, v) => ({ ...resolveReview(pickOf(['not_executed', 'completed', 'not_executed', 'abandoned'], v)), now }) },
+  { weight: 1, build: (now, v) => delivered(now, v % 2 === 1) },
+  { weight: 1, build: (now) => deliveryFailed(now) },
+  { weight: 1, build: (now) => cancel(now) },
+  { weight: 1, build: (now) => requestCancellation(now) },
+  { weight: 1, build: (now) => expire(now) },
+];
+
+const stepArbitrary = fc.record({
+  pick: fc.oneof(...BUILDERS.map(({ weight }, index) => ({ arbitrary: fc.constant(index), weight }))),
+  variant: fc.nat({ max: 11 }),
+  advanceMs: fc.integer({ min: 0, max: 5_000 }),
+  stale: fc.boolean(),
+});
+
+/** Runs the steps, keeping the events of every command the decider accepts; anything but a DomainError fails. */
+function simulate(operationClass: OperationClass, markerBeforeWork: boolean, steps: readonly Step[], windowMs: number | null = 3_600_000) {
+  let state = initialState();
+  let now = T0;
+  const events: ExecutionEvent[] = [];
+  const apply = (command: ExecutionCommand) => {
+    try {
+      for (const event of decide(command, state)) {
+        events.push(event);
+        state = evolve(state, event);
+      }
+    } catch (error) {
+      if (!isDomainError(error)) throw error;
+    }
+  };
+  apply(
+    acceptExecution({
+      operationClass,
+      correlationWindowMs: windowMs,
+      attemptPolicy: { maxAttempts: 2, attemptTimeoutMs: 30_000, markerBeforeWork },
+    }),
+  );
+  for (const step of steps) {
+    now = addMs(now, step.advanceMs);
+    const builder = BUILDERS[step.pick];
+    if (!builder) continue;
+    apply(builder.build(now, step.variant, step.stale ? state.attempts - 1 : state.attempts));
+  }
+  return { events, state };
+}
+
+const irreversibleSteps = fc.array(stepArbitrary, { minLength: 5, maxLength: 60, size: 'max' });
+
+const scenario = fc.record({
+  operationClass: fc.constantFrom(...OPERATION_CLASSES),
+  markerBeforeWork: fc.boolean(),
+  steps: fc.array(stepArbitrary, { minLength: 5, maxLength: 60, size: 'max' }),
+  windowMs: fc.constantFrom<number | null>(null, 60_000, 3_600_000),
+});
+
+describe('invariants over any history the decider accepts', () => {
+  it('the random histories reach the interesting region: re-dispatches after recovery and after review', () => {
+    const dispatchCount = (events: readonly ExecutionEvent[]) => events.filter((e) => e.type === 'Dispatched').length;
+    const histories = fc
+      .sample(scenario, { numRuns: 1_000, seed: 42 })
+      .map((s) => simulate(s.operationClass, s.markerBeforeWork, s.steps, s.windowMs).events);
+    expect(histories.filter((events) => dispatchCount(events) >= 2).length).toBeGreaterThan(20);
+    const irreversible = fc
+      .sample(irreversibleSteps, { numRuns: 1_000, seed: 42 })
+      .map((steps) => simulate('irreversible', false, steps).events);
+    expect(irreversible.filter((events) => dispatchCount(events) >= 2).length).toBeGreaterThan(5);
+  });
+
+  it('every Dispatched follows an authorization, numbers attempts 1, 2, … and reuses the execution id as key', () => {
+    fc.assert(
+      fc.property(scenario, ({ operationClass, markerBeforeWork, steps, windowMs }) => {
+        const { events } = simulate(operationClass, markerBeforeWork, steps, windowMs);
+        const dispatches = events.filter((event) => event.type === 'Dispatched');
+        dispatches.forEach((event, index) => {
+          expect(event.data.attempt).toBe(index + 1);
+          expect(event.data.idempotencyKey).toBe(EXECUTION_ID);
+        });
+        const firstDispatch = events.findIndex((event) => event.type === 'Dispatched');
+        if (firstDispatch >= 0) {
+          expect(events.slice(0, firstDispatch).some((event) => event.type === 'ExecutionAuthorized')).toBe(true);
+        }
+      }),
+      { numRuns: 400 },
+    );
+  });
+
+  it('an irreversible execution is never re-dispatched after an unknown outcome except via review not_executed', () => {
+    fc.assert(
+      fc.property(irreversibleSteps, (steps) => {
+        const { events } = simulate('irreversible', false, steps);
+        let sinceLastDispatch: ExecutionEvent[] | null = null;
+        for (const event of events) {
+          if (event.type === 'Dispatched') {
+            if (sinceLastDispatch !== null) {
+              expect(
+                sinceLastDispatch.some((e) => e.type === 'ReviewResolved' && e.data.resolution === 'not_executed'),
+              ).toBe(true);
+            }
+            sinceLastDispatch = [];
+          } else {
+            sinceLastDispatch?.push(event);
+          }
+        }
+      }),
+      { numRuns: 400 },
+    );
+  });
+
+  it('nothing is cancelled once dispatched, and nothing is dispatched once cancelled, expired or abandoned', () => {
+    fc.assert(
+      fc.property(scenario, ({ operationClass, markerBeforeWork, steps, windowMs }) => {
+        const { events } = simulate(operationClass, markerBeforeWork, steps, windowMs);
+        const types = events.map((event) => event.type);
+        const firstDispatch = types.indexOf('Dispatched');
+        const cancelled = types.indexOf('ExecutionCancelled');
+        if (firstDispatch >= 0) expect(cancelled === -1 || cancelled < firstDispatch).toBe(true);
+        const terminal = events.findIndex(
+          (event) =>
+            event.type === 'ExecutionCancelled' ||
+            event.type === 'ExecutionExpired' ||
+            (event.type === 'ReviewResolved' && event.data.resolution === 'abandoned'),
+        );
+        if (terminal >= 0) expect(types.slice(terminal).includes('Dispatched')).toBe(false);
+        if (cancelled >= 0) {
+          expect(types.slice(cancelled + 1).every((type) => type === 'CancellationRequested')).toBe(true);
+        }
+      }),
+      { numRuns: 400 },
+    );
+  });
+
+  it('there is exactly one ExecutionAccepted, first, and the fold of the events is the state', () => {
+    fc.assert(
+      fc.property(scenario, ({ operationClass, markerBeforeWork, steps, windowMs }) => {
+        const { events, state } = simulate(operationClass, markerBeforeWork, steps, windowMs);
+        expect(events[0]?.type).toBe('ExecutionAccepted');
+        expect(events.filter((event) => event.type === 'ExecutionAccepted')).toHaveLength(1);
+        expect(events.reduce(evolve, initialState())).toEqual(state);
+        expect(state.attempts).toBe(events.filter((event) => event.type === 'Dispatched').length);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('recovery alone never sends more attempts than the policy allows', () => {
+    fc.assert(
+      fc.property(scenario, ({ operationClass, markerBeforeWork, steps, windowMs }) => {
+        const { events } = simulate(operationClass, markerBeforeWork, steps, windowMs);
+        const overrides = events.filter((e) => e.type === 'ReviewResolved' && e.data.resolution === 'not_executed');
+        expect(events.filter((event) => event.type === 'Dispatched').length).toBeLessThanOrEqual(2 + overrides.length);
+      }),
+      { numRuns: 400 },
+    );
+  });
+});

@@ -1,0 +1,553 @@
+/**
+ * The execution decider (DESIGN section 4; STYLE: Emmett-like). `decide` turns a command and the folded state
+ * into event payloads, or throws a typed error; `evolve` folds one event into the state. Both are pure: the
+ * clock and ids arrive in the command, metadata is added by whoever appends.
+ */
+import type { ExecutionCommand, ExecutionCommandType } from './commands';
+import { addMs, isBefore, isDurationMs, isIsoInstant, type IsoInstant } from './durations';
+import {
+  AttemptLimitReachedError,
+  ExecutionIdMismatchError,
+  IllegalTransitionError,
+  InvalidCommandError,
+  RedispatchNotAllowedError,
+  RetryNotMatchableError,
+  StaleAttemptError,
+  type IllegalTransitionRule,
+} from './errors';
+import {
+  executionEvent,
+  formatIntentScope,
+  type AuthorizationBasis,
+  type DenialBasis,
+  type ExecutionEvent,
+  type ReviewReason,
+} from './events';
+import {
+  DEFINITE_OUTCOME_STATUSES,
+  initialState,
+  PRE_DISPATCH_STATUSES,
+  statusIn,
+  UNSETTLED_STATUSES,
+  type AcceptedFacts,
+  type ExecutionState,
+  type ExecutionStatus,
+} from './execution-state';
+import { isFingerprint } from './fingerprint-value';
+import { EXPIRABLE, matchRetry, retryReturnOf } from './matching';
+import { isOperationClass } from './operation-class';
+import { nextRecoveryStep } from './recovery';
+import { isExecutionId, type ExecutionId } from './streams';
+
+export interface Decider<TCommand, TEvent, TState> {
+  readonly initialState: () => TState;
+  readonly evolve: (state: TState, event: TEvent) => TState;
+  readonly decide: (command: TCommand, state: TState) => TEvent[];
+}
+
+export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionState {
+  switch (event.type) {
+    case 'ExecutionAccepted': {
+      const { data } = event;
+      return {
+        ...state,
+        status: 'accepted',
+        executionId: data.executionId,
+        accepted: {
+          actor: data.record.actor,
+          toolName: data.toolName,
+          fingerprint: data.fingerprint,
+          operationClass: data.operationClass,
+          intentScope: data.intentScope,
+          windowEndsAt: data.windowEndsAt,
+          redeliveryGraceMs: data.redeliveryGraceMs,
+          attemptPolicy: data.attemptPolicy,
+          acceptedAt: data.acceptedAt,
+        },
+      };
+    }
+    case 'RetryAttached':
+      return { ...state, retriesAttached: state.retriesAttached + 1 };
+    case 'ApprovalRequested':
+      return {
+        ...state,
+        status: 'awaiting_approval',
+        approval: {
+          decision: 'pending',
+          requestedBy: event.data.requestedBy,
+          requestedAt: event.data.requestedAt,
+          decidedBy: null,
+          reason: event.data.reason,
+        },
+      };
+    case 'ApprovalGranted':
+    case 'ApprovalDenied':
+      return {
+        ...state,
+        approval: {
+          decision: event.type === 'ApprovalGranted' ? 'granted' : 'denied',
+          requestedBy: state.approval?.requestedBy ?? event.data.by,
+          requestedAt: state.approval?.requestedAt ?? event.data.decidedAt,
+          decidedBy: event.data.by,
+          reason: event.data.reason,
+        },
+      };
+    case 'ExecutionAuthorized':
+      return { ...state, status: 'authorized', authorization: { ...event.data } };
+    case 'ExecutionDenied':
+      return { ...state, status: 'denied', denial: { ...event.data } };
+    case 'Dispatched': {
+      const { attempt, dispatcherId, dispatchedAt } = event.data;
+      return {
+        ...state,
+        status: 'dispatched',
+        attempts: attempt,
+        firstDispatchedAt: state.firstDispatchedAt ?? dispatchedAt,
+        lastDispatch: { attempt, dispatcherId, dispatchedAt },
+      };
+    }
+    case 'OutcomeObserved':
+      return {
+        ...state,
+        status: event.data.outcome === 'succeeded' ? 'completed' : 'failed',
+        outcome: { ...event.data },
+      };
+    case 'OutcomeUnknown':
+      return { ...state, status: 'outcome_unknown', unknownOutcome: { ...event.data } };
+    case 'StatusQueried':
+      return { ...state, statusQuery: { ...event.data } };
+    case 'MarkerProbed':
+      return { ...state, markerProbe: { ...event.data } };
+    case 'ReviewRequired':
+      return {
+        ...state,
+        status: 'needs_review',
+        review: { ...event.data, resolution: null, resolvedBy: null, resolvedAt: null },
+      };
+    case 'ReviewResolved': {
+      const { resolution, by, resolvedAt } = event.data;
+      const review = state.review && { ...state.review, resolution, resolvedBy: by, resolvedAt };
+      switch (resolution) {
+        case 'completed':
+          return {
+            ...state,
+            status: 'completed',
+            review,
+            outcome: {
+              attempt: state.attempts,
+              outcome: 'succeeded',
+              source: 'review',
+              targetStatus: null,
+              exitCode: null,
+              resultRef: null,
+              resultDigest: null,
+              observedAt: resolvedAt,
+            },
+          };
+        case 'not_executed':
+          // Nothing happened: back to authorized, ready for a dispatch with the same key.
+          return { ...state, status: 'authorized', review };
+        case 'abandoned':
+          return { ...state, status: 'abandoned', review };
+        default:
+          return assertNever(resolution);
+      }
+    }
+    case 'ResultDelivered':
+      return {
+        ...state,
+        status: state.status === 'failed' ? 'failed' : 'delivered',
+        delivery: {
+          last: 'delivered',
+          lastAt: event.data.deliveredAt,
+          lastDeliveredAt: event.data.deliveredAt,
+          deliveries: (state.delivery?.deliveries ?? 0) + 1,
+        },
+      };
+    case 'ResultDeliveryFailed':
+      return {
+        ...state,
+        status: state.status === 'failed' ? 'failed' : 'completed_result_not_delivered',
+        delivery: {
+          last: 'failed',
+          lastAt: event.data.failedAt,
+          lastDeliveredAt: state.delivery?.lastDeliveredAt ?? null,
+          deliveries: state.delivery?.deliveries ?? 0,
+        },
+      };
+    case 'ExecutionCancelled':
+      return { ...state, status: 'cancelled', cancelledAt: event.data.cancelledAt };
+    case 'CancellationRequested':
+      return { ...state, cancellationRequests: state.cancellationRequests + 1 };
+    case 'ExecutionExpired':
+      return { ...state, status: 'expired', expiredAt: event.data.expiredAt };
+    default:
+      return assertNever(event);
+  }
+}
+
+export function decide(command: ExecutionCommand, state: ExecutionState): ExecutionEvent[] {
+  if (!isIsoInstant(command.now)) {
+    throw new InvalidCommandError(command.type, 'now', 'expected an ISO-8601 instant with a zone');
+  }
+  if (command.type === 'AcceptExecution') return decideAccept(command, state);
+
+  const refuse = (rule: IllegalTransitionRule): IllegalTransitionError =>
+    new IllegalTransitionError(command.type, state.status, state.executionId, rule);
+  const accepted = state.accepted;
+  const executionId = state.executionId;
+  if (!accepted || !executionId) throw refuse('execution_not_accepted');
+  if (command.executionId !== executionId) {
+    throw new ExecutionIdMismatchError(command.type, executionId, command.executionId);
+  }
+  const { now } = command;
+
+  switch (command.type) {
+    case 'AttachRetry': {
+      const match = matchRetry({ prior: state, now, newIntent: false });
+      if (match.kind === 'new_execution') throw new RetryNotMatchableError(executionId, state.status, match.reason);
+      const { returned, replayed } = retryReturnOf(match.action);
+      return [executionEvent('RetryAttached', { correlation: command.correlation, returned, replayed, attachedAt: now })];
+    }
+
+    case 'RequestApproval':
+      if (state.status === 'awaiting_approval') throw refuse('approval_already_requested');
+      if (state.status !== 'accepted') throw refuse('state_does_not_allow');
+      requireText(command.type, 'requestedBy', command.requestedBy);
+      return [
+        executionEvent('ApprovalRequested', {
+          requestedBy: command.requestedBy,
+          reason: command.reason,
+          requestedAt: now,
+        }),
+      ];
+
+    case 'GrantApproval':
+    case 'DenyApproval': {
+      if (state.status !== 'awaiting_approval') throw refuse('state_does_not_allow');
+      if (state.approval?.decision !== 'pending') throw refuse('approval_not_pending');
+      requireText(command.type, 'by', command.by);
+      const data = { by: command.by, reason: command.reason, decidedAt: now };
+      return [
+        command.type === 'GrantApproval'
+          ? executionEvent('ApprovalGranted', data)
+          : executionEvent('ApprovalDenied', data),
+      ];
+    }
+
+    case 'AuthorizeExecution': {
+      const rule = authorizationRefusal(state, command.basis);
+      if (rule) throw refuse(rule);
+      return [executionEvent('ExecutionAuthorized', { basis: command.basis, authorizedAt: now })];
+    }
+
+    case 'DenyExecution': {
+      const rule = denialRefusal(state, command.basis);
+      if (rule) throw refuse(rule);
+      return [executionEvent('ExecutionDenied', { basis: command.basis, reason: command.reason, deniedAt: now })];
+    }
+
+    case 'RecordDispatch': {
+      requireText(command.type, 'dispatcherId', command.dispatcherId);
+      if (state.status === 'authorized') {
+        // Once the window has ended a retry may already have started a new execution; this one must not send.
+        if (windowHasEnded(accepted, now)) throw refuse('window_ended');
+      } else if (state.status === 'outcome_unknown') {
+        const step = nextRecoveryStep(state, now);
+        if (step.kind === 'hold_for_review' && step.reason === 'attempt_limit_reached') {
+          throw new AttemptLimitReachedError(executionId, state.attempts, accepted.attemptPolicy.maxAttempts);
+        }
+        if (step.kind !== 'redispatch_same_key') {
+          throw new RedispatchNotAllowedError(executionId, accepted.operationClass, step.kind);
+        }
+      } else {
+        throw refuse('state_does_not_allow');
+      }
+      return [
+        executionEvent('Dispatched', {
+          attempt: state.attempts + 1,
+          dispatcherId: command.dispatcherId,
+          idempotencyKey: executionId,
+          dispatchedAt: now,
+        }),
+      ];
+    }
+
+    case 'ObserveOutcome': {
+      if (state.status === 'dispatched') {
+        requireCurrentAttempt(command.type, executionId, state, command.attempt);
+        if (command.source !== 'response') throw refuse('wrong_outcome_source');
+      } else if (state.status === 'outcome_unknown') {
+        requireCurrentAttempt(command.type, executionId, state, command.attempt);
+        if (command.source !== 'marker') throw refuse('wrong_outcome_source');
+        const step = nextRecoveryStep(state, now);
+        const proven =
+          step.kind === 'report_outcome_from_marker' &&
+          step.outcome === command.outcome &&
+          step.exitStatus === command.exitCode;
+        if (!proven) throw refuse('outcome_not_proven');
+      } else {
+        throw refuse('state_does_not_allow');
+      }
+      requireOptionalInteger(command.type, 'targetStatus', command.targetStatus);
+      requireOptionalInteger(command.type, 'exitCode', command.exitCode);
+      return [
+        executionEvent('OutcomeObserved', {
+          attempt: command.attempt,
+          outcome: command.outcome,
+          source: command.source,
+          targetStatus: command.targetStatus,
+          exitCode: command.exitCode,
+          resultRef: command.resultRef,
+          resultDigest: command.resultDigest,
+          observedAt: now,
+        }),
+      ];
+    }
+
+    case 'RecordUnknownOutcome':
+      if (state.status !== 'dispatched') throw refuse('state_does_not_allow');
+      requireCurrentAttempt(command.type, executionId, state, command.attempt);
+      return [executionEvent('OutcomeUnknown', { attempt: command.attempt, reason: command.reason, observedAt: now })];
+
+    case 'RecordStatusQuery':
+      if (state.status !== 'outcome_unknown' && state.status !== 'needs_review') throw refuse('state_does_not_allow');
+      if (accepted.operationClass !== 'conditional_write') throw refuse('evidence_not_applicable');
+      requireCurrentAttempt(command.type, executionId, state, command.attempt);
+      return [
+        executionEvent('StatusQueried', {
+          attempt: command.attempt,
+          preconditionHolds: command.preconditionHolds,
+          observedStatus: command.observedStatus,
+          queriedAt: now,
+        }),
+      ];
+
+    case 'RecordMarkerProbe':
+      if (state.status !== 'outcome_unknown' && state.status !== 'needs_review') throw refuse('state_does_not_allow');
+      if (accepted.operationClass !== 'remote_command') throw refuse('evidence_not_applicable');
+      requireCurrentAttempt(command.type, executionId, state, command.attempt);
+      requireOptionalInteger(command.type, 'exitStatus', command.exitStatus);
+      return [
+        executionEvent('MarkerProbed', {
+          attempt: command.attempt,
+          marker: command.marker,
+          exitStatus: command.exitStatus,
+          probedAt: now,
+        }),
+      ];
+
+    case 'RequireReview':
+      if (state.status !== 'outcome_unknown') throw refuse('state_does_not_allow');
+      return [executionEvent('ReviewRequired', { attempt: state.attempts, reason: command.reason, requiredAt: now })];
+
+    case 'ResolveReview':
+      if (state.status !== 'needs_review') throw refuse('state_does_not_allow');
+      requireText(command.type, 'by', command.by);
+      return [
+        executionEvent('ReviewResolved', {
+          resolution: command.resolution,
+          by: command.by,
+          reason: command.reason,
+          resolvedAt: now,
+        }),
+      ];
+
+    case 'RecordResultDelivered':
+      if (!statusIn(state.status, DEFINITE_OUTCOME_STATUSES)) throw refuse('no_definite_outcome');
+      return [
+        executionEvent('ResultDelivered', {
+          correlation: command.correlation,
+          replayed: command.replayed,
+          deliveredAt: now,
+        }),
+      ];
+
+    case 'RecordResultDeliveryFailed':
+      if (!statusIn(state.status, DEFINITE_OUTCOME_STATUSES)) throw refuse('no_definite_outcome');
+      return [
+        executionEvent('ResultDeliveryFailed', {
+          correlation: command.correlation,
+          reason: command.reason,
+          failedAt: now,
+        }),
+      ];
+
+    case 'CancelExecution':
+      if (state.attempts > 0) throw refuse('already_dispatched');
+      if (!statusIn(state.status, PRE_DISPATCH_STATUSES)) throw refuse('state_does_not_allow');
+      return [
+        executionEvent('ExecutionCancelled', {
+          trigger: command.trigger,
+          correlation: command.correlation,
+          cancelledAt: now,
+        }),
+      ];
+
+    case 'RequestCancellation': {
+      const beforeDispatch = state.attempts === 0 && statusIn(state.status, PRE_DISPATCH_STATUSES);
+      const data = { trigger: command.trigger, correlation: command.correlation };
+      return [
+        beforeDispatch
+          ? executionEvent('ExecutionCancelled', { ...data, cancelledAt: now })
+          : executionEvent('CancellationRequested', { ...data, requestedAt: now }),
+      ];
+    }
+
+    case 'ExpireExecution': {
+      if (statusIn(state.status, UNSETTLED_STATUSES)) throw refuse('execution_unsettled');
+      if (!statusIn(state.status, EXPIRABLE)) throw refuse('state_does_not_allow');
+      const windowEndsAt = accepted.windowEndsAt;
+      if (windowEndsAt === null) throw refuse('window_unbounded');
+      if (isBefore(now, windowEndsAt)) throw refuse('window_still_open');
+      return [executionEvent('ExecutionExpired', { windowEndedAt: windowEndsAt, expiredAt: now })];
+    }
+
+    default:
+      return assertNever(command);
+  }
+}
+
+function decideAccept(command: Extract<ExecutionCommand, { type: 'AcceptExecution' }>, state: ExecutionState) {
+  if (state.status !== 'initial') {
+    throw new IllegalTransitionError(command.type, state.status, state.executionId, 'execution_already_accepted');
+  }
+  const invalid = (field: string, reason: string) => new InvalidCommandError(command.type, field, reason);
+  if (!isExecutionId(command.executionId)) throw invalid('executionId', 'expected ex_ followed by a ULID');
+  if (!isFingerprint(command.fingerprint)) throw invalid('fingerprint', 'expected hmac-sha256:<key-id>:<64 hex>');
+  if (!isOperationClass(command.operationClass)) throw invalid('operationClass', 'not an operation class');
+  requireText(command.type, 'record.actor', command.record.actor);
+  requireText(command.type, 'record.tool', command.record.tool);
+  if (formatIntentScope(command.intentScope) !== command.record.intent_scope) {
+    throw invalid('intentScope', 'does not match record.intent_scope');
+  }
+  if (command.correlationWindowMs !== null && !isDurationMs(command.correlationWindowMs)) {
+    throw invalid('correlationWindowMs', 'expected whole non-negative milliseconds or null');
+  }
+  if (!isDurationMs(command.redeliveryGraceMs)) {
+    throw invalid('redeliveryGraceMs', 'expected whole non-negative milliseconds');
+  }
+  const { maxAttempts, attemptTimeoutMs, markerBeforeWork } = command.attemptPolicy;
+  if (!Number.isSafeInteger(maxAttempts) || maxAttempts < 1) {
+    throw invalid('attemptPolicy.maxAttempts', 'expected a whole number of at least 1');
+  }
+  if (!isDurationMs(attemptTimeoutMs) || attemptTimeoutMs === 0) {
+    throw invalid('attemptPolicy.attemptTimeoutMs', 'expected whole positive milliseconds');
+  }
+  if (typeof markerBeforeWork !== 'boolean') throw invalid('attemptPolicy.markerBeforeWork', 'expected a boolean');
+
+  const windowEndsAt = command.correlationWindowMs === null ? null : addMs(command.now, command.correlationWindowMs);
+  return [
+    executionEvent('ExecutionAccepted', {
+      executionId: command.executionId,
+      record: command.record,
+      fingerprint: command.fingerprint,
+      operationClass: command.operationClass,
+      intentScope: command.intentScope,
+      toolName: command.record.tool,
+      windowEndsAt,
+      redeliveryGraceMs: command.redeliveryGraceMs,
+      attemptPolicy: { maxAttempts, attemptTimeoutMs, markerBeforeWork },
+      correlation: command.correlation,
+      acceptedAt: command.now,
+    }),
+  ];
+}
+
+/** Which rule refuses this authorization basis in this state, if any. */
+function authorizationRefusal(state: ExecutionState, basis: AuthorizationBasis): IllegalTransitionRule | null {
+  switch (state.status) {
+    case 'accepted':
+      // A per-use approval needs an ApprovalGranted first.
+      return basis === 'per_use_approval' ? 'approval_not_granted' : null;
+    case 'awaiting_approval':
+      if (state.approval?.decision !== 'granted') return 'approval_not_granted';
+      return basis === 'policy' ? 'basis_not_applicable' : null;
+    default:
+      return 'state_does_not_allow';
+  }
+}
+
+/** Which rule refuses this denial basis in this state, if any. */
+function denialRefusal(state: ExecutionState, basis: DenialBasis): IllegalTransitionRule | null {
+  const approval = state.approval?.decision;
+  switch (state.status) {
+    case 'accepted':
+      return basis === 'approval_denied' || basis === 'approval_timeout' ? 'basis_not_applicable' : null;
+    case 'awaiting_approval':
+      if (basis === 'approval_denied') return approval === 'denied' ? null : 'approval_not_denied';
+      if (basis === 'approval_timeout') return approval === 'pending' ? null : 'approval_not_pending';
+      return null;
+    case 'authorized':
+      // Found out before sending (e.g. the vault locked, the credential vanished); nothing has left.
+      return basis === 'approval_denied' || basis === 'approval_timeout' ? 'basis_not_applicable' : null;
+    default:
+      return 'state_does_not_allow';
+  }
+}
+
+function windowHasEnded(accepted: AcceptedFacts, now: IsoInstant): boolean {
+  return accepted.windowEndsAt !== null && !isBefore(now, accepted.windowEndsAt);
+}
+
+function requireCurrentAttempt(
+  commandType: ExecutionCommandType,
+  executionId: ExecutionId,
+  state: ExecutionState,
+  attempt: number,
+): void {
+  if (attempt !== state.attempts) throw new StaleAttemptError(commandType, executionId, state.attempts, attempt);
+}
+
+function requireText(commandType: ExecutionCommandType, field: string, value: string): void {
+  if (typeof value !== 'string' || value.trim().length === 0) {
+    throw new InvalidCommandError(commandType, field, 'expected a non-empty string');
+  }
+}
+
+function requireOptionalInteger(commandType: ExecutionCommandType, field: string, value: number | null): void {
+  if (value !== null && !Number.isSafeInteger(value)) {
+    throw new InvalidCommandError(commandType, field, 'expected a whole number or null');
+  }
+}
+
+function assertNever(value: never): never {
+  throw new TypeError(`unexpected value ${JSON.stringify(value)}`);
+}
+
+export function foldExecution(events: readonly ExecutionEvent[]): ExecutionState {
+  return events.reduce(evolve, initialState());
+}
+
+export const executionDecider: Decider<ExecutionCommand, ExecutionEvent, ExecutionState> = {
+  initialState,
+  evolve,
+  decide,
+};
+
+/** What the agent is told about an execution (DESIGN section 9), straight from the folded state. */
+export interface ExecutionStatusView {
+  readonly executionId: ExecutionId | null;
+  readonly state: ExecutionStatus;
+  readonly attempts: number;
+  readonly firstDispatchedAt: IsoInstant | null;
+  readonly targetStatus: number | null;
+  readonly exitCode: number | null;
+  readonly resultRef: string | null;
+  readonly denialBasis: DenialBasis | null;
+  readonly reviewReason: ReviewReason | null;
+}
+
+export function executionStatusView(state: ExecutionState): ExecutionStatusView {
+  return {
+    executionId: state.executionId,
+    state: state.status,
+    attempts: state.attempts,
+    firstDispatchedAt: state.firstDispatchedAt,
+    targetStatus: state.outcome?.targetStatus ?? null,
+    exitCode: state.outcome?.exitCode ?? null,
+    resultRef: state.outcome?.resultRef ?? null,
+    denialBasis: state.denial?.basis ?? null,
+    reviewReason: state.review?.reason ?? null,
+  };
+}

@@ -1,0 +1,169 @@
+/**
+ * The one place stream names and execution ids are built and parsed (STYLE: never build a stream name inline).
+ *
+ * Categories (the part before the first `-`):
+ * - `execution-<execution id>`: one stream per execution (DESIGN section 4).
+ * - `intent-<fingerprint digest>`: the atomic per-fingerprint claim (DESIGN section 5).
+ * - `idempotency-<actor>/<tool>/<key digest>`: a caller's idempotency key, claimed per actor and tool.
+ * - `run-<run id>`: the sessions journal of one agent run (DESIGN section 3).
+ *
+ * Free-form parts (actor, tool, run id) are percent-encoded with `encodeURIComponent`, which always encodes `/`,
+ * so every name parses back to exactly the parts it was built from.
+ */
+import { fingerprintDigest, type Fingerprint } from '@oncegate/fingerprint';
+import { InvalidIdentifierError } from './errors';
+
+export const EXECUTION_ID_PREFIX = 'ex_';
+
+/** `ex_` + a 26-character Crockford base32 ULID, canonical upper case. */
+export type ExecutionId = `ex_${string}`;
+
+// The first character is at most 7: a ULID's 48-bit timestamp fills 10 base32 characters minus 2 bits.
+const ULID = /^[0-7][0-9A-HJKMNP-TV-Z]{25}$/;
+const HEX_DIGEST = /^[0-9a-f]{16,128}$/;
+/** What `fingerprintDigest` makes of `hmac-sha256:<key-id>:<hex>`: `<key-id>-<hex>`. */
+const FINGERPRINT_DIGEST = /^[a-z0-9-]{1,32}-[0-9a-f]{64}$/;
+const MAX_PART_LENGTH = 256;
+
+export function isUlid(value: unknown): value is string {
+  return typeof value === 'string' && ULID.test(value);
+}
+
+export function isExecutionId(value: unknown): value is ExecutionId {
+  return (
+    typeof value === 'string' && value.startsWith(EXECUTION_ID_PREFIX) && isUlid(value.slice(EXECUTION_ID_PREFIX.length))
+  );
+}
+
+/**
+ * The execution id for a freshly generated ULID (the generator lives outside the domain). ULIDs decode
+ * case-insensitively, so lower case is accepted and normalised to the canonical upper case.
+ */
+export function executionIdFromUlid(ulid: string): ExecutionId {
+  const canonical = ulid.toUpperCase();
+  if (!isUlid(canonical)) {
+    throw new InvalidIdentifierError('ulid', 'expected 26 Crockford base32 characters starting with 0-7');
+  }
+  return `${EXECUTION_ID_PREFIX}${canonical}`;
+}
+
+/** Validates a string that claims to be an execution id (e.g. from a wire request). */
+export function parseExecutionId(value: string): ExecutionId {
+  if (!isExecutionId(value)) {
+    throw new InvalidIdentifierError('execution_id', 'expected ex_ followed by a canonical upper-case ULID');
+  }
+  return value;
+}
+
+export function ulidOfExecutionId(executionId: ExecutionId): string {
+  return executionId.slice(EXECUTION_ID_PREFIX.length);
+}
+
+export const STREAM_CATEGORIES = {
+  execution: 'execution',
+  intent: 'intent',
+  idempotencyKey: 'idempotency',
+  run: 'run',
+} as const;
+
+export type StreamCategory = (typeof STREAM_CATEGORIES)[keyof typeof STREAM_CATEGORIES];
+
+export function executionStream(executionId: ExecutionId): string {
+  return `${STREAM_CATEGORIES.execution}-${parseExecutionId(executionId)}`;
+}
+
+/**
+ * The claim stream of one intent: `intent-<key-id>-<hex>`. The key id is part of the name, so during a key
+ * rotation a look-up tries the claim stream of every candidate fingerprint.
+ */
+export function intentStream(fingerprint: Fingerprint): string {
+  let digest: string;
+  try {
+    digest = fingerprintDigest(fingerprint);
+  } catch {
+    throw new InvalidIdentifierError('fingerprint_digest', 'expected hmac-sha256:<key-id>:<64 hex>');
+  }
+  return `${STREAM_CATEGORIES.intent}-${digest}`;
+}
+
+/**
+ * The claim stream of a caller idempotency key, per actor and tool. The key itself never appears: the caller
+ * passes a hex digest of it, computed outside the domain (which has no crypto).
+ */
+export function idempotencyKeyStream(actor: string, tool: string, keyDigest: string): string {
+  requirePart('actor', actor);
+  requirePart('tool', tool);
+  requireDigest('idempotency_key_digest', keyDigest);
+  return `${STREAM_CATEGORIES.idempotencyKey}-${encodeURIComponent(actor)}/${encodeURIComponent(tool)}/${keyDigest}`;
+}
+
+export function runStream(runId: string): string {
+  requirePart('run_id', runId);
+  return `${STREAM_CATEGORIES.run}-${encodeURIComponent(runId)}`;
+}
+
+export type ParsedStreamName =
+  | { readonly category: 'execution'; readonly executionId: ExecutionId }
+  | { readonly category: 'intent'; readonly fingerprintDigest: string }
+  | { readonly category: 'idempotency'; readonly actor: string; readonly tool: string; readonly keyDigest: string }
+  | { readonly category: 'run'; readonly runId: string };
+
+/** The parts of a stream name built by this module; `undefined` for any other string. */
+export function parseStreamName(name: string): ParsedStreamName | undefined {
+  const dash = name.indexOf('-');
+  if (dash <= 0) return undefined;
+  const category = name.slice(0, dash);
+  const rest = name.slice(dash + 1);
+  switch (category) {
+    case STREAM_CATEGORIES.execution:
+      return isExecutionId(rest) ? { category: 'execution', executionId: rest } : undefined;
+    case STREAM_CATEGORIES.intent:
+      return FINGERPRINT_DIGEST.test(rest) ? { category: 'intent', fingerprintDigest: rest } : undefined;
+    case STREAM_CATEGORIES.idempotencyKey: {
+      const parts = rest.split('/');
+      if (parts.length !== 3) return undefined;
+      const [encodedActor = '', encodedTool = '', keyDigest = ''] = parts;
+      const actor = decodePart(encodedActor);
+      const tool = decodePart(encodedTool);
+      if (actor === undefined || tool === undefined || !HEX_DIGEST.test(keyDigest)) return undefined;
+      return { category: 'idempotency', actor, tool, keyDigest };
+    }
+    case STREAM_CATEGORIES.run: {
+      const runId = decodePart(rest);
+      return runId === undefined ? undefined : { category: 'run', runId };
+    }
+    default:
+      return undefined;
+  }
+}
+
+export function executionIdOfStream(name: string): ExecutionId | undefined {
+  const parsed = parseStreamName(name);
+  return parsed?.category === 'execution' ? parsed.executionId : undefined;
+}
+
+function requireDigest(identifier: 'fingerprint_digest' | 'idempotency_key_digest', value: string): void {
+  if (!HEX_DIGEST.test(value)) {
+    throw new InvalidIdentifierError(identifier, 'expected 16 to 128 lower-case hex characters');
+  }
+}
+
+function requirePart(identifier: 'actor' | 'tool' | 'run_id', value: string): void {
+  if (value.length === 0 || value.length > MAX_PART_LENGTH) {
+    throw new InvalidIdentifierError(identifier, `expected 1 to ${MAX_PART_LENGTH} characters`);
+  }
+}
+
+/** Decodes a percent-encoded part, accepting only the exact encoding this module produces. */
+function decodePart(encoded: string): string | undefined {
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(encoded);
+  } catch {
+    return undefined;
+  }
+  if (decoded.length === 0 || decoded.length > MAX_PART_LENGTH || encodeURIComponent(decoded) !== encoded) {
+    return undefined;
+  }
+  return decoded;
+}
