@@ -6,4 +6,4 @@ import { register } from 'tsx/esm/api';
 
 const root = new URL('../', import.meta.url);
 register({ tsconfig: fileURLToPath(new URL('tsconfig.json', root)) });
-await import(new URL('apps/cli/src/main.ts', root).href);
+await import(new URL('apps/gateway/src/cli/main.ts', root).href);

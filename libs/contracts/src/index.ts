@@ -40,3 +40,14 @@ export type { ToolAnnotations } from './annotations';
 export { assertValidArguments, InvalidArgumentsError, validateArguments } from './validate-arguments';
 export type { ArgumentViolation } from './validate-arguments';
 export { closestMatch } from './suggest';
+export { DURATION_FORMS } from './duration';
+export {
+  MapReader,
+  openYamlDocument,
+  readBoolean,
+  readEnum,
+  readInteger,
+  readString,
+  readStringList,
+  YamlContext,
+} from './yaml-reader';

@@ -1,4 +1,4 @@
-import { isMap, isScalar, LineCounter, parseDocument, type Node } from 'yaml';
+import { isMap, isScalar, type Node } from 'yaml';
 import { OPERATION_CLASSES, type OperationClass } from '@oncegate/domain';
 import { ContractValidationError, type ContractIssue } from './contract-issue';
 import { DURATION_FORMS, parseDuration } from './duration';
@@ -29,7 +29,7 @@ import {
   type ToolLimits,
 } from './tool-contract';
 import { rememberArgumentValidator } from './validate-arguments';
-import { childPath, describeNode, MapReader, readBoolean, readEnum, readInteger, readList, readString, readStringList, YamlContext } from './yaml-reader';
+import { childPath, describeNode, MapReader, readBoolean, readEnum, readInteger, readList, readString, readStringList, openYamlDocument, YamlContext } from './yaml-reader';
 
 const FILE_FIELDS = ['version', 'tools'] as const;
 
@@ -72,22 +72,15 @@ export type ContractCheck =
  * result is either the whole normalised contract or the list of issues, in file order.
  */
 export function checkContractFile(text: string, file: string): ContractCheck {
-  const lineCounter = new LineCounter();
-  const doc = parseDocument(text, { lineCounter, prettyErrors: false, merge: true, uniqueKeys: true });
-  const ctx = new YamlContext(file, doc, lineCounter);
+  const { ctx, root: rootNode } = openYamlDocument(text, file);
   const fail = (): ContractCheck => ({ ok: false, issues: sortIssues(ctx.issues) });
 
-  if (doc.errors.length > 0) {
-    for (const error of doc.errors) {
-      ctx.issues.push({ file, path: '', ...ctx.positionOf(error.pos[0]), reason: `YAML syntax: ${error.message}` });
-    }
-    return fail();
-  }
-  if (doc.contents === null || text.trim() === '') {
+  if (ctx.issues.length > 0) return fail();
+  if (rootNode === undefined) {
     ctx.report(null, '', "the file is empty; expected 'version: 1' and a 'tools:' list");
     return fail();
   }
-  const root = MapReader.of(ctx, doc.contents as Node, '');
+  const root = MapReader.of(ctx, rootNode, '');
   if (root === undefined) return fail();
   root.rejectUnknown(FILE_FIELDS);
 

@@ -1,4 +1,4 @@
-import { isAlias, isMap, isScalar, isSeq, type Document, type LineCounter, type Node, type YAMLMap } from 'yaml';
+import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node, type YAMLMap } from 'yaml';
 import type { ContractIssue } from './contract-issue';
 import { closestMatch, didYouMean } from './suggest';
 
@@ -32,6 +32,21 @@ export class YamlContext {
   toJS(node: Node): unknown {
     return node.toJS(this.doc);
   }
+}
+
+/**
+ * Parses YAML text for one of our file formats: syntax errors are reported with their position, and an empty
+ * document is `undefined` so the caller can say what the file should hold.
+ */
+export function openYamlDocument(text: string, file: string): { ctx: YamlContext; root: Node | undefined } {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false, merge: true, uniqueKeys: true });
+  const ctx = new YamlContext(file, doc, lineCounter);
+  for (const error of doc.errors) {
+    ctx.issues.push({ file, path: '', ...ctx.positionOf(error.pos[0]), reason: `YAML syntax: ${error.message}` });
+  }
+  const empty = doc.contents === null || text.trim() === '';
+  return { ctx, root: doc.errors.length > 0 || empty ? undefined : (doc.contents as Node) };
 }
 
 /** `tools[2]`, `http.method`, `headers["Idempotency-Key"]`. */

@@ -39,6 +39,8 @@ export interface AcceptExecution extends CommandBase<'AcceptExecution'> {
   readonly redeliveryGraceMs: number;
   readonly attemptPolicy: AttemptPolicy;
   readonly correlation: ProtocolCorrelation;
+  /** Where the raw arguments are sealed; `null` when the call has none worth keeping. */
+  readonly argumentsRef: string | null;
 }
 
 export interface AttachRetry extends CommandBase<'AttachRetry'> {

@@ -189,7 +189,9 @@ export type IdentifierKind =
   | 'idempotency_key_digest'
   | 'actor'
   | 'tool'
-  | 'run_id';
+  | 'run_id'
+  | 'session_id'
+  | 'agent_name';
 
 export class InvalidIdentifierError extends DomainError {
   readonly kind = 'invalid_identifier' as const;

@@ -149,6 +149,11 @@ export interface ExecutionAcceptedData {
   readonly attemptPolicy: AttemptPolicy;
   readonly correlation: ProtocolCorrelation;
   readonly acceptedAt: IsoInstant;
+  /**
+   * Reference to the call's raw arguments, sealed (encrypted) outside the journal: the record above holds
+   * secret arguments only as HMACs, and the dispatcher needs the real values to send the request.
+   */
+  readonly argumentsRef: string | null;
 }
 
 export interface RetryAttachedData {

@@ -52,6 +52,9 @@ export interface AcceptedFacts {
   readonly redeliveryGraceMs: number;
   readonly attemptPolicy: AttemptPolicy;
   readonly acceptedAt: IsoInstant;
+  /** The channel whose dispatcher sends it (`http`, `ssh`, a plugin's). */
+  readonly channel: string;
+  readonly argumentsRef: string | null;
 }
 
 export interface ApprovalFacts {

@@ -63,6 +63,8 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
           redeliveryGraceMs: data.redeliveryGraceMs,
           attemptPolicy: data.attemptPolicy,
           acceptedAt: data.acceptedAt,
+          channel: data.record.channel,
+          argumentsRef: data.argumentsRef,
         },
       };
     }
@@ -450,6 +452,7 @@ function decideAccept(command: Extract<ExecutionCommand, { type: 'AcceptExecutio
       attemptPolicy: { maxAttempts, attemptTimeoutMs, markerBeforeWork },
       correlation: command.correlation,
       acceptedAt: command.now,
+      argumentsRef: command.argumentsRef,
     }),
   ];
 }

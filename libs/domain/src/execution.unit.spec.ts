@@ -85,6 +85,7 @@ describe('given no stream', () => {
           attemptPolicy: { maxAttempts: 3, attemptTimeoutMs: 30_000, markerBeforeWork: true },
           correlation: { jsonRpcId: 1, sessionId: 'session-a', transport: 'streamable-http' },
           acceptedAt: T0,
+          argumentsRef: 'sealed_arguments_1',
         },
       },
     ]);

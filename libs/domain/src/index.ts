@@ -36,6 +36,8 @@ export {
   parseExecutionId,
   parseStreamName,
   runStream,
+  sessionStream,
+  agentStream,
   ulidOfExecutionId,
   type ExecutionId,
   type ParsedStreamName,

@@ -64,6 +64,8 @@ export const STREAM_CATEGORIES = {
   intent: 'intent',
   idempotencyKey: 'idempotency',
   run: 'run',
+  session: 'session',
+  agent: 'agent',
 } as const;
 
 export type StreamCategory = (typeof STREAM_CATEGORIES)[keyof typeof STREAM_CATEGORIES];
@@ -102,11 +104,25 @@ export function runStream(runId: string): string {
   return `${STREAM_CATEGORIES.run}-${encodeURIComponent(runId)}`;
 }
 
+/** The sessions journal of one MCP session: how it was initialised, so a restart can restore it. */
+export function sessionStream(sessionId: string): string {
+  requirePart('session_id', sessionId);
+  return `${STREAM_CATEGORIES.session}-${encodeURIComponent(sessionId)}`;
+}
+
+/** API tokens of one agent, stored hashed (DESIGN section 3). */
+export function agentStream(agentName: string): string {
+  requirePart('agent_name', agentName);
+  return `${STREAM_CATEGORIES.agent}-${encodeURIComponent(agentName)}`;
+}
+
 export type ParsedStreamName =
   | { readonly category: 'execution'; readonly executionId: ExecutionId }
   | { readonly category: 'intent'; readonly fingerprintDigest: string }
   | { readonly category: 'idempotency'; readonly actor: string; readonly tool: string; readonly keyDigest: string }
-  | { readonly category: 'run'; readonly runId: string };
+  | { readonly category: 'run'; readonly runId: string }
+  | { readonly category: 'session'; readonly sessionId: string }
+  | { readonly category: 'agent'; readonly agentName: string };
 
 /** The parts of a stream name built by this module; `undefined` for any other string. */
 export function parseStreamName(name: string): ParsedStreamName | undefined {
@@ -132,6 +148,14 @@ export function parseStreamName(name: string): ParsedStreamName | undefined {
       const runId = decodePart(rest);
       return runId === undefined ? undefined : { category: 'run', runId };
     }
+    case STREAM_CATEGORIES.session: {
+      const sessionId = decodePart(rest);
+      return sessionId === undefined ? undefined : { category: 'session', sessionId };
+    }
+    case STREAM_CATEGORIES.agent: {
+      const agentName = decodePart(rest);
+      return agentName === undefined ? undefined : { category: 'agent', agentName };
+    }
     default:
       return undefined;
   }
@@ -148,7 +172,7 @@ function requireDigest(identifier: 'fingerprint_digest' | 'idempotency_key_diges
   }
 }
 
-function requirePart(identifier: 'actor' | 'tool' | 'run_id', value: string): void {
+function requirePart(identifier: 'actor' | 'tool' | 'run_id' | 'session_id' | 'agent_name', value: string): void {
   if (value.length === 0 || value.length > MAX_PART_LENGTH) {
     throw new InvalidIdentifierError(identifier, `expected 1 to ${MAX_PART_LENGTH} characters`);
   }

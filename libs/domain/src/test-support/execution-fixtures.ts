@@ -74,6 +74,7 @@ export function acceptExecution(overrides: Partial<AcceptExecution> = {}): Accep
     redeliveryGraceMs: GRACE_MS,
     attemptPolicy: { maxAttempts: MAX_ATTEMPTS, attemptTimeoutMs: ATTEMPT_TIMEOUT_MS, markerBeforeWork: true },
     correlation: { jsonRpcId: 1, sessionId: 'session-a', transport: 'streamable-http' },
+    argumentsRef: 'sealed_arguments_1',
     ...overrides,
   };
 }

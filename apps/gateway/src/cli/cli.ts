@@ -6,8 +6,9 @@ const HELP_FLAGS = ['--help', '-h', 'help'];
 
 function overview(commands: readonly CliCommand[], group?: string): string {
   const shown = commands.filter((command) => group === undefined || command.group === group);
-  const width = Math.max(...shown.map((command) => `${command.group} ${command.name}`.length));
-  const lines = shown.map((command) => `  ${`${command.group} ${command.name}`.padEnd(width)}  ${command.summary}`);
+  const title = (command: CliCommand) => `${command.group} ${command.name}`.trim();
+  const width = Math.max(...shown.map((command) => title(command).length));
+  const lines = shown.map((command) => `  ${title(command).padEnd(width)}  ${command.summary}`);
   return [
     `Usage: oncegate ${group ?? '<group>'} <command> [args]`,
     '',
@@ -47,6 +48,9 @@ export async function runCli(argv: readonly string[], io: CliIo, commands: reado
   if (!groups.includes(group)) {
     return usageError(`unknown command '${group}'${closest(group, groups)}`, "Run 'oncegate --help' for the list of commands.");
   }
+  // A command without a second word (`oncegate start`) takes everything after its name as arguments.
+  const single = commands.find((candidate) => candidate.group === group && candidate.name === '');
+  if (single !== undefined) return runCommand(single, argv.slice(1), io, usageError);
   if (name === undefined || HELP_FLAGS.includes(name)) {
     (name === undefined ? io.stderr : io.stdout)(overview(commands, group));
     return name === undefined ? EXIT_CODES.usage : EXIT_CODES.ok;
@@ -56,6 +60,16 @@ export async function runCli(argv: readonly string[], io: CliIo, commands: reado
     const names = commands.filter((candidate) => candidate.group === group).map((candidate) => candidate.name);
     return usageError(`unknown command '${group} ${name}'${closest(name, names)}`, `Run 'oncegate ${group} --help' for its commands.`);
   }
+  return runCommand(command, args, io, usageError);
+}
+
+async function runCommand(
+  command: CliCommand,
+  args: readonly string[],
+  io: CliIo,
+  usageError: (message: string, help: string) => ExitCode,
+): Promise<ExitCode> {
+  const title = `${command.group} ${command.name}`.trim();
   if (args.includes('--help') || args.includes('-h')) {
     io.stdout(`${command.usage}\n`);
     return EXIT_CODES.ok;
@@ -64,7 +78,7 @@ export async function runCli(argv: readonly string[], io: CliIo, commands: reado
     return await command.run(args, io);
   } catch (error) {
     if (error instanceof UsageError) {
-      return usageError(`${group} ${name}: ${error.message}`, `Run 'oncegate ${group} ${name} --help' for its usage.`);
+      return usageError(`${title}: ${error.message}`, `Run 'oncegate ${title} --help' for its usage.`);
     }
     throw error;
   }

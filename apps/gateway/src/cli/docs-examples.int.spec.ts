@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { checkContractFile, fingerprintPolicyOf, parseContractFile, validateArguments } from '@oncegate/contracts';
 
-const DOC = fileURLToPath(new URL('../../../docs/contracts.md', import.meta.url));
+const DOC = fileURLToPath(new URL('../../../../docs/contracts.md', import.meta.url));
 
 /** The ```yaml blocks of docs/contracts.md that are whole contract files. */
 async function contractFilesInDoc(): Promise<string[]> {

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 const LAUNCHER = join(ROOT, 'bin/oncegate.mjs');
 
 function runLauncher(args: string[], cwd: string): Promise<{ code: number; stdout: string; stderr: string }> {

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { runCli } from './cli';
 import { EXIT_CODES, type CliCommand, type CliIo } from './cli-command';
 
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 const TYPOS = 'libs/contracts/fixtures/typos.yaml';
 
 /** Real files from the workspace root, output captured in memory. */

@@ -1,0 +1,2 @@
+export { startDemoTarget } from './demo-target';
+export type { DemoTarget, DemoTargetOptions, EffectLog, RecordedRequest } from './demo-target';

@@ -1,0 +1,20 @@
+import { parseArgs } from 'node:util';
+import { startDemoTarget } from './demo-target';
+
+// Runs the demo target standalone: `node --import tsx apps/demo-target/src/main.ts [--port 8790] [--host 127.0.0.1]`.
+const { values } = parseArgs({
+  options: { port: { type: 'string' }, host: { type: 'string' } },
+  strict: true,
+});
+const port = values.port === undefined ? undefined : Number(values.port);
+if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65_535)) {
+  process.stderr.write(`--port must be a port number, got '${values.port}'\n`);
+  process.exit(2);
+}
+
+const target = await startDemoTarget({ ...(port === undefined ? {} : { port }), ...(values.host === undefined ? {} : { host: values.host }) });
+process.stdout.write(`demo target listening on ${target.url}  (effects: ${target.url}/effects)\n`);
+
+const stop = () => void target.close().then(() => process.exit(0));
+process.once('SIGINT', stop);
+process.once('SIGTERM', stop);

@@ -1,0 +1,213 @@
+import { parseArgs } from 'node:util';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { ContractValidationError } from '@oncegate/contracts';
+import { GatewayConfigError, type GatewayConfig } from '../../config/gateway-config';
+import { loadGatewayConfig } from '../../config/load-config';
+import { createMcpServer } from '../../front/mcp-server';
+import { openDataFolder, startGateway } from '../../gateway';
+import { AgentNameError } from '../../infrastructure/agent-directory';
+import { EXIT_CODES, UsageError, type CliCommand, type CliIo, type ExitCode } from '../cli-command';
+
+function options(args: readonly string[], extra: Record<string, { type: 'string' | 'boolean' }> = {}) {
+  try {
+    return parseArgs({ args: [...args], options: { config: { type: 'string' }, ...extra }, allowPositionals: true, strict: true });
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+}
+
+/** Loads the configuration, or prints every problem and returns the exit code. */
+function configOrExit(file: string | undefined, io: CliIo): GatewayConfig | ExitCode {
+  try {
+    return loadGatewayConfig({ ...(file ? { file } : {}) });
+  } catch (error) {
+    if (error instanceof GatewayConfigError) {
+      io.stderr(`${error.message}\n`);
+      return EXIT_CODES.failed;
+    }
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+      io.stderr(`configuration file not found: ${(error as NodeJS.ErrnoException).path}\n`);
+      return EXIT_CODES.failed;
+    }
+    throw error;
+  }
+}
+
+function startupFailure(error: unknown, io: CliIo): ExitCode {
+  if (error instanceof ContractValidationError) {
+    io.stderr(`the contract file is invalid; nothing was started:\n${error.format()}\n`);
+    return EXIT_CODES.failed;
+  }
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code === 'EADDRINUSE') {
+    io.stderr(`cannot listen: ${(error as Error).message}; set listen.port or ONCEGATE_PORT\n`);
+    return EXIT_CODES.failed;
+  }
+  if (code === 'ENOENT') {
+    io.stderr(`file not found: ${(error as NodeJS.ErrnoException).path}\n`);
+    return EXIT_CODES.failed;
+  }
+  throw error;
+}
+
+function untilSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    process.once('SIGINT', () => resolve('SIGINT'));
+    process.once('SIGTERM', () => resolve('SIGTERM'));
+  });
+}
+
+export const startCommand: CliCommand = {
+  group: 'start',
+  name: '',
+  summary: 'Run the gateway: MCP over Streamable HTTP, all services in one process on the embedded store.',
+  usage: `Usage: oncegate start [--config <file>]
+
+Runs the gateway in the foreground until SIGINT or SIGTERM. Configuration: the file
+(--config, ONCEGATE_CONFIG, or ./oncegate.yaml), then ONCEGATE_* variables; see README.`,
+  async run(args, io) {
+    const { values } = options(args);
+    const config = configOrExit(values.config, io);
+    if (typeof config === 'number') return config;
+    let gateway;
+    try {
+      gateway = await startGateway(config);
+    } catch (error) {
+      return startupFailure(error, io);
+    }
+    io.stdout(
+      [
+        `Oncegate is listening on ${gateway.url}`,
+        `  tools:        ${[...gateway.tools.keys()].join(', ')} (from ${config.contractsFile})`,
+        `  data folder:  ${gateway.dataDir}`,
+        ...(gateway.devToken ? [`  dev token:    ${gateway.devToken}   (agent:dev; send as 'Authorization: Bearer <token>')`] : []),
+        ...(gateway.demoTargetUrl ? [`  demo target:  ${gateway.demoTargetUrl}   (GET /effects counts side effects)`] : []),
+        '',
+      ].join('\n'),
+    );
+    const signal = await untilSignal();
+    io.stdout(`${signal}: stopping\n`);
+    await gateway.close();
+    return EXIT_CODES.ok;
+  },
+};
+
+export const stdioCommand: CliCommand = {
+  group: 'stdio',
+  name: '',
+  summary: 'Serve MCP over stdio for one agent (token from ONCEGATE_TOKEN).',
+  usage: `Usage: ONCEGATE_TOKEN=<token> oncegate stdio [--config <file>]
+
+Speaks MCP on stdin/stdout for the agent the token belongs to; logs go to stderr.
+ONCEGATE_RUN optionally declares the agent run.`,
+  async run(args, io) {
+    const { values } = options(args);
+    const config = configOrExit(values.config, io);
+    if (typeof config === 'number') return config;
+    let gateway;
+    try {
+      gateway = await startGateway({ ...config, devToken: false, demoTarget: { ...config.demoTarget, enabled: false } }, {
+        front: 'none',
+        logToStderr: true,
+        logLevels: ['warn', 'error'],
+      });
+    } catch (error) {
+      return startupFailure(error, io);
+    }
+    const folder = openDataFolder(config);
+    const actor = await folder.agents.authenticate(process.env['ONCEGATE_TOKEN']);
+    await folder.close();
+    if (actor === undefined) {
+      io.stderr('ONCEGATE_TOKEN is missing, unknown or revoked; issue one with: oncegate agents add <name>\n');
+      await gateway.close();
+      return EXIT_CODES.failed;
+    }
+    const run = process.env['ONCEGATE_RUN'];
+    const server = createMcpServer(gateway.tools, gateway.toolCalls, {
+      actor,
+      transport: 'stdio',
+      runHeader: () => (run ? run : undefined),
+      deliveryOf: () => undefined,
+    });
+    const transport = new StdioServerTransport();
+    const closed = new Promise<void>((resolve) => (transport.onclose = () => resolve()));
+    process.stdin.once('end', () => void transport.close());
+    await server.connect(transport);
+    await Promise.race([closed, untilSignal()]);
+    await gateway.close();
+    return EXIT_CODES.ok;
+  },
+};
+
+function agentCommand(
+  name: string,
+  summary: string,
+  usage: string,
+  run: (folder: ReturnType<typeof openDataFolder>, positionals: string[], io: CliIo) => Promise<ExitCode>,
+): CliCommand {
+  return {
+    group: 'agents',
+    name,
+    summary,
+    usage,
+    async run(args, io) {
+      const { values, positionals } = options(args);
+      const config = configOrExit(values.config, io);
+      if (typeof config === 'number') return config;
+      const folder = openDataFolder(config);
+      try {
+        return await run(folder, positionals, io);
+      } catch (error) {
+        if (error instanceof AgentNameError) {
+          io.stderr(`${error.message}\n`);
+          return EXIT_CODES.failed;
+        }
+        throw error;
+      } finally {
+        await folder.close();
+      }
+    },
+  };
+}
+
+export const agentsAddCommand = agentCommand(
+  'add',
+  'Issue an API token for an agent (printed once, stored hashed).',
+  'Usage: oncegate agents add <name> [--config <file>]\n\nPrints the new token once; the data folder keeps only its SHA-256.',
+  async (folder, positionals, io) => {
+    const [name, ...rest] = positionals;
+    if (name === undefined || rest.length > 0) throw new UsageError('name exactly one agent');
+    const { token, record } = await folder.agents.issue(name);
+    io.stdout(`${token}\n`);
+    io.stderr(`issued a token for ${record.actor} (token id ${record.tokenId}); it is not shown again\n`);
+    return EXIT_CODES.ok;
+  },
+);
+
+export const agentsListCommand = agentCommand(
+  'list',
+  'List agents and their tokens (ids only).',
+  'Usage: oncegate agents list [--config <file>]',
+  async (folder, positionals, io) => {
+    if (positionals.length > 0) throw new UsageError('takes no arguments');
+    const records = await folder.agents.list();
+    if (records.length === 0) io.stdout('no agents yet; add one with: oncegate agents add <name>\n');
+    for (const record of records) {
+      io.stdout(`${record.actor}\t${record.tokenId}\tissued ${record.issuedAt}\t${record.revokedAt ? `revoked ${record.revokedAt}` : 'active'}\n`);
+    }
+    return EXIT_CODES.ok;
+  },
+);
+
+export const agentsRevokeCommand = agentCommand(
+  'revoke',
+  "Revoke every token of an agent; its calls get 401 from then on.",
+  'Usage: oncegate agents revoke <name> [--config <file>]',
+  async (folder, positionals, io) => {
+    const [name, ...rest] = positionals;
+    if (name === undefined || rest.length > 0) throw new UsageError('name exactly one agent');
+    const count = await folder.agents.revoke(name);
+    io.stdout(count === 0 ? `agent:${name} has no active token\n` : `revoked ${count} token${count === 1 ? '' : 's'} of agent:${name}\n`);
+    return count === 0 ? EXIT_CODES.failed : EXIT_CODES.ok;
+  },
+);

@@ -1,0 +1,252 @@
+import { isAbsolute, resolve } from 'node:path';
+import type { Node } from 'yaml';
+import {
+  DURATION_FORMS,
+  MapReader,
+  formatIssue,
+  openYamlDocument,
+  parseDuration,
+  readBoolean,
+  readEnum,
+  readInteger,
+  readString,
+  readStringList,
+  type ContractIssue,
+  type YamlContext,
+} from '@oncegate/contracts';
+
+/** How a credential reference is resolved until the vault exists: a header value read from the environment. */
+export interface CredentialSource {
+  /** Header the value is sent in. Default `Authorization`. */
+  readonly header: string;
+  /** Environment variable holding the value (never the value itself). */
+  readonly env: string;
+  /** Prefix such as `Bearer`; default none. */
+  readonly scheme: string | null;
+}
+
+export interface GatewayConfig {
+  /** Where the configuration came from, for messages. */
+  readonly source: string;
+  readonly host: string;
+  readonly port: number;
+  /** MCP endpoint path. */
+  readonly path: string;
+  /** The one data folder: event store, sealed blobs, keys. */
+  readonly dataDir: string;
+  readonly contractsFile: string;
+  readonly store: { readonly driver: 'sqlite'; readonly synchronous: 'FULL' | 'EXTRA' | 'NORMAL' };
+  /** How long a tools/call waits for an outcome before it answers with a pending result. */
+  readonly callWaitMs: number;
+  /** Largest accepted MCP request body. */
+  readonly maxRequestBytes: number;
+  /** Tool name (or `*`) → actors allowed (`agent:<name>`, or `*` for any authenticated agent). */
+  readonly allow: Readonly<Record<string, readonly string[]>>;
+  readonly credentials: Readonly<Record<string, CredentialSource>>;
+  /** Start the bundled demo target beside the gateway. */
+  readonly demoTarget: { readonly enabled: boolean; readonly port: number };
+  /** Create and print a development token for `agent:dev` at start. */
+  readonly devToken: boolean;
+}
+
+export class GatewayConfigError extends Error {
+  readonly kind = 'config_invalid' as const;
+  constructor(readonly issues: readonly ContractIssue[]) {
+    super(`invalid configuration:\n${issues.map(formatIssue).join('\n')}`);
+    this.name = 'GatewayConfigError';
+  }
+}
+
+export const DEFAULT_CONFIG: Omit<GatewayConfig, 'source'> = {
+  host: '127.0.0.1',
+  port: 8787,
+  path: '/mcp',
+  dataDir: './.oncegate',
+  contractsFile: 'examples/tools.yaml',
+  store: { driver: 'sqlite', synchronous: 'FULL' },
+  callWaitMs: 20_000,
+  maxRequestBytes: 1024 * 1024,
+  allow: { '*': ['*'] },
+  credentials: {},
+  demoTarget: { enabled: false, port: 8790 },
+  devToken: false,
+};
+
+const FIELDS = [
+  'listen',
+  'data_dir',
+  'contracts',
+  'store',
+  'call_wait',
+  'max_request_bytes',
+  'authorization',
+  'credentials',
+  'demo_target',
+  'dev_token',
+] as const;
+
+function readDuration(ctx: YamlContext, node: Node, path: string): number | undefined {
+  const text = readString(ctx, node, path, { coerce: true });
+  if (text === undefined) return undefined;
+  const ms = parseDuration(text);
+  if (ms === undefined) ctx.report(node, path, `'${text}' is not a duration; write ${DURATION_FORMS}`);
+  return ms;
+}
+
+function readBytes(ctx: YamlContext, node: Node, path: string): number | undefined {
+  const text = readString(ctx, node, path, { coerce: true });
+  const match = /^(\d+)\s*(B|KiB|MiB)?$/.exec(text ?? '');
+  if (text === undefined) return undefined;
+  if (match === null) {
+    ctx.report(node, path, `'${text}' is not a size; write e.g. 65536, 512KiB or 4MiB`);
+    return undefined;
+  }
+  const unit = match[2] === 'MiB' ? 1024 * 1024 : match[2] === 'KiB' ? 1024 : 1;
+  return Number(match[1]) * unit;
+}
+
+/** Parses a configuration file (YAML); every problem is reported with file, line, path and reason. */
+export function parseGatewayConfig(text: string, file: string, base = DEFAULT_CONFIG): GatewayConfig {
+  const { ctx, root } = openYamlDocument(text, file);
+  const config: { -readonly [K in keyof GatewayConfig]: GatewayConfig[K] } = { ...base, source: file };
+  const map = root === undefined ? undefined : MapReader.of(ctx, root, '');
+  if (map !== undefined) {
+    map.rejectUnknown(FIELDS);
+    const listenNode = map.optional('listen');
+    const listen = listenNode && MapReader.of(ctx, listenNode, 'listen');
+    if (listen) {
+      listen.rejectUnknown(['host', 'port', 'path']);
+      const host = listen.optional('host');
+      const port = listen.optional('port');
+      const path = listen.optional('path');
+      if (host) config.host = readString(ctx, host, 'listen.host', { nonEmpty: true }) ?? config.host;
+      if (port) config.port = readInteger(ctx, port, 'listen.port', 0, 65535) ?? config.port;
+      if (path) {
+        const value = readString(ctx, path, 'listen.path', { nonEmpty: true });
+        if (value !== undefined && !value.startsWith('/')) ctx.report(path, 'listen.path', "must start with '/'");
+        else if (value !== undefined) config.path = value;
+      }
+    }
+    const dataDir = map.optional('data_dir');
+    if (dataDir) config.dataDir = readString(ctx, dataDir, 'data_dir', { nonEmpty: true }) ?? config.dataDir;
+    const contracts = map.optional('contracts');
+    if (contracts) config.contractsFile = readString(ctx, contracts, 'contracts', { nonEmpty: true }) ?? config.contractsFile;
+    const storeNode = map.optional('store');
+    const store = storeNode && MapReader.of(ctx, storeNode, 'store');
+    if (store) {
+      store.rejectUnknown(['driver', 'synchronous']);
+      const driver = store.optional('driver');
+      const synchronous = store.optional('synchronous');
+      if (driver) readEnum(ctx, driver, 'store.driver', ['sqlite']);
+      if (synchronous) {
+        const level = readEnum(ctx, synchronous, 'store.synchronous', ['FULL', 'EXTRA', 'NORMAL'] as const);
+        if (level) config.store = { driver: 'sqlite', synchronous: level };
+      }
+    }
+    const wait = map.optional('call_wait');
+    if (wait) config.callWaitMs = readDuration(ctx, wait, 'call_wait') ?? config.callWaitMs;
+    const maxBytes = map.optional('max_request_bytes');
+    if (maxBytes) config.maxRequestBytes = readBytes(ctx, maxBytes, 'max_request_bytes') ?? config.maxRequestBytes;
+    const authNode = map.optional('authorization');
+    const auth = authNode && MapReader.of(ctx, authNode, 'authorization');
+    if (auth) {
+      auth.rejectUnknown(['allow']);
+      const allowNode = auth.optional('allow');
+      const allow = allowNode && MapReader.of(ctx, allowNode, 'authorization.allow');
+      if (allow) {
+        const parsed: Record<string, string[]> = {};
+        for (const tool of allow.keys()) {
+          const path = allow.fieldPath(tool);
+          const node = allow.required(tool);
+          const actors = node && readStringList(ctx, node, path);
+          for (const actor of actors ?? []) {
+            if (actor !== '*' && !/^agent:[a-z0-9][a-z0-9_.-]{0,63}$/.test(actor)) {
+              ctx.report(node ?? null, path, `'${actor}' is not an actor; write agent:<name> or '*'`);
+            }
+          }
+          if (actors) parsed[tool] = actors;
+        }
+        config.allow = parsed;
+      }
+    }
+    const credentialsNode = map.optional('credentials');
+    const credentials = credentialsNode && MapReader.of(ctx, credentialsNode, 'credentials');
+    if (credentials) {
+      const parsed: Record<string, CredentialSource> = {};
+      for (const ref of credentials.keys()) {
+        const node = credentials.required(ref);
+        const entry = node && MapReader.of(ctx, node, credentials.fieldPath(ref));
+        if (!entry) continue;
+        entry.rejectUnknown(['header', 'env', 'scheme'], { value: 'credential values never go in a file; name an environment variable with env' });
+        const envNode = entry.required('env');
+        const env = envNode && readString(ctx, envNode, entry.fieldPath('env'), { nonEmpty: true });
+        const headerNode = entry.optional('header');
+        const schemeNode = entry.optional('scheme');
+        const header = headerNode ? readString(ctx, headerNode, entry.fieldPath('header'), { nonEmpty: true }) : 'Authorization';
+        const scheme = schemeNode ? readString(ctx, schemeNode, entry.fieldPath('scheme'), { nonEmpty: true }) : null;
+        if (env && header) parsed[ref] = { env, header, scheme: scheme ?? null };
+      }
+      config.credentials = parsed;
+    }
+    const demoNode = map.optional('demo_target');
+    const demo = demoNode && MapReader.of(ctx, demoNode, 'demo_target');
+    if (demo) {
+      demo.rejectUnknown(['enabled', 'port']);
+      const enabled = demo.optional('enabled');
+      const port = demo.optional('port');
+      config.demoTarget = {
+        enabled: (enabled && readBoolean(ctx, enabled, 'demo_target.enabled')) ?? config.demoTarget.enabled,
+        port: (port && readInteger(ctx, port, 'demo_target.port', 0, 65535)) ?? config.demoTarget.port,
+      };
+    }
+    const devToken = map.optional('dev_token');
+    if (devToken) config.devToken = readBoolean(ctx, devToken, 'dev_token') ?? config.devToken;
+  }
+  if (ctx.issues.length > 0) throw new GatewayConfigError(ctx.issues);
+  return config;
+}
+
+const ENVIRONMENT = 'environment';
+
+/** `ONCEGATE_*` variables override the file; each bad value is named. */
+export function applyEnvironment(config: GatewayConfig, env: NodeJS.ProcessEnv): GatewayConfig {
+  const issues: ContractIssue[] = [];
+  const bad = (name: string, reason: string) =>
+    issues.push({ file: ENVIRONMENT, path: name, line: 0, column: 0, reason });
+  const next: { -readonly [K in keyof GatewayConfig]: GatewayConfig[K] } = { ...config };
+  if (env['ONCEGATE_HOST']) next.host = env['ONCEGATE_HOST'];
+  if (env['ONCEGATE_PORT'] !== undefined && env['ONCEGATE_PORT'] !== '') {
+    const port = Number(env['ONCEGATE_PORT']);
+    if (!Number.isInteger(port) || port < 0 || port > 65535) bad('ONCEGATE_PORT', `'${env['ONCEGATE_PORT']}' is not a port`);
+    else next.port = port;
+  }
+  if (env['ONCEGATE_PATH']) {
+    if (!env['ONCEGATE_PATH'].startsWith('/')) bad('ONCEGATE_PATH', "must start with '/'");
+    else next.path = env['ONCEGATE_PATH'];
+  }
+  if (env['ONCEGATE_DATA_DIR']) next.dataDir = env['ONCEGATE_DATA_DIR'];
+  if (env['ONCEGATE_CONTRACTS']) next.contractsFile = env['ONCEGATE_CONTRACTS'];
+  if (env['ONCEGATE_SYNCHRONOUS']) {
+    const level = env['ONCEGATE_SYNCHRONOUS'];
+    if (level !== 'FULL' && level !== 'EXTRA' && level !== 'NORMAL') bad('ONCEGATE_SYNCHRONOUS', 'expected FULL, EXTRA or NORMAL');
+    else next.store = { driver: 'sqlite', synchronous: level };
+  }
+  if (env['ONCEGATE_CALL_WAIT']) {
+    const ms = parseDuration(env['ONCEGATE_CALL_WAIT']);
+    if (ms === undefined) bad('ONCEGATE_CALL_WAIT', `not a duration; write ${DURATION_FORMS}`);
+    else next.callWaitMs = ms;
+  }
+  if (env['ONCEGATE_DEMO_TARGET']) {
+    const value = env['ONCEGATE_DEMO_TARGET'];
+    if (!['on', 'off', '1', '0', 'true', 'false'].includes(value)) bad('ONCEGATE_DEMO_TARGET', 'expected on or off');
+    else next.demoTarget = { ...next.demoTarget, enabled: ['on', '1', 'true'].includes(value) };
+  }
+  if (issues.length > 0) throw new GatewayConfigError(issues);
+  return next;
+}
+
+/** Relative paths in a configuration are relative to the working directory the gateway starts in. */
+export function absolutePaths(config: GatewayConfig, cwd: string): GatewayConfig {
+  const abs = (path: string) => (isAbsolute(path) ? path : resolve(cwd, path));
+  return { ...config, dataDir: abs(config.dataDir), contractsFile: abs(config.contractsFile) };
+}

@@ -1,0 +1,37 @@
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { IdempotencyKeyConflictError } from '@oncegate/domain';
+import { closestMatch, type ArgumentViolation } from '@oncegate/contracts';
+
+/** JSON-RPC error codes of our own, in the implementation-defined range. */
+export const ONCEGATE_ERROR_CODES = {
+  idempotencyKeyConflict: -32010,
+  notFound: -32011,
+} as const;
+
+export function unknownTool(name: string, known: readonly string[]): McpError {
+  const match = closestMatch(name, known);
+  return new McpError(
+    ErrorCode.InvalidParams,
+    `Unknown tool '${name}'${match ? ` — did you mean '${match}'?` : ''}; nothing was accepted`,
+  );
+}
+
+export function invalidArguments(tool: string, violations: readonly ArgumentViolation[]): McpError {
+  const list = violations.map((v) => `${v.pointer || '(arguments)'}: ${v.message}`).join('; ');
+  return new McpError(ErrorCode.InvalidParams, `Invalid arguments for '${tool}': ${list}; nothing was accepted`, {
+    violations,
+  });
+}
+
+/** The one place typed errors of a call become JSON-RPC errors; anything else is re-thrown unchanged. */
+export function toMcpError(error: unknown): unknown {
+  if (error instanceof IdempotencyKeyConflictError) {
+    return new McpError(
+      ONCEGATE_ERROR_CODES.idempotencyKeyConflict,
+      `The idempotency key was already used by execution ${error.firstExecutionId} with different arguments; ` +
+        'use a new key for a new intent. Nothing was accepted.',
+      { firstExecutionId: error.firstExecutionId },
+    );
+  }
+  return error;
+}

@@ -1,0 +1,343 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Logger } from '@nestjs/common';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import { isInitializeRequest, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { sessionStream } from '@oncegate/domain';
+import type { ToolContract } from '@oncegate/contracts';
+import type { EventStore } from '@oncegate/event-store';
+import { isoNow, type Clock } from '@oncegate/execution-journal';
+import { v7 as uuidv7 } from 'uuid';
+import type { AgentDirectory } from '../infrastructure/agent-directory';
+import type { DeliverySettlement, DeliveryWatch } from './delivery-tracker';
+import { createMcpServer, type ConnectionFacts } from './mcp-server';
+import type { SseResumptionStore } from './sse-resumption-store';
+import type { ToolCalls } from './tool-calls';
+
+export interface McpHttpFrontOptions {
+  readonly host: string;
+  readonly port: number;
+  readonly path: string;
+  readonly maxRequestBytes: number;
+  readonly store: EventStore;
+  readonly agents: AgentDirectory;
+  readonly tools: ReadonlyMap<string, ToolContract>;
+  readonly toolCalls: ToolCalls;
+  readonly resumption: SseResumptionStore;
+  readonly clock: Clock;
+}
+
+interface Session {
+  readonly id: string;
+  readonly actor: string;
+  readonly transport: WebStandardStreamableHTTPServerTransport;
+  readonly server: Server;
+}
+
+interface SessionStartedData {
+  readonly sessionId: string;
+  readonly actor: string;
+  readonly initialize: JSONRPCMessage;
+  readonly protocolVersion: string | null;
+}
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: number,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+}
+
+function jsonRpcError(res: ServerResponse, error: HttpError): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  res.writeHead(error.status, { 'content-type': 'application/json', ...error.headers });
+  res.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: error.code, message: error.message } }));
+}
+
+async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  const declared = Number(req.headers['content-length'] ?? NaN);
+  if (Number.isFinite(declared) && declared > limit) {
+    throw new HttpError(413, -32600, `Request body of ${declared} bytes exceeds the limit of ${limit} bytes; nothing was accepted`, {
+      connection: 'close',
+    });
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > limit) {
+      throw new HttpError(413, -32600, `Request body exceeds the limit of ${limit} bytes; nothing was accepted`, {
+        connection: 'close',
+      });
+    }
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+function toWebRequest(req: IncomingMessage, body: Buffer | undefined): Request {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (Array.isArray(value)) for (const item of value) headers.append(name, item);
+    else if (value !== undefined) headers.set(name, value);
+  }
+  const url = `http://${req.headers.host ?? 'localhost'}${req.url ?? '/'}`;
+  return new Request(url, { method: req.method, headers, ...(body && body.length > 0 ? { body } : {}) });
+}
+
+/** Writes a web `Response` to a Node response; resolves with whether the whole body was handed to the socket. */
+async function pipeResponse(response: Response, res: ServerResponse): Promise<void> {
+  const headers: Record<string, string> = {};
+  response.headers.forEach((value, name) => (headers[name] = value));
+  res.writeHead(response.status, headers);
+  if (response.body === null) {
+    res.end();
+    return;
+  }
+  res.flushHeaders();
+  const reader = response.body.getReader();
+  res.on('close', () => void reader.cancel().catch(() => undefined));
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      if (res.destroyed) break;
+      res.write(value);
+    }
+  } catch {
+    // The client went away while the stream was open; the close handler cancelled the reader.
+  }
+  if (!res.destroyed) res.end();
+}
+
+/**
+ * The Streamable HTTP front: bearer-token authentication (401 and nothing recorded without a valid token),
+ * size and JSON checks before the SDK sees a byte, one SDK transport and server per session, sessions recorded
+ * in the sessions journal and restored after a restart, and a delivery watch per tools/call response.
+ */
+export class McpHttpFront {
+  private readonly log = new Logger('mcp-http');
+  private readonly sessions = new Map<string, Session>();
+  private readonly watches = new Map<string, DeliveryWatch>();
+  private http: HttpServer | undefined;
+
+  constructor(private readonly options: McpHttpFrontOptions) {}
+
+  async listen(): Promise<{ url: string; port: number }> {
+    this.http = createServer((req, res) => {
+      this.route(req, res).catch((error: unknown) => {
+        if (error instanceof HttpError) return jsonRpcError(res, error);
+        this.log.error(`request failed: ${(error as Error)?.message ?? error}`);
+        jsonRpcError(res, new HttpError(500, -32603, 'Internal error'));
+      });
+    });
+    this.http.keepAliveTimeout = 65_000;
+    await new Promise<void>((resolve, reject) => {
+      this.http!.once('error', reject);
+      this.http!.listen(this.options.port, this.options.host, () => resolve());
+    });
+    const port = (this.http.address() as AddressInfo).port;
+    const host = this.options.host.includes(':') ? `[${this.options.host}]` : this.options.host;
+    return { url: `http://${host}:${port}${this.options.path}`, port };
+  }
+
+  async close(): Promise<void> {
+    for (const session of this.sessions.values()) await session.transport.close().catch(() => undefined);
+    this.sessions.clear();
+    if (this.http) {
+      this.http.closeAllConnections();
+      await new Promise<void>((resolve) => this.http!.close(() => resolve()));
+    }
+  }
+
+  private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = (req.url ?? '/').split('?')[0];
+    if (path === '/healthz' && req.method === 'GET') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{"status":"ok"}');
+      return;
+    }
+    if (path !== this.options.path) throw new HttpError(404, -32601, `No MCP endpoint at ${path}; use ${this.options.path}`);
+    const actor = await this.authenticate(req);
+    if (req.method === 'POST') return this.post(req, res, actor);
+    if (req.method === 'GET' || req.method === 'DELETE') return this.sessionRequest(req, res, actor);
+    throw new HttpError(405, -32600, `Method ${req.method} not allowed`, { allow: 'GET, POST, DELETE' });
+  }
+
+  private async authenticate(req: IncomingMessage): Promise<string> {
+    const header = req.headers.authorization;
+    const token = header?.startsWith('Bearer ') ? header.slice('Bearer '.length).trim() : undefined;
+    const actor = await this.options.agents.authenticate(token);
+    if (actor === undefined) {
+      // Drain the body so the client reads the 401 instead of a reset; nothing is parsed or recorded.
+      req.resume();
+      throw new HttpError(401, -32001, token === undefined ? 'Unauthorized: a bearer token is required' : 'Unauthorized: unknown or revoked token', {
+        'www-authenticate': 'Bearer realm="oncegate"',
+      });
+    }
+    return actor;
+  }
+
+  private async post(req: IncomingMessage, res: ServerResponse, actor: string): Promise<void> {
+    const body = await readBody(req, this.options.maxRequestBytes);
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(body.toString('utf8'));
+    } catch {
+      throw new HttpError(400, -32700, 'Parse error: the body is not valid JSON; nothing was accepted');
+    }
+    const messages = Array.isArray(parsed) ? parsed : [parsed];
+    const sessionHeader = req.headers['mcp-session-id'];
+    let session: Session;
+    if (sessionHeader === undefined) {
+      if (!messages.some((m) => isInitializeRequest(m))) {
+        throw new HttpError(400, -32000, 'Bad Request: no session id; start with an initialize request');
+      }
+      session = await this.newSession(actor);
+    } else {
+      session = await this.existingSession(String(sessionHeader), actor);
+    }
+    const keys = this.watchResponses(session.id, messages, res);
+    try {
+      const response = await session.transport.handleRequest(toWebRequest(req, body), { parsedBody: parsed });
+      if (sessionHeader === undefined && session.transport.sessionId !== undefined) {
+        await this.recordSession(session, messages.find((m) => isInitializeRequest(m)) as unknown as JSONRPCMessage);
+      }
+      await pipeResponse(response, res);
+    } finally {
+      // The watch stays readable through its promise; the key is only needed until the handler looked it up.
+      res.once('close', () => keys.forEach((key) => this.watches.delete(key)));
+    }
+  }
+
+  /** One watch per tools/call id of this POST: settled by what the socket saw when the response ended. */
+  private watchResponses(sessionId: string, messages: unknown[], res: ServerResponse): string[] {
+    const keys: string[] = [];
+    const settled = new Promise<DeliverySettlement>((resolve) =>
+      res.once('close', () =>
+        resolve(
+          res.writableFinished
+            ? { delivered: true, detail: 'response stream ended normally' }
+            : { delivered: false, detail: 'the response stream closed before the result was written' },
+        ),
+      ),
+    );
+    for (const message of messages) {
+      const m = message as { method?: unknown; id?: unknown };
+      if (m?.method === 'tools/call' && (typeof m.id === 'string' || typeof m.id === 'number')) {
+        const key = `${sessionId}\u0000${m.id}`;
+        this.watches.set(key, { settled });
+        keys.push(key);
+      }
+    }
+    return keys;
+  }
+
+  private async sessionRequest(req: IncomingMessage, res: ServerResponse, actor: string): Promise<void> {
+    const header = req.headers['mcp-session-id'];
+    if (header === undefined) throw new HttpError(400, -32000, 'Bad Request: Mcp-Session-Id header is required');
+    const session = await this.existingSession(String(header), actor);
+    const response = await session.transport.handleRequest(toWebRequest(req, undefined));
+    if (req.method === 'DELETE' && response.ok) {
+      this.sessions.delete(session.id);
+      await this.appendSessionEvent(session.id, 'SessionClosed', { sessionId: session.id, closedAt: isoNow(this.options.clock) }, actor);
+    }
+    await pipeResponse(response, res);
+  }
+
+  private connectionFacts(actor: string): ConnectionFacts {
+    return {
+      actor,
+      transport: 'streamable-http',
+      runHeader: (info) => {
+        const value = info?.headers?.['oncegate-run'];
+        return typeof value === 'string' && value.length > 0 ? value : undefined;
+      },
+      deliveryOf: (sessionId, requestId) => this.watches.get(`${sessionId}\u0000${requestId}`),
+    };
+  }
+
+  private async openSession(id: string, actor: string): Promise<Session> {
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: () => id,
+      eventStore: this.options.resumption.forSession(id),
+      maxRequestBodySize: this.options.maxRequestBytes,
+    });
+    const server = createMcpServer(this.options.tools, this.options.toolCalls, this.connectionFacts(actor));
+    await server.connect(transport);
+    return { id, actor, transport, server };
+  }
+
+  private async newSession(actor: string): Promise<Session> {
+    const session = await this.openSession(randomUUID(), actor);
+    this.sessions.set(session.id, session);
+    return session;
+  }
+
+  /** A live session, or one the sessions journal knows (restored after a restart); another actor's is not found. */
+  private async existingSession(id: string, actor: string): Promise<Session> {
+    const live = this.sessions.get(id);
+    if (live !== undefined) {
+      if (live.actor !== actor) throw new HttpError(404, -32001, 'Session not found');
+      return live;
+    }
+    const restored = await this.restore(id, actor);
+    if (restored === undefined) throw new HttpError(404, -32001, 'Session not found');
+    return restored;
+  }
+
+  private async restore(id: string, actor: string): Promise<Session | undefined> {
+    if (!/^[0-9a-f-]{36}$/.test(id)) return undefined;
+    const events = await this.options.store.readStream(sessionStream(id));
+    const started = events.find((e) => e.type === 'SessionStarted')?.data as SessionStartedData | undefined;
+    if (started === undefined || started.actor !== actor || events.some((e) => e.type === 'SessionClosed')) return undefined;
+    const session = await this.openSession(id, actor);
+    // Prime the fresh transport by replaying the recorded handshake through its public entry point.
+    const post = (message: unknown, withSession: boolean) =>
+      session.transport.handleRequest(
+        new Request('http://localhost/restore', {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+            ...(withSession ? { 'mcp-session-id': id, 'mcp-protocol-version': started.protocolVersion ?? '2025-03-26' } : {}),
+          },
+          body: JSON.stringify(message),
+        }),
+      );
+    const init = await post({ ...(started.initialize as object), id: `restore-${randomUUID()}` }, false);
+    await init.body?.cancel();
+    const initialized = await post({ jsonrpc: '2.0', method: 'notifications/initialized' }, true);
+    await initialized.body?.cancel();
+    this.sessions.set(id, session);
+    this.log.log(`restored session ${id} of ${actor} from the sessions journal`);
+    return session;
+  }
+
+  private async recordSession(session: Session, initialize: JSONRPCMessage): Promise<void> {
+    const params = (initialize as { params?: { protocolVersion?: string } }).params;
+    const data: SessionStartedData = {
+      sessionId: session.id,
+      actor: session.actor,
+      initialize,
+      protocolVersion: params?.protocolVersion ?? null,
+    };
+    await this.appendSessionEvent(session.id, 'SessionStarted', data, session.actor);
+  }
+
+  private async appendSessionEvent(sessionId: string, type: string, data: object, actor: string): Promise<void> {
+    const eventId = uuidv7();
+    await this.options.store.appendToStream(sessionStream(sessionId), [
+      { id: eventId, type, data, metadata: { eventId, actor, recordedAt: isoNow(this.options.clock), schemaVersion: 1 } },
+    ]);
+  }
+}

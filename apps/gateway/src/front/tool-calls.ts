@@ -1,0 +1,362 @@
+import { ulid } from 'ulid';
+import {
+  executionIdFromUlid,
+  formatIntentScope,
+  matchRetry,
+  checkIdempotencyKey,
+  type AttachActionKind,
+  type ExecutionId,
+  type ExecutionState,
+  type ExecutionStatus,
+  type IntentScope,
+  type ProtocolCorrelation,
+} from '@oncegate/domain';
+import { fingerprintPolicyOf, validateArguments, type ToolContract } from '@oncegate/contracts';
+import { buildOperationRecord, candidateFingerprints, fingerprint as fingerprintOf, type KeyRing } from '@oncegate/fingerprint';
+import type { EventStore } from '@oncegate/event-store';
+import {
+  claimIdempotencyKey,
+  claimIntent,
+  isoNow,
+  loadExecution,
+  readIdempotencyKeyClaim,
+  readIntentClaim,
+  runExecutionCommand,
+  type Clock,
+  type ExecutionWatcher,
+  type LoadedExecution,
+} from '@oncegate/execution-journal';
+import type { SealedStore } from '@oncegate/sealed-store';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { invalidArguments, toMcpError, unknownTool } from './mcp-errors';
+import { toolResult, type AnswerFlags, type StoredResult } from './tool-results';
+import type { DeliveryTracker, DeliveryWatch } from './delivery-tracker';
+
+export const META_RUN = 'io.oncegate/run';
+export const META_IDEMPOTENCY_KEY = 'io.oncegate/idempotency-key';
+export const META_NEW_INTENT = 'io.oncegate/new-intent';
+
+/** Everything about one tools/call that is not its arguments. */
+export interface CallContext {
+  readonly actor: string;
+  /** A run the client declared (`_meta["io.oncegate/run"]` or the `Oncegate-Run` header). */
+  readonly declaredRun: string | undefined;
+  readonly meta: Readonly<Record<string, unknown>>;
+  readonly correlation: ProtocolCorrelation;
+  /** Aborts when the client cancels; it only ever stops waiting, never a dispatched request. */
+  readonly signal: AbortSignal;
+  /** Reports whether the transport finished writing this call's response; absent when it cannot tell. */
+  readonly delivery: DeliveryWatch | undefined;
+}
+
+export interface ToolCallDependencies {
+  readonly store: EventStore;
+  readonly watcher: ExecutionWatcher;
+  readonly sealed: SealedStore;
+  readonly keyRing: KeyRing;
+  readonly tools: ReadonlyMap<string, ToolContract>;
+  readonly deliveries: DeliveryTracker;
+  readonly clock: Clock;
+  /** How long a call waits for an answerable state before it returns a pending result. */
+  readonly callWaitMs: number;
+}
+
+/** States a caller can be answered with; the others are still moving. */
+const ANSWERABLE: ReadonlySet<ExecutionStatus> = new Set([
+  'completed',
+  'completed_result_not_delivered',
+  'delivered',
+  'failed',
+  'denied',
+  'outcome_unknown',
+  'needs_review',
+  'cancelled',
+  'expired',
+  'abandoned',
+]);
+
+/** A claim whose execution stream has not appeared after this long belongs to a claimer that died. */
+const ORPHAN_CLAIM_MS = 5_000;
+const MAX_ROUNDS = 50;
+
+export class ToolCalls {
+  constructor(private readonly deps: ToolCallDependencies) {}
+
+  async call(name: string, args: Readonly<Record<string, unknown>>, context: CallContext): Promise<CallToolResult> {
+    const tool = this.deps.tools.get(name);
+    if (tool === undefined) throw unknownTool(name, [...this.deps.tools.keys(), 'execution_status']);
+    const violations = validateArguments(tool, args);
+    if (violations.length > 0) throw invalidArguments(name, violations);
+    try {
+      return await this.matchOrCreate(tool, args, context);
+    } catch (error) {
+      throw toMcpError(error);
+    }
+  }
+
+  private scopeOf(tool: ToolContract, args: Readonly<Record<string, unknown>>, context: CallContext): IntentScope {
+    const callerKey = context.meta[META_IDEMPOTENCY_KEY];
+    if (typeof callerKey === 'string' && callerKey.length > 0) return { kind: 'key', key: callerKey, source: 'caller' };
+    if (tool.durableKeyArgument !== null) {
+      const value = args[tool.durableKeyArgument];
+      if (typeof value === 'string' && value.length > 0) return { kind: 'key', key: value, source: 'contract' };
+    }
+    if (context.declaredRun !== undefined) return { kind: 'run', runId: context.declaredRun };
+    return { kind: 'actor' };
+  }
+
+  private async matchOrCreate(
+    tool: ToolContract,
+    args: Readonly<Record<string, unknown>>,
+    context: CallContext,
+  ): Promise<CallToolResult> {
+    const { store, keyRing, clock } = this.deps;
+    const scope = this.scopeOf(tool, args, context);
+    const request = tool.request;
+    const record = buildOperationRecord(
+      {
+        actor: context.actor,
+        tool: tool.name,
+        channel: tool.channel,
+        target: tool.target,
+        credentialRef: tool.credentialRef,
+        ...(request.kind === 'http' ? { method: request.method } : {}),
+        arguments: args as Record<string, unknown>,
+        intentScope: formatIntentScope(scope),
+      },
+      fingerprintPolicyOf(tool),
+      keyRing,
+    );
+    const fingerprints = candidateFingerprints(record, keyRing);
+    const current = fingerprintOf(record, keyRing);
+    const newIntent = context.meta[META_NEW_INTENT] === true;
+    const callerKey = scope.kind === 'key' && scope.source === 'caller' ? scope.key : undefined;
+
+    for (let round = 0; round < MAX_ROUNDS; round += 1) {
+      // A caller's key is claimed per actor and tool: the same key with another record is refused, never new.
+      const keyClaim = callerKey === undefined ? undefined : await readIdempotencyKeyClaim(store, context.actor, tool.name, callerKey);
+      if (keyClaim) checkIdempotencyKey({ claim: keyClaim.claim, fingerprints });
+
+      // The latest claim under any key still in the ring (rotation keeps old fingerprints findable).
+      let prior: { execution: LoadedExecution; claimedAt: string } | undefined;
+      let currentRevision: number | undefined;
+      for (const candidate of fingerprints) {
+        const read = await readIntentClaim(store, candidate);
+        if (candidate === current) currentRevision = read.revision;
+        if (read.claim && prior === undefined) {
+          prior = { execution: await loadExecution(store, read.claim.executionId), claimedAt: read.claim.claimedAt };
+        }
+      }
+      if (prior && prior.execution.state.status === 'initial') {
+        // Claimed, and its ExecutionAccepted is on its way; unless the claimer died, wait for it.
+        if (clock.now().getTime() - Date.parse(prior.claimedAt) < ORPHAN_CLAIM_MS) {
+          await new Promise((resolve) => setTimeout(resolve, 10));
+          continue;
+        }
+        prior = undefined;
+      }
+
+      const now = isoNow(clock);
+      const decision = matchRetry({ prior: prior?.execution.state, now, newIntent });
+      if (decision.kind === 'attach') {
+        const attached = await this.attach(decision.executionId, context);
+        if (attached === undefined) continue;
+        return this.answerAttached(tool, attached.state, attached.action, context);
+      }
+
+      if (decision.expirePrior && prior?.execution.state.executionId) {
+        await runExecutionCommand(
+          store,
+          prior.execution.state.executionId,
+          (state) => (state.status === prior!.execution.state.status ? { type: 'ExpireExecution', executionId: state.executionId!, now } : undefined),
+          { actor: context.actor, correlation: context.correlation },
+          clock,
+        ).catch(() => undefined);
+      }
+
+      const executionId = executionIdFromUlid(ulid());
+      if (!(await claimIntent(store, { executionId, fingerprint: current, claimedAt: now }, currentRevision, context.actor, clock))) {
+        continue;
+      }
+      if (callerKey !== undefined) {
+        const claimed = await claimIdempotencyKey(
+          store,
+          callerKey,
+          { executionId, fingerprint: current, actor: context.actor, tool: tool.name },
+          keyClaim?.revision,
+          clock,
+        );
+        if (!claimed) continue;
+      }
+      return this.accept(tool, args, context, executionId, record, current, scope, now);
+    }
+    throw new Error(`could not settle the claim for ${tool.name} after ${MAX_ROUNDS} rounds`);
+  }
+
+  /**
+   * Appends RetryAttached, deciding from the state it is appended after; `undefined` when the execution moved to
+   * a state that no longer matches (the caller then starts over).
+   */
+  private async attach(
+    executionId: ExecutionId,
+    context: CallContext,
+  ): Promise<{ state: ExecutionState; action: AttachActionKind } | undefined> {
+    let action: AttachActionKind | undefined;
+    const outcome = await runExecutionCommand(
+      this.deps.store,
+      executionId,
+      (state) => {
+        const now = isoNow(this.deps.clock);
+        const match = matchRetry({ prior: state, now, newIntent: false });
+        if (match.kind !== 'attach') return undefined;
+        action = match.action.kind;
+        return { type: 'AttachRetry', executionId, now, correlation: context.correlation };
+      },
+      { actor: context.actor, correlation: context.correlation },
+      this.deps.clock,
+    );
+    return action === undefined || outcome.appended.length === 0 ? undefined : { state: outcome.state, action };
+  }
+
+  private async accept(
+    tool: ToolContract,
+    args: Readonly<Record<string, unknown>>,
+    context: CallContext,
+    executionId: ExecutionId,
+    record: ReturnType<typeof buildOperationRecord>,
+    fingerprint: ReturnType<typeof fingerprintOf>,
+    scope: IntentScope,
+    now: ReturnType<typeof isoNow>,
+  ): Promise<CallToolResult> {
+    const sealedArguments = await this.deps.sealed.seal('arguments', executionId, Buffer.from(JSON.stringify(args)));
+    const window = tool.correlationWindow;
+    const outcome = await runExecutionCommand(
+      this.deps.store,
+      executionId,
+      () => ({
+        type: 'AcceptExecution',
+        executionId,
+        now,
+        record: record as never,
+        fingerprint,
+        operationClass: tool.operationClass,
+        intentScope: scope,
+        correlationWindowMs: window.kind === 'duration' ? window.ms : null,
+        redeliveryGraceMs: tool.redeliveryGraceMs,
+        attemptPolicy: {
+          maxAttempts: 3,
+          attemptTimeoutMs: tool.limits.connectTimeoutMs + tool.limits.responseTimeoutMs,
+          markerBeforeWork: tool.marker?.writtenBeforeWork ?? false,
+        },
+        correlation: context.correlation,
+        argumentsRef: sealedArguments.ref,
+      }),
+      { actor: context.actor, correlation: context.correlation },
+      this.deps.clock,
+    );
+    return this.waitAndAnswer(tool, outcome.state, { attached: false, replayed: false }, context, () => true);
+  }
+
+  private async answerAttached(
+    tool: ToolContract,
+    state: ExecutionState,
+    action: AttachActionKind,
+    context: CallContext,
+  ): Promise<CallToolResult> {
+    const replayed = action === 'replay_stored_result';
+    const flags = { attached: true, replayed };
+    if (action === 'recover_by_class' && state.status === 'outcome_unknown') {
+      // The dispatcher decides from RetryAttached whether the class lets it send again; wait for the next attempt.
+      const attempts = state.attempts;
+      return this.waitAndAnswer(tool, state, flags, context, (next) => next.status !== 'outcome_unknown' || next.attempts > attempts, true);
+    }
+    return this.waitAndAnswer(tool, state, flags, context, () => true);
+  }
+
+  /**
+   * Waits (up to the call wait) until the execution is answerable, then answers from its state. While it waits
+   * the call is registered as a live caller, so result delivery knows a transport is open for it.
+   */
+  private async waitAndAnswer(
+    tool: ToolContract,
+    state: ExecutionState,
+    flags: AnswerFlags,
+    context: CallContext,
+    extra: (state: ExecutionState) => boolean,
+    settleQuickly = false,
+  ): Promise<CallToolResult> {
+    const executionId = state.executionId!;
+    const release = this.deps.deliveries.register(executionId);
+    let keepRegistration = false;
+    // A client's cancel stops an execution only before Dispatched; after it, it is recorded as evidence and
+    // changes nothing (DESIGN section 5). The decider settles the race with the dispatcher.
+    const onCancel = () => {
+      release();
+      void runExecutionCommand(
+        this.deps.store,
+        executionId,
+        () => ({
+          type: 'RequestCancellation',
+          executionId,
+          now: isoNow(this.deps.clock),
+          trigger: 'client_notification',
+          correlation: context.correlation,
+        }),
+        { actor: context.actor, correlation: context.correlation },
+        this.deps.clock,
+      ).catch(() => undefined);
+    };
+    context.signal.addEventListener('abort', onCancel, { once: true });
+    try {
+      const ready = (s: ExecutionState) => ANSWERABLE.has(s.status) && extra(s);
+      const waitMs = settleQuickly ? Math.min(this.deps.callWaitMs, 2_000) : this.deps.callWaitMs;
+      const latest = ready(state)
+        ? state
+        : (await this.deps.watcher.waitUntil(executionId, ready, waitMs, context.signal)).state;
+      const stored = await this.storedResult(latest);
+      const answer = toolResult(tool.name, latest, flags, stored);
+      if (latest.outcome !== null && !context.signal.aborted) {
+        keepRegistration = true;
+        this.recordDelivery(executionId, flags, context).finally(release);
+      }
+      return answer;
+    } finally {
+      context.signal.removeEventListener('abort', onCancel);
+      if (!keepRegistration) release();
+    }
+  }
+
+  private async storedResult(state: ExecutionState): Promise<StoredResult | undefined> {
+    const ref = state.outcome?.resultRef;
+    if (!ref) return undefined;
+    const opened = await this.deps.sealed.open(ref);
+    return opened === undefined ? undefined : (JSON.parse(opened.plaintext.toString('utf8')) as StoredResult);
+  }
+
+  /** Records what the transport saw when it wrote the answer: delivered, or closed first. */
+  private async recordDelivery(executionId: ExecutionId, flags: AnswerFlags, context: CallContext): Promise<void> {
+    const settled = context.delivery ? await context.delivery.settled : { delivered: true, detail: 'written to the transport' };
+    await runExecutionCommand(
+      this.deps.store,
+      executionId,
+      (state) => {
+        if (state.outcome === null) return undefined;
+        const now = isoNow(this.deps.clock);
+        return settled.delivered
+          ? { type: 'RecordResultDelivered', executionId, now, correlation: context.correlation, replayed: flags.replayed }
+          : { type: 'RecordResultDeliveryFailed', executionId, now, correlation: context.correlation, reason: settled.detail };
+      },
+      { actor: 'service:result-delivery', correlation: context.correlation },
+      this.deps.clock,
+    ).catch(() => undefined);
+  }
+
+  /** The built-in `execution_status`: an agent may ask only about its own executions. */
+  async status(executionId: string, actor: string): Promise<CallToolResult | undefined> {
+    if (!/^ex_[0-9A-HJKMNP-TV-Z]{26}$/.test(executionId)) return undefined;
+    const execution = await loadExecution(this.deps.store, executionId as ExecutionId);
+    if (execution.state.accepted?.actor !== actor) return undefined;
+    const stored = await this.storedResult(execution.state);
+    return toolResult(execution.state.accepted.toolName, execution.state, { attached: false, replayed: false }, stored);
+  }
+}

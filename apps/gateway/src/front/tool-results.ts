@@ -1,0 +1,130 @@
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { executionStatusView, type ExecutionState, type ExecutionStatus } from '@oncegate/domain';
+
+/** The stored body of a target's answer (sealed; never in an event). */
+export interface StoredResult {
+  readonly status: number | null;
+  readonly exitCode: number | null;
+  readonly contentType: string | null;
+  /** UTF-8 text of the body (or base64 when `encoding` says so). */
+  readonly body: string;
+  readonly encoding: 'utf8' | 'base64';
+  readonly truncated: boolean;
+}
+
+export interface AnswerFlags {
+  /** This call matched an earlier execution instead of creating one. */
+  readonly attached: boolean;
+  /** The stored result was handed out again inside the redelivery grace. */
+  readonly replayed: boolean;
+}
+
+/** What the agent is told about its execution in every answer (DESIGN section 9). */
+export function executionInfo(state: ExecutionState, flags: AnswerFlags) {
+  const view = executionStatusView(state);
+  return {
+    id: view.executionId,
+    state: view.state,
+    attached: flags.attached,
+    replayed: flags.replayed,
+    attempts: view.attempts,
+    firstDispatchedAt: view.firstDispatchedAt,
+    targetStatus: view.targetStatus,
+    exitCode: view.exitCode,
+  };
+}
+
+const MAX_TEXT = 64 * 1024;
+
+function parsedBody(result: StoredResult | undefined): unknown {
+  if (result === undefined || result.encoding !== 'utf8' || result.truncated) return undefined;
+  if (!result.contentType?.includes('json')) return undefined;
+  try {
+    return JSON.parse(result.body);
+  } catch {
+    return undefined;
+  }
+}
+
+function bodyText(result: StoredResult | undefined): string {
+  if (result === undefined || result.body === '') return '';
+  const text = result.encoding === 'utf8' ? result.body : `(binary body, ${Buffer.from(result.body, 'base64').length} bytes)`;
+  const clipped = text.length > MAX_TEXT ? `${text.slice(0, MAX_TEXT)}\n… (${text.length - MAX_TEXT} more characters)` : text;
+  return `\n\n${clipped}${result.truncated ? '\n… (the target sent more than the response cap; the rest was not kept)' : ''}`;
+}
+
+function headline(state: ExecutionState, tool: string, result: StoredResult | undefined): { text: string; isError: boolean } {
+  const id = state.executionId;
+  const status = state.status as ExecutionStatus;
+  const answer = state.outcome?.targetStatus ?? result?.status;
+  const answered = answer != null ? ` (target answered ${answer})` : '';
+  switch (status) {
+    case 'completed':
+    case 'completed_result_not_delivered':
+    case 'delivered':
+      if (state.outcome?.outcome === 'failed') {
+        return { text: `${tool} failed${answered}. Execution ${id}; nothing was retried.`, isError: true };
+      }
+      return { text: `${tool} completed${answered}. Execution ${id}.`, isError: false };
+    case 'failed':
+      return { text: `${tool} failed${answered}. Execution ${id}; nothing was retried.`, isError: true };
+    case 'denied':
+      return {
+        text: `${tool} was denied (${state.denial?.basis ?? 'policy'}): ${state.denial?.reason ?? ''} Nothing was sent. Execution ${id}.`,
+        isError: true,
+      };
+    case 'outcome_unknown':
+      return {
+        text:
+          `Outcome unknown: the request to ${tool} may have reached the target, and no answer came back ` +
+          `(${state.unknownOutcome?.reason ?? 'no response'}). Nothing was re-sent. Execution ${id}: check the ` +
+          'target before deciding anything; calling again with the same arguments attaches to this execution.',
+        isError: false,
+      };
+    case 'needs_review':
+      return {
+        text:
+          `Held for review (${state.review?.reason ?? 'review required'}): the outcome of ${tool} is not known and ` +
+          `the gateway will not send it again on its own. Execution ${id}; an operator resolves it.`,
+        isError: false,
+      };
+    case 'cancelled':
+      return { text: `${tool} was cancelled before anything was sent. Execution ${id}.`, isError: true };
+    case 'expired':
+      return { text: `Execution ${id} of ${tool} expired before it was sent.`, isError: true };
+    case 'abandoned':
+      return { text: `Execution ${id} of ${tool} was abandoned by an operator; its outcome stays as found.`, isError: false };
+    case 'initial':
+    case 'accepted':
+    case 'awaiting_approval':
+    case 'authorized':
+    case 'dispatched':
+      return {
+        text:
+          `${tool} is still in progress (${status}). Execution ${id}: poll execution_status with this id, or call ` +
+          'again with the same arguments to attach to it. Nothing will be sent twice.',
+        isError: false,
+      };
+    default: {
+      const never: never = status;
+      return { text: String(never), isError: true };
+    }
+  }
+}
+
+export function toolResult(
+  tool: string,
+  state: ExecutionState,
+  flags: AnswerFlags,
+  result: StoredResult | undefined,
+): CallToolResult {
+  const { text, isError } = headline(state, tool, result);
+  const execution = executionInfo(state, flags);
+  const response = parsedBody(result);
+  return {
+    content: [{ type: 'text', text: `${text}${bodyText(result)}` }],
+    structuredContent: { execution, ...(response !== undefined ? { response } : {}) },
+    isError,
+    _meta: { 'io.oncegate/execution': execution },
+  };
+}

@@ -1,0 +1,219 @@
+import { spawn } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { NestFactory } from '@nestjs/core';
+import type { INestMicroservice, LoggerService, LogLevel } from '@nestjs/common';
+import { ConsoleLogger } from '@nestjs/common';
+import { parseContractFile, type ToolContract } from '@oncegate/contracts';
+import { HttpDispatcher } from '@oncegate/dispatcher-http';
+import type { EventStore } from '@oncegate/event-store';
+import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
+import { ExecutionWatcher, systemClock, type Clock } from '@oncegate/execution-journal';
+import { keyRingFromConfig } from '@oncegate/fingerprint';
+import { EventStoreTransport } from '@oncegate/nest-event-store';
+import { BlobCipher, SqliteSealedStore } from '@oncegate/sealed-store';
+import type { GatewayConfig } from './config/gateway-config';
+import { DeliveryTracker } from './front/delivery-tracker';
+import { McpHttpFront } from './front/mcp-http-front';
+import { SseResumptionStore } from './front/sse-resumption-store';
+import { ToolCalls } from './front/tool-calls';
+import { AgentDirectory } from './infrastructure/agent-directory';
+import { loadGatewayKeys } from './infrastructure/key-files';
+import { AllowList } from './services/allow-list';
+import { AuthorizationModule } from './services/authorization/authorization.module';
+import { CredentialResolver } from './services/credentials';
+import { DispatcherHttpController } from './services/dispatcher-http/dispatcher-http.controller';
+import { DispatcherHttpModule } from './services/dispatcher-http/dispatcher-http.module';
+import { ResultDeliveryModule } from './services/result-delivery/result-delivery.module';
+
+/** Event-store adapters by configured driver name; the rest of the gateway only sees the port. */
+const EVENT_STORE_DRIVERS: Record<GatewayConfig['store']['driver'], (config: GatewayConfig, file: string) => EventStore> = {
+  sqlite: (config, file) => openSqliteEventStore({ file, synchronous: config.store.synchronous }),
+};
+
+export interface StartOptions {
+  readonly clock?: Clock;
+  /** Nest log levels; default log, warn, error. */
+  readonly logLevels?: LogLevel[];
+  /** Write every log line to stderr (stdio mode: stdout carries the protocol). */
+  readonly logToStderr?: boolean;
+  readonly env?: NodeJS.ProcessEnv;
+  /** Which front runs: the Streamable HTTP listener (default) or none (the caller attaches stdio). */
+  readonly front?: 'http' | 'none';
+}
+
+/** Nest's console logger, with every level sent to stderr. */
+class StderrLogger extends ConsoleLogger {
+  protected override printMessages(
+    messages: unknown[],
+    context?: string,
+    logLevel?: LogLevel,
+    _writeStreamType?: 'stdout' | 'stderr',
+  ): void {
+    super.printMessages(messages, context, logLevel, 'stderr');
+  }
+}
+
+export interface RunningGateway {
+  readonly url: string;
+  readonly port: number;
+  readonly dataDir: string;
+  readonly tools: ReadonlyMap<string, ToolContract>;
+  /** The development token (only when `dev_token` is on). */
+  readonly devToken: string | undefined;
+  readonly demoTargetUrl: string | undefined;
+  readonly store: EventStore;
+  readonly toolCalls: ToolCalls;
+  close(): Promise<void>;
+}
+
+/** The stores, keys and directories of one data folder; shared by the gateway and the operator commands. */
+export interface DataFolder {
+  readonly store: EventStore;
+  readonly agents: AgentDirectory;
+  close(): Promise<void>;
+}
+
+export function openDataFolder(config: GatewayConfig): DataFolder {
+  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  const store = EVENT_STORE_DRIVERS[config.store.driver](config, join(config.dataDir, 'events.db'));
+  return { store, agents: new AgentDirectory(store), close: () => store.close() };
+}
+
+export function loadTools(config: GatewayConfig): Map<string, ToolContract> {
+  const contract = parseContractFile(readFileSync(config.contractsFile, 'utf8'), config.contractsFile);
+  return new Map(contract.tools.map((tool) => [tool.name, tool]));
+}
+
+/**
+ * The bundled demo target runs as its own process, as a real target would: the gateway only reaches it over
+ * loopback HTTP.
+ */
+async function startDemoTargetProcess(port: number): Promise<{ url: string; close(): Promise<void> }> {
+  const main = fileURLToPath(new URL('../../demo-target/src/main.ts', import.meta.url));
+  const child = spawn(process.execPath, ['--import', 'tsx', main, '--port', String(port)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const url = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).once('line', (line) => {
+      const match = /listening on (http:\/\/\S+)/.exec(line);
+      if (match) resolve(match[1]!);
+      else reject(new Error(`the demo target did not start: ${line}`));
+    });
+    child.once('exit', (code) => reject(new Error(`the demo target exited with code ${code} (is port ${port} free?)`)));
+  });
+  return {
+    url,
+    async close() {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+/** Reuses the development token kept in the data folder, or issues one for `agent:dev`. */
+async function developmentToken(dataDir: string, agents: AgentDirectory): Promise<string> {
+  const file = join(dataDir, 'dev-token');
+  if (existsSync(file)) {
+    const token = readFileSync(file, 'utf8').trim();
+    if ((await agents.authenticate(token)) !== undefined) return token;
+  }
+  const { token } = await agents.issue('dev');
+  writeFileSync(file, `${token}\n`, { mode: 0o600 });
+  chmodSync(file, 0o600);
+  return token;
+}
+
+/** Starts every service of the embedded gateway in this process, on one data folder. */
+export async function startGateway(config: GatewayConfig, options: StartOptions = {}): Promise<RunningGateway> {
+  const clock = options.clock ?? systemClock;
+  const logLevels = options.logLevels ?? ['log', 'warn', 'error'];
+  const logger: LoggerService = options.logToStderr ? new StderrLogger({ logLevels }) : new ConsoleLogger({ logLevels });
+  const tools = loadTools(config);
+  const folder = openDataFolder(config);
+  const { store, agents } = folder;
+  const keys = loadGatewayKeys(config.dataDir);
+  const sealed = new SqliteSealedStore({ file: join(config.dataDir, 'sealed.db'), current: keys.sealing });
+  // Resumption messages only need to survive a process restart, not a power cut: NORMAL keeps them off the fsync path.
+  const sseStore = openSqliteEventStore({ file: join(config.dataDir, 'mcp-streams.db'), synchronous: 'NORMAL' });
+  const keyRing = keyRingFromConfig({
+    current: keys.fingerprint.id,
+    keys: [{ id: keys.fingerprint.id, secret: keys.fingerprint.secret }],
+    argumentKey: { id: keys.argument.id, secret: keys.argument.secret },
+  });
+  const credentials = new CredentialResolver(config.credentials, options.env ?? process.env);
+  const deliveries = new DeliveryTracker();
+  const http = new HttpDispatcher();
+  const watcher = new ExecutionWatcher(store);
+  await watcher.start();
+
+  const microservices: INestMicroservice[] = [];
+  const service = async (module: Parameters<typeof NestFactory.createMicroservice>[0], consumer: string) => {
+    const app = await NestFactory.createMicroservice(module, {
+      strategy: new EventStoreTransport({ store, consumer }),
+      logger,
+    });
+    await app.listen();
+    microservices.push(app);
+    return app;
+  };
+  await service(AuthorizationModule.forRoot({ store, allowList: new AllowList(config.allow), credentials, clock }), 'authorization');
+  const dispatcher = await service(
+    DispatcherHttpModule.forRoot({
+      store,
+      tools,
+      sealed,
+      http,
+      credentials,
+      dispatcherId: `dispatcher-http@${hostname()}/${options.front ?? 'http'}`,
+      clock,
+    }),
+    'dispatcher-http',
+  );
+  await service(ResultDeliveryModule.forRoot({ store, deliveries, clock }), 'result-delivery');
+
+  const toolCalls = new ToolCalls({ store, watcher, sealed, keyRing, tools, deliveries, clock, callWaitMs: config.callWaitMs });
+  const resumption = new SseResumptionStore(sseStore, new BlobCipher(keys.sealing));
+  const front = new McpHttpFront({
+    host: config.host,
+    port: config.port,
+    path: config.path,
+    maxRequestBytes: config.maxRequestBytes,
+    store,
+    agents,
+    tools,
+    toolCalls,
+    resumption,
+    clock,
+  });
+  const listening = options.front === 'none' ? { url: '', port: 0 } : await front.listen();
+  const devToken = config.devToken ? await developmentToken(config.dataDir, agents) : undefined;
+
+  const demo = config.demoTarget.enabled ? await startDemoTargetProcess(config.demoTarget.port) : undefined;
+
+  return {
+    url: listening.url,
+    port: listening.port,
+    dataDir: config.dataDir,
+    tools,
+    devToken,
+    demoTargetUrl: demo?.url,
+    store,
+    toolCalls,
+    async close() {
+      await front.close();
+      await dispatcher.get(DispatcherHttpController).drain();
+      for (const app of microservices.reverse()) await app.close();
+      await watcher.stop();
+      await http.close();
+      await demo?.close();
+      await sealed.close();
+      await sseStore.close();
+      await folder.close();
+    },
+  };
+}

@@ -1,0 +1,40 @@
+import { Module, type DynamicModule } from '@nestjs/common';
+import { EventStoreModule } from '@oncegate/nest-event-store';
+import type { EventStore } from '@oncegate/event-store';
+import type { ToolContract } from '@oncegate/contracts';
+import type { HttpDispatcher } from '@oncegate/dispatcher-http';
+import type { Clock } from '@oncegate/execution-journal';
+import type { SealedStore } from '@oncegate/sealed-store';
+import type { CredentialResolver } from '../credentials';
+import { CLOCK, CREDENTIALS, DISPATCHER_ID, HTTP_DISPATCHER, SEALED_STORE, TOOLS } from '../tokens';
+import { DispatcherHttpController } from './dispatcher-http.controller';
+
+export interface DispatcherHttpDependencies {
+  readonly store: EventStore;
+  readonly tools: ReadonlyMap<string, ToolContract>;
+  readonly sealed: SealedStore;
+  readonly http: HttpDispatcher;
+  readonly credentials: CredentialResolver;
+  /** Stable across restarts of the same instance, so it can recognise its own lost attempts. */
+  readonly dispatcherId: string;
+  readonly clock: Clock;
+}
+
+@Module({})
+export class DispatcherHttpModule {
+  static forRoot(deps: DispatcherHttpDependencies): DynamicModule {
+    return {
+      module: DispatcherHttpModule,
+      imports: [EventStoreModule.forRoot({ open: () => deps.store })],
+      controllers: [DispatcherHttpController],
+      providers: [
+        { provide: TOOLS, useValue: deps.tools },
+        { provide: SEALED_STORE, useValue: deps.sealed },
+        { provide: HTTP_DISPATCHER, useValue: deps.http },
+        { provide: CREDENTIALS, useValue: deps.credentials },
+        { provide: DISPATCHER_ID, useValue: deps.dispatcherId },
+        { provide: CLOCK, useValue: deps.clock },
+      ],
+    };
+  }
+}

@@ -1,0 +1,9 @@
+/** Injection tokens shared by the services (explicit tokens: the services run without emitted type metadata). */
+export const CLOCK = Symbol('oncegate:clock');
+export const TOOLS = Symbol('oncegate:tools');
+export const SEALED_STORE = Symbol('oncegate:sealed-store');
+export const ALLOW_LIST = Symbol('oncegate:allow-list');
+export const CREDENTIALS = Symbol('oncegate:credentials');
+export const DELIVERY_TRACKER = Symbol('oncegate:delivery-tracker');
+export const HTTP_DISPATCHER = Symbol('oncegate:http-dispatcher');
+export const DISPATCHER_ID = Symbol('oncegate:dispatcher-id');

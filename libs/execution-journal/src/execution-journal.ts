@@ -1,0 +1,121 @@
+import { v7 as uuidv7 } from 'uuid';
+import {
+  decide,
+  evolve,
+  initialState,
+  executionStream,
+  type ExecutionCommand,
+  type ExecutionEvent,
+  type ExecutionId,
+  type ExecutionState,
+  type ProtocolCorrelation,
+} from '@oncegate/domain';
+import {
+  WrongExpectedRevisionError,
+  type EventStore,
+  type EventToAppend,
+  type RecordedEvent,
+} from '@oncegate/event-store';
+import { isoNow, type Clock } from './clock';
+
+/** An execution as read from its stream: the folded state and the revision to append after. */
+export interface LoadedExecution {
+  readonly executionId: ExecutionId;
+  readonly state: ExecutionState;
+  /** Last revision of the stream, `undefined` when it does not exist. */
+  readonly revision: number | undefined;
+  readonly events: readonly RecordedEvent[];
+}
+
+/** Who appends, and in answer to what: becomes each event's metadata (DESIGN section 4). */
+export interface AppendContext {
+  /** The authenticated principal (`agent:<name>`) or the service (`service:dispatcher-http`). */
+  readonly actor: string;
+  readonly correlation?: ProtocolCorrelation;
+  /** The event or request that caused these events. */
+  readonly causationId?: string | null;
+}
+
+export function toDomainEvent(recorded: RecordedEvent): ExecutionEvent {
+  return {
+    type: recorded.type,
+    schemaVersion: recorded.metadata['schemaVersion'],
+    data: recorded.data,
+  } as ExecutionEvent;
+}
+
+export async function loadExecution(store: EventStore, executionId: ExecutionId): Promise<LoadedExecution> {
+  const events = await store.readStream(executionStream(executionId));
+  let state = initialState();
+  for (const event of events) state = evolve(state, toDomainEvent(event));
+  return { executionId, state, revision: events.at(-1)?.revision, events };
+}
+
+export function eventsToAppend(
+  executionId: ExecutionId,
+  events: readonly ExecutionEvent[],
+  context: AppendContext,
+  clock: Clock,
+): EventToAppend[] {
+  const recordedAt = isoNow(clock);
+  return events.map((event) => {
+    const eventId = uuidv7();
+    return {
+      id: eventId,
+      type: event.type,
+      data: event.data,
+      metadata: {
+        eventId,
+        executionId,
+        causationId: context.causationId ?? null,
+        correlation: context.correlation ?? {},
+        actor: context.actor,
+        recordedAt,
+        schemaVersion: event.schemaVersion,
+      },
+    };
+  });
+}
+
+export interface CommandOutcome {
+  /** The state after the appended events, or the state that made the command unnecessary. */
+  readonly state: ExecutionState;
+  /** Last revision of the stream after the append. */
+  readonly revision: number | undefined;
+  readonly appended: readonly ExecutionEvent[];
+}
+
+/**
+ * The whole command loop: load the stream, fold, let `build` choose a command from the state (or nothing),
+ * decide, append with the expected revision. A concurrent append by another service makes the append fail;
+ * the loop then starts again from the new state, so `build` always decides on what is really there.
+ */
+export async function runExecutionCommand(
+  store: EventStore,
+  executionId: ExecutionId,
+  build: (state: ExecutionState) => ExecutionCommand | undefined,
+  context: AppendContext,
+  clock: Clock,
+  maxConflicts = 20,
+): Promise<CommandOutcome> {
+  for (let conflicts = 0; ; conflicts += 1) {
+    const execution = await loadExecution(store, executionId);
+    const command = build(execution.state);
+    const unchanged = { state: execution.state, revision: execution.revision, appended: [] };
+    if (command === undefined) return unchanged;
+    const events = decide(command, execution.state);
+    if (events.length === 0) return unchanged;
+    try {
+      const result = await store.appendToStream(
+        executionStream(executionId),
+        eventsToAppend(executionId, events, context, clock),
+        { expectedRevision: execution.revision ?? 'no_stream' },
+      );
+      let state = execution.state;
+      for (const event of events) state = evolve(state, event);
+      return { state, revision: result.nextExpectedRevision, appended: events };
+    } catch (error) {
+      if (!(error instanceof WrongExpectedRevisionError) || conflicts >= maxConflicts) throw error;
+    }
+  }
+}

@@ -1,0 +1,105 @@
+import { createHash } from 'node:crypto';
+import { v7 as uuidv7 } from 'uuid';
+import {
+  idempotencyKeyStream,
+  intentStream,
+  type ExecutionId,
+  type Fingerprint,
+  type IdempotencyKeyClaim,
+  type IsoInstant,
+} from '@oncegate/domain';
+import { WrongExpectedRevisionError, type EventStore } from '@oncegate/event-store';
+import { isoNow, type Clock } from './clock';
+
+/**
+ * Claims make "two identical calls racing end as one execution" hold (DESIGN section 5): the first call to
+ * append to `intent-<fingerprint>` with the revision it read owns the intent; a loser re-reads and attaches.
+ */
+export interface IntentClaim {
+  readonly executionId: ExecutionId;
+  readonly fingerprint: Fingerprint;
+  readonly claimedAt: IsoInstant;
+}
+
+export interface ReadClaim<TClaim> {
+  /** The latest claim, if any. */
+  readonly claim: TClaim | undefined;
+  /** The claim stream's last revision, for the next claim's expected revision. */
+  readonly revision: number | undefined;
+}
+
+async function readLatest<TClaim>(store: EventStore, stream: string): Promise<ReadClaim<TClaim>> {
+  const [latest] = await store.readStream(stream, { direction: 'backwards', maxCount: 1 });
+  return { claim: latest?.data as TClaim | undefined, revision: latest?.revision };
+}
+
+/** Appends a claim; `false` when another claim got there first (re-read and decide again). */
+async function appendClaim(
+  store: EventStore,
+  stream: string,
+  type: string,
+  data: object,
+  expectedRevision: number | undefined,
+  actor: string,
+  clock: Clock,
+): Promise<boolean> {
+  const eventId = uuidv7();
+  try {
+    await store.appendToStream(
+      stream,
+      [{ id: eventId, type, data, metadata: { eventId, actor, recordedAt: isoNow(clock), schemaVersion: 1 } }],
+      { expectedRevision: expectedRevision ?? 'no_stream' },
+    );
+    return true;
+  } catch (error) {
+    if (error instanceof WrongExpectedRevisionError) return false;
+    throw error;
+  }
+}
+
+export function readIntentClaim(store: EventStore, fingerprint: Fingerprint): Promise<ReadClaim<IntentClaim>> {
+  return readLatest<IntentClaim>(store, intentStream(fingerprint));
+}
+
+export function claimIntent(
+  store: EventStore,
+  claim: IntentClaim,
+  expectedRevision: number | undefined,
+  actor: string,
+  clock: Clock,
+): Promise<boolean> {
+  return appendClaim(store, intentStream(claim.fingerprint), 'IntentClaimed', claim, expectedRevision, actor, clock);
+}
+
+/** The key never appears in a stream name; a digest of actor, tool and key does. */
+function keyStream(actor: string, tool: string, key: string): string {
+  const digest = createHash('sha256').update(`${actor}\u0000${tool}\u0000${key}`).digest('hex');
+  return idempotencyKeyStream(actor, tool, digest);
+}
+
+export function readIdempotencyKeyClaim(
+  store: EventStore,
+  actor: string,
+  tool: string,
+  key: string,
+): Promise<ReadClaim<IdempotencyKeyClaim>> {
+  return readLatest<IdempotencyKeyClaim>(store, keyStream(actor, tool, key));
+}
+
+export function claimIdempotencyKey(
+  store: EventStore,
+  key: string,
+  claim: IdempotencyKeyClaim,
+  expectedRevision: number | undefined,
+  clock: Clock,
+): Promise<boolean> {
+  return appendClaim(
+    store,
+    keyStream(claim.actor, claim.tool, key),
+    'IdempotencyKeyClaimed',
+    { ...claim, claimedAt: isoNow(clock) },
+    expectedRevision,
+    claim.actor,
+    clock,
+  );
+}

@@ -1,0 +1,114 @@
+import { createHash } from 'node:crypto';
+import Database from 'better-sqlite3';
+import { ulid } from 'ulid';
+import { BlobCipher, SealedValueError, type SealingKey } from './blob-cipher';
+
+/** What a sealed blob holds: a call's raw arguments or a target's response. */
+export type SealedKind = 'arguments' | 'result';
+
+export interface SealedRef {
+  /** `sealed_<ulid>`: what events reference (`argumentsRef`, `resultRef`). */
+  readonly ref: string;
+  /** `sha256:<hex>` of the plaintext, recorded beside the ref as evidence of what was stored. */
+  readonly digest: string;
+}
+
+export interface OpenedBlob {
+  readonly kind: SealedKind;
+  /** The execution the blob belongs to. */
+  readonly owner: string;
+  readonly plaintext: Buffer;
+  readonly digest: string;
+}
+
+/**
+ * Result bodies and raw arguments never enter the journal (DESIGN section 8): they are encrypted with
+ * AES-256-GCM and only their reference and digest are recorded in events.
+ */
+export interface SealedStore {
+  seal(kind: SealedKind, owner: string, plaintext: Uint8Array): Promise<SealedRef>;
+  /** `undefined` when the ref is unknown; throws when the blob fails authentication (tampered or wrong key). */
+  open(ref: string): Promise<OpenedBlob | undefined>;
+  close(): Promise<void>;
+}
+
+export class SealedBlobError extends Error {
+  readonly kind = 'sealed_blob_unreadable' as const;
+  constructor(
+    readonly ref: string,
+    readonly reason: string,
+  ) {
+    super(`sealed blob ${ref}: ${reason}`);
+    this.name = 'SealedBlobError';
+  }
+}
+
+export interface SqliteSealedStoreOptions {
+  readonly file: string;
+  /** The key new blobs are sealed with; listed first. */
+  readonly current: SealingKey;
+  /** Older keys still accepted for opening. */
+  readonly previous?: readonly SealingKey[];
+  /** Default `'FULL'`: a blob is durable before any event references it. */
+  readonly synchronous?: 'FULL' | 'NORMAL';
+}
+
+interface BlobRow {
+  kind: SealedKind;
+  owner: string;
+  key_id: string;
+  iv: Buffer;
+  tag: Buffer;
+  ciphertext: Buffer;
+  digest: string;
+}
+
+function aad(ref: string, kind: string, owner: string): Buffer {
+  return Buffer.from(`${ref}\u0000${kind}\u0000${owner}`);
+}
+
+export class SqliteSealedStore implements SealedStore {
+  private readonly db: Database.Database;
+  private readonly cipher: BlobCipher;
+  private readonly insert: Database.Statement<[string, string, string, string, Buffer, Buffer, Buffer, string, string]>;
+  private readonly select: Database.Statement<[string], BlobRow>;
+
+  constructor(options: SqliteSealedStoreOptions) {
+    this.cipher = new BlobCipher(options.current, options.previous);
+    this.db = new Database(options.file);
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`);
+    this.db.exec(`CREATE TABLE IF NOT EXISTS sealed_blobs (
+      ref TEXT PRIMARY KEY, kind TEXT NOT NULL, owner TEXT NOT NULL, key_id TEXT NOT NULL,
+      iv BLOB NOT NULL, tag BLOB NOT NULL, ciphertext BLOB NOT NULL, digest TEXT NOT NULL, created_at TEXT NOT NULL)`);
+    this.insert = this.db.prepare('INSERT INTO sealed_blobs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)');
+    this.select = this.db.prepare(
+      'SELECT kind, owner, key_id, iv, tag, ciphertext, digest FROM sealed_blobs WHERE ref = ?',
+    );
+  }
+
+  async seal(kind: SealedKind, owner: string, plaintext: Uint8Array): Promise<SealedRef> {
+    const ref = `sealed_${ulid()}`;
+    const sealed = this.cipher.seal(plaintext, aad(ref, kind, owner));
+    const digest = `sha256:${createHash('sha256').update(plaintext).digest('hex')}`;
+    this.insert.run(ref, kind, owner, sealed.keyId, sealed.iv, sealed.tag, sealed.ciphertext, digest, new Date().toISOString());
+    return { ref, digest };
+  }
+
+  async open(ref: string): Promise<OpenedBlob | undefined> {
+    const row = this.select.get(ref);
+    if (row === undefined) return undefined;
+    try {
+      const sealed = { keyId: row.key_id, iv: row.iv, tag: row.tag, ciphertext: row.ciphertext };
+      const plaintext = this.cipher.open(sealed, aad(ref, row.kind, row.owner));
+      return { kind: row.kind, owner: row.owner, plaintext, digest: row.digest };
+    } catch (error) {
+      if (error instanceof SealedValueError) throw new SealedBlobError(ref, error.reason);
+      throw error;
+    }
+  }
+
+  async close(): Promise<void> {
+    this.db.close();
+  }
+}
