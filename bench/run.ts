@@ -3,6 +3,7 @@
  */
 const benches: Record<string, () => Promise<{ run(argv: string[]): Promise<void> }>> = {
   store: () => import('./store.bench'),
+  gateway: () => import('./gateway.bench'),
 };
 
 async function main(): Promise<void> {

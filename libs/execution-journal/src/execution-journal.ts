@@ -96,7 +96,7 @@ export async function runExecutionCommand(
   build: (state: ExecutionState) => ExecutionCommand | undefined,
   context: AppendContext,
   clock: Clock,
-  maxConflicts = 20,
+  maxConflicts = 200,
 ): Promise<CommandOutcome> {
   for (let conflicts = 0; ; conflicts += 1) {
     const execution = await loadExecution(store, executionId);
@@ -116,6 +116,9 @@ export async function runExecutionCommand(
       return { state, revision: result.nextExpectedRevision, appended: events };
     } catch (error) {
       if (!(error instanceof WrongExpectedRevisionError) || conflicts >= maxConflicts) throw error;
+      // Many writers on one stream (a burst of identical retries) win one per commit; a little jitter
+      // spreads them over commits instead of having all of them collide again.
+      if (conflicts >= 3) await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(20, conflicts)));
     }
   }
 }

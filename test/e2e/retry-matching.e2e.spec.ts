@@ -1,0 +1,121 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { startDemoTargetProcess, type DemoTargetProcess } from '../support/demo-target-process';
+import { gatewayFolder, oncegate, startGatewayProcess, type GatewayFolder, type GatewayProcess } from '../support/gateway-process';
+import { eventually, executionEvents, executionIds } from '../support/journal';
+import { connectClient, droppableFetch } from '../support/mcp-clients';
+
+interface ExecutionInfo {
+  id: string;
+  state: string;
+  attached: boolean;
+  replayed: boolean;
+  attempts: number;
+}
+
+const executionOf = (result: unknown): ExecutionInfo =>
+  (result as { structuredContent: { execution: ExecutionInfo } }).structuredContent.execution;
+
+describe('gateway end to end: every retry matched to its execution', () => {
+  let target: DemoTargetProcess;
+  let folder: GatewayFolder;
+  let gateway: GatewayProcess;
+
+  beforeEach(async () => {
+    target = await startDemoTargetProcess();
+    folder = await gatewayFolder(target.url);
+    gateway = await startGatewayProcess(folder);
+  });
+
+  afterEach(async () => {
+    await gateway?.stop();
+    await target?.stop();
+    folder?.dispose();
+  });
+
+  it('given a connection dropped after the target accepted, when the same call is made again, then it attaches to the stored result and the target saw one request', async () => {
+    const run = { 'io.oncegate/run': 'run-dropped-connection' };
+    const args = { name: 'db.pool', value: '64' };
+    await target.control('hold', { match: 'PUT /config/:name' });
+    const drop = droppableFetch();
+    const first = await connectClient(gateway.url, gateway.devToken, { fetch: drop.fetch });
+    const lost = first.client.callTool({ name: 'set_config', arguments: args, _meta: run }).catch((error: unknown) => error);
+    await eventually(async () => ((await target.effects()).requestsTotal === 1 ? true : undefined), 10_000, 'the target to receive the request');
+
+    drop.dropAll();
+    await first.client.close();
+    expect(await lost).toBeInstanceOf(Error);
+    await target.control('release', { match: 'PUT /config/:name' });
+    const [executionId] = await executionIds(folder.dataDir);
+    await eventually(async () => ((await executionEvents(folder.dataDir, executionId!)).includes('ResultDeliveryFailed') ? true : undefined));
+
+    const second = await connectClient(gateway.url, gateway.devToken);
+    const retried = await second.client.callTool({ name: 'set_config', arguments: args, _meta: run });
+    await second.client.close();
+
+    expect(executionOf(retried)).toMatchObject({ id: executionId, attached: true, state: 'completed_result_not_delivered' });
+    expect(retried.isError).toBe(false);
+    expect((await target.effects()).requests.filter((r) => r.endpoint === 'PUT /config/:name')).toHaveLength(1);
+    const events = await eventually(async () => {
+      const types = await executionEvents(folder.dataDir, executionId!);
+      return types.includes('ResultDelivered') ? types : undefined;
+    });
+    expect(events).toEqual([
+      'ExecutionAccepted',
+      'ExecutionAuthorized',
+      'Dispatched',
+      'OutcomeObserved',
+      'ResultDeliveryFailed',
+      'RetryAttached',
+      'ResultDelivered',
+    ]);
+  });
+
+  it('given 50 concurrent identical calls, when they race, then there is one execution and one target request', async () => {
+    const { client } = await connectClient(gateway.url, gateway.devToken);
+    const results = await Promise.all(
+      Array.from({ length: 50 }, () => client.callTool({ name: 'set_config', arguments: { name: 'race', value: 'same' } })),
+    );
+    await client.close();
+    const ids = new Set(results.map((result) => executionOf(result).id));
+    expect(ids.size).toBe(1);
+    expect(await executionIds(folder.dataDir)).toHaveLength(1);
+    expect((await target.effects()).requestsTotal).toBe(1);
+    expect(results.filter((result) => !executionOf(result).attached)).toHaveLength(1);
+  });
+
+  it('given the same arguments from two actors, when both call, then there are two executions', async () => {
+    const issued = await oncegate(folder, ['agents', 'add', 'second-agent']);
+    expect(issued.code).toBe(0);
+    const secondToken = issued.stdout.trim();
+    const args = { name: 'shared', value: 'x' };
+    const a = await connectClient(gateway.url, gateway.devToken);
+    const b = await connectClient(gateway.url, secondToken);
+    const [fromA, fromB] = [
+      await a.client.callTool({ name: 'set_config', arguments: args }),
+      await b.client.callTool({ name: 'set_config', arguments: args }),
+    ];
+    await a.client.close();
+    await b.client.close();
+    expect(executionOf(fromA).id).not.toBe(executionOf(fromB).id);
+    expect(executionOf(fromB).attached).toBe(false);
+    expect((await target.effects()).requestsTotal).toBe(2);
+  });
+
+  it('given a completed and delivered call, when repeated inside the redelivery grace, then it is replayed; after the grace, it is a new execution', async () => {
+    const { client } = await connectClient(gateway.url, gateway.devToken);
+    const args = { name: 'grace', value: 'v1' };
+    const first = executionOf(await client.callTool({ name: 'set_config', arguments: args }));
+    await eventually(async () => ((await executionEvents(folder.dataDir, first.id)).includes('ResultDelivered') ? true : undefined));
+
+    const replay = executionOf(await client.callTool({ name: 'set_config', arguments: args }));
+    expect(replay).toMatchObject({ id: first.id, attached: true, replayed: true });
+    expect((await target.effects()).requestsTotal).toBe(1);
+
+    await new Promise((resolve) => setTimeout(resolve, 2_200));
+    const after = executionOf(await client.callTool({ name: 'set_config', arguments: args }));
+    await client.close();
+    expect(after.id).not.toBe(first.id);
+    expect(after).toMatchObject({ attached: false, replayed: false });
+    expect((await target.effects()).requestsTotal).toBe(2);
+  });
+});

@@ -1,0 +1,58 @@
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const MAIN = fileURLToPath(new URL('../../apps/demo-target/src/main.ts', import.meta.url));
+
+export interface EffectLog {
+  readonly total: number;
+  readonly requestsTotal: number;
+  readonly byEndpoint: Record<string, number>;
+  readonly requests: ReadonlyArray<{
+    readonly method: string;
+    readonly path: string;
+    readonly endpoint: string | null;
+    readonly idempotencyKey: string | null;
+    readonly effect: boolean;
+    readonly status: number | null;
+  }>;
+}
+
+/** The bundled demo target as its own process, driven only through its HTTP control surface. */
+export interface DemoTargetProcess {
+  readonly url: string;
+  effects(): Promise<EffectLog>;
+  control(action: 'hold' | 'hang' | 'reset' | 'release' | 'behave' | 'reset-state', body?: object): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function startDemoTargetProcess(): Promise<DemoTargetProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, '--port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const url = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).once('line', (line) => {
+      const match = /listening on (http:\/\/\S+)/.exec(line);
+      if (match) resolve(match[1]!);
+      else reject(new Error(`demo target: ${line}`));
+    });
+    child.once('exit', (code) => reject(new Error(`demo target exited with ${code}`)));
+  });
+  return {
+    url,
+    async effects() {
+      return (await (await fetch(`${url}/effects`)).json()) as EffectLog;
+    },
+    async control(action, body = {}) {
+      const response = await fetch(`${url}/_control/${action}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      if (!response.ok) throw new Error(`control ${action}: ${response.status} ${await response.text()}`);
+    },
+    async stop() {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}

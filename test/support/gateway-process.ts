@@ -1,0 +1,122 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const LAUNCHER = join(ROOT, 'bin/oncegate.mjs');
+const TOOLS_TEMPLATE = fileURLToPath(new URL('./test-tools.yaml', import.meta.url));
+
+/** A free loopback port, so a restarted gateway can come back on the same URL. */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as { port: number }).port;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+export interface GatewayFolder {
+  readonly dir: string;
+  readonly dataDir: string;
+  readonly configFile: string;
+  readonly port: number;
+  readonly url: string;
+  dispose(): void;
+}
+
+/** A temporary data folder, contracts pointing at `targetUrl`, and a configuration file for one gateway. */
+export async function gatewayFolder(targetUrl: string, extraConfig = ''): Promise<GatewayFolder> {
+  const dir = mkdtempSync(join(tmpdir(), 'oncegate-e2e-'));
+  const tools = join(dir, 'tools.yaml');
+  writeFileSync(tools, readFileSync(TOOLS_TEMPLATE, 'utf8').replaceAll('TARGET', targetUrl));
+  const port = await freePort();
+  const configFile = join(dir, 'oncegate.yaml');
+  writeFileSync(
+    configFile,
+    [
+      `listen: { host: 127.0.0.1, port: ${port}, path: /mcp }`,
+      `data_dir: ${join(dir, 'data')}`,
+      `contracts: ${tools}`,
+      'dev_token: true',
+      'call_wait: 15s',
+      extraConfig,
+    ].join('\n'),
+  );
+  return {
+    dir,
+    dataDir: join(dir, 'data'),
+    configFile,
+    port,
+    url: `http://127.0.0.1:${port}/mcp`,
+    dispose: () => rmSync(dir, { recursive: true, force: true }),
+  };
+}
+
+export interface GatewayProcess {
+  readonly url: string;
+  readonly devToken: string;
+  readonly child: ChildProcess;
+  /** Everything the process wrote, for the secret checks. */
+  output(): string;
+  /** SIGTERM and wait. */
+  stop(): Promise<void>;
+  /** kill -9 and wait. */
+  kill(): Promise<void>;
+}
+
+/** Runs `oncegate start` as its own process, exactly as a user would, and waits until it listens. */
+export async function startGatewayProcess(folder: GatewayFolder, env: NodeJS.ProcessEnv = {}): Promise<GatewayProcess> {
+  const child = spawn(process.execPath, [LAUNCHER, 'start', '--config', folder.configFile], {
+    cwd: folder.dir,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stderr!.on('data', (chunk) => (output += String(chunk)));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const started = await new Promise<{ url: string; devToken: string }>((resolve, reject) => {
+    let url: string | undefined;
+    const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${output}`)), 30_000);
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      output += `${line}\n`;
+      url ??= /listening on (\S+)/.exec(line)?.[1];
+      const token = /dev token:\s+(ogt_\S+)/.exec(line)?.[1];
+      if (url && token) {
+        clearTimeout(timer);
+        resolve({ url, devToken: token });
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`gateway exited with ${code}:\n${output}`));
+    });
+  });
+  return {
+    ...started,
+    child,
+    output: () => output,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+    async kill() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
+
+/** Runs `oncegate <args>` against the folder's configuration and returns its output. */
+export async function oncegate(folder: GatewayFolder, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [LAUNCHER, ...args, '--config', folder.configFile], { cwd: folder.dir });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk) => (stdout += String(chunk)));
+  child.stderr.on('data', (chunk) => (stderr += String(chunk)));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  return { code, stdout, stderr };
+}

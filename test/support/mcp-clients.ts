@@ -1,0 +1,50 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+
+export interface DroppableFetch {
+  readonly fetch: typeof fetch;
+  /** Cuts every connection opened so far, as a network drop would: no MCP cancel is sent. */
+  dropAll(): void;
+}
+
+export function droppableFetch(): DroppableFetch {
+  const open = new Set<AbortController>();
+  return {
+    fetch: async (input, init) => {
+      const controller = new AbortController();
+      open.add(controller);
+      const signal = init?.signal ? AbortSignal.any([init.signal, controller.signal]) : controller.signal;
+      return fetch(input, { ...init, signal });
+    },
+    dropAll() {
+      for (const controller of open) controller.abort(new Error('connection dropped'));
+      open.clear();
+    },
+  };
+}
+
+export interface ClientOptions {
+  readonly fetch?: typeof fetch;
+  /** Default: no reconnection, so a drop stays a drop. */
+  readonly reconnect?: { readonly initialDelayMs: number; readonly maxRetries: number };
+  readonly headers?: Record<string, string>;
+  readonly sessionId?: string;
+}
+
+/** The official MCP client over Streamable HTTP, authenticated with a bearer token. */
+export async function connectClient(url: string, token: string, options: ClientOptions = {}): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
+  const transport = new StreamableHTTPClientTransport(new URL(url), {
+    requestInit: { headers: { Authorization: `Bearer ${token}`, ...options.headers } },
+    ...(options.fetch ? { fetch: options.fetch } : {}),
+    ...(options.sessionId ? { sessionId: options.sessionId } : {}),
+    reconnectionOptions: {
+      initialReconnectionDelay: options.reconnect?.initialDelayMs ?? 1000,
+      maxReconnectionDelay: options.reconnect?.initialDelayMs ?? 1000,
+      reconnectionDelayGrowFactor: 1,
+      maxRetries: options.reconnect?.maxRetries ?? 0,
+    },
+  });
+  const client = new Client({ name: 'oncegate-e2e', version: '1.0.0' });
+  await client.connect(transport);
+  return { client, transport };
+}
