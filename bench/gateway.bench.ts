@@ -116,13 +116,15 @@ interface Phase {
   readonly failed: number;
   readonly peakKiB: number;
   readonly cpuSeconds: number;
+  /** CPU time of the bench process (the clients) during the phase. */
+  readonly clientCpuSeconds: number;
 }
 
 let sequence = 0;
 const runTag = `${process.pid.toString(36)}-${Date.now().toString(36)}`;
 
 /** `total` calls spread over `concurrency` workers that each send their next call when the previous one answered. */
-async function drive(call: Call, concurrency: number, total: number): Promise<Omit<Phase, 'peakKiB' | 'cpuSeconds'>> {
+async function drive(call: Call, concurrency: number, total: number): Promise<Omit<Phase, 'peakKiB' | 'cpuSeconds' | 'clientCpuSeconds'>> {
   const samples: number[] = [];
   let issued = 0;
   let failed = 0;
@@ -150,9 +152,16 @@ async function phase(call: Call, concurrency: number, total: number, warmup: num
   const pid = server.child.pid!;
   resetPeak(pid);
   const before = procStats(pid);
+  const clientBefore = process.cpuUsage();
   const result = await drive(call, concurrency, total);
+  const client = process.cpuUsage(clientBefore);
   const after = procStats(pid);
-  return { ...result, peakKiB: after.peakKiB, cpuSeconds: after.cpuSeconds - before.cpuSeconds };
+  return {
+    ...result,
+    peakKiB: after.peakKiB,
+    cpuSeconds: after.cpuSeconds - before.cpuSeconds,
+    clientCpuSeconds: (client.user + client.system) / 1e6,
+  };
 }
 
 async function mcpClients(url: string, count: number, token?: string): Promise<Client[]> {
@@ -318,6 +327,7 @@ export async function run(argv: string[]): Promise<void> {
         'added p50 vs direct': system === 'direct HTTP' ? '—' : `+${ms(p50 - directP50(c))} ms`,
         'server peak RSS MiB': mib(p.peakKiB),
         'server CPU ms/call': Number.isFinite(p.cpuSeconds) ? ms((p.cpuSeconds * 1000) / p.calls) : 'n/a',
+        'client CPU ms/call': ms((p.clientCpuSeconds * 1000) / p.calls),
         failed: p.failed,
       };
     }));

@@ -43,6 +43,9 @@ export async function gatewayFolder(targetUrl: string, extraConfig = ''): Promis
       `contracts: ${tools}`,
       'dev_token: true',
       'call_wait: 15s',
+      'max_request_bytes: 64KiB',
+      'credentials:',
+      '  demo-writer: { env: ONCEGATE_TEST_CREDENTIAL, scheme: Bearer }',
       extraConfig,
     ].join('\n'),
   );
@@ -69,10 +72,13 @@ export interface GatewayProcess {
 }
 
 /** Runs `oncegate start` as its own process, exactly as a user would, and waits until it listens. */
+/** The credential every test gateway sends to the target: a canary that must appear nowhere else. */
+export const CREDENTIAL_CANARY = 'cred-canary-7d41f0c2b9';
+
 export async function startGatewayProcess(folder: GatewayFolder, env: NodeJS.ProcessEnv = {}): Promise<GatewayProcess> {
   const child = spawn(process.execPath, [LAUNCHER, 'start', '--config', folder.configFile], {
     cwd: folder.dir,
-    env: { ...process.env, ...env },
+    env: { ...process.env, ONCEGATE_TEST_CREDENTIAL: CREDENTIAL_CANARY, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

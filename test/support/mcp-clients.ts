@@ -3,14 +3,19 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 
 export interface DroppableFetch {
   readonly fetch: typeof fetch;
+  /** Method and `Last-Event-ID` of every request made through it. */
+  readonly requests: Array<{ method: string; lastEventId: string | null }>;
   /** Cuts every connection opened so far, as a network drop would: no MCP cancel is sent. */
   dropAll(): void;
 }
 
 export function droppableFetch(): DroppableFetch {
   const open = new Set<AbortController>();
+  const requests: Array<{ method: string; lastEventId: string | null }> = [];
   return {
+    requests,
     fetch: async (input, init) => {
+      requests.push({ method: init?.method ?? 'GET', lastEventId: new Headers(init?.headers).get('last-event-id') });
       const controller = new AbortController();
       open.add(controller);
       const signal = init?.signal ? AbortSignal.any([init.signal, controller.signal]) : controller.signal;

@@ -4,6 +4,7 @@ import {
   formatIntentScope,
   matchRetry,
   checkIdempotencyKey,
+  recoveryPolicyOf,
   type AttachActionKind,
   type ExecutionId,
   type ExecutionState,
@@ -265,7 +266,10 @@ export class ToolCalls {
   ): Promise<CallToolResult> {
     const replayed = action === 'replay_stored_result';
     const flags = { attached: true, replayed };
-    if (action === 'recover_by_class' && state.status === 'outcome_unknown') {
+    const policy = state.accepted ? recoveryPolicyOf(state.accepted.operationClass) : undefined;
+    const resends = policy?.afterUnknownOutcome === 'redispatch' || policy?.afterUnknownOutcome === 'redispatch_same_key';
+    const attemptsLeft = state.accepted !== null && state.attempts < state.accepted.attemptPolicy.maxAttempts;
+    if (action === 'recover_by_class' && state.status === 'outcome_unknown' && resends && attemptsLeft) {
       // The dispatcher decides from RetryAttached whether the class lets it send again; wait for the next attempt.
       const attempts = state.attempts;
       return this.waitAndAnswer(tool, state, flags, context, (next) => next.status !== 'outcome_unknown' || next.attempts > attempts, true);
