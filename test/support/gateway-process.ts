@@ -28,27 +28,27 @@ export interface GatewayFolder {
   dispose(): void;
 }
 
-/** A temporary data folder, contracts pointing at `targetUrl`, and a configuration file for one gateway. */
-export async function gatewayFolder(targetUrl: string, extraConfig = ''): Promise<GatewayFolder> {
+/**
+ * A temporary data folder, contracts pointing at `targetUrl`, and a configuration file for one gateway;
+ * `overrides` replaces top-level configuration fields (YAML text of the value).
+ */
+export async function gatewayFolder(targetUrl: string, overrides: Record<string, string> = {}): Promise<GatewayFolder> {
   const dir = mkdtempSync(join(tmpdir(), 'oncegate-e2e-'));
   const tools = join(dir, 'tools.yaml');
   writeFileSync(tools, readFileSync(TOOLS_TEMPLATE, 'utf8').replaceAll('TARGET', targetUrl));
   const port = await freePort();
   const configFile = join(dir, 'oncegate.yaml');
-  writeFileSync(
-    configFile,
-    [
-      `listen: { host: 127.0.0.1, port: ${port}, path: /mcp }`,
-      `data_dir: ${join(dir, 'data')}`,
-      `contracts: ${tools}`,
-      'dev_token: true',
-      'call_wait: 15s',
-      'max_request_bytes: 64KiB',
-      'credentials:',
-      '  demo-writer: { env: ONCEGATE_TEST_CREDENTIAL, scheme: Bearer }',
-      extraConfig,
-    ].join('\n'),
-  );
+  const fields: Record<string, string> = {
+    listen: `{ host: 127.0.0.1, port: ${port}, path: /mcp }`,
+    data_dir: join(dir, 'data'),
+    contracts: tools,
+    dev_token: 'true',
+    call_wait: '15s',
+    max_request_bytes: '64KiB',
+    credentials: '\n  demo-writer: { env: ONCEGATE_TEST_CREDENTIAL, scheme: Bearer }',
+    ...overrides,
+  };
+  writeFileSync(configFile, Object.entries(fields).map(([key, value]) => `${key}: ${value}`).join('\n') + '\n');
   return {
     dir,
     dataDir: join(dir, 'data'),

@@ -66,6 +66,7 @@ export interface RunningGateway {
   readonly devToken: string | undefined;
   readonly demoTargetUrl: string | undefined;
   readonly store: EventStore;
+  readonly agents: AgentDirectory;
   readonly toolCalls: ToolCalls;
   close(): Promise<void>;
 }
@@ -192,6 +193,8 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   });
   const listening = options.front === 'none' ? { url: '', port: 0 } : await front.listen();
   const devToken = config.devToken ? await developmentToken(config.dataDir, agents) : undefined;
+  await agents.refresh();
+  const agentWatch = agents.watch();
 
   const demo = config.demoTarget.enabled ? await startDemoTargetProcess(config.demoTarget.port) : undefined;
 
@@ -203,9 +206,11 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     devToken,
     demoTargetUrl: demo?.url,
     store,
+    agents,
     toolCalls,
     async close() {
       await front.close();
+      await agentWatch.stop();
       await dispatcher.get(DispatcherHttpController).drain();
       for (const app of microservices.reverse()) await app.close();
       await watcher.stop();

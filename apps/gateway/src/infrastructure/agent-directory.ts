@@ -1,7 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { v7 as uuidv7 } from 'uuid';
 import { agentStream } from '@oncegate/domain';
-import type { EventStore } from '@oncegate/event-store';
+import type { EventStore, RecordedEvent } from '@oncegate/event-store';
 
 /**
  * API tokens of agents (DESIGN section 3). A token is shown once when issued; the store keeps only its
@@ -34,7 +34,9 @@ function hashToken(token: string): Buffer {
 export class AgentDirectory {
   private readonly byHash = new Map<string, { record: AgentRecord; hash: Buffer }>();
   private readonly records = new Map<string, AgentRecord>();
+  /** How far the directory has read the journal; `applied` guards against applying an event twice. */
   private position = 0;
+  private applied = 0;
 
   constructor(private readonly store: EventStore) {}
 
@@ -95,33 +97,51 @@ export class AgentDirectory {
     return found.record.actor;
   }
 
+  /**
+   * Follows agent events as they are committed (by this process or the CLI), so a revocation takes effect
+   * within the store's polling interval.
+   */
+  watch(): { stop(): Promise<void> } {
+    const subscription = this.store.subscribeToAll((event) => this.apply(event), {
+      from: { after: this.position },
+      filter: { streamPrefixes: ['agent-'] },
+    });
+    return { stop: () => subscription.stop() };
+  }
+
   /** Reads agent events committed since the last refresh. */
   async refresh(): Promise<void> {
     for (;;) {
       const page = await this.store.readAll({ after: this.position, maxCount: 1000, filter: { streamPrefixes: ['agent-'] } });
-      for (const event of page.events) {
-        const data = event.data as { name: string; tokenId: string; tokenSha256?: string; issuedAt?: string; revokedAt?: string };
-        if (event.type === 'AgentTokenIssued' && data.tokenSha256 && data.issuedAt) {
-          const record: AgentRecord = {
-            name: data.name,
-            actor: `agent:${data.name}`,
-            tokenId: data.tokenId,
-            issuedAt: data.issuedAt,
-            revokedAt: null,
-          };
-          this.records.set(record.tokenId, record);
-          this.byHash.set(data.tokenSha256, { record, hash: Buffer.from(data.tokenSha256, 'hex') });
-        } else if (event.type === 'AgentTokenRevoked') {
-          const previous = this.records.get(data.tokenId);
-          if (previous) {
-            const revoked = { ...previous, revokedAt: data.revokedAt ?? event.recordedAt };
-            this.records.set(previous.tokenId, revoked);
-            for (const [key, entry] of this.byHash) if (entry.record.tokenId === previous.tokenId) this.byHash.set(key, { ...entry, record: revoked });
-          }
-        }
-      }
+      for (const event of page.events) this.apply(event);
       if (page.lastPosition <= this.position) return;
-      this.position = page.lastPosition;
+      this.position = Math.max(this.position, page.lastPosition);
+    }
+  }
+
+  private apply(event: RecordedEvent): void {
+    if (event.position <= this.applied) return;
+    this.applied = event.position;
+    this.position = Math.max(this.position, event.position);
+    const data = event.data as { name: string; tokenId: string; tokenSha256?: string; issuedAt?: string; revokedAt?: string };
+    if (event.type === 'AgentTokenIssued' && data.tokenSha256 && data.issuedAt) {
+      const record: AgentRecord = {
+        name: data.name,
+        actor: `agent:${data.name}`,
+        tokenId: data.tokenId,
+        issuedAt: data.issuedAt,
+        revokedAt: null,
+      };
+      this.records.set(record.tokenId, record);
+      this.byHash.set(data.tokenSha256, { record, hash: Buffer.from(data.tokenSha256, 'hex') });
+    } else if (event.type === 'AgentTokenRevoked') {
+      const previous = this.records.get(data.tokenId);
+      if (previous === undefined) return;
+      const revoked = { ...previous, revokedAt: data.revokedAt ?? event.recordedAt };
+      this.records.set(previous.tokenId, revoked);
+      for (const [key, entry] of this.byHash) {
+        if (entry.record.tokenId === previous.tokenId) this.byHash.set(key, { ...entry, record: revoked });
+      }
     }
   }
 }

@@ -114,9 +114,7 @@ ONCEGATE_RUN optionally declares the agent run.`,
     } catch (error) {
       return startupFailure(error, io);
     }
-    const folder = openDataFolder(config);
-    const actor = await folder.agents.authenticate(process.env['ONCEGATE_TOKEN']);
-    await folder.close();
+    const actor = await gateway.agents.authenticate(process.env['ONCEGATE_TOKEN']);
     if (actor === undefined) {
       io.stderr('ONCEGATE_TOKEN is missing, unknown or revoked; issue one with: oncegate agents add <name>\n');
       await gateway.close();

@@ -1,0 +1,51 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { freePort } from '../support/gateway-process';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** The README's walkthrough, run as written: `oncegate start` on the example configuration, then the script. */
+describe('the README walkthrough', () => {
+  const cleanup: Array<() => void> = [];
+  afterEach(() => cleanup.splice(0).forEach((step) => step()));
+
+  it('given the example configuration, when the walkthrough runs, then the dropped payment is attached and happened once', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'oncegate-walkthrough-'));
+    cleanup.push(() => rmSync(dataDir, { recursive: true, force: true }));
+    const port = await freePort();
+    const gateway = spawn(process.execPath, ['bin/oncegate.mjs', 'start', '--config', 'examples/oncegate.yaml'], {
+      cwd: ROOT,
+      env: { ...process.env, ONCEGATE_DATA_DIR: dataDir, ONCEGATE_PORT: String(port), ONCEGATE_DEMO_CREDENTIAL: 'walkthrough' },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const exited = new Promise((resolve) => gateway.once('exit', resolve));
+    cleanup.push(() => gateway.kill('SIGTERM'));
+    const token = await new Promise<string>((resolve, reject) => {
+      createInterface({ input: gateway.stdout! }).on('line', (line) => {
+        const match = /dev token:\s+(ogt_\S+)/.exec(line);
+        if (match) resolve(match[1]!);
+      });
+      gateway.once('exit', (code) => reject(new Error(`gateway exited with ${code}`)));
+    });
+
+    const walkthrough = spawn(process.execPath, ['--import', 'tsx', 'examples/walkthrough.ts'], {
+      cwd: ROOT,
+      env: { ...process.env, ONCEGATE_URL: `http://127.0.0.1:${port}/mcp`, ONCEGATE_TOKEN: token },
+    });
+    let output = '';
+    walkthrough.stdout.on('data', (chunk) => (output += String(chunk)));
+    walkthrough.stderr.on('data', (chunk) => (output += String(chunk)));
+    const code = await new Promise((resolve) => walkthrough.once('exit', resolve));
+
+    expect(code, output).toBe(0);
+    expect(output).toMatch(/attached=true, state=completed_result_not_delivered/);
+    expect(output).toMatch(/payments at the target: 1 \(one effect/);
+    gateway.kill('SIGTERM');
+    await exited;
+  });
+});
