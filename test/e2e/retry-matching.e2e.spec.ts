@@ -118,4 +118,33 @@ describe('gateway end to end: every retry matched to its execution', () => {
     expect(after).toMatchObject({ attached: false, replayed: false });
     expect((await target.effects()).requestsTotal).toBe(2);
   });
+
+  it('given a caller idempotency key, when it is reused with other arguments, then the call is refused naming the first execution', async () => {
+    const { client } = await connectClient(gateway.url, gateway.devToken);
+    const key = { 'io.oncegate/idempotency-key': 'deploy-2026-11-30-a' };
+    const first = executionOf(await client.callTool({ name: 'set_config', arguments: { name: 'keyed', value: 'a' }, _meta: key }));
+    const same = executionOf(await client.callTool({ name: 'set_config', arguments: { name: 'keyed', value: 'a' }, _meta: key }));
+    expect(same).toMatchObject({ id: first.id, attached: true });
+    const conflict = await client
+      .callTool({ name: 'set_config', arguments: { name: 'keyed', value: 'b' }, _meta: key })
+      .catch((error: unknown) => error);
+    await client.close();
+    expect(conflict).toMatchObject({ code: -32010 });
+    expect((conflict as Error).message).toContain(first.id);
+    expect(await executionIds(folder.dataDir)).toEqual([first.id]);
+    expect((await target.effects()).requestsTotal).toBe(1);
+  });
+
+  it('given a completed call, when the agent asks for a new intent explicitly, then a second execution runs', async () => {
+    const { client } = await connectClient(gateway.url, gateway.devToken);
+    const args = { name: 'again', value: 'on-purpose' };
+    const first = executionOf(await client.callTool({ name: 'set_config', arguments: args }));
+    const second = executionOf(
+      await client.callTool({ name: 'set_config', arguments: args, _meta: { 'io.oncegate/new-intent': true } }),
+    );
+    await client.close();
+    expect(second.id).not.toBe(first.id);
+    expect(second.attached).toBe(false);
+    expect((await target.effects()).requestsTotal).toBe(2);
+  });
 });
