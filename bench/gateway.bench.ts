@@ -169,7 +169,10 @@ async function mcpClients(url: string, count: number, token?: string): Promise<C
   return Promise.all(
     Array.from({ length: count }, async (_, i) => {
       const client = new Client({ name: `bench-${i}`, version: '0.1.0' });
-      await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
+      // POSTs go without the transport's long-lived abort signal: Node 20's fetch adds a listener to it per request
+      // and frees them only at GC, which floods stderr with MaxListenersExceededWarning. The GET stream keeps it.
+      const fetchWithoutPostSignal: typeof fetch = (input, init) => fetch(input, init?.method === 'POST' ? { ...init, signal: null } : init);
+      await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers }, fetch: fetchWithoutPostSignal }));
       return client;
     }),
   );
