@@ -138,7 +138,13 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   const folder = openDataFolder(config);
   const { store, agents } = folder;
   const keys = loadGatewayKeys(config.dataDir);
-  const sealed = new SqliteSealedStore({ file: join(config.dataDir, 'sealed.db'), current: keys.sealing });
+  // Sealed blobs live in the journal's file with synchronous=NORMAL: the FULL commit of the event that
+  // references a blob syncs the shared WAL, so a referenced blob is durable without an fsync of its own.
+  const sealed = new SqliteSealedStore({
+    file: join(config.dataDir, 'events.db'),
+    synchronous: 'NORMAL',
+    current: keys.sealing,
+  });
   // Resumption messages only need to survive a process restart, not a power cut: NORMAL keeps them off the fsync path.
   const sseStore = openSqliteEventStore({ file: join(config.dataDir, 'mcp-streams.db'), synchronous: 'NORMAL' });
   const keyRing = keyRingFromConfig({

@@ -87,6 +87,15 @@ function isUniqueViolation(error: unknown): boolean {
   return (error as { code?: string })?.code === 'SQLITE_CONSTRAINT_UNIQUE';
 }
 
+function matchesFilter(filter: EventFilter, event: { streamId: string; type: string }): boolean {
+  const prefixes = filter.streamPrefixes ?? [];
+  const types = filter.eventTypes ?? [];
+  return (
+    (prefixes.length === 0 || prefixes.some((prefix) => event.streamId.startsWith(prefix))) &&
+    (types.length === 0 || types.includes(event.type))
+  );
+}
+
 /** The smallest string greater than every string starting with `prefix` (for index range scans). */
 function prefixUpperBound(prefix: string): string {
   return prefix + '\u{10FFFF}';
@@ -106,7 +115,7 @@ export class SqliteEventStore implements EventStore {
   private pending: PendingAppend[] = [];
   private flushScheduled = false;
   private closed = false;
-  private readonly waiters = new Set<() => void>();
+  private readonly waiters = new Set<{ readonly wake: () => void; readonly filter: EventFilter | undefined }>();
   private pollTimer: NodeJS.Timeout | undefined;
   private lastDataVersion = 0;
   private readonly subscriptions = new Set<Subscription>();
@@ -120,6 +129,12 @@ export class SqliteEventStore implements EventStore {
     head: Database.Statement<[], { head: number | null }>;
     readCheckpoint: Database.Statement<[string], { position: number }>;
     storeCheckpoint: Database.Statement<[string, number, string]>;
+    begin: Database.Statement<[]>;
+    commit: Database.Statement<[]>;
+    rollback: Database.Statement<[]>;
+    savepoint: Database.Statement<[]>;
+    release: Database.Statement<[]>;
+    rollbackToSavepoint: Database.Statement<[]>;
   };
 
   constructor(options: SqliteEventStoreOptions) {
@@ -153,6 +168,12 @@ export class SqliteEventStore implements EventStore {
         `INSERT INTO checkpoints (consumer, position, updated_at) VALUES (?, ?, ?)
          ON CONFLICT (consumer) DO UPDATE SET position = excluded.position, updated_at = excluded.updated_at`,
       ),
+      begin: this.db.prepare('BEGIN IMMEDIATE'),
+      commit: this.db.prepare('COMMIT'),
+      rollback: this.db.prepare('ROLLBACK'),
+      savepoint: this.db.prepare('SAVEPOINT oncegate_append'),
+      release: this.db.prepare('RELEASE oncegate_append'),
+      rollbackToSavepoint: this.db.prepare('ROLLBACK TO oncegate_append'),
     };
     this.lastDataVersion = this.dataVersion();
   }
@@ -192,7 +213,10 @@ export class SqliteEventStore implements EventStore {
     });
   }
 
-  /** Writes every pending append in one transaction; each append is checked and rolled back on its own. */
+  /**
+   * Writes every pending append in one transaction; each append is checked and rolled back on its own
+   * (a savepoint each when several share the commit).
+   */
   private flush(): void {
     this.flushScheduled = false;
     const batch = this.pending;
@@ -200,35 +224,41 @@ export class SqliteEventStore implements EventStore {
     if (batch.length === 0) return;
     const outcomes: Array<{ ok: AppendResult } | { error: unknown }> = [];
     const recordedAt = this.clock().toISOString();
+    const { begin, commit, rollback, savepoint, release, rollbackToSavepoint } = this.statements;
+    const shared = batch.length > 1;
     try {
-      this.db.exec('BEGIN IMMEDIATE');
+      begin.run();
       try {
         for (const request of batch) {
-          this.db.exec('SAVEPOINT oncegate_append');
+          if (shared) savepoint.run();
           try {
             outcomes.push({ ok: this.appendInTransaction(request, recordedAt) });
-            this.db.exec('RELEASE oncegate_append');
+            if (shared) release.run();
           } catch (error) {
-            this.db.exec('ROLLBACK TO oncegate_append');
-            this.db.exec('RELEASE oncegate_append');
+            if (!shared) throw error;
+            rollbackToSavepoint.run();
+            release.run();
             outcomes.push({ error });
           }
         }
-        this.db.exec('COMMIT');
+        commit.run();
       } catch (error) {
-        if (this.db.inTransaction) this.db.exec('ROLLBACK');
+        if (this.db.inTransaction) rollback.run();
         throw error;
       }
     } catch (error) {
       for (const request of batch) request.reject(error);
       return;
     }
+    const committed: Array<{ streamId: string; type: string }> = [];
     batch.forEach((request, index) => {
       const outcome = outcomes[index]!;
-      if ('ok' in outcome) request.resolve(outcome.ok);
-      else request.reject(outcome.error);
+      if ('ok' in outcome) {
+        request.resolve(outcome.ok);
+        for (const event of request.events) committed.push({ streamId: request.streamId, type: event.type });
+      } else request.reject(outcome.error);
     });
-    this.wakeWaiters();
+    if (committed.length > 0) this.wakeWaiters(committed);
   }
 
   private appendInTransaction(request: PendingAppend, recordedAt: string): AppendResult {
@@ -359,7 +389,7 @@ export class SqliteEventStore implements EventStore {
         headPosition: () => this.headPosition(),
         readCheckpoint: (consumer) => this.readCheckpoint(consumer),
         storeCheckpoint: (consumer, position) => this.storeCheckpoint(consumer, position),
-        waitForAppend: (position, signal) => this.waitForAppend(position, signal),
+        waitForAppend: (position, signal, filter) => this.waitForAppend(position, signal, filter),
       },
       handler,
       options,
@@ -382,23 +412,33 @@ export class SqliteEventStore implements EventStore {
     this.statements.storeCheckpoint.run(consumer, position, this.clock().toISOString());
   }
 
-  private waitForAppend(position: number, signal: AbortSignal): Promise<void> {
+  private waitForAppend(position: number, signal: AbortSignal, filter?: EventFilter): Promise<void> {
     if (signal.aborted || this.closed || this.head() > position) return Promise.resolve();
     return new Promise((resolve) => {
-      const wake = () => {
-        this.waiters.delete(wake);
-        signal.removeEventListener('abort', wake);
-        resolve();
+      const waiter = {
+        filter,
+        wake: () => {
+          this.waiters.delete(waiter);
+          signal.removeEventListener('abort', waiter.wake);
+          resolve();
+        },
       };
-      this.waiters.add(wake);
-      signal.addEventListener('abort', wake, { once: true });
+      this.waiters.add(waiter);
+      signal.addEventListener('abort', waiter.wake, { once: true });
       this.ensurePolling();
     });
   }
 
-  private wakeWaiters(): void {
-    this.lastDataVersion = this.dataVersion();
-    for (const wake of [...this.waiters]) wake();
+  /**
+   * Wakes waiting subscriptions. After our own commit we know what was written and wake only those whose
+   * filter takes one of the events; after another process's commit (`committed` unknown) we wake them all.
+   */
+  private wakeWaiters(committed?: ReadonlyArray<{ streamId: string; type: string }>): void {
+    for (const waiter of [...this.waiters]) {
+      if (committed === undefined || waiter.filter === undefined || committed.some((event) => matchesFilter(waiter.filter!, event))) {
+        waiter.wake();
+      }
+    }
   }
 
   /** Commits by other connections (other processes) change `data_version`; our own wake waiters directly. */
@@ -410,8 +450,12 @@ export class SqliteEventStore implements EventStore {
         this.pollTimer = undefined;
         return;
       }
+      // data_version moves only for other connections' commits (another process, or another store object).
       const version = this.dataVersion();
-      if (version !== this.lastDataVersion) this.wakeWaiters();
+      if (version !== this.lastDataVersion) {
+        this.lastDataVersion = version;
+        this.wakeWaiters();
+      }
     }, this.pollIntervalMs);
     this.pollTimer.unref();
   }
@@ -429,7 +473,7 @@ export class SqliteEventStore implements EventStore {
     this.flush();
     this.closed = true;
     await Promise.all([...this.subscriptions].map((subscription) => subscription.stop()));
-    for (const wake of [...this.waiters]) wake();
+    for (const waiter of [...this.waiters]) waiter.wake();
     if (this.pollTimer !== undefined) clearInterval(this.pollTimer);
     this.db.close();
   }

@@ -1,5 +1,5 @@
 import { validateCount, validateFilter, validatePosition } from './append-validation';
-import type { EventHandler, ReadAllOptions, ReadAllPage, SubscribeOptions, Subscription } from './event-store';
+import type { EventFilter, EventHandler, ReadAllOptions, ReadAllPage, SubscribeOptions, Subscription } from './event-store';
 
 /** What an adapter offers so the shared catch-up loop can run on it. */
 export interface SubscriptionSource {
@@ -9,12 +9,14 @@ export interface SubscriptionSource {
   storeCheckpoint(consumer: string, position: number): Promise<void>;
   /**
    * Resolves once an event after `position` may have been committed (or at once when one already is),
-   * or when `signal` aborts. Spurious wake-ups are allowed; missed ones are not.
+   * or when `signal` aborts. Spurious wake-ups are allowed; missed ones are not. With `filter`, an adapter
+   * that knows what it committed may skip waking for events the filter would not return.
    */
-  waitForAppend(position: number, signal: AbortSignal): Promise<void>;
+  waitForAppend(position: number, signal: AbortSignal, filter?: EventFilter): Promise<void>;
 }
 
 const DEFAULT_PAGE_SIZE = 1000;
+const DEFAULT_CHECKPOINT_EVERY_MS = 1000;
 
 /**
  * One catch-up loop for every adapter: read pages after the last position until a read comes back
@@ -29,7 +31,9 @@ export function runCatchUpSubscription(
   options: SubscribeOptions = {},
 ): Subscription {
   const pageSize = options.pageSize ?? DEFAULT_PAGE_SIZE;
+  const checkpointEveryMs = options.checkpointEveryMs ?? DEFAULT_CHECKPOINT_EVERY_MS;
   validateCount(pageSize, 'pageSize');
+  validatePosition(checkpointEveryMs, 'checkpointEveryMs');
   validateFilter(options.filter);
   if (typeof options.from === 'object') validatePosition(options.from.after, 'from.after');
 
@@ -50,11 +54,13 @@ export function runCatchUpSubscription(
   const loop = async (): Promise<void> => {
     position = await startPosition();
     let checkpointed = position;
-    const checkpoint = async () => {
-      if (options.consumer !== undefined && position !== checkpointed) {
-        await source.storeCheckpoint(options.consumer, position);
-        checkpointed = position;
-      }
+    let checkpointedAt = Date.now();
+    const checkpoint = async (force: boolean) => {
+      if (options.consumer === undefined || position === checkpointed) return;
+      if (!force && Date.now() - checkpointedAt < checkpointEveryMs) return;
+      await source.storeCheckpoint(options.consumer, position);
+      checkpointed = position;
+      checkpointedAt = Date.now();
     };
     try {
       while (!stopper.signal.aborted) {
@@ -65,17 +71,17 @@ export function runCatchUpSubscription(
           position = event.position;
         }
         if (stopper.signal.aborted) break;
-        const progressed = page.lastPosition > position;
-        if (progressed) position = page.lastPosition;
-        await checkpoint();
-        if (page.events.length === 0 && !progressed) {
+        if (page.lastPosition > position) position = page.lastPosition;
+        await checkpoint(false);
+        // A page that was not full read what was there; wait unless more was committed meanwhile.
+        if (page.events.length < pageSize && (await source.headPosition()) <= position) {
           markCaughtUp();
-          await source.waitForAppend(position, stopper.signal);
+          await source.waitForAppend(position, stopper.signal, options.filter);
         }
       }
     } finally {
       markCaughtUp();
-      await checkpoint();
+      await checkpoint(true);
     }
   };
 

@@ -111,6 +111,12 @@ export interface SubscribeOptions {
   readonly consumer?: string;
   /** Events read per page while catching up. Default: 1000. */
   readonly pageSize?: number;
+  /**
+   * How often, at most, a durable consumer's position is written while it runs (it is always written when
+   * the subscription stops or fails). Delivery is at least once: after a crash, up to this much is handed
+   * to the handler again. Default: 1000 ms; 0 writes after every page.
+   */
+  readonly checkpointEveryMs?: number;
 }
 
 export type EventHandler = (event: RecordedEvent) => void | Promise<void>;

@@ -5,3 +5,4 @@ export type { AppendContext, CommandOutcome, LoadedExecution } from './execution
 export { claimIdempotencyKey, claimIntent, readIdempotencyKeyClaim, readIntentClaim } from './intent-claims';
 export type { IntentClaim, ReadClaim } from './intent-claims';
 export { ExecutionWatcher } from './execution-watcher';
+export { newUlid } from './ulid';

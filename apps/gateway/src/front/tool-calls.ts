@@ -1,4 +1,3 @@
-import { ulid } from 'ulid';
 import {
   executionIdFromUlid,
   formatIntentScope,
@@ -20,6 +19,7 @@ import {
   claimIntent,
   isoNow,
   loadExecution,
+  newUlid,
   readIdempotencyKeyClaim,
   readIntentClaim,
   runExecutionCommand,
@@ -175,7 +175,7 @@ export class ToolCalls {
         ).catch(() => undefined);
       }
 
-      const executionId = executionIdFromUlid(ulid());
+      const executionId = executionIdFromUlid(newUlid(clock.now().getTime()));
       if (!(await claimIntent(store, { executionId, fingerprint: current, claimedAt: now }, currentRevision, context.actor, clock))) {
         continue;
       }
