@@ -93,14 +93,14 @@ export interface CommandOutcome {
 export async function runExecutionCommand(
   store: EventStore,
   executionId: ExecutionId,
-  build: (state: ExecutionState) => ExecutionCommand | undefined,
+  build: (state: ExecutionState, execution: LoadedExecution) => ExecutionCommand | undefined,
   context: AppendContext,
   clock: Clock,
   maxConflicts = 200,
 ): Promise<CommandOutcome> {
   for (let conflicts = 0; ; conflicts += 1) {
     const execution = await loadExecution(store, executionId);
-    const command = build(execution.state);
+    const command = build(execution.state, execution);
     const unchanged = { state: execution.state, revision: execution.revision, appended: [] };
     if (command === undefined) return unchanged;
     const events = decide(command, execution.state);

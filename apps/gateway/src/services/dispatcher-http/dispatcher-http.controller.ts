@@ -5,7 +5,7 @@ import type { ToolContract } from '@oncegate/contracts';
 import type { HttpAttemptResult, HttpDispatcher } from '@oncegate/dispatcher-http';
 import type { EventStore, RecordedEvent } from '@oncegate/event-store';
 import { EVENT_STORE } from '@oncegate/nest-event-store';
-import { isoNow, loadExecution, runExecutionCommand, type Clock } from '@oncegate/execution-journal';
+import { isoNow, loadExecution, runExecutionCommand, type Clock, type LoadedExecution } from '@oncegate/execution-journal';
 import type { SealedStore } from '@oncegate/sealed-store';
 import type { StoredResult } from '../../front/tool-results';
 import type { CredentialResolver } from '../credentials';
@@ -14,14 +14,20 @@ import { CLOCK, CREDENTIALS, DISPATCHER_ID, HTTP_DISPATCHER, SEALED_STORE, TOOLS
 const SERVICE = 'service:dispatcher-http';
 const LOW_WATER = 'dispatcher-http/unsettled-low-water';
 
-/** May this state be sent (again) by this dispatcher now? First attempt, or a class that allows re-sending. */
-function mayDispatch(state: ExecutionState): boolean {
+/**
+ * May this execution be sent now, in answer to `cause`? The first attempt answers ExecutionAuthorized. A second
+ * one only answers a RetryAttached that came after the last unknown outcome, for a class that allows re-sending:
+ * an old event delivered again after a restart must never send anything on its own.
+ */
+function mayDispatch(execution: LoadedExecution, cause: RecordedEvent): boolean {
+  const { state, events } = execution;
   if (state.accepted?.channel !== 'http') return false;
-  if (state.status === 'authorized') return true;
-  if (state.status !== 'outcome_unknown' || state.accepted === null) return false;
+  if (cause.type === 'ExecutionAuthorized') return state.status === 'authorized';
+  if (cause.type !== 'RetryAttached' || state.status !== 'outcome_unknown') return false;
   const policy = recoveryPolicyOf(state.accepted.operationClass);
   const resendable = policy.afterUnknownOutcome === 'redispatch' || policy.afterUnknownOutcome === 'redispatch_same_key';
-  return resendable && state.attempts < state.accepted.attemptPolicy.maxAttempts;
+  const lastUnknown = events.findLast((event) => event.type === 'OutcomeUnknown')?.revision ?? -1;
+  return resendable && cause.revision > lastUnknown && state.attempts < state.accepted.attemptPolicy.maxAttempts;
 }
 
 /**
@@ -58,8 +64,8 @@ export class DispatcherHttpController implements OnApplicationBootstrap {
     const outcome = await runExecutionCommand(
       this.store,
       executionId,
-      (state) =>
-        mayDispatch(state)
+      (_state, execution) =>
+        mayDispatch(execution, cause)
           ? { type: 'RecordDispatch', executionId, now: isoNow(this.clock), dispatcherId: this.dispatcherId }
           : undefined,
       { actor: SERVICE, causationId: cause.id, correlation: cause.metadata['correlation'] as never },
