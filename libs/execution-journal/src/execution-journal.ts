@@ -44,11 +44,32 @@ export function toDomainEvent(recorded: RecordedEvent): ExecutionEvent {
   } as ExecutionEvent;
 }
 
+/**
+ * Streams are append-only, so a folded prefix stays true forever: each store keeps the executions it loaded
+ * recently and reads only what was appended since (by anyone, in any process).
+ */
+const CACHE_LIMIT = 10_000;
+const folded = new WeakMap<EventStore, Map<ExecutionId, LoadedExecution>>();
+
 export async function loadExecution(store: EventStore, executionId: ExecutionId): Promise<LoadedExecution> {
-  const events = await store.readStream(executionStream(executionId));
-  let state = initialState();
-  for (const event of events) state = evolve(state, toDomainEvent(event));
-  return { executionId, state, revision: events.at(-1)?.revision, events };
+  let cache = folded.get(store);
+  if (cache === undefined) folded.set(store, (cache = new Map()));
+  const cached = cache.get(executionId);
+  const fresh = await store.readStream(
+    executionStream(executionId),
+    cached?.revision === undefined ? {} : { fromRevision: cached.revision + 1 },
+  );
+  if (cached !== undefined && fresh.length === 0) return cached;
+  let state = cached?.state ?? initialState();
+  for (const event of fresh) state = evolve(state, toDomainEvent(event));
+  const events = cached === undefined ? fresh : [...cached.events, ...fresh];
+  const execution: LoadedExecution = { executionId, state, revision: events.at(-1)?.revision, events };
+  if (execution.revision !== undefined) {
+    cache.delete(executionId);
+    cache.set(executionId, execution);
+    if (cache.size > CACHE_LIMIT) cache.delete(cache.keys().next().value!);
+  }
+  return execution;
 }
 
 export function eventsToAppend(

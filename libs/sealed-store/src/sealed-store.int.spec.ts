@@ -22,7 +22,7 @@ describe('sqlite sealed store', () => {
   it('given a sealed result, when opened, then the plaintext, owner and digest come back', async () => {
     const store = new SqliteSealedStore({ file: fresh(), current: { id: 'k1', key: randomBytes(32) } });
     const sealed = await store.seal('result', 'ex_1', Buffer.from(`{"token":"${CANARY}"}`));
-    expect(sealed.ref).toMatch(/^sealed_[0-9A-Z]{26}$/);
+    expect(sealed.ref).toMatch(/^sealed_[0-9a-f-]{36}$/);
     expect(sealed.digest).toMatch(/^sha256:[0-9a-f]{64}$/);
     const opened = await store.open(sealed.ref);
     expect(opened).toMatchObject({ kind: 'result', owner: 'ex_1', digest: sealed.digest });

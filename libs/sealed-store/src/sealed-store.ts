@@ -1,13 +1,12 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
-import { ulid } from 'ulid';
 import { BlobCipher, SealedValueError, type SealingKey } from './blob-cipher';
 
 /** What a sealed blob holds: a call's raw arguments or a target's response. */
 export type SealedKind = 'arguments' | 'result';
 
 export interface SealedRef {
-  /** `sealed_<ulid>`: what events reference (`argumentsRef`, `resultRef`). */
+  /** `sealed_<uuid>`: what events reference (`argumentsRef`, `resultRef`). */
   readonly ref: string;
   /** `sha256:<hex>` of the plaintext, recorded beside the ref as evidence of what was stored. */
   readonly digest: string;
@@ -88,7 +87,7 @@ export class SqliteSealedStore implements SealedStore {
   }
 
   async seal(kind: SealedKind, owner: string, plaintext: Uint8Array): Promise<SealedRef> {
-    const ref = `sealed_${ulid()}`;
+    const ref = `sealed_${randomUUID()}`;
     const sealed = this.cipher.seal(plaintext, aad(ref, kind, owner));
     const digest = `sha256:${createHash('sha256').update(plaintext).digest('hex')}`;
     this.insert.run(ref, kind, owner, sealed.keyId, sealed.iv, sealed.tag, sealed.ciphertext, digest, new Date().toISOString());
