@@ -1,4 +1,4 @@
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 /** Idempotent DDL; positions are rowids, so they grow in commit order and are never reused (no deletes). */
 export const SCHEMA_STATEMENTS: readonly string[] = [
@@ -10,7 +10,9 @@ export const SCHEMA_STATEMENTS: readonly string[] = [
      type        TEXT    NOT NULL,
      data        TEXT    NOT NULL,
      metadata    TEXT    NOT NULL,
-     recorded_at TEXT    NOT NULL
+     recorded_at TEXT    NOT NULL,
+     prev_hash   TEXT    NOT NULL,
+     hash        TEXT    NOT NULL
    )`,
   'CREATE UNIQUE INDEX IF NOT EXISTS events_stream_revision ON events (stream_id, revision)',
   'CREATE UNIQUE INDEX IF NOT EXISTS events_event_id ON events (event_id)',

@@ -26,6 +26,7 @@ import {
   type SubscribeOptions,
   type Subscription,
 } from '@oncegate/event-store';
+import { eventHash, GENESIS_HASH } from '@oncegate/journal';
 import { SCHEMA_STATEMENTS, SCHEMA_VERSION } from './schema';
 
 export interface SqliteEventStoreOptions {
@@ -65,9 +66,11 @@ interface EventRow {
   data: string;
   metadata: string;
   recorded_at: string;
+  prev_hash: string;
+  hash: string;
 }
 
-const COLUMNS = 'position, stream_id, revision, event_id, type, data, metadata, recorded_at';
+const COLUMNS = 'position, stream_id, revision, event_id, type, data, metadata, recorded_at, prev_hash, hash';
 const DEFAULT_READ_ALL_COUNT = 1000;
 
 function toRecordedEvent(row: EventRow): RecordedEvent {
@@ -80,6 +83,8 @@ function toRecordedEvent(row: EventRow): RecordedEvent {
     data: JSON.parse(row.data),
     metadata: JSON.parse(row.metadata),
     recordedAt: row.recorded_at,
+    prev: row.prev_hash,
+    hash: row.hash,
   };
 }
 
@@ -123,7 +128,8 @@ export class SqliteEventStore implements EventStore {
 
   private readonly statements: {
     streamRevision: Database.Statement<[string], { revision: number | null }>;
-    insert: Database.Statement<[string, number, string, string, string, string, string]>;
+    streamTip: Database.Statement<[string], { revision: number; hash: string }>;
+    insert: Database.Statement<[string, number, string, string, string, string, string, string, string]>;
     readForwards: Database.Statement<[string, number, number], EventRow>;
     readBackwards: Database.Statement<[string, number, number], EventRow>;
     head: Database.Statement<[], { head: number | null }>;
@@ -153,8 +159,10 @@ export class SqliteEventStore implements EventStore {
     this.migrate();
     this.statements = {
       streamRevision: this.db.prepare('SELECT max(revision) AS revision FROM events WHERE stream_id = ?'),
+      streamTip: this.db.prepare('SELECT revision, hash FROM events WHERE stream_id = ? ORDER BY revision DESC LIMIT 1'),
       insert: this.db.prepare(
-        'INSERT INTO events (stream_id, revision, event_id, type, data, metadata, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+        `INSERT INTO events (stream_id, revision, event_id, type, data, metadata, recorded_at, prev_hash, hash)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
       readForwards: this.db.prepare(
         `SELECT ${COLUMNS} FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision ASC LIMIT ?`,
@@ -188,8 +196,36 @@ export class SqliteEventStore implements EventStore {
         this.db.prepare("INSERT INTO store_meta (key, value) VALUES ('schema_version', ?)").run(String(SCHEMA_VERSION));
       } else if (Number(row.value) > SCHEMA_VERSION) {
         throw new Error(`store schema version ${row.value} is newer than this build understands (${SCHEMA_VERSION})`);
+      } else if (Number(row.value) === 1) {
+        this.addHashChain();
+        this.db.prepare("UPDATE store_meta SET value = ? WHERE key = 'schema_version'").run(String(SCHEMA_VERSION));
       }
     }).immediate();
+  }
+
+  /** Version 1 stores had no hash chain: add the columns and link every existing event, stream by stream. */
+  private addHashChain(): void {
+    this.db.exec("ALTER TABLE events ADD COLUMN prev_hash TEXT NOT NULL DEFAULT ''");
+    this.db.exec("ALTER TABLE events ADD COLUMN hash TEXT NOT NULL DEFAULT ''");
+    const update = this.db.prepare('UPDATE events SET prev_hash = ?, hash = ? WHERE position = ?');
+    const tips = new Map<string, string>();
+    const rows = this.db
+      .prepare('SELECT position, stream_id, revision, event_id, type, data, metadata, recorded_at FROM events ORDER BY stream_id, revision')
+      .all() as Array<Omit<EventRow, 'prev_hash' | 'hash'>>;
+    for (const row of rows) {
+      const prev = tips.get(row.stream_id) ?? GENESIS_HASH;
+      const hash = eventHash(prev, {
+        streamId: row.stream_id,
+        revision: row.revision,
+        id: row.event_id,
+        type: row.type,
+        data: JSON.parse(row.data),
+        metadata: JSON.parse(row.metadata),
+        recordedAt: row.recorded_at,
+      });
+      update.run(prev, hash, row.position);
+      tips.set(row.stream_id, hash);
+    }
   }
 
   appendToStream(streamId: string, events: readonly EventToAppend[], options: AppendOptions = {}): Promise<AppendResult> {
@@ -262,15 +298,27 @@ export class SqliteEventStore implements EventStore {
   }
 
   private appendInTransaction(request: PendingAppend, recordedAt: string): AppendResult {
-    const actual = this.statements.streamRevision.get(request.streamId)?.revision ?? undefined;
+    const tip = this.statements.streamTip.get(request.streamId);
+    const actual = tip?.revision;
     if (!expectedRevisionHolds(request.expected, actual)) {
       throw new WrongExpectedRevisionError(request.streamId, request.expected, actual);
     }
     let revision = actual ?? -1;
+    let prev = tip?.hash ?? GENESIS_HASH;
     let position = 0;
     for (const event of request.events) {
       revision += 1;
       const id = event.id ?? uuidv7();
+      // The link covers the event as a reader will parse it back, so verification needs nothing but the export.
+      const hash = eventHash(prev, {
+        streamId: request.streamId,
+        revision,
+        id,
+        type: event.type,
+        data: JSON.parse(event.data),
+        metadata: JSON.parse(event.metadata),
+        recordedAt,
+      });
       try {
         const info = this.statements.insert.run(
           request.streamId,
@@ -280,6 +328,8 @@ export class SqliteEventStore implements EventStore {
           event.data,
           event.metadata,
           recordedAt,
+          prev,
+          hash,
         );
         position = Number(info.lastInsertRowid);
       } catch (error) {
@@ -288,6 +338,7 @@ export class SqliteEventStore implements EventStore {
         }
         throw error;
       }
+      prev = hash;
     }
     return { streamId: request.streamId, nextExpectedRevision: revision, position };
   }

@@ -37,6 +37,10 @@ export interface RecordedEvent<Data = unknown> {
   readonly metadata: Readonly<Record<string, unknown>>;
   /** ISO-8601 time the store committed the event. */
   readonly recordedAt: string;
+  /** Hash of the previous event of the same stream (`GENESIS_HASH` for revision 0): the journal's chain. */
+  readonly prev: string;
+  /** This event's link: `eventHash(prev, event)` from `@oncegate/journal`, computed by the store at append. */
+  readonly hash: string;
 }
 
 export interface AppendOptions {

@@ -7,6 +7,7 @@ import {
   InvalidEventStoreArgumentError,
   WrongExpectedRevisionError,
 } from '../errors';
+import { eventHash, GENESIS_HASH } from '@oncegate/journal';
 import type { EventStore, RecordedEvent } from '../event-store';
 import type { ChildReport, ChildTask } from './store-child';
 
@@ -237,6 +238,25 @@ export function describeEventStoreContract<Location>(adapter: string, harness: E
         expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
         expect(await store.streamRevision('quiet-1')).toBe(1);
         expect(await store.streamRevision('busy')).toBe(0);
+      });
+    });
+
+    describe(`${adapter}: the hash chain`, () => {
+      it(`${adapter}: each event links to the previous event of its stream and its hash recomputes`, async () => {
+        const { store } = await freshStore();
+        await store.appendToStream('execution-chain', [event('A', { n: 1 }), event('B', { n: 2 })]);
+        await store.appendToStream('other', [event('X')]);
+        await store.appendToStream('execution-chain', [{ type: 'C', data: { text: 'é ✓' }, metadata: { actor: 'agent:a' } }]);
+        const events = await store.readStream('execution-chain');
+        expect(events[0]!.prev).toBe(GENESIS_HASH);
+        for (let i = 1; i < events.length; i += 1) expect(events[i]!.prev).toBe(events[i - 1]!.hash);
+        for (const e of events) {
+          expect(e.hash).toBe(
+            eventHash(e.prev, { streamId: e.streamId, revision: e.revision, id: e.id, type: e.type, data: e.data, metadata: e.metadata, recordedAt: e.recordedAt }),
+          );
+        }
+        const [other] = await store.readStream('other');
+        expect(other!.prev).toBe(GENESIS_HASH);
       });
     });
 

@@ -1,0 +1,2 @@
+export { eventHash, GENESIS_HASH } from './chain';
+export type { ChainedEventFields } from './chain';
