@@ -15,16 +15,10 @@ import {
 } from '../support/gateway-process';
 import { eventually, executionEvents, executionIds } from '../support/journal';
 import { connectClient } from '../support/mcp-clients';
+import { executionOf } from '../support/scenario';
 
 const LAUNCHER = fileURLToPath(new URL('../../bin/oncegate.mjs', import.meta.url));
 
-interface ExecutionInfo {
-  id: string;
-  state: string;
-  attached: boolean;
-}
-const executionOf = (result: unknown): ExecutionInfo =>
-  (result as { structuredContent: { execution: ExecutionInfo } }).structuredContent.execution;
 
 describe('gateway end to end: stdio, cancellation, pending answers and tokens', () => {
   let target: DemoTargetProcess | undefined;

@@ -21,6 +21,8 @@ import { McpHttpFront } from './front/mcp-http-front';
 import { SseResumptionStore } from './front/sse-resumption-store';
 import { ToolCalls } from './front/tool-calls';
 import { AgentDirectory } from './infrastructure/agent-directory';
+import { initSealKeys, loadSealPrivateKey, loadSealPublicKey, sealKeyPaths } from './infrastructure/seal-keys';
+import { JournalSealer } from './services/sealer/journal-sealer';
 import { loadGatewayKeys } from './infrastructure/key-files';
 import { AllowList } from './services/allow-list';
 import { AuthorizationModule } from './services/authorization/authorization.module';
@@ -157,6 +159,19 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   const http = new HttpDispatcher();
   const watcher = new ExecutionWatcher(store);
   await watcher.start();
+  const env = options.env ?? process.env;
+  let sealer: JournalSealer | undefined;
+  if (config.sealEveryMs > 0) {
+    initSealKeys(config.dataDir, env, { dev: config.devToken });
+    sealer = new JournalSealer(
+      store,
+      loadSealPrivateKey(config.dataDir, env),
+      loadSealPublicKey(sealKeyPaths(config.dataDir).publicKey),
+      clock,
+      config.sealEveryMs,
+    );
+    sealer.start();
+  }
 
   const microservices: INestMicroservice[] = [];
   const service = async (module: Parameters<typeof NestFactory.createMicroservice>[0], consumer: string) => {
@@ -219,6 +234,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       await agentWatch.stop();
       await dispatcher.get(DispatcherHttpController).drain();
       for (const app of microservices.reverse()) await app.close();
+      await sealer?.stop();
       await watcher.stop();
       await http.close();
       await demo?.close();

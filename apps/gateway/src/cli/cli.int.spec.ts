@@ -92,9 +92,11 @@ describe('the command dispatcher', () => {
     for (const flag of ['--help', '-h', 'help']) {
       const io = captureIo();
       expect(await runCli([flag], io)).toBe(EXIT_CODES.ok);
-      expect(io.out()).toMatch(/^Usage: oncegate <group> <command> \[args\]\n\nCommands:\n {2}start {12}Run the gateway/);
-      expect(io.out()).toMatch(/\n {2}agents add {7}Issue an API token/);
-      expect(io.out()).toMatch(/\n {2}contracts check {2}Validate/);
+      expect(io.out()).toMatch(/^Usage: oncegate <group> <command> \[args\]\n\nCommands:\n {2}init {2,}Create the data folder/);
+      expect(io.out()).toMatch(/\n {2}start {2,}Run the gateway/);
+      expect(io.out()).toMatch(/\n {2}agents add {2,}Issue an API token/);
+      expect(io.out()).toMatch(/\n {2}contracts check {2,}Validate/);
+      expect(io.out()).toMatch(/\n {2}audit verify {2,}Verify an exported journal offline/);
     }
   });
 

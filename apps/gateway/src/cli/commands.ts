@@ -1,13 +1,20 @@
 import type { CliCommand } from './cli-command';
 import { contractsCheckCommand } from './commands/contracts-check';
 import { agentsAddCommand, agentsListCommand, agentsRevokeCommand, startCommand, stdioCommand } from './commands/gateway-commands';
+import { auditVerifyCommand, initCommand, journalExportCommand } from './commands/journal-commands';
+import { investigateCommand, projectionRunCommand } from './commands/analyst-commands';
 
 /** Every command of the CLI. Adding one here is all the dispatcher needs. */
 export const COMMANDS: readonly CliCommand[] = [
+  initCommand,
   startCommand,
   stdioCommand,
   agentsAddCommand,
   agentsListCommand,
   agentsRevokeCommand,
   contractsCheckCommand,
+  journalExportCommand,
+  auditVerifyCommand,
+  investigateCommand,
+  projectionRunCommand,
 ];

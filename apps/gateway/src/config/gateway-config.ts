@@ -45,8 +45,13 @@ export interface GatewayConfig {
   readonly credentials: Readonly<Record<string, CredentialSource>>;
   /** Start the bundled demo target beside the gateway. */
   readonly demoTarget: { readonly enabled: boolean; readonly port: number };
-  /** Create and print a development token for `agent:dev` at start. */
+  /**
+   * Development mode: print a token for `agent:dev` at start, and make the journal key pair with a development
+   * master key in the data folder when none exists.
+   */
   readonly devToken: boolean;
+  /** How often the sealer signs the journal's new events; 0 disables sealing. */
+  readonly sealEveryMs: number;
 }
 
 export class GatewayConfigError extends Error {
@@ -70,6 +75,7 @@ export const DEFAULT_CONFIG: Omit<GatewayConfig, 'source'> = {
   credentials: {},
   demoTarget: { enabled: false, port: 8790 },
   devToken: false,
+  sealEveryMs: 5_000,
 };
 
 const FIELDS = [
@@ -83,6 +89,7 @@ const FIELDS = [
   'credentials',
   'demo_target',
   'dev_token',
+  'seal_every',
 ] as const;
 
 function readDuration(ctx: YamlContext, node: Node, path: string): number | undefined {
@@ -199,6 +206,8 @@ export function parseGatewayConfig(text: string, file: string, base = DEFAULT_CO
         port: (port && readInteger(ctx, port, 'demo_target.port', 0, 65535)) ?? config.demoTarget.port,
       };
     }
+    const sealEvery = map.optional('seal_every');
+    if (sealEvery) config.sealEveryMs = readDuration(ctx, sealEvery, 'seal_every') ?? config.sealEveryMs;
     const devToken = map.optional('dev_token');
     if (devToken) config.devToken = readBoolean(ctx, devToken, 'dev_token') ?? config.devToken;
   }

@@ -1,39 +1,17 @@
-import { parseArgs } from 'node:util';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { ContractValidationError } from '@oncegate/contracts';
-import { GatewayConfigError, type GatewayConfig } from '../../config/gateway-config';
-import { loadGatewayConfig } from '../../config/load-config';
 import { createMcpServer } from '../../front/mcp-server';
 import { openDataFolder, startGateway } from '../../gateway';
 import { AgentNameError } from '../../infrastructure/agent-directory';
+import { SealKeyError } from '../../infrastructure/seal-keys';
 import { EXIT_CODES, UsageError, type CliCommand, type CliIo, type ExitCode } from '../cli-command';
-
-function options(args: readonly string[], extra: Record<string, { type: 'string' | 'boolean' }> = {}) {
-  try {
-    return parseArgs({ args: [...args], options: { config: { type: 'string' }, ...extra }, allowPositionals: true, strict: true });
-  } catch (error) {
-    throw new UsageError((error as Error).message);
-  }
-}
-
-/** Loads the configuration, or prints every problem and returns the exit code. */
-function configOrExit(file: string | undefined, io: CliIo): GatewayConfig | ExitCode {
-  try {
-    return loadGatewayConfig({ ...(file ? { file } : {}) });
-  } catch (error) {
-    if (error instanceof GatewayConfigError) {
-      io.stderr(`${error.message}\n`);
-      return EXIT_CODES.failed;
-    }
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
-      io.stderr(`configuration file not found: ${(error as NodeJS.ErrnoException).path}\n`);
-      return EXIT_CODES.failed;
-    }
-    throw error;
-  }
-}
+import { configOrExit, parseCommandArgs } from '../command-helpers';
 
 function startupFailure(error: unknown, io: CliIo): ExitCode {
+  if (error instanceof SealKeyError) {
+    io.stderr(`cannot seal the journal: ${error.message}; nothing was started\n`);
+    return EXIT_CODES.failed;
+  }
   if (error instanceof ContractValidationError) {
     io.stderr(`the contract file is invalid; nothing was started:\n${error.format()}\n`);
     return EXIT_CODES.failed;
@@ -66,8 +44,7 @@ export const startCommand: CliCommand = {
 Runs the gateway in the foreground until SIGINT or SIGTERM. Configuration: the file
 (--config, ONCEGATE_CONFIG, or ./oncegate.yaml), then ONCEGATE_* variables; see README.`,
   async run(args, io) {
-    const { values } = options(args);
-    const config = configOrExit(values.config, io);
+    const config = configOrExit(parseCommandArgs(args), io);
     if (typeof config === 'number') return config;
     let gateway;
     try {
@@ -101,12 +78,11 @@ export const stdioCommand: CliCommand = {
 Speaks MCP on stdin/stdout for the agent the token belongs to; logs go to stderr.
 ONCEGATE_RUN optionally declares the agent run.`,
   async run(args, io) {
-    const { values } = options(args);
-    const config = configOrExit(values.config, io);
+    const config = configOrExit(parseCommandArgs(args), io);
     if (typeof config === 'number') return config;
     let gateway;
     try {
-      gateway = await startGateway({ ...config, devToken: false, demoTarget: { ...config.demoTarget, enabled: false } }, {
+      gateway = await startGateway({ ...config, demoTarget: { ...config.demoTarget, enabled: false } }, {
         front: 'none',
         logToStderr: true,
         logLevels: ['warn', 'error'],
@@ -149,12 +125,12 @@ function agentCommand(
     summary,
     usage,
     async run(args, io) {
-      const { values, positionals } = options(args);
-      const config = configOrExit(values.config, io);
+      const parsed = parseCommandArgs(args);
+      const config = configOrExit(parsed, io);
       if (typeof config === 'number') return config;
       const folder = openDataFolder(config);
       try {
-        return await run(folder, positionals, io);
+        return await run(folder, [...parsed.positionals], io);
       } catch (error) {
         if (error instanceof AgentNameError) {
           io.stderr(`${error.message}\n`);

@@ -1,0 +1,89 @@
+import type { KeyObject } from 'node:crypto';
+import { Logger } from '@nestjs/common';
+import { v7 as uuidv7 } from 'uuid';
+import type { EventStore } from '@oncegate/event-store';
+import { WrongExpectedRevisionError } from '@oncegate/event-store';
+import { isoNow, type Clock } from '@oncegate/execution-journal';
+import {
+  planSeal,
+  publicKeyId,
+  SEAL_EVENT_TYPE,
+  SEAL_STREAM,
+  signSeal,
+  type JournalSealedData,
+} from '@oncegate/journal';
+
+/** Most events one seal covers, so sealing a long unsealed stretch never holds it all in memory. */
+const MAX_EVENTS_PER_SEAL = 10_000;
+
+/**
+ * Appends signed seals over the global order (DESIGN section 8): each seal covers every position after the
+ * previous seal, so deleting, inserting, reordering or editing a sealed event is detected offline. Competing
+ * sealers are safe: a seal is appended with the expected revision of the seal stream.
+ */
+export class JournalSealer {
+  private readonly log = new Logger('journal-sealer');
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<unknown> = Promise.resolve();
+  private readonly keyId: string;
+
+  constructor(
+    private readonly store: EventStore,
+    private readonly privateKey: KeyObject,
+    publicKey: KeyObject,
+    private readonly clock: Clock,
+    private readonly everyMs: number,
+  ) {
+    this.keyId = publicKeyId(publicKey);
+  }
+
+  start(): void {
+    this.timer = setInterval(() => {
+      this.running = this.running.then(() => this.sealAll()).catch((error: unknown) => this.log.error(`sealing failed: ${(error as Error).message}`));
+    }, this.everyMs);
+    this.timer.unref();
+  }
+
+  /** Stops the timer and seals what is there, so a stopped gateway leaves no unsealed events but the last seal. */
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    await this.running.catch(() => undefined);
+    await this.sealAll();
+  }
+
+  /** Seals until the seal covers the head as it was when sealing began. */
+  async sealAll(): Promise<number> {
+    let seals = 0;
+    while (await this.sealOnce()) seals += 1;
+    return seals;
+  }
+
+  async sealOnce(): Promise<JournalSealedData | undefined> {
+    const [last] = await this.store.readStream(SEAL_STREAM, { direction: 'backwards', maxCount: 1 });
+    const previous = last?.data as JournalSealedData | undefined;
+    const from = previous?.toPosition ?? 0;
+    const head = await this.store.headPosition();
+    // The previous seal event itself lies after its range; sealing only it would chase its own tail forever.
+    if (head <= from || (last !== undefined && head === last.position && from === last.position - 1)) return undefined;
+    const page = await this.store.readAll({ after: from, maxCount: MAX_EVENTS_PER_SEAL });
+    const body = planSeal({
+      ...(previous ? { previous } : {}),
+      events: page.events.map((event) => ({ position: event.position, hash: event.hash })),
+      keyId: this.keyId,
+    });
+    if (body === undefined) return undefined;
+    const data = signSeal(body, this.privateKey);
+    const eventId = uuidv7();
+    try {
+      await this.store.appendToStream(
+        SEAL_STREAM,
+        [{ id: eventId, type: SEAL_EVENT_TYPE, data, metadata: { eventId, actor: 'service:journal-sealer', recordedAt: isoNow(this.clock), schemaVersion: 1 } }],
+        { expectedRevision: last?.revision ?? 'no_stream' },
+      );
+    } catch (error) {
+      if (error instanceof WrongExpectedRevisionError) return undefined;
+      throw error;
+    }
+    return data;
+  }
+}

@@ -1,0 +1,750 @@
+/**
+ * "What happened to this call?" — pure over the recorded events of one execution (or of every execution of one
+ * fingerprint, with its intent claims). It answers the five questions an incident review asks, each with a short
+ * text and the global positions of the events that prove it, beside a timeline of everything recorded.
+ */
+import {
+  evolve,
+  initialState,
+  isExecutionId,
+  isFingerprint,
+  matchRetry,
+  type ExecutionEvent,
+  type ExecutionId,
+  type ExecutionState,
+  type ExecutionStatus,
+  type Fingerprint,
+  type IsoInstant,
+  type NewExecutionReason,
+  type ProtocolCorrelation,
+  type RetryReturn,
+} from '@oncegate/domain';
+import type { RecordedEvent } from '@oncegate/event-store';
+import { executionEventOf, INTENT_STREAM_PREFIX } from './execution-events';
+
+export type InvestigationSubject = { readonly executionId: ExecutionId } | { readonly fingerprint: Fingerprint };
+
+export class InvalidInvestigationSubjectError extends Error {
+  readonly kind = 'investigation_subject_invalid' as const;
+  constructor(readonly text: string) {
+    super(`${JSON.stringify(text)} is neither an execution id (ex_<ULID>) nor a fingerprint (hmac-sha256:<key-id>:<hex>)`);
+    this.name = 'InvalidInvestigationSubjectError';
+  }
+}
+
+/** What the analyst typed: an execution id or a fingerprint. */
+export function parseInvestigationSubject(text: string): InvestigationSubject {
+  const trimmed = text.trim();
+  if (isExecutionId(trimmed)) return { executionId: trimmed };
+  if (isFingerprint(trimmed)) return { fingerprint: trimmed };
+  throw new InvalidInvestigationSubjectError(text);
+}
+
+export interface TimelineEntry {
+  /** When the store recorded the event. */
+  readonly time: string;
+  readonly position: number;
+  readonly stream: string;
+  readonly revision: number;
+  readonly type: string;
+  readonly executionId: string | null;
+  readonly actor: string | null;
+  /** e.g. `rpc=7 session=3f2a… transport=streamable-http`; empty when none was recorded. */
+  readonly correlation: string;
+  readonly detail: string;
+}
+
+export interface Answer<TFacts> {
+  readonly question: string;
+  readonly summary: string;
+  /** Global positions of the events the answer rests on. */
+  readonly evidence: number[];
+  readonly facts: TFacts;
+}
+
+export interface ExecutionSummary {
+  readonly executionId: ExecutionId;
+  readonly fingerprint: string;
+  readonly actor: string;
+  readonly tool: string;
+  readonly scope: string;
+  readonly acceptedAt: string;
+  readonly acceptedPosition: number;
+  readonly status: ExecutionStatus;
+}
+
+export type ProcessVerdict = 'one' | 'several' | 'ambiguous' | 'unknown';
+
+export interface ProcessFacts {
+  readonly verdict: ProcessVerdict;
+  /** Accepted plus RetryAttached: every call that reached the gateway for the subject. */
+  readonly calls: number;
+  readonly sessions: string[];
+  readonly runs: string[];
+  readonly transports: string[];
+  readonly jsonRpcIds: Array<string | number>;
+}
+
+export interface FirstCallOfExecution {
+  readonly executionId: ExecutionId;
+  readonly acceptedAt: string;
+  readonly approval: { readonly requestedAt: string; readonly decision: 'pending' | 'granted' | 'denied'; readonly by: string | null } | null;
+  readonly authorized: { readonly basis: string; readonly at: string } | null;
+  readonly denied: { readonly basis: string; readonly reason: string; readonly at: string } | null;
+  readonly cancelledAt: string | null;
+  readonly firstDispatch: { readonly attempt: number; readonly dispatcherId: string; readonly at: string } | null;
+}
+
+export interface FirstCallFacts {
+  readonly executions: FirstCallOfExecution[];
+}
+
+export type OutcomeKind = 'succeeded' | 'failed' | 'unknown' | 'awaiting' | 'not_dispatched';
+
+export interface ObservedOutcome {
+  readonly attempt: number;
+  readonly kind: 'succeeded' | 'failed' | 'unknown';
+  readonly targetStatus: number | null;
+  readonly exitCode: number | null;
+  readonly reason: string | null;
+  readonly at: string;
+  readonly position: number;
+}
+
+export interface OutcomeOfExecution {
+  readonly executionId: ExecutionId;
+  /** The latest: what is known now. */
+  readonly kind: OutcomeKind;
+  readonly outcomes: ObservedOutcome[];
+  readonly review: { readonly reason: string; readonly resolution: string | null } | null;
+}
+
+export interface OutcomeFacts {
+  readonly executions: OutcomeOfExecution[];
+}
+
+export interface DeliveryOfExecution {
+  readonly executionId: ExecutionId;
+  readonly failures: Array<{ readonly at: string; readonly reason: string; readonly afterOutcome: boolean; readonly position: number }>;
+  readonly deliveries: Array<{ readonly at: string; readonly replayed: boolean; readonly sessionId: string | null; readonly position: number }>;
+  readonly failedAfterCompletion: boolean;
+  /** A ResultDelivered came after the first failed delivery. */
+  readonly deliveredAfterFailure: boolean;
+}
+
+export interface DeliveryFacts {
+  readonly executions: DeliveryOfExecution[];
+}
+
+export interface AttachedCall {
+  readonly executionId: ExecutionId;
+  readonly at: string;
+  readonly returned: RetryReturn;
+  readonly replayed: boolean;
+  readonly jsonRpcId: string | number | null;
+  readonly sessionId: string | null;
+  readonly position: number;
+}
+
+export interface NewExecution {
+  readonly executionId: ExecutionId;
+  readonly priorExecutionId: ExecutionId;
+  readonly acceptedAt: string;
+  readonly reason: NewExecutionReason;
+  /**
+   * `new_intent_requested` is inferred: the journal does not record the flag, but the prior still matched at that
+   * instant, so nothing else makes a new execution.
+   */
+  readonly inferred: boolean;
+}
+
+export interface SecondCallFacts {
+  readonly attached: boolean;
+  readonly attaches: AttachedCall[];
+  /** An intent scope `key:` (caller's `_meta` key or the contract's durable key argument). */
+  readonly idempotencyKey: boolean;
+  readonly scopes: Array<{ readonly executionId: ExecutionId; readonly scope: string }>;
+  /** A second Dispatched in one execution (recovery re-sent it with the same key). */
+  readonly newAttempt: boolean;
+  readonly dispatches: Array<{ readonly executionId: ExecutionId; readonly attempts: number }>;
+  /** Another execution for the same fingerprint, accepted after the subject's first one. */
+  readonly newExecution: boolean;
+  readonly newExecutions: NewExecution[];
+}
+
+export interface Investigation {
+  readonly subject: InvestigationSubject;
+  /** False when nothing was recorded for the subject. */
+  readonly found: boolean;
+  /** The executions investigated, in acceptance order. */
+  readonly executions: ExecutionSummary[];
+  readonly timeline: TimelineEntry[];
+  readonly answers: {
+    readonly processes: Answer<ProcessFacts>;
+    readonly firstCall: Answer<FirstCallFacts>;
+    readonly outcome: Answer<OutcomeFacts>;
+    readonly delivery: Answer<DeliveryFacts>;
+    readonly secondCall: Answer<SecondCallFacts>;
+  };
+}
+
+const QUESTIONS = {
+  processes: 'One process or two?',
+  firstCall: 'Was the first call authorized and dispatched?',
+  outcome: "Did the target's outcome come back?",
+  delivery: 'Did delivery fail after completion?',
+  secondCall: 'Did the second call attach, carry an idempotency key, or create a new attempt?',
+} as const;
+
+interface Step {
+  readonly event: ExecutionEvent;
+  readonly recorded: RecordedEvent;
+}
+
+interface ExecutionHistory {
+  readonly executionId: ExecutionId;
+  readonly steps: Step[];
+  readonly accepted: Extract<ExecutionEvent, { type: 'ExecutionAccepted' }> | undefined;
+  readonly acceptedPosition: number;
+  readonly state: ExecutionState;
+}
+
+export function investigate(events: readonly RecordedEvent[], subject: InvestigationSubject): Investigation {
+  const ordered = [...events].sort((a, b) => a.position - b.position);
+  const histories = historiesOf(ordered);
+  const fingerprint =
+    'fingerprint' in subject ? subject.fingerprint : histories.get(subject.executionId)?.accepted?.data.fingerprint;
+  const sameFingerprint = [...histories.values()]
+    .filter((history) => history.accepted !== undefined && history.accepted.data.fingerprint === fingerprint)
+    .sort((a, b) => a.acceptedPosition - b.acceptedPosition);
+  const focus =
+    'executionId' in subject
+      ? [histories.get(subject.executionId)].filter((history): history is ExecutionHistory => history?.accepted !== undefined)
+      : sameFingerprint;
+  // For an execution subject, later executions of its fingerprint still answer "did the retry make a new one?".
+  const lineage = 'executionId' in subject && focus.length > 0 ? sameFingerprint : focus;
+  const related = new Set<string>(lineage.map((history) => history.executionId));
+  for (const history of focus) related.add(history.executionId);
+
+  const timeline = ordered
+    .filter((event) => {
+      const found = executionEventOf(event);
+      if (found !== undefined) return related.has(found.executionId);
+      return event.streamId.startsWith(INTENT_STREAM_PREFIX) && related.has(String(dataField(event, 'executionId')));
+    })
+    .map(timelineEntryOf);
+
+  return {
+    subject,
+    found: focus.length > 0,
+    executions: focus.map(summaryOf),
+    timeline,
+    answers: {
+      processes: processesAnswer(focus),
+      firstCall: firstCallAnswer(focus),
+      outcome: outcomeAnswer(focus),
+      delivery: deliveryAnswer(focus),
+      secondCall: secondCallAnswer(focus, lineage, 'executionId' in subject ? subject.executionId : undefined),
+    },
+  };
+}
+
+function historiesOf(ordered: readonly RecordedEvent[]): Map<ExecutionId, ExecutionHistory> {
+  const steps = new Map<ExecutionId, Step[]>();
+  for (const recorded of ordered) {
+    const found = executionEventOf(recorded);
+    if (found === undefined) continue;
+    const list = steps.get(found.executionId) ?? [];
+    list.push({ event: found.event, recorded });
+    steps.set(found.executionId, list);
+  }
+  const histories = new Map<ExecutionId, ExecutionHistory>();
+  for (const [executionId, list] of steps) {
+    const acceptedStep = list.find((step) => step.event.type === 'ExecutionAccepted');
+    histories.set(executionId, {
+      executionId,
+      steps: list,
+      accepted: acceptedStep?.event as ExecutionHistory['accepted'],
+      acceptedPosition: acceptedStep?.recorded.position ?? Number.MAX_SAFE_INTEGER,
+      state: list.reduce((state, step) => evolve(state, step.event), initialState()),
+    });
+  }
+  return histories;
+}
+
+function summaryOf(history: ExecutionHistory): ExecutionSummary {
+  const data = history.accepted!.data;
+  return {
+    executionId: history.executionId,
+    fingerprint: data.fingerprint,
+    actor: data.record.actor,
+    tool: data.toolName,
+    scope: data.record.intent_scope,
+    acceptedAt: data.acceptedAt,
+    acceptedPosition: history.acceptedPosition,
+    status: history.state.status,
+  };
+}
+
+function stepsOf<TType extends ExecutionEvent['type']>(
+  history: ExecutionHistory,
+  type: TType,
+): Array<{ event: Extract<ExecutionEvent, { type: TType }>; recorded: RecordedEvent }> {
+  return history.steps.filter((step) => step.event.type === type) as Array<{
+    event: Extract<ExecutionEvent, { type: TType }>;
+    recorded: RecordedEvent;
+  }>;
+}
+
+// (1) One process or two.
+function processesAnswer(focus: readonly ExecutionHistory[]): Answer<ProcessFacts> {
+  const sessions: string[] = [];
+  const runs: string[] = [];
+  const transports: string[] = [];
+  const jsonRpcIds: Array<string | number> = [];
+  const evidence: number[] = [];
+  const note = (correlation: ProtocolCorrelation, position: number): void => {
+    evidence.push(position);
+    if (correlation.sessionId !== undefined) addOnce(sessions, correlation.sessionId);
+    if (correlation.transport !== undefined) addOnce(transports, correlation.transport);
+    if (correlation.jsonRpcId !== undefined) jsonRpcIds.push(correlation.jsonRpcId);
+  };
+  for (const history of focus) {
+    const accepted = history.accepted!;
+    if (accepted.data.intentScope.kind === 'run') addOnce(runs, accepted.data.intentScope.runId);
+    note(accepted.data.correlation, history.acceptedPosition);
+    for (const { event, recorded } of stepsOf(history, 'RetryAttached')) note(event.data.correlation, recorded.position);
+  }
+  const calls = evidence.length;
+  const seen = `${calls} call${calls === 1 ? '' : 's'} (JSON-RPC ids ${jsonRpcIds.map(String).join(', ') || 'none'})`;
+  let verdict: ProcessVerdict;
+  let summary: string;
+  if (focus.length === 0) {
+    verdict = 'unknown';
+    summary = 'nothing recorded';
+  } else if (runs.length > 1) {
+    verdict = 'several';
+    summary = `several: ${runs.length} declared runs (${runs.join(', ')}) over ${sessions.length} MCP session(s); ${seen}`;
+  } else if (runs.length === 1) {
+    verdict = 'one';
+    summary =
+      sessions.length > 1
+        ? `one: every call declared run ${runs[0]}; it reconnected over ${sessions.length} MCP sessions (${sessions.join(', ')}); ${seen}`
+        : `one: every call declared run ${runs[0]}${sessions.length === 1 ? ` on MCP session ${sessions[0]}` : ''}; ${seen}`;
+  } else if (sessions.length === 1) {
+    verdict = 'one';
+    summary = `one: every call came on MCP session ${sessions[0]} (no run declared); ${seen}`;
+  } else if (sessions.length > 1) {
+    verdict = 'ambiguous';
+    summary = `cannot tell: ${sessions.length} MCP sessions (${sessions.join(', ')}) and no declared run — a reconnect of one process and a second process look the same; ${seen}`;
+  } else if (calls === 1) {
+    verdict = 'one';
+    summary = `one: a single call (no session or run recorded${transports.length > 0 ? `, transport ${transports.join(', ')}` : ''})`;
+  } else {
+    verdict = 'unknown';
+    summary = `cannot tell: no MCP session or declared run recorded; ${seen}`;
+  }
+  return { question: QUESTIONS.processes, summary, evidence, facts: { verdict, calls, sessions, runs, transports, jsonRpcIds } };
+}
+
+// (2) Was the first call authorized and dispatched.
+function firstCallAnswer(focus: readonly ExecutionHistory[]): Answer<FirstCallFacts> {
+  const evidence: number[] = [];
+  const executions = focus.map((history): FirstCallOfExecution => {
+    const pick = <TType extends ExecutionEvent['type']>(type: TType) => {
+      const found = stepsOf(history, type)[0];
+      if (found !== undefined) evidence.push(found.recorded.position);
+      return found?.event;
+    };
+    const requested = pick('ApprovalRequested');
+    const granted = pick('ApprovalGranted');
+    const refused = pick('ApprovalDenied');
+    const authorized = pick('ExecutionAuthorized');
+    const denied = pick('ExecutionDenied');
+    const cancelled = pick('ExecutionCancelled');
+    const dispatched = pick('Dispatched');
+    return {
+      executionId: history.executionId,
+      acceptedAt: history.accepted!.data.acceptedAt,
+      approval:
+        requested === undefined
+          ? null
+          : {
+              requestedAt: requested.data.requestedAt,
+              decision: granted ? 'granted' : refused ? 'denied' : 'pending',
+              by: granted?.data.by ?? refused?.data.by ?? null,
+            },
+      authorized: authorized ? { basis: authorized.data.basis, at: authorized.data.authorizedAt } : null,
+      denied: denied ? { basis: denied.data.basis, reason: denied.data.reason, at: denied.data.deniedAt } : null,
+      cancelledAt: cancelled?.data.cancelledAt ?? null,
+      firstDispatch: dispatched
+        ? { attempt: dispatched.data.attempt, dispatcherId: dispatched.data.dispatcherId, at: dispatched.data.dispatchedAt }
+        : null,
+    };
+  });
+  const line = (facts: FirstCallOfExecution): string => {
+    const approval = facts.approval ? `approval ${facts.approval.decision}${facts.approval.by ? ` by ${facts.approval.by}` : ''}; ` : '';
+    if (facts.denied) return `${approval}no: denied (${facts.denied.basis}: ${facts.denied.reason}) at ${facts.denied.at}; nothing was sent`;
+    if (facts.cancelledAt) return `${approval}no: cancelled before dispatch at ${facts.cancelledAt}; nothing was sent`;
+    if (!facts.authorized) return `${approval}not yet: accepted at ${facts.acceptedAt}, not authorized`;
+    const authorized = `authorized (${facts.authorized.basis}) at ${facts.authorized.at}`;
+    if (!facts.firstDispatch) return `${approval}${authorized}, not dispatched`;
+    const dispatch = facts.firstDispatch;
+    return `${approval}yes: ${authorized}, dispatched at ${dispatch.at} (attempt ${dispatch.attempt} by ${dispatch.dispatcherId})`;
+  };
+  return {
+    question: QUESTIONS.firstCall,
+    summary: perExecution(executions, line),
+    evidence: sorted(evidence),
+    facts: { executions },
+  };
+}
+
+// (3) Did the target's outcome come back.
+function outcomeAnswer(focus: readonly ExecutionHistory[]): Answer<OutcomeFacts> {
+  const evidence: number[] = [];
+  const executions = focus.map((history): OutcomeOfExecution => {
+    const outcomes: ObservedOutcome[] = [];
+    let review: OutcomeOfExecution['review'] = null;
+    for (const { event, recorded } of history.steps) {
+      const position = recorded.position;
+      if (event.type === 'OutcomeObserved') {
+        const { attempt, outcome, targetStatus, exitCode, observedAt } = event.data;
+        outcomes.push({ attempt, kind: outcome, targetStatus, exitCode, reason: null, at: observedAt, position });
+      } else if (event.type === 'OutcomeUnknown') {
+        const { attempt, reason, observedAt } = event.data;
+        outcomes.push({ attempt, kind: 'unknown', targetStatus: null, exitCode: null, reason, at: observedAt, position });
+      } else if (event.type === 'ReviewRequired') {
+        review = { reason: event.data.reason, resolution: null };
+      } else if (event.type === 'ReviewResolved') {
+        const required = review as OutcomeOfExecution['review'];
+        review = { reason: required?.reason ?? 'unknown', resolution: event.data.resolution };
+      } else {
+        continue;
+      }
+      evidence.push(position);
+    }
+    const last = outcomes.at(-1);
+    const dispatched = stepsOf(history, 'Dispatched').length > 0;
+    const kind: OutcomeKind = last?.kind ?? (dispatched ? 'awaiting' : 'not_dispatched');
+    return { executionId: history.executionId, kind, outcomes, review };
+  });
+  const describe = (outcome: ObservedOutcome): string => {
+    if (outcome.kind === 'unknown') return `attempt ${outcome.attempt}: outcome unknown (${outcome.reason}) at ${outcome.at}`;
+    const status = [
+      outcome.targetStatus === null ? undefined : `HTTP ${outcome.targetStatus}`,
+      outcome.exitCode === null ? undefined : `exit ${outcome.exitCode}`,
+    ].filter(Boolean);
+    return `attempt ${outcome.attempt}: definite ${outcome.kind === 'succeeded' ? 'success' : 'failure'}${status.length ? ` (${status.join(', ')})` : ''} at ${outcome.at}`;
+  };
+  const line = (facts: OutcomeOfExecution): string => {
+    const review = facts.review
+      ? `; review ${facts.review.reason}${facts.review.resolution ? ` resolved ${facts.review.resolution}` : ' pending'}`
+      : '';
+    if (facts.kind === 'not_dispatched') return `nothing to come back: never dispatched${review}`;
+    if (facts.kind === 'awaiting') return `not yet: dispatched, no outcome recorded${review}`;
+    const answer = facts.kind === 'unknown' ? 'no' : 'yes';
+    return `${answer}: ${facts.outcomes.map(describe).join('; ')}${review}`;
+  };
+  return { question: QUESTIONS.outcome, summary: perExecution(executions, line), evidence: sorted(evidence), facts: { executions } };
+}
+
+// (4) Did delivery fail after completion.
+function deliveryAnswer(focus: readonly ExecutionHistory[]): Answer<DeliveryFacts> {
+  const evidence: number[] = [];
+  const executions = focus.map((history): DeliveryOfExecution => {
+    let outcomeSeen = false;
+    const failures: DeliveryOfExecution['failures'][number][] = [];
+    const deliveries: DeliveryOfExecution['deliveries'][number][] = [];
+    for (const { event, recorded } of history.steps) {
+      const position = recorded.position;
+      if (event.type === 'OutcomeObserved') {
+        outcomeSeen = true;
+      } else if (event.type === 'ResultDeliveryFailed') {
+        failures.push({ at: event.data.failedAt, reason: event.data.reason, afterOutcome: outcomeSeen, position });
+        evidence.push(position);
+      } else if (event.type === 'ResultDelivered') {
+        const sessionId = event.data.correlation.sessionId ?? null;
+        deliveries.push({ at: event.data.deliveredAt, replayed: event.data.replayed, sessionId, position });
+        evidence.push(position);
+      }
+    }
+    const firstFailure = failures.find((failure) => failure.afterOutcome);
+    return {
+      executionId: history.executionId,
+      failures,
+      deliveries,
+      failedAfterCompletion: firstFailure !== undefined,
+      deliveredAfterFailure: firstFailure !== undefined && deliveries.some((delivery) => delivery.position > firstFailure.position),
+    };
+  });
+  const line = (facts: DeliveryOfExecution): string => {
+    const failure = facts.failures.find((candidate) => candidate.afterOutcome);
+    if (failure !== undefined) {
+      const later = facts.deliveries.find((delivery) => delivery.position > failure.position);
+      const then = later
+        ? `delivered later at ${later.at}${later.sessionId ? ` on session ${later.sessionId}` : ''}${later.replayed ? ' (replayed)' : ''}`
+        : 'not delivered since';
+      return `yes: the outcome was recorded but delivery failed at ${failure.at} (${failure.reason}); ${then}`;
+    }
+    const delivered = facts.deliveries[0];
+    if (delivered !== undefined) return `no: delivered at ${delivered.at}${delivered.replayed ? ' (replayed)' : ''}`;
+    return 'no delivery recorded';
+  };
+  return { question: QUESTIONS.delivery, summary: perExecution(executions, line), evidence: sorted(evidence), facts: { executions } };
+}
+
+// (5) Did the second call attach, carry a key, or create a new attempt.
+function secondCallAnswer(
+  focus: readonly ExecutionHistory[],
+  lineage: readonly ExecutionHistory[],
+  subjectExecution: ExecutionId | undefined,
+): Answer<SecondCallFacts> {
+  const evidence: number[] = [];
+  const attaches: AttachedCall[] = [];
+  const scopes: SecondCallFacts['scopes'] = [];
+  const dispatches: SecondCallFacts['dispatches'] = [];
+  let idempotencyKey = false;
+  for (const history of focus) {
+    for (const { event, recorded } of stepsOf(history, 'RetryAttached')) {
+      evidence.push(recorded.position);
+      attaches.push({
+        executionId: history.executionId,
+        at: event.data.attachedAt,
+        returned: event.data.returned,
+        replayed: event.data.replayed,
+        jsonRpcId: event.data.correlation.jsonRpcId ?? null,
+        sessionId: event.data.correlation.sessionId ?? null,
+        position: recorded.position,
+      });
+    }
+    const accepted = history.accepted!.data;
+    scopes.push({ executionId: history.executionId, scope: accepted.record.intent_scope });
+    if (accepted.intentScope.kind === 'key') {
+      idempotencyKey = true;
+      evidence.push(history.acceptedPosition);
+    }
+    const dispatched = stepsOf(history, 'Dispatched');
+    dispatches.push({ executionId: history.executionId, attempts: dispatched.length });
+    if (dispatched.length > 1) for (const { recorded } of dispatched.slice(1)) evidence.push(recorded.position);
+  }
+
+  const newExecutions: NewExecution[] = [];
+  const start = subjectExecution === undefined ? 0 : lineage.findIndex((history) => history.executionId === subjectExecution);
+  for (let index = Math.max(start, 0) + 1; index < lineage.length; index += 1) {
+    const prior = lineage[index - 1]!;
+    const next = lineage[index]!;
+    newExecutions.push(newExecutionOf(prior, next));
+    evidence.push(next.acceptedPosition);
+  }
+
+  const facts: SecondCallFacts = {
+    attached: attaches.length > 0,
+    attaches,
+    idempotencyKey,
+    scopes,
+    newAttempt: dispatches.some((dispatch) => dispatch.attempts > 1),
+    dispatches,
+    newExecution: newExecutions.length > 0,
+    newExecutions,
+  };
+
+  const parts: string[] = [];
+  if (attaches.length === 0) {
+    parts.push('no call attached to this execution');
+  } else {
+    for (const attach of attaches) {
+      parts.push(
+        `a call attached to ${attach.executionId} at ${attach.at} (JSON-RPC id ${attach.jsonRpcId ?? 'none'}` +
+          `${attach.sessionId ? `, session ${attach.sessionId}` : ''}) and got ${attach.returned}${attach.replayed ? ', replayed' : ''}`,
+      );
+    }
+  }
+  const keyed = scopes.filter((scope) => scope.scope.startsWith('key:'));
+  parts.push(
+    idempotencyKey
+      ? `idempotency key: ${keyed.map((scope) => scope.scope).join(', ')}`
+      : `no idempotency key (scope ${[...new Set(scopes.map((scope) => scope.scope))].join(', ') || 'none'})`,
+  );
+  const redispatched = dispatches.filter((dispatch) => dispatch.attempts > 1);
+  parts.push(
+    redispatched.length > 0
+      ? `new attempt: ${redispatched.map((dispatch) => `${dispatch.executionId} dispatched ${dispatch.attempts} times with the same key`).join(', ')}`
+      : 'no new attempt (one dispatch at most per execution)',
+  );
+  for (const created of newExecutions) {
+    parts.push(
+      `new execution ${created.executionId} at ${created.acceptedAt} after ${created.priorExecutionId}: ${NEW_EXECUTION_REASONS[created.reason]}${created.inferred ? ' (inferred)' : ''}`,
+    );
+  }
+  return { question: QUESTIONS.secondCall, summary: parts.join('; '), evidence: sorted(evidence), facts };
+}
+
+const NEW_EXECUTION_REASONS: { readonly [TReason in NewExecutionReason]: string } = {
+  no_prior: 'no earlier execution was found',
+  new_intent_requested: 'the caller asked for a new intent (io.oncegate/new-intent) while the earlier one still matched',
+  prior_cancelled: 'the earlier one was cancelled',
+  prior_expired: 'the earlier one had expired',
+  window_ended: "the earlier one's correlation window had ended",
+  redelivery_grace_disabled: 'the earlier one was delivered and the tool has no redelivery grace',
+  redelivery_grace_elapsed: 'the earlier one was delivered and its redelivery grace had elapsed',
+};
+
+/**
+ * Why `next` is a new execution rather than an attach to `prior`: the domain's `matchRetry` run again on the
+ * prior as it stood just before `next` was accepted. An expiry the gateway appended on the way to creating `next`
+ * is left out, so the underlying reason (window ended) shows rather than its consequence.
+ */
+function newExecutionOf(prior: ExecutionHistory, next: ExecutionHistory): NewExecution {
+  const before = prior.steps.filter(
+    (step) => step.recorded.position < next.acceptedPosition && step.event.type !== 'ExecutionExpired',
+  );
+  const expiredBefore = prior.steps.some(
+    (step) => step.event.type === 'ExecutionExpired' && step.recorded.position < next.acceptedPosition,
+  );
+  const state = before.reduce((folded, step) => evolve(folded, step.event), initialState());
+  const acceptedAt = next.accepted!.data.acceptedAt;
+  const decision = matchRetry({ prior: state, now: acceptedAt as IsoInstant, newIntent: false });
+  const base = { executionId: next.executionId, priorExecutionId: prior.executionId, acceptedAt };
+  if (decision.kind === 'attach') {
+    return expiredBefore
+      ? { ...base, reason: 'prior_expired', inferred: false }
+      : { ...base, reason: 'new_intent_requested', inferred: true };
+  }
+  return { ...base, reason: decision.reason, inferred: false };
+}
+
+function timelineEntryOf(recorded: RecordedEvent): TimelineEntry {
+  const metadata = recorded.metadata;
+  const found = executionEventOf(recorded);
+  const correlation = (metadata['correlation'] ?? dataField(recorded, 'correlation') ?? {}) as ProtocolCorrelation;
+  const actor = metadata['actor'];
+  return {
+    time: recorded.recordedAt,
+    position: recorded.position,
+    stream: recorded.streamId,
+    revision: recorded.revision,
+    type: recorded.type,
+    executionId: found?.executionId ?? (typeof dataField(recorded, 'executionId') === 'string' ? String(dataField(recorded, 'executionId')) : null),
+    actor: typeof actor === 'string' ? actor : null,
+    correlation: correlationSummary(correlation),
+    detail: found === undefined ? otherDetail(recorded) : detailOf(found.event),
+  };
+}
+
+export function correlationSummary(correlation: ProtocolCorrelation): string {
+  return [
+    correlation.jsonRpcId === undefined ? undefined : `rpc=${correlation.jsonRpcId}`,
+    correlation.sessionId === undefined ? undefined : `session=${correlation.sessionId}`,
+    correlation.sseEventId === undefined ? undefined : `sse=${correlation.sseEventId}`,
+    correlation.transport === undefined ? undefined : `transport=${correlation.transport}`,
+  ]
+    .filter(Boolean)
+    .join(' ');
+}
+
+/** One line per event, for the timeline. */
+export function detailOf(event: ExecutionEvent): string {
+  switch (event.type) {
+    case 'ExecutionAccepted': {
+      const { record, operationClass, windowEndsAt, fingerprint } = event.data;
+      return `${record.tool} by ${record.actor}, scope ${record.intent_scope}, ${operationClass}, window until ${windowEndsAt ?? 'confirmed'}, ${fingerprint}`;
+    }
+    case 'RetryAttached':
+      return `returned ${event.data.returned}${event.data.replayed ? ', replayed' : ''}`;
+    case 'ApprovalRequested':
+      return `by ${event.data.requestedBy}: ${event.data.reason}`;
+    case 'ApprovalGranted':
+    case 'ApprovalDenied':
+      return `by ${event.data.by}: ${event.data.reason}`;
+    case 'ExecutionAuthorized':
+      return `basis ${event.data.basis}`;
+    case 'ExecutionDenied':
+      return `basis ${event.data.basis}: ${event.data.reason}`;
+    case 'Dispatched':
+      return `attempt ${event.data.attempt} by ${event.data.dispatcherId}, key ${event.data.idempotencyKey}`;
+    case 'OutcomeObserved': {
+      const { attempt, outcome, source, targetStatus, exitCode } = event.data;
+      const status = targetStatus === null ? '' : ` HTTP ${targetStatus}`;
+      const exit = exitCode === null ? '' : ` exit ${exitCode}`;
+      return `attempt ${attempt} ${outcome}${status}${exit} (from ${source})`;
+    }
+    case 'OutcomeUnknown':
+      return `attempt ${event.data.attempt}: ${event.data.reason}`;
+    case 'StatusQueried':
+      return `attempt ${event.data.attempt}: precondition ${event.data.preconditionHolds ? 'holds' : 'no longer holds'}${event.data.observedStatus ? ` (${event.data.observedStatus})` : ''}`;
+    case 'MarkerProbed':
+      return `attempt ${event.data.attempt}: marker ${event.data.marker}${event.data.exitStatus === null ? '' : `, exit ${event.data.exitStatus}`}`;
+    case 'ReviewRequired':
+      return `attempt ${event.data.attempt}: ${event.data.reason}`;
+    case 'ReviewResolved':
+      return `${event.data.resolution} by ${event.data.by}: ${event.data.reason}`;
+    case 'ResultDelivered':
+      return event.data.replayed ? 'replayed' : 'delivered';
+    case 'ResultDeliveryFailed':
+      return event.data.reason;
+    case 'ExecutionCancelled':
+    case 'CancellationRequested':
+      return `trigger ${event.data.trigger}`;
+    case 'ExecutionExpired':
+      return `window ended ${event.data.windowEndedAt}`;
+    default:
+      return assertNever(event);
+  }
+}
+
+function otherDetail(recorded: RecordedEvent): string {
+  if (recorded.type === 'IntentClaimed') return `claimed for ${String(dataField(recorded, 'executionId'))}`;
+  return '';
+}
+
+function dataField(recorded: RecordedEvent, field: string): unknown {
+  const data = recorded.data;
+  return typeof data === 'object' && data !== null ? (data as Record<string, unknown>)[field] : undefined;
+}
+
+function perExecution<T extends { readonly executionId: string }>(items: readonly T[], line: (item: T) => string): string {
+  if (items.length === 0) return 'nothing recorded';
+  if (items.length === 1) return line(items[0]!);
+  return items.map((item) => `${item.executionId}: ${line(item)}`).join(' | ');
+}
+
+function addOnce<T>(list: T[], value: T): void {
+  if (!list.includes(value)) list.push(value);
+}
+
+function sorted(positions: number[]): number[] {
+  return [...new Set(positions)].sort((a, b) => a - b);
+}
+
+function assertNever(value: never): never {
+  throw new TypeError(`unexpected event ${JSON.stringify(value)}`);
+}
+
+/** The investigation as text for a terminal. */
+export function formatInvestigation(investigation: Investigation): string {
+  const subject =
+    'executionId' in investigation.subject
+      ? `execution ${investigation.subject.executionId}`
+      : `fingerprint ${investigation.subject.fingerprint}`;
+  if (!investigation.found) return `Nothing is recorded for ${subject}.\n`;
+  const lines = [`Investigation of ${subject}`, '', 'Executions:'];
+  for (const execution of investigation.executions) {
+    lines.push(
+      `  ${execution.executionId}  ${execution.tool} by ${execution.actor}  scope ${execution.scope}  accepted ${execution.acceptedAt}  now ${execution.status}`,
+    );
+  }
+  lines.push('', 'Timeline:');
+  for (const entry of investigation.timeline) {
+    const who = entry.actor ? `  ${entry.actor}` : '';
+    const correlation = entry.correlation ? `  [${entry.correlation}]` : '';
+    lines.push(`  ${entry.time}  #${entry.position}  ${entry.stream}@${entry.revision}  ${entry.type}${who}${correlation}  ${entry.detail}`);
+  }
+  lines.push('', 'Answers:');
+  const answers = investigation.answers;
+  [answers.processes, answers.firstCall, answers.outcome, answers.delivery, answers.secondCall].forEach((answer, index) => {
+    lines.push(`  ${index + 1}. ${answer.question}`, `     ${answer.summary}`);
+    lines.push(`     evidence: ${answer.evidence.length > 0 ? answer.evidence.map((position) => `#${position}`).join(', ') : 'none'}`);
+  });
+  return `${lines.join('\n')}\n`;
+}

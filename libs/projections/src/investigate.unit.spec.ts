@@ -1,0 +1,224 @@
+import { describe, expect, it } from 'vitest';
+import { formatInvestigation, investigate, parseInvestigationSubject, InvalidInvestigationSubjectError } from './investigate';
+import { droppedConnectionThenAttach, newExecutionAfterGrace, twoActors } from './test-support/gateway-scenarios';
+import { at, executionIdOf, fingerprintOf, RecordedHistory } from './test-support/recorded-history';
+
+const positionsOf = (events: { type: string; position: number }[], type: string) =>
+  events.filter((event) => event.type === type).map((event) => event.position);
+
+describe('investigate', () => {
+  describe('given a dropped connection, then the same call again from the same run on a new session', () => {
+    const { history, executionId, fingerprint } = droppedConnectionThenAttach();
+    const events = history.events;
+    const inv = investigate(events, { executionId });
+    const executionEvents = events.filter((event) => event.streamId.startsWith('execution-'));
+
+    it('then the timeline lists every event of the execution and its claim, in order', () => {
+      expect(inv.found).toBe(true);
+      expect(inv.timeline.map((entry) => entry.type)).toEqual([
+        'IntentClaimed',
+        'ExecutionAccepted',
+        'ExecutionAuthorized',
+        'Dispatched',
+        'OutcomeObserved',
+        'ResultDeliveryFailed',
+        'RetryAttached',
+        'ResultDelivered',
+      ]);
+      const attached = inv.timeline.find((entry) => entry.type === 'RetryAttached')!;
+      expect(attached).toMatchObject({ stream: `execution-${executionId}`, revision: 5, actor: 'agent:deploy-bot' });
+      expect(attached.correlation).toBe('rpc=1 session=session-2 transport=streamable-http');
+      expect(inv.executions).toEqual([expect.objectContaining({ executionId, fingerprint, status: 'delivered', scope: 'run:run-dropped-connection' })]);
+    });
+
+    it('then (1) it is one process: one declared run, reconnected over two MCP sessions', () => {
+      expect(inv.answers.processes.facts).toEqual({
+        verdict: 'one',
+        calls: 2,
+        sessions: ['session-1', 'session-2'],
+        runs: ['run-dropped-connection'],
+        transports: ['streamable-http'],
+        jsonRpcIds: [3, 1],
+      });
+      expect(inv.answers.processes.summary).toMatch(/^one: every call declared run run-dropped-connection; it reconnected over 2 MCP sessions/);
+      expect(inv.answers.processes.evidence).toEqual([
+        ...positionsOf(executionEvents, 'ExecutionAccepted'),
+        ...positionsOf(executionEvents, 'RetryAttached'),
+      ]);
+    });
+
+    it('then (2) the first call was authorized and dispatched once', () => {
+      const [first] = inv.answers.firstCall.facts.executions;
+      expect(first).toMatchObject({
+        authorized: { basis: 'policy', at: at(10) },
+        denied: null,
+        cancelledAt: null,
+        firstDispatch: { attempt: 1, dispatcherId: 'dispatcher-http@host/1', at: at(20) },
+      });
+      expect(inv.answers.firstCall.summary).toBe(
+        `yes: authorized (policy) at ${at(10)}, dispatched at ${at(20)} (attempt 1 by dispatcher-http@host/1)`,
+      );
+      expect(inv.answers.firstCall.evidence).toEqual([
+        ...positionsOf(executionEvents, 'ExecutionAuthorized'),
+        ...positionsOf(executionEvents, 'Dispatched'),
+      ]);
+    });
+
+    it("then (3) the target's definite success came back", () => {
+      const [outcome] = inv.answers.outcome.facts.executions;
+      expect(outcome).toMatchObject({ kind: 'succeeded', review: null });
+      expect(outcome!.outcomes).toEqual([
+        expect.objectContaining({ attempt: 1, kind: 'succeeded', targetStatus: 200, at: at(500) }),
+      ]);
+      expect(inv.answers.outcome.summary).toBe(`yes: attempt 1: definite success (HTTP 200) at ${at(500)}`);
+      expect(inv.answers.outcome.evidence).toEqual(positionsOf(executionEvents, 'OutcomeObserved'));
+    });
+
+    it('then (4) delivery failed after completion, and the retry got it delivered later', () => {
+      const [delivery] = inv.answers.delivery.facts.executions;
+      expect(delivery).toMatchObject({ failedAfterCompletion: true, deliveredAfterFailure: true });
+      expect(delivery!.failures).toEqual([expect.objectContaining({ reason: 'response stream closed before write', afterOutcome: true })]);
+      expect(delivery!.deliveries).toEqual([expect.objectContaining({ sessionId: 'session-2', replayed: false })]);
+      expect(inv.answers.delivery.summary).toBe(
+        `yes: the outcome was recorded but delivery failed at ${at(510)} (response stream closed before write); delivered later at ${at(5_010)} on session session-2`,
+      );
+      expect(inv.answers.delivery.evidence).toEqual([
+        ...positionsOf(executionEvents, 'ResultDeliveryFailed'),
+        ...positionsOf(executionEvents, 'ResultDelivered'),
+      ]);
+    });
+
+    it('then (5) the second call attached and got the stored result, with no key, no new attempt, no new execution', () => {
+      const facts = inv.answers.secondCall.facts;
+      expect(facts).toMatchObject({ attached: true, idempotencyKey: false, newAttempt: false, newExecution: false, newExecutions: [] });
+      expect(facts.attaches).toEqual([
+        expect.objectContaining({ executionId, returned: 'stored_result', replayed: false, jsonRpcId: 1, sessionId: 'session-2' }),
+      ]);
+      expect(facts.dispatches).toEqual([{ executionId, attempts: 1 }]);
+      expect(inv.answers.secondCall.summary).toContain('got stored_result');
+      expect(inv.answers.secondCall.summary).toContain('no idempotency key (scope run:run-dropped-connection)');
+      expect(inv.answers.secondCall.evidence).toEqual(positionsOf(executionEvents, 'RetryAttached'));
+    });
+
+    it('then the same answers come for its fingerprint', () => {
+      const byFingerprint = investigate(events, { fingerprint });
+      expect(byFingerprint.answers).toEqual(inv.answers);
+    });
+  });
+
+  describe('given the same arguments from two actors', () => {
+    const { history, a, b } = twoActors();
+
+    it('then each fingerprint has its own single execution and neither saw a second call', () => {
+      expect(a.fingerprint).not.toBe(b.fingerprint);
+      for (const side of [a, b]) {
+        const inv = investigate(history.events, { fingerprint: side.fingerprint });
+        expect(inv.executions.map((execution) => [execution.executionId, execution.actor])).toEqual([[side.executionId, side.actor]]);
+        expect(inv.timeline.every((entry) => entry.executionId === side.executionId)).toBe(true);
+        expect(inv.answers.processes.facts).toMatchObject({ verdict: 'one', calls: 1, runs: [] });
+        expect(inv.answers.firstCall.facts.executions[0]!.firstDispatch).not.toBeNull();
+        expect(inv.answers.outcome.facts.executions[0]!.kind).toBe('succeeded');
+        expect(inv.answers.delivery.facts.executions[0]).toMatchObject({ failedAfterCompletion: false, failures: [] });
+        expect(inv.answers.delivery.summary).toMatch(/^no: delivered at /);
+        expect(inv.answers.secondCall.facts).toMatchObject({ attached: false, newAttempt: false, newExecution: false, idempotencyKey: false });
+      }
+      const [sessionA, sessionB] = [a, b].map(
+        (side) => investigate(history.events, { executionId: side.executionId }).answers.processes.facts.sessions,
+      );
+      expect(sessionA).toEqual(['session-a']);
+      expect(sessionB).toEqual(['session-b']);
+    });
+  });
+
+  describe('given a delivered call repeated inside the grace and again after it', () => {
+    const { history, first, second, fingerprint, secondAcceptedAt } = newExecutionAfterGrace();
+    const inv = investigate(history.events, { fingerprint });
+
+    it('then the fingerprint has two executions, and (5) names the new one and why', () => {
+      expect(inv.executions.map((execution) => execution.executionId)).toEqual([first, second]);
+      const facts = inv.answers.secondCall.facts;
+      expect(facts.newExecution).toBe(true);
+      expect(facts.newExecutions).toEqual([
+        { executionId: second, priorExecutionId: first, acceptedAt: secondAcceptedAt, reason: 'redelivery_grace_elapsed', inferred: false },
+      ]);
+      expect(facts.attaches).toEqual([expect.objectContaining({ executionId: first, returned: 'stored_result', replayed: true })]);
+      expect(facts.newAttempt).toBe(false);
+      expect(inv.answers.secondCall.summary).toContain(`new execution ${second} at ${secondAcceptedAt} after ${first}: the earlier one was delivered and its redelivery grace had elapsed`);
+      const acceptedOfSecond = history.events.find((event) => event.type === 'ExecutionAccepted' && event.streamId.endsWith(second))!;
+      expect(inv.answers.secondCall.evidence).toContain(acceptedOfSecond.position);
+    });
+
+    it('then (1) all three calls came on one MCP session, and (2)-(4) cover both executions', () => {
+      expect(inv.answers.processes.facts).toMatchObject({ verdict: 'one', calls: 3, sessions: ['session-g'], jsonRpcIds: [1, 2, 3] });
+      expect(inv.answers.firstCall.facts.executions.map((execution) => execution.firstDispatch?.attempt)).toEqual([1, 1]);
+      expect(inv.answers.outcome.facts.executions.map((execution) => execution.kind)).toEqual(['succeeded', 'succeeded']);
+      expect(inv.answers.delivery.facts.executions[0]!.deliveries.map((delivery) => delivery.replayed)).toEqual([false, true]);
+      expect(inv.answers.outcome.summary).toContain(`${first}: yes`);
+    });
+
+    it('then investigating the first execution alone still reports the later execution of its fingerprint', () => {
+      const alone = investigate(history.events, { executionId: first });
+      expect(alone.executions.map((execution) => execution.executionId)).toEqual([first]);
+      expect(alone.answers.secondCall.facts.newExecutions.map((created) => created.executionId)).toEqual([second]);
+      expect(investigate(history.events, { executionId: second }).answers.secondCall.facts.newExecutions).toEqual([]);
+    });
+
+    it('then a repeat inside the grace that still made a new execution is read as an explicit new intent', () => {
+      const asked = newExecutionAfterGrace({ newIntent: true });
+      const created = investigate(asked.history.events, { fingerprint: asked.fingerprint }).answers.secondCall.facts.newExecutions;
+      expect(created).toEqual([expect.objectContaining({ reason: 'new_intent_requested', inferred: true })]);
+    });
+  });
+
+  describe('given an irreversible call whose outcome is unknown and held for review, retried with an idempotency key', () => {
+    const history = new RecordedHistory();
+    const executionId = executionIdOf('F');
+    const correlation = { jsonRpcId: 9, sessionId: 'session-x', transport: 'streamable-http' };
+    history.accept(executionId, {
+      fingerprint: fingerprintOf('ee'),
+      scope: { kind: 'key', key: 'pay-42', source: 'caller' },
+      operationClass: 'irreversible',
+      correlation,
+    });
+    history.run(executionId, { type: 'AuthorizeExecution', now: at(10), basis: 'policy' }, { actor: 'service:authorization' });
+    history.run(executionId, { type: 'RecordDispatch', now: at(20), dispatcherId: 'd1' }, { actor: 'service:dispatcher-http' });
+    history.run(executionId, { type: 'RecordUnknownOutcome', now: at(30_000), attempt: 1, reason: 'timeout_after_send' }, { actor: 'service:dispatcher-http' });
+    history.run(executionId, { type: 'RequireReview', now: at(30_001), reason: 'irreversible_outcome_unknown' }, { actor: 'service:dispatcher-http' });
+    const retry = { jsonRpcId: 1, sessionId: 'session-y', transport: 'streamable-http' };
+    history.run(executionId, { type: 'AttachRetry', now: at(40_000), correlation: retry }, { actor: 'agent:deploy-bot', correlation: retry });
+    const inv = investigate(history.events, { executionId });
+
+    it('then (3) says no outcome came back and the review is pending, (5) the key and the review hold, and (1) cannot tell', () => {
+      expect(inv.answers.outcome.facts.executions[0]).toMatchObject({ kind: 'unknown', review: { reason: 'irreversible_outcome_unknown', resolution: null } });
+      expect(inv.answers.outcome.summary).toBe(
+        `no: attempt 1: outcome unknown (timeout_after_send) at ${at(30_000)}; review irreversible_outcome_unknown pending`,
+      );
+      expect(inv.answers.delivery.summary).toBe('no delivery recorded');
+      expect(inv.answers.secondCall.facts).toMatchObject({ attached: true, idempotencyKey: true, newAttempt: false });
+      expect(inv.answers.secondCall.facts.attaches[0]!.returned).toBe('review_hold');
+      expect(inv.answers.secondCall.summary).toContain('idempotency key: key:pay-42');
+      expect(inv.answers.processes.facts.verdict).toBe('ambiguous');
+    });
+  });
+
+  it('given nothing recorded, then it is not found and the text says so', () => {
+    const inv = investigate([], { executionId: executionIdOf('G') });
+    expect(inv.found).toBe(false);
+    expect(formatInvestigation(inv)).toBe(`Nothing is recorded for execution ${executionIdOf('G')}.\n`);
+  });
+
+  it('formats the timeline and the five answers as text', () => {
+    const { history, executionId } = droppedConnectionThenAttach();
+    const text = formatInvestigation(investigate(history.events, { executionId }));
+    expect(text).toContain(`Investigation of execution ${executionId}`);
+    expect(text).toContain('ResultDeliveryFailed');
+    expect(text).toMatch(/ {2}1\. One process or two\?\n {5}one: /);
+    expect(text).toMatch(/ {2}5\. Did the second call attach.*\n.*\n {5}evidence: #\d+/);
+  });
+
+  it('parses an execution id or a fingerprint, and refuses anything else', () => {
+    expect(parseInvestigationSubject(executionIdOf('H'))).toEqual({ executionId: executionIdOf('H') });
+    expect(parseInvestigationSubject(fingerprintOf('ab'))).toEqual({ fingerprint: fingerprintOf('ab') });
+    expect(() => parseInvestigationSubject('42')).toThrow(InvalidInvestigationSubjectError);
+  });
+});
