@@ -6,7 +6,7 @@ import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { formatEventLine, formatHeader, publicKeyId, verifyJournal } from '@oncegate/journal';
+import { formatEventLine, formatHeader, publicKeyId, splitLines, verifyJournal } from '@oncegate/journal';
 import { JournalBuilder } from '../libs/journal/src/testing/journal-builder';
 import { machineLine, printTable, rate } from './table';
 
@@ -83,13 +83,21 @@ interface ChildResult {
   maxRssKiB: number;
 }
 
+interface VerifyChildOptions {
+  /** `chunks`: the journal's `splitLines` over the file stream; `readline`: node:readline, as the CLI reads. */
+  reader: 'chunks' | 'readline';
+  /** Passed to verifyJournal; undefined: its default. */
+  workers: number | undefined;
+}
+
 /** Runs inside a fresh process so that the generator's memory does not count. */
-async function verifyChild(file: string, publicKeyPem: string): Promise<void> {
+async function verifyChild(file: string, publicKeyPem: string, options: VerifyChildOptions): Promise<void> {
   const baselineRssKiB = process.resourceUsage().maxRSS;
   const publicKey = createPublicKey(publicKeyPem);
   const start = process.hrtime.bigint();
-  const lines = createInterface({ input: createReadStream(file, { highWaterMark: 1 << 20 }), crlfDelay: Infinity });
-  const report = await verifyJournal(lines, publicKey);
+  const input = createReadStream(file, { highWaterMark: 1 << 20 });
+  const lines = options.reader === 'readline' ? createInterface({ input, crlfDelay: Infinity }) : splitLines(input);
+  const report = await verifyJournal(lines, publicKey, options.workers === undefined ? {} : { workers: options.workers });
   const seconds = Number(process.hrtime.bigint() - start) / 1e9;
   const result: ChildResult = {
     ok: report.ok,
@@ -104,9 +112,10 @@ async function verifyChild(file: string, publicKeyPem: string): Promise<void> {
   process.stdout.write(JSON.stringify(result) + '\n');
 }
 
-function runChild(file: string, publicKeyPem: string): ChildResult {
+function runChild(file: string, publicKeyPem: string, options: VerifyChildOptions): ChildResult {
   const self = fileURLToPath(import.meta.url);
-  const child = spawnSync(process.execPath, ['--import', 'tsx', self, '--verify-child', file], {
+  const args = ['--import', 'tsx', self, '--verify-child', file, options.reader, String(options.workers ?? 'default')];
+  const child = spawnSync(process.execPath, args, {
     input: publicKeyPem,
     encoding: 'utf8',
     maxBuffer: 1 << 20,
@@ -122,12 +131,18 @@ export async function run(argv: string[]): Promise<void> {
       dir: { type: 'string', default: '.oncegate/bench' },
       events: { type: 'string', default: '1000000' },
       'seal-every': { type: 'string', default: '10000' },
+      /** Worker threads for verifyJournal; default: its own rule. */
+      workers: { type: 'string' },
+      /** How the verify child splits the file into lines: chunks (splitLines) or readline. */
+      reader: { type: 'string', default: 'chunks' },
     },
   });
   const dir = resolve(values.dir!, `journal-${process.pid}`);
   mkdirSync(dir, { recursive: true });
   const total = Number(values.events);
   const sealEvery = Number(values['seal-every']);
+  const reader = values.reader === 'readline' ? 'readline' : 'chunks';
+  const verifyOptions: VerifyChildOptions = { reader, workers: values.workers === undefined ? undefined : Number(values.workers) };
   const sizes = total > 250_000 ? [250_000, total] : [total];
   process.stdout.write(
     `Journal verify benchmark — ${machineLine()}, ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ` +
@@ -139,7 +154,7 @@ export async function run(argv: string[]): Promise<void> {
       const file = join(dir, `journal-${events}.ndjson`);
       const generated = generate(file, events, sealEvery);
       const size = statSync(file).size;
-      const result = runChild(file, generated.publicKeyPem);
+      const result = runChild(file, generated.publicKeyPem, verifyOptions);
       rows.push({
         events: result.events.toLocaleString('en-US'),
         'file MB': (size / 1e6).toFixed(1),
@@ -163,5 +178,9 @@ export async function run(argv: string[]): Promise<void> {
 if (process.argv[2] === '--verify-child' && process.argv[1] === fileURLToPath(import.meta.url)) {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  await verifyChild(process.argv[3]!, Buffer.concat(chunks).toString('utf8'));
+  const workers = process.argv[5] === 'default' ? undefined : Number(process.argv[5]);
+  await verifyChild(process.argv[3]!, Buffer.concat(chunks).toString('utf8'), {
+    reader: process.argv[4] === 'readline' ? 'readline' : 'chunks',
+    workers,
+  });
 }

@@ -7,21 +7,23 @@ import { gatewayScenario, executionOf, textOf } from '../support/scenario';
 
 const payment = { payment_reference: 'order-20261130-0001', amount_cents: 1250, card_token: 'tok_canary_5f1e9a' };
 
-describe('gateway end to end: unknown outcomes are told, never re-sent by a retry', () => {
+describe('gateway end to end: unknown outcomes are told, and an irreversible one is held for review', () => {
   const scenario = gatewayScenario();
 
-  it('given a target that times out after receiving the body, when the agent calls and retries an irreversible tool, then it is told the outcome is unknown and nothing is re-sent', async () => {
+  it('given a target that times out after receiving the body, when the agent calls and retries an irreversible tool, then it is told the outcome is unknown, held for review, and nothing is re-sent', async () => {
     await scenario.target.control('hang', { match: 'POST /payments' });
     const { client } = await connectClient(scenario.gateway.url, scenario.gateway.devToken);
     const first = await client.callTool({ name: 'send_payment', arguments: payment });
     expect(first.isError).toBe(false);
-    expect(executionOf(first).state).toBe('outcome_unknown');
-    expect(textOf(first)).toMatch(/Outcome unknown/);
-    expect(textOf(first)).toMatch(/Nothing was re-sent/);
+    // The unknown outcome is answered at once; review may already hold it by then.
+    expect(['outcome_unknown', 'needs_review']).toContain(executionOf(first).state);
+    expect(textOf(first)).toMatch(/Outcome unknown|Held for review/);
+    expect(textOf(first)).toMatch(/re-sent|will not send it again/);
 
     const retry = await client.callTool({ name: 'send_payment', arguments: payment });
     await client.close();
-    expect(executionOf(retry)).toMatchObject({ id: executionOf(first).id, attached: true, state: 'outcome_unknown', attempts: 1 });
+    expect(executionOf(retry)).toMatchObject({ id: executionOf(first).id, attached: true, state: 'needs_review', attempts: 1 });
+    expect(textOf(retry)).toMatch(/Held for review \(irreversible_outcome_unknown\)/);
     expect(retry.isError).toBe(false);
     expect((await scenario.target.effects()).byEndpoint['POST /payments']).toBe(1);
     expect((await scenario.target.effects()).requestsTotal).toBe(1);
@@ -30,11 +32,12 @@ describe('gateway end to end: unknown outcomes are told, never re-sent by a retr
       'ExecutionAuthorized',
       'Dispatched',
       'OutcomeUnknown',
+      'ReviewRequired',
       'RetryAttached',
     ]);
   });
 
-  it('given kill -9 between Dispatched and OutcomeObserved, when the gateway restarts and the irreversible call is retried, then no second request is sent and the outcome is unknown', async () => {
+  it('given kill -9 between Dispatched and OutcomeObserved, when the gateway restarts, then the irreversible call is held for review and a retry sends nothing', async () => {
     await scenario.target.control('hold', { match: 'POST /payments' });
     const { client } = await connectClient(scenario.gateway.url, scenario.gateway.devToken);
     void client.callTool({ name: 'send_payment', arguments: payment }).catch(() => undefined);
@@ -50,11 +53,11 @@ describe('gateway end to end: unknown outcomes are told, never re-sent by a retr
     const retry = await again.client.callTool({ name: 'send_payment', arguments: payment });
     await again.client.close();
 
-    expect(executionOf(retry)).toMatchObject({ id: executionId, attached: true, state: 'outcome_unknown', attempts: 1 });
-    expect(textOf(retry)).toMatch(/Outcome unknown/);
+    expect(executionOf(retry)).toMatchObject({ id: executionId, attached: true, state: 'needs_review', attempts: 1 });
+    expect(textOf(retry)).toMatch(/Held for review/);
     expect((await scenario.target.effects()).requestsTotal).toBe(1);
     const events = await executionEvents(scenario.folder.dataDir, executionId!);
-    expect(events.slice(0, 4)).toEqual(['ExecutionAccepted', 'ExecutionAuthorized', 'Dispatched', 'OutcomeUnknown']);
+    expect(events.slice(0, 5)).toEqual(['ExecutionAccepted', 'ExecutionAuthorized', 'Dispatched', 'OutcomeUnknown', 'ReviewRequired']);
     expect(events.filter((type) => type === 'Dispatched')).toHaveLength(1);
   });
 

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import canonicalize from 'canonicalize';
+import { canonicalEventJson } from './canonical-json';
 
 /** `prev` of the first event of every stream. */
 export const GENESIS_HASH = '0'.repeat(64);
@@ -23,15 +23,17 @@ export interface ChainedEventFields {
  */
 export function eventHash(prev: string, event: ChainedEventFields): string {
   // The fields come from JSON (the store or an export line), so they are plain JSON already.
-  const canonical = canonicalize({
-    streamId: event.streamId,
-    revision: event.revision,
-    id: event.id,
-    type: event.type,
-    data: event.data,
-    metadata: event.metadata,
-    recordedAt: event.recordedAt,
-  });
+  // `canonicalEventJson` is byte-identical to the `canonicalize` package (canonical-json.unit.spec.ts).
+  const canonical = canonicalEventJson(
+    event.streamId,
+    event.revision,
+    event.id,
+    event.type,
+    event.data,
+    event.metadata,
+    event.recordedAt,
+  );
   if (canonical === undefined) throw new TypeError(`event ${event.id} of ${event.streamId} is not JSON`);
-  return createHash('sha256').update(prev).update('\n').update(canonical).digest('hex');
+  // One update of the whole preimage: the same bytes as updating prev, '\n' and the JSON in turn.
+  return createHash('sha256').update(prev + '\n' + canonical).digest('hex');
 }

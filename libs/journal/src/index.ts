@@ -23,5 +23,8 @@ export {
   peekPosition,
 } from './export-format';
 export type { JournalEvent, JournalExportHeader } from './export-format';
-export { verifyJournal } from './verify';
+export { AUTO_PARALLEL_AFTER_LINES, verifyJournal } from './verify';
 export type { VerifyFailure, VerifyFailureKind, VerifyOptions, VerifyReport } from './verify';
+export { defaultVerifyWorkers } from './verify-pool';
+export { canonicalJson } from './canonical-json';
+export { splitLines } from './split-lines';

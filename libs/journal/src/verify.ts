@@ -1,22 +1,10 @@
 import type { KeyObject } from 'node:crypto';
-import { eventHash, GENESIS_HASH } from './chain';
-import {
-  JournalFormatError,
-  parseEventLine,
-  parseHeader,
-  peekPosition,
-  type JournalEvent,
-  type JournalExportHeader,
-} from './export-format';
-import {
-  isJournalSealedData,
-  publicKeyId,
-  SEAL_EVENT_TYPE,
-  SEAL_STREAM,
-  SealDigest,
-  verifySealSignature,
-  type SealBody,
-} from './seal';
+import { availableParallelism } from 'node:os';
+import { GENESIS_HASH } from './chain';
+import { JournalFormatError, parseHeader, peekPosition, type JournalExportHeader } from './export-format';
+import { analyzeLine, isSealEvent, type AnalyzedEvent, type LineAnalysis } from './line-analysis';
+import { isJournalSealedData, publicKeyId, SealDigest, verifySealSignature, type SealBody } from './seal';
+import { defaultVerifyWorkers, VerifyPool } from './verify-pool';
 
 /** What went wrong first. The rules that choose a kind are in libs/journal/README.md. */
 export type VerifyFailureKind =
@@ -62,7 +50,20 @@ export interface VerifyReport {
 export interface VerifyOptions {
   /** Accept events after the last seal event (checked by the chain only). Default: false. */
   readonly allowUnsealedTail?: boolean;
+  /**
+   * Worker threads that parse and hash lines while this thread runs the ordered checks. `0`: everything on
+   * the calling thread. A number: that many workers from the first line. Default (unset): the calling thread
+   * alone for the first `AUTO_PARALLEL_AFTER_LINES` lines, then, if the export goes on and the machine has
+   * more than one core, `defaultVerifyWorkers()` workers for the rest. The report is the same either way.
+   */
+  readonly workers?: number;
+  /** Lines per batch sent to a worker. Default 2000. */
+  readonly batchLines?: number;
 }
+
+/** With `workers` unset, exports up to this many lines are verified on the calling thread (a worker costs a start-up). */
+export const AUTO_PARALLEL_AFTER_LINES = 20_000;
+const DEFAULT_BATCH_LINES = 2000;
 
 interface StreamTip {
   revision: number;
@@ -82,8 +83,126 @@ export async function verifyJournal(
   publicKey: KeyObject,
   options: VerifyOptions = {},
 ): Promise<VerifyReport> {
-  const verifier = new JournalVerifier(lines[Symbol.asyncIterator](), publicKey, options.allowUnsealedTail ?? false);
+  const { workers, batchLines = DEFAULT_BATCH_LINES } = options;
+  if (workers !== undefined && (!Number.isSafeInteger(workers) || workers < 0)) {
+    throw new RangeError(`workers must be a whole number of at least 0, got ${workers}`);
+  }
+  if (!Number.isSafeInteger(batchLines) || batchLines < 1) {
+    throw new RangeError(`batchLines must be a whole number of at least 1, got ${batchLines}`);
+  }
+  const feed = new LineFeed(lines[Symbol.asyncIterator](), workers, batchLines);
+  const verifier = new JournalVerifier(feed, publicKey, options.allowUnsealedTail ?? false);
   return verifier.run();
+}
+
+/**
+ * The lines of the export in order, each event line with its analysis (parsed, shape-checked, hashed). The
+ * analysis runs in place, or in a pool of workers that are sent batches of `batchLines` lines, at most
+ * `2 × workers + 1` batches ahead of the verifier: memory stays bounded whatever the export's size.
+ */
+class LineFeed {
+  /** Lines taken from the source so far (the header included). */
+  private pulled = 0;
+  private texts: readonly string[] = [];
+  /** Line number of `texts[0]`. */
+  private firstLine = 0;
+  private results: readonly LineAnalysis[] | undefined;
+  private index = 0;
+  private readonly ahead: Array<{ texts: string[]; firstLine: number; results: Promise<LineAnalysis[]> }> = [];
+  private pool: VerifyPool | undefined;
+  private sourceDone = false;
+
+  constructor(
+    private readonly source: AsyncIterator<string>,
+    private readonly workers: number | undefined,
+    private readonly batchLines: number,
+  ) {}
+
+  /** The next line's text alone (the header, or scanning on past a failure). */
+  async nextText(): Promise<string | undefined> {
+    if (this.index < this.texts.length) return this.texts[this.index++]!;
+    const batch = this.ahead.shift();
+    if (batch !== undefined) {
+      // Its analysis is not needed any more.
+      this.setBatch(batch.texts, batch.firstLine, undefined);
+      return this.texts[this.index++];
+    }
+    return this.pull();
+  }
+
+  /** The next event line (or blank line) with its analysis. */
+  async next(): Promise<{ text: string; analysis: LineAnalysis } | undefined> {
+    if (this.index < this.texts.length) {
+      const i = this.index++;
+      const text = this.texts[i]!;
+      return { text, analysis: this.results?.[i] ?? analyzeLine(text, this.firstLine + i) };
+    }
+    if (this.pool === undefined && !this.startPool()) {
+      const text = await this.pull();
+      return text === undefined ? undefined : { text, analysis: analyzeLine(text, this.pulled) };
+    }
+    await this.fill();
+    const batch = this.ahead.shift();
+    if (batch === undefined) return undefined;
+    this.setBatch(batch.texts, batch.firstLine, await batch.results);
+    return this.next();
+  }
+
+  async close(): Promise<void> {
+    this.ahead.length = 0;
+    try {
+      await this.source.return?.();
+    } finally {
+      await this.pool?.close();
+    }
+  }
+
+  /** Starts the pool when the options (or the export's length so far) say so; true when it runs. */
+  private startPool(): boolean {
+    const size =
+      this.workers ??
+      (this.pulled >= AUTO_PARALLEL_AFTER_LINES && availableParallelism() > 1 ? defaultVerifyWorkers() : 0);
+    if (size === 0) return false;
+    this.pool = new VerifyPool(size);
+    return true;
+  }
+
+  /** Reads whole batches and hands them to the pool until enough are in flight or the source is done. */
+  private async fill(): Promise<void> {
+    const pool = this.pool!;
+    while (!this.sourceDone && this.ahead.length < 2 * pool.size + 1) {
+      const firstLine = this.pulled + 1;
+      const texts: string[] = [];
+      while (texts.length < this.batchLines) {
+        const text = await this.pull();
+        if (text === undefined) break;
+        texts.push(text);
+      }
+      if (texts.length === 0) break;
+      const results = pool.analyze(texts, firstLine);
+      // Batches dropped after a failure are never awaited: their rejection must not go unhandled.
+      results.catch(() => undefined);
+      this.ahead.push({ texts, firstLine, results });
+    }
+  }
+
+  private setBatch(texts: readonly string[], firstLine: number, results: readonly LineAnalysis[] | undefined): void {
+    this.texts = texts;
+    this.firstLine = firstLine;
+    this.results = results;
+    this.index = 0;
+  }
+
+  private async pull(): Promise<string | undefined> {
+    if (this.sourceDone) return undefined;
+    const result = await this.source.next();
+    if (result.done === true) {
+      this.sourceDone = true;
+      return undefined;
+    }
+    this.pulled += 1;
+    return result.value;
+  }
 }
 
 class JournalVerifier {
@@ -107,7 +226,7 @@ class JournalVerifier {
   private readonly keyId: string;
 
   constructor(
-    private readonly lines: AsyncIterator<string>,
+    private readonly feed: LineFeed,
     private readonly publicKey: KeyObject,
     private readonly allowUnsealedTail: boolean,
   ) {
@@ -122,8 +241,8 @@ class JournalVerifier {
       if (error instanceof VerifyStop) return this.report(error.failure);
       throw error;
     } finally {
-      // Stopping at a failure leaves the source open (a file stream): release it.
-      await this.lines.return?.();
+      // Stopping at a failure leaves the source open (a file stream) and workers running: release them.
+      await this.feed.close();
     }
   }
 
@@ -141,12 +260,22 @@ class JournalVerifier {
     return failure === undefined ? base : { ...base, failure };
   }
 
+  /** The next line's text (the header, or scanning on past a failure). */
   private async nextLine(): Promise<string | undefined> {
-    const result = await this.lines.next();
-    if (result.done === true) return undefined;
+    const text = await this.feed.nextText();
+    if (text === undefined) return undefined;
     this.line += 1;
-    this.bytes += Buffer.byteLength(result.value, 'utf8') + 1;
-    return result.value;
+    this.bytes += Buffer.byteLength(text, 'utf8') + 1;
+    return text;
+  }
+
+  /** The next event line, parsed and hashed (here or by a worker). */
+  private async nextAnalyzed(): Promise<LineAnalysis | undefined> {
+    const next = await this.feed.next();
+    if (next === undefined) return undefined;
+    this.line += 1;
+    this.bytes += Buffer.byteLength(next.text, 'utf8') + 1;
+    return next.analysis;
   }
 
   private fail(
@@ -176,20 +305,15 @@ class JournalVerifier {
     }
     this.windowStart = this.header.fromPosition + 1;
 
-    for (let text = await this.nextLine(); text !== undefined; text = await this.nextLine()) {
+    for (let analysis = await this.nextAnalyzed(); analysis !== undefined; analysis = await this.nextAnalyzed()) {
       // A blank line is tolerated only as the last line (a trailing newline split naively).
       if (this.blankLine !== undefined) this.fail('malformed', 'blank line inside the export', null, this.blankLine);
-      if (text === '') {
+      if (analysis.kind === 'blank') {
         this.blankLine = this.line;
         continue;
       }
-      let event: JournalEvent;
-      try {
-        event = parseEventLine(text, this.line);
-      } catch (error) {
-        if (error instanceof JournalFormatError) this.fail('malformed', error.detail, null);
-        throw error;
-      }
+      if (analysis.kind === 'malformed') this.fail('malformed', analysis.detail, null);
+      const event = analysis;
       const expected = (this.lastPosition ?? this.header.fromPosition) + 1;
       if (event.position !== expected || event.position > this.header.toPosition) {
         await this.positionFailure(event, expected);
@@ -219,8 +343,9 @@ class JournalVerifier {
   }
 
   /** The per-event checks, in order: hash, stream chain, seal. */
-  private checkEvent(event: JournalEvent): void {
-    if (eventHash(event.prev, event) !== event.hash) {
+  private checkEvent(event: AnalyzedEvent): void {
+    if ('hashError' in event) throw event.hashError;
+    if (!event.hashMatches) {
       this.fail('edited', 'the event does not match its hash: a field was changed', event);
     }
     const tip = this.streams.get(event.streamId);
@@ -252,7 +377,7 @@ class JournalVerifier {
     this.firstPosition ??= event.position;
     this.lastPosition = event.position;
     this.window.push(event.hash);
-    if (event.streamId === SEAL_STREAM && event.type === SEAL_EVENT_TYPE) {
+    if (isSealEvent(event.streamId, event.type)) {
       this.checkSeal(event);
       this.tailStart = undefined;
     } else {
@@ -260,7 +385,7 @@ class JournalVerifier {
     }
   }
 
-  private checkSeal(event: JournalEvent): void {
+  private checkSeal(event: AnalyzedEvent): void {
     const data = event.data;
     if (!isJournalSealedData(data)) this.fail('bad_signature', 'the seal event does not carry a seal body and signature', event);
     if (!verifySealSignature(data, this.publicKey)) {
@@ -337,7 +462,7 @@ class JournalVerifier {
    * The line reads position q where e was due. Reads on (positions only, constant memory) to tell which
    * mutation explains it; the rules are listed in libs/journal/README.md.
    */
-  private async positionFailure(event: JournalEvent, expected: number): Promise<never> {
+  private async positionFailure(event: AnalyzedEvent, expected: number): Promise<never> {
     const line = this.line;
     const q = event.position;
     const nextText = await this.nextLine();

@@ -3,6 +3,7 @@ import { contractsCheckCommand } from './commands/contracts-check';
 import { agentsAddCommand, agentsListCommand, agentsRevokeCommand, startCommand, stdioCommand } from './commands/gateway-commands';
 import { auditVerifyCommand, initCommand, journalExportCommand } from './commands/journal-commands';
 import { investigateCommand, projectionRunCommand } from './commands/analyst-commands';
+import { reviewListCommand, reviewResolveCommand, reviewShowCommand } from './commands/review-commands';
 
 /** Every command of the CLI. Adding one here is all the dispatcher needs. */
 export const COMMANDS: readonly CliCommand[] = [
@@ -17,4 +18,7 @@ export const COMMANDS: readonly CliCommand[] = [
   auditVerifyCommand,
   investigateCommand,
   projectionRunCommand,
+  reviewListCommand,
+  reviewShowCommand,
+  reviewResolveCommand,
 ];

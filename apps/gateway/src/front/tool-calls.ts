@@ -3,7 +3,6 @@ import {
   formatIntentScope,
   matchRetry,
   checkIdempotencyKey,
-  recoveryPolicyOf,
   type AttachActionKind,
   type ExecutionId,
   type ExecutionState,
@@ -266,13 +265,11 @@ export class ToolCalls {
   ): Promise<CallToolResult> {
     const replayed = action === 'replay_stored_result';
     const flags = { attached: true, replayed };
-    const policy = state.accepted ? recoveryPolicyOf(state.accepted.operationClass) : undefined;
-    const resends = policy?.afterUnknownOutcome === 'redispatch' || policy?.afterUnknownOutcome === 'redispatch_same_key';
-    const attemptsLeft = state.accepted !== null && state.attempts < state.accepted.attemptPolicy.maxAttempts;
-    if (action === 'recover_by_class' && state.status === 'outcome_unknown' && resends && attemptsLeft) {
-      // The dispatcher decides from RetryAttached whether the class lets it send again; wait for the next attempt.
+    if (action === 'recover_by_class' && state.status === 'outcome_unknown') {
+      // The retry lets recovery act by class (evidence, a new attempt with the same key, or review); answer
+      // with what it leads to, or with the unknown outcome if nothing moves within the call wait.
       const attempts = state.attempts;
-      return this.waitAndAnswer(tool, state, flags, context, (next) => next.status !== 'outcome_unknown' || next.attempts > attempts, true);
+      return this.waitAndAnswer(tool, state, flags, context, (next) => next.status !== 'outcome_unknown' || next.attempts > attempts);
     }
     return this.waitAndAnswer(tool, state, flags, context, () => true);
   }
@@ -287,7 +284,6 @@ export class ToolCalls {
     flags: AnswerFlags,
     context: CallContext,
     extra: (state: ExecutionState) => boolean,
-    settleQuickly = false,
   ): Promise<CallToolResult> {
     const executionId = state.executionId!;
     const release = this.deps.deliveries.register(executionId);
@@ -313,10 +309,9 @@ export class ToolCalls {
     context.signal.addEventListener('abort', onCancel, { once: true });
     try {
       const ready = (s: ExecutionState) => ANSWERABLE.has(s.status) && extra(s);
-      const waitMs = settleQuickly ? Math.min(this.deps.callWaitMs, 2_000) : this.deps.callWaitMs;
       const latest = ready(state)
         ? state
-        : (await this.deps.watcher.waitUntil(executionId, ready, waitMs, context.signal)).state;
+        : (await this.deps.watcher.waitUntil(executionId, ready, this.deps.callWaitMs, context.signal)).state;
       const stored = await this.storedResult(latest);
       const answer = toolResult(tool.name, latest, flags, stored);
       if (latest.outcome !== null && !context.signal.aborted) {

@@ -1,11 +1,12 @@
 import { Controller, Inject, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { EventPattern, Payload } from '@nestjs/microservices';
-import { recoveryPolicyOf, type ExecutionId, type ExecutionState } from '@oncegate/domain';
+import type { ExecutionId, ExecutionState } from '@oncegate/domain';
 import type { ToolContract } from '@oncegate/contracts';
 import type { HttpAttemptResult, HttpDispatcher } from '@oncegate/dispatcher-http';
 import type { EventStore, RecordedEvent } from '@oncegate/event-store';
 import { EVENT_STORE } from '@oncegate/nest-event-store';
-import { isoNow, loadExecution, runExecutionCommand, type Clock, type LoadedExecution } from '@oncegate/execution-journal';
+import { isoNow, loadExecution, runExecutionCommand, type Clock } from '@oncegate/execution-journal';
+import { recoverExecution } from '../recovery/execution-recovery';
 import type { SealedStore } from '@oncegate/sealed-store';
 import type { StoredResult } from '../../front/tool-results';
 import type { CredentialResolver } from '../credentials';
@@ -13,22 +14,6 @@ import { CLOCK, CREDENTIALS, DISPATCHER_ID, HTTP_DISPATCHER, SEALED_STORE, TOOLS
 
 const SERVICE = 'service:dispatcher-http';
 const LOW_WATER = 'dispatcher-http/unsettled-low-water';
-
-/**
- * May this execution be sent now, in answer to `cause`? The first attempt answers ExecutionAuthorized. A second
- * one only answers a RetryAttached that came after the last unknown outcome, for a class that allows re-sending:
- * an old event delivered again after a restart must never send anything on its own.
- */
-function mayDispatch(execution: LoadedExecution, cause: RecordedEvent): boolean {
-  const { state, events } = execution;
-  if (state.accepted?.channel !== 'http') return false;
-  if (cause.type === 'ExecutionAuthorized') return state.status === 'authorized';
-  if (cause.type !== 'RetryAttached' || state.status !== 'outcome_unknown') return false;
-  const policy = recoveryPolicyOf(state.accepted.operationClass);
-  const resendable = policy.afterUnknownOutcome === 'redispatch' || policy.afterUnknownOutcome === 'redispatch_same_key';
-  const lastUnknown = events.findLast((event) => event.type === 'OutcomeUnknown')?.revision ?? -1;
-  return resendable && cause.revision > lastUnknown && state.attempts < state.accepted.attemptPolicy.maxAttempts;
-}
 
 /**
  * Sends HTTP tools. `Dispatched` is appended — durably, with the expected revision, so only one instance wins —
@@ -49,23 +34,57 @@ export class DispatcherHttpController implements OnApplicationBootstrap {
     @Inject(CLOCK) private readonly clock: Clock,
   ) {}
 
+  /** The first attempt, or a new one after an operator resolved a review as not executed. */
   @EventPattern('ExecutionAuthorized')
   onAuthorized(@Payload() event: RecordedEvent): Promise<void> {
     return this.dispatch(event.metadata['executionId'] as ExecutionId, event);
   }
 
-  /** A retry attached to an unknown outcome: classes that allow it are sent again, with the same key. */
-  @EventPattern('RetryAttached')
-  onRetryAttached(@Payload() event: RecordedEvent): Promise<void> {
+  @EventPattern('ReviewResolved')
+  onReviewResolved(@Payload() event: RecordedEvent): Promise<void> {
     return this.dispatch(event.metadata['executionId'] as ExecutionId, event);
   }
 
-  private async dispatch(executionId: ExecutionId, cause: RecordedEvent): Promise<void> {
+  /** Recovery by class: after an unknown outcome, after a retry, after the evidence it asked for. */
+  @EventPattern('OutcomeUnknown')
+  onOutcomeUnknown(@Payload() event: RecordedEvent): Promise<void> {
+    return this.recover(event);
+  }
+
+  @EventPattern('RetryAttached')
+  onRetryAttached(@Payload() event: RecordedEvent): Promise<void> {
+    return this.recover(event);
+  }
+
+  @EventPattern('StatusQueried')
+  onStatusQueried(@Payload() event: RecordedEvent): Promise<void> {
+    return this.recover(event);
+  }
+
+  private async recover(cause: RecordedEvent): Promise<void> {
+    const executionId = cause.metadata['executionId'] as ExecutionId;
+    const { state } = await loadExecution(this.store, executionId);
+    if (state.accepted?.channel !== 'http') return;
+    await recoverExecution(
+      this.store,
+      this.clock,
+      executionId,
+      cause,
+      {
+        redispatch: (_execution, retry) => this.dispatch(executionId, retry, 'outcome_unknown'),
+        queryStatus: (execution) => this.queryStatus(execution.state),
+      },
+      { actor: SERVICE, causationId: cause.id },
+    );
+  }
+
+  /** Appends Dispatched (from `from`, `authorized` unless recovering) and, once it is durable, sends. */
+  private async dispatch(executionId: ExecutionId, cause: RecordedEvent, from: 'authorized' | 'outcome_unknown' = 'authorized'): Promise<void> {
     const outcome = await runExecutionCommand(
       this.store,
       executionId,
-      (_state, execution) =>
-        mayDispatch(execution, cause)
+      (state) =>
+        state.accepted?.channel === 'http' && state.status === from
           ? { type: 'RecordDispatch', executionId, now: isoNow(this.clock), dispatcherId: this.dispatcherId }
           : undefined,
       { actor: SERVICE, causationId: cause.id, correlation: cause.metadata['correlation'] as never },
@@ -81,22 +100,52 @@ export class DispatcherHttpController implements OnApplicationBootstrap {
     void sending.finally(() => this.inFlight.delete(sending));
   }
 
+  /** The contract's status query: does the precondition of the write still hold at the target? */
+  private async queryStatus(state: ExecutionState): Promise<{ preconditionHolds: boolean; observedStatus: string | null }> {
+    const tool = this.tools.get(state.accepted!.toolName);
+    const query = tool?.statusQuery;
+    if (tool === undefined || query == null) return { preconditionHolds: false, observedStatus: 'no status query in the contract' };
+    const args = await this.argumentsOf(state);
+    const credential = tool.credentialRef ? this.credentials.resolve(tool.credentialRef) : undefined;
+    const result = await this.http.send({
+      executionId: state.executionId!,
+      tool: { ...tool, request: { kind: 'http', method: 'GET', url: query.http.url, headers: query.http.headers, body: undefined, idempotencyHeader: null } },
+      arguments: args ?? {},
+      ...(credential ? { credential } : {}),
+    });
+    if (result.kind !== 'response' || result.outcome !== 'succeeded') {
+      return { preconditionHolds: false, observedStatus: result.kind === 'response' ? `status ${result.status}` : result.kind };
+    }
+    let observed: unknown;
+    try {
+      observed = jsonPointer(JSON.parse(Buffer.from(result.body).toString('utf8')), query.precondition.pointer);
+    } catch {
+      return { preconditionHolds: false, observedStatus: 'the status answer is not JSON' };
+    }
+    const expected = query.precondition.equals.kind === 'literal' ? query.precondition.equals.value : args?.[query.precondition.equals.argument];
+    return {
+      preconditionHolds: JSON.stringify(observed) === JSON.stringify(expected),
+      observedStatus: `${query.precondition.pointer}=${JSON.stringify(observed) ?? 'absent'}`.slice(0, 200),
+    };
+  }
+
+  private async argumentsOf(state: ExecutionState): Promise<Record<string, unknown> | undefined> {
+    const ref = state.accepted?.argumentsRef;
+    const blob = ref ? await this.sealed.open(ref) : undefined;
+    return blob === undefined ? undefined : (JSON.parse(blob.plaintext.toString('utf8')) as Record<string, unknown>);
+  }
+
   private async send(state: ExecutionState): Promise<void> {
     const executionId = state.executionId!;
     const attempt = state.attempts;
     const tool = this.tools.get(state.accepted!.toolName);
-    const argumentsBlob = state.accepted!.argumentsRef ? await this.sealed.open(state.accepted!.argumentsRef) : undefined;
+    const args = await this.argumentsOf(state);
     let result: HttpAttemptResult;
-    if (tool === undefined || argumentsBlob === undefined) {
+    if (tool === undefined || args === undefined) {
       result = { kind: 'not_sent', reason: tool === undefined ? 'the tool is no longer in the contract file' : 'the arguments are missing' };
     } else {
       const credential = tool.credentialRef ? this.credentials.resolve(tool.credentialRef) : undefined;
-      result = await this.http.send({
-        executionId,
-        tool,
-        arguments: JSON.parse(argumentsBlob.plaintext.toString('utf8')) as Record<string, unknown>,
-        ...(credential ? { credential } : {}),
-      });
+      result = await this.http.send({ executionId, tool, arguments: args, ...(credential ? { credential } : {}) });
     }
     await this.record(executionId, attempt, result);
   }
@@ -192,6 +241,18 @@ export class DispatcherHttpController implements OnApplicationBootstrap {
   async drain(): Promise<void> {
     await Promise.allSettled([...this.inFlight]);
   }
+}
+
+/** RFC 6901: the value at `pointer` in `document`, or `undefined`. */
+function jsonPointer(document: unknown, pointer: string): unknown {
+  if (pointer === '') return document;
+  let current: unknown = document;
+  for (const raw of pointer.slice(1).split('/')) {
+    const key = raw.replaceAll('~1', '/').replaceAll('~0', '~');
+    if (current === null || typeof current !== 'object' || !Object.hasOwn(current, key)) return undefined;
+    current = (current as Record<string, unknown>)[key];
+  }
+  return current;
 }
 
 function isText(contentType: string | null): boolean {

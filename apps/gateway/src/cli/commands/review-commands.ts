@@ -1,0 +1,126 @@
+import { userInfo } from 'node:os';
+import { executionStatusView, isExecutionId, type ExecutionId, type ReviewResolution } from '@oncegate/domain';
+import { isoNow, loadExecution, runExecutionCommand, systemClock } from '@oncegate/execution-journal';
+import { openDataFolder, type DataFolder } from '../../gateway';
+import { EXIT_CODES, UsageError, type CliCommand, type CliIo, type ExitCode } from '../cli-command';
+import { configOrExit, parseCommandArgs, stringOption, type ParsedArguments } from '../command-helpers';
+
+const RESOLUTIONS: Record<string, ReviewResolution> = {
+  completed: 'completed',
+  'not-executed': 'not_executed',
+  abandoned: 'abandoned',
+};
+
+async function withFolder(parsed: ParsedArguments, io: CliIo, work: (folder: DataFolder) => Promise<ExitCode>): Promise<ExitCode> {
+  const config = configOrExit(parsed, io);
+  if (typeof config === 'number') return config;
+  const folder = openDataFolder(config);
+  try {
+    return await work(folder);
+  } finally {
+    await folder.close();
+  }
+}
+
+function executionIdArgument(parsed: ParsedArguments): ExecutionId {
+  const [id, ...rest] = parsed.positionals;
+  if (id === undefined || rest.length > 0) throw new UsageError('name exactly one execution id (ex_…)');
+  if (!isExecutionId(id)) throw new UsageError(`'${id}' is not an execution id (ex_ followed by a ULID)`);
+  return id;
+}
+
+/** Executions currently held for review: every one that ever required review, still in `needs_review`. */
+async function held(folder: DataFolder) {
+  const ids = new Set<ExecutionId>();
+  let after = 0;
+  for (;;) {
+    const page = await folder.store.readAll({ after, maxCount: 1000, filter: { eventTypes: ['ReviewRequired'] } });
+    for (const event of page.events) ids.add(event.metadata['executionId'] as ExecutionId);
+    if (page.lastPosition <= after) break;
+    after = page.lastPosition;
+  }
+  const executions = await Promise.all([...ids].map((id) => loadExecution(folder.store, id)));
+  return executions.filter((execution) => execution.state.status === 'needs_review');
+}
+
+export const reviewListCommand: CliCommand = {
+  group: 'review',
+  name: 'list',
+  summary: 'List executions held for review (the gateway will not proceed alone).',
+  usage: 'Usage: oncegate review list [--config <file>]',
+  async run(args, io) {
+    const parsed = parseCommandArgs(args);
+    if (parsed.positionals.length > 0) throw new UsageError('takes no arguments');
+    return withFolder(parsed, io, async (folder) => {
+      const executions = await held(folder);
+      if (executions.length === 0) io.stdout('nothing is held for review\n');
+      for (const { state } of executions) {
+        io.stdout(
+          `${state.executionId}\t${state.accepted!.toolName}\t${state.accepted!.actor}\t${state.review!.reason}\tsince ${state.review!.requiredAt}\tattempts ${state.attempts}\n`,
+        );
+      }
+      return EXIT_CODES.ok;
+    });
+  },
+};
+
+export const reviewShowCommand: CliCommand = {
+  group: 'review',
+  name: 'show',
+  summary: 'Show one execution under review: what was asked, what happened, why it is held.',
+  usage: 'Usage: oncegate review show <execution-id> [--config <file>]',
+  async run(args, io) {
+    const parsed = parseCommandArgs(args);
+    const id = executionIdArgument(parsed);
+    return withFolder(parsed, io, async (folder) => {
+      const execution = await loadExecution(folder.store, id);
+      if (execution.state.accepted === null) {
+        io.stderr(`no execution ${id} in this data folder\n`);
+        return EXIT_CODES.failed;
+      }
+      const accepted = execution.events.find((event) => event.type === 'ExecutionAccepted')!.data as { record: unknown };
+      const view = executionStatusView(execution.state);
+      io.stdout(`${JSON.stringify({ ...view, review: execution.state.review, record: accepted.record }, null, 2)}\n`);
+      for (const event of execution.events) {
+        io.stdout(`${event.recordedAt}  #${event.revision} ${event.type}  (${String(event.metadata['actor'] ?? '')})\n`);
+      }
+      return EXIT_CODES.ok;
+    });
+  },
+};
+
+export const reviewResolveCommand: CliCommand = {
+  group: 'review',
+  name: 'resolve',
+  summary: 'Resolve a review as completed, not-executed (sends it again, same execution id) or abandoned.',
+  usage: `Usage: oncegate review resolve <execution-id> --as completed|not-executed|abandoned --reason "..." [--by <who>]
+
+Records who resolved it and why. not-executed lets the gateway send it again under the same execution id
+and idempotency key; completed records the effect as done; abandoned stops here.`,
+  async run(args, io) {
+    const parsed = parseCommandArgs(args, { as: { type: 'string' }, reason: { type: 'string' }, by: { type: 'string' } });
+    const id = executionIdArgument(parsed);
+    const as = stringOption(parsed, 'as');
+    const resolution = as === undefined ? undefined : RESOLUTIONS[as];
+    if (resolution === undefined) throw new UsageError(`--as must be one of: ${Object.keys(RESOLUTIONS).join(', ')}`);
+    const reason = stringOption(parsed, 'reason')?.trim();
+    if (!reason) throw new UsageError('--reason "..." is required: say why');
+    const by = stringOption(parsed, 'by') ?? `operator:${userInfo().username}`;
+    return withFolder(parsed, io, async (folder) => {
+      const before = await loadExecution(folder.store, id);
+      if (before.state.status !== 'needs_review') {
+        io.stderr(`${id} is not held for review (state: ${before.state.status})\n`);
+        return EXIT_CODES.failed;
+      }
+      await runExecutionCommand(
+        folder.store,
+        id,
+        (state) => (state.status === 'needs_review' ? { type: 'ResolveReview', executionId: id, now: isoNow(systemClock), resolution, by, reason } : undefined),
+        { actor: by },
+        systemClock,
+      );
+      io.stdout(`${id} resolved as ${as} by ${by}\n`);
+      return EXIT_CODES.ok;
+    });
+  },
+};

@@ -1,0 +1,90 @@
+import { nextRecoveryStep, type ExecutionId, type MarkerState } from '@oncegate/domain';
+import type { EventStore, RecordedEvent } from '@oncegate/event-store';
+import { isoNow, loadExecution, runExecutionCommand, type AppendContext, type Clock, type LoadedExecution } from '@oncegate/execution-journal';
+
+/** What a channel's dispatcher can do for recovery; the rules of which step comes when are not its business. */
+export interface ChannelRecovery {
+  /** Appends Dispatched (next attempt, same key) and sends; resolves once Dispatched is durable. */
+  redispatch(execution: LoadedExecution, cause: RecordedEvent): Promise<void>;
+  /** Runs the contract's status query (conditional writes). */
+  queryStatus?(execution: LoadedExecution): Promise<{ preconditionHolds: boolean; observedStatus: string | null }>;
+  /** Reads the durable marker on the host (remote commands). */
+  probeMarker?(execution: LoadedExecution): Promise<{ marker: MarkerState; exitStatus: number | null }>;
+}
+
+/** A retry arrived after the last unknown outcome and nothing was sent since: the agent asked to go on. */
+export function retryPending(execution: LoadedExecution): boolean {
+  const last = (type: string) => execution.events.findLast((event) => event.type === type)?.revision ?? -1;
+  const retry = last('RetryAttached');
+  return retry > last('OutcomeUnknown') && retry > last('Dispatched');
+}
+
+/**
+ * Applies the class's recovery rule (DESIGN section 6, decided by the pure `nextRecoveryStep`) to an execution
+ * whose outcome is unknown: gather evidence (status query, marker probe), report an outcome a marker proves,
+ * hold for review, or send again — the last only when the agent retried, never on its own.
+ */
+export async function recoverExecution(
+  store: EventStore,
+  clock: Clock,
+  executionId: ExecutionId,
+  cause: RecordedEvent,
+  channel: ChannelRecovery,
+  context: AppendContext,
+): Promise<void> {
+  for (let step = 0; step < 4; step += 1) {
+    const execution = await loadExecution(store, executionId);
+    const { state } = execution;
+    if (state.status !== 'outcome_unknown') return;
+    const next = nextRecoveryStep(state, isoNow(clock));
+    const attempt = state.attempts;
+    const append = (build: Parameters<typeof runExecutionCommand>[2]) => runExecutionCommand(store, executionId, build, context, clock);
+    const stillUnknown = (s: typeof state) => s.status === 'outcome_unknown' && s.attempts === attempt;
+    switch (next.kind) {
+      case 'hold_for_review':
+        await append((s) => (stillUnknown(s) ? { type: 'RequireReview', executionId, now: isoNow(clock), reason: next.reason } : undefined));
+        return;
+      case 'report_outcome_from_marker':
+        await append((s) =>
+          stillUnknown(s)
+            ? {
+                type: 'ObserveOutcome',
+                executionId,
+                now: isoNow(clock),
+                attempt,
+                outcome: next.outcome,
+                source: 'marker',
+                targetStatus: null,
+                exitCode: next.exitStatus,
+                resultRef: null,
+                resultDigest: null,
+              }
+            : undefined,
+        );
+        return;
+      case 'query_status': {
+        if (!channel.queryStatus) return;
+        const status = await channel.queryStatus(execution);
+        await append((s) => (stillUnknown(s) ? { type: 'RecordStatusQuery', executionId, now: isoNow(clock), attempt, ...status } : undefined));
+        continue;
+      }
+      case 'probe_marker': {
+        if (!channel.probeMarker) return;
+        const probe = await channel.probeMarker(execution);
+        await append((s) => (stillUnknown(s) ? { type: 'RecordMarkerProbe', executionId, now: isoNow(clock), attempt, ...probe } : undefined));
+        continue;
+      }
+      case 'redispatch_same_key':
+        if (retryPending(execution)) await channel.redispatch(execution, cause);
+        return;
+      case 'wait':
+      case 'record_unknown_outcome':
+      case 'nothing_to_recover':
+        return;
+      default: {
+        const never: never = next;
+        throw new Error(`unexpected recovery step ${JSON.stringify(never)}`);
+      }
+    }
+  }
+}
