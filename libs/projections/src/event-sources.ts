@@ -3,7 +3,7 @@
  * (`oncegate journal export`), read line by line so a file of any size is never held in memory.
  */
 import { createReadStream } from 'node:fs';
-import { createInterface } from 'node:readline';
+import { splitLines } from '@oncegate/journal';
 import type { EventStore, RecordedEvent } from '@oncegate/event-store';
 import { matchesFilter, type ProjectionFilter } from './projection';
 
@@ -64,7 +64,8 @@ export async function* eventsFromJournalFile(
   options: EventSourceOptions = {},
 ): AsyncGenerator<RecordedEvent> {
   const after = options.after ?? 0;
-  const lines = createInterface({ input: createReadStream(file, { encoding: 'utf8' }), crlfDelay: Infinity });
+  const input = createReadStream(file);
+  const lines = splitLines(input);
   let lineNumber = 0;
   let sawHeader = false;
   try {
@@ -100,7 +101,7 @@ export async function* eventsFromJournalFile(
     }
     if (!sawHeader) throw new JournalFileError(file, 0, 'empty file: no journal export header');
   } finally {
-    lines.close();
+    input.destroy();
   }
 }
 

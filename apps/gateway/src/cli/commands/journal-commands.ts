@@ -1,6 +1,5 @@
 import { createReadStream, existsSync } from 'node:fs';
-import { createInterface } from 'node:readline';
-import { formatEventLine, formatHeader, publicKeyId, verifyJournal, type VerifyReport } from '@oncegate/journal';
+import { formatEventLine, formatHeader, publicKeyId, splitLines, verifyJournal, type VerifyReport } from '@oncegate/journal';
 import { openDataFolder } from '../../gateway';
 import { loadGatewayKeys } from '../../infrastructure/key-files';
 import { initSealKeys, loadSealPublicKey, SealKeyError, sealKeyPaths } from '../../infrastructure/seal-keys';
@@ -125,7 +124,7 @@ bad signature.`,
       io.stderr(`journal file not found: ${file}\n`);
       return EXIT_CODES.failed;
     }
-    const lines = createInterface({ input: createReadStream(file), crlfDelay: Infinity });
+    const lines = splitLines(createReadStream(file));
     const report = await verifyJournal(lines, key, { allowUnsealedTail: parsed.values['allow-unsealed-tail'] === true });
     (report.ok ? io.stdout : io.stderr)(describeReport(report));
     return report.ok ? EXIT_CODES.ok : EXIT_CODES.failed;
