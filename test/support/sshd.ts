@@ -1,7 +1,8 @@
 import { execFile, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
@@ -52,7 +53,10 @@ export async function startSshd(options: StartSshdOptions = {}): Promise<SshdHan
   }
   await ensurePrivsepDir();
   const user = options.user ?? userInfo().username;
-  const root = await mkdtemp(join(tmpdir(), 'oncegate-sshd-'));
+  // Lower-case hex, not mkdtemp's mixed case: contracts embed these paths, and the contract parser takes a long
+  // mixed-case run for a literal token.
+  const root = join(tmpdir(), `oncegate-sshd-${randomBytes(6).toString('hex')}`);
+  await mkdir(root, { mode: 0o700 });
   try {
     const workDir = join(root, 'work');
     await mkdir(workDir);

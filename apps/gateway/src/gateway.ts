@@ -9,6 +9,7 @@ import type { INestMicroservice, LoggerService, LogLevel } from '@nestjs/common'
 import { ConsoleLogger } from '@nestjs/common';
 import { parseContractFile, type ToolContract } from '@oncegate/contracts';
 import { HttpDispatcher } from '@oncegate/dispatcher-http';
+import { SshDispatcher } from '@oncegate/dispatcher-ssh';
 import type { EventStore } from '@oncegate/event-store';
 import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
 import { ExecutionWatcher, systemClock, type Clock } from '@oncegate/execution-journal';
@@ -29,6 +30,8 @@ import { AuthorizationModule } from './services/authorization/authorization.modu
 import { CredentialResolver } from './services/credentials';
 import { DispatcherHttpController } from './services/dispatcher-http/dispatcher-http.controller';
 import { DispatcherHttpModule } from './services/dispatcher-http/dispatcher-http.module';
+import { DispatcherSshController } from './services/dispatcher-ssh/dispatcher-ssh.controller';
+import { DispatcherSshModule } from './services/dispatcher-ssh/dispatcher-ssh.module';
 import { ResultDeliveryModule } from './services/result-delivery/result-delivery.module';
 
 /** Event-store adapters by configured driver name; the rest of the gateway only sees the port. */
@@ -157,6 +160,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   const credentials = new CredentialResolver(config.credentials, options.env ?? process.env);
   const deliveries = new DeliveryTracker();
   const http = new HttpDispatcher();
+  const ssh = new SshDispatcher();
   const watcher = new ExecutionWatcher(store);
   await watcher.start();
   const env = options.env ?? process.env;
@@ -196,6 +200,18 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     }),
     'dispatcher-http',
   );
+  const sshDispatcher = await service(
+    DispatcherSshModule.forRoot({
+      store,
+      tools,
+      sealed,
+      ssh,
+      credentials,
+      dispatcherId: `dispatcher-ssh@${hostname()}/${options.front ?? 'http'}`,
+      clock,
+    }),
+    'dispatcher-ssh',
+  );
   await service(ResultDeliveryModule.forRoot({ store, deliveries, clock }), 'result-delivery');
 
   const toolCalls = new ToolCalls({ store, watcher, sealed, keyRing, tools, deliveries, clock, callWaitMs: config.callWaitMs });
@@ -233,10 +249,12 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       await front.close();
       await agentWatch.stop();
       await dispatcher.get(DispatcherHttpController).drain();
+      await sshDispatcher.get(DispatcherSshController).drain();
       for (const app of microservices.reverse()) await app.close();
       await sealer?.stop();
       await watcher.stop();
       await http.close();
+      await ssh.close();
       await demo?.close();
       await sealed.close();
       await sseStore.close();

@@ -15,12 +15,17 @@ import {
   type YamlContext,
 } from '@oncegate/contracts';
 
-/** How a credential reference is resolved until the vault exists: a header value read from the environment. */
+/**
+ * How a credential reference is resolved until the vault exists: a value read at dispatch from an environment
+ * variable or a file (an SSH private key, say). The configuration names where it is, never the value.
+ */
 export interface CredentialSource {
-  /** Header the value is sent in. Default `Authorization`. */
+  /** Header an HTTP credential is sent in. Default `Authorization`. */
   readonly header: string;
-  /** Environment variable holding the value (never the value itself). */
-  readonly env: string;
+  /** Environment variable holding the value; `null` when `file` is used. */
+  readonly env: string | null;
+  /** File holding the value (e.g. an SSH private key); `null` when `env` is used. */
+  readonly file: string | null;
   /** Prefix such as `Bearer`; default none. */
   readonly scheme: string | null;
 }
@@ -184,14 +189,20 @@ export function parseGatewayConfig(text: string, file: string, base = DEFAULT_CO
         const node = credentials.required(ref);
         const entry = node && MapReader.of(ctx, node, credentials.fieldPath(ref));
         if (!entry) continue;
-        entry.rejectUnknown(['header', 'env', 'scheme'], { value: 'credential values never go in a file; name an environment variable with env' });
-        const envNode = entry.required('env');
-        const env = envNode && readString(ctx, envNode, entry.fieldPath('env'), { nonEmpty: true });
+        entry.rejectUnknown(['header', 'env', 'file', 'scheme'], { value: 'credential values never go in a file; name an environment variable with env' });
+        const envNode = entry.optional('env');
+        const fileNode = entry.optional('file');
+        if ((envNode === undefined) === (fileNode === undefined)) {
+          ctx.report(node ?? null, credentials.fieldPath(ref), "name exactly one of 'env' (an environment variable) or 'file' (a key file)");
+          continue;
+        }
+        const env = envNode ? readString(ctx, envNode, entry.fieldPath('env'), { nonEmpty: true }) : null;
+        const file = fileNode ? readString(ctx, fileNode, entry.fieldPath('file'), { nonEmpty: true }) : null;
         const headerNode = entry.optional('header');
         const schemeNode = entry.optional('scheme');
         const header = headerNode ? readString(ctx, headerNode, entry.fieldPath('header'), { nonEmpty: true }) : 'Authorization';
         const scheme = schemeNode ? readString(ctx, schemeNode, entry.fieldPath('scheme'), { nonEmpty: true }) : null;
-        if (env && header) parsed[ref] = { env, header, scheme: scheme ?? null };
+        if ((env || file) && header) parsed[ref] = { env: env ?? null, file: file ?? null, header, scheme: scheme ?? null };
       }
       config.credentials = parsed;
     }

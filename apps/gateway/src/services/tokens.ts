@@ -7,3 +7,4 @@ export const CREDENTIALS = Symbol('oncegate:credentials');
 export const DELIVERY_TRACKER = Symbol('oncegate:delivery-tracker');
 export const HTTP_DISPATCHER = Symbol('oncegate:http-dispatcher');
 export const DISPATCHER_ID = Symbol('oncegate:dispatcher-id');
+export const SSH_DISPATCHER = Symbol('oncegate:ssh-dispatcher');

@@ -1,0 +1,189 @@
+import { Logger } from '@nestjs/common';
+import type { DefiniteOutcome, ExecutionId, ExecutionState, MarkerState, UnknownOutcomeReason } from '@oncegate/domain';
+import type { ToolContract } from '@oncegate/contracts';
+import type { EventStore, RecordedEvent } from '@oncegate/event-store';
+import { isoNow, loadExecution, runExecutionCommand, type Clock, type LoadedExecution } from '@oncegate/execution-journal';
+import type { SealedStore } from '@oncegate/sealed-store';
+import type { StoredResult } from '../../front/tool-results';
+import { recoverExecution } from '../recovery/execution-recovery';
+
+/** What a channel's attempt came to, in the journal's terms. */
+export type AttemptRecord =
+  | { readonly kind: 'observed'; readonly outcome: DefiniteOutcome; readonly targetStatus: number | null; readonly exitCode: number | null; readonly result: StoredResult }
+  | { readonly kind: 'unknown'; readonly reason: UnknownOutcomeReason };
+
+/**
+ * What every channel dispatcher does alike: append `Dispatched` (durable, with the expected revision, so only
+ * one instance wins) before anything leaves; record the outcome; recover by class after an unknown outcome;
+ * after a restart, record its own lost attempts as unknown. A channel supplies `attempt` (and, where it has
+ * them, a status query or a marker probe).
+ */
+export abstract class ChannelDispatcher {
+  protected readonly log: Logger;
+  private readonly inFlight = new Set<Promise<void>>();
+
+  protected constructor(
+    protected readonly channel: string,
+    protected readonly store: EventStore,
+    protected readonly tools: ReadonlyMap<string, ToolContract>,
+    protected readonly sealed: SealedStore,
+    protected readonly dispatcherId: string,
+    protected readonly clock: Clock,
+  ) {
+    this.log = new Logger(`dispatcher-${channel}`);
+  }
+
+  private get actor(): string {
+    return `service:dispatcher-${this.channel}`;
+  }
+
+  /** Runs one attempt against the target; resolves with what came of it, never rejects. */
+  protected abstract attempt(state: ExecutionState, tool: ToolContract, args: Record<string, unknown>): Promise<AttemptRecord>;
+
+  protected queryStatus?(state: ExecutionState): Promise<{ preconditionHolds: boolean; observedStatus: string | null }>;
+  protected probeMarker?(state: ExecutionState): Promise<{ marker: MarkerState; exitStatus: number | null }>;
+
+  protected async recover(cause: RecordedEvent): Promise<void> {
+    const executionId = cause.metadata['executionId'] as ExecutionId;
+    const { state } = await loadExecution(this.store, executionId);
+    if (state.accepted?.channel !== this.channel) return;
+    await recoverExecution(
+      this.store,
+      this.clock,
+      executionId,
+      cause,
+      {
+        redispatch: (_execution: LoadedExecution, retry: RecordedEvent) => this.dispatch(executionId, retry, 'outcome_unknown'),
+        ...(this.queryStatus ? { queryStatus: (execution: LoadedExecution) => this.queryStatus!(execution.state) } : {}),
+        ...(this.probeMarker ? { probeMarker: (execution: LoadedExecution) => this.probeMarker!(execution.state) } : {}),
+      },
+      { actor: this.actor, causationId: cause.id },
+    );
+  }
+
+  /** Appends Dispatched (from `from`: `authorized` unless recovering) and, once it is durable, runs the attempt. */
+  protected async dispatch(executionId: ExecutionId, cause: RecordedEvent, from: 'authorized' | 'outcome_unknown' = 'authorized'): Promise<void> {
+    const outcome = await runExecutionCommand(
+      this.store,
+      executionId,
+      (state) =>
+        state.accepted?.channel === this.channel && state.status === from
+          ? { type: 'RecordDispatch', executionId, now: isoNow(this.clock), dispatcherId: this.dispatcherId }
+          : undefined,
+      { actor: this.actor, causationId: cause.id, correlation: cause.metadata['correlation'] as never },
+      this.clock,
+    );
+    if (outcome.appended.length === 0) return;
+    // Not awaited: one slow target never holds up the events of other executions.
+    const running = this.run(outcome.state).catch((error: unknown) =>
+      this.log.error(`${executionId}: recording the outcome failed: ${(error as Error).message}`),
+    );
+    this.inFlight.add(running);
+    void running.finally(() => this.inFlight.delete(running));
+  }
+
+  private async run(state: ExecutionState): Promise<void> {
+    const tool = this.tools.get(state.accepted!.toolName);
+    const args = await this.argumentsOf(state);
+    const record: AttemptRecord =
+      tool === undefined || args === undefined
+        ? {
+            kind: 'observed',
+            outcome: 'failed',
+            targetStatus: null,
+            exitCode: null,
+            result: textResult(`not sent: ${tool === undefined ? 'the tool is no longer in the contract file' : 'the arguments are missing'}`),
+          }
+        : await this.attempt(state, tool, args);
+    await this.record(state.executionId!, state.attempts, record);
+  }
+
+  private async record(executionId: ExecutionId, attempt: number, record: AttemptRecord): Promise<void> {
+    const stillDispatched = (s: ExecutionState) => s.status === 'dispatched' && s.attempts === attempt;
+    const context = { actor: this.actor };
+    if (record.kind === 'unknown') {
+      await runExecutionCommand(
+        this.store,
+        executionId,
+        (s) => (stillDispatched(s) ? { type: 'RecordUnknownOutcome', executionId, now: isoNow(this.clock), attempt, reason: record.reason } : undefined),
+        context,
+        this.clock,
+      );
+      return;
+    }
+    const sealed = await this.sealed.seal('result', executionId, Buffer.from(JSON.stringify(record.result)));
+    await runExecutionCommand(
+      this.store,
+      executionId,
+      (s) =>
+        stillDispatched(s)
+          ? {
+              type: 'ObserveOutcome',
+              executionId,
+              now: isoNow(this.clock),
+              attempt,
+              outcome: record.outcome,
+              source: 'response',
+              targetStatus: record.targetStatus,
+              exitCode: record.exitCode,
+              resultRef: sealed.ref,
+              resultDigest: sealed.digest,
+            }
+          : undefined,
+      context,
+      this.clock,
+    );
+  }
+
+  protected async argumentsOf(state: ExecutionState): Promise<Record<string, unknown> | undefined> {
+    const ref = state.accepted?.argumentsRef;
+    const blob = ref ? await this.sealed.open(ref) : undefined;
+    return blob === undefined ? undefined : (JSON.parse(blob.plaintext.toString('utf8')) as Record<string, unknown>);
+  }
+
+  /**
+   * After a restart, attempts this dispatcher had in flight have lost their connection: their outcome is
+   * unknown, and recovery by class takes it from there. Nothing is sent here.
+   */
+  protected async recordLostAttempts(): Promise<void> {
+    const lowWater = `dispatcher-${this.channel}/unsettled-low-water`;
+    let after = (await this.store.readCheckpoint(lowWater)) ?? 0;
+    let lowest: number | undefined;
+    for (;;) {
+      const page = await this.store.readAll({ after, maxCount: 1000, filter: { eventTypes: ['Dispatched'] } });
+      for (const event of page.events) {
+        const executionId = event.metadata['executionId'] as ExecutionId;
+        const { state } = await loadExecution(this.store, executionId);
+        if (state.status !== 'dispatched') continue;
+        if (state.lastDispatch?.dispatcherId !== this.dispatcherId) {
+          lowest ??= event.position;
+          continue;
+        }
+        const attempt = state.attempts;
+        this.log.warn(`${executionId}: attempt ${attempt} was in flight when the gateway stopped; outcome unknown`);
+        await runExecutionCommand(
+          this.store,
+          executionId,
+          (s) =>
+            s.status === 'dispatched' && s.attempts === attempt
+              ? { type: 'RecordUnknownOutcome', executionId, now: isoNow(this.clock), attempt, reason: 'dispatcher_lost' }
+              : undefined,
+          { actor: this.actor, causationId: event.id },
+          this.clock,
+        );
+      }
+      if (page.lastPosition <= after) break;
+      after = page.lastPosition;
+    }
+    await this.store.storeCheckpoint(lowWater, lowest !== undefined ? lowest - 1 : after);
+  }
+
+  /** Lets in-flight attempts record their outcome before the process stops. */
+  async drain(): Promise<void> {
+    await Promise.allSettled([...this.inFlight]);
+  }
+}
+
+export function textResult(text: string): StoredResult {
+  return { status: null, exitCode: null, contentType: 'text/plain', body: text, encoding: 'utf8', truncated: false };
+}

@@ -1,0 +1,114 @@
+import { Controller, Inject, type OnApplicationBootstrap } from '@nestjs/common';
+import { EventPattern, Payload } from '@nestjs/microservices';
+import type { ExecutionId, ExecutionState, MarkerState } from '@oncegate/domain';
+import type { ToolContract } from '@oncegate/contracts';
+import type { SshDispatcher } from '@oncegate/dispatcher-ssh';
+import type { EventStore, RecordedEvent } from '@oncegate/event-store';
+import { EVENT_STORE } from '@oncegate/nest-event-store';
+import type { Clock } from '@oncegate/execution-journal';
+import type { SealedStore } from '@oncegate/sealed-store';
+import type { CredentialResolver } from '../credentials';
+import { ChannelDispatcher, textResult, type AttemptRecord } from '../dispatch/channel-dispatcher';
+import { CLOCK, CREDENTIALS, DISPATCHER_ID, SEALED_STORE, SSH_DISPATCHER, TOOLS } from '../tokens';
+
+/**
+ * Runs SSH tools (remote commands) through the durable marker protocol: `Dispatched` is durable before the
+ * exec request is sent; after an unknown outcome the marker on the host decides (DESIGN section 6).
+ */
+@Controller()
+export class DispatcherSshController extends ChannelDispatcher implements OnApplicationBootstrap {
+  constructor(
+    @Inject(EVENT_STORE) store: EventStore,
+    @Inject(TOOLS) tools: ReadonlyMap<string, ToolContract>,
+    @Inject(SEALED_STORE) sealed: SealedStore,
+    @Inject(SSH_DISPATCHER) private readonly ssh: SshDispatcher,
+    @Inject(CREDENTIALS) private readonly credentials: CredentialResolver,
+    @Inject(DISPATCHER_ID) dispatcherId: string,
+    @Inject(CLOCK) clock: Clock,
+  ) {
+    super('ssh', store, tools, sealed, dispatcherId, clock);
+  }
+
+  @EventPattern('ExecutionAuthorized')
+  onAuthorized(@Payload() event: RecordedEvent): Promise<void> {
+    return this.dispatch(event.metadata['executionId'] as ExecutionId, event);
+  }
+
+  @EventPattern('ReviewResolved')
+  onReviewResolved(@Payload() event: RecordedEvent): Promise<void> {
+    return this.dispatch(event.metadata['executionId'] as ExecutionId, event);
+  }
+
+  @EventPattern('OutcomeUnknown')
+  onOutcomeUnknown(@Payload() event: RecordedEvent): Promise<void> {
+    return this.recover(event);
+  }
+
+  @EventPattern('RetryAttached')
+  onRetryAttached(@Payload() event: RecordedEvent): Promise<void> {
+    return this.recover(event);
+  }
+
+  @EventPattern('MarkerProbed')
+  onMarkerProbed(@Payload() event: RecordedEvent): Promise<void> {
+    return this.recover(event);
+  }
+
+  onApplicationBootstrap(): Promise<void> {
+    return this.recordLostAttempts();
+  }
+
+  protected async attempt(state: ExecutionState, tool: ToolContract, args: Record<string, unknown>): Promise<AttemptRecord> {
+    const credential = tool.credentialRef ? this.credentials.resolveSshKey(tool.credentialRef) : undefined;
+    if (credential === undefined) {
+      return { kind: 'observed', outcome: 'failed', targetStatus: null, exitCode: null, result: textResult('not sent: no SSH key for the credential reference') };
+    }
+    const result = await this.ssh.run({ executionId: state.executionId!, attempt: state.attempts, tool, arguments: args, credential });
+    switch (result.kind) {
+      case 'unknown':
+        return { kind: 'unknown', reason: result.reason };
+      case 'not_sent':
+        return { kind: 'observed', outcome: 'failed', targetStatus: null, exitCode: null, result: textResult(`not sent: ${result.reason}`) };
+      case 'denied':
+        // The host is not the one the contract pinned: nothing was run, and it is not retried.
+        return { kind: 'observed', outcome: 'failed', targetStatus: null, exitCode: null, result: textResult(`denied, nothing was run: ${result.reason}`) };
+      case 'exited': {
+        const stdout = Buffer.from(result.stdout).toString('utf8');
+        const stderr = Buffer.from(result.stderr).toString('utf8');
+        return {
+          kind: 'observed',
+          outcome: result.outcome,
+          targetStatus: null,
+          exitCode: result.exitCode,
+          result: {
+            status: null,
+            exitCode: result.exitCode,
+            contentType: 'text/plain',
+            body: stderr === '' ? stdout : `${stdout}\n--- stderr ---\n${stderr}`,
+            encoding: 'utf8',
+            truncated: result.truncated,
+          },
+        };
+      }
+    }
+  }
+
+  /**
+   * Reads the marker. A command that started and has not finished gets the contract's `started_wait` to finish
+   * before the probe reports it as started (which holds it for review).
+   */
+  protected override async probeMarker(state: ExecutionState): Promise<{ marker: MarkerState; exitStatus: number | null }> {
+    const tool = this.tools.get(state.accepted!.toolName);
+    const credential = tool?.credentialRef ? this.credentials.resolveSshKey(tool.credentialRef) : undefined;
+    if (tool === undefined || credential === undefined) return { marker: 'started', exitStatus: null };
+    const deadline = Date.now() + (tool.marker?.startedWaitMs ?? 5_000);
+    for (;;) {
+      const probe = await this.ssh.probeMarker({ executionId: state.executionId!, tool, credential });
+      if (probe.kind === 'completed') return { marker: 'completed', exitStatus: probe.exitStatus };
+      if (probe.kind === 'absent') return { marker: 'absent', exitStatus: null };
+      // Started, or the host could not be asked: never conclude "absent" from a failed probe.
+      if (Date.now() >= deadline) return { marker: 'started', exitStatus: null };
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  }
+}

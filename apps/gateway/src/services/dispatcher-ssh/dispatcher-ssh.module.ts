@@ -1,0 +1,40 @@
+import { Module, type DynamicModule } from '@nestjs/common';
+import { EventStoreModule } from '@oncegate/nest-event-store';
+import type { EventStore } from '@oncegate/event-store';
+import type { ToolContract } from '@oncegate/contracts';
+import type { SshDispatcher } from '@oncegate/dispatcher-ssh';
+import type { Clock } from '@oncegate/execution-journal';
+import type { SealedStore } from '@oncegate/sealed-store';
+import type { CredentialResolver } from '../credentials';
+import { CLOCK, CREDENTIALS, DISPATCHER_ID, SEALED_STORE, SSH_DISPATCHER, TOOLS } from '../tokens';
+import { DispatcherSshController } from './dispatcher-ssh.controller';
+
+export interface DispatcherSshDependencies {
+  readonly store: EventStore;
+  readonly tools: ReadonlyMap<string, ToolContract>;
+  readonly sealed: SealedStore;
+  readonly ssh: SshDispatcher;
+  readonly credentials: CredentialResolver;
+  /** Stable across restarts of the same instance, so it can recognise its own lost attempts. */
+  readonly dispatcherId: string;
+  readonly clock: Clock;
+}
+
+@Module({})
+export class DispatcherSshModule {
+  static forRoot(deps: DispatcherSshDependencies): DynamicModule {
+    return {
+      module: DispatcherSshModule,
+      imports: [EventStoreModule.forRoot({ open: () => deps.store })],
+      controllers: [DispatcherSshController],
+      providers: [
+        { provide: TOOLS, useValue: deps.tools },
+        { provide: SEALED_STORE, useValue: deps.sealed },
+        { provide: SSH_DISPATCHER, useValue: deps.ssh },
+        { provide: CREDENTIALS, useValue: deps.credentials },
+        { provide: DISPATCHER_ID, useValue: deps.dispatcherId },
+        { provide: CLOCK, useValue: deps.clock },
+      ],
+    };
+  }
+}
