@@ -17,31 +17,11 @@ import {
   type AnyProjection,
 } from '@oncegate/projections';
 import { JournalBuilder } from '../libs/journal/src/testing/journal-builder';
+import { ACCEPTED_METADATA, ACCEPTED_PAYLOAD } from './fixtures';
 import { machineLine, printTable, rate } from './table';
 
-/** Payload and metadata shaped like an ExecutionAccepted event (same as the store benchmark). */
-const payload = {
-  schemaVersion: 1,
-  record: {
-    actor: 'agent:deploy-bot',
-    tool: 'deploy_release',
-    channel: 'http',
-    target: 'deploy-api.internal.example/releases',
-    credential_ref: 'deploy-service',
-    method: 'POST',
-    arguments: { region: 'us-east-1', service: 'catalog', version: '2026.07.22' },
-    intent_scope: 'run:5f8097',
-  },
-  fingerprint: 'hmac-sha256:k1:6f1d0c3b9a7e5d4c2b1a09f8e7d6c5b4a39281706f5e4d3c2b1a0f9e8d7c6b5a',
-  operationClass: 'irreversible',
-  windowEndsAt: '2026-11-30T07:00:00.000Z',
-};
-const metadata = {
-  causationId: '01938a6e-7c3e-7a4b-9d2f-5e6a7b8c9d0e',
-  correlation: { jsonRpcId: 42, sessionId: 'f3b1c2d4-5e6f-4a7b-8c9d-0e1f2a3b4c5d', transport: 'streamable-http' },
-  actor: 'agent:deploy-bot',
-  schemaVersion: 1,
-};
+const payload = ACCEPTED_PAYLOAD;
+const metadata = ACCEPTED_METADATA;
 const STREAMS = 5000;
 
 export type JournalShape = 'executions' | 'uniform';

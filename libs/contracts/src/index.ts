@@ -51,3 +51,4 @@ export {
   readStringList,
   YamlContext,
 } from './yaml-reader';
+export { argumentsWithDefaults } from './argument-defaults';

@@ -1,4 +1,4 @@
-import { fingerprintPolicyOf, scanTemplates } from '@oncegate/contracts';
+import { argumentsWithDefaults, scanTemplates } from '@oncegate/contracts';
 import type { HttpMethod, HttpRequestTemplate, ToolContract } from '@oncegate/contracts';
 
 /** The request an attempt sends, before the credential and the user agent are added at send time. */
@@ -60,7 +60,7 @@ type Rendered = unknown | typeof ABSENT;
 export function renderHttpRequest(tool: ToolContract, args: Readonly<Record<string, unknown>>, executionId: string): RenderedHttpRequest {
   const template = tool.request;
   if (template.kind !== 'http') throw new HttpRenderError(tool.name, 'channel', `is '${tool.channel}', not http`);
-  const context: RenderContext = { tool: tool.name, args: withDefaults(args, fingerprintPolicyOf(tool).defaults), executionId };
+  const context: RenderContext = { tool: tool.name, args: argumentsWithDefaults(tool, args), executionId };
 
   const url = renderUrl(context, template.url);
   const headers = renderHeaders(context, template);
@@ -81,27 +81,6 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/**
- * Fills declared defaults where an argument is absent (an explicit `null` is a value), shallowest first, creating
- * missing objects on the way. A path through a present non-object is skipped: validation refuses such arguments.
- */
-function withDefaults(args: Readonly<Record<string, unknown>>, defaults: Readonly<Record<string, unknown>>): Record<string, unknown> {
-  const filled = structuredClone(args) as Record<string, unknown>;
-  const paths = Object.keys(defaults).sort((a, b) => a.split('.').length - b.split('.').length);
-  for (const path of paths) {
-    const segments = path.split('.');
-    const last = segments.pop() as string;
-    let parent: Record<string, unknown> | undefined = filled;
-    for (const segment of segments) {
-      if (parent[segment] === undefined) parent[segment] = {};
-      const next: unknown = parent[segment];
-      parent = isRecord(next) ? next : undefined;
-      if (parent === undefined) break;
-    }
-    if (parent !== undefined && parent[last] === undefined) parent[last] = structuredClone(defaults[path]);
-  }
-  return filled;
-}
 
 /** The value one `{{…}}` template refers to, or ABSENT. */
 function resolve(context: RenderContext, raw: string, where: string): Rendered {

@@ -1,4 +1,4 @@
-import { fingerprintPolicyOf, scanTemplates } from '@oncegate/contracts';
+import { argumentsWithDefaults, scanTemplates } from '@oncegate/contracts';
 import type { SshCommandTemplate, ToolContract } from '@oncegate/contracts';
 import { MARKER_PROBE_NAME, MARKER_PROBE_SCRIPT, MARKER_WRAPPER_NAME, MARKER_WRAPPER_SCRIPT } from './marker-scripts';
 import { shellQuote } from './shell-quote';
@@ -56,7 +56,7 @@ export function renderSshCommand(
   const template = sshTemplateOf(tool);
   checkExecutionId(tool, executionId);
   if (!Number.isSafeInteger(attempt) || attempt < 1) throw new SshRenderError(tool.name, 'attempt', 'must be a positive integer');
-  const filled = withDefaults(args, fingerprintPolicyOf(tool).defaults);
+  const filled = argumentsWithDefaults(tool, args);
   const argv = template.argv.map((element, index) => renderElement(tool.name, filled, executionId, element, index));
   if ((argv[0] ?? '').startsWith('-')) throw new SshRenderError(tool.name, 'argv[0]', 'must name a program, not an option');
 
@@ -98,27 +98,6 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/**
- * Fills declared defaults where an argument is absent (an explicit `null` is a value), shallowest first, creating
- * missing objects on the way: the rule the fingerprint and the HTTP dispatcher use.
- */
-function withDefaults(args: Readonly<Record<string, unknown>>, defaults: Readonly<Record<string, unknown>>): Record<string, unknown> {
-  const filled = structuredClone(args) as Record<string, unknown>;
-  const paths = Object.keys(defaults).sort((a, b) => a.split('.').length - b.split('.').length);
-  for (const path of paths) {
-    const segments = path.split('.');
-    const last = segments.pop() as string;
-    let parent: Record<string, unknown> | undefined = filled;
-    for (const segment of segments) {
-      if (parent[segment] === undefined) parent[segment] = {};
-      const next: unknown = parent[segment];
-      parent = isRecord(next) ? next : undefined;
-      if (parent === undefined) break;
-    }
-    if (parent !== undefined && parent[last] === undefined) parent[last] = structuredClone(defaults[path]);
-  }
-  return filled;
-}
 
 function renderElement(tool: string, args: Readonly<Record<string, unknown>>, executionId: string, element: string, index: number): string {
   const where = `argv[${index}]`;

@@ -1,4 +1,5 @@
-import { Logger } from '@nestjs/common';
+import { Logger, type OnApplicationBootstrap } from '@nestjs/common';
+import { EventPattern, Payload } from '@nestjs/microservices';
 import type { DefiniteOutcome, ExecutionId, ExecutionState, MarkerState, UnknownOutcomeReason } from '@oncegate/domain';
 import type { ToolContract } from '@oncegate/contracts';
 import type { EventStore, RecordedEvent } from '@oncegate/event-store';
@@ -18,7 +19,7 @@ export type AttemptRecord =
  * after a restart, record its own lost attempts as unknown. A channel supplies `attempt` (and, where it has
  * them, a status query or a marker probe).
  */
-export abstract class ChannelDispatcher {
+export abstract class ChannelDispatcher implements OnApplicationBootstrap {
   protected readonly log: Logger;
   private readonly inFlight = new Set<Promise<void>>();
 
@@ -35,6 +36,33 @@ export abstract class ChannelDispatcher {
 
   private get actor(): string {
     return `service:dispatcher-${this.channel}`;
+  }
+
+  /** The first attempt. */
+  @EventPattern('ExecutionAuthorized')
+  onAuthorized(@Payload() event: RecordedEvent): Promise<void> {
+    return this.dispatch(event.metadata['executionId'] as ExecutionId, event);
+  }
+
+  /** A new attempt after an operator resolved a review as not executed. */
+  @EventPattern('ReviewResolved')
+  onReviewResolved(@Payload() event: RecordedEvent): Promise<void> {
+    return this.dispatch(event.metadata['executionId'] as ExecutionId, event);
+  }
+
+  /** Recovery by class: after an unknown outcome, after a retry (channels add the evidence events they produce). */
+  @EventPattern('OutcomeUnknown')
+  onOutcomeUnknown(@Payload() event: RecordedEvent): Promise<void> {
+    return this.recover(event);
+  }
+
+  @EventPattern('RetryAttached')
+  onRetryAttached(@Payload() event: RecordedEvent): Promise<void> {
+    return this.recover(event);
+  }
+
+  onApplicationBootstrap(): Promise<void> {
+    return this.recordLostAttempts();
   }
 
   /** Runs one attempt against the target; resolves with what came of it, never rejects. */

@@ -1,6 +1,6 @@
-import { Controller, Inject, type OnApplicationBootstrap } from '@nestjs/common';
+import { Controller, Inject } from '@nestjs/common';
 import { EventPattern, Payload } from '@nestjs/microservices';
-import type { ExecutionId, ExecutionState } from '@oncegate/domain';
+import type { ExecutionState } from '@oncegate/domain';
 import type { ToolContract } from '@oncegate/contracts';
 import type { HttpDispatcher } from '@oncegate/dispatcher-http';
 import type { EventStore, RecordedEvent } from '@oncegate/event-store';
@@ -16,7 +16,7 @@ import { CLOCK, CREDENTIALS, DISPATCHER_ID, HTTP_DISPATCHER, SEALED_STORE, TOOLS
  * unknown from what the socket saw; a conditional write's status query is its recovery evidence.
  */
 @Controller()
-export class DispatcherHttpController extends ChannelDispatcher implements OnApplicationBootstrap {
+export class DispatcherHttpController extends ChannelDispatcher {
   constructor(
     @Inject(EVENT_STORE) store: EventStore,
     @Inject(TOOLS) tools: ReadonlyMap<string, ToolContract>,
@@ -29,36 +29,9 @@ export class DispatcherHttpController extends ChannelDispatcher implements OnApp
     super('http', store, tools, sealed, dispatcherId, clock);
   }
 
-  /** The first attempt. */
-  @EventPattern('ExecutionAuthorized')
-  onAuthorized(@Payload() event: RecordedEvent): Promise<void> {
-    return this.dispatch(event.metadata['executionId'] as ExecutionId, event);
-  }
-
-  /** A new attempt after an operator resolved a review as not executed. */
-  @EventPattern('ReviewResolved')
-  onReviewResolved(@Payload() event: RecordedEvent): Promise<void> {
-    return this.dispatch(event.metadata['executionId'] as ExecutionId, event);
-  }
-
-  /** Recovery by class: after an unknown outcome, after a retry, after the evidence it asked for. */
-  @EventPattern('OutcomeUnknown')
-  onOutcomeUnknown(@Payload() event: RecordedEvent): Promise<void> {
-    return this.recover(event);
-  }
-
-  @EventPattern('RetryAttached')
-  onRetryAttached(@Payload() event: RecordedEvent): Promise<void> {
-    return this.recover(event);
-  }
-
   @EventPattern('StatusQueried')
   onStatusQueried(@Payload() event: RecordedEvent): Promise<void> {
     return this.recover(event);
-  }
-
-  onApplicationBootstrap(): Promise<void> {
-    return this.recordLostAttempts();
   }
 
   protected async attempt(state: ExecutionState, tool: ToolContract, args: Record<string, unknown>): Promise<AttemptRecord> {

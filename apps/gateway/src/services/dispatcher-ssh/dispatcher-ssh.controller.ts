@@ -1,6 +1,6 @@
-import { Controller, Inject, type OnApplicationBootstrap } from '@nestjs/common';
+import { Controller, Inject } from '@nestjs/common';
 import { EventPattern, Payload } from '@nestjs/microservices';
-import type { ExecutionId, ExecutionState, MarkerState } from '@oncegate/domain';
+import type { ExecutionState, MarkerState } from '@oncegate/domain';
 import type { ToolContract } from '@oncegate/contracts';
 import type { SshDispatcher } from '@oncegate/dispatcher-ssh';
 import type { EventStore, RecordedEvent } from '@oncegate/event-store';
@@ -16,7 +16,7 @@ import { CLOCK, CREDENTIALS, DISPATCHER_ID, SEALED_STORE, SSH_DISPATCHER, TOOLS 
  * exec request is sent; after an unknown outcome the marker on the host decides (DESIGN section 6).
  */
 @Controller()
-export class DispatcherSshController extends ChannelDispatcher implements OnApplicationBootstrap {
+export class DispatcherSshController extends ChannelDispatcher {
   constructor(
     @Inject(EVENT_STORE) store: EventStore,
     @Inject(TOOLS) tools: ReadonlyMap<string, ToolContract>,
@@ -29,33 +29,9 @@ export class DispatcherSshController extends ChannelDispatcher implements OnAppl
     super('ssh', store, tools, sealed, dispatcherId, clock);
   }
 
-  @EventPattern('ExecutionAuthorized')
-  onAuthorized(@Payload() event: RecordedEvent): Promise<void> {
-    return this.dispatch(event.metadata['executionId'] as ExecutionId, event);
-  }
-
-  @EventPattern('ReviewResolved')
-  onReviewResolved(@Payload() event: RecordedEvent): Promise<void> {
-    return this.dispatch(event.metadata['executionId'] as ExecutionId, event);
-  }
-
-  @EventPattern('OutcomeUnknown')
-  onOutcomeUnknown(@Payload() event: RecordedEvent): Promise<void> {
-    return this.recover(event);
-  }
-
-  @EventPattern('RetryAttached')
-  onRetryAttached(@Payload() event: RecordedEvent): Promise<void> {
-    return this.recover(event);
-  }
-
   @EventPattern('MarkerProbed')
   onMarkerProbed(@Payload() event: RecordedEvent): Promise<void> {
     return this.recover(event);
-  }
-
-  onApplicationBootstrap(): Promise<void> {
-    return this.recordLostAttempts();
   }
 
   protected async attempt(state: ExecutionState, tool: ToolContract, args: Record<string, unknown>): Promise<AttemptRecord> {
