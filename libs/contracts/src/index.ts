@@ -52,3 +52,4 @@ export {
   YamlContext,
 } from './yaml-reader';
 export { argumentsWithDefaults } from './argument-defaults';
+export { singleToolContract } from './single-tool';
