@@ -51,7 +51,8 @@ completion; did the second call attach, carry an idempotency key, or create a ne
     try {
       const subject = parseInvestigationSubject(subjectText);
       const found = investigate(await gatherInvestigationEvents(folder.store, subject), subject);
-      io.stdout(parsed.values['json'] === true ? `${JSON.stringify(found, null, 2)}\n` : formatInvestigation(found));
+      const text = parsed.values['json'] === true ? JSON.stringify(found, null, 2) : formatInvestigation(found);
+      io.stdout(text.endsWith('\n') ? text : `${text}\n`);
       if (!found.found) io.stderr(`nothing is recorded for ${subjectText}\n`);
       return found.found ? EXIT_CODES.ok : EXIT_CODES.failed;
     } catch (error) {
