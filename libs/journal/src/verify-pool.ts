@@ -25,6 +25,8 @@ export function defaultVerifyWorkers(): number {
  * ~50 MiB more RSS per worker (bench/journal.bench.ts, 250k events, 2 cores).
  */
 const YOUNG_GENERATION_MB = 64;
+/** Workers hold only the batches in flight; a bounded old generation keeps their heaps from growing with the journal. */
+const OLD_GENERATION_MB = 256;
 
 interface Pending {
   resolve(results: LineAnalysis[]): void;
@@ -66,7 +68,7 @@ export class VerifyPool {
     const { entry, eval: isScript } = workerEntry();
     for (let i = 0; i < size; i += 1) {
       // A larger young generation: the analysis allocates a parsed event per line, all short-lived.
-      const worker = new Worker(entry, { eval: isScript, resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } });
+      const worker = new Worker(entry, { eval: isScript, resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB, maxOldGenerationSizeMb: OLD_GENERATION_MB } });
       worker.on('message', (response: AnalyzeResponse) => this.settle(response));
       worker.on('error', (error) => this.abort(error));
       worker.on('exit', (code) => {
