@@ -1,5 +1,6 @@
 import {
   executionIdFromUlid,
+  isExecutionId,
   formatIntentScope,
   matchRetry,
   checkIdempotencyKey,
@@ -352,8 +353,8 @@ export class ToolCalls {
 
   /** The built-in `execution_status`: an agent may ask only about its own executions. */
   async status(executionId: string, actor: string): Promise<CallToolResult | undefined> {
-    if (!/^ex_[0-9A-HJKMNP-TV-Z]{26}$/.test(executionId)) return undefined;
-    const execution = await loadExecution(this.deps.store, executionId as ExecutionId);
+    if (!isExecutionId(executionId)) return undefined;
+    const execution = await loadExecution(this.deps.store, executionId);
     if (execution.state.accepted?.actor !== actor) return undefined;
     const stored = await this.storedResult(execution.state);
     return toolResult(execution.state.accepted.toolName, execution.state, { attached: false, replayed: false }, stored);
