@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { GatewayConfigError, type GatewayConfig } from '../config/gateway-config';
 import { loadGatewayConfig } from '../config/load-config';
+import { openDataFolder, type DataFolder } from '../gateway';
 import { EXIT_CODES, UsageError, type CliIo, type ExitCode } from './cli-command';
 
 export interface ParsedArguments {
@@ -37,5 +38,24 @@ export function configOrExit(parsed: ParsedArguments, io: CliIo): GatewayConfig 
       return EXIT_CODES.failed;
     }
     throw error;
+  }
+}
+
+/**
+ * Loads the configuration, opens its data folder, runs `work`, and closes the folder whatever happens; a
+ * configuration problem is printed and its exit code returned without opening anything.
+ */
+export async function withDataFolder(
+  parsed: ParsedArguments,
+  io: CliIo,
+  work: (folder: DataFolder, config: GatewayConfig) => Promise<ExitCode>,
+): Promise<ExitCode> {
+  const config = configOrExit(parsed, io);
+  if (typeof config === 'number') return config;
+  const folder = openDataFolder(config);
+  try {
+    return await work(folder, config);
+  } finally {
+    await folder.close();
   }
 }

@@ -20,7 +20,7 @@ import {
 } from '@oncegate/projections';
 import { openDataFolder } from '../../gateway';
 import { EXIT_CODES, UsageError, type CliCommand, type CliIo, type ExitCode } from '../cli-command';
-import { configOrExit, parseCommandArgs, stringOption } from '../command-helpers';
+import { configOrExit, parseCommandArgs, stringOption, withDataFolder } from '../command-helpers';
 
 /** Errors an analyst can act on: printed as they are (they name the file, line or reason), exit 2. */
 function analystError(error: unknown, io: CliIo): ExitCode {
@@ -45,21 +45,18 @@ completion; did the second call attach, carry an idempotency key, or create a ne
     const parsed = parseCommandArgs(args, { json: { type: 'boolean' } });
     const [subjectText, ...rest] = parsed.positionals;
     if (subjectText === undefined || rest.length > 0) throw new UsageError('name one execution id (ex_…) or fingerprint (hmac-sha256:…)');
-    const config = configOrExit(parsed, io);
-    if (typeof config === 'number') return config;
-    const folder = openDataFolder(config);
-    try {
-      const subject = parseInvestigationSubject(subjectText);
-      const found = investigate(await gatherInvestigationEvents(folder.store, subject), subject);
-      const text = parsed.values['json'] === true ? JSON.stringify(found, null, 2) : formatInvestigation(found);
-      io.stdout(text.endsWith('\n') ? text : `${text}\n`);
-      if (!found.found) io.stderr(`nothing is recorded for ${subjectText}\n`);
-      return found.found ? EXIT_CODES.ok : EXIT_CODES.failed;
-    } catch (error) {
-      return analystError(error, io);
-    } finally {
-      await folder.close();
-    }
+    return withDataFolder(parsed, io, async (folder) => {
+      try {
+        const subject = parseInvestigationSubject(subjectText);
+        const found = investigate(await gatherInvestigationEvents(folder.store, subject), subject);
+        const text = parsed.values['json'] === true ? JSON.stringify(found, null, 2) : formatInvestigation(found);
+        io.stdout(text.endsWith('\n') ? text : `${text}\n`);
+        if (!found.found) io.stderr(`nothing is recorded for ${subjectText}\n`);
+        return found.found ? EXIT_CODES.ok : EXIT_CODES.failed;
+      } catch (error) {
+        return analystError(error, io);
+      }
+    });
   },
 };
 

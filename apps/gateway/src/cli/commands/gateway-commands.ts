@@ -1,11 +1,11 @@
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { ContractValidationError } from '@oncegate/contracts';
 import { createMcpServer } from '../../front/mcp-server';
-import { openDataFolder, startGateway } from '../../gateway';
+import { startGateway, type DataFolder } from '../../gateway';
 import { AgentNameError } from '../../infrastructure/agent-directory';
 import { SealKeyError } from '../../infrastructure/seal-keys';
 import { EXIT_CODES, UsageError, type CliCommand, type CliIo, type ExitCode } from '../cli-command';
-import { configOrExit, parseCommandArgs } from '../command-helpers';
+import { configOrExit, parseCommandArgs, withDataFolder } from '../command-helpers';
 
 function startupFailure(error: unknown, io: CliIo): ExitCode {
   if (error instanceof SealKeyError) {
@@ -117,7 +117,7 @@ function agentCommand(
   name: string,
   summary: string,
   usage: string,
-  run: (folder: ReturnType<typeof openDataFolder>, positionals: string[], io: CliIo) => Promise<ExitCode>,
+  run: (folder: DataFolder, positionals: string[], io: CliIo) => Promise<ExitCode>,
 ): CliCommand {
   return {
     group: 'agents',
@@ -126,20 +126,17 @@ function agentCommand(
     usage,
     async run(args, io) {
       const parsed = parseCommandArgs(args);
-      const config = configOrExit(parsed, io);
-      if (typeof config === 'number') return config;
-      const folder = openDataFolder(config);
-      try {
-        return await run(folder, [...parsed.positionals], io);
-      } catch (error) {
-        if (error instanceof AgentNameError) {
-          io.stderr(`${error.message}\n`);
-          return EXIT_CODES.failed;
+      return withDataFolder(parsed, io, async (folder) => {
+        try {
+          return await run(folder, [...parsed.positionals], io);
+        } catch (error) {
+          if (error instanceof AgentNameError) {
+            io.stderr(`${error.message}\n`);
+            return EXIT_CODES.failed;
+          }
+          throw error;
         }
-        throw error;
-      } finally {
-        await folder.close();
-      }
+      });
     },
   };
 }

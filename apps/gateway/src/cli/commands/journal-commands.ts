@@ -1,10 +1,9 @@
 import { createReadStream, existsSync } from 'node:fs';
 import { formatEventLine, formatHeader, publicKeyId, splitLines, verifyJournal, type VerifyReport } from '@oncegate/journal';
-import { openDataFolder } from '../../gateway';
 import { loadGatewayKeys } from '../../infrastructure/key-files';
 import { initSealKeys, loadSealPublicKey, SealKeyError, sealKeyPaths } from '../../infrastructure/seal-keys';
 import { EXIT_CODES, UsageError, type CliCommand } from '../cli-command';
-import { configOrExit, parseCommandArgs, stringOption } from '../command-helpers';
+import { configOrExit, parseCommandArgs, stringOption, withDataFolder } from '../command-helpers';
 
 function position(value: string | undefined, name: string): number | undefined {
   if (value === undefined) return undefined;
@@ -56,10 +55,7 @@ and arguments are sealed outside the journal and never exported. Verify with: on
     if (parsed.positionals.length > 0) throw new UsageError('takes no arguments');
     const from = position(stringOption(parsed, 'from'), '--from') ?? 0;
     const to = position(stringOption(parsed, 'to'), '--to');
-    const loaded = configOrExit(parsed, io);
-    if (typeof loaded === 'number') return loaded;
-    const folder = openDataFolder(loaded);
-    try {
+    return withDataFolder(parsed, io, async (folder, loaded) => {
       const head = await folder.store.headPosition();
       const last = Math.min(to ?? head, head);
       const keyFile = sealKeyPaths(loaded.dataDir).publicKey;
@@ -81,9 +77,7 @@ and arguments are sealed outside the journal and never exported. Verify with: on
       }
       io.stderr(`exported ${count} events (positions ${from + 1}..${last})\n`);
       return EXIT_CODES.ok;
-    } finally {
-      await folder.close();
-    }
+    });
   },
 };
 

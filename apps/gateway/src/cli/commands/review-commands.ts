@@ -1,26 +1,15 @@
 import { userInfo } from 'node:os';
 import { executionStatusView, isExecutionId, type ExecutionId, type ReviewResolution } from '@oncegate/domain';
 import { isoNow, loadExecution, runExecutionCommand, systemClock } from '@oncegate/execution-journal';
-import { openDataFolder, type DataFolder } from '../../gateway';
-import { EXIT_CODES, UsageError, type CliCommand, type CliIo, type ExitCode } from '../cli-command';
-import { configOrExit, parseCommandArgs, stringOption, type ParsedArguments } from '../command-helpers';
+import type { DataFolder } from '../../gateway';
+import { EXIT_CODES, UsageError, type CliCommand } from '../cli-command';
+import { parseCommandArgs, stringOption, withDataFolder, type ParsedArguments } from '../command-helpers';
 
 const RESOLUTIONS: Record<string, ReviewResolution> = {
   completed: 'completed',
   'not-executed': 'not_executed',
   abandoned: 'abandoned',
 };
-
-async function withFolder(parsed: ParsedArguments, io: CliIo, work: (folder: DataFolder) => Promise<ExitCode>): Promise<ExitCode> {
-  const config = configOrExit(parsed, io);
-  if (typeof config === 'number') return config;
-  const folder = openDataFolder(config);
-  try {
-    return await work(folder);
-  } finally {
-    await folder.close();
-  }
-}
 
 function executionIdArgument(parsed: ParsedArguments): ExecutionId {
   const [id, ...rest] = parsed.positionals;
@@ -51,7 +40,7 @@ export const reviewListCommand: CliCommand = {
   async run(args, io) {
     const parsed = parseCommandArgs(args);
     if (parsed.positionals.length > 0) throw new UsageError('takes no arguments');
-    return withFolder(parsed, io, async (folder) => {
+    return withDataFolder(parsed, io, async (folder) => {
       const executions = await held(folder);
       if (executions.length === 0) io.stdout('nothing is held for review\n');
       for (const { state } of executions) {
@@ -72,7 +61,7 @@ export const reviewShowCommand: CliCommand = {
   async run(args, io) {
     const parsed = parseCommandArgs(args);
     const id = executionIdArgument(parsed);
-    return withFolder(parsed, io, async (folder) => {
+    return withDataFolder(parsed, io, async (folder) => {
       const execution = await loadExecution(folder.store, id);
       if (execution.state.accepted === null) {
         io.stderr(`no execution ${id} in this data folder\n`);
@@ -106,7 +95,7 @@ and idempotency key; completed records the effect as done; abandoned stops here.
     const reason = stringOption(parsed, 'reason')?.trim();
     if (!reason) throw new UsageError('--reason "..." is required: say why');
     const by = stringOption(parsed, 'by') ?? `operator:${userInfo().username}`;
-    return withFolder(parsed, io, async (folder) => {
+    return withDataFolder(parsed, io, async (folder) => {
       const before = await loadExecution(folder.store, id);
       if (before.state.status !== 'needs_review') {
         io.stderr(`${id} is not held for review (state: ${before.state.status})\n`);
