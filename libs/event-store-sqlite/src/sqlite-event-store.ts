@@ -440,7 +440,7 @@ export class SqliteEventStore implements EventStore {
         headPosition: () => this.headPosition(),
         readCheckpoint: (consumer) => this.readCheckpoint(consumer),
         storeCheckpoint: (consumer, position) => this.storeCheckpoint(consumer, position),
-        waitForAppend: (position, signal, filter) => this.waitForAppend(position, signal, filter),
+        waitForAppend: (position, signal, filter, onIdle) => this.waitForAppend(position, signal, filter, onIdle),
       },
       handler,
       options,
@@ -463,8 +463,9 @@ export class SqliteEventStore implements EventStore {
     this.statements.storeCheckpoint.run(consumer, position, this.clock().toISOString());
   }
 
-  private waitForAppend(position: number, signal: AbortSignal, filter?: EventFilter): Promise<void> {
+  private waitForAppend(position: number, signal: AbortSignal, filter?: EventFilter, onIdle?: () => void): Promise<void> {
     if (signal.aborted || this.closed || this.head() > position) return Promise.resolve();
+    onIdle?.();
     return new Promise((resolve) => {
       const waiter = {
         filter,

@@ -10,9 +10,10 @@ export interface SubscriptionSource {
   /**
    * Resolves once an event after `position` may have been committed (or at once when one already is),
    * or when `signal` aborts. Spurious wake-ups are allowed; missed ones are not. With `filter`, an adapter
-   * that knows what it committed may skip waking for events the filter would not return.
+   * that knows what it committed may skip waking for events the filter would not return. `onIdle` is called
+   * when nothing after `position` is committed yet, just before it starts waiting.
    */
-  waitForAppend(position: number, signal: AbortSignal, filter?: EventFilter): Promise<void>;
+  waitForAppend(position: number, signal: AbortSignal, filter?: EventFilter, onIdle?: () => void): Promise<void>;
 }
 
 const DEFAULT_PAGE_SIZE = 1000;
@@ -73,11 +74,8 @@ export function runCatchUpSubscription(
         if (stopper.signal.aborted) break;
         if (page.lastPosition > position) position = page.lastPosition;
         await checkpoint(false);
-        // A page that was not full read what was there; wait unless more was committed meanwhile.
-        if (page.events.length < pageSize && (await source.headPosition()) <= position) {
-          markCaughtUp();
-          await source.waitForAppend(position, stopper.signal, options.filter);
-        }
+        // A page that was not full read what was there; the wait returns at once if more was committed meanwhile.
+        if (page.events.length < pageSize) await source.waitForAppend(position, stopper.signal, options.filter, markCaughtUp);
       }
     } finally {
       markCaughtUp();
