@@ -4,6 +4,7 @@
  */
 import type { IsoInstant } from './durations';
 import type {
+  ApprovalScope,
   AttemptPolicy,
   AuthorizationBasis,
   CancellationTrigger,
@@ -41,6 +42,8 @@ export interface AcceptExecution extends CommandBase<'AcceptExecution'> {
   readonly correlation: ProtocolCorrelation;
   /** Where the raw arguments are sealed; `null` when the call has none worth keeping. */
   readonly argumentsRef: string | null;
+  /** The run the call belongs to, if any. */
+  readonly runId?: string | null;
 }
 
 export interface AttachRetry extends CommandBase<'AttachRetry'> {
@@ -50,6 +53,10 @@ export interface AttachRetry extends CommandBase<'AttachRetry'> {
 export interface RequestApproval extends CommandBase<'RequestApproval'> {
   readonly requestedBy: string;
   readonly reason: string;
+  /** Default `execution`. A `run` request needs the execution's run. */
+  readonly scope?: ApprovalScope;
+  /** When an unanswered request times out; `null` or absent for never. */
+  readonly expiresAt?: IsoInstant | null;
 }
 
 export interface GrantApproval extends CommandBase<'GrantApproval'> {

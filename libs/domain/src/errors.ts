@@ -191,6 +191,7 @@ export type IdentifierKind =
   | 'tool'
   | 'run_id'
   | 'session_id'
+  | 'vault_name'
   | 'agent_name';
 
 export class InvalidIdentifierError extends DomainError {

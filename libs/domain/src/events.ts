@@ -83,7 +83,12 @@ export type DenialBasis =
   | 'approval_denied'
   | 'target_unresolved'
   | 'credential_unresolved'
-  | 'approval_timeout';
+  | 'approval_timeout'
+  /** A pending approval was cancelled by a vault unlock (a lock denies with `vault_locked`). */
+  | 'approval_invalidated';
+
+/** What an approval decides: this execution alone, or a session grant for the run it belongs to. */
+export type ApprovalScope = 'execution' | 'run';
 
 /** What a matching retry was given (DESIGN sections 5 and 9). */
 export type RetryReturn =
@@ -154,6 +159,11 @@ export interface ExecutionAcceptedData {
    * secret arguments only as HMACs, and the dispatcher needs the real values to send the request.
    */
   readonly argumentsRef: string | null;
+  /**
+   * The run the call belongs to (declared by the client, or one per MCP session); `null` when there is none.
+   * Absent in events written before runs were recorded, read as `null`.
+   */
+  readonly runId?: string | null;
 }
 
 export interface RetryAttachedData {
@@ -169,6 +179,11 @@ export interface ApprovalRequestedData {
   readonly requestedBy: string;
   readonly reason: string;
   readonly requestedAt: IsoInstant;
+  /** `run`: granting it grants the run a session grant. Absent in older events, read as `execution`. */
+  readonly scope?: ApprovalScope;
+  readonly runId?: string | null;
+  /** When an unanswered request is denied (`approval_timeout`); `null` for never. */
+  readonly expiresAt?: IsoInstant | null;
 }
 
 export interface ApprovalDecidedData {

@@ -4,6 +4,7 @@
  */
 import type { IsoInstant } from './durations';
 import type {
+  ApprovalScope,
   AttemptPolicy,
   AuthorizationBasis,
   DefiniteOutcome,
@@ -55,10 +56,14 @@ export interface AcceptedFacts {
   /** The channel whose dispatcher sends it (`http`, `ssh`, a plugin's). */
   readonly channel: string;
   readonly argumentsRef: string | null;
+  readonly runId: string | null;
 }
 
 export interface ApprovalFacts {
   readonly decision: 'pending' | 'granted' | 'denied';
+  readonly scope: ApprovalScope;
+  readonly runId: string | null;
+  readonly expiresAt: IsoInstant | null;
   readonly requestedBy: string;
   readonly requestedAt: IsoInstant;
   /** Who decided and why; `null` while pending. */

@@ -46,7 +46,7 @@ type Builder = (now: string, variant: number, attempt: number) => ExecutionComma
  */
 const BUILDERS: ReadonlyArray<{ readonly weight: number; readonly build: Builder }> = [
   { weight: 1, build: (now) => attachRetry(now) },
-  { weight: 1, build: (now) => requestApproval(now) },
+  { weight: 1, build: (now) => requestApproval({ now }) },
   { weight: 1, build: (now) => grantApproval(now) },
   { weight: 1, build: (now) => denyApproval(now) },
   { weight: 4, build: (now, v) => authorize(pickOf(['policy', 'session_grant', 'per_use_approval'], v), now) },

@@ -65,6 +65,7 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
           acceptedAt: data.acceptedAt,
           channel: data.record.channel,
           argumentsRef: data.argumentsRef,
+          runId: data.runId ?? null,
         },
       };
     }
@@ -76,6 +77,9 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
         status: 'awaiting_approval',
         approval: {
           decision: 'pending',
+          scope: event.data.scope ?? 'execution',
+          runId: event.data.runId ?? null,
+          expiresAt: event.data.expiresAt ?? null,
           requestedBy: event.data.requestedBy,
           requestedAt: event.data.requestedAt,
           decidedBy: null,
@@ -88,6 +92,9 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
         ...state,
         approval: {
           decision: event.type === 'ApprovalGranted' ? 'granted' : 'denied',
+          scope: state.approval?.scope ?? 'execution',
+          runId: state.approval?.runId ?? null,
+          expiresAt: state.approval?.expiresAt ?? null,
           requestedBy: state.approval?.requestedBy ?? event.data.by,
           requestedAt: state.approval?.requestedAt ?? event.data.decidedAt,
           decidedBy: event.data.by,
@@ -216,11 +223,15 @@ export function decide(command: ExecutionCommand, state: ExecutionState): Execut
       if (state.status === 'awaiting_approval') throw refuse('approval_already_requested');
       if (state.status !== 'accepted') throw refuse('state_does_not_allow');
       requireText(command.type, 'requestedBy', command.requestedBy);
+      if (command.scope === 'run' && !state.accepted?.runId) throw new InvalidCommandError(command.type, 'scope', 'a run grant needs an execution that belongs to a run');
       return [
         executionEvent('ApprovalRequested', {
           requestedBy: command.requestedBy,
           reason: command.reason,
           requestedAt: now,
+          scope: command.scope ?? 'execution',
+          runId: state.accepted?.runId ?? null,
+          expiresAt: command.expiresAt ?? null,
         }),
       ];
 
@@ -453,6 +464,7 @@ function decideAccept(command: Extract<ExecutionCommand, { type: 'AcceptExecutio
       correlation: command.correlation,
       acceptedAt: command.now,
       argumentsRef: command.argumentsRef,
+      runId: command.runId ?? null,
     }),
   ];
 }
@@ -476,14 +488,14 @@ function denialRefusal(state: ExecutionState, basis: DenialBasis): IllegalTransi
   const approval = state.approval?.decision;
   switch (state.status) {
     case 'accepted':
-      return basis === 'approval_denied' || basis === 'approval_timeout' ? 'basis_not_applicable' : null;
+      return basis === 'approval_denied' || basis === 'approval_timeout' || basis === 'approval_invalidated' ? 'basis_not_applicable' : null;
     case 'awaiting_approval':
       if (basis === 'approval_denied') return approval === 'denied' ? null : 'approval_not_denied';
-      if (basis === 'approval_timeout') return approval === 'pending' ? null : 'approval_not_pending';
+      if (basis === 'approval_timeout' || basis === 'approval_invalidated') return approval === 'pending' ? null : 'approval_not_pending';
       return null;
     case 'authorized':
       // Found out before sending (e.g. the vault locked, the credential vanished); nothing has left.
-      return basis === 'approval_denied' || basis === 'approval_timeout' ? 'basis_not_applicable' : null;
+      return basis === 'approval_denied' || basis === 'approval_timeout' || basis === 'approval_invalidated' ? 'basis_not_applicable' : null;
     default:
       return 'state_does_not_allow';
   }

@@ -86,6 +86,7 @@ describe('given no stream', () => {
           correlation: { jsonRpcId: 1, sessionId: 'session-a', transport: 'streamable-http' },
           acceptedAt: T0,
           argumentsRef: 'sealed_arguments_1',
+          runId: null,
         },
       },
     ]);
@@ -133,11 +134,36 @@ describe('given an accepted execution', () => {
       {
         type: 'ApprovalRequested',
         schemaVersion: 1,
-        data: { requestedBy: 'policy:deploys-need-approval', reason: 'production deploy', requestedAt: at(100) },
+        data: {
+          requestedBy: 'policy:deploys-need-approval',
+          reason: 'production deploy',
+          requestedAt: at(100),
+          scope: 'execution',
+          runId: null,
+          expiresAt: null,
+        },
       },
     ]);
     expect(next.status).toBe('awaiting_approval');
-    expect(next.approval).toMatchObject({ decision: 'pending', decidedBy: null });
+    expect(next.approval).toMatchObject({ decision: 'pending', decidedBy: null, scope: 'execution' });
+  });
+
+  it('when a run grant is requested for an execution that belongs to no run then it is refused as invalid', () => {
+    expect(() => decide(requestApproval({ scope: 'run' }), state)).toThrow(InvalidCommandError);
+  });
+
+  it('when a run grant is requested for an execution of a run then the request names the run and its deadline', () => {
+    const inRun = when(initialState(), acceptExecution({ runId: 'run-7' })).state;
+    const { events, state: next } = when(inRun, requestApproval({ scope: 'run', expiresAt: at(900) }));
+    expect(events[0]?.data).toMatchObject({ scope: 'run', runId: 'run-7', expiresAt: at(900) });
+    expect(next.approval).toMatchObject({ scope: 'run', runId: 'run-7', expiresAt: at(900) });
+  });
+
+  it('when a pending approval is invalidated by a vault unlock then it is denied with approval_invalidated', () => {
+    const pending = when(state, requestApproval()).state;
+    const { state: next } = when(pending, { type: 'DenyExecution', executionId: EXECUTION_ID, now: at(200), basis: 'approval_invalidated', reason: 'vault unlocked' });
+    expect(next.status).toBe('denied');
+    expect(next.denial?.basis).toBe('approval_invalidated');
   });
 
   it.each(['policy', 'session_grant'] as const)('when authorized on basis %s then it is authorized', (basis) => {

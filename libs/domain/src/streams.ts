@@ -6,6 +6,8 @@
  * - `intent-<fingerprint digest>`: the atomic per-fingerprint claim (DESIGN section 5).
  * - `idempotency-<actor>/<tool>/<key digest>`: a caller's idempotency key, claimed per actor and tool.
  * - `run-<run id>`: the sessions journal of one agent run (DESIGN section 3).
+ * - `vault-<name>`: the credential vault's state changes (never a credential value).
+ * - `approver-<name>`: API tokens of people who decide approvals over HTTP.
  *
  * Free-form parts (actor, tool, run id) are percent-encoded with `encodeURIComponent`, which always encodes `/`,
  * so every name parses back to exactly the parts it was built from.
@@ -66,6 +68,8 @@ export const STREAM_CATEGORIES = {
   run: 'run',
   session: 'session',
   agent: 'agent',
+  vault: 'vault',
+  approver: 'approver',
 } as const;
 
 export type StreamCategory = (typeof STREAM_CATEGORIES)[keyof typeof STREAM_CATEGORIES];
@@ -116,13 +120,27 @@ export function agentStream(agentName: string): string {
   return `${STREAM_CATEGORIES.agent}-${encodeURIComponent(agentName)}`;
 }
 
+/** The vault's stream: initialised, locked, unlocked, credentials stored and removed (names, never values). */
+export function vaultStream(name = 'main'): string {
+  requirePart('vault_name', name);
+  return `${STREAM_CATEGORIES.vault}-${encodeURIComponent(name)}`;
+}
+
+/** API tokens of one approver (a person deciding approvals through the HTTP API). */
+export function approverStream(approverName: string): string {
+  requirePart('agent_name', approverName);
+  return `${STREAM_CATEGORIES.approver}-${encodeURIComponent(approverName)}`;
+}
+
 export type ParsedStreamName =
   | { readonly category: 'execution'; readonly executionId: ExecutionId }
   | { readonly category: 'intent'; readonly fingerprintDigest: string }
   | { readonly category: 'idempotency'; readonly actor: string; readonly tool: string; readonly keyDigest: string }
   | { readonly category: 'run'; readonly runId: string }
   | { readonly category: 'session'; readonly sessionId: string }
-  | { readonly category: 'agent'; readonly agentName: string };
+  | { readonly category: 'agent'; readonly agentName: string }
+  | { readonly category: 'vault'; readonly vaultName: string }
+  | { readonly category: 'approver'; readonly approverName: string };
 
 /** The parts of a stream name built by this module; `undefined` for any other string. */
 export function parseStreamName(name: string): ParsedStreamName | undefined {
@@ -156,6 +174,14 @@ export function parseStreamName(name: string): ParsedStreamName | undefined {
       const agentName = decodePart(rest);
       return agentName === undefined ? undefined : { category: 'agent', agentName };
     }
+    case STREAM_CATEGORIES.vault: {
+      const vaultName = decodePart(rest);
+      return vaultName === undefined ? undefined : { category: 'vault', vaultName };
+    }
+    case STREAM_CATEGORIES.approver: {
+      const approverName = decodePart(rest);
+      return approverName === undefined ? undefined : { category: 'approver', approverName };
+    }
     default:
       return undefined;
   }
@@ -172,7 +198,7 @@ function requireDigest(identifier: 'fingerprint_digest' | 'idempotency_key_diges
   }
 }
 
-function requirePart(identifier: 'actor' | 'tool' | 'run_id' | 'session_id' | 'agent_name', value: string): void {
+function requirePart(identifier: 'actor' | 'tool' | 'run_id' | 'session_id' | 'agent_name' | 'vault_name', value: string): void {
   if (value.length === 0 || value.length > MAX_PART_LENGTH) {
     throw new InvalidIdentifierError(identifier, `expected 1 to ${MAX_PART_LENGTH} characters`);
   }

@@ -85,12 +85,13 @@ export const attachRetry = (now: IsoInstant = at(1_000)): AttachRetry => ({
   now,
   correlation: { jsonRpcId: 7, sessionId: 'session-b' },
 });
-export const requestApproval = (now: IsoInstant = at(100)): RequestApproval => ({
+export const requestApproval = (overrides: Partial<RequestApproval> = {}): RequestApproval => ({
   type: 'RequestApproval',
   executionId: id,
-  now,
+  now: at(100),
   requestedBy: 'policy:deploys-need-approval',
   reason: 'production deploy',
+  ...overrides,
 });
 export const grantApproval = (now: IsoInstant = at(200)): GrantApproval => ({
   type: 'GrantApproval',
