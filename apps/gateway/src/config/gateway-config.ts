@@ -9,6 +9,7 @@ import {
   readBoolean,
   readEnum,
   readInteger,
+  readList,
   readString,
   readStringList,
   type ContractIssue,
@@ -45,8 +46,13 @@ export interface GatewayConfig {
   readonly callWaitMs: number;
   /** Largest accepted MCP request body. */
   readonly maxRequestBytes: number;
-  /** Tool name (or `*`) → actors allowed (`agent:<name>`, or `*` for any authenticated agent). */
-  readonly allow: Readonly<Record<string, readonly string[]>>;
+  /**
+   * The authorization policy, first matching rule wins: which actors may call which tools outright (`allow`),
+   * only inside a run that holds a session grant (`run_grant`), or never (`deny`). No match denies.
+   */
+  readonly policy: readonly PolicyRule[];
+  /** How long an approval request waits for a decision before it is denied (`approval_timeout`). */
+  readonly approvalTimeoutMs: number;
   readonly credentials: Readonly<Record<string, CredentialSource>>;
   /** Start the bundled demo target beside the gateway. */
   readonly demoTarget: { readonly enabled: boolean; readonly port: number };
@@ -57,6 +63,18 @@ export interface GatewayConfig {
   readonly devToken: boolean;
   /** How often the sealer signs the journal's new events; 0 disables sealing. */
   readonly sealEveryMs: number;
+}
+
+export type PolicyDecision = 'allow' | 'run_grant' | 'deny';
+
+export interface PolicyRule {
+  /** Tool names, or `*` for every tool. */
+  readonly tools: readonly string[];
+  /** `agent:<name>`, or `*` for any authenticated agent. */
+  readonly actors: readonly string[];
+  readonly decision: PolicyDecision;
+  /** Where the rule was written (`authorization.rules[0]`), named in every verdict it gives. */
+  readonly source: string;
 }
 
 export class GatewayConfigError extends Error {
@@ -76,7 +94,8 @@ export const DEFAULT_CONFIG: Omit<GatewayConfig, 'source'> = {
   store: { driver: 'sqlite', synchronous: 'FULL' },
   callWaitMs: 20_000,
   maxRequestBytes: 1024 * 1024,
-  allow: { '*': ['*'] },
+  policy: [{ tools: ['*'], actors: ['*'], decision: 'allow', source: 'default policy (no authorization section)' }],
+  approvalTimeoutMs: 15 * 60_000,
   credentials: {},
   demoTarget: { enabled: false, port: 8790 },
   devToken: false,
@@ -115,6 +134,46 @@ function readBytes(ctx: YamlContext, node: Node, path: string): number | undefin
   }
   const unit = match[2] === 'MiB' ? 1024 * 1024 : match[2] === 'KiB' ? 1024 : 1;
   return Number(match[1]) * unit;
+}
+
+const ACTOR = /^agent:[a-z0-9][a-z0-9_.-]{0,63}$/;
+
+function readActors(ctx: YamlContext, node: Node, path: string): string[] | undefined {
+  const actors = readStringList(ctx, node, path);
+  for (const actor of actors ?? []) {
+    if (actor !== '*' && !ACTOR.test(actor)) ctx.report(node, path, `'${actor}' is not an actor; write agent:<name> or '*'`);
+  }
+  return actors;
+}
+
+/**
+ * `authorization.rules` (a list, first match wins) followed by the `authorization.allow` shorthand (tool →
+ * actors allowed outright). With neither, the policy is empty and every call is denied.
+ */
+function readPolicy(ctx: YamlContext, auth: MapReader): PolicyRule[] {
+  const rules: PolicyRule[] = [];
+  const rulesNode = auth.optional('rules');
+  for (const item of (rulesNode && readList(ctx, rulesNode, 'authorization.rules')) ?? []) {
+    const rule = item.node && MapReader.of(ctx, item.node, item.path);
+    if (!rule) continue;
+    rule.rejectUnknown(['tools', 'actors', 'decision']);
+    const toolsNode = rule.required('tools', "a list of tool names or '*'");
+    const actorsNode = rule.required('actors', "a list of agent:<name> or '*'");
+    const decisionNode = rule.required('decision', 'allow, run_grant or deny');
+    const tools = toolsNode && readStringList(ctx, toolsNode, rule.fieldPath('tools'));
+    const actors = actorsNode && readActors(ctx, actorsNode, rule.fieldPath('actors'));
+    const decision = decisionNode && readEnum(ctx, decisionNode, rule.fieldPath('decision'), ['allow', 'run_grant', 'deny'] as const);
+    if (tools && actors && decision) rules.push({ tools, actors, decision, source: item.path });
+  }
+  const allowNode = auth.optional('allow');
+  const allow = allowNode && MapReader.of(ctx, allowNode, 'authorization.allow');
+  for (const tool of allow?.keys() ?? []) {
+    const path = allow!.fieldPath(tool);
+    const node = allow!.required(tool);
+    const actors = node && readActors(ctx, node, path);
+    if (actors) rules.push({ tools: [tool], actors, decision: 'allow', source: path });
+  }
+  return rules;
 }
 
 /** Parses a configuration file (YAML); every problem is reported with file, line, path and reason. */
@@ -162,23 +221,13 @@ export function parseGatewayConfig(text: string, file: string, base = DEFAULT_CO
     const authNode = map.optional('authorization');
     const auth = authNode && MapReader.of(ctx, authNode, 'authorization');
     if (auth) {
-      auth.rejectUnknown(['allow']);
-      const allowNode = auth.optional('allow');
-      const allow = allowNode && MapReader.of(ctx, allowNode, 'authorization.allow');
-      if (allow) {
-        const parsed: Record<string, string[]> = {};
-        for (const tool of allow.keys()) {
-          const path = allow.fieldPath(tool);
-          const node = allow.required(tool);
-          const actors = node && readStringList(ctx, node, path);
-          for (const actor of actors ?? []) {
-            if (actor !== '*' && !/^agent:[a-z0-9][a-z0-9_.-]{0,63}$/.test(actor)) {
-              ctx.report(node ?? null, path, `'${actor}' is not an actor; write agent:<name> or '*'`);
-            }
-          }
-          if (actors) parsed[tool] = actors;
-        }
-        config.allow = parsed;
+      auth.rejectUnknown(['rules', 'allow', 'approval_timeout']);
+      config.policy = readPolicy(ctx, auth);
+      const timeout = auth.optional('approval_timeout');
+      if (timeout) {
+        const ms = readDuration(ctx, timeout, 'authorization.approval_timeout');
+        if (ms === 0) ctx.report(timeout, 'authorization.approval_timeout', 'must be longer than 0s');
+        else if (ms !== undefined) config.approvalTimeoutMs = ms;
       }
     }
     const credentialsNode = map.optional('credentials');

@@ -32,6 +32,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { invalidArguments, toMcpError, unknownTool } from './mcp-errors';
 import { toolResult, type AnswerFlags, type StoredResult } from './tool-results';
 import type { DeliveryTracker, DeliveryWatch } from './delivery-tracker';
+import { runOfCall } from '../runs/run-journal';
 
 export const META_RUN = 'io.oncegate/run';
 export const META_IDEMPOTENCY_KEY = 'io.oncegate/idempotency-key';
@@ -251,6 +252,7 @@ export class ToolCalls {
         },
         correlation: context.correlation,
         argumentsRef: sealedArguments.ref,
+        runId: runOfCall(context.declaredRun, context.correlation.sessionId)?.runId ?? null,
       }),
       { actor: context.actor, correlation: context.correlation },
       this.deps.clock,

@@ -31,6 +31,18 @@ export function executionInfo(state: ExecutionState, flags: AnswerFlags) {
     firstDispatchedAt: view.firstDispatchedAt,
     targetStatus: view.targetStatus,
     exitCode: view.exitCode,
+    ...(state.approval
+      ? {
+          approval: {
+            decision: state.approval.decision,
+            scope: state.approval.scope,
+            runId: state.approval.runId,
+            requestedAt: state.approval.requestedAt,
+            expiresAt: state.approval.expiresAt,
+          },
+        }
+      : {}),
+    ...(state.denial ? { denial: { basis: state.denial.basis, reason: state.denial.reason } } : {}),
   };
 }
 
@@ -94,9 +106,20 @@ function headline(state: ExecutionState, tool: string, result: StoredResult | un
       return { text: `Execution ${id} of ${tool} expired before it was sent.`, isError: true };
     case 'abandoned':
       return { text: `Execution ${id} of ${tool} was abandoned by an operator; its outcome stays as found.`, isError: false };
+    case 'awaiting_approval': {
+      const approval = state.approval;
+      const what = approval?.scope === 'run' ? `a session grant for run ${approval.runId}` : 'an approval of this call';
+      return {
+        text:
+          `${tool} is waiting for ${what} (asked by ${approval?.requestedBy ?? 'policy'} at ${approval?.requestedAt ?? '?'}` +
+          `${approval?.expiresAt ? `; denied if nobody decides by ${approval.expiresAt}` : ''}). Nothing has been sent. ` +
+          `Execution ${id}: poll execution_status with this id, or call again with the same arguments to attach to it; ` +
+          'calling again never asks twice.',
+        isError: false,
+      };
+    }
     case 'initial':
     case 'accepted':
-    case 'awaiting_approval':
     case 'authorized':
     case 'dispatched':
       return {

@@ -1,0 +1,176 @@
+import { v7 as uuidv7 } from 'uuid';
+import { runStream, type ExecutionStatus } from '@oncegate/domain';
+import { WrongExpectedRevisionError, type EventStore, type ExpectedRevision, type RecordedEvent } from '@oncegate/event-store';
+import { isoNow, loadExecution, type Clock } from '@oncegate/execution-journal';
+import { eventsFromStore } from '@oncegate/projections';
+
+/**
+ * The sessions journal (DESIGN section 3): one `run-<id>` stream per agent run with RunStarted, RunGranted and
+ * RunEnded. A run is the unit of a session grant. A client declares its run, or gets one per MCP session
+ * (`session:<session id>`); a run belongs to the actor that started it.
+ */
+export interface RunStartedData {
+  readonly runId: string;
+  readonly actor: string;
+  readonly source: 'declared' | 'session';
+  readonly startedAt: string;
+}
+
+export interface RunGrantedData {
+  readonly runId: string;
+  /** Tool names, or `*`. */
+  readonly tools: readonly string[];
+  readonly by: string;
+  readonly reason: string;
+  /** The execution whose approval request was granted. */
+  readonly executionId: string;
+  readonly grantedAt: string;
+}
+
+export interface RunEndedData {
+  readonly runId: string;
+  readonly by: string;
+  readonly reason: string;
+  readonly endedAt: string;
+}
+
+export interface RunView {
+  readonly runId: string;
+  readonly actor: string;
+  readonly source: 'declared' | 'session';
+  readonly startedAt: string;
+  readonly grants: readonly RunGrantedData[];
+  readonly ended: RunEndedData | null;
+  /** Revision of the run stream, for appends that must not race. */
+  readonly revision: number;
+}
+
+/** The run a call belongs to: the one it declared, else one per MCP session, else none. */
+export function runOfCall(declaredRun: string | undefined, sessionId: string | undefined): { runId: string; source: 'declared' | 'session' } | null {
+  if (declaredRun !== undefined && declaredRun !== '') return { runId: declaredRun, source: 'declared' };
+  return sessionId ? { runId: sessionRunId(sessionId), source: 'session' } : null;
+}
+
+export function sessionRunId(sessionId: string): string {
+  return `session:${sessionId}`;
+}
+
+export function foldRun(events: readonly RecordedEvent[]): RunView | undefined {
+  let view: RunView | undefined;
+  for (const event of events) {
+    switch (event.type) {
+      case 'RunStarted': {
+        const data = event.data as RunStartedData;
+        view = { runId: data.runId, actor: data.actor, source: data.source, startedAt: data.startedAt, grants: [], ended: null, revision: event.revision };
+        break;
+      }
+      case 'RunGranted':
+        if (view) view = { ...view, grants: [...view.grants, event.data as RunGrantedData], revision: event.revision };
+        break;
+      case 'RunEnded':
+        if (view) view = { ...view, ended: event.data as RunEndedData, revision: event.revision };
+        break;
+      default:
+        break;
+    }
+  }
+  return view;
+}
+
+export async function readRun(store: EventStore, runId: string): Promise<RunView | undefined> {
+  return foldRun(await store.readStream(runStream(runId)));
+}
+
+/** Tools the run holds a session grant for (none once it ended). */
+export function grantedTools(run: RunView): string[] {
+  return run.ended ? [] : [...new Set(run.grants.flatMap((grant) => grant.tools))];
+}
+
+async function appendRunEvent(
+  store: EventStore,
+  runId: string,
+  type: 'RunStarted' | 'RunGranted' | 'RunEnded',
+  data: object,
+  actor: string,
+  clock: Clock,
+  expectedRevision: ExpectedRevision,
+): Promise<boolean> {
+  const eventId = uuidv7();
+  try {
+    await store.appendToStream(
+      runStream(runId),
+      [{ id: eventId, type, data, metadata: { eventId, runId, actor, recordedAt: isoNow(clock), schemaVersion: 1 } }],
+      { expectedRevision },
+    );
+    return true;
+  } catch (error) {
+    if (error instanceof WrongExpectedRevisionError) return false;
+    throw error;
+  }
+}
+
+/** Records the start of a run unless it is already recorded; returns the run as it stands. */
+export async function startRun(
+  store: EventStore,
+  run: { runId: string; actor: string; source: 'declared' | 'session' },
+  clock: Clock,
+): Promise<RunView> {
+  const known = await readRun(store, run.runId);
+  if (known) return known;
+  const data: RunStartedData = { ...run, startedAt: isoNow(clock) };
+  await appendRunEvent(store, run.runId, 'RunStarted', data, run.actor, clock, 'no_stream');
+  return (await readRun(store, run.runId))!;
+}
+
+export async function grantRun(store: EventStore, grant: Omit<RunGrantedData, 'grantedAt'>, clock: Clock): Promise<void> {
+  const data: RunGrantedData = { ...grant, grantedAt: isoNow(clock) };
+  await appendRunEvent(store, grant.runId, 'RunGranted', data, 'service:authorization', clock, 'stream_exists');
+}
+
+export class RunNotFoundError extends Error {
+  readonly kind = 'run_not_found' as const;
+  constructor(readonly runId: string) {
+    super(`no run ${runId} is recorded`);
+    this.name = 'RunNotFoundError';
+  }
+}
+
+/** Ends a run: its grants stop applying. Ending an ended run changes nothing and returns `false`. */
+export async function endRun(store: EventStore, runId: string, by: string, reason: string, clock: Clock): Promise<boolean> {
+  for (;;) {
+    const run = await readRun(store, runId);
+    if (!run) throw new RunNotFoundError(runId);
+    if (run.ended) return false;
+    const data: RunEndedData = { runId, by, reason, endedAt: isoNow(clock) };
+    if (await appendRunEvent(store, runId, 'RunEnded', data, by, clock, run.revision)) return true;
+  }
+}
+
+/** Every recorded run, oldest first. */
+export async function listRuns(store: EventStore): Promise<RunView[]> {
+  const runs: RunView[] = [];
+  for await (const event of eventsFromStore(store, { filter: { eventTypes: ['RunStarted'] } })) {
+    const run = await readRun(store, (event.data as RunStartedData).runId);
+    if (run) runs.push(run);
+  }
+  return runs;
+}
+
+export interface RunExecution {
+  readonly executionId: string;
+  readonly tool: string;
+  readonly acceptedAt: string;
+  readonly status: ExecutionStatus;
+}
+
+/** The executions accepted in a run, in order, with their current state. */
+export async function executionsOfRun(store: EventStore, runId: string): Promise<RunExecution[]> {
+  const executions: RunExecution[] = [];
+  for await (const event of eventsFromStore(store, { filter: { eventTypes: ['ExecutionAccepted'] } })) {
+    const data = event.data as { executionId: string; toolName: string; acceptedAt: string; runId?: string | null };
+    if (data.runId !== runId) continue;
+    const { state } = await loadExecution(store, data.executionId as never);
+    executions.push({ executionId: data.executionId, tool: data.toolName, acceptedAt: data.acceptedAt, status: state.status });
+  }
+  return executions;
+}
