@@ -1,0 +1,75 @@
+import { describe, expect, it } from 'vitest';
+import { GatewayConfigError, parseGatewayConfig } from './gateway-config';
+
+function issuesOf(text: string): string[] {
+  try {
+    parseGatewayConfig(text, 'oncegate.yaml');
+  } catch (error) {
+    if (error instanceof GatewayConfigError) return error.message.split('\n').slice(1);
+    throw error;
+  }
+  throw new Error('expected the configuration to be refused');
+}
+
+describe('the authorization section of the configuration', () => {
+  it('reads rules in order, then the allow shorthand, with where each was written', () => {
+    const config = parseGatewayConfig(
+      [
+        'authorization:',
+        '  rules:',
+        '    - { tools: [deploy], actors: [agent:ci], decision: run_grant }',
+        "    - { tools: ['*'], actors: [agent:intruder], decision: deny }",
+        '  allow:',
+        "    get_build: ['*']",
+        '  approval_timeout: 90s',
+      ].join('\n'),
+      'oncegate.yaml',
+    );
+    expect(config.policy.map(({ tools, actors, decision, source }) => ({ tools, actors, decision, source }))).toEqual([
+      { tools: ['deploy'], actors: ['agent:ci'], decision: 'run_grant', source: 'authorization.rules[0]' },
+      { tools: ['*'], actors: ['agent:intruder'], decision: 'deny', source: 'authorization.rules[1]' },
+      { tools: ['get_build'], actors: ['*'], decision: 'allow', source: 'authorization.allow.get_build' },
+    ]);
+    expect(config.policy[0]?.at).toEqual({ line: 3, column: 16 });
+    expect(config.approvalTimeoutMs).toBe(90_000);
+  });
+
+  it('allows everything to every agent when there is no authorization section, and times approvals out after 15 minutes', () => {
+    const config = parseGatewayConfig('call_wait: 5s\n', 'oncegate.yaml');
+    expect(config.policy).toEqual([expect.objectContaining({ tools: ['*'], actors: ['*'], decision: 'allow' })]);
+    expect(config.approvalTimeoutMs).toBe(15 * 60_000);
+  });
+
+  it('denies everything when the section names no rule', () => {
+    expect(parseGatewayConfig('authorization: { approval_timeout: 1m }\n', 'oncegate.yaml').policy).toEqual([]);
+  });
+
+  it('names the file, line, path and reason of every mistake', () => {
+    const issues = issuesOf(
+      [
+        'authorization:',
+        '  rules:',
+        '    - { tools: [deploy], actors: [agent:ci], decision: maybe }',
+        '    - { tools: [deploy], actors: [ci-bot], decision: allow }',
+        '    - { tools: [deploy], decison: allow }',
+        '  approval_timeout: soon',
+        '  approvers: [alice]',
+      ].join('\n'),
+    );
+    expect(issues).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^oncegate\.yaml:3:\d+ authorization\.rules\[0\]\.decision: .*allow.*run_grant.*deny/),
+        expect.stringMatching(/^oncegate\.yaml:4:\d+ authorization\.rules\[1\]\.actors: 'ci-bot' is not an actor/),
+        expect.stringMatching(/^oncegate\.yaml:5:\d+ authorization\.rules\[2\]\.decison: .*decision/),
+        expect.stringMatching(/^oncegate\.yaml:6:\d+ authorization\.approval_timeout: 'soon' is not a duration/),
+        expect.stringMatching(/^oncegate\.yaml:7:\d+ authorization\.approvers: /),
+      ]),
+    );
+  });
+
+  it('refuses an approval timeout of zero', () => {
+    expect(issuesOf('authorization: { approval_timeout: 0s }\n')).toEqual([
+      expect.stringMatching(/authorization\.approval_timeout: must be longer than 0s/),
+    ]);
+  });
+});
