@@ -13,6 +13,8 @@ export interface EffectLog {
     readonly path: string;
     readonly endpoint: string | null;
     readonly idempotencyKey: string | null;
+    /** SHA-256 (hex) of the Authorization header that arrived, `null` for none. */
+    readonly authorizationSha256: string | null;
     readonly effect: boolean;
     readonly status: number | null;
   }>;

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -22,6 +23,11 @@ export interface RecordedRequest {
   /** `METHOD /pattern`, e.g. `PUT /config/:name`; `null` for an unknown path. */
   readonly endpoint: string | null;
   readonly idempotencyKey: string | null;
+  /**
+   * SHA-256 (hex) of the `Authorization` header, `null` when there was none: proof of which credential arrived
+   * without the log holding it.
+   */
+  readonly authorizationSha256: string | null;
   /** ISO 8601. */
   readonly at: string;
   /** True when the request changed state: a payment, a rotation, a config or stock write. */
@@ -174,17 +180,19 @@ export async function startDemoTarget(options: DemoTargetOptions = {}): Promise<
 
     const header = request.headers['idempotency-key'];
     const idempotencyKey = typeof header === 'string' ? header : null;
+    const authorization = request.headers.authorization;
+    const authorizationSha256 = authorization === undefined ? null : createHash('sha256').update(authorization).digest('hex');
     const at = now();
     const route = endpoints.route(method, path);
     if (route === undefined) {
-      requests.push({ method, path, endpoint: null, idempotencyKey, at: at.toISOString(), effect: false, status: 404, fault: null });
+      requests.push({ method, path, endpoint: null, idempotencyKey, authorizationSha256, at: at.toISOString(), effect: false, status: 404, fault: null });
       return sendJson(response, 404, { error: 'not_found', reason: `no endpoint for ${method} ${path}` });
     }
 
     const rule = rules.take(method, path, route.endpoint);
     const skipEndpoint = rule?.action === 'status' && rule.applyEffect !== true;
     const decided: DemoAnswer = skipEndpoint ? { status: 0, body: null, effect: false } : route.answer({ method, path, idempotencyKey, body, at });
-    const recorded = { method, path, endpoint: route.endpoint, idempotencyKey, at: at.toISOString(), effect: decided.effect, status: null, fault: rule?.action ?? null };
+    const recorded = { method, path, endpoint: route.endpoint, idempotencyKey, authorizationSha256, at: at.toISOString(), effect: decided.effect, status: null, fault: rule?.action ?? null };
     const index = requests.push(recorded) - 1;
     const answer = (status: number, answerBody: unknown, headers?: Readonly<Record<string, string>>): void => {
       const entry = requests[index];
