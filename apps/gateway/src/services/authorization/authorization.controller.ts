@@ -1,54 +1,308 @@
-import { Controller, Inject } from '@nestjs/common';
+import { Controller, Inject, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { EventPattern, Payload } from '@nestjs/microservices';
-import type { ExecutionAcceptedData, ExecutionId } from '@oncegate/domain';
+import type { ExecutionAcceptedData, ExecutionCommand, ExecutionId, ExecutionState } from '@oncegate/domain';
+import type { ToolContract } from '@oncegate/contracts';
+import { renderHttpRequest } from '@oncegate/dispatcher-http';
 import type { EventStore, RecordedEvent } from '@oncegate/event-store';
 import { EVENT_STORE } from '@oncegate/nest-event-store';
-import { isoNow, runExecutionCommand, type Clock } from '@oncegate/execution-journal';
-import type { AllowList } from '../allow-list';
-import type { CredentialResolver } from '../credentials';
-import { ALLOW_LIST, CLOCK, CREDENTIALS } from '../tokens';
+import { addMs } from '@oncegate/domain';
+import { isoNow, loadExecution, runExecutionCommand, type Clock } from '@oncegate/execution-journal';
+import { eventsFromStore } from '@oncegate/projections';
+import type { SealedStore } from '@oncegate/sealed-store';
+import { grantRun, grantedTools, readRun, sessionRunId, startRun, endRun, type RunGrantedData } from '../../runs/run-journal';
+import type { VaultService, VaultState } from '../../vault/vault-service';
+import { APPROVAL_TIMEOUT_MS, CLOCK, POLICY, SEALED_STORE, TOOLS, VAULT } from '../tokens';
+import { climbLadder, type LadderFacts, type LadderVerdict, type RunFacts } from './ladder';
+import type { Policy } from './policy';
 
-/** Decides whether an accepted execution may be sent, and records the verdict with its basis. */
+const ACTOR = 'service:authorization';
+/** How often pending approvals are checked against their deadline. */
+const DEADLINE_TICK_MS = 250;
+
+interface PendingApproval {
+  readonly executionId: ExecutionId;
+  readonly requestedAt: string;
+  readonly expiresAt: string | null;
+  readonly runId: string | null;
+  readonly scope: 'execution' | 'run';
+  readonly tool: string;
+}
+
+/**
+ * The authorization service: climbs the ladder for every accepted execution and records the verdict with its
+ * basis; turns approval decisions into verdicts; denies approvals that time out or that a vault lock or unlock
+ * invalidates; keeps the sessions journal (runs started, granted, ended).
+ */
 @Controller()
-export class AuthorizationController {
+export class AuthorizationController implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly log = new Logger('authorization');
+  private readonly pending = new Map<ExecutionId, PendingApproval>();
+  private timer: NodeJS.Timeout | undefined;
+  private stopVaultWatch: (() => void) | undefined;
+
   constructor(
     @Inject(EVENT_STORE) private readonly store: EventStore,
-    @Inject(ALLOW_LIST) private readonly allowList: AllowList,
-    @Inject(CREDENTIALS) private readonly credentials: CredentialResolver,
+    @Inject(POLICY) private readonly policy: Policy,
+    @Inject(VAULT) private readonly vault: VaultService,
+    @Inject(TOOLS) private readonly tools: ReadonlyMap<string, ToolContract>,
+    @Inject(SEALED_STORE) private readonly sealed: SealedStore,
+    @Inject(APPROVAL_TIMEOUT_MS) private readonly approvalTimeoutMs: number,
     @Inject(CLOCK) private readonly clock: Clock,
   ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    // Approvals requested before this process started: pick up the ones still pending.
+    for await (const event of eventsFromStore(this.store, { filter: { eventTypes: ['ApprovalRequested'] } })) {
+      const { state } = await loadExecution(this.store, event.metadata['executionId'] as ExecutionId);
+      this.track(state);
+    }
+    this.stopVaultWatch = this.vault.onChange((state) => void this.invalidatePending(state));
+    await this.invalidatePending(this.vault.state());
+    this.timer = setInterval(() => void this.denyExpired(), DEADLINE_TICK_MS);
+    this.timer.unref();
+  }
+
+  onApplicationShutdown(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.stopVaultWatch?.();
+  }
 
   @EventPattern('ExecutionAccepted')
   async onAccepted(@Payload() event: RecordedEvent<ExecutionAcceptedData>): Promise<void> {
     const { executionId, record } = event.data;
-    await runExecutionCommand(
-      this.store,
-      executionId as ExecutionId,
-      (state) => {
-        if (state.status !== 'accepted') return undefined;
-        const now = isoNow(this.clock);
-        if (record.credential_ref && !this.credentials.resolvable(record.credential_ref)) {
-          return {
-            type: 'DenyExecution',
-            executionId,
-            now,
-            basis: 'credential_unresolved',
-            reason: `credential '${record.credential_ref}' is not configured on this gateway.`,
-          };
-        }
-        if (!this.allowList.allows(record.actor, record.tool)) {
-          return {
-            type: 'DenyExecution',
-            executionId,
-            now,
-            basis: 'policy',
-            reason: `${record.actor} is not on the allow list of ${record.tool}.`,
-          };
-        }
-        return { type: 'AuthorizeExecution', executionId, now, basis: 'policy' };
-      },
-      { actor: 'service:authorization', causationId: event.id, correlation: event.data.correlation },
-      this.clock,
+    const runId = event.data.runId ?? null;
+    const run = runId === null ? null : await this.runFacts(runId, record.actor, event.data.correlation.sessionId);
+    const { state } = await loadExecution(this.store, executionId);
+    if (state.status !== 'accepted') return;
+    const verdict = climbLadder(await this.factsOf(state, run));
+    const now = isoNow(this.clock);
+    const command: ExecutionCommand =
+      verdict.kind === 'deny'
+        ? { type: 'DenyExecution', executionId, now, basis: verdict.basis, reason: verdict.reason }
+        : verdict.kind === 'allow'
+          ? { type: 'AuthorizeExecution', executionId, now, basis: verdict.basis }
+          : {
+              type: 'RequestApproval',
+              executionId,
+              now,
+              requestedBy: verdict.requestedBy,
+              reason: verdict.reason,
+              scope: verdict.scope,
+              expiresAt: addMs(now, this.approvalTimeoutMs),
+            };
+    const outcome = await this.apply(executionId, (s) => (s.status === 'accepted' ? command : undefined), event);
+    this.log.debug?.(`${executionId}: ${describeVerdict(verdict)}`);
+    this.track(outcome);
+  }
+
+  @EventPattern('ApprovalGranted')
+  async onApprovalGranted(@Payload() event: RecordedEvent): Promise<void> {
+    const executionId = event.metadata['executionId'] as ExecutionId;
+    const { state } = await loadExecution(this.store, executionId);
+    const approval = state.approval;
+    if (state.status !== 'awaiting_approval' || approval?.decision !== 'granted') return;
+    this.pending.delete(executionId);
+    if (approval.scope === 'run' && approval.runId !== null) {
+      const run = await readRun(this.store, approval.runId);
+      const tool = state.accepted!.toolName;
+      if (run && !run.ended && !grantedTools(run).includes(tool)) {
+        await grantRun(
+          this.store,
+          { runId: approval.runId, tools: [tool], by: approval.decidedBy ?? 'unknown', reason: approval.reason, executionId },
+          this.clock,
+        );
+      }
+    }
+    const basis = approval.scope === 'run' ? 'session_grant' : 'per_use_approval';
+    await this.apply(
+      executionId,
+      (s) => (s.status === 'awaiting_approval' && s.approval?.decision === 'granted' ? { type: 'AuthorizeExecution', executionId, now: isoNow(this.clock), basis } : undefined),
+      event,
     );
   }
+
+  @EventPattern('ApprovalDenied')
+  async onApprovalDenied(@Payload() event: RecordedEvent): Promise<void> {
+    const executionId = event.metadata['executionId'] as ExecutionId;
+    this.pending.delete(executionId);
+    await this.apply(
+      executionId,
+      (s) =>
+        s.status === 'awaiting_approval' && s.approval?.decision === 'denied'
+          ? {
+              type: 'DenyExecution',
+              executionId,
+              now: isoNow(this.clock),
+              basis: 'approval_denied',
+              reason: `${s.approval.decidedBy ?? 'an approver'} denied it: ${s.approval.reason}`,
+            }
+          : undefined,
+      event,
+    );
+  }
+
+  /** A run was granted a tool: other requests of that run waiting for the same grant are granted by it. */
+  @EventPattern('RunGranted')
+  async onRunGranted(@Payload() event: RecordedEvent<RunGrantedData>): Promise<void> {
+    const { runId, tools, by, executionId: grantedBy } = event.data;
+    for (const waiting of [...this.pending.values()]) {
+      if (waiting.scope !== 'run' || waiting.runId !== runId || waiting.executionId === grantedBy) continue;
+      if (!tools.includes('*') && !tools.includes(waiting.tool)) continue;
+      await this.apply(
+        waiting.executionId,
+        (s) =>
+          s.status === 'awaiting_approval' && s.approval?.decision === 'pending'
+            ? { type: 'GrantApproval', executionId: waiting.executionId, now: isoNow(this.clock), by: ACTOR, reason: `run ${runId} was granted ${waiting.tool} by ${by} (${grantedBy})` }
+            : undefined,
+        event,
+      );
+    }
+  }
+
+  /** A session closed: the run it carried ends, and its grants with it. */
+  @EventPattern('SessionClosed')
+  async onSessionClosed(@Payload() event: RecordedEvent<{ sessionId: string }>): Promise<void> {
+    const runId = sessionRunId(event.data.sessionId);
+    if ((await readRun(this.store, runId)) === undefined) return;
+    await endRun(this.store, runId, ACTOR, 'the MCP session was closed', this.clock);
+  }
+
+  private async runFacts(runId: string, actor: string, sessionId: string | undefined): Promise<RunFacts> {
+    const source = sessionId !== undefined && runId === sessionRunId(sessionId) ? 'session' : 'declared';
+    const run = await startRun(this.store, { runId, actor, source }, this.clock);
+    return { runId, actor: run.actor, ended: run.ended !== null, grantedTools: grantedTools(run) };
+  }
+
+  private async factsOf(state: ExecutionState, run: RunFacts | null): Promise<LadderFacts> {
+    const accepted = state.accepted!;
+    const tool = this.tools.get(accepted.toolName);
+    const vault = this.vault.state();
+    const facts = {
+      actor: accepted.actor,
+      tool: accepted.toolName,
+      vault: { locked: vault.locked, reason: vault.reason },
+      run,
+      policy: this.policy.decide(accepted.actor, accepted.toolName),
+      toolPerUseApproval: tool?.approval === 'per_use',
+    };
+    if (tool === undefined) {
+      return { ...facts, targetProblem: `tool ${accepted.toolName} is no longer in the contract file`, credential: null };
+    }
+    const target = await this.targetOf(state, tool);
+    if (typeof target === 'string') return { ...facts, targetProblem: target, credential: null };
+    const ref = tool.credentialRef;
+    if (ref === null) return { ...facts, targetProblem: null, credential: null };
+    const entry = this.vault.describe(ref);
+    const binding = entry === undefined ? undefined : this.vault.checkBinding(ref, target);
+    const problem =
+      entry === undefined
+        ? `credential '${ref}' is not in the vault (oncegate vault set ${ref} …)`
+        : binding && !binding.ok
+          ? binding.reason
+          : null;
+    return { ...facts, targetProblem: null, credential: { ref, problem, perUseApproval: entry?.approval === 'per_use' } };
+  }
+
+  /** Where this call would go, rendered from its real arguments; a string says why it cannot be. */
+  private async targetOf(
+    state: ExecutionState,
+    tool: ToolContract,
+  ): Promise<{ channel: 'http'; url: string } | { channel: 'ssh'; host: string; port: number } | string> {
+    const request = tool.request;
+    if (request.kind === 'ssh') return { channel: 'ssh', host: request.host, port: request.port };
+    const ref = state.accepted!.argumentsRef;
+    const blob = ref ? await this.sealed.open(ref) : undefined;
+    if (blob === undefined) return 'the call arguments are missing';
+    try {
+      const args = JSON.parse(blob.plaintext.toString('utf8')) as Record<string, unknown>;
+      return { channel: 'http', url: renderHttpRequest(tool, args, state.executionId!).url };
+    } catch (error) {
+      return `the request of ${tool.name} cannot be built: ${(error as Error).message}`;
+    }
+  }
+
+  private track(state: ExecutionState): void {
+    const executionId = state.executionId;
+    if (!executionId) return;
+    const approval = state.approval;
+    if (state.status !== 'awaiting_approval' || approval?.decision !== 'pending') {
+      this.pending.delete(executionId);
+      return;
+    }
+    this.pending.set(executionId, {
+      executionId,
+      requestedAt: approval.requestedAt,
+      expiresAt: approval.expiresAt,
+      runId: approval.runId,
+      scope: approval.scope,
+      tool: state.accepted!.toolName,
+    });
+  }
+
+  private async denyExpired(): Promise<void> {
+    const now = this.clock.now().getTime();
+    for (const waiting of [...this.pending.values()]) {
+      if (waiting.expiresAt === null || Date.parse(waiting.expiresAt) > now) continue;
+      this.pending.delete(waiting.executionId);
+      await this.apply(
+        waiting.executionId,
+        (s) =>
+          s.status === 'awaiting_approval' && s.approval?.decision === 'pending'
+            ? {
+                type: 'DenyExecution',
+                executionId: waiting.executionId,
+                now: isoNow(this.clock),
+                basis: 'approval_timeout',
+                reason: `no decision by ${waiting.expiresAt}; the request was open since ${waiting.requestedAt}`,
+              }
+            : undefined,
+      ).catch((error: unknown) => this.log.error(`${waiting.executionId}: ${(error as Error).message}`));
+    }
+  }
+
+  /**
+   * Locking or unlocking the vault invalidates every approval requested before it: an approver decided (or
+   * would decide) under a vault state that no longer holds.
+   */
+  private async invalidatePending(vault: VaultState): Promise<void> {
+    if (vault.since === null) return;
+    const since = Date.parse(vault.since);
+    for (const waiting of [...this.pending.values()]) {
+      if (Date.parse(waiting.requestedAt) > since) continue;
+      this.pending.delete(waiting.executionId);
+      const basis = vault.locked ? 'vault_locked' : 'approval_invalidated';
+      await this.apply(
+        waiting.executionId,
+        (s) =>
+          s.status === 'awaiting_approval' && s.approval?.decision === 'pending'
+            ? {
+                type: 'DenyExecution',
+                executionId: waiting.executionId,
+                now: isoNow(this.clock),
+                basis,
+                reason: `the vault was ${vault.locked ? 'locked' : 'unlocked'} at ${vault.since} while the approval was pending`,
+              }
+            : undefined,
+      ).catch((error: unknown) => this.log.error(`${waiting.executionId}: ${(error as Error).message}`));
+    }
+  }
+
+  private async apply(
+    executionId: ExecutionId,
+    build: (state: ExecutionState) => ExecutionCommand | undefined,
+    cause?: RecordedEvent,
+  ): Promise<ExecutionState> {
+    const outcome = await runExecutionCommand(
+      this.store,
+      executionId,
+      build,
+      { actor: ACTOR, ...(cause ? { causationId: cause.id, correlation: cause.metadata['correlation'] as never } : {}) },
+      this.clock,
+    );
+    return outcome.state;
+  }
+}
+
+function describeVerdict(verdict: LadderVerdict): string {
+  return `${verdict.kind} at rung ${verdict.rung}: ${verdict.reason}`;
 }

@@ -1,16 +1,21 @@
 import { Module, type DynamicModule } from '@nestjs/common';
+import type { ToolContract } from '@oncegate/contracts';
 import { EventStoreModule } from '@oncegate/nest-event-store';
 import type { EventStore } from '@oncegate/event-store';
 import type { Clock } from '@oncegate/execution-journal';
-import type { AllowList } from '../allow-list';
-import type { CredentialResolver } from '../credentials';
-import { ALLOW_LIST, CLOCK, CREDENTIALS } from '../tokens';
+import type { SealedStore } from '@oncegate/sealed-store';
+import type { VaultService } from '../../vault/vault-service';
+import { APPROVAL_TIMEOUT_MS, CLOCK, POLICY, SEALED_STORE, TOOLS, VAULT } from '../tokens';
 import { AuthorizationController } from './authorization.controller';
+import type { Policy } from './policy';
 
 export interface AuthorizationDependencies {
   readonly store: EventStore;
-  readonly allowList: AllowList;
-  readonly credentials: CredentialResolver;
+  readonly policy: Policy;
+  readonly vault: VaultService;
+  readonly tools: ReadonlyMap<string, ToolContract>;
+  readonly sealed: SealedStore;
+  readonly approvalTimeoutMs: number;
   readonly clock: Clock;
 }
 
@@ -22,8 +27,11 @@ export class AuthorizationModule {
       imports: [EventStoreModule.forRoot({ open: () => deps.store })],
       controllers: [AuthorizationController],
       providers: [
-        { provide: ALLOW_LIST, useValue: deps.allowList },
-        { provide: CREDENTIALS, useValue: deps.credentials },
+        { provide: POLICY, useValue: deps.policy },
+        { provide: VAULT, useValue: deps.vault },
+        { provide: TOOLS, useValue: deps.tools },
+        { provide: SEALED_STORE, useValue: deps.sealed },
+        { provide: APPROVAL_TIMEOUT_MS, useValue: deps.approvalTimeoutMs },
         { provide: CLOCK, useValue: deps.clock },
       ],
     };

@@ -114,6 +114,6 @@ describe('the policy', () => {
   });
 
   it('names tools the contracts do not declare', () => {
-    expect(grantForDeploys.unknownTools(new Set(['deploy']))).toEqual([{ source: 'authorization.rules[2]', tool: 'get_build' }]);
+    expect(grantForDeploys.unknownTools(new Set(['deploy']))).toEqual([{ source: 'authorization.rules[2]', tool: 'get_build', line: 0, column: 0 }]);
   });
 });

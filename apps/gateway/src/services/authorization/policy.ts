@@ -18,9 +18,11 @@ export class Policy {
   }
 
   /** Tool names the rules mention that the contracts do not declare (a typo in the configuration). */
-  unknownTools(known: ReadonlySet<string>): { source: string; tool: string }[] {
+  unknownTools(known: ReadonlySet<string>): { source: string; tool: string; line: number; column: number }[] {
     return this.rules.flatMap((rule) =>
-      rule.tools.filter((tool) => tool !== '*' && !known.has(tool)).map((tool) => ({ source: rule.source, tool })),
+      rule.tools
+        .filter((tool) => tool !== '*' && !known.has(tool))
+        .map((tool) => ({ source: rule.source, tool, line: rule.at?.line ?? 0, column: rule.at?.column ?? 0 })),
     );
   }
 }

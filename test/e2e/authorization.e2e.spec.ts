@@ -1,0 +1,266 @@
+import { createHash } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { CREDENTIAL_CANARY, oncegate, startGatewayProcess, type GatewayFolder } from '../support/gateway-process';
+import { eventually, readJournal } from '../support/journal';
+import { connectClient, droppableFetch } from '../support/mcp-clients';
+import { executionOf, gatewayScenario, textOf } from '../support/scenario';
+
+const PAYOUT = { payment_reference: 'payout-000001', amount_cents: 1250 };
+const SENT_CREDENTIAL = createHash('sha256').update(`Bearer ${CREDENTIAL_CANARY}`).digest('hex');
+
+interface Decided {
+  readonly status: string;
+  readonly denial?: { basis: string; reason: string };
+  readonly approval?: { decision: string; scope: string; runId: string | null };
+}
+
+function decidedOf(result: unknown): Decided {
+  return (result as { structuredContent: { execution: Decided } }).structuredContent.execution;
+}
+
+async function eventsOf(folder: GatewayFolder, executionId: string) {
+  return readJournal(folder.dataDir, [`execution-${executionId}`]);
+}
+
+/** Waits until the execution's stream holds an event of `type`, and returns the stream. */
+async function untilEvent(folder: GatewayFolder, executionId: string, type: string, timeoutMs = 15_000) {
+  return eventually(
+    async () => {
+      const events = await eventsOf(folder, executionId);
+      return events.some((event) => event.type === type) ? events : undefined;
+    },
+    timeoutMs,
+    `${type} on ${executionId}`,
+  );
+}
+
+function count(events: readonly { type: string }[], type: string): number {
+  return events.filter((event) => event.type === type).length;
+}
+
+async function cli(folder: GatewayFolder, args: string[]): Promise<string> {
+  const result = await oncegate(folder, args);
+  expect(result.code, `oncegate ${args.join(' ')}: ${result.stderr}`).toBe(0);
+  return result.stdout;
+}
+
+function apiUrl(gatewayUrl: string, path: string): string {
+  return new URL(path, gatewayUrl).toString();
+}
+
+describe('approvals: a per-use approval, asked once however often the agent retries', () => {
+  const scenario = gatewayScenario({ call_wait: '1500ms' });
+
+  it('given a disconnect while awaiting approval, when the agent retries and an approver approves over HTTP, then there is one request, one dispatch and one execution id', async () => {
+    const drop = droppableFetch();
+    const first = await connectClient(scenario.gateway.url, scenario.gateway.devToken, { fetch: drop.fetch });
+    const lost = first.client.callTool({ name: 'send_payout', arguments: PAYOUT }).catch((error: unknown) => error);
+    const executionId = await eventually(async () => {
+      const requested = (await readJournal(scenario.folder.dataDir)).find((event) => event.type === 'ApprovalRequested');
+      return requested?.metadata['executionId'] as string | undefined;
+    });
+    drop.dropAll();
+    await first.client.close();
+    expect(await lost).toBeInstanceOf(Error);
+
+    const second = await connectClient(scenario.gateway.url, scenario.gateway.devToken);
+    const retried = await second.client.callTool({ name: 'send_payout', arguments: PAYOUT });
+    expect(executionOf(retried)).toMatchObject({ id: executionId, attached: true, state: 'awaiting_approval' });
+    expect(retried.isError).toBe(false);
+    expect(textOf(retried)).toMatch(/waiting for an approval.*Nothing has been sent/);
+    expect((await scenario.target.effects()).requestsTotal).toBe(0);
+
+    const listed = await cli(scenario.folder, ['approvals', 'list']);
+    expect(listed.split('\n').filter((line) => line.includes(executionId))).toHaveLength(1);
+
+    const approver = (await cli(scenario.folder, ['approvers', 'add', 'alice'])).trim();
+    const approved = await fetch(apiUrl(scenario.gateway.url, `/approvals/${executionId}/approve`), {
+      method: 'POST',
+      headers: { authorization: `Bearer ${approver}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ reason: 'supplier invoice 4411 checked' }),
+    });
+    expect(approved.status).toBe(200);
+
+    const events = await untilEvent(scenario.folder, executionId, 'OutcomeObserved');
+    const third = await second.client.callTool({ name: 'send_payout', arguments: PAYOUT });
+    await second.client.close();
+    expect(executionOf(third)).toMatchObject({ id: executionId, attached: true });
+    expect(['completed', 'delivered', 'completed_result_not_delivered']).toContain(executionOf(third).state);
+
+    expect(count(events, 'ApprovalRequested')).toBe(1);
+    expect(count(events, 'Dispatched')).toBe(1);
+    expect(events.find((event) => event.type === 'ApprovalGranted')?.data).toMatchObject({ by: 'approver:alice', reason: 'supplier invoice 4411 checked' });
+    expect(events.find((event) => event.type === 'ExecutionAuthorized')?.data).toMatchObject({ basis: 'per_use_approval' });
+    const payments = (await scenario.target.effects()).requests.filter((request) => request.endpoint === 'POST /payments');
+    expect(payments).toHaveLength(1);
+    expect(payments[0]).toMatchObject({ idempotencyKey: executionId, authorizationSha256: SENT_CREDENTIAL });
+  });
+
+  it('given a pending approval, when an operator denies it with the CLI, then the call and every retry get that denial and nothing is sent', async () => {
+    const { client } = await connectClient(scenario.gateway.url, scenario.gateway.devToken);
+    const pending = await client.callTool({ name: 'send_payout', arguments: PAYOUT });
+    const executionId = executionOf(pending).id;
+    expect(decidedOf(pending)).toMatchObject({ approval: { decision: 'pending', scope: 'execution' } });
+
+    const shown = JSON.parse(await cli(scenario.folder, ['approvals', 'show', executionId, '--json'])) as Record<string, unknown>;
+    expect(JSON.stringify(shown)).toContain('send_payout');
+    expect(JSON.stringify(shown)).toContain('agent:dev');
+    await cli(scenario.folder, ['approvals', 'deny', executionId, '--reason', 'no invoice on file', '--by', 'user:bob']);
+    const denied = await untilEvent(scenario.folder, executionId, 'ExecutionDenied');
+    expect(denied.at(-1)?.data).toMatchObject({ basis: 'approval_denied' });
+
+    const retried = await client.callTool({ name: 'send_payout', arguments: PAYOUT });
+    await client.close();
+    expect(executionOf(retried)).toMatchObject({ id: executionId, attached: true, state: 'denied' });
+    expect(retried.isError).toBe(true);
+    expect(textOf(retried)).toContain('no invoice on file');
+    const again = await oncegate(scenario.folder, ['approvals', 'approve', executionId, '--reason', 'too late']);
+    expect(again.code).not.toBe(0);
+    expect(again.stderr).toMatch(/denied/);
+    expect(count(await eventsOf(scenario.folder, executionId), 'ApprovalRequested')).toBe(1);
+    expect((await scenario.target.effects()).requestsTotal).toBe(0);
+  });
+
+  it('given a pending approval, when the vault is locked, then the request is invalidated, every new call is denied until it is unlocked', async () => {
+    const { client } = await connectClient(scenario.gateway.url, scenario.gateway.devToken);
+    const pending = await client.callTool({ name: 'send_payout', arguments: PAYOUT });
+    const executionId = executionOf(pending).id;
+    expect(executionOf(pending).state).toBe('awaiting_approval');
+
+    await cli(scenario.folder, ['vault', 'lock', '--reason', 'incident 77']);
+    const events = await untilEvent(scenario.folder, executionId, 'ExecutionDenied');
+    expect(events.at(-1)?.data).toMatchObject({ basis: 'vault_locked' });
+
+    const whileLocked = await client.callTool({ name: 'get_build', arguments: { build_id: '7' } });
+    expect(whileLocked.isError).toBe(true);
+    expect(decidedOf(whileLocked).denial).toMatchObject({ basis: 'vault_locked' });
+    expect(textOf(whileLocked)).toMatch(/vault is locked/);
+
+    await cli(scenario.folder, ['vault', 'unlock']);
+    const afterUnlock = await eventually(async () => {
+      const result = await client.callTool({ name: 'get_build', arguments: { build_id: '8' } });
+      return result.isError ? undefined : result;
+    });
+    await client.close();
+    expect(executionOf(afterUnlock).state).toMatch(/completed|delivered/);
+    expect((await scenario.target.effects()).requests.map((request) => request.path)).toEqual(['/builds/8']);
+  });
+});
+
+describe('approvals: an unanswered request times out', () => {
+  const scenario = gatewayScenario({ call_wait: '500ms', authorization: "{ allow: { '*': ['*'] }, approval_timeout: 1s }" });
+
+  it('given nobody decides, when the timeout passes, then the execution is denied with approval_timeout and a retry gets the same denial', async () => {
+    const { client } = await connectClient(scenario.gateway.url, scenario.gateway.devToken);
+    const pending = await client.callTool({ name: 'send_payout', arguments: PAYOUT });
+    const executionId = executionOf(pending).id;
+    const events = await untilEvent(scenario.folder, executionId, 'ExecutionDenied', 10_000);
+    expect(events.at(-1)?.data).toMatchObject({ basis: 'approval_timeout' });
+    const retried = await client.callTool({ name: 'send_payout', arguments: PAYOUT });
+    await client.close();
+    expect(executionOf(retried)).toMatchObject({ id: executionId, state: 'denied' });
+    expect(decidedOf(retried).denial).toMatchObject({ basis: 'approval_timeout' });
+    expect(count(await eventsOf(scenario.folder, executionId), 'ApprovalRequested')).toBe(1);
+    expect((await oncegate(scenario.folder, ['approvals', 'list'])).stdout).not.toContain(executionId);
+    expect((await scenario.target.effects()).requestsTotal).toBe(0);
+  });
+});
+
+describe('session grants: a run asks once, then holds the grant until it ends', () => {
+  const scenario = gatewayScenario({
+    call_wait: '1500ms',
+    authorization: [
+      '',
+      '  rules:',
+      '    - { tools: [set_config], actors: [agent:dev], decision: run_grant }',
+      "    - { tools: [get_build], actors: ['*'], decision: allow }",
+    ].join('\n'),
+  });
+
+  it('given a policy that requires a run grant, when the run is granted, then later calls in the run pass on the grant, other runs ask again, and an ended run is denied', async () => {
+    const { client } = await connectClient(scenario.gateway.url, scenario.gateway.devToken);
+    const inRun = (run: string) => ({ 'io.oncegate/run': run });
+    const first = await client.callTool({ name: 'set_config', arguments: { name: 'pool', value: '1' }, _meta: inRun('run-a') });
+    const firstId = executionOf(first).id;
+    expect(decidedOf(first)).toMatchObject({ status: 'awaiting_approval', approval: { scope: 'run', runId: 'run-a' } });
+    await cli(scenario.folder, ['approvals', 'approve', firstId, '--reason', 'release 2026.11 window', '--by', 'user:carol']);
+    const firstEvents = await untilEvent(scenario.folder, firstId, 'OutcomeObserved');
+    expect(firstEvents.find((event) => event.type === 'ExecutionAuthorized')?.data).toMatchObject({ basis: 'session_grant' });
+
+    const second = await client.callTool({ name: 'set_config', arguments: { name: 'pool', value: '2' }, _meta: inRun('run-a') });
+    expect(second.isError).toBe(false);
+    const secondEvents = await eventsOf(scenario.folder, executionOf(second).id);
+    expect(count(secondEvents, 'ApprovalRequested')).toBe(0);
+    expect(secondEvents.find((event) => event.type === 'ExecutionAuthorized')?.data).toMatchObject({ basis: 'session_grant' });
+
+    const otherRun = await client.callTool({ name: 'set_config', arguments: { name: 'pool', value: '3' }, _meta: inRun('run-b') });
+    expect(decidedOf(otherRun)).toMatchObject({ status: 'awaiting_approval', approval: { scope: 'run', runId: 'run-b' } });
+
+    const read = await client.callTool({ name: 'get_build', arguments: { build_id: '1' }, _meta: inRun('run-b') });
+    expect(read.isError).toBe(false);
+    const readEvents = await eventsOf(scenario.folder, executionOf(read).id);
+    expect(readEvents.find((event) => event.type === 'ExecutionAuthorized')?.data).toMatchObject({ basis: 'policy' });
+
+    const runs = await readJournal(scenario.folder.dataDir, ['run-']);
+    expect(runs.filter((event) => event.streamId === 'run-run-a').map((event) => event.type)).toEqual(['RunStarted', 'RunGranted']);
+    expect(runs.find((event) => event.type === 'RunGranted')?.data).toMatchObject({ runId: 'run-a', tools: ['set_config'], by: 'user:carol' });
+    const shown = await cli(scenario.folder, ['runs', 'show', 'run-a']);
+    expect(shown).toContain('granted set_config');
+    expect(shown).toContain(firstId);
+    expect(await cli(scenario.folder, ['runs', 'list'])).toMatch(/run-a\tagent:dev\tdeclared/);
+
+    await cli(scenario.folder, ['runs', 'end', 'run-a', '--reason', 'agent finished']);
+    const afterEnd = await client.callTool({ name: 'set_config', arguments: { name: 'pool', value: '4' }, _meta: inRun('run-a') });
+    expect(afterEnd.isError).toBe(true);
+    expect(decidedOf(afterEnd).denial).toMatchObject({ basis: 'policy' });
+    expect(textOf(afterEnd)).toContain('has ended');
+
+    const outsider = (await cli(scenario.folder, ['agents', 'add', 'outsider'])).trim();
+    const other = await connectClient(scenario.gateway.url, outsider);
+    const refused = await other.client.callTool({ name: 'set_config', arguments: { name: 'pool', value: '5' }, _meta: inRun('run-c') });
+    await other.client.close();
+    await client.close();
+    expect(decidedOf(refused).denial).toMatchObject({ basis: 'policy' });
+    expect(textOf(refused)).toContain('no rule of the policy');
+    expect((await scenario.target.effects()).requests.filter((request) => request.endpoint === 'PUT /config/:name')).toHaveLength(2);
+  });
+});
+
+describe('credential bindings: a credential goes only where it is bound', () => {
+  const scenario = gatewayScenario();
+
+  it('given a credential bound to host A, when a contract sends it to host B, then the call is denied naming both and nothing is sent', async () => {
+    const elsewhere = join(scenario.folder.dir, 'elsewhere.yaml');
+    const port = new URL(scenario.target.url).port;
+    writeFileSync(
+      elsewhere,
+      [
+        'version: 1',
+        'tools:',
+        '  - name: set_config_elsewhere',
+        '    description: The same endpoint under another host name.',
+        '    class: idempotent_write',
+        '    channel: http',
+        '    target: demo/config',
+        '    credential_ref: demo-writer',
+        '    input_schema: { type: object, properties: { name: { type: string } }, required: [name], additionalProperties: false }',
+        `    http: { method: PUT, url: "http://localhost:${port}/config/{{args.name}}", body: { value: "x" } }`,
+        '    correlation_window: 1m',
+      ].join('\n'),
+    );
+    await scenario.gateway.stop();
+    writeFileSync(scenario.folder.configFile, readFileSync(scenario.folder.configFile, 'utf8').replace(/^contracts: .*$/m, `contracts: ${elsewhere}`));
+    scenario.gateway = await startGatewayProcess(scenario.folder);
+
+    const { client } = await connectClient(scenario.gateway.url, scenario.gateway.devToken);
+    const result = await client.callTool({ name: 'set_config_elsewhere', arguments: { name: 'pool' } });
+    await client.close();
+    expect(result.isError).toBe(true);
+    expect(decidedOf(result).denial).toMatchObject({ basis: 'credential_unresolved' });
+    expect(textOf(result)).toContain("credential 'demo-writer' is bound to 127.0.0.1");
+    expect(textOf(result)).toContain('localhost');
+    expect((await scenario.target.effects()).requestsTotal).toBe(0);
+  });
+});
