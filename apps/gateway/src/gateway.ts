@@ -18,10 +18,12 @@ import { EventStoreTransport } from '@oncegate/nest-event-store';
 import { BlobCipher, SqliteSealedStore } from '@oncegate/sealed-store';
 import type { GatewayConfig } from './config/gateway-config';
 import { DeliveryTracker } from './front/delivery-tracker';
+import { ApprovalsApi } from './front/approvals-api';
 import { McpHttpFront } from './front/mcp-http-front';
 import { SseResumptionStore } from './front/sse-resumption-store';
 import { ToolCalls } from './front/tool-calls';
 import { AgentDirectory } from './infrastructure/agent-directory';
+import { ApproverDirectory } from './infrastructure/approver-directory';
 import { initSealKeys, loadSealPrivateKey, loadSealPublicKey, sealKeyPaths } from './infrastructure/seal-keys';
 import { JournalSealer } from './services/sealer/journal-sealer';
 import { loadGatewayKeys } from './infrastructure/key-files';
@@ -80,13 +82,15 @@ export interface RunningGateway {
 export interface DataFolder {
   readonly store: EventStore;
   readonly agents: AgentDirectory;
+  /** Tokens of the people who decide approvals over HTTP. */
+  readonly approvers: ApproverDirectory;
   close(): Promise<void>;
 }
 
 export function openDataFolder(config: GatewayConfig): DataFolder {
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   const store = EVENT_STORE_DRIVERS[config.store.driver](config, join(config.dataDir, 'events.db'));
-  return { store, agents: new AgentDirectory(store), close: () => store.close() };
+  return { store, agents: new AgentDirectory(store), approvers: new ApproverDirectory(store), close: () => store.close() };
 }
 
 export function loadTools(config: GatewayConfig): Map<string, ToolContract> {
@@ -141,7 +145,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   const logger: LoggerService = options.logToStderr ? new StderrLogger({ logLevels }) : new ConsoleLogger({ logLevels });
   const tools = loadTools(config);
   const folder = openDataFolder(config);
-  const { store, agents } = folder;
+  const { store, agents, approvers } = folder;
   const keys = loadGatewayKeys(config.dataDir);
   // Sealed blobs live in the journal's file with synchronous=NORMAL: the FULL commit of the event that
   // references a blob syncs the shared WAL, so a referenced blob is durable without an fsync of its own.
@@ -227,11 +231,14 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     toolCalls,
     resumption,
     clock,
+    mounted: [new ApprovalsApi({ store, approvers, tools, clock })],
   });
   const listening = options.front === 'none' ? { url: '', port: 0 } : await front.listen();
   const devToken = config.devToken ? await developmentToken(config.dataDir, agents) : undefined;
   await agents.refresh();
   const agentWatch = agents.watch();
+  await approvers.refresh();
+  const approverWatch = approvers.watch();
 
   const demo = config.demoTarget.enabled ? await startDemoTargetProcess(config.demoTarget.port) : undefined;
 
@@ -248,6 +255,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     async close() {
       await front.close();
       await agentWatch.stop();
+      await approverWatch.stop();
       await dispatcher.get(DispatcherHttpController).drain();
       await sshDispatcher.get(DispatcherSshController).drain();
       for (const app of microservices.reverse()) await app.close();

@@ -5,4 +5,5 @@ export type { AppendContext, CommandOutcome, LoadedExecution } from './execution
 export { claimIdempotencyKey, claimIntent, readIdempotencyKeyClaim, readIntentClaim } from './intent-claims';
 export type { IntentClaim, ReadClaim } from './intent-claims';
 export { ExecutionWatcher } from './execution-watcher';
+export { executionsWithEvent } from './execution-scan';
 export { newUlid } from './ulid';

@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { isExecutionId, type ExecutionId } from '@oncegate/domain';
 import { GatewayConfigError, type GatewayConfig } from '../config/gateway-config';
 import { loadGatewayConfig } from '../config/load-config';
 import { openDataFolder, type DataFolder } from '../gateway';
@@ -21,6 +22,14 @@ export function parseCommandArgs(args: readonly string[], options: Record<string
 export function stringOption(parsed: ParsedArguments, name: string): string | undefined {
   const value = parsed.values[name];
   return typeof value === 'string' ? value : undefined;
+}
+
+/** The one positional argument of a command about one execution; anything else is a usage error. */
+export function executionIdArgument(parsed: ParsedArguments): ExecutionId {
+  const [id, ...rest] = parsed.positionals;
+  if (id === undefined || rest.length > 0) throw new UsageError('name exactly one execution id (ex_…)');
+  if (!isExecutionId(id)) throw new UsageError(`'${id}' is not an execution id (ex_ followed by a ULID)`);
+  return id;
 }
 
 /** Loads the configuration, or prints every problem and returns the exit code. */

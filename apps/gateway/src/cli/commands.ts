@@ -1,4 +1,13 @@
 import type { CliCommand } from './cli-command';
+import {
+  approvalsApproveCommand,
+  approvalsDenyCommand,
+  approvalsListCommand,
+  approvalsShowCommand,
+  approversAddCommand,
+  approversListCommand,
+  approversRevokeCommand,
+} from './commands/approval-commands';
 import { contractsCheckCommand } from './commands/contracts-check';
 import { agentsAddCommand, agentsListCommand, agentsRevokeCommand, startCommand, stdioCommand } from './commands/gateway-commands';
 import { auditVerifyCommand, initCommand, journalExportCommand } from './commands/journal-commands';
@@ -21,4 +30,11 @@ export const COMMANDS: readonly CliCommand[] = [
   reviewListCommand,
   reviewShowCommand,
   reviewResolveCommand,
+  approvalsListCommand,
+  approvalsShowCommand,
+  approvalsApproveCommand,
+  approvalsDenyCommand,
+  approversAddCommand,
+  approversListCommand,
+  approversRevokeCommand,
 ];

@@ -16,6 +16,12 @@ import { createMcpServer, type ConnectionFacts } from './mcp-server';
 import type { SseResumptionStore } from './sse-resumption-store';
 import type { ToolCalls } from './tool-calls';
 
+/** Another API on the same listener under its own path prefix (e.g. `/approvals`); it authenticates and answers itself. */
+export interface MountedApi {
+  readonly prefix: string;
+  handle(req: IncomingMessage, res: ServerResponse): Promise<void>;
+}
+
 export interface McpHttpFrontOptions {
   readonly host: string;
   readonly port: number;
@@ -27,6 +33,8 @@ export interface McpHttpFrontOptions {
   readonly toolCalls: ToolCalls;
   readonly resumption: SseResumptionStore;
   readonly clock: Clock;
+  /** APIs served beside the MCP endpoint; none by default. */
+  readonly mounted?: readonly MountedApi[];
 }
 
 interface Session {
@@ -166,6 +174,8 @@ export class McpHttpFront {
       res.end('{"status":"ok"}');
       return;
     }
+    const mounted = this.options.mounted?.find((api) => path === api.prefix || path?.startsWith(`${api.prefix}/`));
+    if (mounted !== undefined) return mounted.handle(req, res);
     if (path !== this.options.path) throw new HttpError(404, -32601, `No MCP endpoint at ${path}; use ${this.options.path}`);
     const actor = await this.authenticate(req);
     if (req.method === 'POST') return this.post(req, res, actor);

@@ -1,11 +1,11 @@
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { ContractValidationError } from '@oncegate/contracts';
 import { createMcpServer } from '../../front/mcp-server';
-import { startGateway, type DataFolder } from '../../gateway';
-import { AgentNameError } from '../../infrastructure/agent-directory';
+import { startGateway } from '../../gateway';
 import { SealKeyError } from '../../infrastructure/seal-keys';
-import { EXIT_CODES, UsageError, type CliCommand, type CliIo, type ExitCode } from '../cli-command';
-import { configOrExit, parseCommandArgs, withDataFolder } from '../command-helpers';
+import { EXIT_CODES, type CliCommand, type CliIo, type ExitCode } from '../cli-command';
+import { configOrExit, parseCommandArgs } from '../command-helpers';
+import { tokenCommands } from './token-commands';
 
 function startupFailure(error: unknown, io: CliIo): ExitCode {
   if (error instanceof SealKeyError) {
@@ -113,72 +113,17 @@ ONCEGATE_RUN optionally declares the agent run.`,
   },
 };
 
-function agentCommand(
-  name: string,
-  summary: string,
-  usage: string,
-  run: (folder: DataFolder, positionals: string[], io: CliIo) => Promise<ExitCode>,
-): CliCommand {
-  return {
-    group: 'agents',
-    name,
-    summary,
-    usage,
-    async run(args, io) {
-      const parsed = parseCommandArgs(args);
-      return withDataFolder(parsed, io, async (folder) => {
-        try {
-          return await run(folder, [...parsed.positionals], io);
-        } catch (error) {
-          if (error instanceof AgentNameError) {
-            io.stderr(`${error.message}\n`);
-            return EXIT_CODES.failed;
-          }
-          throw error;
-        }
-      });
-    },
-  };
-}
-
-export const agentsAddCommand = agentCommand(
-  'add',
-  'Issue an API token for an agent (printed once, stored hashed).',
-  'Usage: oncegate agents add <name> [--config <file>]\n\nPrints the new token once; the data folder keeps only its SHA-256.',
-  async (folder, positionals, io) => {
-    const [name, ...rest] = positionals;
-    if (name === undefined || rest.length > 0) throw new UsageError('name exactly one agent');
-    const { token, record } = await folder.agents.issue(name);
-    io.stdout(`${token}\n`);
-    io.stderr(`issued a token for ${record.actor} (token id ${record.tokenId}); it is not shown again\n`);
-    return EXIT_CODES.ok;
+const agentTokenCommands = tokenCommands({
+  group: 'agents',
+  label: 'agent',
+  directory: (folder) => folder.agents,
+  summaries: {
+    add: 'Issue an API token for an agent (printed once, stored hashed).',
+    list: 'List agents and their tokens (ids only).',
+    revoke: 'Revoke every token of an agent; its calls get 401 from then on.',
   },
-);
+});
 
-export const agentsListCommand = agentCommand(
-  'list',
-  'List agents and their tokens (ids only).',
-  'Usage: oncegate agents list [--config <file>]',
-  async (folder, positionals, io) => {
-    if (positionals.length > 0) throw new UsageError('takes no arguments');
-    const records = await folder.agents.list();
-    if (records.length === 0) io.stdout('no agents yet; add one with: oncegate agents add <name>\n');
-    for (const record of records) {
-      io.stdout(`${record.actor}\t${record.tokenId}\tissued ${record.issuedAt}\t${record.revokedAt ? `revoked ${record.revokedAt}` : 'active'}\n`);
-    }
-    return EXIT_CODES.ok;
-  },
-);
-
-export const agentsRevokeCommand = agentCommand(
-  'revoke',
-  "Revoke every token of an agent; its calls get 401 from then on.",
-  'Usage: oncegate agents revoke <name> [--config <file>]',
-  async (folder, positionals, io) => {
-    const [name, ...rest] = positionals;
-    if (name === undefined || rest.length > 0) throw new UsageError('name exactly one agent');
-    const count = await folder.agents.revoke(name);
-    io.stdout(count === 0 ? `agent:${name} has no active token\n` : `revoked ${count} token${count === 1 ? '' : 's'} of agent:${name}\n`);
-    return count === 0 ? EXIT_CODES.failed : EXIT_CODES.ok;
-  },
-);
+export const agentsAddCommand = agentTokenCommands.add;
+export const agentsListCommand = agentTokenCommands.list;
+export const agentsRevokeCommand = agentTokenCommands.revoke;

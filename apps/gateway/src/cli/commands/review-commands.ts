@@ -1,9 +1,9 @@
 import { userInfo } from 'node:os';
-import { executionStatusView, isExecutionId, type ExecutionId, type ReviewResolution } from '@oncegate/domain';
-import { isoNow, loadExecution, runExecutionCommand, systemClock } from '@oncegate/execution-journal';
+import { executionStatusView, type ReviewResolution } from '@oncegate/domain';
+import { executionsWithEvent, isoNow, loadExecution, runExecutionCommand, systemClock } from '@oncegate/execution-journal';
 import type { DataFolder } from '../../gateway';
 import { EXIT_CODES, UsageError, type CliCommand } from '../cli-command';
-import { parseCommandArgs, stringOption, withDataFolder, type ParsedArguments } from '../command-helpers';
+import { executionIdArgument, parseCommandArgs, stringOption, withDataFolder } from '../command-helpers';
 
 const RESOLUTIONS: Record<string, ReviewResolution> = {
   completed: 'completed',
@@ -11,25 +11,9 @@ const RESOLUTIONS: Record<string, ReviewResolution> = {
   abandoned: 'abandoned',
 };
 
-function executionIdArgument(parsed: ParsedArguments): ExecutionId {
-  const [id, ...rest] = parsed.positionals;
-  if (id === undefined || rest.length > 0) throw new UsageError('name exactly one execution id (ex_…)');
-  if (!isExecutionId(id)) throw new UsageError(`'${id}' is not an execution id (ex_ followed by a ULID)`);
-  return id;
-}
-
 /** Executions currently held for review: every one that ever required review, still in `needs_review`. */
-async function held(folder: DataFolder) {
-  const ids = new Set<ExecutionId>();
-  let after = 0;
-  for (;;) {
-    const page = await folder.store.readAll({ after, maxCount: 1000, filter: { eventTypes: ['ReviewRequired'] } });
-    for (const event of page.events) ids.add(event.metadata['executionId'] as ExecutionId);
-    if (page.lastPosition <= after) break;
-    after = page.lastPosition;
-  }
-  const executions = await Promise.all([...ids].map((id) => loadExecution(folder.store, id)));
-  return executions.filter((execution) => execution.state.status === 'needs_review');
+function held(folder: DataFolder) {
+  return executionsWithEvent(folder.store, 'ReviewRequired', (state) => state.status === 'needs_review');
 }
 
 export const reviewListCommand: CliCommand = {

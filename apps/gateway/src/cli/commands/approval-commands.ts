@@ -1,0 +1,156 @@
+import type { ToolContract } from '@oncegate/contracts';
+import { systemClock } from '@oncegate/execution-journal';
+import { decide, isApprovalRefusal, pending, show, type ApprovalDecision, type ApprovalView } from '../../approvals/approval-queue';
+import type { GatewayConfig } from '../../config/gateway-config';
+import { loadTools } from '../../gateway';
+import { EXIT_CODES, UsageError, type CliCommand, type CliIo, type ExitCode } from '../cli-command';
+import { executionIdArgument, parseCommandArgs, stringOption, withDataFolder } from '../command-helpers';
+import { tokenCommands } from './token-commands';
+
+/** Who decides when `--by` is not given. */
+const DEFAULT_DECIDER = 'operator:cli';
+
+/** A refusal of the queue is the answer, not a crash: printed, exit 1. Bad input is a usage error (exit 2). */
+async function answering(io: CliIo, work: () => Promise<ExitCode>): Promise<ExitCode> {
+  try {
+    return await work();
+  } catch (error) {
+    if (!isApprovalRefusal(error)) throw error;
+    switch (error.kind) {
+      case 'invalid_decision':
+        throw new UsageError(error.message);
+      case 'not_found':
+      case 'not_pending':
+        io.stderr(`${error.message}\n`);
+        return EXIT_CODES.failed;
+      default: {
+        const unhandled: never = error;
+        throw unhandled;
+      }
+    }
+  }
+}
+
+/** The contracts, for the target's request details; an unreadable contract file still lets an approver decide. */
+function toolsOrNone(config: GatewayConfig, io: CliIo): ReadonlyMap<string, ToolContract> | undefined {
+  try {
+    return loadTools(config);
+  } catch (error) {
+    io.stderr(`cannot read the contracts (${(error as Error).message.split('\n')[0]}); showing the recorded target only\n`);
+    return undefined;
+  }
+}
+
+function formatView(view: ApprovalView): string {
+  const { target, approval } = view;
+  const where = target.url ?? target.sshHost ?? '(no request details: the tool is not in the contract file)';
+  const lines = [
+    `execution   ${view.executionId}   (${view.state})`,
+    `approval    ${view.summary}`,
+    `actor       ${view.actor}${view.runId ? `   run ${view.runId}` : ''}`,
+    `tool        ${view.tool}   (${view.operationClass}, ${view.channel})`,
+    `target      ${target.name}   ${target.method ? `${target.method} ` : ''}${where}`,
+    ...(target.argv ? [`command     ${target.argv.join(' ')}`] : []),
+    `arguments   ${JSON.stringify(view.arguments)}   (secret arguments are HMACs)`,
+    `fingerprint ${view.fingerprint}   scope ${view.intentScope}`,
+    `requested   by ${approval.requestedBy} at ${approval.requestedAt}: ${approval.reason}`,
+    `expires     ${approval.expiresAt ?? 'never'}`,
+    `granting    ${approval.grants}`,
+    ...(approval.decidedBy ? [`decided     ${approval.decision} by ${approval.decidedBy} at ${approval.decidedAt}: ${approval.decisionReason}`] : []),
+    `calls       ${1 + view.attachedCalls.length} (the first, and ${view.attachedCalls.length} attached retr${view.attachedCalls.length === 1 ? 'y' : 'ies'}; a retry never asks again)`,
+    ...view.attachedCalls.map((call) => `  retry at ${call.attachedAt}  ${JSON.stringify(call.correlation)}  given ${call.returned}`),
+  ];
+  return `${lines.join('\n')}\n`;
+}
+
+export const approvalsListCommand: CliCommand = {
+  group: 'approvals',
+  name: 'list',
+  summary: 'List executions awaiting an approval decision, oldest first.',
+  usage: 'Usage: oncegate approvals list [--json] [--config <file>]',
+  async run(args, io) {
+    const parsed = parseCommandArgs(args, { json: { type: 'boolean' } });
+    if (parsed.positionals.length > 0) throw new UsageError('takes no arguments');
+    return withDataFolder(parsed, io, async (folder) => {
+      const approvals = await pending(folder.store);
+      if (parsed.values['json'] === true) {
+        io.stdout(`${JSON.stringify(approvals, null, 2)}\n`);
+        return EXIT_CODES.ok;
+      }
+      if (approvals.length === 0) io.stdout('nothing is awaiting approval\n');
+      for (const a of approvals) {
+        io.stdout(
+          `${a.executionId}\t${a.tool}\t${a.actor}\t${a.scope === 'run' ? `run ${a.runId}` : 'execution'}\trequested ${a.requestedAt} by ${a.requestedBy}\texpires ${a.expiresAt ?? 'never'}\tretries ${a.retriesAttached}\t${a.reason}\n`,
+        );
+      }
+      return EXIT_CODES.ok;
+    });
+  },
+};
+
+export const approvalsShowCommand: CliCommand = {
+  group: 'approvals',
+  name: 'show',
+  summary: 'Show one approval request: who asks, what would be sent where, and what granting does.',
+  usage: 'Usage: oncegate approvals show <execution-id> [--json] [--config <file>]',
+  async run(args, io) {
+    const parsed = parseCommandArgs(args, { json: { type: 'boolean' } });
+    const id = executionIdArgument(parsed);
+    return withDataFolder(parsed, io, (folder, config) =>
+      answering(io, async () => {
+        const view = await show(folder.store, id, { tools: toolsOrNone(config, io) ?? new Map() });
+        io.stdout(parsed.values['json'] === true ? `${JSON.stringify(view, null, 2)}\n` : formatView(view));
+        return EXIT_CODES.ok;
+      }),
+    );
+  },
+};
+
+function decisionCommand(decision: ApprovalDecision): CliCommand {
+  const name = decision === 'approve' ? 'approve' : 'deny';
+  return {
+    group: 'approvals',
+    name,
+    summary:
+      decision === 'approve'
+        ? 'Grant a pending approval (recorded with who and why); authorization then lets it proceed.'
+        : 'Deny a pending approval (recorded with who and why); nothing is sent.',
+    usage: `Usage: oncegate approvals ${name} <execution-id> --reason "..." [--by <who>] [--config <file>]
+
+Records ${decision === 'approve' ? 'ApprovalGranted' : 'ApprovalDenied'} on the execution, by --by (default ${DEFAULT_DECIDER}).
+Refused (exit 1, nothing recorded) when the execution is unknown or not awaiting a decision:
+already decided, timed out, or denied for another reason.`,
+    async run(args, io) {
+      const parsed = parseCommandArgs(args, { reason: { type: 'string' }, by: { type: 'string' } });
+      const id = executionIdArgument(parsed);
+      const reason = stringOption(parsed, 'reason')?.trim();
+      if (!reason) throw new UsageError('--reason "..." is required: say why');
+      const by = stringOption(parsed, 'by') ?? DEFAULT_DECIDER;
+      return withDataFolder(parsed, io, (folder) =>
+        answering(io, async () => {
+          const view = await decide(folder.store, systemClock, id, decision, by, reason);
+          io.stdout(`${id} ${view.approval.decision} by ${by}\n`);
+          return EXIT_CODES.ok;
+        }),
+      );
+    },
+  };
+}
+
+export const approvalsApproveCommand = decisionCommand('approve');
+export const approvalsDenyCommand = decisionCommand('deny');
+
+const approverTokenCommands = tokenCommands({
+  group: 'approvers',
+  label: 'approver',
+  directory: (folder) => folder.approvers,
+  summaries: {
+    add: 'Issue an API token for a person who decides approvals over HTTP (printed once, stored hashed).',
+    list: 'List approvers and their tokens (ids only).',
+    revoke: 'Revoke every token of an approver; the approvals API answers 401 from then on.',
+  },
+});
+
+export const approversAddCommand = approverTokenCommands.add;
+export const approversListCommand = approverTokenCommands.list;
+export const approversRevokeCommand = approverTokenCommands.revoke;

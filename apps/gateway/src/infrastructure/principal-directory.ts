@@ -1,0 +1,176 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { v7 as uuidv7 } from 'uuid';
+import type { EventStore, RecordedEvent } from '@oncegate/event-store';
+
+/**
+ * API tokens of one kind of principal (agents calling tools, approvers deciding approvals; DESIGN section 3).
+ * A token is shown once when issued; the store keeps only its SHA-256 (tokens carry 256 random bits, so a plain
+ * hash is not guessable). Tokens are events on one stream per principal, so the CLI can issue or revoke one
+ * while the gateway runs and the gateway sees it. Each kind reads only its own streams and has its own token
+ * prefix: a token of one kind is never accepted as another.
+ */
+export interface PrincipalKind {
+  /** `agent`, `approver`: the actor is `<label>:<name>`, and messages name the kind. */
+  readonly label: string;
+  /** The stream of one principal, from `@oncegate/domain` (`agentStream`, `approverStream`). */
+  readonly stream: (name: string) => string;
+  /** What every stream of this kind starts with (`agent-`), to follow them all. */
+  readonly streamPrefix: string;
+  /** Prefix of the tokens issued (`ogt_`), so a token of another kind is refused before any look-up. */
+  readonly tokenPrefix: string;
+  /** Event types written on the principal's stream. */
+  readonly events: { readonly issued: string; readonly revoked: string };
+}
+
+export interface PrincipalRecord {
+  readonly name: string;
+  /** `<label>:<name>`. */
+  readonly actor: string;
+  readonly tokenId: string;
+  readonly issuedAt: string;
+  readonly revokedAt: string | null;
+}
+
+export class PrincipalNameError extends Error {
+  readonly kind = 'principal_name_invalid' as const;
+  constructor(
+    readonly label: string,
+    readonly principalName: string,
+  ) {
+    super(`'${principalName}' is not a valid ${label} name: use 1-64 of a-z, 0-9, '_', '.', '-', starting with a letter or digit`);
+    this.name = 'PrincipalNameError';
+  }
+}
+
+const NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/;
+const TOKEN_BODY = /^[A-Za-z0-9_-]{43}$/;
+
+function hashToken(token: string): Buffer {
+  return createHash('sha256').update(token).digest();
+}
+
+interface TokenEventData {
+  readonly name: string;
+  readonly tokenId: string;
+  readonly tokenSha256?: string;
+  readonly issuedAt?: string;
+  readonly revokedAt?: string;
+}
+
+export class PrincipalDirectory {
+  private readonly byHash = new Map<string, { record: PrincipalRecord; hash: Buffer }>();
+  private readonly records = new Map<string, PrincipalRecord>();
+  /** How far the directory has read the journal; `applied` guards against applying an event twice. */
+  private position = 0;
+  private applied = 0;
+
+  constructor(
+    private readonly store: EventStore,
+    readonly kind: PrincipalKind,
+  ) {}
+
+  /** Issues a new token for `name`; the returned token is the only copy. */
+  async issue(name: string, now: Date = new Date()): Promise<{ token: string; record: PrincipalRecord }> {
+    this.requireName(name);
+    const token = `${this.kind.tokenPrefix}${randomBytes(32).toString('base64url')}`;
+    const tokenId = uuidv7();
+    await this.append(name, this.kind.events.issued, { name, tokenId, tokenSha256: hashToken(token).toString('hex'), issuedAt: now.toISOString() }, now);
+    await this.refresh();
+    return { token, record: this.records.get(tokenId)! };
+  }
+
+  /** Revokes every token of `name`; returns how many were active. */
+  async revoke(name: string, now: Date = new Date()): Promise<number> {
+    this.requireName(name);
+    await this.refresh();
+    const active = [...this.records.values()].filter((r) => r.name === name && r.revokedAt === null);
+    for (const record of active) {
+      await this.append(name, this.kind.events.revoked, { name, tokenId: record.tokenId, revokedAt: now.toISOString() }, now);
+    }
+    await this.refresh();
+    return active.length;
+  }
+
+  async list(): Promise<PrincipalRecord[]> {
+    await this.refresh();
+    return [...this.records.values()].sort((a, b) => a.name.localeCompare(b.name) || a.issuedAt.localeCompare(b.issuedAt));
+  }
+
+  /** The actor a bearer token belongs to, or `undefined` (unknown, malformed, of another kind, or revoked). */
+  async authenticate(token: string | undefined): Promise<string | undefined> {
+    if (!this.wellFormed(token)) return undefined;
+    const hash = hashToken(token);
+    let found = this.byHash.get(hash.toString('hex'));
+    if (found === undefined) {
+      // Issued by another process (the CLI) since the last look: read what is new, then look again.
+      await this.refresh();
+      found = this.byHash.get(hash.toString('hex'));
+    }
+    if (found === undefined || !timingSafeEqual(found.hash, hash) || found.record.revokedAt !== null) return undefined;
+    return found.record.actor;
+  }
+
+  /** Whether `token` has this kind's shape (say, to tell a caller it brought a token of another kind). */
+  wellFormed(token: string | undefined): token is string {
+    return token !== undefined && token.startsWith(this.kind.tokenPrefix) && TOKEN_BODY.test(token.slice(this.kind.tokenPrefix.length));
+  }
+
+  /**
+   * Follows this kind's events as they are committed (by this process or the CLI), so a revocation takes
+   * effect within the store's polling interval.
+   */
+  watch(): { stop(): Promise<void> } {
+    const subscription = this.store.subscribeToAll((event) => this.apply(event), {
+      from: { after: this.position },
+      filter: { streamPrefixes: [this.kind.streamPrefix] },
+    });
+    return { stop: () => subscription.stop() };
+  }
+
+  /** Reads this kind's events committed since the last refresh. */
+  async refresh(): Promise<void> {
+    for (;;) {
+      const page = await this.store.readAll({ after: this.position, maxCount: 1000, filter: { streamPrefixes: [this.kind.streamPrefix] } });
+      for (const event of page.events) this.apply(event);
+      if (page.lastPosition <= this.position) return;
+      this.position = Math.max(this.position, page.lastPosition);
+    }
+  }
+
+  private requireName(name: string): void {
+    if (!NAME.test(name)) throw new PrincipalNameError(this.kind.label, name);
+  }
+
+  private async append(name: string, type: string, data: TokenEventData, now: Date): Promise<void> {
+    const eventId = uuidv7();
+    await this.store.appendToStream(this.kind.stream(name), [
+      { id: eventId, type, data, metadata: { eventId, actor: 'operator:cli', recordedAt: now.toISOString(), schemaVersion: 1 } },
+    ]);
+  }
+
+  private apply(event: RecordedEvent): void {
+    if (event.position <= this.applied) return;
+    this.applied = event.position;
+    this.position = Math.max(this.position, event.position);
+    const data = event.data as TokenEventData;
+    if (event.type === this.kind.events.issued && data.tokenSha256 && data.issuedAt) {
+      const record: PrincipalRecord = {
+        name: data.name,
+        actor: `${this.kind.label}:${data.name}`,
+        tokenId: data.tokenId,
+        issuedAt: data.issuedAt,
+        revokedAt: null,
+      };
+      this.records.set(record.tokenId, record);
+      this.byHash.set(data.tokenSha256, { record, hash: Buffer.from(data.tokenSha256, 'hex') });
+    } else if (event.type === this.kind.events.revoked) {
+      const previous = this.records.get(data.tokenId);
+      if (previous === undefined) return;
+      const revoked = { ...previous, revokedAt: data.revokedAt ?? event.recordedAt };
+      this.records.set(previous.tokenId, revoked);
+      for (const [key, entry] of this.byHash) {
+        if (entry.record.tokenId === previous.tokenId) this.byHash.set(key, { ...entry, record: revoked });
+      }
+    }
+  }
+}
