@@ -64,7 +64,7 @@ describe('gateway end to end: remote commands over SSH, decided by the durable m
       contracts,
       `version: 1\ntools:${tool('run_migration', sshd.hostKey, script)}${tool('run_on_impostor', sshd.otherHostKey, script)}`,
     );
-    folder = await gatewayFolder(target.url, { contracts, credentials: `\n  deploy-key: { file: ${keyFile} }` });
+    folder = await gatewayFolder(target.url, { contracts }, [{ ref: 'deploy-key', kind: 'ssh_key', bind: [`127.0.0.1:${started.port}`], fromFile: keyFile }]);
     gateway = await startGatewayProcess(folder);
   });
 

@@ -6,7 +6,6 @@ import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startDemoTargetProcess, type DemoTargetProcess } from '../support/demo-target-process';
 import {
-  CREDENTIAL_CANARY,
   gatewayFolder,
   oncegate,
   startGatewayProcess,
@@ -41,7 +40,7 @@ describe('gateway end to end: stdio, cancellation, pending answers and tokens', 
       command: process.execPath,
       args: [LAUNCHER, 'stdio', '--config', folder.configFile],
       cwd: folder.dir,
-      env: { ...(process.env as Record<string, string>), ONCEGATE_TOKEN: issued.stdout.trim(), ONCEGATE_TEST_CREDENTIAL: CREDENTIAL_CANARY },
+      env: { ...(process.env as Record<string, string>), ONCEGATE_TOKEN: issued.stdout.trim() },
       stderr: 'pipe',
     });
     const client = new Client({ name: 'stdio-e2e', version: '1.0.0' });

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,9 +18,13 @@ describe('the README walkthrough', () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'oncegate-walkthrough-'));
     cleanup.push(() => rmSync(dataDir, { recursive: true, force: true }));
     const port = await freePort();
+    const env = { ...process.env, ONCEGATE_DATA_DIR: dataDir, ONCEGATE_PORT: String(port), ONCEGATE_DEMO_CREDENTIAL: 'walkthrough' };
+    // What `npm start` runs: the demo's vault first, then the gateway.
+    const vault = spawnSync('sh', ['examples/demo-vault.sh'], { cwd: ROOT, env, encoding: 'utf8' });
+    expect(vault.status, vault.stderr).toBe(0);
     const gateway = spawn(process.execPath, ['bin/oncegate.mjs', 'start', '--config', 'examples/oncegate.yaml'], {
       cwd: ROOT,
-      env: { ...process.env, ONCEGATE_DATA_DIR: dataDir, ONCEGATE_PORT: String(port), ONCEGATE_DEMO_CREDENTIAL: 'walkthrough' },
+      env,
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     const exited = new Promise((resolve) => gateway.once('exit', resolve));

@@ -28,11 +28,30 @@ export interface GatewayFolder {
   dispose(): void;
 }
 
+/** The credential every test gateway sends to the target: a canary that must appear nowhere else. */
+export const CREDENTIAL_CANARY = 'cred-canary-7d41f0c2b9';
+
+/** A credential the test folder's vault holds, stored with `oncegate vault set` as an operator would. */
+export interface TestCredential {
+  readonly ref: string;
+  readonly kind: 'bearer' | 'basic' | 'header' | 'ssh_key';
+  /** `host[:port][/path-prefix]` bindings. */
+  readonly bind: readonly string[];
+  /** A file holding the value (an SSH key); otherwise the value is `CREDENTIAL_CANARY`, passed in the environment. */
+  readonly fromFile?: string;
+}
+
 /**
  * A temporary data folder, contracts pointing at `targetUrl`, and a configuration file for one gateway;
- * `overrides` replaces top-level configuration fields (YAML text of the value).
+ * `overrides` replaces top-level configuration fields (YAML text of the value). Its vault (development master
+ * key) holds `demo-writer` — a bearer credential whose value is `CREDENTIAL_CANARY`, bound to the target's
+ * host and port — and `credentials`.
  */
-export async function gatewayFolder(targetUrl: string, overrides: Record<string, string> = {}): Promise<GatewayFolder> {
+export async function gatewayFolder(
+  targetUrl: string,
+  overrides: Record<string, string> = {},
+  credentials: readonly TestCredential[] = [],
+): Promise<GatewayFolder> {
   const dir = mkdtempSync(join(tmpdir(), 'oncegate-e2e-'));
   const tools = join(dir, 'tools.yaml');
   writeFileSync(tools, readFileSync(TOOLS_TEMPLATE, 'utf8').replaceAll('TARGET', targetUrl));
@@ -45,11 +64,10 @@ export async function gatewayFolder(targetUrl: string, overrides: Record<string,
     dev_token: 'true',
     call_wait: '15s',
     max_request_bytes: '64KiB',
-    credentials: '\n  demo-writer: { env: ONCEGATE_TEST_CREDENTIAL, scheme: Bearer }',
     ...overrides,
   };
   writeFileSync(configFile, Object.entries(fields).map(([key, value]) => `${key}: ${value}`).join('\n') + '\n');
-  return {
+  const folder: GatewayFolder = {
     dir,
     dataDir: join(dir, 'data'),
     configFile,
@@ -57,6 +75,23 @@ export async function gatewayFolder(targetUrl: string, overrides: Record<string,
     url: `http://127.0.0.1:${port}/mcp`,
     dispose: () => rmSync(dir, { recursive: true, force: true }),
   };
+  const target = new URL(targetUrl);
+  await storeInVault(folder, [{ ref: 'demo-writer', kind: 'bearer', bind: [`${target.hostname}:${target.port}`] }, ...credentials]);
+  return folder;
+}
+
+/** `oncegate vault init --dev`, then `oncegate vault set` for each credential; any failure fails the test. */
+async function storeInVault(folder: GatewayFolder, credentials: readonly TestCredential[]): Promise<void> {
+  const must = async (args: string[], env: NodeJS.ProcessEnv = {}) => {
+    const result = await oncegate(folder, args, env);
+    if (result.code !== 0) throw new Error(`oncegate ${args.join(' ')} exited with ${result.code}: ${result.stderr}`);
+  };
+  await must(['vault', 'init', '--dev']);
+  for (const credential of credentials) {
+    const source = credential.fromFile !== undefined ? ['--from-file', credential.fromFile] : ['--from-env', 'ONCEGATE_TEST_CREDENTIAL'];
+    const bindings = credential.bind.flatMap((binding) => ['--bind', binding]);
+    await must(['vault', 'set', credential.ref, '--kind', credential.kind, ...bindings, ...source], { ONCEGATE_TEST_CREDENTIAL: CREDENTIAL_CANARY });
+  }
 }
 
 export interface GatewayProcess {
@@ -72,13 +107,10 @@ export interface GatewayProcess {
 }
 
 /** Runs `oncegate start` as its own process, exactly as a user would, and waits until it listens. */
-/** The credential every test gateway sends to the target: a canary that must appear nowhere else. */
-export const CREDENTIAL_CANARY = 'cred-canary-7d41f0c2b9';
-
 export async function startGatewayProcess(folder: GatewayFolder, env: NodeJS.ProcessEnv = {}): Promise<GatewayProcess> {
   const child = spawn(process.execPath, [LAUNCHER, 'start', '--config', folder.configFile], {
     cwd: folder.dir,
-    env: { ...process.env, ONCEGATE_TEST_CREDENTIAL: CREDENTIAL_CANARY, ...env },
+    env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -116,9 +148,17 @@ export async function startGatewayProcess(folder: GatewayFolder, env: NodeJS.Pro
   };
 }
 
-/** Runs `oncegate <args>` against the folder's configuration and returns its output. */
-export async function oncegate(folder: GatewayFolder, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [LAUNCHER, ...args, '--config', folder.configFile], { cwd: folder.dir });
+/** Runs `oncegate <args>` against the folder's configuration (with `env` added) and returns its output. */
+export async function oncegate(
+  folder: GatewayFolder,
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [LAUNCHER, ...args, '--config', folder.configFile], {
+    cwd: folder.dir,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk) => (stdout += String(chunk)));

@@ -29,12 +29,13 @@ import { JournalSealer } from './services/sealer/journal-sealer';
 import { loadGatewayKeys } from './infrastructure/key-files';
 import { AllowList } from './services/allow-list';
 import { AuthorizationModule } from './services/authorization/authorization.module';
-import { CredentialResolver } from './services/credentials';
 import { DispatcherHttpController } from './services/dispatcher-http/dispatcher-http.controller';
 import { DispatcherHttpModule } from './services/dispatcher-http/dispatcher-http.module';
 import { DispatcherSshController } from './services/dispatcher-ssh/dispatcher-ssh.controller';
 import { DispatcherSshModule } from './services/dispatcher-ssh/dispatcher-ssh.module';
 import { ResultDeliveryModule } from './services/result-delivery/result-delivery.module';
+import { initDevelopmentVault } from './vault/vault-admin';
+import { VaultService } from './vault/vault-service';
 
 /** Event-store adapters by configured driver name; the rest of the gateway only sees the port. */
 const EVENT_STORE_DRIVERS: Record<GatewayConfig['store']['driver'], (config: GatewayConfig, file: string) => EventStore> = {
@@ -75,6 +76,8 @@ export interface RunningGateway {
   readonly store: EventStore;
   readonly agents: AgentDirectory;
   readonly toolCalls: ToolCalls;
+  /** The credential vault as this process sees it (follows `oncegate vault lock/unlock/set/rm`). */
+  readonly vault: VaultService;
   close(): Promise<void>;
 }
 
@@ -161,7 +164,10 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     keys: [{ id: keys.fingerprint.id, secret: keys.fingerprint.secret }],
     argumentKey: { id: keys.argument.id, secret: keys.argument.secret },
   });
-  const credentials = new CredentialResolver(config.credentials, options.env ?? process.env);
+  // Development mode: a vault under the development master key, so a fresh data folder works as it is.
+  if (config.devToken) await initDevelopmentVault({ store, dataDir: config.dataDir, env: options.env ?? process.env, by: 'service:gateway' });
+  const vault = new VaultService({ store, dataDir: config.dataDir, env: options.env ?? process.env });
+  await vault.start();
   const deliveries = new DeliveryTracker();
   const http = new HttpDispatcher();
   const ssh = new SshDispatcher();
@@ -191,14 +197,14 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     microservices.push(app);
     return app;
   };
-  await service(AuthorizationModule.forRoot({ store, allowList: new AllowList(config.allow), credentials, clock }), 'authorization');
+  await service(AuthorizationModule.forRoot({ store, allowList: new AllowList(config.allow), vault, clock }), 'authorization');
   const dispatcher = await service(
     DispatcherHttpModule.forRoot({
       store,
       tools,
       sealed,
       http,
-      credentials,
+      vault,
       dispatcherId: `dispatcher-http@${hostname()}/${options.front ?? 'http'}`,
       clock,
     }),
@@ -210,7 +216,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       tools,
       sealed,
       ssh,
-      credentials,
+      vault,
       dispatcherId: `dispatcher-ssh@${hostname()}/${options.front ?? 'http'}`,
       clock,
     }),
@@ -252,6 +258,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     store,
     agents,
     toolCalls,
+    vault,
     async close() {
       await front.close();
       await agentWatch.stop();
@@ -259,6 +266,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       await dispatcher.get(DispatcherHttpController).drain();
       await sshDispatcher.get(DispatcherSshController).drain();
       for (const app of microservices.reverse()) await app.close();
+      await vault.stop();
       await sealer?.stop();
       await watcher.stop();
       await http.close();

@@ -1,10 +1,10 @@
 import { isMap, isScalar, type Node } from 'yaml';
 import { OPERATION_CLASSES, type OperationClass } from '@oncegate/domain';
 import { ContractValidationError, type ContractIssue } from './contract-issue';
+import { CREDENTIAL_REF_RULE, isCredentialRef } from './credential-ref';
 import { DURATION_FORMS, parseDuration } from './duration';
 import { checkInputSchema, type CheckedInputSchema } from './input-schema';
 import { checkHeaders, checkJsonTemplate, checkTemplates, checkUrl, type ToolScope } from './request-checks';
-import { describeCredential } from './secret-detection';
 import { checkAbsolutePath, checkArgv, checkHost, checkHostKey, checkUser } from './ssh-checks';
 import { didYouMean } from './suggest';
 import { hasTemplate, scanTemplates } from './template';
@@ -186,8 +186,8 @@ function parseTool(
   }
   const credentialNode = tool.optional('credential_ref');
   const credentialRef = credentialNode === undefined ? null : str('credential_ref', credentialNode);
-  if (typeof credentialRef === 'string' && (describeCredential(credentialRef) !== undefined || !/^[A-Za-z0-9][A-Za-z0-9_.:/-]*$/.test(credentialRef))) {
-    ctx.report(credentialNode, tool.fieldPath('credential_ref'), "must name a credential (letters, digits, '_', '.', ':', '/', '-'), never contain one");
+  if (typeof credentialRef === 'string' && !isCredentialRef(credentialRef)) {
+    ctx.report(credentialNode, tool.fieldPath('credential_ref'), CREDENTIAL_REF_RULE);
   }
 
   const schemaNode = tool.required('input_schema', ': a JSON Schema with type: object');

@@ -4,6 +4,8 @@ export interface CliIo {
   stderr(text: string): void;
   /** Reads a whole UTF-8 text file; rejects with the file system's error. */
   readFile(path: string): Promise<string>;
+  /** Reads standard input to its end (a secret piped in); absent where there is no standard input. */
+  readStdin?(): Promise<string>;
 }
 
 /** Process exit codes of every command. */

@@ -6,12 +6,16 @@ import { openDataFolder, type DataFolder } from '../gateway';
 import { EXIT_CODES, UsageError, type CliIo, type ExitCode } from './cli-command';
 
 export interface ParsedArguments {
-  readonly values: Readonly<Record<string, string | boolean | undefined>>;
+  /** A `multiple: true` option gives the list of its values. */
+  readonly values: Readonly<Record<string, string | boolean | string[] | undefined>>;
   readonly positionals: readonly string[];
 }
 
 /** Parses a command's arguments (every command takes `--config <file>`); a mistake is a usage error. */
-export function parseCommandArgs(args: readonly string[], options: Record<string, { type: 'string' | 'boolean' }> = {}): ParsedArguments {
+export function parseCommandArgs(
+  args: readonly string[],
+  options: Record<string, { type: 'string' | 'boolean'; multiple?: boolean }> = {},
+): ParsedArguments {
   try {
     return parseArgs({ args: [...args], options: { config: { type: 'string' }, ...options }, allowPositionals: true, strict: true });
   } catch (error) {
@@ -22,6 +26,12 @@ export function parseCommandArgs(args: readonly string[], options: Record<string
 export function stringOption(parsed: ParsedArguments, name: string): string | undefined {
   const value = parsed.values[name];
   return typeof value === 'string' ? value : undefined;
+}
+
+/** Every value of a repeatable string option, in the order given. */
+export function stringListOption(parsed: ParsedArguments, name: string): string[] {
+  const value = parsed.values[name];
+  return Array.isArray(value) ? value : typeof value === 'string' ? [value] : [];
 }
 
 /** The one positional argument of a command about one execution; anything else is a usage error. */

@@ -13,6 +13,7 @@ import { agentsAddCommand, agentsListCommand, agentsRevokeCommand, startCommand,
 import { auditVerifyCommand, initCommand, journalExportCommand } from './commands/journal-commands';
 import { investigateCommand, projectionRunCommand } from './commands/analyst-commands';
 import { reviewListCommand, reviewResolveCommand, reviewShowCommand } from './commands/review-commands';
+import { VAULT_COMMANDS } from './commands/vault-commands';
 
 /** Every command of the CLI. Adding one here is all the dispatcher needs. */
 export const COMMANDS: readonly CliCommand[] = [
@@ -22,6 +23,7 @@ export const COMMANDS: readonly CliCommand[] = [
   agentsAddCommand,
   agentsListCommand,
   agentsRevokeCommand,
+  ...VAULT_COMMANDS,
   contractsCheckCommand,
   journalExportCommand,
   auditVerifyCommand,

@@ -16,21 +16,6 @@ import {
   type YamlContext,
 } from '@oncegate/contracts';
 
-/**
- * How a credential reference is resolved until the vault exists: a value read at dispatch from an environment
- * variable or a file (an SSH private key, say). The configuration names where it is, never the value.
- */
-export interface CredentialSource {
-  /** Header an HTTP credential is sent in. Default `Authorization`. */
-  readonly header: string;
-  /** Environment variable holding the value; `null` when `file` is used. */
-  readonly env: string | null;
-  /** File holding the value (e.g. an SSH private key); `null` when `env` is used. */
-  readonly file: string | null;
-  /** Prefix such as `Bearer`; default none. */
-  readonly scheme: string | null;
-}
-
 export interface GatewayConfig {
   /** Where the configuration came from, for messages. */
   readonly source: string;
@@ -53,7 +38,6 @@ export interface GatewayConfig {
   readonly policy: readonly PolicyRule[];
   /** How long an approval request waits for a decision before it is denied (`approval_timeout`). */
   readonly approvalTimeoutMs: number;
-  readonly credentials: Readonly<Record<string, CredentialSource>>;
   /** Start the bundled demo target beside the gateway. */
   readonly demoTarget: { readonly enabled: boolean; readonly port: number };
   /**
@@ -96,7 +80,6 @@ export const DEFAULT_CONFIG: Omit<GatewayConfig, 'source'> = {
   maxRequestBytes: 1024 * 1024,
   policy: [{ tools: ['*'], actors: ['*'], decision: 'allow', source: 'default policy (no authorization section)' }],
   approvalTimeoutMs: 15 * 60_000,
-  credentials: {},
   demoTarget: { enabled: false, port: 8790 },
   devToken: false,
   sealEveryMs: 5_000,
@@ -110,6 +93,7 @@ const FIELDS = [
   'call_wait',
   'max_request_bytes',
   'authorization',
+  // No longer a section: named so that a file which still has it gets the vault's instructions.
   'credentials',
   'demo_target',
   'dev_token',
@@ -230,31 +214,7 @@ export function parseGatewayConfig(text: string, file: string, base = DEFAULT_CO
         else if (ms !== undefined) config.approvalTimeoutMs = ms;
       }
     }
-    const credentialsNode = map.optional('credentials');
-    const credentials = credentialsNode && MapReader.of(ctx, credentialsNode, 'credentials');
-    if (credentials) {
-      const parsed: Record<string, CredentialSource> = {};
-      for (const ref of credentials.keys()) {
-        const node = credentials.required(ref);
-        const entry = node && MapReader.of(ctx, node, credentials.fieldPath(ref));
-        if (!entry) continue;
-        entry.rejectUnknown(['header', 'env', 'file', 'scheme'], { value: 'credential values never go in a file; name an environment variable with env' });
-        const envNode = entry.optional('env');
-        const fileNode = entry.optional('file');
-        if ((envNode === undefined) === (fileNode === undefined)) {
-          ctx.report(node ?? null, credentials.fieldPath(ref), "name exactly one of 'env' (an environment variable) or 'file' (a key file)");
-          continue;
-        }
-        const env = envNode ? readString(ctx, envNode, entry.fieldPath('env'), { nonEmpty: true }) : null;
-        const file = fileNode ? readString(ctx, fileNode, entry.fieldPath('file'), { nonEmpty: true }) : null;
-        const headerNode = entry.optional('header');
-        const schemeNode = entry.optional('scheme');
-        const header = headerNode ? readString(ctx, headerNode, entry.fieldPath('header'), { nonEmpty: true }) : 'Authorization';
-        const scheme = schemeNode ? readString(ctx, schemeNode, entry.fieldPath('scheme'), { nonEmpty: true }) : null;
-        if ((env || file) && header) parsed[ref] = { env: env ?? null, file: file ?? null, header, scheme: scheme ?? null };
-      }
-      config.credentials = parsed;
-    }
+    map.forbid('credentials', 'credentials live in the vault now: oncegate vault set <ref> --kind bearer|basic|header|ssh_key --bind <host[:port][/path]> (see docs/gateway.md)');
     const demoNode = map.optional('demo_target');
     const demo = demoNode && MapReader.of(ctx, demoNode, 'demo_target');
     if (demo) {

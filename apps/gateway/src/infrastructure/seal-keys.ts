@@ -43,6 +43,19 @@ export function masterKey(dataDir: string, env: NodeJS.ProcessEnv): string | und
   return existsSync(dev) ? readFileSync(dev, 'utf8').trim() : undefined;
 }
 
+/**
+ * The development master key (`init --dev`, `vault init --dev`): the key file in the data folder, made now with
+ * a random key (0600) when there is none. Whether one was made is returned so the caller can say so.
+ */
+export function developmentMasterKey(dataDir: string): { key: string; file: string; created: boolean } {
+  const file = sealKeyPaths(dataDir).devMasterKey;
+  if (existsSync(file)) return { key: readFileSync(file, 'utf8').trim(), file, created: false };
+  mkdirSync(join(dataDir, 'keys'), { recursive: true, mode: 0o700 });
+  const key = randomBytes(32).toString('hex');
+  writeFileSync(file, `${key}\n`, { mode: 0o600 });
+  return { key, file, created: true };
+}
+
 export interface InitResult {
   readonly created: boolean;
   readonly publicKeyFile: string;
@@ -62,8 +75,7 @@ export function initSealKeys(dataDir: string, env: NodeJS.ProcessEnv, options: {
     if (!options.dev) {
       throw new SealKeyError('no master key: set ONCEGATE_MASTER_KEY or ONCEGATE_MASTER_KEY_FILE (or use --dev for a development key)');
     }
-    passphrase = randomBytes(32).toString('hex');
-    writeFileSync(paths.devMasterKey, `${passphrase}\n`, { mode: 0o600 });
+    passphrase = developmentMasterKey(dataDir).key;
     devMasterKeyFile = paths.devMasterKey;
   }
   const { publicKey, privateKey } = generateKeyPairSync('ed25519', {

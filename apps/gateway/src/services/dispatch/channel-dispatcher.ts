@@ -13,6 +13,13 @@ export type AttemptRecord =
   | { readonly kind: 'observed'; readonly outcome: DefiniteOutcome; readonly targetStatus: number | null; readonly exitCode: number | null; readonly result: StoredResult }
   | { readonly kind: 'unknown'; readonly reason: UnknownOutcomeReason };
 
+/** Why an attempt must not be sent, found before `Dispatched` is written; recorded as the denial's basis. */
+export interface DispatchRefusal {
+  readonly basis: 'vault_locked' | 'credential_unresolved';
+  /** Names the credential and the target; never a value. */
+  readonly reason: string;
+}
+
 /**
  * What every channel dispatcher does alike: append `Dispatched` (durable, with the expected revision, so only
  * one instance wins) before anything leaves; record the outcome; recover by class after an unknown outcome;
@@ -68,6 +75,13 @@ export abstract class ChannelDispatcher implements OnApplicationBootstrap {
   /** Runs one attempt against the target; resolves with what came of it, never rejects. */
   protected abstract attempt(state: ExecutionState, tool: ToolContract, args: Record<string, unknown>): Promise<AttemptRecord>;
 
+  /**
+   * Checks what must hold before anything is sent (the vault unlocked, the credential bound to the real target),
+   * before `Dispatched` is appended. A refusal of a first attempt is recorded as a denial; a recovery attempt is
+   * simply not sent.
+   */
+  protected preflight?(state: ExecutionState, tool: ToolContract, args: Record<string, unknown>): Promise<DispatchRefusal | undefined>;
+
   protected queryStatus?(state: ExecutionState): Promise<{ preconditionHolds: boolean; observedStatus: string | null }>;
   protected probeMarker?(state: ExecutionState): Promise<{ marker: MarkerState; exitStatus: number | null }>;
 
@@ -91,6 +105,7 @@ export abstract class ChannelDispatcher implements OnApplicationBootstrap {
 
   /** Appends Dispatched (from `from`: `authorized` unless recovering) and, once it is durable, runs the attempt. */
   protected async dispatch(executionId: ExecutionId, cause: RecordedEvent, from: 'authorized' | 'outcome_unknown' = 'authorized'): Promise<void> {
+    if (await this.refused(executionId, cause, from)) return;
     const outcome = await runExecutionCommand(
       this.store,
       executionId,
@@ -108,6 +123,34 @@ export abstract class ChannelDispatcher implements OnApplicationBootstrap {
     );
     this.inFlight.add(running);
     void running.finally(() => this.inFlight.delete(running));
+  }
+
+  /** Runs the channel's preflight; on a refusal records it (first attempt) or logs it (recovery). True when refused. */
+  private async refused(executionId: ExecutionId, cause: RecordedEvent, from: 'authorized' | 'outcome_unknown'): Promise<boolean> {
+    if (this.preflight === undefined) return false;
+    const { state } = await loadExecution(this.store, executionId);
+    if (state.accepted?.channel !== this.channel || state.status !== from) return false;
+    const tool = this.tools.get(state.accepted.toolName);
+    const args = tool === undefined ? undefined : await this.argumentsOf(state);
+    // Without a tool or arguments, `run` records the definite failure.
+    if (tool === undefined || args === undefined) return false;
+    const refusal = await this.preflight(state, tool, args);
+    if (refusal === undefined) return false;
+    if (from === 'outcome_unknown') {
+      this.log.warn(`${executionId}: not sent again: ${refusal.reason}`);
+      return true;
+    }
+    await runExecutionCommand(
+      this.store,
+      executionId,
+      (s) =>
+        s.accepted?.channel === this.channel && s.status === 'authorized'
+          ? { type: 'DenyExecution', executionId, now: isoNow(this.clock), basis: refusal.basis, reason: refusal.reason }
+          : undefined,
+      { actor: this.actor, causationId: cause.id, correlation: cause.metadata['correlation'] as never },
+      this.clock,
+    );
+    return true;
   }
 
   private async run(state: ExecutionState): Promise<void> {

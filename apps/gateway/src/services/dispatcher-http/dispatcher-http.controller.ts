@@ -2,18 +2,20 @@ import { Controller, Inject } from '@nestjs/common';
 import { EventPattern, Payload } from '@nestjs/microservices';
 import type { ExecutionState } from '@oncegate/domain';
 import type { ToolContract } from '@oncegate/contracts';
-import type { HttpDispatcher } from '@oncegate/dispatcher-http';
+import { renderHttpRequest, type HttpCredential, type HttpDispatcher } from '@oncegate/dispatcher-http';
 import type { EventStore, RecordedEvent } from '@oncegate/event-store';
 import { EVENT_STORE } from '@oncegate/nest-event-store';
 import type { Clock } from '@oncegate/execution-journal';
 import type { SealedStore } from '@oncegate/sealed-store';
-import type { CredentialResolver } from '../credentials';
-import { ChannelDispatcher, textResult, type AttemptRecord } from '../dispatch/channel-dispatcher';
-import { CLOCK, CREDENTIALS, DISPATCHER_ID, HTTP_DISPATCHER, SEALED_STORE, TOOLS } from '../tokens';
+import type { VaultService } from '../../vault/vault-service';
+import { ChannelDispatcher, textResult, type AttemptRecord, type DispatchRefusal } from '../dispatch/channel-dispatcher';
+import { vaultRefusal } from '../dispatch/vault-refusal';
+import { CLOCK, DISPATCHER_ID, HTTP_DISPATCHER, SEALED_STORE, TOOLS, VAULT } from '../tokens';
 
 /**
  * Sends HTTP tools: `Dispatched` is durable before the request leaves; the outcome is recorded as observed or
- * unknown from what the socket saw; a conditional write's status query is its recovery evidence.
+ * unknown from what the socket saw; a conditional write's status query is its recovery evidence. The credential
+ * comes from the vault at send time, for the URL actually rendered, and only if it is bound to it.
  */
 @Controller()
 export class DispatcherHttpController extends ChannelDispatcher {
@@ -22,7 +24,7 @@ export class DispatcherHttpController extends ChannelDispatcher {
     @Inject(TOOLS) tools: ReadonlyMap<string, ToolContract>,
     @Inject(SEALED_STORE) sealed: SealedStore,
     @Inject(HTTP_DISPATCHER) private readonly http: HttpDispatcher,
-    @Inject(CREDENTIALS) private readonly credentials: CredentialResolver,
+    @Inject(VAULT) private readonly vault: VaultService,
     @Inject(DISPATCHER_ID) dispatcherId: string,
     @Inject(CLOCK) clock: Clock,
   ) {
@@ -34,8 +36,41 @@ export class DispatcherHttpController extends ChannelDispatcher {
     return this.recover(event);
   }
 
+  /** The vault is unlocked and the credential opens and is bound to the URL this attempt would go to. */
+  protected override async preflight(state: ExecutionState, tool: ToolContract, args: Record<string, unknown>): Promise<DispatchRefusal | undefined> {
+    const found = await this.credentialFor(tool, args, state.executionId!);
+    return 'refusal' in found ? found.refusal : undefined;
+  }
+
+  /**
+   * The credential for the URL this request renders to, from the vault, or why there is none. Nothing when the
+   * tool names no credential, or when its URL cannot be rendered (the send then reports that, sending nothing).
+   */
+  private async credentialFor(
+    tool: ToolContract,
+    args: Record<string, unknown>,
+    executionId: string,
+  ): Promise<{ credential?: HttpCredential } | { refusal: DispatchRefusal }> {
+    if (tool.credentialRef === null) return {};
+    let url: string;
+    try {
+      url = renderHttpRequest(tool, args, executionId).url;
+    } catch {
+      return {};
+    }
+    try {
+      return { credential: await this.vault.httpCredential(tool.credentialRef, url) };
+    } catch (error) {
+      return { refusal: vaultRefusal(error) };
+    }
+  }
+
   protected async attempt(state: ExecutionState, tool: ToolContract, args: Record<string, unknown>): Promise<AttemptRecord> {
-    const credential = tool.credentialRef ? this.credentials.resolve(tool.credentialRef) : undefined;
+    const found = await this.credentialFor(tool, args, state.executionId!);
+    if ('refusal' in found) {
+      return { kind: 'observed', outcome: 'failed', targetStatus: null, exitCode: null, result: textResult(`not sent: ${found.refusal.reason}`) };
+    }
+    const { credential } = found;
     const result = await this.http.send({ executionId: state.executionId!, tool, arguments: args, ...(credential ? { credential } : {}) });
     switch (result.kind) {
       case 'unknown':
@@ -67,12 +102,18 @@ export class DispatcherHttpController extends ChannelDispatcher {
     const tool = this.tools.get(state.accepted!.toolName);
     const query = tool?.statusQuery;
     if (tool === undefined || query == null) return { preconditionHolds: false, observedStatus: 'no status query in the contract' };
-    const args = await this.argumentsOf(state);
-    const credential = tool.credentialRef ? this.credentials.resolve(tool.credentialRef) : undefined;
+    const args = (await this.argumentsOf(state)) ?? {};
+    const statusTool: ToolContract = {
+      ...tool,
+      request: { kind: 'http', method: 'GET', url: query.http.url, headers: query.http.headers, body: undefined, idempotencyHeader: null },
+    };
+    const found = await this.credentialFor(statusTool, args, state.executionId!);
+    if ('refusal' in found) return { preconditionHolds: false, observedStatus: `not asked: ${found.refusal.reason}`.slice(0, 200) };
+    const { credential } = found;
     const result = await this.http.send({
       executionId: state.executionId!,
-      tool: { ...tool, request: { kind: 'http', method: 'GET', url: query.http.url, headers: query.http.headers, body: undefined, idempotencyHeader: null } },
-      arguments: args ?? {},
+      tool: statusTool,
+      arguments: args,
       ...(credential ? { credential } : {}),
     });
     if (result.kind !== 'response' || result.outcome !== 'succeeded') {
@@ -84,7 +125,7 @@ export class DispatcherHttpController extends ChannelDispatcher {
     } catch {
       return { preconditionHolds: false, observedStatus: 'the status answer is not JSON' };
     }
-    const expected = query.precondition.equals.kind === 'literal' ? query.precondition.equals.value : args?.[query.precondition.equals.argument];
+    const expected = query.precondition.equals.kind === 'literal' ? query.precondition.equals.value : args[query.precondition.equals.argument];
     return {
       preconditionHolds: JSON.stringify(observed) === JSON.stringify(expected),
       observedStatus: `${query.precondition.pointer}=${JSON.stringify(observed) ?? 'absent'}`.slice(0, 200),

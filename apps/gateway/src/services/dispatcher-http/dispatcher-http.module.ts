@@ -5,8 +5,8 @@ import type { ToolContract } from '@oncegate/contracts';
 import type { HttpDispatcher } from '@oncegate/dispatcher-http';
 import type { Clock } from '@oncegate/execution-journal';
 import type { SealedStore } from '@oncegate/sealed-store';
-import type { CredentialResolver } from '../credentials';
-import { CLOCK, CREDENTIALS, DISPATCHER_ID, HTTP_DISPATCHER, SEALED_STORE, TOOLS } from '../tokens';
+import type { VaultService } from '../../vault/vault-service';
+import { CLOCK, DISPATCHER_ID, HTTP_DISPATCHER, SEALED_STORE, TOOLS, VAULT } from '../tokens';
 import { DispatcherHttpController } from './dispatcher-http.controller';
 
 export interface DispatcherHttpDependencies {
@@ -14,7 +14,8 @@ export interface DispatcherHttpDependencies {
   readonly tools: ReadonlyMap<string, ToolContract>;
   readonly sealed: SealedStore;
   readonly http: HttpDispatcher;
-  readonly credentials: CredentialResolver;
+  /** Credentials come from the vault at send time. */
+  readonly vault: VaultService;
   /** Stable across restarts of the same instance, so it can recognise its own lost attempts. */
   readonly dispatcherId: string;
   readonly clock: Clock;
@@ -31,7 +32,7 @@ export class DispatcherHttpModule {
         { provide: TOOLS, useValue: deps.tools },
         { provide: SEALED_STORE, useValue: deps.sealed },
         { provide: HTTP_DISPATCHER, useValue: deps.http },
-        { provide: CREDENTIALS, useValue: deps.credentials },
+        { provide: VAULT, useValue: deps.vault },
         { provide: DISPATCHER_ID, useValue: deps.dispatcherId },
         { provide: CLOCK, useValue: deps.clock },
       ],

@@ -5,8 +5,8 @@ import type { ToolContract } from '@oncegate/contracts';
 import type { SshDispatcher } from '@oncegate/dispatcher-ssh';
 import type { Clock } from '@oncegate/execution-journal';
 import type { SealedStore } from '@oncegate/sealed-store';
-import type { CredentialResolver } from '../credentials';
-import { CLOCK, CREDENTIALS, DISPATCHER_ID, SEALED_STORE, SSH_DISPATCHER, TOOLS } from '../tokens';
+import type { VaultService } from '../../vault/vault-service';
+import { CLOCK, DISPATCHER_ID, SEALED_STORE, SSH_DISPATCHER, TOOLS, VAULT } from '../tokens';
 import { DispatcherSshController } from './dispatcher-ssh.controller';
 
 export interface DispatcherSshDependencies {
@@ -14,7 +14,8 @@ export interface DispatcherSshDependencies {
   readonly tools: ReadonlyMap<string, ToolContract>;
   readonly sealed: SealedStore;
   readonly ssh: SshDispatcher;
-  readonly credentials: CredentialResolver;
+  /** Credentials come from the vault at send time. */
+  readonly vault: VaultService;
   /** Stable across restarts of the same instance, so it can recognise its own lost attempts. */
   readonly dispatcherId: string;
   readonly clock: Clock;
@@ -31,7 +32,7 @@ export class DispatcherSshModule {
         { provide: TOOLS, useValue: deps.tools },
         { provide: SEALED_STORE, useValue: deps.sealed },
         { provide: SSH_DISPATCHER, useValue: deps.ssh },
-        { provide: CREDENTIALS, useValue: deps.credentials },
+        { provide: VAULT, useValue: deps.vault },
         { provide: DISPATCHER_ID, useValue: deps.dispatcherId },
         { provide: CLOCK, useValue: deps.clock },
       ],

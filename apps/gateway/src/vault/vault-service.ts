@@ -1,0 +1,279 @@
+import { Logger } from '@nestjs/common';
+import type { HttpCredential } from '@oncegate/dispatcher-http';
+import type { SshCredential } from '@oncegate/dispatcher-ssh';
+import { vaultStream } from '@oncegate/domain';
+import type { EventStore, RecordedEvent, Subscription } from '@oncegate/event-store';
+import { bindingMatches, describeTarget, parseBinding, type BindingTarget } from './credential-bindings';
+import { open } from './vault-crypto';
+import { channelOf, metadataAad, type CredentialMetadata } from './vault-entry';
+import {
+  bindingRefusal,
+  CredentialBindingError,
+  CredentialUnavailableError,
+  NOT_INITIALISED,
+  VaultKeyError,
+  VaultLockedError,
+} from './vault-errors';
+import { VaultFile, vaultFilePath } from './vault-file';
+import { EMPTY_VAULT_HISTORY, evolveVault, type StoredCredential, type VaultHistory } from './vault-journal';
+import { masterKeyOf, unwrapDataKey } from './vault-admin';
+
+/** The vault as this gateway process sees it. */
+export interface VaultState {
+  readonly initialized: boolean;
+  /** True unless the journal says unlocked and this process holds the opened data key. */
+  readonly locked: boolean;
+  /** Why it is locked, or who unlocked it. */
+  readonly reason: string;
+  /** When the journal's last initialise / lock / unlock happened; `null` before the vault exists. */
+  readonly since: string | null;
+}
+
+/** A credential's metadata as the journal holds it; never its value. */
+export type CredentialDescription = StoredCredential;
+
+export type BindingCheck = { readonly ok: true } | { readonly ok: false; readonly reason: string };
+
+export type { BindingTarget } from './credential-bindings';
+
+export interface VaultServiceOptions {
+  readonly store: EventStore;
+  readonly dataDir: string;
+  /** Where the master key comes from (ONCEGATE_MASTER_KEY, ONCEGATE_MASTER_KEY_FILE). Default `process.env`. */
+  readonly env?: NodeJS.ProcessEnv;
+}
+
+/**
+ * The gateway's side of the vault. It follows the vault's journal (appended by `oncegate vault …`, in this or
+ * another process): it is unlocked only while the journal says so and this process could open the data key
+ * with its master key. On `VaultLocked` the data key is zero-filled and dropped; on `VaultUnlocked` it is
+ * opened again. Credential values are decrypted only inside `httpCredential` / `sshCredential`, at dispatch,
+ * after catching up with the journal, and only for a target the credential is bound to.
+ */
+export class VaultService {
+  private readonly log = new Logger('vault');
+  private readonly store: EventStore;
+  private readonly dataDir: string;
+  private readonly env: NodeJS.ProcessEnv;
+  private history: VaultHistory = EMPTY_VAULT_HISTORY;
+  private dataKey: Buffer | undefined;
+  /** Why this process cannot open the data key while the journal says unlocked. */
+  private keyProblem: string | undefined;
+  private file: VaultFile | undefined;
+  private current: VaultState = { initialized: false, locked: true, reason: NOT_INITIALISED, since: null };
+  private readonly listeners = new Set<(state: VaultState) => void>();
+  /** How far the journal has been read, and the last event applied (so none is applied twice). */
+  private position = 0;
+  private applied = 0;
+  /** Journal reading, key opening and decryption run one at a time. */
+  private queue: Promise<unknown> = Promise.resolve();
+  private subscription: Subscription | undefined;
+
+  constructor(options: VaultServiceOptions) {
+    this.store = options.store;
+    this.dataDir = options.dataDir;
+    this.env = options.env ?? process.env;
+  }
+
+  /** Reads the vault's journal, opens the data key if the vault is unlocked, then follows the journal live. */
+  async start(): Promise<void> {
+    await this.serially(async () => {
+      await this.readNew(false);
+      await this.reconcile(false);
+    });
+    this.subscription = this.store.subscribeToAll((event) => this.serially(() => this.follow(event)), {
+      from: { after: this.position },
+      filter: { streamPrefixes: [vaultStream()] },
+    });
+    void this.subscription.done.catch((error: unknown) => this.log.error(`following the vault journal stopped: ${(error as Error).message}`));
+  }
+
+  async stop(): Promise<void> {
+    await this.subscription?.stop();
+    await this.serially(async () => {
+      this.dropKey();
+      this.file?.close();
+      this.file = undefined;
+    });
+  }
+
+  state(): VaultState {
+    return this.current;
+  }
+
+  /** Calls `listener` at each transition between locked and unlocked; returns a function that stops it. */
+  onChange(listener: (state: VaultState) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** The credential's metadata (kind, bindings, approval, version…), locked or not; `undefined` when unknown. */
+  describe(ref: string): CredentialDescription | undefined {
+    return this.history.credentials.get(ref);
+  }
+
+  /** May the credential be sent to `target`? The reason names the credential, the target and its bindings. */
+  checkBinding(ref: string, target: BindingTarget): BindingCheck {
+    const entry = this.history.credentials.get(ref);
+    if (entry === undefined) return { ok: false, reason: `there is no credential '${ref}' in the vault` };
+    if (channelOf(entry.kind) !== target.channel) {
+      return { ok: false, reason: `credential '${ref}' is a ${entry.kind} credential; a ${target.channel} tool cannot use it` };
+    }
+    const bound = entry.bindings.some((text) => bindingMatches(parseBinding(text, target.channel), target));
+    return bound ? { ok: true } : { ok: false, reason: bindingRefusal(ref, describeTarget(target), entry.bindings) };
+  }
+
+  /**
+   * The headers that carry the credential to `url`.
+   *
+   * @throws VaultLockedError, CredentialUnavailableError, CredentialBindingError
+   */
+  httpCredential(ref: string, url: string): Promise<HttpCredential> {
+    return this.reveal(ref, { channel: 'http', url }, (metadata, value) => {
+      const text = value.toString('utf8');
+      switch (metadata.kind) {
+        case 'bearer':
+          return { headers: { Authorization: `Bearer ${text}` } };
+        case 'basic':
+          return { headers: { Authorization: `Basic ${Buffer.from(`${metadata.username ?? ''}:${text}`, 'utf8').toString('base64')}` } };
+        case 'header':
+          return { headers: { [metadata.header ?? 'Authorization']: metadata.scheme ? `${metadata.scheme} ${text}` : text } };
+        case 'ssh_key':
+          throw new CredentialUnavailableError(ref, 'it is an SSH key');
+        default:
+          return metadata.kind satisfies never;
+      }
+    });
+  }
+
+  /**
+   * The private key to log in to `host:port` with.
+   *
+   * @throws VaultLockedError, CredentialUnavailableError, CredentialBindingError
+   */
+  sshCredential(ref: string, host: string, port: number): Promise<SshCredential> {
+    return this.reveal(ref, { channel: 'ssh', host, port }, (_metadata, value) => ({ privateKey: value.toString('utf8') }));
+  }
+
+  private async reveal<T>(ref: string, target: BindingTarget, use: (metadata: CredentialMetadata, value: Buffer) => T): Promise<T> {
+    return this.serially(async () => {
+      // A lock or a new version appended a moment ago by the CLI counts before anything is decrypted.
+      await this.readNew(true);
+      if (this.current.locked || this.dataKey === undefined) throw new VaultLockedError(this.current.reason);
+      const entry = this.history.credentials.get(ref);
+      if (entry === undefined) throw new CredentialUnavailableError(ref, 'there is no such credential in the vault');
+      const check = this.checkBinding(ref, target);
+      if (!check.ok) {
+        if (channelOf(entry.kind) !== target.channel) throw new CredentialUnavailableError(ref, `it is a ${entry.kind} credential, not for ${target.channel}`);
+        throw new CredentialBindingError(ref, describeTarget(target), entry.bindings);
+      }
+      const row = this.vaultFile()?.credential(ref, entry.version);
+      if (row === undefined) throw new CredentialUnavailableError(ref, `version ${entry.version} is missing from ${vaultFilePath(this.dataDir)}`);
+      const value = open(this.dataKey, row.sealed, metadataAad(row.metadata));
+      if (value === undefined) {
+        throw new CredentialUnavailableError(ref, `its entry in ${vaultFilePath(this.dataDir)} does not authenticate (it was changed, or belongs to another vault)`);
+      }
+      try {
+        if (!sameMetadata(row.metadata, entry)) throw new CredentialUnavailableError(ref, 'its entry in the vault file does not match the journal');
+        return use(row.metadata, value);
+      } finally {
+        value.fill(0);
+      }
+    });
+  }
+
+  private serially<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(work, work);
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Reads vault events committed since the last read; with `live`, each transition is announced. */
+  private async readNew(live: boolean): Promise<void> {
+    for (;;) {
+      const page = await this.store.readAll({ after: this.position, maxCount: 1000, filter: { streamPrefixes: [vaultStream()] } });
+      for (const event of page.events) {
+        if (live) await this.follow(event);
+        else this.apply(event);
+      }
+      if (page.lastPosition <= this.position) return;
+      this.position = Math.max(this.position, page.lastPosition);
+    }
+  }
+
+  private async follow(event: RecordedEvent): Promise<void> {
+    if (this.apply(event)) await this.reconcile(true);
+  }
+
+  /** Folds one event; false when it was applied already. A lock drops the data key at once. */
+  private apply(event: RecordedEvent): boolean {
+    if (event.position <= this.applied) return false;
+    this.applied = event.position;
+    this.position = Math.max(this.position, event.position);
+    this.history = evolveVault(this.history, event);
+    if (event.type === 'VaultLocked' || event.type === 'VaultUnlocked') {
+      this.dropKey();
+      // A new unlock is a new attempt with whatever master key this process has now.
+      this.keyProblem = undefined;
+    }
+    return true;
+  }
+
+  /** Brings the data key in line with the journal, then the state; announces a lock/unlock transition. */
+  private async reconcile(announce: boolean): Promise<void> {
+    const { initialized, lock } = this.history;
+    if (initialized !== null && lock !== null && !lock.locked && this.dataKey === undefined && this.keyProblem === undefined) {
+      try {
+        const file = this.vaultFile();
+        if (file === undefined) throw new VaultKeyError(`the journal has a vault but ${vaultFilePath(this.dataDir)} is missing`);
+        this.dataKey = await unwrapDataKey(file, masterKeyOf(this.dataDir, this.env));
+      } catch (error) {
+        if (!(error instanceof VaultKeyError)) throw error;
+        this.keyProblem = error.reason;
+        this.log.warn(`the vault stays locked in this process: ${error.reason}`);
+      }
+    }
+    const previous = this.current;
+    this.current = this.describeState();
+    if (announce && (previous.locked !== this.current.locked || previous.initialized !== this.current.initialized)) {
+      for (const listener of this.listeners) {
+        try {
+          listener(this.current);
+        } catch (error) {
+          this.log.error(`a vault listener failed: ${(error as Error).message}`);
+        }
+      }
+    }
+  }
+
+  private describeState(): VaultState {
+    const { initialized, lock } = this.history;
+    if (initialized === null || lock === null) return { initialized: false, locked: true, reason: NOT_INITIALISED, since: null };
+    if (lock.locked) return { initialized: true, locked: true, reason: `locked by ${lock.by}: ${lock.reason}`, since: lock.at };
+    if (this.dataKey === undefined) return { initialized: true, locked: true, reason: this.keyProblem ?? 'the data key is not open', since: lock.at };
+    return { initialized: true, locked: false, reason: `unlocked by ${lock.by}`, since: lock.at };
+  }
+
+  private vaultFile(): VaultFile | undefined {
+    if (this.file === undefined && VaultFile.exists(this.dataDir)) this.file = VaultFile.open(this.dataDir);
+    return this.file;
+  }
+
+  private dropKey(): void {
+    this.dataKey?.fill(0);
+    this.dataKey = undefined;
+  }
+}
+
+function sameMetadata(row: CredentialMetadata, entry: StoredCredential): boolean {
+  return (
+    row.ref === entry.ref &&
+    row.kind === entry.kind &&
+    row.header === entry.header &&
+    row.scheme === entry.scheme &&
+    row.approval === entry.approval &&
+    row.version === entry.version &&
+    row.bindings.length === entry.bindings.length &&
+    row.bindings.every((binding, index) => binding === entry.bindings[index])
+  );
+}
