@@ -4,9 +4,11 @@
  *   npm start                                   # in one terminal
  *   node --import tsx examples/walkthrough.ts   # in another
  *
- * It talks to the gateway with the official MCP client and the development token, and to the demo target's
- * control surface, exactly as printed by `npm start`. Options: ONCEGATE_URL, ONCEGATE_TOKEN, DEMO_TARGET_URL.
+ * It talks to the gateway with the official MCP client and the development token, to the demo target's
+ * control surface, exactly as printed by `npm start`, and approves the payment with `oncegate approvals` as an
+ * operator would. Options: ONCEGATE_URL, ONCEGATE_TOKEN, DEMO_TARGET_URL (and ONCEGATE_DATA_DIR for the CLI).
  */
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -15,6 +17,9 @@ const gatewayUrl = process.env['ONCEGATE_URL'] ?? 'http://127.0.0.1:8787/mcp';
 const targetUrl = process.env['DEMO_TARGET_URL'] ?? 'http://127.0.0.1:8790';
 const token = process.env['ONCEGATE_TOKEN'] ?? readFileSync('.oncegate/dev-token', 'utf8').trim();
 const say = (line: string) => process.stdout.write(`${line}\n`);
+/** `oncegate <args>` on the configuration `npm start` uses. */
+const oncegate = (...args: string[]) =>
+  execFileSync(process.execPath, ['bin/oncegate.mjs', ...args, '--config', 'examples/oncegate.yaml'], { encoding: 'utf8' });
 
 async function control(action: string, body: object = {}) {
   await fetch(`${targetUrl}/_control/${action}`, { method: 'POST', body: JSON.stringify(body) });
@@ -45,23 +50,33 @@ const before = await paymentsSeen();
 say('1. The demo target will take the payment but hold its answer.');
 await control('hold', { match: 'POST /payments' });
 
-say('2. The agent calls send_payment; the network drops while the target holds the answer.');
+say('2. The agent calls send_payment. Payments need a person\'s approval (approval: per_use), so the call waits.');
 const cut = new AbortController();
 const dropping: typeof fetch = (input, init) =>
   fetch(input, { ...init, signal: init?.signal ? AbortSignal.any([init.signal, cut.signal]) : cut.signal });
 const first = await connect(dropping);
 const lost = first.callTool({ name: 'send_payment', arguments: payment }).catch((error: unknown) => error);
+let pending: { executionId: string } | undefined;
+while (pending === undefined) {
+  const approvals = JSON.parse(oncegate('approvals', 'list', '--json')) as Array<{ executionId: string; tool: string }>;
+  pending = approvals.find((approval) => approval.tool === 'send_payment');
+}
+say(`   oncegate approvals list: ${pending.executionId} send_payment, awaiting approval; nothing sent yet`);
+oncegate('approvals', 'approve', pending.executionId, '--reason', 'walkthrough: invoice checked', '--by', 'user:walkthrough');
+say('   oncegate approvals approve: the gateway sends it, once');
+
+say('3. The network drops while the target holds the answer.');
 while ((await paymentsSeen()) === before) await new Promise((resolve) => setTimeout(resolve, 50));
 cut.abort();
 await first.close();
 await lost;
 say(`   the agent saw its connection fail; payments at the target: ${(await paymentsSeen()) - before}`);
 
-say('3. The target finishes; the gateway records the outcome for the execution.');
+say('4. The target finishes; the gateway records the outcome for the execution.');
 await control('release', { match: 'POST /payments' });
 await new Promise((resolve) => setTimeout(resolve, 500));
 
-say('4. The agent retries the same call (a new JSON-RPC id, a new connection).');
+say('5. The agent retries the same call (a new JSON-RPC id, a new connection).');
 const second = await connect();
 const retried = await second.callTool({ name: 'send_payment', arguments: payment });
 await second.close();

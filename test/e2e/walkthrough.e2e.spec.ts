@@ -39,7 +39,7 @@ describe('the README walkthrough', () => {
 
     const walkthrough = spawn(process.execPath, ['--import', 'tsx', 'examples/walkthrough.ts'], {
       cwd: ROOT,
-      env: { ...process.env, ONCEGATE_URL: `http://127.0.0.1:${port}/mcp`, ONCEGATE_TOKEN: token },
+      env: { ...process.env, ONCEGATE_URL: `http://127.0.0.1:${port}/mcp`, ONCEGATE_TOKEN: token, ONCEGATE_DATA_DIR: dataDir },
     });
     let output = '';
     walkthrough.stdout.on('data', (chunk) => (output += String(chunk)));

@@ -16,7 +16,7 @@ import { ExecutionWatcher, systemClock, type Clock } from '@oncegate/execution-j
 import { keyRingFromConfig } from '@oncegate/fingerprint';
 import { EventStoreTransport } from '@oncegate/nest-event-store';
 import { BlobCipher, SqliteSealedStore } from '@oncegate/sealed-store';
-import type { GatewayConfig } from './config/gateway-config';
+import { GatewayConfigError, type GatewayConfig } from './config/gateway-config';
 import { DeliveryTracker } from './front/delivery-tracker';
 import { ApprovalsApi } from './front/approvals-api';
 import { McpHttpFront } from './front/mcp-http-front';
@@ -27,7 +27,7 @@ import { ApproverDirectory } from './infrastructure/approver-directory';
 import { initSealKeys, loadSealPrivateKey, loadSealPublicKey, sealKeyPaths } from './infrastructure/seal-keys';
 import { JournalSealer } from './services/sealer/journal-sealer';
 import { loadGatewayKeys } from './infrastructure/key-files';
-import { AllowList } from './services/allow-list';
+import { Policy } from './services/authorization/policy';
 import { AuthorizationModule } from './services/authorization/authorization.module';
 import { DispatcherHttpController } from './services/dispatcher-http/dispatcher-http.controller';
 import { DispatcherHttpModule } from './services/dispatcher-http/dispatcher-http.module';
@@ -101,6 +101,24 @@ export function loadTools(config: GatewayConfig): Map<string, ToolContract> {
   return new Map(contract.tools.map((tool) => [tool.name, tool]));
 }
 
+/** The configured policy; a rule naming a tool the contracts do not declare is a configuration error. */
+export function policyOf(config: GatewayConfig, tools: ReadonlyMap<string, ToolContract>): Policy {
+  const policy = new Policy(config.policy);
+  const unknown = policy.unknownTools(new Set(tools.keys()));
+  if (unknown.length > 0) {
+    throw new GatewayConfigError(
+      unknown.map(({ source, tool, line, column }) => ({
+        file: config.source,
+        path: source.endsWith(']') ? `${source}.tools` : source,
+        line,
+        column,
+        reason: `no tool named '${tool}' in ${config.contractsFile}`,
+      })),
+    );
+  }
+  return policy;
+}
+
 /**
  * The bundled demo target runs as its own process, as a real target would: the gateway only reaches it over
  * loopback HTTP.
@@ -147,6 +165,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   const logLevels = options.logLevels ?? ['log', 'warn', 'error'];
   const logger: LoggerService = options.logToStderr ? new StderrLogger({ logLevels }) : new ConsoleLogger({ logLevels });
   const tools = loadTools(config);
+  const policy = policyOf(config, tools);
   const folder = openDataFolder(config);
   const { store, agents, approvers } = folder;
   const keys = loadGatewayKeys(config.dataDir);
@@ -197,7 +216,10 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     microservices.push(app);
     return app;
   };
-  await service(AuthorizationModule.forRoot({ store, allowList: new AllowList(config.allow), vault, clock }), 'authorization');
+  await service(
+    AuthorizationModule.forRoot({ store, policy, vault, tools, sealed, approvalTimeoutMs: config.approvalTimeoutMs, clock }),
+    'authorization',
+  );
   const dispatcher = await service(
     DispatcherHttpModule.forRoot({
       store,

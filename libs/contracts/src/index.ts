@@ -48,6 +48,7 @@ export {
   readBoolean,
   readEnum,
   readInteger,
+  readList,
   readString,
   readStringList,
   YamlContext,

@@ -12,6 +12,7 @@ import { contractsCheckCommand } from './commands/contracts-check';
 import { agentsAddCommand, agentsListCommand, agentsRevokeCommand, startCommand, stdioCommand } from './commands/gateway-commands';
 import { auditVerifyCommand, initCommand, journalExportCommand } from './commands/journal-commands';
 import { investigateCommand, projectionRunCommand } from './commands/analyst-commands';
+import { runsEndCommand, runsListCommand, runsShowCommand } from './commands/run-commands';
 import { reviewListCommand, reviewResolveCommand, reviewShowCommand } from './commands/review-commands';
 import { VAULT_COMMANDS } from './commands/vault-commands';
 
@@ -39,4 +40,7 @@ export const COMMANDS: readonly CliCommand[] = [
   approversAddCommand,
   approversListCommand,
   approversRevokeCommand,
+  runsListCommand,
+  runsShowCommand,
+  runsEndCommand,
 ];

@@ -59,6 +59,8 @@ export interface PolicyRule {
   readonly decision: PolicyDecision;
   /** Where the rule was written (`authorization.rules[0]`), named in every verdict it gives. */
   readonly source: string;
+  /** Position of its tool list in the configuration file, for errors about the tools it names. */
+  readonly at?: { readonly line: number; readonly column: number };
 }
 
 export class GatewayConfigError extends Error {
@@ -147,7 +149,7 @@ function readPolicy(ctx: YamlContext, auth: MapReader): PolicyRule[] {
     const tools = toolsNode && readStringList(ctx, toolsNode, rule.fieldPath('tools'));
     const actors = actorsNode && readActors(ctx, actorsNode, rule.fieldPath('actors'));
     const decision = decisionNode && readEnum(ctx, decisionNode, rule.fieldPath('decision'), ['allow', 'run_grant', 'deny'] as const);
-    if (tools && actors && decision) rules.push({ tools, actors, decision, source: item.path });
+    if (tools && actors && decision) rules.push({ tools, actors, decision, source: item.path, at: ctx.positionOf(toolsNode!.range?.[0] ?? 0) });
   }
   const allowNode = auth.optional('allow');
   const allow = allowNode && MapReader.of(ctx, allowNode, 'authorization.allow');
@@ -155,7 +157,7 @@ function readPolicy(ctx: YamlContext, auth: MapReader): PolicyRule[] {
     const path = allow!.fieldPath(tool);
     const node = allow!.required(tool);
     const actors = node && readActors(ctx, node, path);
-    if (actors) rules.push({ tools: [tool], actors, decision: 'allow', source: path });
+    if (actors) rules.push({ tools: [tool], actors, decision: 'allow', source: path, at: ctx.positionOf(node!.range?.[0] ?? 0) });
   }
   return rules;
 }

@@ -2,8 +2,9 @@
 export const CLOCK = Symbol('oncegate:clock');
 export const TOOLS = Symbol('oncegate:tools');
 export const SEALED_STORE = Symbol('oncegate:sealed-store');
-export const ALLOW_LIST = Symbol('oncegate:allow-list');
+export const POLICY = Symbol('oncegate:policy');
 export const VAULT = Symbol('oncegate:vault');
+export const APPROVAL_TIMEOUT_MS = Symbol('oncegate:approval-timeout-ms');
 export const DELIVERY_TRACKER = Symbol('oncegate:delivery-tracker');
 export const HTTP_DISPATCHER = Symbol('oncegate:http-dispatcher');
 export const DISPATCHER_ID = Symbol('oncegate:dispatcher-id');

@@ -1,5 +1,6 @@
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { ContractValidationError } from '@oncegate/contracts';
+import { GatewayConfigError } from '../../config/gateway-config';
 import { createMcpServer } from '../../front/mcp-server';
 import { startGateway } from '../../gateway';
 import { SealKeyError } from '../../infrastructure/seal-keys';
@@ -14,6 +15,10 @@ function startupFailure(error: unknown, io: CliIo): ExitCode {
   }
   if (error instanceof ContractValidationError) {
     io.stderr(`the contract file is invalid; nothing was started:\n${error.format()}\n`);
+    return EXIT_CODES.failed;
+  }
+  if (error instanceof GatewayConfigError) {
+    io.stderr(`${error.message}\nnothing was started\n`);
     return EXIT_CODES.failed;
   }
   const code = (error as NodeJS.ErrnoException).code;

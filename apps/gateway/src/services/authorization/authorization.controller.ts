@@ -6,8 +6,7 @@ import { renderHttpRequest } from '@oncegate/dispatcher-http';
 import type { EventStore, RecordedEvent } from '@oncegate/event-store';
 import { EVENT_STORE } from '@oncegate/nest-event-store';
 import { addMs } from '@oncegate/domain';
-import { isoNow, loadExecution, runExecutionCommand, type Clock } from '@oncegate/execution-journal';
-import { eventsFromStore } from '@oncegate/projections';
+import { executionsWithEvent, isoNow, loadExecution, runExecutionCommand, type Clock } from '@oncegate/execution-journal';
 import type { SealedStore } from '@oncegate/sealed-store';
 import { grantRun, grantedTools, readRun, sessionRunId, startRun, endRun, type RunGrantedData } from '../../runs/run-journal';
 import type { VaultService, VaultState } from '../../vault/vault-service';
@@ -52,10 +51,8 @@ export class AuthorizationController implements OnApplicationBootstrap, OnApplic
 
   async onApplicationBootstrap(): Promise<void> {
     // Approvals requested before this process started: pick up the ones still pending.
-    for await (const event of eventsFromStore(this.store, { filter: { eventTypes: ['ApprovalRequested'] } })) {
-      const { state } = await loadExecution(this.store, event.metadata['executionId'] as ExecutionId);
-      this.track(state);
-    }
+    const waiting = await executionsWithEvent(this.store, 'ApprovalRequested', (state) => state.status === 'awaiting_approval');
+    for (const { state } of waiting) this.track(state);
     this.stopVaultWatch = this.vault.onChange((state) => void this.invalidatePending(state));
     await this.invalidatePending(this.vault.state());
     this.timer = setInterval(() => void this.denyExpired(), DEADLINE_TICK_MS);
