@@ -11,7 +11,7 @@ const PAYOUT = { payment_reference: 'payout-000001', amount_cents: 1250 };
 const SENT_CREDENTIAL = createHash('sha256').update(`Bearer ${CREDENTIAL_CANARY}`).digest('hex');
 
 interface Decided {
-  readonly status: string;
+  readonly state: string;
   readonly denial?: { basis: string; reason: string };
   readonly approval?: { decision: string; scope: string; runId: string | null };
 }
@@ -138,14 +138,20 @@ describe('approvals: a per-use approval, asked once however often the agent retr
     expect(decidedOf(whileLocked).denial).toMatchObject({ basis: 'vault_locked' });
     expect(textOf(whileLocked)).toMatch(/vault is locked/);
 
+    // A retry of a denied call gets the same denial, so each probe is a new intent (another build id).
+    const again = await client.callTool({ name: 'get_build', arguments: { build_id: '7' } });
+    expect(executionOf(again)).toMatchObject({ id: executionOf(whileLocked).id, attached: true, state: 'denied' });
+
     await cli(scenario.folder, ['vault', 'unlock']);
+    let probe = 100;
     const afterUnlock = await eventually(async () => {
-      const result = await client.callTool({ name: 'get_build', arguments: { build_id: '8' } });
+      probe += 1;
+      const result = await client.callTool({ name: 'get_build', arguments: { build_id: String(probe) } });
       return result.isError ? undefined : result;
     });
     await client.close();
     expect(executionOf(afterUnlock).state).toMatch(/completed|delivered/);
-    expect((await scenario.target.effects()).requests.map((request) => request.path)).toEqual(['/builds/8']);
+    expect((await scenario.target.effects()).requests.map((request) => request.path)).toEqual([`/builds/${probe}`]);
   });
 });
 
@@ -184,7 +190,7 @@ describe('session grants: a run asks once, then holds the grant until it ends', 
     const inRun = (run: string) => ({ 'io.oncegate/run': run });
     const first = await client.callTool({ name: 'set_config', arguments: { name: 'pool', value: '1' }, _meta: inRun('run-a') });
     const firstId = executionOf(first).id;
-    expect(decidedOf(first)).toMatchObject({ status: 'awaiting_approval', approval: { scope: 'run', runId: 'run-a' } });
+    expect(decidedOf(first)).toMatchObject({ state: 'awaiting_approval', approval: { scope: 'run', runId: 'run-a' } });
     await cli(scenario.folder, ['approvals', 'approve', firstId, '--reason', 'release 2026.11 window', '--by', 'user:carol']);
     const firstEvents = await untilEvent(scenario.folder, firstId, 'OutcomeObserved');
     expect(firstEvents.find((event) => event.type === 'ExecutionAuthorized')?.data).toMatchObject({ basis: 'session_grant' });
@@ -196,7 +202,7 @@ describe('session grants: a run asks once, then holds the grant until it ends', 
     expect(secondEvents.find((event) => event.type === 'ExecutionAuthorized')?.data).toMatchObject({ basis: 'session_grant' });
 
     const otherRun = await client.callTool({ name: 'set_config', arguments: { name: 'pool', value: '3' }, _meta: inRun('run-b') });
-    expect(decidedOf(otherRun)).toMatchObject({ status: 'awaiting_approval', approval: { scope: 'run', runId: 'run-b' } });
+    expect(decidedOf(otherRun)).toMatchObject({ state: 'awaiting_approval', approval: { scope: 'run', runId: 'run-b' } });
 
     const read = await client.callTool({ name: 'get_build', arguments: { build_id: '1' }, _meta: inRun('run-b') });
     expect(read.isError).toBe(false);
