@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { everyFile } from '../support/files';
 import { CREDENTIAL_CANARY, oncegate, startGatewayProcess, type GatewayFolder } from '../support/gateway-process';
 import { eventually, readJournal } from '../support/journal';
 import { connectClient, droppableFetch } from '../support/mcp-clients';
@@ -268,5 +269,56 @@ describe('credential bindings: a credential goes only where it is bound', () => 
     expect(textOf(result)).toContain("credential 'demo-writer' is bound to 127.0.0.1");
     expect(textOf(result)).toContain('localhost');
     expect((await scenario.target.effects()).requestsTotal).toBe(0);
+  });
+});
+
+describe('no credential value anywhere', () => {
+  const scenario = gatewayScenario({ call_wait: '1500ms', log_level: 'verbose' });
+
+  it('given credentials stored from stdin and from the environment and used in real calls, when every byte written by the gateway and the operator commands is read, then no value appears', async () => {
+    const stdinCanary = 'stdin-canary-5e0b7c1d93';
+    const { client } = await connectClient(scenario.gateway.url, scenario.gateway.devToken);
+    // The harness stored demo-writer from the environment (CREDENTIAL_CANARY); use it once.
+    const first = await client.callTool({ name: 'set_config', arguments: { name: 'first', value: 'on' } });
+    expect(first.isError).toBe(false);
+
+    // Replace it through the CLI, the value on stdin; the gateway takes the new version at the next dispatch.
+    const port = new URL(scenario.target.url).port;
+    const stored = await oncegate(scenario.folder, ['vault', 'set', 'demo-writer', '--kind', 'bearer', '--bind', `127.0.0.1:${port}`], {}, `${stdinCanary}\n`);
+    expect(stored.code, stored.stderr).toBe(0);
+    const second = await eventually(async () => {
+      const result = await client.callTool({ name: 'set_config', arguments: { name: 'second', value: String(Date.now()) } });
+      const sent = (await scenario.target.effects()).requests.at(-1);
+      return sent?.authorizationSha256 === createHash('sha256').update(`Bearer ${stdinCanary}`).digest('hex') ? result : undefined;
+    });
+    expect(second.isError).toBe(false);
+
+    const payout = await client.callTool({ name: 'send_payout', arguments: PAYOUT });
+    const payoutId = executionOf(payout).id;
+    await cli(scenario.folder, ['approvals', 'approve', payoutId, '--reason', 'canary check']);
+    await untilEvent(scenario.folder, payoutId, 'OutcomeObserved');
+    await client.close();
+    const [firstSent, ...laterSent] = (await scenario.target.effects()).requests.map((request) => request.authorizationSha256);
+    expect(firstSent).toBe(SENT_CREDENTIAL);
+    expect(new Set(laterSent)).toEqual(new Set([createHash('sha256').update(`Bearer ${stdinCanary}`).digest('hex')]));
+
+    const outputs = [
+      stored.stdout + stored.stderr,
+      await cli(scenario.folder, ['vault', 'status', '--json']),
+      await cli(scenario.folder, ['vault', 'status']),
+      await cli(scenario.folder, ['approvals', 'show', payoutId, '--json']),
+      await cli(scenario.folder, ['runs', 'list', '--json']),
+      await cli(scenario.folder, ['investigate', payoutId, '--json']),
+      await cli(scenario.folder, ['journal', 'export']),
+      (await oncegate(scenario.folder, ['vault', 'set', 'demo-writer', '--kind', 'nonsense', '--bind', 'x'], {}, stdinCanary)).stderr,
+    ];
+    await scenario.gateway.stop();
+    for (const canary of [CREDENTIAL_CANARY, stdinCanary]) {
+      for (const output of [...outputs, scenario.gateway.output()]) expect(output).not.toContain(canary);
+      for (const file of everyFile(scenario.folder.dir)) {
+        expect(readFileSync(file).includes(Buffer.from(canary)), `${canary} in ${file}`).toBe(false);
+      }
+    }
+    expect(scenario.gateway.output()).toMatch(/\[authorization\].*(allow|ask) at rung/);
   });
 });

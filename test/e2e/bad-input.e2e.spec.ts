@@ -1,7 +1,7 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
+import { everyFile } from '../support/files';
 import { CREDENTIAL_CANARY } from '../support/gateway-process';
 import { readJournal } from '../support/journal';
 import { connectClient } from '../support/mcp-clients';
@@ -25,13 +25,6 @@ function post(url: string, body: string, headers: Record<string, string> = {}) {
 /** Nothing that could dispatch: no execution stream and no intent claim. */
 async function dispatchableEvents(dataDir: string) {
   return readJournal(dataDir, ['execution-', 'intent-', 'idempotency-']);
-}
-
-function everyFile(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    return statSync(path).isDirectory() ? everyFile(path) : [path];
-  });
 }
 
 describe('gateway end to end: bad input gets a clear error and appends nothing that could dispatch', () => {

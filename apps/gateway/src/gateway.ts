@@ -16,7 +16,7 @@ import { ExecutionWatcher, systemClock, type Clock } from '@oncegate/execution-j
 import { keyRingFromConfig } from '@oncegate/fingerprint';
 import { EventStoreTransport } from '@oncegate/nest-event-store';
 import { BlobCipher, SqliteSealedStore } from '@oncegate/sealed-store';
-import { GatewayConfigError, type GatewayConfig } from './config/gateway-config';
+import { GatewayConfigError, logLevelsUpTo, type GatewayConfig } from './config/gateway-config';
 import { DeliveryTracker } from './front/delivery-tracker';
 import { ApprovalsApi } from './front/approvals-api';
 import { McpHttpFront } from './front/mcp-http-front';
@@ -44,7 +44,7 @@ const EVENT_STORE_DRIVERS: Record<GatewayConfig['store']['driver'], (config: Gat
 
 export interface StartOptions {
   readonly clock?: Clock;
-  /** Nest log levels; default log, warn, error. */
+  /** Nest log levels; default: every level up to the configured `log_level`. */
   readonly logLevels?: LogLevel[];
   /** Write every log line to stderr (stdio mode: stdout carries the protocol). */
   readonly logToStderr?: boolean;
@@ -162,7 +162,7 @@ async function developmentToken(dataDir: string, agents: AgentDirectory): Promis
 /** Starts every service of the embedded gateway in this process, on one data folder. */
 export async function startGateway(config: GatewayConfig, options: StartOptions = {}): Promise<RunningGateway> {
   const clock = options.clock ?? systemClock;
-  const logLevels = options.logLevels ?? ['log', 'warn', 'error'];
+  const logLevels = options.logLevels ?? logLevelsUpTo(config.logLevel);
   const logger: LoggerService = options.logToStderr ? new StderrLogger({ logLevels }) : new ConsoleLogger({ logLevels });
   const tools = loadTools(config);
   const policy = policyOf(config, tools);

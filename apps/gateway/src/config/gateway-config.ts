@@ -47,6 +47,16 @@ export interface GatewayConfig {
   readonly devToken: boolean;
   /** How often the sealer signs the journal's new events; 0 disables sealing. */
   readonly sealEveryMs: number;
+  /** The most detailed log level written: `error`, `warn`, `log`, `debug` or `verbose`. */
+  readonly logLevel: LogLevelName;
+}
+
+export const LOG_LEVELS = ['error', 'warn', 'log', 'debug', 'verbose'] as const;
+export type LogLevelName = (typeof LOG_LEVELS)[number];
+
+/** Every level up to and including `level`, most severe first. */
+export function logLevelsUpTo(level: LogLevelName): LogLevelName[] {
+  return LOG_LEVELS.slice(0, LOG_LEVELS.indexOf(level) + 1);
 }
 
 export type PolicyDecision = 'allow' | 'run_grant' | 'deny';
@@ -85,6 +95,7 @@ export const DEFAULT_CONFIG: Omit<GatewayConfig, 'source'> = {
   demoTarget: { enabled: false, port: 8790 },
   devToken: false,
   sealEveryMs: 5_000,
+  logLevel: 'log',
 };
 
 const FIELDS = [
@@ -100,6 +111,7 @@ const FIELDS = [
   'demo_target',
   'dev_token',
   'seal_every',
+  'log_level',
 ] as const;
 
 function readDuration(ctx: YamlContext, node: Node, path: string): number | undefined {
@@ -230,6 +242,8 @@ export function parseGatewayConfig(text: string, file: string, base = DEFAULT_CO
     }
     const sealEvery = map.optional('seal_every');
     if (sealEvery) config.sealEveryMs = readDuration(ctx, sealEvery, 'seal_every') ?? config.sealEveryMs;
+    const logLevel = map.optional('log_level');
+    if (logLevel) config.logLevel = readEnum(ctx, logLevel, 'log_level', LOG_LEVELS) ?? config.logLevel;
     const devToken = map.optional('dev_token');
     if (devToken) config.devToken = readBoolean(ctx, devToken, 'dev_token') ?? config.devToken;
   }
@@ -261,6 +275,11 @@ export function applyEnvironment(config: GatewayConfig, env: NodeJS.ProcessEnv):
     const level = env['ONCEGATE_SYNCHRONOUS'];
     if (level !== 'FULL' && level !== 'EXTRA' && level !== 'NORMAL') bad('ONCEGATE_SYNCHRONOUS', 'expected FULL, EXTRA or NORMAL');
     else next.store = { driver: 'sqlite', synchronous: level };
+  }
+  if (env['ONCEGATE_LOG_LEVEL']) {
+    const level = env['ONCEGATE_LOG_LEVEL'] as LogLevelName;
+    if (!LOG_LEVELS.includes(level)) bad('ONCEGATE_LOG_LEVEL', `expected one of ${LOG_LEVELS.join(', ')}`);
+    else next.logLevel = level;
   }
   if (env['ONCEGATE_CALL_WAIT']) {
     const ms = parseDuration(env['ONCEGATE_CALL_WAIT']);

@@ -1,6 +1,6 @@
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { ContractValidationError } from '@oncegate/contracts';
-import { GatewayConfigError } from '../../config/gateway-config';
+import { GatewayConfigError, logLevelsUpTo } from '../../config/gateway-config';
 import { createMcpServer } from '../../front/mcp-server';
 import { startGateway } from '../../gateway';
 import { SealKeyError } from '../../infrastructure/seal-keys';
@@ -90,7 +90,7 @@ ONCEGATE_RUN optionally declares the agent run.`,
       gateway = await startGateway({ ...config, demoTarget: { ...config.demoTarget, enabled: false } }, {
         front: 'none',
         logToStderr: true,
-        logLevels: ['warn', 'error'],
+        logLevels: config.logLevel === 'log' ? ['warn', 'error'] : logLevelsUpTo(config.logLevel),
       });
     } catch (error) {
       return startupFailure(error, io);

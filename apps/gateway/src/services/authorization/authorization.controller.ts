@@ -88,7 +88,7 @@ export class AuthorizationController implements OnApplicationBootstrap, OnApplic
               expiresAt: addMs(now, this.approvalTimeoutMs),
             };
     const outcome = await this.apply(executionId, (s) => (s.status === 'accepted' ? command : undefined), event);
-    this.log.debug?.(`${executionId}: ${describeVerdict(verdict)}`);
+    this.log.debug(`${executionId}: ${describeVerdict(verdict)}`);
     this.track(outcome);
   }
 
