@@ -8,7 +8,8 @@
  * control surface, exactly as printed by `npm start`, and approves the payment with `oncegate approvals` as an
  * operator would. Options: ONCEGATE_URL, ONCEGATE_TOKEN, DEMO_TARGET_URL (and ONCEGATE_DATA_DIR for the CLI).
  */
-import { execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { readFileSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -18,8 +19,8 @@ const targetUrl = process.env['DEMO_TARGET_URL'] ?? 'http://127.0.0.1:8790';
 const token = process.env['ONCEGATE_TOKEN'] ?? readFileSync('.oncegate/dev-token', 'utf8').trim();
 const say = (line: string) => process.stdout.write(`${line}\n`);
 /** `oncegate <args>` on the configuration `npm start` uses. */
-const oncegate = (...args: string[]) =>
-  execFileSync(process.execPath, ['bin/oncegate.mjs', ...args, '--config', 'examples/oncegate.yaml'], { encoding: 'utf8' });
+const oncegate = async (...args: string[]) =>
+  (await promisify(execFile)(process.execPath, ['bin/oncegate.mjs', ...args, '--config', 'examples/oncegate.yaml'], { encoding: 'utf8' })).stdout;
 
 async function control(action: string, body: object = {}) {
   await fetch(`${targetUrl}/_control/${action}`, { method: 'POST', body: JSON.stringify(body) });
@@ -58,11 +59,11 @@ const first = await connect(dropping);
 const lost = first.callTool({ name: 'send_payment', arguments: payment }).catch((error: unknown) => error);
 let pending: { executionId: string } | undefined;
 while (pending === undefined) {
-  const approvals = JSON.parse(oncegate('approvals', 'list', '--json')) as Array<{ executionId: string; tool: string }>;
+  const approvals = JSON.parse(await oncegate('approvals', 'list', '--json')) as Array<{ executionId: string; tool: string }>;
   pending = approvals.find((approval) => approval.tool === 'send_payment');
 }
 say(`   oncegate approvals list: ${pending.executionId} send_payment, awaiting approval; nothing sent yet`);
-oncegate('approvals', 'approve', pending.executionId, '--reason', 'walkthrough: invoice checked', '--by', 'user:walkthrough');
+await oncegate('approvals', 'approve', pending.executionId, '--reason', 'walkthrough: invoice checked', '--by', 'user:walkthrough');
 say('   oncegate approvals approve: the gateway sends it, once');
 
 say('3. The network drops while the target holds the answer.');

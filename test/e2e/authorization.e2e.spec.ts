@@ -156,6 +156,27 @@ describe('approvals: a per-use approval, asked once however often the agent retr
   });
 });
 
+describe('approvals: a vault locked and unlocked while the gateway was stopped', () => {
+  const scenario = gatewayScenario({ call_wait: '500ms' });
+
+  it('given a pending approval, when the vault is locked and unlocked while the gateway is down, then at start the request is denied as invalidated and cannot be approved', async () => {
+    const { client } = await connectClient(scenario.gateway.url, scenario.gateway.devToken);
+    const pending = await client.callTool({ name: 'send_payout', arguments: PAYOUT });
+    await client.close();
+    const executionId = executionOf(pending).id;
+    await scenario.gateway.stop();
+    await cli(scenario.folder, ['vault', 'lock', '--reason', 'key ceremony']);
+    await cli(scenario.folder, ['vault', 'unlock']);
+    scenario.gateway = await startGatewayProcess(scenario.folder);
+
+    const events = await untilEvent(scenario.folder, executionId, 'ExecutionDenied');
+    expect(events.at(-1)?.data).toMatchObject({ basis: 'approval_invalidated' });
+    const late = await oncegate(scenario.folder, ['approvals', 'approve', executionId, '--reason', 'too late']);
+    expect(late.code).not.toBe(0);
+    expect((await scenario.target.effects()).requestsTotal).toBe(0);
+  });
+});
+
 describe('approvals: an unanswered request times out', () => {
   const scenario = gatewayScenario({ call_wait: '500ms', authorization: "{ allow: { '*': ['*'] }, approval_timeout: 1s }" });
 
@@ -204,6 +225,13 @@ describe('session grants: a run asks once, then holds the grant until it ends', 
 
     const otherRun = await client.callTool({ name: 'set_config', arguments: { name: 'pool', value: '3' }, _meta: inRun('run-b') });
     expect(decidedOf(otherRun)).toMatchObject({ state: 'awaiting_approval', approval: { scope: 'run', runId: 'run-b' } });
+    const alsoWaiting = await client.callTool({ name: 'set_config', arguments: { name: 'pool', value: '33' }, _meta: inRun('run-b') });
+    expect(executionOf(alsoWaiting).state).toBe('awaiting_approval');
+    // Granting run-b once lets both of its waiting calls through: the grant is the run's, not the request's.
+    await cli(scenario.folder, ['approvals', 'approve', executionOf(otherRun).id, '--reason', 'run-b may write config']);
+    const carried = await untilEvent(scenario.folder, executionOf(alsoWaiting).id, 'OutcomeObserved');
+    expect(carried.find((event) => event.type === 'ApprovalGranted')?.data).toMatchObject({ by: 'service:authorization' });
+    expect(carried.find((event) => event.type === 'ExecutionAuthorized')?.data).toMatchObject({ basis: 'session_grant' });
 
     const read = await client.callTool({ name: 'get_build', arguments: { build_id: '1' }, _meta: inRun('run-b') });
     expect(read.isError).toBe(false);
@@ -231,7 +259,30 @@ describe('session grants: a run asks once, then holds the grant until it ends', 
     await client.close();
     expect(decidedOf(refused).denial).toMatchObject({ basis: 'policy' });
     expect(textOf(refused)).toContain('no rule of the policy');
-    expect((await scenario.target.effects()).requests.filter((request) => request.endpoint === 'PUT /config/:name')).toHaveLength(2);
+    expect((await scenario.target.effects()).requests.filter((request) => request.endpoint === 'PUT /config/:name')).toHaveLength(4);
+  });
+});
+
+describe('session runs: a client that declares no run gets one per MCP session', () => {
+  const scenario = gatewayScenario();
+
+  it('given calls without a declared run, when the client closes its session, then the session run is recorded as started and ended', async () => {
+    const { client, transport } = await connectClient(scenario.gateway.url, scenario.gateway.devToken);
+    const read = await client.callTool({ name: 'get_build', arguments: { build_id: '5' } });
+    const sessionId = transport.sessionId!;
+    const runId = `session:${sessionId}`;
+    const accepted = (await eventsOf(scenario.folder, executionOf(read).id)).find((event) => event.type === 'ExecutionAccepted');
+    expect(accepted?.data).toMatchObject({ runId });
+    await transport.terminateSession();
+    await client.close();
+    const run = await eventually(async () => {
+      const events = await readJournal(scenario.folder.dataDir, [`run-${encodeURIComponent(runId)}`]);
+      return events.some((event) => event.type === 'RunEnded') ? events : undefined;
+    });
+    expect(run.map((event) => event.type)).toEqual(['RunStarted', 'RunEnded']);
+    expect(run[0]?.data).toMatchObject({ runId, actor: 'agent:dev', source: 'session' });
+    expect(run[1]?.data).toMatchObject({ by: 'service:authorization', reason: 'the MCP session was closed' });
+    expect(await cli(scenario.folder, ['runs', 'show', runId])).toContain('ended at');
   });
 });
 

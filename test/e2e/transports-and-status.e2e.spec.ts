@@ -46,7 +46,7 @@ describe('gateway end to end: stdio, cancellation, pending answers and tokens', 
     const client = new Client({ name: 'stdio-e2e', version: '1.0.0' });
     await client.connect(transport);
     const tools = await client.listTools();
-    expect(tools.tools.map((tool) => tool.name)).toEqual(['get_build', 'set_config', 'send_payment', 'update_inventory', 'execution_status']);
+    expect(tools.tools.map((tool) => tool.name)).toEqual(['get_build', 'set_config', 'send_payment', 'update_inventory', 'send_payout', 'execution_status']);
     expect(tools.tools.find((tool) => tool.name === 'send_payment')!.annotations).toMatchObject({ destructiveHint: true });
     const args = { name: 'over.stdio', value: '1' };
     const first = await client.callTool({ name: 'set_config', arguments: args });

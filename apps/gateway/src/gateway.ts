@@ -207,9 +207,13 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   }
 
   const microservices: INestMicroservice[] = [];
-  const service = async (module: Parameters<typeof NestFactory.createMicroservice>[0], consumer: string) => {
+  const service = async (
+    module: Parameters<typeof NestFactory.createMicroservice>[0],
+    consumer: string,
+    streamPrefixes: readonly string[] = ['execution-'],
+  ) => {
     const app = await NestFactory.createMicroservice(module, {
-      strategy: new EventStoreTransport({ store, consumer }),
+      strategy: new EventStoreTransport({ store, consumer, streamPrefixes }),
       logger,
     });
     await app.listen();
@@ -219,6 +223,8 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   await service(
     AuthorizationModule.forRoot({ store, policy, vault, tools, sealed, approvalTimeoutMs: config.approvalTimeoutMs, clock }),
     'authorization',
+    // Runs are granted on their own streams, and a closed MCP session ends its run.
+    ['execution-', 'run-', 'session-'],
   );
   const dispatcher = await service(
     DispatcherHttpModule.forRoot({
