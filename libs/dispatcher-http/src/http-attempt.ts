@@ -6,6 +6,11 @@ import type { ToolContract } from '@oncegate/contracts';
  */
 export interface HttpCredential {
   readonly headers: Readonly<Record<string, string>>;
+  /**
+   * The raw secret values behind the headers (a basic password, say), hidden wherever the dispatcher returns
+   * text or a body, besides the header values themselves.
+   */
+  readonly secrets?: readonly string[];
 }
 
 /** One HTTP attempt of one execution. */

@@ -86,6 +86,24 @@ describe('HttpDispatcher', () => {
       });
     });
 
+    it('when it echoes the credential in its body, then the body handed back holds no secret value', async () => {
+      const password = 'basic-pass-3c9e71aa';
+      const basic = Buffer.from(`svc:${password}`).toString('base64');
+      const server = await target((request, response) => {
+        response.writeHead(401, { 'content-type': 'text/plain' }).end(`invalid credentials ${request.headers.authorization} (password ${password}, ${basic})`);
+      });
+
+      const result = await dispatcher.send({
+        executionId: EXECUTION,
+        tool: paymentTool(server.origin),
+        arguments: { amount_cents: 1 },
+        credential: { headers: { Authorization: `Basic ${basic}` }, secrets: [`svc:${password}`, password] },
+      });
+
+      expect(result).toMatchObject({ kind: 'response', outcome: 'failed', status: 401 });
+      expect(text(result)).toBe('invalid credentials [redacted] (password [redacted], [redacted])');
+    });
+
     it.each([
       [404, 'failed'],
       [409, 'failed'],

@@ -241,7 +241,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
       outcome,
       status: this.status,
       headers: this.headers,
-      body,
+      body: this.redaction.redactBody(body),
       truncated,
       contentType: this.headers['content-type'] ?? null,
     });

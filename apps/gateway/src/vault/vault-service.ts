@@ -132,12 +132,15 @@ export class VaultService {
     return this.reveal(ref, { channel: 'http', url }, (metadata, value) => {
       const text = value.toString('utf8');
       switch (metadata.kind) {
+        // `secrets`: the raw value is hidden wherever the dispatcher returns text, also when a target echoes it.
         case 'bearer':
-          return { headers: { Authorization: `Bearer ${text}` } };
-        case 'basic':
-          return { headers: { Authorization: `Basic ${Buffer.from(`${metadata.username ?? ''}:${text}`, 'utf8').toString('base64')}` } };
+          return { headers: { Authorization: `Bearer ${text}` }, secrets: [text] };
+        case 'basic': {
+          const pair = `${metadata.username ?? ''}:${text}`;
+          return { headers: { Authorization: `Basic ${Buffer.from(pair, 'utf8').toString('base64')}` }, secrets: [pair, text] };
+        }
         case 'header':
-          return { headers: { [metadata.header ?? 'Authorization']: metadata.scheme ? `${metadata.scheme} ${text}` : text } };
+          return { headers: { [metadata.header ?? 'Authorization']: metadata.scheme ? `${metadata.scheme} ${text}` : text }, secrets: [text] };
         case 'ssh_key':
           throw new CredentialUnavailableError(ref, 'it is an SSH key');
         default:
