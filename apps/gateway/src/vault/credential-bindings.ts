@@ -1,9 +1,11 @@
 /**
  * Where a credential may be sent. A binding is `host[:port][/path-prefix]`:
  *
- * - HTTP: the host is compared case-insensitively; without a port the binding means the URL scheme's default
- *   port (80 for http, 443 for https); a path prefix matches whole segments (`/config` matches `/config` and
- *   `/config/a`, not `/configx`); the query is not part of the match.
+ * - HTTP: the host is compared case-insensitively; without a port the binding means https on 443 (plain http is
+ *   allowed only by a binding that names its port, so a credential is never sent in clear by surprise); a path
+ *   prefix matches whole segments (`/config` matches `/config` and `/config/a`, not `/configx`) of the normalised
+ *   path, and a path holding an encoded separator (`%2F`, `%5C`) or a backslash never matches a prefix: a server
+ *   that decodes it would see another path than the one checked; the query is not part of the match.
  * - SSH: `host[:port]`, default port 22, never a path.
  *
  * Pure: no I/O.
@@ -72,8 +74,8 @@ interface ResolvedTarget {
   readonly port: number;
   /** `null` for SSH. */
   readonly path: string | null;
-  /** The port a binding without one stands for. */
-  readonly defaultPort: number;
+  /** The port a binding without one stands for; `null` when no binding without a port allows it (plain http). */
+  readonly defaultPort: number | null;
 }
 
 function resolveTarget(target: BindingTarget): ResolvedTarget | undefined {
@@ -85,8 +87,13 @@ function resolveTarget(target: BindingTarget): ResolvedTarget | undefined {
     return undefined;
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return undefined;
-  const defaultPort = url.protocol === 'https:' ? 443 : 80;
-  return { host: normaliseHost(url.hostname), port: url.port === '' ? defaultPort : Number(url.port), path: url.pathname || '/', defaultPort };
+  const schemePort = url.protocol === 'https:' ? 443 : 80;
+  return {
+    host: normaliseHost(url.hostname),
+    port: url.port === '' ? schemePort : Number(url.port),
+    path: url.pathname || '/',
+    defaultPort: url.protocol === 'https:' ? 443 : null,
+  };
 }
 
 /** `host:port/path` of a target, as messages show it. */
@@ -96,9 +103,12 @@ export function describeTarget(target: BindingTarget): string {
   return `${resolved.host}:${resolved.port}${resolved.path ?? ''}`;
 }
 
+/** A separator a server may decode after the check: `%2F` (/), `%5C` (\\), or a raw backslash. */
+const HIDDEN_SEPARATOR = /%2f|%5c|\\/i;
+
 function pathMatches(prefix: string | null, path: string | null): boolean {
   if (prefix === null || prefix === '/') return true;
-  if (path === null) return false;
+  if (path === null || HIDDEN_SEPARATOR.test(path)) return false;
   return path === prefix || path.startsWith(`${prefix}/`);
 }
 

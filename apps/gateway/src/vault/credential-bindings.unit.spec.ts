@@ -13,8 +13,9 @@ describe('credential bindings', () => {
     ['api.example.com.', 'https://api.example.com/', true],
     ['api.example.com', 'https://other.example.com/', false],
     ['api.example.com', 'https://api.example.com.evil.test/', false],
-    // without a port: the URL scheme's default port
-    ['api.example.com', 'http://api.example.com/', true],
+    // without a port: https on 443 only; plain http needs a binding that names its port
+    ['api.example.com', 'http://api.example.com/', false],
+    ['api.example.com', 'http://api.example.com:443/', false],
     ['api.example.com', 'https://api.example.com:8443/', false],
     ['api.example.com:443', 'https://api.example.com/', true],
     ['api.example.com:443', 'http://api.example.com/', false],
@@ -34,6 +35,16 @@ describe('credential bindings', () => {
     ['127.0.0.1:8790/config/', 'http://127.0.0.1:8790/config/a', true],
     ['127.0.0.1:8790/', 'http://127.0.0.1:8790/anything', true],
     ['127.0.0.1:8790/Config', 'http://127.0.0.1:8790/config', false],
+    // dot segments are resolved before the match; encoded separators a server could decode never match a prefix
+    ['127.0.0.1:8790/config', 'http://127.0.0.1:8790/config/../admin', false],
+    ['127.0.0.1:8790/config', 'http://127.0.0.1:8790/config/%2e%2e/admin', false],
+    ['127.0.0.1:8790/config', 'http://127.0.0.1:8790/config/..%2Fadmin', false],
+    ['127.0.0.1:8790/config', 'http://127.0.0.1:8790/config/..%2fadmin', false],
+    ['127.0.0.1:8790/config', 'http://127.0.0.1:8790/config/..%5Cadmin', false],
+    ['127.0.0.1:8790/config', 'http://127.0.0.1:8790/config/a%20b', true],
+    ['127.0.0.1:8790', 'http://127.0.0.1:8790/config/..%2Fadmin', true],
+    ['127.0.0.1:8790/config', 'http://user:pw@127.0.0.1:8790/config/a', true],
+    ['127.0.0.1:8790/config', 'http://127.0.0.1:8790@evil.test/config/a', false],
   ])('given binding %s, when sending to %s, then allowed is %s', (binding, url, allowed) => {
     expect(bindingMatches(parseBinding(binding, 'http'), http(url))).toBe(allowed);
   });
