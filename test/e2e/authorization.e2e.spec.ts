@@ -212,7 +212,7 @@ describe('session grants: a run asks once, then holds the grant until it ends', 
     const inRun = (run: string) => ({ 'io.oncegate/run': run });
     const first = await client.callTool({ name: 'set_config', arguments: { name: 'pool', value: '1' }, _meta: inRun('run-a') });
     const firstId = executionOf(first).id;
-    expect(decidedOf(first)).toMatchObject({ state: 'awaiting_approval', approval: { scope: 'run', runId: 'run-a' } });
+    expect(decidedOf(first)).toMatchObject({ state: 'awaiting_approval', approval: { scope: 'run', runId: 'agent:dev/run-a' } });
     await cli(scenario.folder, ['approvals', 'approve', firstId, '--reason', 'release 2026.11 window', '--by', 'user:carol']);
     const firstEvents = await untilEvent(scenario.folder, firstId, 'OutcomeObserved');
     expect(firstEvents.find((event) => event.type === 'ExecutionAuthorized')?.data).toMatchObject({ basis: 'session_grant' });
@@ -224,7 +224,7 @@ describe('session grants: a run asks once, then holds the grant until it ends', 
     expect(secondEvents.find((event) => event.type === 'ExecutionAuthorized')?.data).toMatchObject({ basis: 'session_grant' });
 
     const otherRun = await client.callTool({ name: 'set_config', arguments: { name: 'pool', value: '3' }, _meta: inRun('run-b') });
-    expect(decidedOf(otherRun)).toMatchObject({ state: 'awaiting_approval', approval: { scope: 'run', runId: 'run-b' } });
+    expect(decidedOf(otherRun)).toMatchObject({ state: 'awaiting_approval', approval: { scope: 'run', runId: 'agent:dev/run-b' } });
     const alsoWaiting = await client.callTool({ name: 'set_config', arguments: { name: 'pool', value: '33' }, _meta: inRun('run-b') });
     expect(executionOf(alsoWaiting).state).toBe('awaiting_approval');
     // Granting run-b once lets both of its waiting calls through: the grant is the run's, not the request's.
@@ -239,18 +239,24 @@ describe('session grants: a run asks once, then holds the grant until it ends', 
     expect(readEvents.find((event) => event.type === 'ExecutionAuthorized')?.data).toMatchObject({ basis: 'policy' });
 
     const runs = await readJournal(scenario.folder.dataDir, ['run-']);
-    expect(runs.filter((event) => event.streamId === 'run-run-a').map((event) => event.type)).toEqual(['RunStarted', 'RunGranted']);
-    expect(runs.find((event) => event.type === 'RunGranted')?.data).toMatchObject({ runId: 'run-a', tools: ['set_config'], by: 'user:carol' });
-    const shown = await cli(scenario.folder, ['runs', 'show', 'run-a']);
+    const runA = `run-${encodeURIComponent('agent:dev/run-a')}`;
+    expect(runs.filter((event) => event.streamId === runA).map((event) => event.type)).toEqual(['RunStarted', 'RunGranted']);
+    expect(runs.find((event) => event.type === 'RunGranted')?.data).toMatchObject({ runId: 'agent:dev/run-a', tools: ['set_config'], by: 'user:carol' });
+    const shown = await cli(scenario.folder, ['runs', 'show', 'agent:dev/run-a']);
     expect(shown).toContain('granted set_config');
     expect(shown).toContain(firstId);
-    expect(await cli(scenario.folder, ['runs', 'list'])).toMatch(/run-a\tagent:dev\tdeclared/);
+    expect(await cli(scenario.folder, ['runs', 'list'])).toMatch(/agent:dev\/run-a\tagent:dev\tdeclared/);
 
-    await cli(scenario.folder, ['runs', 'end', 'run-a', '--reason', 'agent finished']);
+    await cli(scenario.folder, ['runs', 'end', 'agent:dev/run-a', '--reason', 'agent finished']);
     const afterEnd = await client.callTool({ name: 'set_config', arguments: { name: 'pool', value: '4' }, _meta: inRun('run-a') });
     expect(afterEnd.isError).toBe(true);
     expect(decidedOf(afterEnd).denial).toMatchObject({ basis: 'policy' });
     expect(textOf(afterEnd)).toContain('has ended');
+
+    const badRun = await client
+      .callTool({ name: 'get_build', arguments: { build_id: '9' }, _meta: inRun('x'.repeat(300)) })
+      .catch((error: unknown) => error as { code: number; message: string });
+    expect(badRun).toMatchObject({ code: -32602, message: expect.stringMatching(/is not a run id/) });
 
     const outsider = (await cli(scenario.folder, ['agents', 'add', 'outsider'])).trim();
     const other = await connectClient(scenario.gateway.url, outsider);

@@ -78,3 +78,15 @@ export async function withDataFolder(
     await folder.close();
   }
 }
+
+const DECIDER = /^[A-Za-z0-9][A-Za-z0-9_.:@/-]{0,127}$/;
+/** Names the gateway gives its own principals; an operator's `--by` may not borrow them. */
+const RESERVED_DECIDERS = /^(service|agent|approver):/;
+
+/** Who an operator command records as acting (`--by`, else `fallback`); a bad or borrowed name is a usage error. */
+export function byOption(parsed: ParsedArguments, fallback: string): string {
+  const by = stringOption(parsed, 'by') ?? fallback;
+  if (!DECIDER.test(by)) throw new UsageError(`--by '${by.slice(0, 64)}' is not a name; write e.g. user:alice or operator:alice`);
+  if (RESERVED_DECIDERS.test(by)) throw new UsageError(`--by '${by}' names one of the gateway's own principals (service:, agent:, approver:); name a person, e.g. user:alice`);
+  return by;
+}

@@ -109,7 +109,7 @@ export class ApprovalsApi {
     const [id, action, ...rest] = parts;
     if (id === undefined) {
       requireMethod(req, 'GET');
-      return writeJson(res, 200, { approvals: await pending(this.options.store) });
+      return writeJson(res, 200, { approvals: await pending(this.options.store, this.options.clock) });
     }
     const executionId = executionIdOf(id);
     if (action === undefined) {

@@ -23,6 +23,15 @@ export function invalidArguments(tool: string, violations: readonly ArgumentViol
   });
 }
 
+export function invalidRun(run: string): McpError {
+  const shown = run.length > 40 ? `${run.slice(0, 40)}…` : run;
+  return new McpError(
+    ErrorCode.InvalidParams,
+    `The declared run '${shown}' is not a run id: use 1 to 128 letters, digits, '.', '_', '-' or ':' ` +
+      '(_meta["io.oncegate/run"] or the Oncegate-Run header); nothing was accepted',
+  );
+}
+
 /** The one place typed errors of a call become JSON-RPC errors; anything else is re-thrown unchanged. */
 export function toMcpError(error: unknown): unknown {
   if (error instanceof IdempotencyKeyConflictError) {

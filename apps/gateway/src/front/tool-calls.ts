@@ -29,10 +29,10 @@ import {
 } from '@oncegate/execution-journal';
 import type { SealedStore } from '@oncegate/sealed-store';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { invalidArguments, toMcpError, unknownTool } from './mcp-errors';
+import { invalidArguments, invalidRun, toMcpError, unknownTool } from './mcp-errors';
 import { toolResult, type AnswerFlags, type StoredResult } from './tool-results';
 import type { DeliveryTracker, DeliveryWatch } from './delivery-tracker';
-import { runOfCall } from '../runs/run-journal';
+import { DECLARED_RUN, runOfCall } from '../runs/run-journal';
 
 export const META_RUN = 'io.oncegate/run';
 export const META_IDEMPOTENCY_KEY = 'io.oncegate/idempotency-key';
@@ -89,6 +89,7 @@ export class ToolCalls {
     if (tool === undefined) throw unknownTool(name, [...this.deps.tools.keys(), 'execution_status']);
     const violations = validateArguments(tool, args);
     if (violations.length > 0) throw invalidArguments(name, violations);
+    if (context.declaredRun !== undefined && !DECLARED_RUN.test(context.declaredRun)) throw invalidRun(context.declaredRun);
     try {
       return await this.matchOrCreate(tool, args, context);
     } catch (error) {
@@ -252,7 +253,7 @@ export class ToolCalls {
         },
         correlation: context.correlation,
         argumentsRef: sealedArguments.ref,
-        runId: runOfCall(context.declaredRun, context.correlation.sessionId)?.runId ?? null,
+        runId: runOfCall(context.actor, context.declaredRun, context.correlation.sessionId)?.runId ?? null,
       }),
       { actor: context.actor, correlation: context.correlation },
       this.deps.clock,

@@ -45,9 +45,19 @@ export interface RunView {
   readonly revision: number;
 }
 
-/** The run a call belongs to: the one it declared, else one per MCP session, else none. */
-export function runOfCall(declaredRun: string | undefined, sessionId: string | undefined): { runId: string; source: 'declared' | 'session' } | null {
-  if (declaredRun !== undefined && declaredRun !== '') return { runId: declaredRun, source: 'declared' };
+/** What a client may declare as its run: 1 to 128 letters, digits and `.`, `_`, `-`, `:`. */
+export const DECLARED_RUN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+
+/**
+ * The run a call belongs to: the one it declared, kept apart per actor (`agent:ci/deploy-7`: another agent
+ * naming the same run has another run), else one per MCP session, else none.
+ */
+export function runOfCall(
+  actor: string,
+  declaredRun: string | undefined,
+  sessionId: string | undefined,
+): { runId: string; source: 'declared' | 'session' } | null {
+  if (declaredRun !== undefined && declaredRun !== '') return { runId: `${actor}/${declaredRun}`, source: 'declared' };
   return sessionId ? { runId: sessionRunId(sessionId), source: 'session' } : null;
 }
 

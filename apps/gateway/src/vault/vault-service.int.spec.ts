@@ -73,11 +73,12 @@ describe('VaultService (SQLite event store, vault.db in a temporary data folder)
 
     expect(vault.state()).toMatchObject({ initialized: true, locked: false, reason: 'unlocked by operator:test' });
     expect(statSync(vaultFilePath(dataDir)).mode & 0o777).toBe(0o600);
-    expect(await vault.httpCredential('demo-writer', 'http://127.0.0.1:8790/config/pool')).toEqual({ headers: { Authorization: `Bearer ${VALUE}` } });
+    expect(await vault.httpCredential('demo-writer', 'http://127.0.0.1:8790/config/pool')).toEqual({ headers: { Authorization: `Bearer ${VALUE}` }, secrets: [VALUE] });
     expect(await vault.httpCredential('basic-api', 'https://API.example.com/v1')).toEqual({
       headers: { Authorization: `Basic ${Buffer.from(`bob:${VALUE}`).toString('base64')}` },
+      secrets: [`bob:${VALUE}`, VALUE],
     });
-    expect(await vault.httpCredential('key-api', 'https://api.example.com:8443/')).toEqual({ headers: { 'X-Api-Key': `Token ${VALUE}` } });
+    expect(await vault.httpCredential('key-api', 'https://api.example.com:8443/')).toEqual({ headers: { 'X-Api-Key': `Token ${VALUE}` }, secrets: [VALUE] });
     expect(await vault.sshCredential('deploy-key', '127.0.0.1', 2222)).toEqual({ privateKey: SSH_KEY });
     expect(vault.describe('demo-writer')).toEqual({
       ref: 'demo-writer',
@@ -158,7 +159,7 @@ describe('VaultService (SQLite event store, vault.db in a temporary data folder)
 
       await unlockVault({ ...context(), store: other });
       await eventually(() => (vault.state().locked ? undefined : true));
-      expect(await vault.httpCredential('demo-writer', 'http://127.0.0.1:8790/config')).toEqual({ headers: { Authorization: `Bearer ${VALUE}` } });
+      expect(await vault.httpCredential('demo-writer', 'http://127.0.0.1:8790/config')).toEqual({ headers: { Authorization: `Bearer ${VALUE}` }, secrets: [VALUE] });
       expect(seen.map((state) => state.locked)).toEqual([true, false]);
     } finally {
       await other.close();
@@ -176,7 +177,7 @@ describe('VaultService (SQLite event store, vault.db in a temporary data folder)
     await withDemoWriter();
     const vault = await service();
     await storeCredential(context(), { ref: 'demo-writer', kind: 'bearer', bindings: ['127.0.0.1:8790'] }, 'second-value');
-    expect(await vault.httpCredential('demo-writer', 'http://127.0.0.1:8790/payments')).toEqual({ headers: { Authorization: 'Bearer second-value' } });
+    expect(await vault.httpCredential('demo-writer', 'http://127.0.0.1:8790/payments')).toEqual({ headers: { Authorization: 'Bearer second-value' }, secrets: ['second-value'] });
     expect(vault.describe('demo-writer')).toMatchObject({ version: 2, bindings: ['127.0.0.1:8790'] });
     const raw = new Database(vaultFilePath(dataDir), { readonly: true });
     expect(raw.prepare('SELECT version FROM credentials').all()).toEqual([{ version: 2 }]);

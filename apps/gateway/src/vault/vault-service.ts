@@ -101,6 +101,14 @@ export class VaultService {
     return this.current;
   }
 
+  /** The state after catching up with the vault's journal: a lock appended a moment ago counts. */
+  refresh(): Promise<VaultState> {
+    return this.serially(async () => {
+      await this.readNew(true);
+      return this.current;
+    });
+  }
+
   /** Calls `listener` at each transition between locked and unlocked; returns a function that stops it. */
   onChange(listener: (state: VaultState) => void): () => void {
     this.listeners.add(listener);
@@ -163,14 +171,21 @@ export class VaultService {
       // A lock or a new version appended a moment ago by the CLI counts before anything is decrypted.
       await this.readNew(true);
       if (this.current.locked || this.dataKey === undefined) throw new VaultLockedError(this.current.reason);
-      const entry = this.history.credentials.get(ref);
+      let entry = this.history.credentials.get(ref);
+      let row = entry === undefined ? undefined : this.vaultFile()?.credential(ref, entry.version);
+      if (row === undefined) {
+        // `vault set` appends the new version, then deletes the old row: a version read a moment ago may be gone.
+        await this.readNew(true);
+        if (this.current.locked || this.dataKey === undefined) throw new VaultLockedError(this.current.reason);
+        entry = this.history.credentials.get(ref);
+        row = entry === undefined ? undefined : this.vaultFile()?.credential(ref, entry.version);
+      }
       if (entry === undefined) throw new CredentialUnavailableError(ref, 'there is no such credential in the vault');
       const check = this.checkBinding(ref, target);
       if (!check.ok) {
         if (channelOf(entry.kind) !== target.channel) throw new CredentialUnavailableError(ref, `it is a ${entry.kind} credential, not for ${target.channel}`);
         throw new CredentialBindingError(ref, describeTarget(target), entry.bindings);
       }
-      const row = this.vaultFile()?.credential(ref, entry.version);
       if (row === undefined) throw new CredentialUnavailableError(ref, `version ${entry.version} is missing from ${vaultFilePath(this.dataDir)}`);
       const value = open(this.dataKey, row.sealed, metadataAad(row.metadata));
       if (value === undefined) {

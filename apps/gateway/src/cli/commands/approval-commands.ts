@@ -4,7 +4,7 @@ import { decide, isApprovalRefusal, pending, show, type ApprovalDecision, type A
 import type { GatewayConfig } from '../../config/gateway-config';
 import { loadTools } from '../../gateway';
 import { EXIT_CODES, UsageError, type CliCommand, type CliIo, type ExitCode } from '../cli-command';
-import { executionIdArgument, parseCommandArgs, stringOption, withDataFolder } from '../command-helpers';
+import { byOption, executionIdArgument, parseCommandArgs, stringOption, withDataFolder } from '../command-helpers';
 import { tokenCommands } from './token-commands';
 
 /** Who decides when `--by` is not given. */
@@ -125,7 +125,7 @@ already decided, timed out, or denied for another reason.`,
       const id = executionIdArgument(parsed);
       const reason = stringOption(parsed, 'reason')?.trim();
       if (!reason) throw new UsageError('--reason "..." is required: say why');
-      const by = stringOption(parsed, 'by') ?? DEFAULT_DECIDER;
+      const by = byOption(parsed, DEFAULT_DECIDER);
       return withDataFolder(parsed, io, (folder) =>
         answering(io, async () => {
           const view = await decide(folder.store, systemClock, id, decision, by, reason);

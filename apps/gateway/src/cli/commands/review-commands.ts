@@ -3,7 +3,7 @@ import { executionStatusView, type ReviewResolution } from '@oncegate/domain';
 import { executionsWithEvent, isoNow, loadExecution, runExecutionCommand, systemClock } from '@oncegate/execution-journal';
 import type { DataFolder } from '../../gateway';
 import { EXIT_CODES, UsageError, type CliCommand } from '../cli-command';
-import { executionIdArgument, parseCommandArgs, stringOption, withDataFolder } from '../command-helpers';
+import { byOption, executionIdArgument, parseCommandArgs, stringOption, withDataFolder } from '../command-helpers';
 
 const RESOLUTIONS: Record<string, ReviewResolution> = {
   completed: 'completed',
@@ -78,7 +78,7 @@ and idempotency key; completed records the effect as done; abandoned stops here.
     if (resolution === undefined) throw new UsageError(`--as must be one of: ${Object.keys(RESOLUTIONS).join(', ')}`);
     const reason = stringOption(parsed, 'reason')?.trim();
     if (!reason) throw new UsageError('--reason "..." is required: say why');
-    const by = stringOption(parsed, 'by') ?? `operator:${userInfo().username}`;
+    const by = byOption(parsed, `operator:${userInfo().username}`);
     return withDataFolder(parsed, io, async (folder) => {
       const before = await loadExecution(folder.store, id);
       if (before.state.status !== 'needs_review') {

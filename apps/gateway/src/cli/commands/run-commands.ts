@@ -2,7 +2,7 @@ import { userInfo } from 'node:os';
 import { systemClock } from '@oncegate/execution-journal';
 import { endRun, executionsOfRun, grantedTools, listRuns, readRun, RunNotFoundError, type RunView } from '../../runs/run-journal';
 import { EXIT_CODES, UsageError, type CliCommand } from '../cli-command';
-import { parseCommandArgs, stringOption, withDataFolder, type ParsedArguments } from '../command-helpers';
+import { byOption, parseCommandArgs, stringOption, withDataFolder, type ParsedArguments } from '../command-helpers';
 
 function runIdArgument(parsed: ParsedArguments): string {
   const [runId, ...rest] = parsed.positionals;
@@ -76,7 +76,7 @@ export const runsEndCommand: CliCommand = {
     const runId = runIdArgument(parsed);
     const reason = stringOption(parsed, 'reason')?.trim();
     if (!reason) throw new UsageError('--reason "..." is required: say why');
-    const by = stringOption(parsed, 'by') ?? `operator:${userInfo().username}`;
+    const by = byOption(parsed, `operator:${userInfo().username}`);
     return withDataFolder(parsed, io, async (folder) => {
       try {
         const ended = await endRun(folder.store, runId, by, reason, systemClock);

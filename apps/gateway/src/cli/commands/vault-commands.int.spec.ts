@@ -181,7 +181,7 @@ describe('oncegate vault (real processes, a temporary data folder)', () => {
   it.each<[string, { input: string; args?: string[]; env?: NodeJS.ProcessEnv }, RegExp]>([
     ['an empty value', { input: '\n' }, /the value is empty; nothing was stored/],
     ['an unset variable', { input: '', args: ['--from-env', 'NOT_SET_ANYWHERE'] }, /the environment variable NOT_SET_ANYWHERE is not set/],
-    ['a missing file', { input: '', args: ['--from-file', '/nonexistent/value'] }, /cannot read \/nonexistent\/value: ENOENT/],
+    ['a missing file', { input: '', args: ['--from-file', '/nonexistent/value'] }, /cannot read the file --from-file names: ENOENT/],
     ['a wrong master key', { input: FROM_STDIN, env: { ONCEGATE_MASTER_KEY: 'wrong' } }, /the master key does not open this vault; nothing was changed/],
   ])('given %s, when vault set runs, then it exits 1 saying why and nothing is appended', async (_what, options, message) => {
     withInitialisedVault();

@@ -11,16 +11,13 @@ import {
 } from '../../vault/vault-entry';
 import { VaultKeyError, VaultStateError } from '../../vault/vault-errors';
 import { EXIT_CODES, UsageError, type CliCommand, type CliIo, type ExitCode } from '../cli-command';
-import { parseCommandArgs, stringListOption, stringOption, withDataFolder, type ParsedArguments } from '../command-helpers';
+import { byOption, parseCommandArgs, stringListOption, stringOption, withDataFolder, type ParsedArguments } from '../command-helpers';
 
 const DEFAULT_BY = 'operator:cli';
-const BY = /^[A-Za-z0-9][A-Za-z0-9_.:@/-]{0,127}$/;
 const BY_OPTION = { by: { type: 'string' } } as const;
 
-function byOption(parsed: ParsedArguments): string {
-  const by = stringOption(parsed, 'by') ?? DEFAULT_BY;
-  if (!BY.test(by)) throw new UsageError(`--by '${by}' is not a name; write e.g. operator:alice`);
-  return by;
+function vaultBy(parsed: ParsedArguments): string {
+  return byOption(parsed, DEFAULT_BY);
 }
 
 function noPositionals(parsed: ParsedArguments): void {
@@ -33,7 +30,7 @@ function withVault(
   io: CliIo,
   work: (context: VaultContext, folder: DataFolder, config: GatewayConfig) => Promise<ExitCode>,
 ): Promise<ExitCode> {
-  const by = byOption(parsed);
+  const by = vaultBy(parsed);
   return withDataFolder(parsed, io, async (folder, config) => {
     try {
       return await work({ store: folder.store, dataDir: config.dataDir, env: process.env, by }, folder, config);
@@ -155,6 +152,8 @@ async function readValue(parsed: ParsedArguments, io: CliIo): Promise<string> {
   const fromEnv = stringOption(parsed, 'from-env');
   const fromFile = stringOption(parsed, 'from-file');
   if (fromEnv !== undefined) {
+    // Not echoed unless it looks like a variable name: a value pasted here by mistake must not reach the terminal.
+    if (!/^[A-Za-z_][A-Za-z0-9_]{0,127}$/.test(fromEnv)) throw new UsageError('--from-env takes the name of an environment variable');
     const value = process.env[fromEnv];
     if (value === undefined) throw new CredentialValueError(`the environment variable ${fromEnv} is not set`);
     return value;
@@ -163,7 +162,7 @@ async function readValue(parsed: ParsedArguments, io: CliIo): Promise<string> {
     try {
       return await io.readFile(fromFile);
     } catch (error) {
-      throw new CredentialValueError(`cannot read ${fromFile}: ${(error as NodeJS.ErrnoException).code ?? 'unreadable'}`);
+      throw new CredentialValueError(`cannot read the file --from-file names: ${(error as NodeJS.ErrnoException).code ?? 'unreadable'}`);
     }
   }
   if (io.readStdin === undefined) throw new UsageError('no standard input here: use --from-env or --from-file');
@@ -208,7 +207,7 @@ from the URL scheme, the path prefix by whole segments; SSH: host[:port], defaul
       username: stringOption(parsed, 'username'),
       approval: stringOption(parsed, 'approval'),
     };
-    byOption(parsed);
+    vaultBy(parsed);
     try {
       const checked = credentialMetadata(input, 1);
       const value = credentialValue(checked.kind, await readValue(parsed, io));

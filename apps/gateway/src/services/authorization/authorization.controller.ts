@@ -5,13 +5,12 @@ import type { ToolContract } from '@oncegate/contracts';
 import { renderHttpRequest } from '@oncegate/dispatcher-http';
 import type { EventStore, RecordedEvent } from '@oncegate/event-store';
 import { EVENT_STORE } from '@oncegate/nest-event-store';
-import { addMs } from '@oncegate/domain';
 import { executionsWithEvent, isoNow, loadExecution, runExecutionCommand, type Clock } from '@oncegate/execution-journal';
 import type { SealedStore } from '@oncegate/sealed-store';
 import { grantRun, grantedTools, readRun, sessionRunId, startRun, endRun, type RunGrantedData } from '../../runs/run-journal';
 import type { VaultService, VaultState } from '../../vault/vault-service';
 import { APPROVAL_TIMEOUT_MS, CLOCK, POLICY, SEALED_STORE, TOOLS, VAULT } from '../tokens';
-import { climbLadder, type LadderFacts, type LadderVerdict, type RunFacts } from './ladder';
+import { approvalDeadline, climbLadder, type LadderFacts, type LadderVerdict, type RunFacts } from './ladder';
 import type { Policy } from './policy';
 
 const ACTOR = 'service:authorization';
@@ -71,7 +70,7 @@ export class AuthorizationController implements OnApplicationBootstrap, OnApplic
     const run = runId === null ? null : await this.runFacts(runId, record.actor, event.data.correlation.sessionId);
     const { state } = await loadExecution(this.store, executionId);
     if (state.status !== 'accepted') return;
-    const verdict = climbLadder(await this.factsOf(state, run));
+    const verdict = climbLadder(await this.factsOf(state, run, await this.vault.refresh()));
     const now = isoNow(this.clock);
     const command: ExecutionCommand =
       verdict.kind === 'deny'
@@ -85,7 +84,7 @@ export class AuthorizationController implements OnApplicationBootstrap, OnApplic
               requestedBy: verdict.requestedBy,
               reason: verdict.reason,
               scope: verdict.scope,
-              expiresAt: addMs(now, this.approvalTimeoutMs),
+              expiresAt: approvalDeadline(now, this.approvalTimeoutMs, state.accepted!.windowEndsAt),
             };
     const outcome = await this.apply(executionId, (s) => (s.status === 'accepted' ? command : undefined), event);
     this.log.debug(`${executionId}: ${describeVerdict(verdict)}`);
@@ -102,7 +101,19 @@ export class AuthorizationController implements OnApplicationBootstrap, OnApplic
     if (approval.scope === 'run' && approval.runId !== null) {
       const run = await readRun(this.store, approval.runId);
       const tool = state.accepted!.toolName;
-      if (run && !run.ended && !grantedTools(run).includes(tool)) {
+      if (run === undefined || run.ended !== null) {
+        // Granted for a run that ended while the request waited: there is no run left to hold the grant.
+        await this.apply(
+          executionId,
+          (s) =>
+            s.status === 'awaiting_approval'
+              ? { type: 'DenyExecution', executionId, now: isoNow(this.clock), basis: 'policy', reason: `run ${approval.runId} ended before its grant was approved` }
+              : undefined,
+          event,
+        );
+        return;
+      }
+      if (!grantedTools(run).includes(tool)) {
         await grantRun(
           this.store,
           { runId: approval.runId, tools: [tool], by: approval.decidedBy ?? 'unknown', reason: approval.reason, executionId },
@@ -170,10 +181,9 @@ export class AuthorizationController implements OnApplicationBootstrap, OnApplic
     return { runId, actor: run.actor, ended: run.ended !== null, grantedTools: grantedTools(run) };
   }
 
-  private async factsOf(state: ExecutionState, run: RunFacts | null): Promise<LadderFacts> {
+  private async factsOf(state: ExecutionState, run: RunFacts | null, vault: VaultState): Promise<LadderFacts> {
     const accepted = state.accepted!;
     const tool = this.tools.get(accepted.toolName);
-    const vault = this.vault.state();
     const facts = {
       actor: accepted.actor,
       tool: accepted.toolName,
@@ -265,7 +275,8 @@ export class AuthorizationController implements OnApplicationBootstrap, OnApplic
     if (vault.since === null) return;
     const since = Date.parse(vault.since);
     for (const waiting of [...this.pending.values()]) {
-      if (Date.parse(waiting.requestedAt) > since) continue;
+      // While locked no request may stand, whenever it was asked; an unlock voids those asked before it.
+      if (!vault.locked && Date.parse(waiting.requestedAt) > since) continue;
       this.pending.delete(waiting.executionId);
       const basis = vault.locked ? 'vault_locked' : 'approval_invalidated';
       await this.apply(

@@ -1,4 +1,4 @@
-import type { ApprovalScope, AuthorizationBasis, DenialBasis } from '@oncegate/domain';
+import { addMs, isBefore, type ApprovalScope, type AuthorizationBasis, type DenialBasis, type IsoInstant } from '@oncegate/domain';
 import type { PolicyVerdict } from './policy';
 
 /**
@@ -103,4 +103,14 @@ function deny(reason: string): LadderVerdict {
 
 function policyNote(policy: PolicyVerdict): string {
   return policy.decision === 'allow' ? '' : `; without the approval the policy would not allow it: ${policy.source}`;
+}
+
+/**
+ * When an approval request times out: after the configured timeout, but never after the execution's correlation
+ * window ends. A request outliving its window would let a retry after the window start a new execution and ask
+ * a second time while the first request still waited.
+ */
+export function approvalDeadline(now: IsoInstant, timeoutMs: number, windowEndsAt: IsoInstant | null): IsoInstant {
+  const deadline = addMs(now, timeoutMs);
+  return windowEndsAt !== null && isBefore(windowEndsAt, deadline) ? windowEndsAt : deadline;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { climbLadder, type LadderFacts } from './ladder';
+import { approvalDeadline, climbLadder, type LadderFacts } from './ladder';
 import { Policy } from './policy';
 
 const allowAll = new Policy([{ tools: ['*'], actors: ['*'], decision: 'allow', source: 'authorization.rules[0]' }]);
@@ -115,5 +115,18 @@ describe('the policy', () => {
 
   it('names tools the contracts do not declare', () => {
     expect(grantForDeploys.unknownTools(new Set(['deploy']))).toEqual([{ source: 'authorization.rules[2]', tool: 'get_build', line: 0, column: 0 }]);
+  });
+});
+
+describe('the deadline of an approval request', () => {
+  const now = '2026-11-30T10:00:00.000Z' as const;
+
+  it('is the configured timeout after the request', () => {
+    expect(approvalDeadline(now, 15 * 60_000, '2026-11-30T11:00:00.000Z')).toBe('2026-11-30T10:15:00.000Z');
+    expect(approvalDeadline(now, 15 * 60_000, null)).toBe('2026-11-30T10:15:00.000Z');
+  });
+
+  it('never outlives the correlation window, so a retry after the window finds no request still waiting', () => {
+    expect(approvalDeadline(now, 15 * 60_000, '2026-11-30T10:05:00.000Z')).toBe('2026-11-30T10:05:00.000Z');
   });
 });

@@ -38,6 +38,9 @@ export class DispatcherHttpController extends ChannelDispatcher {
 
   /** The vault is unlocked and the credential opens and is bound to the URL this attempt would go to. */
   protected override async preflight(state: ExecutionState, tool: ToolContract, args: Record<string, unknown>): Promise<DispatchRefusal | undefined> {
+    // A locked vault stops every dispatch, also of a tool that needs no credential.
+    const vault = await this.vault.refresh();
+    if (vault.locked) return { basis: 'vault_locked', reason: `the vault is locked: ${vault.reason}` };
     const found = await this.credentialFor(tool, args, state.executionId!);
     return 'refusal' in found ? found.refusal : undefined;
   }

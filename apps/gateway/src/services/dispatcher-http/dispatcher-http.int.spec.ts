@@ -29,7 +29,7 @@ async function startTarget(): Promise<{ url: string; requests: { path: string; h
   return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, requests, server };
 }
 
-function setConfigTool(origin: string): ToolContract {
+function setConfigTool(origin: string, credential = true): ToolContract {
   const text = `version: 1
 tools:
   - name: set_config
@@ -37,8 +37,7 @@ tools:
     class: idempotent_write
     channel: http
     target: test/config
-    credential_ref: demo-writer
-    input_schema: { type: object, properties: { name: { type: string } }, required: [name], additionalProperties: false }
+${credential ? '    credential_ref: demo-writer\n' : ''}    input_schema: { type: object, properties: { name: { type: string } }, required: [name], additionalProperties: false }
     http: { method: PUT, url: "${origin}/config/{{args.name}}", body: { value: "on" }, idempotency_header: Idempotency-Key }
     correlation_window: 1m
 `;
@@ -134,6 +133,13 @@ describe('dispatcher-http preflight against the vault (SQLite store, loopback ta
     const events = await dispatchAuthorized(setConfigTool(target.url), { name: 'pool' }, () => lockVault(context(), 'incident 9'));
     expect(events.map((event) => event.type)).toEqual(['ExecutionAccepted', 'ExecutionAuthorized', 'ExecutionDenied']);
     expect(events.at(-1)!.data).toMatchObject({ basis: 'vault_locked', reason: expect.stringContaining('incident 9') });
+    expect(target.requests).toHaveLength(0);
+  });
+
+  it('given a tool that needs no credential, when the vault was locked after authorization, then it is denied with vault_locked and nothing is sent', async () => {
+    const events = await dispatchAuthorized(setConfigTool(target.url, false), { name: 'pool' }, () => lockVault(context(), 'incident 10'));
+    expect(events.map((event) => event.type)).toEqual(['ExecutionAccepted', 'ExecutionAuthorized', 'ExecutionDenied']);
+    expect(events.at(-1)!.data).toMatchObject({ basis: 'vault_locked', reason: expect.stringContaining('incident 10') });
     expect(target.requests).toHaveLength(0);
   });
 
