@@ -58,9 +58,15 @@ const dropping: typeof fetch = (input, init) =>
 const first = await connect(dropping);
 const lost = first.callTool({ name: 'send_payment', arguments: payment }).catch((error: unknown) => error);
 let pending: { executionId: string } | undefined;
+const giveUpAt = Date.now() + 30_000;
 while (pending === undefined) {
+  if (Date.now() > giveUpAt) {
+    say(`   no approval request appeared in 30 s; the call answered: ${JSON.stringify(await lost)}`);
+    process.exit(1);
+  }
   const approvals = JSON.parse(await oncegate('approvals', 'list', '--json')) as Array<{ executionId: string; tool: string }>;
   pending = approvals.find((approval) => approval.tool === 'send_payment');
+  if (pending === undefined) await new Promise((resolve) => setTimeout(resolve, 200));
 }
 say(`   oncegate approvals list: ${pending.executionId} send_payment, awaiting approval; nothing sent yet`);
 await oncegate('approvals', 'approve', pending.executionId, '--reason', 'walkthrough: invoice checked', '--by', 'user:walkthrough');

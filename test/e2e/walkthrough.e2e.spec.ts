@@ -41,6 +41,7 @@ describe('the README walkthrough', () => {
       cwd: ROOT,
       env: { ...process.env, ONCEGATE_URL: `http://127.0.0.1:${port}/mcp`, ONCEGATE_TOKEN: token, ONCEGATE_DATA_DIR: dataDir },
     });
+    cleanup.push(() => walkthrough.kill('SIGTERM'));
     let output = '';
     walkthrough.stdout.on('data', (chunk) => (output += String(chunk)));
     walkthrough.stderr.on('data', (chunk) => (output += String(chunk)));
