@@ -73,3 +73,14 @@ describe('the authorization section of the configuration', () => {
     ]);
   });
 });
+
+describe('docs/authorization.md', () => {
+  it('given the policy the doc shows, when parsed, then it is valid and reads as the doc says', async () => {
+    const { readFile } = await import('node:fs/promises');
+    const doc = await readFile(new URL('../../../../docs/authorization.md', import.meta.url), 'utf8');
+    const block = /```yaml\n([\s\S]*?)```/.exec(doc)?.[1] ?? '';
+    const config = parseGatewayConfig(block, 'docs/authorization.md');
+    expect(config.policy.map((rule) => rule.decision)).toEqual(['allow', 'run_grant', 'deny', 'allow']);
+    expect(config.approvalTimeoutMs).toBe(15 * 60_000);
+  });
+});
