@@ -1,6 +1,6 @@
 import { Controller, Inject, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { EventPattern, Payload } from '@nestjs/microservices';
-import type { ExecutionAcceptedData, ExecutionCommand, ExecutionId, ExecutionState } from '@oncegate/domain';
+import type { DenialBasis, ExecutionAcceptedData, ExecutionCommand, ExecutionId, ExecutionState, IsoInstant } from '@oncegate/domain';
 import type { ToolContract } from '@oncegate/contracts';
 import { renderHttpRequest } from '@oncegate/dispatcher-http';
 import type { EventStore, RecordedEvent } from '@oncegate/event-store';
@@ -156,12 +156,9 @@ export class AuthorizationController implements OnApplicationBootstrap, OnApplic
     for (const waiting of [...this.pending.values()]) {
       if (waiting.scope !== 'run' || waiting.runId !== runId || waiting.executionId === grantedBy) continue;
       if (!tools.includes('*') && !tools.includes(waiting.tool)) continue;
-      await this.apply(
+      await this.whilePending(
         waiting.executionId,
-        (s) =>
-          s.status === 'awaiting_approval' && s.approval?.decision === 'pending'
-            ? { type: 'GrantApproval', executionId: waiting.executionId, now: isoNow(this.clock), by: ACTOR, reason: `run ${runId} was granted ${waiting.tool} by ${by} (${grantedBy})` }
-            : undefined,
+        (now) => ({ type: 'GrantApproval', executionId: waiting.executionId, now, by: ACTOR, reason: `run ${runId} was granted ${waiting.tool} by ${by} (${grantedBy})` }),
         event,
       );
     }
@@ -250,20 +247,7 @@ export class AuthorizationController implements OnApplicationBootstrap, OnApplic
     const now = this.clock.now().getTime();
     for (const waiting of [...this.pending.values()]) {
       if (waiting.expiresAt === null || Date.parse(waiting.expiresAt) > now) continue;
-      this.pending.delete(waiting.executionId);
-      await this.apply(
-        waiting.executionId,
-        (s) =>
-          s.status === 'awaiting_approval' && s.approval?.decision === 'pending'
-            ? {
-                type: 'DenyExecution',
-                executionId: waiting.executionId,
-                now: isoNow(this.clock),
-                basis: 'approval_timeout',
-                reason: `no decision by ${waiting.expiresAt}; the request was open since ${waiting.requestedAt}`,
-              }
-            : undefined,
-      ).catch((error: unknown) => this.log.error(`${waiting.executionId}: ${(error as Error).message}`));
+      await this.denyPending(waiting, 'approval_timeout', `no decision by ${waiting.expiresAt}; the request was open since ${waiting.requestedAt}`);
     }
   }
 
@@ -277,22 +261,29 @@ export class AuthorizationController implements OnApplicationBootstrap, OnApplic
     for (const waiting of [...this.pending.values()]) {
       // While locked no request may stand, whenever it was asked; an unlock voids those asked before it.
       if (!vault.locked && Date.parse(waiting.requestedAt) > since) continue;
-      this.pending.delete(waiting.executionId);
-      const basis = vault.locked ? 'vault_locked' : 'approval_invalidated';
-      await this.apply(
-        waiting.executionId,
-        (s) =>
-          s.status === 'awaiting_approval' && s.approval?.decision === 'pending'
-            ? {
-                type: 'DenyExecution',
-                executionId: waiting.executionId,
-                now: isoNow(this.clock),
-                basis,
-                reason: `the vault was ${vault.locked ? 'locked' : 'unlocked'} at ${vault.since} while the approval was pending`,
-              }
-            : undefined,
-      ).catch((error: unknown) => this.log.error(`${waiting.executionId}: ${(error as Error).message}`));
+      await this.denyPending(
+        waiting,
+        vault.locked ? 'vault_locked' : 'approval_invalidated',
+        `the vault was ${vault.locked ? 'locked' : 'unlocked'} at ${vault.since} while the approval was pending`,
+      );
     }
+  }
+
+  /** Stops tracking a waiting request and denies it, unless it was decided meanwhile; a failure is logged. */
+  private async denyPending(waiting: PendingApproval, basis: DenialBasis, reason: string): Promise<void> {
+    this.pending.delete(waiting.executionId);
+    await this.whilePending(waiting.executionId, (now) => ({ type: 'DenyExecution', executionId: waiting.executionId, now, basis, reason })).catch(
+      (error: unknown) => this.log.error(`${waiting.executionId}: ${(error as Error).message}`),
+    );
+  }
+
+  /** Appends the command only while the execution's approval request is still pending. */
+  private whilePending(executionId: ExecutionId, build: (now: IsoInstant) => ExecutionCommand, cause?: RecordedEvent): Promise<ExecutionState> {
+    return this.apply(
+      executionId,
+      (s) => (s.status === 'awaiting_approval' && s.approval?.decision === 'pending' ? build(isoNow(this.clock)) : undefined),
+      cause,
+    );
   }
 
   private async apply(
