@@ -1,6 +1,7 @@
 import canonicalize from 'canonicalize';
 import { CREDENTIAL_REF_RULE, isCredentialRef } from '@oncegate/contracts';
 import { BindingSyntaxError, formatBinding, parseBinding, type BindingChannel } from './credential-bindings';
+import { VaultReasonError } from './vault-errors';
 
 /**
  * What a vault entry is, apart from its value:
@@ -48,21 +49,13 @@ export interface CredentialInput {
 }
 
 /** A credential that cannot be stored as asked; the message says what to change and never holds the value. */
-export class CredentialInputError extends Error {
+export class CredentialInputError extends VaultReasonError {
   readonly kind = 'credential_input_invalid' as const;
-  constructor(readonly reason: string) {
-    super(reason);
-    this.name = 'CredentialInputError';
-  }
 }
 
 /** A value that cannot be stored (empty, not a key, a line break in a header value); never quoted. */
-export class CredentialValueError extends Error {
+export class CredentialValueError extends VaultReasonError {
   readonly kind = 'credential_value_invalid' as const;
-  constructor(readonly reason: string) {
-    super(reason);
-    this.name = 'CredentialValueError';
-  }
 }
 
 /** HTTP field-name token (RFC 9110). */

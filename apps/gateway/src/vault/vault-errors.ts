@@ -42,22 +42,22 @@ export function bindingRefusal(ref: string, target: string, bindings: readonly s
   return `credential '${ref}' is bound to ${bindings.join(', ')}, not ${target}`;
 }
 
-/** The master key is missing, or it does not open the vault's data key. */
-export class VaultKeyError extends Error {
-  readonly kind = 'vault_key' as const;
+/** An error whose message is its reason, named after its class; each subclass adds its `kind`. */
+export abstract class VaultReasonError extends Error {
   constructor(readonly reason: string) {
     super(reason);
-    this.name = 'VaultKeyError';
+    this.name = new.target.name;
   }
 }
 
+/** The master key is missing, or it does not open the vault's data key. */
+export class VaultKeyError extends VaultReasonError {
+  readonly kind = 'vault_key' as const;
+}
+
 /** An operator command that the vault's state does not allow (no vault yet, one already, no such credential). */
-export class VaultStateError extends Error {
+export class VaultStateError extends VaultReasonError {
   readonly kind = 'vault_state' as const;
-  constructor(readonly reason: string) {
-    super(reason);
-    this.name = 'VaultStateError';
-  }
 }
 
 export const NO_MASTER_KEY = 'no master key in this process: set ONCEGATE_MASTER_KEY or ONCEGATE_MASTER_KEY_FILE';

@@ -52,17 +52,7 @@ export type VaultEvent =
   | { readonly type: 'CredentialRemoved'; readonly data: CredentialRemovedData };
 
 /** A credential as the journal knows it: everything but the value (and the basic username, kept in the file). */
-export interface StoredCredential {
-  readonly ref: string;
-  readonly kind: CredentialKind;
-  readonly header: string | null;
-  readonly scheme: string | null;
-  readonly bindings: readonly string[];
-  readonly approval: CredentialApproval;
-  readonly version: number;
-  readonly storedAt: string;
-  readonly by: string;
-}
+export type StoredCredential = Omit<CredentialStoredData, 'at'> & { readonly storedAt: string };
 
 /** The vault as its journal tells it. */
 export interface VaultHistory {
