@@ -38,11 +38,13 @@ export class DispatcherHttpController extends ChannelDispatcher {
 
   /** The vault is unlocked and the credential opens and is bound to the URL this attempt would go to. */
   protected override async preflight(state: ExecutionState, tool: ToolContract, args: Record<string, unknown>): Promise<DispatchRefusal | undefined> {
-    // A locked vault stops every dispatch, also of a tool that needs no credential.
-    const vault = await this.vault.refresh();
-    if (vault.locked) return { basis: 'vault_locked', reason: `the vault is locked: ${vault.reason}` };
     const found = await this.credentialFor(tool, args, state.executionId!);
-    return 'refusal' in found ? found.refusal : undefined;
+    if ('refusal' in found) return found.refusal;
+    // Opening a credential read the vault's journal and found it unlocked; without one (a tool that needs none),
+    // a locked vault still stops the dispatch.
+    if (found.credential !== undefined) return undefined;
+    const vault = await this.vault.refresh();
+    return vault.locked ? { basis: 'vault_locked', reason: `the vault is locked: ${vault.reason}` } : undefined;
   }
 
   /**
