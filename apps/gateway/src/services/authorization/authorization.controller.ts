@@ -10,6 +10,7 @@ import type { SealedStore } from '@oncegate/sealed-store';
 import { grantRun, grantedTools, readRun, sessionRunId, startRun, endRun, type RunGrantedData } from '../../runs/run-journal';
 import type { VaultService, VaultState } from '../../vault/vault-service';
 import { APPROVAL_TIMEOUT_MS, CLOCK, POLICY, SEALED_STORE, TOOLS, VAULT } from '../tokens';
+import { openArguments } from '../sealed-arguments';
 import { approvalDeadline, climbLadder, type LadderFacts, type LadderVerdict, type RunFacts } from './ladder';
 import type { Policy } from './policy';
 
@@ -214,11 +215,9 @@ export class AuthorizationController implements OnApplicationBootstrap, OnApplic
   ): Promise<{ channel: 'http'; url: string } | { channel: 'ssh'; host: string; port: number } | string> {
     const request = tool.request;
     if (request.kind === 'ssh') return { channel: 'ssh', host: request.host, port: request.port };
-    const ref = state.accepted!.argumentsRef;
-    const blob = ref ? await this.sealed.open(ref) : undefined;
-    if (blob === undefined) return 'the call arguments are missing';
+    const args = await openArguments(this.sealed, state);
+    if (args === undefined) return 'the call arguments are missing';
     try {
-      const args = JSON.parse(blob.plaintext.toString('utf8')) as Record<string, unknown>;
       return { channel: 'http', url: renderHttpRequest(tool, args, state.executionId!).url };
     } catch (error) {
       return `the request of ${tool.name} cannot be built: ${(error as Error).message}`;

@@ -7,6 +7,7 @@ import { isoNow, loadExecution, runExecutionCommand, type Clock, type LoadedExec
 import type { SealedStore } from '@oncegate/sealed-store';
 import type { StoredResult } from '../../front/tool-results';
 import { recoverExecution } from '../recovery/execution-recovery';
+import { openArguments } from '../sealed-arguments';
 
 /** What a channel's attempt came to, in the journal's terms. */
 export type AttemptRecord =
@@ -206,10 +207,8 @@ export abstract class ChannelDispatcher implements OnApplicationBootstrap {
     );
   }
 
-  protected async argumentsOf(state: ExecutionState): Promise<Record<string, unknown> | undefined> {
-    const ref = state.accepted?.argumentsRef;
-    const blob = ref ? await this.sealed.open(ref) : undefined;
-    return blob === undefined ? undefined : (JSON.parse(blob.plaintext.toString('utf8')) as Record<string, unknown>);
+  protected argumentsOf(state: ExecutionState): Promise<Record<string, unknown> | undefined> {
+    return openArguments(this.sealed, state);
   }
 
   /**
