@@ -251,7 +251,8 @@ export async function decide(
   return show(store, executionId, { clock, ...(tools ? { tools } : {}) });
 }
 
-function isPending(state: ExecutionState): boolean {
+/** Is the execution waiting for a decision on its approval request? */
+export function isPending(state: ExecutionState): boolean {
   return state.status === 'awaiting_approval' && state.approval?.decision === 'pending';
 }
 

@@ -10,6 +10,7 @@ import type { SealedStore } from '@oncegate/sealed-store';
 import { grantRun, grantedTools, readRun, sessionRunId, startRun, endRun, type RunGrantedData } from '../../runs/run-journal';
 import type { VaultService, VaultState } from '../../vault/vault-service';
 import { APPROVAL_TIMEOUT_MS, CLOCK, POLICY, SEALED_STORE, TOOLS, VAULT } from '../tokens';
+import { isPending } from '../../approvals/approval-queue';
 import { openArguments } from '../sealed-arguments';
 import { approvalDeadline, climbLadder, type LadderFacts, type LadderVerdict, type RunFacts } from './ladder';
 import type { Policy } from './policy';
@@ -51,7 +52,7 @@ export class AuthorizationController implements OnApplicationBootstrap, OnApplic
 
   async onApplicationBootstrap(): Promise<void> {
     // Approvals requested before this process started: pick up the ones still pending.
-    const waiting = await executionsWithEvent(this.store, 'ApprovalRequested', (state) => state.status === 'awaiting_approval');
+    const waiting = await executionsWithEvent(this.store, 'ApprovalRequested', isPending);
     for (const { state } of waiting) this.track(state);
     this.stopVaultWatch = this.vault.onChange((state) => void this.invalidatePending(state));
     await this.invalidatePending(this.vault.state());
@@ -228,7 +229,7 @@ export class AuthorizationController implements OnApplicationBootstrap, OnApplic
     const executionId = state.executionId;
     if (!executionId) return;
     const approval = state.approval;
-    if (state.status !== 'awaiting_approval' || approval?.decision !== 'pending') {
+    if (!isPending(state) || approval === null) {
       this.pending.delete(executionId);
       return;
     }
@@ -280,7 +281,7 @@ export class AuthorizationController implements OnApplicationBootstrap, OnApplic
   private whilePending(executionId: ExecutionId, build: (now: IsoInstant) => ExecutionCommand, cause?: RecordedEvent): Promise<ExecutionState> {
     return this.apply(
       executionId,
-      (s) => (s.status === 'awaiting_approval' && s.approval?.decision === 'pending' ? build(isoNow(this.clock)) : undefined),
+      (s) => (isPending(s) ? build(isoNow(this.clock)) : undefined),
       cause,
     );
   }
