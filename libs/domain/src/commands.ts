@@ -137,12 +137,18 @@ export interface CancelExecution extends CommandBase<'CancelExecution'> {
 }
 
 /**
- * What the gateway sends for every client cancel: before Dispatched it cancels, after it the cancel is recorded as
- * evidence and changes nothing.
+ * What the gateway sends for every client cancel. A cancel withdraws its own caller: before Dispatched, and only
+ * when no other caller still waits for the execution, it cancels; otherwise it is recorded as evidence and changes
+ * nothing.
  */
 export interface RequestCancellation extends CommandBase<'RequestCancellation'> {
   readonly trigger: CancellationTrigger;
   readonly correlation: ProtocolCorrelation;
+  /**
+   * Whether another caller (an attached retry, on any connection) still waits for this execution, looked up by the
+   * front when the cancel arrived. Absent means none.
+   */
+  readonly otherCallersWaiting?: boolean;
 }
 
 export type ExpireExecution = CommandBase<'ExpireExecution'>;

@@ -143,7 +143,7 @@ export interface ExecutionState {
   readonly review: ReviewFacts | null;
   readonly delivery: DeliveryFacts | null;
   readonly retriesAttached: number;
-  /** CancellationRequested evidence recorded after dispatch; it changes nothing else. */
+  /** CancellationRequested evidence (after dispatch, or a caller withdrawn while others wait); it changes nothing else. */
   readonly cancellationRequests: number;
   readonly cancelledAt: IsoInstant | null;
   readonly expiredAt: IsoInstant | null;

@@ -398,7 +398,8 @@ export function decide(command: ExecutionCommand, state: ExecutionState): Execut
       ];
 
     case 'RequestCancellation': {
-      const beforeDispatch = state.attempts === 0 && statusIn(state.status, PRE_DISPATCH_STATUSES);
+      // A cancel withdraws its own caller; the execution ends only when nobody else still wants it.
+      const beforeDispatch = state.attempts === 0 && statusIn(state.status, PRE_DISPATCH_STATUSES) && command.otherCallersWaiting !== true;
       const data = { trigger: command.trigger, correlation: command.correlation };
       return [
         beforeDispatch

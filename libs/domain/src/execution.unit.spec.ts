@@ -213,6 +213,12 @@ describe('given an accepted execution', () => {
     expect(next.status).toBe('cancelled');
   });
 
+  it('when one caller cancels while another attached caller still waits, then only that caller is withdrawn', () => {
+    const { events, state: next } = when(state, { ...requestCancellation(), otherCallersWaiting: true });
+    expect(events.map((event) => event.type)).toEqual(['CancellationRequested']);
+    expect(next).toMatchObject({ status: 'accepted', cancellationRequests: 1, cancelledAt: null });
+  });
+
   it('when a retry attaches then RetryAttached says it continued and the state stays accepted', () => {
     const { events, state: next } = when(state, attachRetry());
     expect(events).toEqual([

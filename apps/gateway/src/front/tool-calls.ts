@@ -162,9 +162,18 @@ export class ToolCalls {
       const now = isoNow(clock);
       const decision = matchRetry({ prior: prior?.execution.state, now, newIntent });
       if (decision.kind === 'attach') {
-        const attached = await this.attach(decision.executionId, context);
-        if (attached === undefined) continue;
-        return this.answerAttached(tool, attached.state, attached.action, context);
+        // Registered before RetryAttached is appended, so a cancel by another caller that lands after it counts
+        // this caller as waiting.
+        const release = this.deps.deliveries.register(decision.executionId);
+        const attached = await this.attach(decision.executionId, context).catch((error: unknown) => {
+          release();
+          throw error;
+        });
+        if (attached === undefined) {
+          release();
+          continue;
+        }
+        return this.answerAttached(tool, attached.state, attached.action, context, release);
       }
 
       if (decision.expirePrior && prior?.execution.state.executionId) {
@@ -266,6 +275,7 @@ export class ToolCalls {
     state: ExecutionState,
     action: AttachActionKind,
     context: CallContext,
+    release: () => void,
   ): Promise<CallToolResult> {
     const replayed = action === 'replay_stored_result';
     const flags = { attached: true, replayed };
@@ -273,9 +283,9 @@ export class ToolCalls {
       // The retry lets recovery act by class (evidence, a new attempt with the same key, or review); answer
       // with what it leads to, or with the unknown outcome if nothing moves within the call wait.
       const attempts = state.attempts;
-      return this.waitAndAnswer(tool, state, flags, context, (next) => next.status !== 'outcome_unknown' || next.attempts > attempts);
+      return this.waitAndAnswer(tool, state, flags, context, (next) => next.status !== 'outcome_unknown' || next.attempts > attempts, release);
     }
-    return this.waitAndAnswer(tool, state, flags, context, () => true);
+    return this.waitAndAnswer(tool, state, flags, context, () => true, release);
   }
 
   /**
@@ -288,12 +298,13 @@ export class ToolCalls {
     flags: AnswerFlags,
     context: CallContext,
     extra: (state: ExecutionState) => boolean,
+    release: () => void = this.deps.deliveries.register(state.executionId!),
   ): Promise<CallToolResult> {
     const executionId = state.executionId!;
-    const release = this.deps.deliveries.register(executionId);
     let keepRegistration = false;
-    // A client's cancel stops an execution only before Dispatched; after it, it is recorded as evidence and
-    // changes nothing (DESIGN section 5). The decider settles the race with the dispatcher.
+    // A client's cancel withdraws its own caller. It stops the execution only before Dispatched and only when no
+    // other caller still waits for it; otherwise it is recorded as evidence and changes nothing (docs/gateway.md,
+    // recovery). The decider settles the race with the dispatcher.
     const onCancel = () => {
       release();
       void runExecutionCommand(
@@ -305,6 +316,7 @@ export class ToolCalls {
           now: isoNow(this.deps.clock),
           trigger: 'client_notification',
           correlation: context.correlation,
+          otherCallersWaiting: this.deps.deliveries.hasCaller(executionId),
         }),
         { actor: context.actor, correlation: context.correlation },
         this.deps.clock,
