@@ -19,6 +19,7 @@ import { BlobCipher, SqliteSealedStore } from '@oncegate/sealed-store';
 import { GatewayConfigError, logLevelsUpTo, type GatewayConfig } from './config/gateway-config';
 import { DeliveryTracker } from './front/delivery-tracker';
 import { ApprovalsApi } from './front/approvals-api';
+import { hostRulesOf } from './front/host-origin-guard';
 import { McpHttpFront } from './front/mcp-http-front';
 import { SseResumptionStore } from './front/sse-resumption-store';
 import { ToolCalls } from './front/tool-calls';
@@ -166,6 +167,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   const logger: LoggerService = options.logToStderr ? new StderrLogger({ logLevels }) : new ConsoleLogger({ logLevels });
   const tools = loadTools(config);
   const policy = policyOf(config, tools);
+  const hostRules = hostRulesOf(config);
   const folder = openDataFolder(config);
   const { store, agents, approvers } = folder;
   const keys = loadGatewayKeys(config.dataDir);
@@ -265,6 +267,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     toolCalls,
     resumption,
     clock,
+    hostRules,
     mounted: [new ApprovalsApi({ store, approvers, tools, clock })],
   });
   const listening = options.front === 'none' ? { url: '', port: 0 } : await front.listen();

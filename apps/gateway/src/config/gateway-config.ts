@@ -23,6 +23,13 @@ export interface GatewayConfig {
   readonly port: number;
   /** MCP endpoint path. */
   readonly path: string;
+  /**
+   * Names requests may give in `Host` (`listen.allowed_hosts`); `null` means the loopback names, which is only
+   * allowed when the gateway listens on loopback.
+   */
+  readonly allowedHosts: readonly string[] | null;
+  /** Browser origins allowed besides the gateway's own (`listen.allowed_origins`). */
+  readonly allowedOrigins: readonly string[];
   /** The one data folder: event store, sealed blobs, keys. */
   readonly dataDir: string;
   readonly contractsFile: string;
@@ -85,6 +92,8 @@ export const DEFAULT_CONFIG: Omit<GatewayConfig, 'source'> = {
   host: '127.0.0.1',
   port: 8787,
   path: '/mcp',
+  allowedHosts: null,
+  allowedOrigins: [],
   dataDir: './.oncegate',
   contractsFile: 'examples/tools.yaml',
   store: { driver: 'sqlite', synchronous: 'FULL' },
@@ -132,6 +141,31 @@ function readBytes(ctx: YamlContext, node: Node, path: string): number | undefin
   }
   const unit = match[2] === 'MiB' ? 1024 * 1024 : match[2] === 'KiB' ? 1024 : 1;
   return Number(match[1]) * unit;
+}
+
+const HOST_NAME = /^(\*\.)?([a-z0-9-]+\.)*[a-z0-9-]+(:\d{1,5})?$|^\[[0-9a-f:.]+\](:\d{1,5})?$/i;
+
+function readAllowedHosts(ctx: YamlContext, node: Node, path: string): string[] | undefined {
+  const hosts = readStringList(ctx, node, path);
+  for (const host of hosts ?? []) {
+    if (!HOST_NAME.test(host)) ctx.report(node, path, `'${host}' is not a host name; write e.g. gateway.example.com, gateway.example.com:8443, *.example.com or [::1]`);
+  }
+  return hosts;
+}
+
+function readAllowedOrigins(ctx: YamlContext, node: Node, path: string): string[] | undefined {
+  const origins = readStringList(ctx, node, path);
+  for (const origin of origins ?? []) {
+    let valid = false;
+    try {
+      const url = new URL(origin);
+      valid = (url.protocol === 'http:' || url.protocol === 'https:') && url.origin === origin.replace(/\/$/, '').toLowerCase();
+    } catch {
+      valid = false;
+    }
+    if (!valid) ctx.report(node, path, `'${origin}' is not an origin; write scheme://host[:port], e.g. https://console.example.com`);
+  }
+  return origins;
 }
 
 const ACTOR = /^agent:[a-z0-9][a-z0-9_.-]{0,63}$/;
@@ -184,10 +218,14 @@ export function parseGatewayConfig(text: string, file: string, base = DEFAULT_CO
     const listenNode = map.optional('listen');
     const listen = listenNode && MapReader.of(ctx, listenNode, 'listen');
     if (listen) {
-      listen.rejectUnknown(['host', 'port', 'path']);
+      listen.rejectUnknown(['host', 'port', 'path', 'allowed_hosts', 'allowed_origins']);
       const host = listen.optional('host');
       const port = listen.optional('port');
       const path = listen.optional('path');
+      const allowedHosts = listen.optional('allowed_hosts');
+      const allowedOrigins = listen.optional('allowed_origins');
+      if (allowedHosts) config.allowedHosts = readAllowedHosts(ctx, allowedHosts, 'listen.allowed_hosts') ?? config.allowedHosts;
+      if (allowedOrigins) config.allowedOrigins = readAllowedOrigins(ctx, allowedOrigins, 'listen.allowed_origins') ?? config.allowedOrigins;
       if (host) config.host = readString(ctx, host, 'listen.host', { nonEmpty: true }) ?? config.host;
       if (port) config.port = readInteger(ctx, port, 'listen.port', 0, 65535) ?? config.port;
       if (path) {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { hostRulesOf } from '../front/host-origin-guard';
 import { GatewayConfigError, parseGatewayConfig } from './gateway-config';
 
 function issuesOf(text: string): string[] {
@@ -82,5 +83,30 @@ describe('docs/authorization.md', () => {
     const config = parseGatewayConfig(block, 'docs/authorization.md');
     expect(config.policy.map((rule) => rule.decision)).toEqual(['allow', 'run_grant', 'deny', 'allow']);
     expect(config.approvalTimeoutMs).toBe(15 * 60_000);
+  });
+});
+
+describe('the allowed hosts and origins of the listener', () => {
+  it('reads listen.allowed_hosts and listen.allowed_origins, and leaves the loopback default when absent', () => {
+    const config = parseGatewayConfig(
+      ['listen:', '  host: 0.0.0.0', "  allowed_hosts: [gateway.example.com, 'gateway.example.com:8443', '*.corp.example']", '  allowed_origins: [https://console.example.com]'].join('\n'),
+      'oncegate.yaml',
+    );
+    expect(config.allowedHosts).toEqual(['gateway.example.com', 'gateway.example.com:8443', '*.corp.example']);
+    expect(config.allowedOrigins).toEqual(['https://console.example.com']);
+    expect(hostRulesOf(config)).toEqual({ allowedHosts: config.allowedHosts, allowedOrigins: config.allowedOrigins });
+    expect(parseGatewayConfig('', 'oncegate.yaml').allowedHosts).toBeNull();
+    expect(hostRulesOf(parseGatewayConfig('', 'oncegate.yaml')).allowedHosts).toEqual(['localhost', '127.0.0.1', '[::1]']);
+  });
+
+  it('names a bad host or origin, and refuses an exposed listener that names no host', () => {
+    expect(issuesOf(['listen:', "  allowed_hosts: ['http://gateway.example.com/']", "  allowed_origins: ['console.example.com', 'https://x.example/path']"].join('\n'))).toEqual([
+      expect.stringMatching(/oncegate\.yaml:2:\d+ listen\.allowed_hosts: 'http:\/\/gateway\.example\.com\/' is not a host name/),
+      expect.stringMatching(/oncegate\.yaml:3:\d+ listen\.allowed_origins: 'console\.example\.com' is not an origin/),
+      expect.stringMatching(/oncegate\.yaml:3:\d+ listen\.allowed_origins: 'https:\/\/x\.example\/path' is not an origin/),
+    ]);
+    expect(() => hostRulesOf(parseGatewayConfig('listen: { host: 0.0.0.0 }', 'oncegate.yaml'))).toThrow(
+      /listen\.allowed_hosts: required when listen\.host \(0\.0\.0\.0\) is not a loopback address/,
+    );
   });
 });

@@ -1,4 +1,5 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -14,8 +15,22 @@ import { APPROVALS_PATH, ApprovalsApi } from './approvals-api';
 import { McpHttpFront } from './mcp-http-front';
 import type { SseResumptionStore } from './sse-resumption-store';
 import type { ToolCalls } from './tool-calls';
+import { LOOPBACK_HOSTS } from './host-origin-guard';
 
 /** Reasons are not secret and are recorded; the canary proves the byte search below can find what is there. */
+/** A request with headers fetch would not let a test set (`Host`). */
+function rawRequest(base: string, method: string, path: string, headers: Record<string, string>, body: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(new URL(path, base), { method, headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
 const REASON_CANARY = 'reason-canary-5e0c1d: invoice 4411 checked by phone';
 
 interface ErrorBody {
@@ -53,6 +68,7 @@ describe('the approvals HTTP API on the MCP front (SQLite event store, real fetc
       toolCalls: {} as ToolCalls,
       resumption: {} as SseResumptionStore,
       clock,
+      hostRules: { allowedHosts: LOOPBACK_HOSTS, allowedOrigins: [] },
       mounted: [new ApprovalsApi({ store, approvers, tools, clock })],
     });
     const { url } = await front.listen();
@@ -84,6 +100,25 @@ describe('the approvals HTTP API on the MCP front (SQLite event store, real fetc
     post(`${APPROVALS_PATH}/${id}/${action}`, JSON.stringify({ reason }), token);
   const typesOf = async (id: ExecutionId) => (await store.readStream(executionStream(id))).map((event) => event.type);
   const errorOf = async (response: Response) => ((await response.json()) as ErrorBody).error;
+
+  it('given a foreign Host or Origin (DNS rebinding), when an approver decides with a valid token, then 403 and nothing is appended', async () => {
+    const id = await paymentAwaitingApproval(store, clock);
+    const port = new URL(base).port;
+    const body = JSON.stringify({ reason: 'looks fine' });
+    const send = (headers: Record<string, string>) =>
+      rawRequest(base, 'POST', `${APPROVALS_PATH}/${id}/approve`, { authorization: `Bearer ${approverToken}`, 'content-type': 'application/json', ...headers }, body);
+
+    const foreignHost = await send({ host: `evil.example:${port}`, origin: `http://evil.example:${port}` });
+    const foreignOrigin = await send({ origin: 'http://evil.example' });
+    expect(foreignHost.status).toBe(403);
+    expect(foreignHost.body).toMatch(/Host 'evil\.example:\d+' is not a name this gateway answers to/);
+    expect(foreignOrigin.status).toBe(403);
+    expect(foreignOrigin.body).toMatch(/Origin 'http:\/\/evil\.example' is not allowed/);
+    expect(await typesOf(id)).toEqual(['ExecutionAccepted', 'ApprovalRequested']);
+
+    const sameOrigin = await send({ origin: base });
+    expect(sameOrigin.status).toBe(200);
+  });
 
   it('given a pending request with a retry attached, when an approver lists and shows it, then 200 with the queue and the full view', async () => {
     const id = await paymentAwaitingApproval(store, clock, { scope: 'run' });

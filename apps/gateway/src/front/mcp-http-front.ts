@@ -12,6 +12,7 @@ import { isoNow, type Clock } from '@oncegate/execution-journal';
 import { v7 as uuidv7 } from 'uuid';
 import type { AgentDirectory } from '../infrastructure/agent-directory';
 import type { DeliverySettlement, DeliveryWatch } from './delivery-tracker';
+import { checkHostAndOrigin, type HostOriginRules } from './host-origin-guard';
 import { createMcpServer, type ConnectionFacts } from './mcp-server';
 import type { SseResumptionStore } from './sse-resumption-store';
 import type { ToolCalls } from './tool-calls';
@@ -33,6 +34,8 @@ export interface McpHttpFrontOptions {
   readonly toolCalls: ToolCalls;
   readonly resumption: SseResumptionStore;
   readonly clock: Clock;
+  /** Which `Host` and `Origin` headers every endpoint but `/healthz` accepts. */
+  readonly hostRules: HostOriginRules;
   /** APIs served beside the MCP endpoint; none by default. */
   readonly mounted?: readonly MountedApi[];
 }
@@ -173,6 +176,12 @@ export class McpHttpFront {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end('{"status":"ok"}');
       return;
+    }
+    const guard = checkHostAndOrigin(req.headers, this.options.hostRules);
+    if (!guard.allowed) {
+      // Refused before the body is read or the token looked at: nothing is parsed or recorded.
+      req.resume();
+      throw new HttpError(403, -32000, guard.reason, { connection: 'close' });
     }
     const mounted = this.options.mounted?.find((api) => path === api.prefix || path?.startsWith(`${api.prefix}/`));
     if (mounted !== undefined) return mounted.handle(req, res);
