@@ -56,4 +56,29 @@ describe('gateway end to end: a cut SSE stream resumes with Last-Event-ID', () =
     expect(scenario.gateway.output()).toMatch(/restored session/);
     expect(drop.requests.some((r) => r.method === 'GET' && r.lastEventId !== null)).toBe(true);
   });
+
+  it('given a call in flight when the gateway is killed -9, when it restarts and the client resumes its stream, then the original call is answered with what became of it', async () => {
+    await scenario.target.control('hold', { match: 'PUT /config/:name' });
+    const seen = droppableFetch();
+    const { client } = await connectClient(scenario.gateway.url, scenario.gateway.devToken, {
+      fetch: seen.fetch,
+      reconnect: { initialDelayMs: 1_000, maxRetries: 40 },
+    });
+    const call = client.callTool({ name: 'set_config', arguments: { name: 'killed.mid.call', value: 'yes' } }, undefined, { timeout: 120_000 });
+    await eventually(async () => ((await scenario.target.effects()).requestsTotal === 1 ? true : undefined), 10_000, 'the write to arrive');
+    const [executionId] = await executionIds(scenario.folder.dataDir);
+    await scenario.gateway.kill();
+    // The target finishes the write; its answer has nowhere to go.
+    await scenario.target.control('release', { match: 'PUT /config/:name' });
+    scenario.gateway = await startGatewayProcess(scenario.folder);
+
+    const noAnswer = new Promise<'no answer'>((resolve) => setTimeout(() => resolve('no answer'), 30_000).unref());
+    const result = await Promise.race([call, noAnswer]);
+    await client.close();
+    expect(result).not.toBe('no answer');
+    // The gateway lost the attempt with the process: an unknown outcome, told as such, and nothing re-sent.
+    expect(executionOf(result)).toMatchObject({ id: executionId, attached: false, state: 'outcome_unknown' });
+    expect((await scenario.target.effects()).requestsTotal).toBe(1);
+    expect(seen.requests.some((r) => r.method === 'GET' && r.lastEventId !== null)).toBe(true);
+  }, 90_000);
 });

@@ -27,6 +27,8 @@ describe('gateway end to end: every retry matched to its execution', () => {
 
     const second = await connectClient(scenario.gateway.url, scenario.gateway.devToken);
     const retried = await second.client.callTool({ name: 'set_config', arguments: args, _meta: run });
+    // A later request on the session is what proves the answer was received.
+    await second.client.listTools();
     await second.client.close();
 
     expect(executionOf(retried)).toMatchObject({ id: executionId, attached: true, state: 'completed_result_not_delivered' });
@@ -78,10 +80,11 @@ describe('gateway end to end: every retry matched to its execution', () => {
     expect((await scenario.target.effects()).requestsTotal).toBe(2);
   });
 
-  it('given a completed and delivered call, when repeated inside the redelivery grace, then it is replayed; after the grace, it is a new execution', async () => {
+  it('given a completed call whose receipt a later request proved, when repeated inside the redelivery grace, then it is replayed; after the grace, it is a new execution', async () => {
     const { client } = await connectClient(scenario.gateway.url, scenario.gateway.devToken);
     const args = { name: 'grace', value: 'v1' };
     const first = executionOf(await client.callTool({ name: 'set_config', arguments: args }));
+    await client.listTools();
     await eventually(async () => ((await executionEvents(scenario.folder.dataDir, first.id)).includes('ResultDelivered') ? true : undefined));
 
     const replay = executionOf(await client.callTool({ name: 'set_config', arguments: args }));

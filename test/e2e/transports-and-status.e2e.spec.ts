@@ -51,6 +51,8 @@ describe('gateway end to end: stdio, cancellation, pending answers and tokens', 
     const args = { name: 'over.stdio', value: '1' };
     const first = await client.callTool({ name: 'set_config', arguments: args });
     const again = await client.callTool({ name: 'set_config', arguments: args });
+    // A later message on the same connection proves the first answers were read.
+    await client.listTools();
     await client.close();
     expect(first.isError).toBe(false);
     expect(executionOf(again)).toMatchObject({ id: executionOf(first).id, attached: true });

@@ -4,7 +4,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const LAUNCHER = join(ROOT, 'bin/oncegate.mjs');
@@ -167,4 +167,22 @@ export async function oncegate(
   child.stderr!.on('data', (chunk) => (stderr += String(chunk)));
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
   return { code, stdout, stderr };
+}
+
+const CLOCK_JUMP = fileURLToPath(new URL('./clock-jump.mjs', import.meta.url));
+
+/** Environment for `startGatewayProcess` that lets `jumpClock` move the gateway's wall clock forward by `stepMs`. */
+export function jumpableClockEnv(stepMs: number): NodeJS.ProcessEnv {
+  return { NODE_OPTIONS: `${process.env['NODE_OPTIONS'] ?? ''} --import ${pathToFileURL(CLOCK_JUMP).href}`.trim(), ONCEGATE_TEST_CLOCK_JUMP_MS: String(stepMs) };
+}
+
+/** Moves the wall clock of a gateway started with `jumpableClockEnv` forward by one step; resolves once it moved. */
+export async function jumpClock(gateway: GatewayProcess): Promise<void> {
+  const before = (gateway.output().match(/clock jumped/g) ?? []).length;
+  gateway.child.kill('SIGUSR2');
+  const deadline = Date.now() + 5_000;
+  while ((gateway.output().match(/clock jumped/g) ?? []).length === before) {
+    if (Date.now() > deadline) throw new Error('the gateway clock did not jump');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
 }

@@ -10,13 +10,16 @@ export interface Scenario {
   gateway: GatewayProcess;
 }
 
-/** Registers the set-up and tear-down of a fresh scenario around each test of the calling `describe`. */
-export function gatewayScenario(overrides: Record<string, string> = {}): Scenario {
+/**
+ * Registers the set-up and tear-down of a fresh scenario around each test of the calling `describe`; `env` is
+ * added to the gateway process's environment.
+ */
+export function gatewayScenario(overrides: Record<string, string> = {}, env: NodeJS.ProcessEnv = {}): Scenario {
   const scenario = {} as Scenario;
   beforeEach(async () => {
     scenario.target = await startDemoTargetProcess();
     scenario.folder = await gatewayFolder(scenario.target.url, overrides);
-    scenario.gateway = await startGatewayProcess(scenario.folder);
+    scenario.gateway = await startGatewayProcess(scenario.folder, env);
   });
   afterEach(async () => {
     await scenario.gateway?.stop();

@@ -1,5 +1,5 @@
 import { isMap, isScalar, type Node } from 'yaml';
-import { OPERATION_CLASSES, type OperationClass } from '@oncegate/domain';
+import { OPERATION_CLASSES, recoveryPolicyOf, type OperationClass } from '@oncegate/domain';
 import { ContractValidationError, type ContractIssue } from './contract-issue';
 import { CREDENTIAL_REF_RULE, isCredentialRef } from './credential-ref';
 import { DURATION_FORMS, parseDuration } from './duration';
@@ -221,8 +221,18 @@ function parseTool(
 
   const windowNode = tool.required('correlation_window', `: a duration (${DURATION_FORMS}) or until_confirmed`);
   const correlationWindow = windowNode === undefined ? undefined : readCorrelationWindow(ctx, windowNode, tool.fieldPath('correlation_window'));
-  const graceNode = tool.optional('redelivery_grace');
-  const redeliveryGraceMs = graceNode === undefined ? DEFAULT_REDELIVERY_GRACE_MS : readDuration(ctx, graceNode, tool.fieldPath('redelivery_grace'), { allowZero: true });
+  const graceDefault = operationClass === undefined ? DEFAULT_REDELIVERY_GRACE_MS : recoveryPolicyOf(operationClass).redeliveryGraceDefaultMs;
+  let redeliveryGraceMs: number | null | undefined = graceDefault;
+  if (graceDefault === null) {
+    tool.forbid(
+      'redelivery_grace',
+      `${operationClass === 'irreversible' ? 'an' : 'a'} ${operationClass} tool answers a repeat inside its correlation window with the stored result, whatever was delivered; ` +
+        'remove redelivery_grace (a caller that wants a second execution sends _meta["io.oncegate/new-intent"]: true)',
+    );
+  } else {
+    const graceNode = tool.optional('redelivery_grace');
+    if (graceNode !== undefined) redeliveryGraceMs = readDuration(ctx, graceNode, tool.fieldPath('redelivery_grace'), { allowZero: true });
+  }
   const approvalNode = tool.optional('approval');
   const approval = approvalNode === undefined ? 'none' : readEnum(ctx, approvalNode, tool.fieldPath('approval'), APPROVAL_MODES);
 

@@ -123,6 +123,14 @@ describe('a valid contract file', () => {
     expect(tool.limits).toEqual({ responseBytes: 524_288, connectTimeoutMs: 500, responseTimeoutMs: 120_000 });
   });
 
+  it.each([
+    ['read_only', 0],
+    ['idempotent_write', 60_000],
+    ['irreversible', null],
+  ] as const)('given a %s tool without redelivery_grace, when parsed, then the class default applies', (operationClass, grace) => {
+    expect(toolOf(file(httpTool({ class: `class: ${operationClass}` }))).redeliveryGraceMs).toBe(grace);
+  });
+
   it('given correlation_window until_confirmed, when parsed, then the window has no duration', () => {
     expect(toolOf(file(httpTool({ correlation_window: 'correlation_window: until_confirmed' }))).correlationWindow).toEqual({ kind: 'until_confirmed' });
   });
@@ -217,6 +225,13 @@ describe('a valid contract file', () => {
 });
 
 describe('a contract file with problems', () => {
+  it('given an irreversible tool with a redelivery_grace, when checked, then it is refused: its repeat inside the window is always a retry', () => {
+    expect(reasonsOf(file(httpTool({ class: 'class: irreversible', redelivery_grace: 'redelivery_grace: 5m' })))).toEqual([
+      'tools[0].redelivery_grace: an irreversible tool answers a repeat inside its correlation window with the stored result, whatever was delivered; ' +
+        'remove redelivery_grace (a caller that wants a second execution sends _meta["io.oncegate/new-intent"]: true)',
+    ]);
+  });
+
   it('given an empty file, when checked, then it says so at 1:1', () => {
     expect(issuesOf('')).toEqual([{ file: FILE, path: '', line: 1, column: 1, reason: "the file is empty; expected 'version: 1' and a 'tools:' list" }]);
     expect(issuesOf('# only a comment\n')[0]?.reason).toMatch(/the file is empty/);

@@ -31,8 +31,12 @@ export interface ToolContract {
   /** Top-level argument whose value is the durable idempotency key (intent scope `key:<value>`); `null` when none. */
   readonly durableKeyArgument: string | null;
   readonly correlationWindow: CorrelationWindow;
-  /** How long a completed execution still matches a retry and replays its stored result; 0 disables. Default 60 s. */
-  readonly redeliveryGraceMs: number;
+  /**
+   * How long after a proven delivery a matching call still gets the stored result (`replayed`); 0 disables.
+   * Default by class: read_only 0, idempotent_write 60 s. `null` for conditional_write, irreversible and
+   * remote_command: the whole correlation window, which a contract cannot shorten.
+   */
+  readonly redeliveryGraceMs: number | null;
   /** Default `none`. */
   readonly approval: ApprovalMode;
   /** Present exactly when `operationClass` is `conditional_write`. */

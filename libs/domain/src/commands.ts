@@ -37,7 +37,8 @@ export interface AcceptExecution extends CommandBase<'AcceptExecution'> {
   readonly intentScope: IntentScope;
   /** The tool's correlation window; `null` means "until confirmed". The window ends at `now + correlationWindowMs`. */
   readonly correlationWindowMs: number | null;
-  readonly redeliveryGraceMs: number;
+  /** `null`: the whole correlation window. */
+  readonly redeliveryGraceMs: number | null;
   readonly attemptPolicy: AttemptPolicy;
   readonly correlation: ProtocolCorrelation;
   /** Where the raw arguments are sealed; `null` when the call has none worth keeping. */
@@ -123,6 +124,8 @@ export interface ResolveReview extends CommandBase<'ResolveReview'> {
 export interface RecordResultDelivered extends CommandBase<'RecordResultDelivered'> {
   readonly correlation: ProtocolCorrelation;
   readonly replayed: boolean;
+  /** What proved receipt; required, because a written response alone proves nothing. */
+  readonly evidence: string;
 }
 
 export interface RecordResultDeliveryFailed extends CommandBase<'RecordResultDeliveryFailed'> {

@@ -149,8 +149,11 @@ export interface ExecutionAcceptedData {
   readonly toolName: string;
   /** `null` when the window is "until confirmed". */
   readonly windowEndsAt: IsoInstant | null;
-  /** 0 disables redelivery: a retry after delivery is a new execution. */
-  readonly redeliveryGraceMs: number;
+  /**
+   * How long after a proven delivery a matching call still gets the stored result; 0 disables it. `null`: the
+   * whole correlation window (conditional writes, irreversible calls, remote commands).
+   */
+  readonly redeliveryGraceMs: number | null;
   readonly attemptPolicy: AttemptPolicy;
   readonly correlation: ProtocolCorrelation;
   readonly acceptedAt: IsoInstant;
@@ -267,6 +270,11 @@ export interface ResultDeliveredData {
   readonly correlation: ProtocolCorrelation;
   readonly replayed: boolean;
   readonly deliveredAt: IsoInstant;
+  /**
+   * What proved the client received it, e.g. a later request on the same session or a `Last-Event-ID` at or
+   * past the response's event (a socket write is no proof). Absent in events recorded before it was required.
+   */
+  readonly evidence?: string;
 }
 
 export interface ResultDeliveryFailedData {

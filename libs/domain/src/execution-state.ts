@@ -50,7 +50,8 @@ export interface AcceptedFacts {
   readonly operationClass: OperationClass;
   readonly intentScope: IntentScope;
   readonly windowEndsAt: IsoInstant | null;
-  readonly redeliveryGraceMs: number;
+  /** `null`: the whole correlation window. */
+  readonly redeliveryGraceMs: number | null;
   readonly attemptPolicy: AttemptPolicy;
   readonly acceptedAt: IsoInstant;
   /** The channel whose dispatcher sends it (`http`, `ssh`, a plugin's). */

@@ -368,11 +368,13 @@ export function decide(command: ExecutionCommand, state: ExecutionState): Execut
 
     case 'RecordResultDelivered':
       if (!statusIn(state.status, DEFINITE_OUTCOME_STATUSES)) throw refuse('no_definite_outcome');
+      requireText(command.type, 'evidence', command.evidence);
       return [
         executionEvent('ResultDelivered', {
           correlation: command.correlation,
           replayed: command.replayed,
           deliveredAt: now,
+          evidence: command.evidence,
         }),
       ];
 
@@ -438,8 +440,8 @@ function decideAccept(command: Extract<ExecutionCommand, { type: 'AcceptExecutio
   if (command.correlationWindowMs !== null && !isDurationMs(command.correlationWindowMs)) {
     throw invalid('correlationWindowMs', 'expected whole non-negative milliseconds or null');
   }
-  if (!isDurationMs(command.redeliveryGraceMs)) {
-    throw invalid('redeliveryGraceMs', 'expected whole non-negative milliseconds');
+  if (command.redeliveryGraceMs !== null && !isDurationMs(command.redeliveryGraceMs)) {
+    throw invalid('redeliveryGraceMs', 'expected whole non-negative milliseconds or null');
   }
   const { maxAttempts, attemptTimeoutMs, markerBeforeWork } = command.attemptPolicy;
   if (!Number.isSafeInteger(maxAttempts) || maxAttempts < 1) {

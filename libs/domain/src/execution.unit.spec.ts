@@ -755,17 +755,26 @@ describe('given an execution that needs review', () => {
 describe('given a completed execution', () => {
   const state = given(...completed());
 
-  it('when the result is delivered then it is delivered and the grace starts from that write', () => {
+  it('when receipt is proven then it is delivered, with the evidence, and the grace starts from that proof', () => {
     const { events, state: next } = when(state, delivered(at(900)));
     expect(events).toEqual([
       {
         type: 'ResultDelivered',
         schemaVersion: 1,
-        data: { correlation: { jsonRpcId: 1, transport: 'streamable-http' }, replayed: false, deliveredAt: at(900) },
+        data: {
+          correlation: { jsonRpcId: 1, transport: 'streamable-http' },
+          replayed: false,
+          deliveredAt: at(900),
+          evidence: 'a later request on the same MCP session after the response was written',
+        },
       },
     ]);
     expect(next.status).toBe('delivered');
     expect(next.delivery).toEqual({ last: 'delivered', lastAt: at(900), lastDeliveredAt: at(900), deliveries: 1 });
+  });
+
+  it('when a delivery is recorded without evidence then it is refused (a written response proves nothing)', () => {
+    expect(thrownBy(() => when(state, { ...delivered(at(900)), evidence: ' ' }))).toMatchObject({ field: 'evidence' });
   });
 
   it('when the transport closed first then the result is completed but not delivered', () => {

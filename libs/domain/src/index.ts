@@ -5,6 +5,7 @@ export {
   RECOVERY_POLICIES,
   isOperationClass,
   recoveryPolicyOf,
+  retriesForWholeWindow,
   type OperationClass,
   type RecoveryAction,
   type RecoveryPolicy,

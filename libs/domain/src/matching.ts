@@ -1,6 +1,15 @@
 /**
  * Matching a retry to an earlier execution of the same intent (DESIGN section 5), as pure functions. The caller
  * has already found `prior` through the atomic per-fingerprint claim; this decides what the retry gets.
+ *
+ * Delivery evidence: the gateway can only know that it wrote a response, never that the client read it, so
+ * `delivered` (ResultDelivered) means the protocol proved receipt — a later request on the same MCP session
+ * after the response was fully written, a `Last-Event-ID` at or past the response's event on a resumed stream,
+ * a later message on the same stdio connection. A response written and never acknowledged leaves the execution
+ * `completed` (or `completed_result_not_delivered` when the transport closed first), and a matching call gets
+ * the stored result back. Only `delivered` starts the redelivery grace, and for conditional writes, irreversible
+ * calls and remote commands not even that ends the match: a repeat inside the correlation window attaches
+ * unless the caller declares a new intent (`_meta["io.oncegate/new-intent"]: true`).
  */
 import { addMs, isBefore, type IsoInstant } from './durations';
 import { IdempotencyKeyConflictError } from './errors';
@@ -12,14 +21,15 @@ import {
   type ExecutionStatus,
 } from './execution-state';
 import type { Fingerprint } from './fingerprint-value';
-import { recoveryPolicyOf, type OperationClass, type RecoveryAction } from './operation-class';
+import { recoveryPolicyOf, retriesForWholeWindow, type OperationClass, type RecoveryAction } from './operation-class';
 import type { ExecutionId } from './streams';
 
 /**
  * States a retry can attach to while the prior's window is open. DESIGN section 5 lists accepted through
  * completed/delivered; `denied` and `failed` are added because recover_or_attach returns the same denial or
  * failure (invariant 4), and `abandoned` because a review the operator closed must not turn into a fresh attempt
- * either. `delivered` additionally needs the redelivery grace.
+ * either. `delivered` additionally needs the redelivery grace, except for the classes whose grace is the whole
+ * window (`retriesForWholeWindow`).
  */
 export const MATCHABLE = [
   'accepted',
@@ -139,7 +149,10 @@ export function matchRetry({ prior, now, newIntent }: MatchRetryInput): MatchDec
     case 'completed_result_not_delivered':
       return attach({ kind: 'return_stored_result', resultRef: prior.outcome?.resultRef ?? null });
     case 'delivered': {
-      const grace = accepted.redeliveryGraceMs;
+      // A repeat of a conditional write, an irreversible call or a remote command inside its window is a retry,
+      // whatever the delivery record or the recorded grace says: only the caller's new intent starts another.
+      const grace = retriesForWholeWindow(accepted.operationClass) ? null : accepted.redeliveryGraceMs;
+      if (grace === null) return attach({ kind: 'replay_stored_result', resultRef: prior.outcome?.resultRef ?? null });
       if (grace === 0) return newExecution('redelivery_grace_disabled');
       const deliveredAt = prior.delivery?.lastDeliveredAt ?? null;
       if (deliveredAt === null || !isBefore(now, addMs(deliveredAt, grace))) {

@@ -200,6 +200,43 @@ describe('matching a retry (DESIGN section 5)', () => {
     });
   });
 
+  describe('given a result written but never acknowledged (no proof of receipt)', () => {
+    it.each(['read_only', 'idempotent_write', 'conditional_write', 'irreversible', 'remote_command'] as const)(
+      'when a %s call is repeated long after the grace inside the window then it attaches to the stored result',
+      (operationClass) => {
+        const written = given(...completed({ operationClass }));
+        expect(match(written, INSIDE_WINDOW)).toEqual(
+          attachWith({ kind: 'return_stored_result', resultRef: 'result:01J3Z6Y8QK4W5X2V7N9M0P1R2S:1' }),
+        );
+      },
+    );
+  });
+
+  describe('given a delivered conditional write, irreversible call or remote command', () => {
+    it.each(['conditional_write', 'irreversible', 'remote_command'] as const)(
+      'when a %s call is repeated after any grace but inside the window then it attaches and replays, whatever the delivery record says',
+      (operationClass) => {
+        // A grace recorded by an older gateway (60 s) or set to 0 does not end the match for these classes.
+        for (const redeliveryGraceMs of [null, 0, GRACE_MS]) {
+          const state = given(...completed({ operationClass, redeliveryGraceMs }), delivered(at(900)));
+          expect(match(state, INSIDE_WINDOW)).toEqual(
+            attachWith({ kind: 'replay_stored_result', resultRef: 'result:01J3Z6Y8QK4W5X2V7N9M0P1R2S:1' }),
+          );
+        }
+      },
+    );
+
+    it('when the caller declares a new intent then it is a new execution', () => {
+      const state = given(...completed({ operationClass: 'irreversible', redeliveryGraceMs: null }), delivered(at(900)));
+      expect(match(state, at(900 + GRACE_MS + 1), true)).toMatchObject({ kind: 'new_execution', reason: 'new_intent_requested' });
+    });
+
+    it('when the window has ended then it is a new execution', () => {
+      const state = given(...completed({ operationClass: 'irreversible', redeliveryGraceMs: null }), delivered(at(900)));
+      expect(match(state, WINDOW_END)).toEqual({ kind: 'new_execution', reason: 'window_ended', expirePrior: true });
+    });
+  });
+
   describe('given a prior whose window has ended', () => {
     it.each([
       ['accepted', () => given(...accepted())],

@@ -1,3 +1,5 @@
+import { DEFAULT_REDELIVERY_GRACE_MS } from './durations';
+
 /**
  * Operation classes and what the gateway may do after an outcome is lost (DESIGN section 6).
  * The contract declares the class; the HTTP method never decides it.
@@ -34,6 +36,13 @@ export interface RecoveryPolicy {
   readonly afterUnknownOutcome: RecoveryAction;
   /** May a retry ever cause a second request to the target for the same execution? */
   readonly mayRedispatch: boolean;
+  /**
+   * How long a delivered result still answers a matching repeat (DESIGN section 5, redelivery_grace): the
+   * default in milliseconds when the contract names none, or `null` for the whole correlation window, which a
+   * contract cannot shorten and a delivery record does not end: a repeat of such a call inside its window is
+   * a retry unless the caller declares a new intent.
+   */
+  readonly redeliveryGraceDefaultMs: number | null;
   /** Annotation hints derived for MCP tool listings (DESIGN section 7). */
   readonly annotations: {
     readonly readOnlyHint: boolean;
@@ -47,33 +56,43 @@ export const RECOVERY_POLICIES: Readonly<Record<OperationClass, RecoveryPolicy>>
     operationClass: 'read_only',
     afterUnknownOutcome: 'redispatch',
     mayRedispatch: true,
+    redeliveryGraceDefaultMs: 0,
     annotations: { readOnlyHint: true, idempotentHint: true, destructiveHint: false },
   },
   idempotent_write: {
     operationClass: 'idempotent_write',
     afterUnknownOutcome: 'redispatch_same_key',
     mayRedispatch: true,
+    redeliveryGraceDefaultMs: DEFAULT_REDELIVERY_GRACE_MS,
     annotations: { readOnlyHint: false, idempotentHint: true, destructiveHint: false },
   },
   conditional_write: {
     operationClass: 'conditional_write',
     afterUnknownOutcome: 'query_status_then_decide',
     mayRedispatch: true,
+    redeliveryGraceDefaultMs: null,
     annotations: { readOnlyHint: false, idempotentHint: false, destructiveHint: false },
   },
   irreversible: {
     operationClass: 'irreversible',
     afterUnknownOutcome: 'hold_for_review',
     mayRedispatch: false,
+    redeliveryGraceDefaultMs: null,
     annotations: { readOnlyHint: false, idempotentHint: false, destructiveHint: true },
   },
   remote_command: {
     operationClass: 'remote_command',
     afterUnknownOutcome: 'probe_marker_then_decide',
     mayRedispatch: true,
+    redeliveryGraceDefaultMs: null,
     annotations: { readOnlyHint: false, idempotentHint: false, destructiveHint: true },
   },
 };
+
+/** True when a repeat inside the correlation window attaches whatever the delivery record says. */
+export function retriesForWholeWindow(operationClass: OperationClass): boolean {
+  return RECOVERY_POLICIES[operationClass].redeliveryGraceDefaultMs === null;
+}
 
 export function recoveryPolicyOf(operationClass: OperationClass): RecoveryPolicy {
   return RECOVERY_POLICIES[operationClass];

@@ -212,7 +212,7 @@ describe('gatherInvestigationEvents on a SQLite event store written by the execu
       await drive(executionId, { type: 'AuthorizeExecution', basis: 'policy' } as never);
       await drive(executionId, { type: 'RecordDispatch', dispatcherId: 'd1' } as never);
       await drive(executionId, { type: 'ObserveOutcome', attempt: 1, outcome: 'succeeded', source: 'response', targetStatus: 200, exitCode: null, resultRef: 'r', resultDigest: null } as never);
-      await drive(executionId, { type: 'RecordResultDelivered', correlation, replayed: false } as never);
+      await drive(executionId, { type: 'RecordResultDelivered', correlation, replayed: false, evidence: 'a later request on the same MCP session after the response was written' } as never);
     };
     const [first, second] = [executionIdOf('P'), executionIdOf('Q')];
     await callOnce(first);

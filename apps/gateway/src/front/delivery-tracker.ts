@@ -1,10 +1,14 @@
 import type { ExecutionId } from '@oncegate/domain';
 
-/** What the transport saw once it finished with a call's response. */
-export interface DeliverySettlement {
-  readonly delivered: boolean;
-  readonly detail: string;
-}
+/**
+ * What the transport proved about a call's response: received (with the evidence), not delivered (the
+ * transport closed before writing it, or the client gave up on it), or nothing either way — written, perhaps,
+ * but never acknowledged; nothing is recorded then, and a matching call gets the stored result.
+ */
+export type DeliverySettlement =
+  | { readonly kind: 'delivered'; readonly evidence: string }
+  | { readonly kind: 'not_delivered'; readonly reason: string }
+  | { readonly kind: 'unproven' };
 
 export interface DeliveryWatch {
   readonly settled: Promise<DeliverySettlement>;

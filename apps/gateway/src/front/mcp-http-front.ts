@@ -1,20 +1,27 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Logger } from '@nestjs/common';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import { isInitializeRequest, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import {
+  isInitializeRequest,
+  isJSONRPCErrorResponse,
+  isJSONRPCResultResponse,
+  type JSONRPCMessage,
+} from '@modelcontextprotocol/sdk/types.js';
 import { sessionStream } from '@oncegate/domain';
 import type { ToolContract } from '@oncegate/contracts';
 import type { EventStore } from '@oncegate/event-store';
 import { isoNow, type Clock } from '@oncegate/execution-journal';
 import { v7 as uuidv7 } from 'uuid';
 import type { AgentDirectory } from '../infrastructure/agent-directory';
-import type { DeliverySettlement, DeliveryWatch } from './delivery-tracker';
+import { requestKey, SessionDeliveries } from './delivery-evidence';
 import { checkHostAndOrigin, type HostOriginRules } from './host-origin-guard';
 import { createMcpServer, type ConnectionFacts } from './mcp-server';
-import type { SseResumptionStore } from './sse-resumption-store';
+import { ResumedCalls } from './resumed-calls';
+import { SessionTransport } from './session-transport';
+import type { SseResumptionStore, StreamCalls } from './sse-resumption-store';
 import type { ToolCalls } from './tool-calls';
 
 /** Another API on the same listener under its own path prefix (e.g. `/approvals`); it authenticates and answers itself. */
@@ -43,8 +50,14 @@ export interface McpHttpFrontOptions {
 interface Session {
   readonly id: string;
   readonly actor: string;
-  readonly transport: WebStandardStreamableHTTPServerTransport;
+  readonly transport: SessionTransport;
   readonly server: Server;
+  /** What the session proves about the responses written on it. */
+  readonly deliveries: SessionDeliveries;
+  /** Request ids (`requestKey`) whose response has not been sent yet: another request may not take one. */
+  readonly inFlight: Set<string>;
+  /** Response streams this process opened (their priming events). */
+  readonly streams: Set<string>;
 }
 
 interface SessionStartedData {
@@ -60,6 +73,8 @@ class HttpError extends Error {
     readonly code: number,
     message: string,
     readonly headers: Record<string, string> = {},
+    /** The JSON-RPC id of the request refused, when known. */
+    readonly id: string | number | null = null,
   ) {
     super(message);
   }
@@ -71,7 +86,7 @@ function jsonRpcError(res: ServerResponse, error: HttpError): void {
     return;
   }
   res.writeHead(error.status, { 'content-type': 'application/json', ...error.headers });
-  res.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: error.code, message: error.message } }));
+  res.end(JSON.stringify({ jsonrpc: '2.0', id: error.id, error: { code: error.code, message: error.message } }));
 }
 
 async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
@@ -138,10 +153,14 @@ async function pipeResponse(response: Response, res: ServerResponse): Promise<vo
 export class McpHttpFront {
   private readonly log = new Logger('mcp-http');
   private readonly sessions = new Map<string, Session>();
-  private readonly watches = new Map<string, DeliveryWatch>();
+  /** The tools/calls of the POST being handled, for its response stream's priming event. */
+  private readonly postCalls = new AsyncLocalStorage<StreamCalls | undefined>();
+  private readonly resumed: ResumedCalls;
   private http: HttpServer | undefined;
 
-  constructor(private readonly options: McpHttpFrontOptions) {}
+  constructor(private readonly options: McpHttpFrontOptions) {
+    this.resumed = new ResumedCalls(options.store, options.resumption, options.toolCalls);
+  }
 
   async listen(): Promise<{ url: string; port: number }> {
     this.http = createServer((req, res) => {
@@ -225,46 +244,80 @@ export class McpHttpFront {
     } else {
       session = await this.existingSession(String(sessionHeader), actor);
     }
-    const keys = this.watchResponses(session.id, messages, res);
+    const requestIds = this.admit(session, messages);
+    for (const message of messages) this.received(session, message);
+    const callIds = this.watchResponses(session, messages, res);
+    let response: Response;
     try {
-      const response = await session.transport.handleRequest(toWebRequest(req, body), { parsedBody: parsed });
-      if (sessionHeader === undefined && session.transport.sessionId !== undefined) {
-        await this.recordSession(session, messages.find((m) => isInitializeRequest(m)) as unknown as JSONRPCMessage);
-      }
-      await pipeResponse(response, res);
-    } finally {
-      // The watch stays readable through its promise; the key is only needed until the handler looked it up.
-      res.once('close', () => keys.forEach((key) => this.watches.delete(key)));
+      const calls = callIds.length === 0 ? undefined : { requestIds: callIds, journalPosition: await this.options.store.headPosition() };
+      response = await this.postCalls.run(calls, () => session.transport.handleRequest(toWebRequest(req, body), { parsedBody: parsed }));
+    } catch (error) {
+      requestIds.forEach((id) => session.inFlight.delete(id));
+      throw error;
     }
+    // Refused by the SDK before any handler ran: no response will be sent for these ids.
+    if (!response.ok) requestIds.forEach((id) => session.inFlight.delete(id));
+    if (sessionHeader === undefined && session.transport.sessionId !== undefined) {
+      await this.recordSession(session, messages.find((m) => isInitializeRequest(m)) as unknown as JSONRPCMessage);
+    }
+    await pipeResponse(response, res);
   }
 
-  /** One watch per tools/call id of this POST: settled by what the socket saw when the response ended. */
-  private watchResponses(sessionId: string, messages: unknown[], res: ServerResponse): string[] {
-    const keys: string[] = [];
-    const settled = new Promise<DeliverySettlement>((resolve) =>
-      res.once('close', () =>
-        resolve(
-          res.writableFinished
-            ? { delivered: true, detail: 'response stream ended normally' }
-            : { delivered: false, detail: 'the response stream closed before the result was written' },
-        ),
-      ),
-    );
+  /**
+   * Takes the request ids of a POST on its session. The SDK maps a response to its stream by request id alone,
+   * so a second request with the id of one still awaiting its response would cross the two answers: it is
+   * refused before the SDK sees it, and nothing is accepted for it.
+   */
+  private admit(session: Session, messages: unknown[]): string[] {
+    const ids = messages.flatMap((message) => {
+      const m = message as { method?: unknown; id?: unknown } | null;
+      return typeof m?.method === 'string' && (typeof m.id === 'string' || typeof m.id === 'number') ? [requestKey(m.id)] : [];
+    });
+    const taken = ids.find((id, index) => session.inFlight.has(id) || ids.indexOf(id) !== index);
+    if (taken !== undefined) {
+      throw new HttpError(
+        409,
+        -32600,
+        `Invalid Request: request id ${taken} is already in flight on this session; wait for its answer or use another id. Nothing was accepted`,
+        {},
+        JSON.parse(taken) as string | number,
+      );
+    }
+    ids.forEach((id) => session.inFlight.add(id));
+    return ids;
+  }
+
+  /** A message from the client: evidence for earlier responses; a cancel frees its request id. */
+  private received(session: Session, message: unknown): void {
+    session.deliveries.received(message);
+    const m = message as { method?: unknown; params?: { requestId?: unknown } } | null;
+    const cancelled = m?.method === 'notifications/cancelled' ? m.params?.requestId : undefined;
+    if (typeof cancelled === 'string' || typeof cancelled === 'number') session.inFlight.delete(requestKey(cancelled));
+  }
+
+  /** One watch per tools/call of this POST, settled by evidence; the stream's end says whether it was written. */
+  private watchResponses(session: Session, messages: unknown[], res: ServerResponse): (string | number)[] {
+    const ids: (string | number)[] = [];
     for (const message of messages) {
-      const m = message as { method?: unknown; id?: unknown };
+      const m = message as { method?: unknown; id?: unknown; params?: { name?: unknown; arguments?: unknown } } | null;
       if (m?.method === 'tools/call' && (typeof m.id === 'string' || typeof m.id === 'number')) {
-        const key = `${sessionId}\u0000${m.id}`;
-        this.watches.set(key, { settled });
-        keys.push(key);
+        session.deliveries.expect(m.id, m.params);
+        ids.push(m.id);
       }
     }
-    return keys;
+    if (ids.length > 0) res.once('close', () => ids.forEach((id) => session.deliveries.streamEnded(id, res.writableFinished)));
+    return ids;
   }
 
   private async sessionRequest(req: IncomingMessage, res: ServerResponse, actor: string): Promise<void> {
     const header = req.headers['mcp-session-id'];
     if (header === undefined) throw new HttpError(400, -32000, 'Bad Request: Mcp-Session-Id header is required');
     const session = await this.existingSession(String(header), actor);
+    const lastEventId = req.headers['last-event-id'];
+    if (req.method === 'GET' && typeof lastEventId === 'string') {
+      session.deliveries.resumedAfter(lastEventId);
+      if (await this.resumed.handle(session, lastEventId, res)) return;
+    }
     const response = await session.transport.handleRequest(toWebRequest(req, undefined));
     if (req.method === 'DELETE' && response.ok) {
       this.sessions.delete(session.id);
@@ -281,19 +334,38 @@ export class McpHttpFront {
         const value = info?.headers?.['oncegate-run'];
         return typeof value === 'string' && value.length > 0 ? value : undefined;
       },
-      deliveryOf: (sessionId, requestId) => this.watches.get(`${sessionId}\u0000${requestId}`),
+      deliveryOf: (sessionId, requestId) => (sessionId === undefined ? undefined : this.sessions.get(sessionId)?.deliveries.watchOf(requestId)),
     };
   }
 
   private async openSession(id: string, actor: string): Promise<Session> {
-    const transport = new WebStandardStreamableHTTPServerTransport({
-      sessionIdGenerator: () => id,
-      eventStore: this.options.resumption.forSession(id),
-      maxRequestBodySize: this.options.maxRequestBytes,
-    });
+    const deliveries = new SessionDeliveries('MCP session');
+    const inFlight = new Set<string>();
+    const streams = new Set<string>();
+    const events = this.options.resumption.forSession(id, () => this.postCalls.getStore());
+    const transport = new SessionTransport(
+      {
+        sessionIdGenerator: () => id,
+        eventStore: {
+          ...events,
+          storeEvent: async (streamId, message) => {
+            const eventId = await events.storeEvent(streamId, message);
+            if (Object.keys(message).length === 0) streams.add(streamId);
+            else if ((isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) && message.id !== undefined) {
+              deliveries.stored(message.id, eventId);
+            }
+            return eventId;
+          },
+        },
+        maxRequestBodySize: this.options.maxRequestBytes,
+      },
+      (requestId) => inFlight.delete(requestKey(requestId)),
+    );
     const server = createMcpServer(this.options.tools, this.options.toolCalls, this.connectionFacts(actor));
+    // Chained by the SDK after its own close handling: what is still unproven stays so.
+    server.onclose = () => deliveries.end();
     await server.connect(transport);
-    return { id, actor, transport, server };
+    return { id, actor, transport, server, deliveries, inFlight, streams };
   }
 
   private async newSession(actor: string): Promise<Session> {

@@ -11,9 +11,26 @@ interface StoredSseEvent {
   readonly iv: string;
   readonly tag: string;
   readonly ciphertext: string;
+  /** On a request stream's priming event: the tools/call requests the stream answers (ids are not secret). */
+  readonly calls?: StreamCalls;
+}
+
+/**
+ * The tools/call requests one POST's response stream answers, and the journal position when they arrived: after
+ * a restart, a client resuming that stream is answered from the journal (the executions carry the request ids).
+ */
+export interface StreamCalls {
+  readonly requestIds: readonly (string | number)[];
+  readonly journalPosition: number;
 }
 
 const STREAM_PREFIX = 'mcp-sse-';
+
+/** Event ids are `<sdk stream id>.<revision>`. */
+export function parseEventId(eventId: EventId): { streamId: StreamId; revision: number } | undefined {
+  const match = /^([A-Za-z0-9_-]{1,128})\.(\d{1,15})$/.exec(eventId);
+  return match ? { streamId: match[1]!, revision: Number(match[2]) } : undefined;
+}
 
 /**
  * SSE resumability for the MCP SDK (its `EventStore` interface) backed by our event store, so `Last-Event-ID`
@@ -27,28 +44,27 @@ export class SseResumptionStore {
     private readonly onReplay: ReplayListener = () => undefined,
   ) {}
 
-  forSession(sessionId: string): McpEventStore {
+  /** `callsOf` names the calls of the POST being handled, asked when its stream's priming event is stored. */
+  forSession(sessionId: string, callsOf: () => StreamCalls | undefined = () => undefined): McpEventStore {
     const streamName = (streamId: StreamId) => `${STREAM_PREFIX}${sessionId}-${streamId}`;
     const aad = (streamId: StreamId) => Buffer.from(`${sessionId}\u0000${streamId}`);
-    const parse = (eventId: EventId): { streamId: StreamId; revision: number } | undefined => {
-      const match = /^([A-Za-z0-9_-]{1,128})\.(\d{1,15})$/.exec(eventId);
-      return match ? { streamId: match[1]!, revision: Number(match[2]) } : undefined;
-    };
     return {
       storeEvent: async (streamId, message) => {
         const sealed = this.cipher.seal(Buffer.from(JSON.stringify(message)), aad(streamId));
+        const calls = Object.keys(message).length === 0 ? callsOf() : undefined;
         const data: StoredSseEvent = {
           keyId: sealed.keyId,
           iv: sealed.iv.toString('base64'),
           tag: sealed.tag.toString('base64'),
           ciphertext: sealed.ciphertext.toString('base64'),
+          ...(calls !== undefined && calls.requestIds.length > 0 ? { calls } : {}),
         };
         const result = await this.store.appendToStream(streamName(streamId), [{ type: 'SseMessageStored', data }]);
         return `${streamId}.${result.nextExpectedRevision}`;
       },
-      getStreamIdForEventId: async (eventId) => parse(eventId)?.streamId,
+      getStreamIdForEventId: async (eventId) => parseEventId(eventId)?.streamId,
       replayEventsAfter: async (lastEventId, { send }) => {
-        const parsed = parse(lastEventId);
+        const parsed = parseEventId(lastEventId);
         if (parsed === undefined) throw new Error('Invalid event ID format');
         const events = await this.store.readStream(streamName(parsed.streamId), { fromRevision: parsed.revision + 1 });
         for (const event of events) {
@@ -71,5 +87,11 @@ export class SseResumptionStore {
         return parsed.streamId;
       },
     };
+  }
+
+  /** The calls a request stream answers, from its priming event; `undefined` for any other stream. */
+  async callsOf(sessionId: string, streamId: StreamId): Promise<StreamCalls | undefined> {
+    const [first] = await this.store.readStream(`${STREAM_PREFIX}${sessionId}-${streamId}`, { maxCount: 1 });
+    return (first?.data as StoredSseEvent | undefined)?.calls;
   }
 }

@@ -47,7 +47,7 @@ export interface CallContext {
   readonly correlation: ProtocolCorrelation;
   /** Aborts when the client cancels; it only ever stops waiting, never a dispatched request. */
   readonly signal: AbortSignal;
-  /** Reports whether the transport finished writing this call's response; absent when it cannot tell. */
+  /** Reports what the transport proved about this call's response; absent when it cannot tell (nothing is recorded). */
   readonly delivery: DeliveryWatch | undefined;
 }
 
@@ -348,22 +348,38 @@ export class ToolCalls {
     return opened === undefined ? undefined : (JSON.parse(opened.plaintext.toString('utf8')) as StoredResult);
   }
 
-  /** Records what the transport saw when it wrote the answer: delivered, or closed first. */
+  /**
+   * Records what the transport proved about the answer: delivered (with the evidence of receipt), or not
+   * delivered; a response written and never acknowledged records nothing (DESIGN section 5).
+   */
   private async recordDelivery(executionId: ExecutionId, flags: AnswerFlags, context: CallContext): Promise<void> {
-    const settled = context.delivery ? await context.delivery.settled : { delivered: true, detail: 'written to the transport' };
+    const settled = context.delivery ? await context.delivery.settled : { kind: 'unproven' as const };
+    if (settled.kind === 'unproven') return;
     await runExecutionCommand(
       this.deps.store,
       executionId,
       (state) => {
         if (state.outcome === null) return undefined;
         const now = isoNow(this.deps.clock);
-        return settled.delivered
-          ? { type: 'RecordResultDelivered', executionId, now, correlation: context.correlation, replayed: flags.replayed }
-          : { type: 'RecordResultDeliveryFailed', executionId, now, correlation: context.correlation, reason: settled.detail };
+        return settled.kind === 'delivered'
+          ? { type: 'RecordResultDelivered', executionId, now, correlation: context.correlation, replayed: flags.replayed, evidence: settled.evidence }
+          : { type: 'RecordResultDeliveryFailed', executionId, now, correlation: context.correlation, reason: settled.reason };
       },
       { actor: 'service:result-delivery', correlation: context.correlation },
       this.deps.clock,
     ).catch(() => undefined);
+  }
+
+  /**
+   * Answers a call again whose request outlived the process that received it (its stream resumed after a
+   * restart): it waits as the original call would have, then answers from the execution's state. `undefined`
+   * when the execution is not the caller's or its tool is gone.
+   */
+  async answerAgain(executionId: ExecutionId, attached: boolean, context: CallContext): Promise<CallToolResult | undefined> {
+    const { state } = await loadExecution(this.deps.store, executionId);
+    const tool = state.accepted === null ? undefined : this.deps.tools.get(state.accepted.toolName);
+    if (state.accepted?.actor !== context.actor || tool === undefined) return undefined;
+    return this.waitAndAnswer(tool, state, { attached, replayed: false }, context, () => true);
   }
 
   /** The built-in `execution_status`: an agent may ask only about its own executions. */

@@ -177,6 +177,7 @@ export const delivered = (now: IsoInstant = at(900), replayed = false): RecordRe
   now,
   correlation: { jsonRpcId: 1, transport: 'streamable-http' },
   replayed,
+  evidence: 'a later request on the same MCP session after the response was written',
 });
 export const deliveryFailed = (now: IsoInstant = at(900)): RecordResultDeliveryFailed => ({
   type: 'RecordResultDeliveryFailed',

@@ -30,7 +30,7 @@ function runToOutcome(history: RecordedHistory, executionId: ReturnType<typeof e
 }
 
 function deliver(history: RecordedHistory, executionId: ReturnType<typeof executionIdOf>, now: string, correlation: ProtocolCorrelation, replayed = false) {
-  history.run(executionId, { type: 'RecordResultDelivered', now: now as never, correlation, replayed }, service('result-delivery'));
+  history.run(executionId, { type: 'RecordResultDelivered', now: now as never, correlation, replayed, evidence: 'a later request on the same MCP session after the response was written' }, service('result-delivery'));
 }
 
 /**

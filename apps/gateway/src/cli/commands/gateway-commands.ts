@@ -1,7 +1,7 @@
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { ContractValidationError } from '@oncegate/contracts';
 import { GatewayConfigError, logLevelsUpTo } from '../../config/gateway-config';
 import { createMcpServer } from '../../front/mcp-server';
+import { StdioConnection } from '../../front/stdio-connection';
 import { startGateway } from '../../gateway';
 import { SealKeyError } from '../../infrastructure/seal-keys';
 import { EXIT_CODES, type CliCommand, type CliIo, type ExitCode } from '../cli-command';
@@ -102,13 +102,13 @@ ONCEGATE_RUN optionally declares the agent run.`,
       return EXIT_CODES.failed;
     }
     const run = process.env['ONCEGATE_RUN'];
+    const transport = new StdioConnection();
     const server = createMcpServer(gateway.tools, gateway.toolCalls, {
       actor,
       transport: 'stdio',
       runHeader: () => (run ? run : undefined),
-      deliveryOf: () => undefined,
+      deliveryOf: (_sessionId, requestId) => transport.deliveries.watchOf(requestId),
     });
-    const transport = new StdioServerTransport();
     const closed = new Promise<void>((resolve) => (transport.onclose = () => resolve()));
     process.stdin.once('end', () => void transport.close());
     await server.connect(transport);

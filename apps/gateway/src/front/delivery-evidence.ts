@@ -1,0 +1,148 @@
+import { canonicalJson, toJsonValue } from '@oncegate/fingerprint';
+import type { DeliverySettlement, DeliveryWatch } from './delivery-tracker';
+import { parseEventId } from './sse-resumption-store';
+
+type RequestId = string | number;
+
+interface PendingResponse {
+  /** Tool name and arguments: a repeat of the same call is no proof that the client read the first answer. */
+  readonly repeatKey: string | undefined;
+  /** `<stream id>.<revision>` of the stored response, once stored for resumption. */
+  eventId: string | undefined;
+  written: boolean;
+  readonly watch: DeliveryWatch;
+  readonly settle: (settlement: DeliverySettlement) => void;
+}
+
+/** Unanswered entries kept per connection; beyond it the oldest is dropped, recording nothing for it. */
+const MAX_PENDING = 1_000;
+
+/**
+ * What one MCP session (or stdio connection) proves about the responses written on it (DESIGN section 5). The
+ * server only knows what it wrote, so a written response is not delivered: it waits for evidence of receipt —
+ * a later message from the client received after the response was fully written, or a `Last-Event-ID` at or
+ * past the response's event on a resumed stream. A cancel for the request after it was written proves the
+ * client gave up; a repeat of the same call proves nothing either way. Each watch settles once.
+ */
+export class SessionDeliveries {
+  private readonly pending = new Map<string, PendingResponse>();
+
+  /** `connection` names where a later message came from in the recorded evidence, e.g. `MCP session`. */
+  constructor(private readonly connection: string) {}
+
+  /** A tools/call arrived: its response will be watched until evidence settles it. */
+  expect(requestId: RequestId, call: { name?: unknown; arguments?: unknown } | undefined): DeliveryWatch {
+    this.settle(requestId, { kind: 'unproven' });
+    if (this.pending.size >= MAX_PENDING) {
+      const [oldest] = this.pending.keys();
+      if (oldest !== undefined) this.settleKey(oldest, { kind: 'unproven' });
+    }
+    let settle!: (settlement: DeliverySettlement) => void;
+    const settled = new Promise<DeliverySettlement>((resolve) => (settle = resolve));
+    const entry: PendingResponse = { repeatKey: repeatKeyOf(call), eventId: undefined, written: false, watch: { settled }, settle };
+    this.pending.set(requestKey(requestId), entry);
+    return entry.watch;
+  }
+
+  watchOf(requestId: RequestId): DeliveryWatch | undefined {
+    return this.pending.get(requestKey(requestId))?.watch;
+  }
+
+  /** The response to `requestId` was stored for resumption under `eventId`. */
+  stored(requestId: RequestId, eventId: string): void {
+    const entry = this.pending.get(requestKey(requestId));
+    if (entry !== undefined) entry.eventId = eventId;
+  }
+
+  /**
+   * The response stream a request was answered on ended, normally (everything on it was written) or cut short.
+   * Normally with the response stored means written; otherwise the response did not go out on it.
+   */
+  streamEnded(requestId: RequestId, finishedNormally: boolean): void {
+    const entry = this.pending.get(requestKey(requestId));
+    if (entry === undefined || entry.written) return;
+    if (finishedNormally && entry.eventId !== undefined) entry.written = true;
+    else {
+      this.settle(requestId, {
+        kind: 'not_delivered',
+        reason: finishedNormally ? 'the response stream ended before the result was written' : 'the response stream closed before the result was written',
+      });
+    }
+  }
+
+  /** The response was handed completely to the transport; from now on a later message is evidence. */
+  written(requestId: RequestId): void {
+    const entry = this.pending.get(requestKey(requestId));
+    if (entry !== undefined) entry.written = true;
+  }
+
+  /** A message from the client on this connection; called before the message is handled. */
+  received(message: unknown): void {
+    const m = message as { method?: unknown; params?: { requestId?: unknown; name?: unknown; arguments?: unknown } } | null;
+    const method = typeof m?.method === 'string' ? m.method : 'response';
+    const cancelled = method === 'notifications/cancelled' ? m?.params?.requestId : undefined;
+    const repeatKey = method === 'tools/call' ? repeatKeyOf(m?.params) : undefined;
+    for (const [key, entry] of [...this.pending]) {
+      if (cancelled !== undefined && key === requestKey(cancelled as RequestId)) {
+        if (entry.written) {
+          this.settleKey(key, { kind: 'not_delivered', reason: 'the client cancelled the request after its response was written (it gave up waiting)' });
+        }
+      } else if (!entry.written) {
+        continue;
+      } else if (repeatKey !== undefined && repeatKey === entry.repeatKey) {
+        // The same call again: the client may not have the first answer. The repeat gets its own.
+        this.settleKey(key, { kind: 'unproven' });
+      } else {
+        this.settleKey(key, {
+          kind: 'delivered',
+          evidence: `a later ${method} message on the same ${this.connection}, received after the response was written`,
+        });
+      }
+    }
+  }
+
+  /** A stream resumed with `Last-Event-ID`: the client holds every event of that stream up to it. */
+  resumedAfter(lastEventId: string): void {
+    const last = parseEventId(lastEventId);
+    if (last === undefined) return;
+    for (const [key, entry] of [...this.pending]) {
+      const event = entry.eventId === undefined ? undefined : parseEventId(entry.eventId);
+      if (event !== undefined && event.streamId === last.streamId && event.revision <= last.revision) {
+        this.settleKey(key, {
+          kind: 'delivered',
+          evidence: `Last-Event-ID ${lastEventId} on a resumed stream, at or past the response's event ${entry.eventId}`,
+        });
+      }
+    }
+  }
+
+  /** The connection ended: what is still unproven stays so, and nothing is recorded for it. */
+  end(): void {
+    for (const key of [...this.pending.keys()]) this.settleKey(key, { kind: 'unproven' });
+  }
+
+  private settle(requestId: RequestId, settlement: DeliverySettlement): void {
+    this.settleKey(requestKey(requestId), settlement);
+  }
+
+  private settleKey(key: string, settlement: DeliverySettlement): void {
+    const entry = this.pending.get(key);
+    if (entry === undefined) return;
+    this.pending.delete(key);
+    entry.settle(settlement);
+  }
+}
+
+/** JSON-RPC ids compare by type and value: `1` and `"1"` are different requests. */
+export function requestKey(requestId: RequestId): string {
+  return JSON.stringify(requestId);
+}
+
+function repeatKeyOf(call: { name?: unknown; arguments?: unknown } | undefined): string | undefined {
+  if (typeof call?.name !== 'string') return undefined;
+  try {
+    return `${call.name}\u0000${canonicalJson(toJsonValue(call.arguments ?? {}))}`;
+  } catch {
+    return undefined;
+  }
+}

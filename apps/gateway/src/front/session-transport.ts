@@ -1,0 +1,33 @@
+import {
+  WebStandardStreamableHTTPServerTransport,
+  type WebStandardStreamableHTTPServerTransportOptions,
+} from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import {
+  isJSONRPCErrorResponse,
+  isJSONRPCResultResponse,
+  type JSONRPCMessage,
+  type RequestId,
+} from '@modelcontextprotocol/sdk/types.js';
+
+/**
+ * The SDK's Streamable HTTP transport, reporting when the response to a request has been sent: until then the
+ * request's id is taken on its session (the SDK maps responses to streams by id alone).
+ */
+export class SessionTransport extends WebStandardStreamableHTTPServerTransport {
+  constructor(
+    options: WebStandardStreamableHTTPServerTransportOptions,
+    private readonly responseSent: (requestId: RequestId) => void,
+  ) {
+    super(options);
+  }
+
+  override async send(message: JSONRPCMessage, options?: { relatedRequestId?: RequestId }): Promise<void> {
+    try {
+      await super.send(message, options);
+    } finally {
+      if ((isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) && message.id !== undefined) {
+        this.responseSent(message.id);
+      }
+    }
+  }
+}
