@@ -91,6 +91,13 @@ function bodyText(result: StoredResult | undefined): string {
   return `\n\n${clipped}${result.truncated ? '\n… (the target sent more than the response cap; the rest was not kept)' : ''}`;
 }
 
+/** Why the marker of the current attempt could not be read, when that is what holds the execution. */
+function probeFailure(state: ExecutionState): string {
+  const probe = state.markerProbe;
+  if (probe?.marker !== 'probe_failed' || probe.attempt !== state.attempts) return '';
+  return ` The marker on the host could not be read: ${probe.failure ?? 'no reason recorded'}.`;
+}
+
 /** The exit status of a command whose outcome came from its marker (with a response, the body says it). */
 function exited(state: ExecutionState): string {
   return state.outcome?.source === 'marker' && state.outcome.exitCode !== null ? ` (exit status ${state.outcome.exitCode})` : '';
@@ -128,7 +135,7 @@ function headline(state: ExecutionState, tool: string, result: StoredResult | un
       return {
         text:
           `Held for review (${state.review?.reason ?? 'review required'}): the outcome of ${tool} is not known and ` +
-          `the gateway will not send it again on its own. Execution ${id}; an operator resolves it.`,
+          `the gateway will not send it again on its own. Execution ${id}; an operator resolves it.${probeFailure(state)}`,
         isError: false,
       };
     case 'cancelled':

@@ -162,6 +162,9 @@ limits: { connect_timeout: 2s, response_timeout: 10s }`,
     expect((await investigation(executionId)).answers.outcome.summary).toMatch(
       /^no: attempt 1: outcome unknown \(ssh_connection_dropped\).*; marker probe failed: host key mismatch: .*; review marker_probe_failed pending$/,
     );
+    const { state } = await loadExecution(store, executionId);
+    const answer = toolResult(tool.name, state, { attached: true, replayed: false }, undefined);
+    expect(answer.content[0]!.type === 'text' && answer.content[0]!.text).toMatch(/Held for review \(marker_probe_failed\).* The marker on the host could not be read: host key mismatch: /);
   });
 
   it('given the connection is lost while the command runs, when the marker shows it completed, then the outcome comes from the marker and the answer says where its output is on the host', async () => {
