@@ -33,6 +33,15 @@ export interface SshdHandle {
   readonly workDir: string;
   /** Kills every per-connection sshd process (SIGKILL), leaving the listener; commands they started keep running. */
   killConnections(): Promise<void>;
+  /**
+   * With `startSshd({ delayableExec: true })`: the next command this host starts waits `ms` before it runs, as on a
+   * host slow to exec it; the commands after it are not delayed. Resolves at once.
+   */
+  delayNextExec(ms: number): Promise<void>;
+  /** Resolves once the delayed command's exec request has reached the host and it is waiting. */
+  whenExecDelayed(): Promise<void>;
+  /** Resolves once the delayed command has stopped waiting and is being run. */
+  whenDelayedExecReleased(): Promise<void>;
   /** Kills the connections and the listener, and removes the temporary files. */
   stop(): Promise<void>;
 }
@@ -40,6 +49,11 @@ export interface SshdHandle {
 export interface StartSshdOptions {
   /** Login user authorized with `clientPrivateKey`. Default: the user running the tests. */
   readonly user?: string;
+  /**
+   * Runs every command through a hook (sshd `ForceCommand`) that can hold the next one back before it starts,
+   * for the tests of a late start (`delayNextExec`). The command itself runs as sshd would run it.
+   */
+  readonly delayableExec?: boolean;
 }
 
 /**
@@ -65,15 +79,17 @@ export async function startSshd(options: StartSshdOptions = {}): Promise<SshdHan
     const clientPublicKey = await generateKey(join(root, 'client_ed25519'));
     const clientPrivateKey = await readFile(join(root, 'client_ed25519'), 'utf8');
     await writeFile(join(root, 'authorized_keys'), `${clientPublicKey}\n`, { mode: 0o600 });
+    const execHook = options.delayableExec === true ? join(root, 'exec-hook.sh') : undefined;
+    if (execHook !== undefined) await writeFile(execHook, execHookScript(root), { mode: 0o700 });
 
     let lastError: Error | undefined;
     for (let tries = 0; tries < PORT_ATTEMPTS; tries++) {
       const port = await freePort();
       const configFile = join(root, 'sshd_config');
-      await writeFile(configFile, sshdConfig(root, port, user), { mode: 0o600 });
+      await writeFile(configFile, sshdConfig(root, port, user, execHook), { mode: 0o600 });
       try {
         const child = await launch(configFile, port);
-        return handle({ child, port, hostKey, otherHostKey, clientPrivateKey, user, workDir, root });
+        return handle({ child, port, hostKey, otherHostKey, clientPrivateKey, user, workDir, root, delayableExec: execHook !== undefined });
       } catch (error) {
         lastError = error as Error;
         // Another process may have taken the port between probing and binding; try a new one.
@@ -103,8 +119,26 @@ async function generateKey(file: string): Promise<string> {
   return `${type} ${key}`;
 }
 
-function sshdConfig(root: string, port: number, user: string): string {
+/**
+ * The `ForceCommand` of a host with `delayableExec`: when `exec-delay` exists, the first command to take it sleeps
+ * that many seconds before it starts; then it runs the client's command exactly as sshd would (`sh -c`).
+ */
+function execHookScript(root: string): string {
   return [
+    '#!/bin/sh',
+    `hook='${root}'`,
+    'if mv -- "$hook/exec-delay" "$hook/exec-delaying" 2>/dev/null; then',
+    '  sleep "$(cat -- "$hook/exec-delaying")"',
+    '  rm -f -- "$hook/exec-delaying"',
+    'fi',
+    'exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"',
+    '',
+  ].join('\n');
+}
+
+function sshdConfig(root: string, port: number, user: string, execHook: string | undefined): string {
+  return [
+    ...(execHook === undefined ? [] : [`ForceCommand ${execHook}`]),
     `Port ${port}`,
     'ListenAddress 127.0.0.1',
     `HostKey ${join(root, 'host_ed25519')}`,
@@ -179,6 +213,7 @@ interface Running {
   readonly user: string;
   readonly workDir: string;
   readonly root: string;
+  readonly delayableExec: boolean;
 }
 
 function handle(running: Running): SshdHandle {
@@ -208,6 +243,12 @@ function handle(running: Running): SshdHandle {
     user: running.user,
     workDir: running.workDir,
     killConnections,
+    async delayNextExec(ms) {
+      if (!running.delayableExec) throw new Error('start the sshd with { delayableExec: true } to delay a command');
+      await writeFile(join(root, 'exec-delay'), `${(ms / 1000).toFixed(3)}\n`);
+    },
+    whenExecDelayed: () => fileState(join(root, 'exec-delaying'), true),
+    whenDelayedExecReleased: () => fileState(join(root, 'exec-delaying'), false),
     async stop() {
       await killConnections();
       child.kill('SIGTERM');
@@ -259,6 +300,15 @@ async function sshdDescendants(listener: number): Promise<number[]> {
   };
   walk(listener);
   return found;
+}
+
+/** Resolves once `file` exists (or, with `present` false, no longer exists); gives up after 20 s. */
+async function fileState(file: string, present: boolean): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (existsSync(file) !== present) {
+    if (Date.now() > deadline) throw new Error(`${file} did not ${present ? 'appear' : 'go away'} within 20 s`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
 }
 
 async function waitUntilGone(pids: readonly number[]): Promise<void> {

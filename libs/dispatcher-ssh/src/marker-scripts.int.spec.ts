@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { MARKER_PROBE_SCRIPT, MARKER_SETUP_FAILED, MARKER_WRAPPER_SCRIPT, parseProbeOutput } from './marker-scripts';
+import { MARKER_CLAIMED_ELSEWHERE, MARKER_PROBE_SCRIPT, MARKER_SETUP_FAILED, MARKER_WRAPPER_SCRIPT, parseClaimRefusal, parseProbeOutput } from './marker-scripts';
 
 // The scripts run here under the local /bin/sh exactly as sshd would start them; the SSH part is in
 // ssh-dispatcher.int.spec.ts.
@@ -41,7 +41,7 @@ describe('marker wrapper', () => {
     expect(run).toEqual({ status: 4, stdout: 'out\n', stderr: 'err\n' });
     expect(marker('started')).toBe('attempt=3\n');
     expect(marker('done')).toBe('exit_status=4\nattempt=3\n');
-    expect(readdirSync(markers).sort()).toEqual([`${ID}.done`, `${ID}.started`]);
+    expect(readdirSync(markers).sort()).toEqual([`${ID}.claim`, `${ID}.done`, `${ID}.started`]);
   });
 
   it('given the started marker already exists when the command runs, then it was written before the work', () => {
@@ -82,6 +82,41 @@ describe('marker wrapper', () => {
     expect(existsSync(join(work, 'effect'))).toBe(false);
   });
 
+  it('given an earlier attempt claimed the execution, then a later one refuses with 124, runs nothing and leaves the markers as they were', () => {
+    wrapper({ attempt: '2' }, '/bin/sh', '-c', 'exit 3');
+
+    const late = wrapper({ attempt: '1' }, '/bin/touch', join(work, 'effect'));
+
+    expect(late).toEqual({
+      status: MARKER_CLAIMED_ELSEWHERE,
+      stdout: '',
+      stderr: 'oncegate-marker: refused: another attempt claimed this execution (claimed_by=2); nothing was run\n',
+    });
+    expect(parseClaimRefusal(late.status!, late.stderr)).toEqual({ claimedBy: 2 });
+    expect(existsSync(join(work, 'effect'))).toBe(false);
+    expect(marker('started')).toBe('attempt=2\n');
+    expect(marker('done')).toBe('exit_status=3\nattempt=2\n');
+    expect(marker('1.refused')).toBe('claimed_by=2\n');
+  });
+
+  it('given a started marker left by a wrapper without claims, then a new attempt refuses', () => {
+    mkdirSync(markers);
+    writeFileSync(join(markers, `${ID}.started`), 'attempt=1\n');
+
+    expect(wrapper({ attempt: '2' }, '/bin/touch', join(work, 'effect')).status).toBe(MARKER_CLAIMED_ELSEWHERE);
+    expect(existsSync(join(work, 'effect'))).toBe(false);
+  });
+
+  it('given the started marker cannot be written, then the claim is given back and it exits 125', () => {
+    mkdirSync(markers);
+    // A directory where the output file should be: the output files cannot be created.
+    mkdirSync(join(markers, `${ID}.1.stdout`));
+
+    expect(wrapper({}, '/bin/touch', join(work, 'effect')).status).toBe(MARKER_SETUP_FAILED);
+    expect(existsSync(join(markers, `${ID}.claim`))).toBe(false);
+    expect(existsSync(join(work, 'effect'))).toBe(false);
+  });
+
   it('given a command, then it runs in a session of its own, with SIGHUP ignored and stdin from /dev/null', () => {
     const run = wrapper({}, '/bin/sh', '-c', 'cut -d" " -f1,6 /proc/$$/stat; grep SigIgn /proc/$$/status; readlink /proc/$$/fd/0');
     const [stat = '', sigIgn = '', stdin = ''] = run.stdout.trim().split('\n');
@@ -111,6 +146,20 @@ describe('marker probe', () => {
     expect(probe().stdout).toBe('completed\nexit_status=1\nattempt=1\n');
   });
 
+  it('given a done marker whose output files are still on the host, then it says they are kept', () => {
+    wrapper({ attempt: '2' }, '/bin/true');
+    writeFileSync(join(markers, `${ID}.2.stdout`), 'lost on the way\n');
+    writeFileSync(join(markers, `${ID}.2.stderr`), '');
+
+    expect(probe()).toEqual({ status: 0, stdout: 'completed\nexit_status=0\nattempt=2\nstdout_kept=yes\nstderr_kept=yes\n', stderr: '' });
+  });
+
+  it('given only a claim (an attempt between its claim and its started marker), then started, never absent', () => {
+    mkdirSync(join(markers, `${ID}.claim`), { recursive: true });
+
+    expect(probe().stdout).toBe('started\n');
+  });
+
   it('given a file where the directory should be, then it fails rather than say absent', () => {
     writeFileSync(markers, '');
 
@@ -120,8 +169,9 @@ describe('marker probe', () => {
 
 describe('parseProbeOutput', () => {
   it.each([
-    ['completed\nexit_status=0\nattempt=1\n', { state: 'completed', exitStatus: 0, attempt: 1 }],
-    ['completed\nexit_status=137\n', { state: 'completed', exitStatus: 137, attempt: null }],
+    ['completed\nexit_status=0\nattempt=1\n', { state: 'completed', exitStatus: 0, attempt: 1, kept: { stdout: false, stderr: false } }],
+    ['completed\nexit_status=137\n', { state: 'completed', exitStatus: 137, attempt: null, kept: { stdout: false, stderr: false } }],
+    ['completed\nexit_status=0\nattempt=2\nstdout_kept=yes\n', { state: 'completed', exitStatus: 0, attempt: 2, kept: { stdout: true, stderr: false } }],
     ['started\nattempt=2\n', { state: 'started', attempt: 2 }],
     ['started\n', { state: 'started', attempt: null }],
     ['absent\n', { state: 'absent' }],

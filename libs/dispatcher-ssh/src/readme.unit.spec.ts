@@ -47,6 +47,8 @@ async function dispatch(dispatcher: SshDispatcher, credential: SshCredential): P
       return `denied: ${result.reason}`; // not the pinned host: a denial, never retried
     case 'unknown':
       return `unknown: ${result.reason}`; // OutcomeUnknown: probe the marker
+    case 'claimed':
+      return `refused: ${result.reason}`; // another attempt holds the execution: its marker decides
   }
 }
 
@@ -54,7 +56,7 @@ async function recover(dispatcher: SshDispatcher, credential: SshCredential): Pr
   const probe: MarkerProbe = await dispatcher.probeMarker({ executionId, tool, credential });
   switch (probe.kind) {
     case 'completed':
-      return `finished: exit ${probe.exitStatus}`; // the outcome, late
+      return `finished: exit ${probe.exitStatus}, output kept at ${probe.keptOutput.join(', ') || 'nowhere'}`; // the outcome, late
     case 'started':
       return 'started, no end recorded'; // review
     case 'absent':

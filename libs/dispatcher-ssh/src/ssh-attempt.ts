@@ -61,7 +61,19 @@ export interface SshUnknownResult {
   readonly detail: string;
 }
 
-export type SshAttemptResult = SshExitedResult | SshNotSentResult | SshDeniedResult | SshUnknownResult;
+/**
+ * Definite for this attempt, not for the execution: the host refused to start it because another attempt of the
+ * same execution had already claimed the execution (the marker wrapper's claim). Nothing of this attempt ran; the
+ * other attempt's markers tell what happened, so the execution's outcome is read from them.
+ */
+export interface SshClaimedResult {
+  readonly kind: 'claimed';
+  /** The attempt that holds the claim, from its `.started` marker; `null` when it has not written one yet. */
+  readonly claimedBy: number | null;
+  readonly reason: string;
+}
+
+export type SshAttemptResult = SshExitedResult | SshNotSentResult | SshDeniedResult | SshUnknownResult | SshClaimedResult;
 
 /** What `probeMarker` needs: the execution's marker lives on the tool's host, in the tool's marker directory. */
 export interface MarkerProbeRequest {
@@ -77,6 +89,11 @@ export interface MarkerCompleted {
   readonly exitStatus: number;
   /** The attempt that wrote it; `null` if the file does not say. */
   readonly attempt: number | null;
+  /**
+   * Paths on the host of that attempt's output files that are still there (`<dir>/<id>.<n>.stdout`, `.stderr`):
+   * the output that did not come back over the lost connection. Empty when none is kept.
+   */
+  readonly keptOutput: readonly string[];
 }
 
 /** Only `<id>.started` exists: an attempt began (it may still be running, or have died without finishing). */

@@ -307,7 +307,7 @@ describe('SshDispatcher against a real sshd', () => {
         const answer = await dispatcher.probeMarker({ executionId: execution, tool: contract, credential });
         return answer.kind === 'completed' ? answer : undefined;
       });
-      expect(probe).toEqual({ kind: 'completed', exitStatus: 5, attempt: 1 });
+      expect(probe).toEqual({ kind: 'completed', exitStatus: 5, attempt: 1, keptOutput: [markerFile(execution, '1.stdout'), markerFile(execution, '1.stderr')] });
       expect(readFileSync(effect, 'utf8')).toBe('done\n');
       // The output stays on the host for whoever reviews the execution.
       expect(readFileSync(markerFile(execution, '1.stdout'), 'utf8')).toBe('before\nafter\n');
@@ -328,8 +328,58 @@ describe('SshDispatcher against a real sshd', () => {
         const answer = await dispatcher.probeMarker({ executionId: execution, tool: contract, credential });
         return answer.kind === 'completed' ? answer : undefined;
       });
-      expect(probe).toEqual({ kind: 'completed', exitStatus: 0, attempt: 1 });
+      expect(probe).toMatchObject({ kind: 'completed', exitStatus: 0, attempt: 1 });
       expect(readFileSync(effect, 'utf8')).toBe('finished\n');
+    });
+  });
+
+  describe('given two attempts of one execution reach the host', () => {
+    let slow: SshdHandle;
+
+    beforeAll(async () => {
+      slow = await startSshd({ delayableExec: true });
+    });
+
+    afterAll(async () => {
+      await slow?.stop();
+    });
+
+    const effects = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean).length : 0);
+
+    it('when attempt 1 starts only after the probe said absent and attempt 2 ran, then attempt 1 refuses: one effect, and the markers say attempt 2', async () => {
+      const effect = effectFile();
+      const contract = tool({ port: slow.port, hostKey: slow.hostKey, argv: ['/bin/sh', '-c', `echo ran >> ${effect}`], startedWait: '300ms' });
+      const slowCredential = { privateKey: slow.clientPrivateKey };
+      const runOnSlow = (attempt: number) => dispatcher.run({ executionId: execution, attempt, tool: contract, arguments: {}, credential: slowCredential });
+      await slow.delayNextExec(2_000);
+
+      const first = runOnSlow(1);
+      await slow.whenExecDelayed();
+      await slow.killConnections();
+      expect(await first).toMatchObject({ kind: 'unknown', reason: 'ssh_connection_dropped' });
+      expect(await dispatcher.probeMarker({ executionId: execution, tool: contract, credential: slowCredential })).toMatchObject({ kind: 'absent' });
+      expect(await runOnSlow(2)).toMatchObject({ kind: 'exited', exitCode: 0 });
+      await slow.whenDelayedExecReleased();
+      await eventually(() => (existsSync(markerFile(execution, '1.refused')) || effects(effect) > 1 ? true : undefined));
+
+      expect(effects(effect)).toBe(1);
+      expect(readMarker(execution, 'started')).toBe('attempt=2\n');
+      expect(readMarker(execution, 'done')).toBe('exit_status=0\nattempt=2\n');
+      expect(readMarker(execution, '1.refused')).toBe('claimed_by=2\n');
+    });
+
+    it('when attempt 2 reaches the host while attempt 1 runs, then attempt 2 is refused as claimed by attempt 1, and the command ran once', async () => {
+      const effect = effectFile();
+      const contract = tool({ argv: ['/bin/sh', '-c', `sleep 1; echo ran >> ${effect}`] });
+
+      const first = run(contract, {}, 1);
+      await eventually(() => (existsSync(markerFile(execution, 'started')) ? true : undefined));
+      const second = await run(contract, {}, 2);
+
+      expect(second).toMatchObject({ kind: 'claimed', claimedBy: 1 });
+      expect(await first).toMatchObject({ kind: 'exited', exitCode: 0 });
+      expect(effects(effect)).toBe(1);
+      expect(readMarker(execution, 'done')).toBe('exit_status=0\nattempt=1\n');
     });
   });
 
@@ -361,7 +411,7 @@ describe('SshDispatcher against a real sshd', () => {
 
       expect(await dispatcher.probeMarker({ executionId: execution, tool: contract, credential })).toEqual({ kind: 'started', attempt: 1 });
       expect(await pending).toMatchObject({ kind: 'exited', exitCode: 0 });
-      expect(await dispatcher.probeMarker({ executionId: execution, tool: contract, credential })).toEqual({ kind: 'completed', exitStatus: 0, attempt: 1 });
+      expect(await dispatcher.probeMarker({ executionId: execution, tool: contract, credential })).toEqual({ kind: 'completed', exitStatus: 0, attempt: 1, keptOutput: [] });
     });
 
     it('when the host key is not the pinned one, then denied', async () => {

@@ -1,5 +1,6 @@
+import { posix } from 'node:path';
 import { CredentialRedaction } from './credential-redaction';
-import { parseProbeOutput } from './marker-scripts';
+import { parseClaimRefusal, parseProbeOutput } from './marker-scripts';
 import { renderMarkerProbe, renderSshCommand, sshTemplateOf } from './render-ssh-command';
 import type { MarkerProbe, MarkerProbeRequest, SshAttempt, SshAttemptResult, SshCredential } from './ssh-attempt';
 import { SshSession } from './ssh-session';
@@ -77,7 +78,12 @@ export class SshDispatcher {
     const session = await this.connect(attempt.tool, attempt.credential, redaction);
     if (!(session instanceof SshSession)) return session;
     try {
-      return await session.exec(command, attempt.tool.limits);
+      const outcome = await session.exec(command, attempt.tool.limits);
+      if (outcome.kind !== 'exited' || attempt.tool.marker === null) return outcome;
+      const refusal = parseClaimRefusal(outcome.exitCode, Buffer.from(outcome.stderr).toString('utf8'));
+      if (refusal === undefined) return outcome;
+      const by = refusal.claimedBy === null ? 'another attempt' : `attempt ${refusal.claimedBy}`;
+      return { kind: 'claimed', claimedBy: refusal.claimedBy, reason: `the host refused attempt ${attempt.attempt}: ${by} had already claimed execution ${attempt.executionId}; nothing of this attempt ran` };
     } finally {
       session.close();
     }
@@ -106,7 +112,11 @@ export class SshDispatcher {
           const said = Buffer.from(outcome.stderr).toString('utf8').trim().slice(0, 200);
           return { kind: 'unknown', reason: redaction.redact(`the marker could not be read (probe exit status ${outcome.exitCode}${said === '' ? '' : `: ${said}`})`) };
         }
-        if (parsed.state === 'completed') return { kind: 'completed', exitStatus: parsed.exitStatus, attempt: parsed.attempt };
+        if (parsed.state === 'completed') {
+          const output = (stream: 'stdout' | 'stderr') => posix.join(request.tool.marker!.directory, `${request.executionId}.${parsed.attempt}.${stream}`);
+          const keptOutput = (['stdout', 'stderr'] as const).filter((stream) => parsed.kept[stream]).map(output);
+          return { kind: 'completed', exitStatus: parsed.exitStatus, attempt: parsed.attempt, keptOutput };
+        }
         if (parsed.state === 'started') return { kind: 'started', attempt: parsed.attempt };
         const waitedMs = Date.now() - startedAt;
         if (waitedMs >= startedWaitMs || this.closed) return { kind: 'absent', waitedMs };

@@ -100,7 +100,7 @@ export class SshSession {
             if (key.equals(pinned.blob)) return true;
             mismatch =
               `host key mismatch: ${where} presented ${blobKeyType(key)} key ${sshFingerprint(key)}, ` +
-              `but the contract pins ${pinned.type} ${pinned.fingerprint}; nothing was run`;
+              `but the contract pins ${pinned.type} ${pinned.fingerprint}`;
             return false;
           },
           readyTimeout: options.connectTimeoutMs,
@@ -255,7 +255,7 @@ export class SshSession {
         return redact(`connection to ${where} failed: ${error.code === undefined ? '' : `${error.code}: `}${error.message}`);
       default:
         if (/no matching host key format/i.test(error.message)) {
-          return { kind: 'denied', reason: `${where} offers no ${pinnedType} host key, so the pinned key cannot be checked; nothing was run` };
+          return { kind: 'denied', reason: `${where} offers no ${pinnedType} host key, so the pinned key cannot be checked` };
         }
         return redact(`SSH handshake with ${where} failed: ${error.message}`);
     }

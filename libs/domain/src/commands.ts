@@ -11,6 +11,7 @@ import type {
   DefiniteOutcome,
   DenialBasis,
   IntentScope,
+  KeptOutput,
   MarkerState,
   OutcomeSource,
   ProtocolCorrelation,
@@ -92,6 +93,8 @@ export interface ObserveOutcome extends CommandBase<'ObserveOutcome'> {
   readonly exitCode: number | null;
   readonly resultRef: string | null;
   readonly resultDigest: string | null;
+  /** Required with source `not_sent`: why nothing left. */
+  readonly notSentReason?: string;
 }
 
 export interface RecordUnknownOutcome extends CommandBase<'RecordUnknownOutcome'> {
@@ -109,6 +112,11 @@ export interface RecordMarkerProbe extends CommandBase<'RecordMarkerProbe'> {
   readonly attempt: number;
   readonly marker: MarkerState;
   readonly exitStatus: number | null;
+  /** The attempt named in the marker file. */
+  readonly markerAttempt?: number | null;
+  /** Required with `probe_failed`. */
+  readonly failure?: string;
+  readonly keptOutput?: KeptOutput | null;
 }
 
 export interface RequireReview extends CommandBase<'RequireReview'> {

@@ -104,8 +104,12 @@ export type RetryReturn =
 
 export type DefiniteOutcome = 'succeeded' | 'failed';
 
-/** Where a definite outcome came from: the target's response, or a completed marker found during recovery. */
-export type OutcomeSource = 'response' | 'marker';
+/**
+ * Where a definite outcome came from: the target's response; a completed marker found during recovery; or
+ * `not_sent`: the dispatcher knows for certain that nothing left (the connection was refused, the host's key was
+ * not the pinned one, the host refused the command) — a failure in which nothing ran.
+ */
+export type OutcomeSource = 'response' | 'marker' | 'not_sent';
 
 export type UnknownOutcomeReason =
   /** The request was handed to the OS and no response arrived in time. */
@@ -113,9 +117,15 @@ export type UnknownOutcomeReason =
   | 'connection_reset'
   | 'ssh_connection_dropped'
   /** The attempt outlived its timeout with no report from its dispatcher (crash, restart). */
-  | 'dispatcher_lost';
+  | 'dispatcher_lost'
+  /**
+   * Remote commands: the host refused this attempt because another attempt of the execution had already claimed
+   * it (the marker protocol's claim). This attempt ran nothing; the other attempt's marker holds the outcome.
+   */
+  | 'claimed_by_another_attempt';
 
-export type MarkerState = 'completed' | 'started' | 'absent';
+/** What the probe found on the host; `probe_failed`: the host could not be asked, so nothing was found out. */
+export type MarkerState = 'completed' | 'started' | 'absent' | 'probe_failed';
 
 export type ReviewReason =
   | 'irreversible_outcome_unknown'
@@ -123,6 +133,8 @@ export type ReviewReason =
   | 'marker_started'
   | 'marker_absent_without_marker_before_work'
   | 'marker_completed_without_exit_status'
+  /** The marker could not be read (host key mismatch, host unreachable, no key): nothing is known. */
+  | 'marker_probe_failed'
   | 'attempt_limit_reached'
   | 'operator_requested';
 
@@ -228,6 +240,11 @@ export interface OutcomeObservedData {
   readonly resultRef: string | null;
   readonly resultDigest: string | null;
   readonly observedAt: IsoInstant;
+  /**
+   * With source `not_sent`: why nothing left, e.g. `host key mismatch: …` (hosts and fingerprints, never a
+   * secret). Absent in older events and for other sources.
+   */
+  readonly notSentReason?: string | null;
 }
 
 export interface OutcomeUnknownData {
@@ -250,6 +267,24 @@ export interface MarkerProbedData {
   /** Recorded by the marker protocol when the command finished; `null` when absent or not yet written. */
   readonly exitStatus: number | null;
   readonly probedAt: IsoInstant;
+  /**
+   * The attempt that wrote the marker found (it may be another than `attempt`); `null` when the file does not say.
+   * Absent in older events.
+   */
+  readonly markerAttempt?: number | null;
+  /** With `probe_failed`: why the host could not be asked (host key mismatch, connection refused, vault locked). */
+  readonly failure?: string | null;
+  /**
+   * With `completed`: the command's output files still on the host, which did not come back over the lost
+   * connection; `host` is `user@host:port`. Absent (or `null`) when none is kept.
+   */
+  readonly keptOutput?: KeptOutput | null;
+}
+
+/** Output of a remote command left on its host. */
+export interface KeptOutput {
+  readonly host: string;
+  readonly paths: readonly string[];
 }
 
 export interface ReviewRequiredData {

@@ -10,6 +10,7 @@ import type {
   DefiniteOutcome,
   DenialBasis,
   IntentScope,
+  KeptOutput,
   MarkerState,
   OutcomeSource,
   ReviewReason,
@@ -88,6 +89,8 @@ export interface OutcomeFacts {
   readonly resultRef: string | null;
   readonly resultDigest: string | null;
   readonly observedAt: IsoInstant;
+  /** With source `not_sent`: why nothing left. */
+  readonly notSentReason?: string | null;
 }
 
 export interface StatusQueryEvidence {
@@ -102,6 +105,9 @@ export interface MarkerProbeEvidence {
   readonly marker: MarkerState;
   readonly exitStatus: number | null;
   readonly probedAt: IsoInstant;
+  readonly markerAttempt?: number | null;
+  readonly failure?: string | null;
+  readonly keptOutput?: KeptOutput | null;
 }
 
 export interface ReviewFacts {

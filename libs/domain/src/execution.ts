@@ -289,7 +289,12 @@ export function decide(command: ExecutionCommand, state: ExecutionState): Execut
     case 'ObserveOutcome': {
       if (state.status === 'dispatched') {
         requireCurrentAttempt(command.type, executionId, state, command.attempt);
-        if (command.source !== 'response') throw refuse('wrong_outcome_source');
+        if (command.source !== 'response' && command.source !== 'not_sent') throw refuse('wrong_outcome_source');
+        if (command.source === 'not_sent') {
+          // Nothing left: the only outcome it can prove is a failure, and it says why.
+          if (command.outcome !== 'failed') throw new InvalidCommandError(command.type, 'outcome', "a 'not_sent' outcome is 'failed'");
+          requireText(command.type, 'notSentReason', command.notSentReason ?? '');
+        }
       } else if (state.status === 'outcome_unknown') {
         requireCurrentAttempt(command.type, executionId, state, command.attempt);
         if (command.source !== 'marker') throw refuse('wrong_outcome_source');
@@ -314,6 +319,7 @@ export function decide(command: ExecutionCommand, state: ExecutionState): Execut
           resultRef: command.resultRef,
           resultDigest: command.resultDigest,
           observedAt: now,
+          ...(command.source === 'not_sent' ? { notSentReason: command.notSentReason! } : {}),
         }),
       ];
     }
@@ -341,12 +347,17 @@ export function decide(command: ExecutionCommand, state: ExecutionState): Execut
       if (accepted.operationClass !== 'remote_command') throw refuse('evidence_not_applicable');
       requireCurrentAttempt(command.type, executionId, state, command.attempt);
       requireOptionalInteger(command.type, 'exitStatus', command.exitStatus);
+      if (command.markerAttempt !== undefined) requireOptionalInteger(command.type, 'markerAttempt', command.markerAttempt);
+      if (command.marker === 'probe_failed') requireText(command.type, 'failure', command.failure ?? '');
       return [
         executionEvent('MarkerProbed', {
           attempt: command.attempt,
           marker: command.marker,
           exitStatus: command.exitStatus,
           probedAt: now,
+          ...(command.markerAttempt !== undefined ? { markerAttempt: command.markerAttempt } : {}),
+          ...(command.marker === 'probe_failed' ? { failure: command.failure! } : {}),
+          ...(command.keptOutput ? { keptOutput: command.keptOutput } : {}),
         }),
       ];
 

@@ -472,6 +472,20 @@ describe('given a dispatched execution', () => {
     });
   });
 
+  it('when the attempt was not sent then a failure is recorded with source not_sent and the reason', () => {
+    const { events, state: next } = when(
+      state,
+      observe({ outcome: 'failed', source: 'not_sent', targetStatus: null, resultRef: null, resultDigest: null, notSentReason: 'host key mismatch: …' }),
+    );
+    expect(events[0]!.data).toMatchObject({ outcome: 'failed', source: 'not_sent', notSentReason: 'host key mismatch: …' });
+    expect(next.status).toBe('failed');
+  });
+
+  it('when a not-sent outcome claims a success or gives no reason then it is refused as invalid', () => {
+    expect(thrownBy(() => decide(observe({ source: 'not_sent', notSentReason: 'refused' }), state))).toBeInstanceOf(InvalidCommandError);
+    expect(thrownBy(() => decide(observe({ outcome: 'failed', source: 'not_sent' }), state))).toBeInstanceOf(InvalidCommandError);
+  });
+
   it('when an outcome claims to come from a marker then it is refused (the response is the source here)', () => {
     expectIllegal(state, observe({ source: 'marker' }), 'wrong_outcome_source');
   });
@@ -652,6 +666,15 @@ describe('given an outcome-unknown execution', () => {
         markerProbe('absent'),
       );
       expect(thrownBy(() => decide(dispatch(at(2_000)), probed))).toMatchObject({ recoveryStep: 'hold_for_review' });
+    });
+
+    it('when the probe could not ask the host then it is recorded with the reason, and a re-dispatch is refused', () => {
+      const failure = 'host key mismatch: 10.0.0.5:22 presented ssh-ed25519 key SHA256:kq…';
+      const probed = given(...unknown('remote_command'));
+      const { events, state: next } = when(probed, { ...markerProbe('probe_failed'), failure });
+      expect(events[0]!.data).toMatchObject({ marker: 'probe_failed', failure });
+      expect(thrownBy(() => decide(dispatch(at(2_000)), next))).toBeInstanceOf(RedispatchNotAllowedError);
+      expect(thrownBy(() => decide(markerProbe('probe_failed'), probed))).toBeInstanceOf(InvalidCommandError);
     });
 
     it('when the marker says started then a re-dispatch is refused', () => {

@@ -91,6 +91,7 @@ export {
   type JsonValue,
   type MarkerProbed,
   type MarkerProbedData,
+  type KeptOutput,
   type MarkerState,
   type OutcomeObserved,
   type OutcomeObservedData,

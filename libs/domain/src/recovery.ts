@@ -68,6 +68,10 @@ const MARKER_RULES: Readonly<Record<MarkerState, Readonly<Record<'before_work' |
     before_work: REDISPATCH,
     not_before_work: { kind: 'hold', reason: 'marker_absent_without_marker_before_work' },
   },
+  probe_failed: {
+    before_work: { kind: 'hold', reason: 'marker_probe_failed' },
+    not_before_work: { kind: 'hold', reason: 'marker_probe_failed' },
+  },
 };
 
 /** Each class's action (operation-class.ts) with the evidence it needs. */

@@ -24,7 +24,7 @@ import {
 const NONE: RecoveryEvidence = { kind: 'none' };
 const holds: RecoveryEvidence = { kind: 'status_query', preconditionHolds: true };
 const noLongerHolds: RecoveryEvidence = { kind: 'status_query', preconditionHolds: false };
-const marker = (state: 'completed' | 'started' | 'absent', exitStatus: number | null = null): RecoveryEvidence => ({
+const marker = (state: 'completed' | 'started' | 'absent' | 'probe_failed', exitStatus: number | null = null): RecoveryEvidence => ({
   kind: 'marker_probe',
   marker: state,
   exitStatus,
@@ -122,6 +122,13 @@ describe('recovery after an unknown outcome (DESIGN section 6)', () => {
       expect(stepFor('remote_command', marker('started'), { markerBeforeWork: before })).toEqual({
         kind: 'hold_for_review',
         reason: 'marker_started',
+      });
+    });
+
+    it.each([true, false])('when the probe could not ask the host (marker-before-work %s) then it holds for review, never re-dispatches', (before) => {
+      expect(stepFor('remote_command', marker('probe_failed'), { markerBeforeWork: before })).toEqual({
+        kind: 'hold_for_review',
+        reason: 'marker_probe_failed',
       });
     });
 

@@ -84,6 +84,7 @@ export {
   type FirstCallOfExecution,
   type Investigation,
   type InvestigationSubject,
+  type MarkerProbeFact,
   type NewExecution,
   type ObservedOutcome,
   type OutcomeFacts,

@@ -92,21 +92,42 @@ export interface FirstCallOfExecution {
   readonly authorized: { readonly basis: string; readonly at: string } | null;
   readonly denied: { readonly basis: string; readonly reason: string; readonly at: string } | null;
   readonly cancelledAt: string | null;
-  readonly firstDispatch: { readonly attempt: number; readonly dispatcherId: string; readonly at: string } | null;
+  readonly firstDispatch: {
+    readonly attempt: number;
+    readonly dispatcherId: string;
+    readonly at: string;
+    /** Why the attempt never left the gateway (its outcome has source `not_sent`); `null` when it was sent. */
+    readonly notSent: string | null;
+  } | null;
 }
 
 export interface FirstCallFacts {
   readonly executions: FirstCallOfExecution[];
 }
 
-export type OutcomeKind = 'succeeded' | 'failed' | 'unknown' | 'awaiting' | 'not_dispatched';
+/** `not_sent`: the last attempt never left the gateway (a definite failure in which nothing reached the target). */
+export type OutcomeKind = 'succeeded' | 'failed' | 'not_sent' | 'unknown' | 'awaiting' | 'not_dispatched';
 
 export interface ObservedOutcome {
   readonly attempt: number;
-  readonly kind: 'succeeded' | 'failed' | 'unknown';
+  readonly kind: 'succeeded' | 'failed' | 'not_sent' | 'unknown';
+  /** Where a definite outcome came from (`response`, `marker`, `not_sent`); `null` for an unknown one. */
+  readonly source: string | null;
   readonly targetStatus: number | null;
   readonly exitCode: number | null;
+  /** Why the outcome is unknown, or why nothing was sent. */
   readonly reason: string | null;
+  readonly at: string;
+  readonly position: number;
+}
+
+/** One marker probe of a remote command: what the host showed, or why it could not be asked. */
+export interface MarkerProbeFact {
+  readonly attempt: number;
+  readonly marker: string;
+  /** The attempt named in the marker file, when it says. */
+  readonly markerAttempt: number | null;
+  readonly failure: string | null;
   readonly at: string;
   readonly position: number;
 }
@@ -116,6 +137,7 @@ export interface OutcomeOfExecution {
   /** The latest: what is known now. */
   readonly kind: OutcomeKind;
   readonly outcomes: ObservedOutcome[];
+  readonly probes: MarkerProbeFact[];
   readonly review: { readonly reason: string; readonly resolution: string | null } | null;
 }
 
@@ -363,6 +385,10 @@ function firstCallAnswer(focus: readonly ExecutionHistory[]): Answer<FirstCallFa
     const denied = pick('ExecutionDenied');
     const cancelled = pick('ExecutionCancelled');
     const dispatched = pick('Dispatched');
+    const notSent = stepsOf(history, 'OutcomeObserved').find(
+      ({ event }) => event.data.source === 'not_sent' && event.data.attempt === dispatched?.data.attempt,
+    );
+    if (notSent !== undefined) evidence.push(notSent.recorded.position);
     return {
       executionId: history.executionId,
       acceptedAt: history.accepted!.data.acceptedAt,
@@ -378,7 +404,12 @@ function firstCallAnswer(focus: readonly ExecutionHistory[]): Answer<FirstCallFa
       denied: denied ? { basis: denied.data.basis, reason: denied.data.reason, at: denied.data.deniedAt } : null,
       cancelledAt: cancelled?.data.cancelledAt ?? null,
       firstDispatch: dispatched
-        ? { attempt: dispatched.data.attempt, dispatcherId: dispatched.data.dispatcherId, at: dispatched.data.dispatchedAt }
+        ? {
+            attempt: dispatched.data.attempt,
+            dispatcherId: dispatched.data.dispatcherId,
+            at: dispatched.data.dispatchedAt,
+            notSent: notSent === undefined ? null : (notSent.event.data.notSentReason ?? 'no reason recorded'),
+          }
         : null,
     };
   });
@@ -390,7 +421,8 @@ function firstCallAnswer(focus: readonly ExecutionHistory[]): Answer<FirstCallFa
     const authorized = `authorized (${facts.authorized.basis}) at ${facts.authorized.at}`;
     if (!facts.firstDispatch) return `${approval}${authorized}, not dispatched`;
     const dispatch = facts.firstDispatch;
-    return `${approval}yes: ${authorized}, dispatched at ${dispatch.at} (attempt ${dispatch.attempt} by ${dispatch.dispatcherId})`;
+    const sent = dispatch.notSent === null ? '' : `, but nothing left the gateway: ${dispatch.notSent}`;
+    return `${approval}yes: ${authorized}, dispatched at ${dispatch.at} (attempt ${dispatch.attempt} by ${dispatch.dispatcherId})${sent}`;
   };
   return {
     question: QUESTIONS.firstCall,
@@ -405,15 +437,20 @@ function outcomeAnswer(focus: readonly ExecutionHistory[]): Answer<OutcomeFacts>
   const evidence: number[] = [];
   const executions = focus.map((history): OutcomeOfExecution => {
     const outcomes: ObservedOutcome[] = [];
+    const probes: MarkerProbeFact[] = [];
     let review: OutcomeOfExecution['review'] = null;
     for (const { event, recorded } of history.steps) {
       const position = recorded.position;
       if (event.type === 'OutcomeObserved') {
-        const { attempt, outcome, targetStatus, exitCode, observedAt } = event.data;
-        outcomes.push({ attempt, kind: outcome, targetStatus, exitCode, reason: null, at: observedAt, position });
+        const { attempt, outcome, source, targetStatus, exitCode, observedAt } = event.data;
+        const kind = source === 'not_sent' ? 'not_sent' : outcome;
+        outcomes.push({ attempt, kind, source, targetStatus, exitCode, reason: event.data.notSentReason ?? null, at: observedAt, position });
       } else if (event.type === 'OutcomeUnknown') {
         const { attempt, reason, observedAt } = event.data;
-        outcomes.push({ attempt, kind: 'unknown', targetStatus: null, exitCode: null, reason, at: observedAt, position });
+        outcomes.push({ attempt, kind: 'unknown', source: null, targetStatus: null, exitCode: null, reason, at: observedAt, position });
+      } else if (event.type === 'MarkerProbed') {
+        const { attempt, marker, probedAt } = event.data;
+        probes.push({ attempt, marker, markerAttempt: event.data.markerAttempt ?? null, failure: event.data.failure ?? null, at: probedAt, position });
       } else if (event.type === 'ReviewRequired') {
         review = { reason: event.data.reason, resolution: null };
       } else if (event.type === 'ReviewResolved') {
@@ -427,24 +464,31 @@ function outcomeAnswer(focus: readonly ExecutionHistory[]): Answer<OutcomeFacts>
     const last = outcomes.at(-1);
     const dispatched = stepsOf(history, 'Dispatched').length > 0;
     const kind: OutcomeKind = last?.kind ?? (dispatched ? 'awaiting' : 'not_dispatched');
-    return { executionId: history.executionId, kind, outcomes, review };
+    return { executionId: history.executionId, kind, outcomes, probes, review };
   });
   const describe = (outcome: ObservedOutcome): string => {
     if (outcome.kind === 'unknown') return `attempt ${outcome.attempt}: outcome unknown (${outcome.reason}) at ${outcome.at}`;
+    if (outcome.kind === 'not_sent') return `attempt ${outcome.attempt}: not sent, nothing reached the target (${outcome.reason}) at ${outcome.at}`;
     const status = [
       outcome.targetStatus === null ? undefined : `HTTP ${outcome.targetStatus}`,
       outcome.exitCode === null ? undefined : `exit ${outcome.exitCode}`,
     ].filter(Boolean);
-    return `attempt ${outcome.attempt}: definite ${outcome.kind === 'succeeded' ? 'success' : 'failure'}${status.length ? ` (${status.join(', ')})` : ''} at ${outcome.at}`;
+    const from = outcome.source === 'marker' ? ' from the marker on the host' : '';
+    return `attempt ${outcome.attempt}: definite ${outcome.kind === 'succeeded' ? 'success' : 'failure'}${status.length ? ` (${status.join(', ')})` : ''}${from} at ${outcome.at}`;
   };
+  const probeLine = (probe: MarkerProbeFact): string =>
+    probe.failure !== null
+      ? `; marker probe failed: ${probe.failure}`
+      : `; marker ${probe.marker}${probe.markerAttempt !== null && probe.markerAttempt !== probe.attempt ? ` (written by attempt ${probe.markerAttempt})` : ''}`;
   const line = (facts: OutcomeOfExecution): string => {
     const review = facts.review
       ? `; review ${facts.review.reason}${facts.review.resolution ? ` resolved ${facts.review.resolution}` : ' pending'}`
       : '';
     if (facts.kind === 'not_dispatched') return `nothing to come back: never dispatched${review}`;
-    if (facts.kind === 'awaiting') return `not yet: dispatched, no outcome recorded${review}`;
-    const answer = facts.kind === 'unknown' ? 'no' : 'yes';
-    return `${answer}: ${facts.outcomes.map(describe).join('; ')}${review}`;
+    const probes = facts.probes.map(probeLine).join('');
+    if (facts.kind === 'awaiting') return `not yet: dispatched, no outcome recorded${probes}${review}`;
+    const answer = facts.kind === 'unknown' || facts.kind === 'not_sent' ? 'no' : 'yes';
+    return `${answer}: ${facts.outcomes.map(describe).join('; ')}${probes}${review}`;
   };
   return { question: QUESTIONS.outcome, summary: perExecution(executions, line), evidence: sorted(evidence), facts: { executions } };
 }
@@ -665,6 +709,7 @@ export function detailOf(event: ExecutionEvent): string {
       return `attempt ${event.data.attempt} by ${event.data.dispatcherId}, key ${event.data.idempotencyKey}`;
     case 'OutcomeObserved': {
       const { attempt, outcome, source, targetStatus, exitCode } = event.data;
+      if (source === 'not_sent') return `attempt ${attempt} ${outcome}: not sent: ${event.data.notSentReason ?? 'no reason recorded'}`;
       const status = targetStatus === null ? '' : ` HTTP ${targetStatus}`;
       const exit = exitCode === null ? '' : ` exit ${exitCode}`;
       return `attempt ${attempt} ${outcome}${status}${exit} (from ${source})`;
@@ -673,8 +718,14 @@ export function detailOf(event: ExecutionEvent): string {
       return `attempt ${event.data.attempt}: ${event.data.reason}`;
     case 'StatusQueried':
       return `attempt ${event.data.attempt}: precondition ${event.data.preconditionHolds ? 'holds' : 'no longer holds'}${event.data.observedStatus ? ` (${event.data.observedStatus})` : ''}`;
-    case 'MarkerProbed':
-      return `attempt ${event.data.attempt}: marker ${event.data.marker}${event.data.exitStatus === null ? '' : `, exit ${event.data.exitStatus}`}`;
+    case 'MarkerProbed': {
+      const { attempt, marker, exitStatus, markerAttempt, failure, keptOutput } = event.data;
+      if (marker === 'probe_failed') return `attempt ${attempt}: marker probe failed: ${failure ?? 'no reason recorded'}`;
+      const writer = markerAttempt === undefined || markerAttempt === null ? '' : ` (written by attempt ${markerAttempt})`;
+      const exit = exitStatus === null ? '' : `, exit ${exitStatus}`;
+      const kept = keptOutput ? `, output kept on ${keptOutput.host} at ${keptOutput.paths.join(', ')}` : '';
+      return `attempt ${attempt}: marker ${marker}${writer}${exit}${kept}`;
+    }
     case 'ReviewRequired':
       return `attempt ${event.data.attempt}: ${event.data.reason}`;
     case 'ReviewResolved':

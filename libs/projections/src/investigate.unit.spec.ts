@@ -201,6 +201,47 @@ describe('investigate', () => {
     });
   });
 
+  describe('given a remote command whose host presented another key than the pinned one', () => {
+    const mismatch = 'host key mismatch: 10.0.0.5:22 presented ssh-ed25519 key SHA256:kq, but the contract pins ssh-ed25519 SHA256:3f';
+    const dispatcher = { actor: 'service:dispatcher-ssh' };
+
+    it('when the attempt is refused before anything is sent, then (2) says nothing left the gateway and (3) that nothing came back', () => {
+      const history = new RecordedHistory();
+      const executionId = executionIdOf('G');
+      history.accept(executionId, { fingerprint: fingerprintOf('a1'), operationClass: 'remote_command' });
+      history.run(executionId, { type: 'AuthorizeExecution', now: at(10), basis: 'policy' }, { actor: 'service:authorization' });
+      history.run(executionId, { type: 'RecordDispatch', now: at(20), dispatcherId: 'd1' }, dispatcher);
+      history.run(
+        executionId,
+        { type: 'ObserveOutcome', now: at(30), attempt: 1, outcome: 'failed', source: 'not_sent', notSentReason: mismatch, targetStatus: null, exitCode: null, resultRef: null, resultDigest: null },
+        dispatcher,
+      );
+      const inv = investigate(history.events, { executionId });
+
+      expect(inv.answers.outcome.facts.executions[0]!.kind).toBe('not_sent');
+      expect(inv.answers.outcome.summary).toBe(`no: attempt 1: not sent, nothing reached the target (${mismatch}) at ${at(30)}`);
+      expect(inv.answers.firstCall.summary).toBe(`yes: authorized (policy) at ${at(10)}, dispatched at ${at(20)} (attempt 1 by d1), but nothing left the gateway: ${mismatch}`);
+      expect(inv.timeline.at(-1)!.detail).toBe(`attempt 1 failed: not sent: ${mismatch}`);
+    });
+
+    it('when the marker probe meets it after a lost connection, then (3) names the failed probe beside the review it caused', () => {
+      const history = new RecordedHistory();
+      const executionId = executionIdOf('H');
+      history.accept(executionId, { fingerprint: fingerprintOf('a2'), operationClass: 'remote_command' });
+      history.run(executionId, { type: 'AuthorizeExecution', now: at(10), basis: 'policy' }, { actor: 'service:authorization' });
+      history.run(executionId, { type: 'RecordDispatch', now: at(20), dispatcherId: 'd1' }, dispatcher);
+      history.run(executionId, { type: 'RecordUnknownOutcome', now: at(30), attempt: 1, reason: 'ssh_connection_dropped' }, dispatcher);
+      history.run(executionId, { type: 'RecordMarkerProbe', now: at(40), attempt: 1, marker: 'probe_failed', exitStatus: null, failure: mismatch }, dispatcher);
+      history.run(executionId, { type: 'RequireReview', now: at(41), reason: 'marker_probe_failed' }, dispatcher);
+      const inv = investigate(history.events, { executionId });
+
+      expect(inv.answers.outcome.summary).toBe(
+        `no: attempt 1: outcome unknown (ssh_connection_dropped) at ${at(30)}; marker probe failed: ${mismatch}; review marker_probe_failed pending`,
+      );
+      expect(inv.timeline.find((entry) => entry.type === 'MarkerProbed')!.detail).toBe(`attempt 1: marker probe failed: ${mismatch}`);
+    });
+  });
+
   it('given nothing recorded, then it is not found and the text says so', () => {
     const inv = investigate([], { executionId: executionIdOf('G') });
     expect(inv.found).toBe(false);

@@ -43,7 +43,33 @@ export function executionInfo(state: ExecutionState, flags: AnswerFlags) {
         }
       : {}),
     ...(state.denial ? { denial: { basis: state.denial.basis, reason: state.denial.reason } } : {}),
+    ...(state.outcome?.source === 'marker' ? { outcomeSource: 'marker' as const, hostOutput: markerOutput(state) } : {}),
+    ...(state.outcome?.source === 'not_sent' ? { outcomeSource: 'not_sent' as const, notSent: state.outcome.notSentReason ?? null } : {}),
   };
+}
+
+/**
+ * Where the output of a command whose outcome came from its marker is: the files left on the host (`null` when
+ * none is kept), and the attempt whose marker it was.
+ */
+function markerOutput(state: ExecutionState) {
+  const probe = state.markerProbe;
+  return { writtenBy: probe?.markerAttempt ?? null, kept: probe?.keptOutput ?? null };
+}
+
+/** The outcome came from the marker, not from an answer: say so, and where the output is, never an output it lacks. */
+function markerNote(state: ExecutionState): string {
+  if (state.outcome?.source !== 'marker') return '';
+  const { writtenBy, kept } = markerOutput(state);
+  const by = writtenBy === null ? '' : ` (written by attempt ${writtenBy})`;
+  const where =
+    kept === null
+      ? 'none of it is kept on the host'
+      : `it is kept on the host ${kept.host} at ${kept.paths.join(' and ')}`;
+  return (
+    ` The outcome was established from the durable marker on the host${by}: the connection was lost before the ` +
+    `command's output came back, so no output is included here; ${where}.`
+  );
 }
 
 const MAX_TEXT = 64 * 1024;
@@ -65,6 +91,18 @@ function bodyText(result: StoredResult | undefined): string {
   return `\n\n${clipped}${result.truncated ? '\n… (the target sent more than the response cap; the rest was not kept)' : ''}`;
 }
 
+/** Why the marker of the current attempt could not be read, when that is what holds the execution. */
+function probeFailure(state: ExecutionState): string {
+  const probe = state.markerProbe;
+  if (probe?.marker !== 'probe_failed' || probe.attempt !== state.attempts) return '';
+  return ` The marker on the host could not be read: ${probe.failure ?? 'no reason recorded'}.`;
+}
+
+/** The exit status of a command whose outcome came from its marker (with a response, the body says it). */
+function exited(state: ExecutionState): string {
+  return state.outcome?.source === 'marker' && state.outcome.exitCode !== null ? ` (exit status ${state.outcome.exitCode})` : '';
+}
+
 function headline(state: ExecutionState, tool: string, result: StoredResult | undefined): { text: string; isError: boolean } {
   const id = state.executionId;
   const status = state.status as ExecutionStatus;
@@ -75,11 +113,11 @@ function headline(state: ExecutionState, tool: string, result: StoredResult | un
     case 'completed_result_not_delivered':
     case 'delivered':
       if (state.outcome?.outcome === 'failed') {
-        return { text: `${tool} failed${answered}. Execution ${id}; nothing was retried.`, isError: true };
+        return { text: `${tool} failed${answered}${exited(state)}. Execution ${id}; nothing was retried.${markerNote(state)}`, isError: true };
       }
-      return { text: `${tool} completed${answered}. Execution ${id}.`, isError: false };
+      return { text: `${tool} completed${answered}${exited(state)}. Execution ${id}.${markerNote(state)}`, isError: false };
     case 'failed':
-      return { text: `${tool} failed${answered}. Execution ${id}; nothing was retried.`, isError: true };
+      return { text: `${tool} failed${answered}${exited(state)}. Execution ${id}; nothing was retried.${markerNote(state)}`, isError: true };
     case 'denied':
       return {
         text: `${tool} was denied (${state.denial?.basis ?? 'policy'}): ${state.denial?.reason ?? ''} Nothing was sent. Execution ${id}.`,
@@ -97,7 +135,7 @@ function headline(state: ExecutionState, tool: string, result: StoredResult | un
       return {
         text:
           `Held for review (${state.review?.reason ?? 'review required'}): the outcome of ${tool} is not known and ` +
-          `the gateway will not send it again on its own. Execution ${id}; an operator resolves it.`,
+          `the gateway will not send it again on its own. Execution ${id}; an operator resolves it.${probeFailure(state)}`,
         isError: false,
       };
     case 'cancelled':

@@ -1,6 +1,15 @@
 import { userInfo } from 'node:os';
 import { executionStatusView, type ReviewResolution } from '@oncegate/domain';
-import { executionsWithEvent, isoNow, loadExecution, runExecutionCommand, systemClock } from '@oncegate/execution-journal';
+import {
+  executionsWithEvent,
+  isoNow,
+  loadExecution,
+  runExecutionCommand,
+  systemClock,
+  toDomainEvent,
+  type LoadedExecution,
+} from '@oncegate/execution-journal';
+import { detailOf } from '@oncegate/projections';
 import type { DataFolder } from '../../gateway';
 import { EXIT_CODES, UsageError, type CliCommand } from '../cli-command';
 import { byOption, executionIdArgument, parseCommandArgs, stringOption, withDataFolder } from '../command-helpers';
@@ -51,16 +60,29 @@ export const reviewShowCommand: CliCommand = {
         io.stderr(`no execution ${id} in this data folder\n`);
         return EXIT_CODES.failed;
       }
-      const accepted = execution.events.find((event) => event.type === 'ExecutionAccepted')!.data as { record: unknown };
-      const view = executionStatusView(execution.state);
-      io.stdout(`${JSON.stringify({ ...view, review: execution.state.review, record: accepted.record }, null, 2)}\n`);
-      for (const event of execution.events) {
-        io.stdout(`${event.recordedAt}  #${event.revision} ${event.type}  (${String(event.metadata['actor'] ?? '')})\n`);
-      }
+      io.stdout(formatReview(execution));
       return EXIT_CODES.ok;
     });
   },
 };
+
+/**
+ * What `review show` prints for an accepted execution: its status, the review, the evidence recovery gathered for
+ * the current attempt (marker probe or status query, with why a probe could not ask the host), the record, then
+ * every event with what it says.
+ */
+export function formatReview(execution: LoadedExecution): string {
+  const { state } = execution;
+  const accepted = execution.events.find((event) => event.type === 'ExecutionAccepted')!.data as { record: unknown };
+  const view = executionStatusView(state);
+  const current = <T extends { readonly attempt: number }>(evidence: T | null): T | null => (evidence?.attempt === state.attempts ? evidence : null);
+  const evidence = { markerProbe: current(state.markerProbe), statusQuery: current(state.statusQuery) };
+  const lines = [JSON.stringify({ ...view, review: state.review, evidence, record: accepted.record }, null, 2)];
+  for (const event of execution.events) {
+    lines.push(`${event.recordedAt}  #${event.revision} ${event.type}  (${String(event.metadata['actor'] ?? '')})  ${detailOf(toDomainEvent(event))}`);
+  }
+  return `${lines.join('\n')}\n`;
+}
 
 export const reviewResolveCommand: CliCommand = {
   group: 'review',

@@ -1,17 +1,27 @@
 import { Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { EventPattern, Payload } from '@nestjs/microservices';
-import type { DefiniteOutcome, ExecutionId, ExecutionState, MarkerState, UnknownOutcomeReason } from '@oncegate/domain';
+import type { DefiniteOutcome, ExecutionId, ExecutionState, UnknownOutcomeReason } from '@oncegate/domain';
 import type { ToolContract } from '@oncegate/contracts';
 import type { EventStore, RecordedEvent } from '@oncegate/event-store';
 import { isoNow, loadExecution, runExecutionCommand, type Clock, type LoadedExecution } from '@oncegate/execution-journal';
 import type { SealedStore } from '@oncegate/sealed-store';
 import type { StoredResult } from '../../front/tool-results';
-import { recoverExecution } from '../recovery/execution-recovery';
+import { recoverExecution, type MarkerFinding } from '../recovery/execution-recovery';
 import { openArguments } from '../sealed-arguments';
 
-/** What a channel's attempt came to, in the journal's terms. */
+/**
+ * What a channel's attempt came to, in the journal's terms. `notSentReason` marks a failure in which nothing left
+ * (recorded with source `not_sent`), told apart from a target that answered with a failure.
+ */
 export type AttemptRecord =
-  | { readonly kind: 'observed'; readonly outcome: DefiniteOutcome; readonly targetStatus: number | null; readonly exitCode: number | null; readonly result: StoredResult }
+  | {
+      readonly kind: 'observed';
+      readonly outcome: DefiniteOutcome;
+      readonly targetStatus: number | null;
+      readonly exitCode: number | null;
+      readonly result: StoredResult;
+      readonly notSentReason?: string;
+    }
   | { readonly kind: 'unknown'; readonly reason: UnknownOutcomeReason };
 
 /** Why an attempt must not be sent, found before `Dispatched` is written; recorded as the denial's basis. */
@@ -84,7 +94,7 @@ export abstract class ChannelDispatcher implements OnApplicationBootstrap {
   protected preflight?(state: ExecutionState, tool: ToolContract, args: Record<string, unknown>): Promise<DispatchRefusal | undefined>;
 
   protected queryStatus?(state: ExecutionState): Promise<{ preconditionHolds: boolean; observedStatus: string | null }>;
-  protected probeMarker?(state: ExecutionState): Promise<{ marker: MarkerState; exitStatus: number | null }>;
+  protected probeMarker?(state: ExecutionState): Promise<MarkerFinding>;
 
   protected async recover(cause: RecordedEvent): Promise<void> {
     const executionId = cause.metadata['executionId'] as ExecutionId;
@@ -159,13 +169,7 @@ export abstract class ChannelDispatcher implements OnApplicationBootstrap {
     const args = await this.argumentsOf(state);
     const record: AttemptRecord =
       tool === undefined || args === undefined
-        ? {
-            kind: 'observed',
-            outcome: 'failed',
-            targetStatus: null,
-            exitCode: null,
-            result: textResult(`not sent: ${tool === undefined ? 'the tool is no longer in the contract file' : 'the arguments are missing'}`),
-          }
+        ? notSent(tool === undefined ? 'the tool is no longer in the contract file' : 'the arguments are missing')
         : await this.attempt(state, tool, args);
     await this.record(state.executionId!, state.attempts, record);
   }
@@ -195,7 +199,7 @@ export abstract class ChannelDispatcher implements OnApplicationBootstrap {
               now: isoNow(this.clock),
               attempt,
               outcome: record.outcome,
-              source: 'response',
+              ...(record.notSentReason === undefined ? { source: 'response' } : { source: 'not_sent', notSentReason: record.notSentReason }),
               targetStatus: record.targetStatus,
               exitCode: record.exitCode,
               resultRef: sealed.ref,
@@ -252,6 +256,11 @@ export abstract class ChannelDispatcher implements OnApplicationBootstrap {
   async drain(): Promise<void> {
     await Promise.allSettled([...this.inFlight]);
   }
+}
+
+/** A definite failure in which nothing left: recorded with source `not_sent` and the reason; the agent reads `text`. */
+export function notSent(reason: string, text = `not sent: ${reason}`): AttemptRecord {
+  return { kind: 'observed', outcome: 'failed', targetStatus: null, exitCode: null, result: textResult(text), notSentReason: reason };
 }
 
 export function textResult(text: string): StoredResult {

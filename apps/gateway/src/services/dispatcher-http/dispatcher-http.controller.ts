@@ -8,7 +8,7 @@ import { EVENT_STORE } from '@oncegate/nest-event-store';
 import type { Clock } from '@oncegate/execution-journal';
 import type { SealedStore } from '@oncegate/sealed-store';
 import type { VaultService } from '../../vault/vault-service';
-import { ChannelDispatcher, textResult, type AttemptRecord, type DispatchRefusal } from '../dispatch/channel-dispatcher';
+import { ChannelDispatcher, notSent, type AttemptRecord, type DispatchRefusal } from '../dispatch/channel-dispatcher';
 import { vaultRefusal } from '../dispatch/vault-refusal';
 import { CLOCK, DISPATCHER_ID, HTTP_DISPATCHER, SEALED_STORE, TOOLS, VAULT } from '../tokens';
 
@@ -72,16 +72,14 @@ export class DispatcherHttpController extends ChannelDispatcher {
 
   protected async attempt(state: ExecutionState, tool: ToolContract, args: Record<string, unknown>): Promise<AttemptRecord> {
     const found = await this.credentialFor(tool, args, state.executionId!);
-    if ('refusal' in found) {
-      return { kind: 'observed', outcome: 'failed', targetStatus: null, exitCode: null, result: textResult(`not sent: ${found.refusal.reason}`) };
-    }
+    if ('refusal' in found) return notSent(found.refusal.reason);
     const { credential } = found;
     const result = await this.http.send({ executionId: state.executionId!, tool, arguments: args, ...(credential ? { credential } : {}) });
     switch (result.kind) {
       case 'unknown':
         return { kind: 'unknown', reason: result.reason };
       case 'not_sent':
-        return { kind: 'observed', outcome: 'failed', targetStatus: null, exitCode: null, result: textResult(`not sent: ${result.reason}`) };
+        return notSent(result.reason);
       case 'response': {
         const text = isText(result.contentType);
         return {

@@ -1,6 +1,6 @@
 import { Controller, Inject } from '@nestjs/common';
 import { EventPattern, Payload } from '@nestjs/microservices';
-import type { ExecutionState, MarkerState } from '@oncegate/domain';
+import type { ExecutionState } from '@oncegate/domain';
 import type { ToolContract } from '@oncegate/contracts';
 import type { SshCredential, SshDispatcher } from '@oncegate/dispatcher-ssh';
 import type { EventStore, RecordedEvent } from '@oncegate/event-store';
@@ -8,7 +8,8 @@ import { EVENT_STORE } from '@oncegate/nest-event-store';
 import type { Clock } from '@oncegate/execution-journal';
 import type { SealedStore } from '@oncegate/sealed-store';
 import type { VaultService } from '../../vault/vault-service';
-import { ChannelDispatcher, textResult, type AttemptRecord, type DispatchRefusal } from '../dispatch/channel-dispatcher';
+import { ChannelDispatcher, notSent, type AttemptRecord, type DispatchRefusal } from '../dispatch/channel-dispatcher';
+import type { MarkerFinding } from '../recovery/execution-recovery';
 import { vaultRefusal } from '../dispatch/vault-refusal';
 import { CLOCK, DISPATCHER_ID, SEALED_STORE, SSH_DISPATCHER, TOOLS, VAULT } from '../tokens';
 
@@ -55,18 +56,20 @@ export class DispatcherSshController extends ChannelDispatcher {
 
   protected async attempt(state: ExecutionState, tool: ToolContract, args: Record<string, unknown>): Promise<AttemptRecord> {
     const found = await this.keyFor(tool);
-    if ('refusal' in found) {
-      return { kind: 'observed', outcome: 'failed', targetStatus: null, exitCode: null, result: textResult(`not sent: ${found.refusal.reason}`) };
-    }
+    if ('refusal' in found) return notSent(found.refusal.reason);
     const result = await this.ssh.run({ executionId: state.executionId!, attempt: state.attempts, tool, arguments: args, credential: found.credential });
     switch (result.kind) {
       case 'unknown':
         return { kind: 'unknown', reason: result.reason };
+      case 'claimed':
+        // Nothing of this attempt ran; another attempt holds the execution, and its marker will tell the outcome.
+        this.log.warn(`${state.executionId}: ${result.reason}`);
+        return { kind: 'unknown', reason: 'claimed_by_another_attempt' };
       case 'not_sent':
-        return { kind: 'observed', outcome: 'failed', targetStatus: null, exitCode: null, result: textResult(`not sent: ${result.reason}`) };
+        return notSent(result.reason);
       case 'denied':
-        // The host is not the one the contract pinned: nothing was run, and it is not retried.
-        return { kind: 'observed', outcome: 'failed', targetStatus: null, exitCode: null, result: textResult(`denied, nothing was run: ${result.reason}`) };
+        // The host is not the one the contract pinned: nothing was sent past the key exchange, and it is not retried.
+        return notSent(result.reason, `denied, nothing was run: ${result.reason}`);
       case 'exited': {
         const stdout = Buffer.from(result.stdout).toString('utf8');
         const stderr = Buffer.from(result.stderr).toString('utf8');
@@ -90,21 +93,43 @@ export class DispatcherSshController extends ChannelDispatcher {
 
   /**
    * Reads the marker. A command that started and has not finished gets the contract's `started_wait` to finish
-   * before the probe reports it as started (which holds it for review).
+   * before the probe reports it as started (which holds it for review). A host that cannot be asked is recorded as
+   * `probe_failed` with the reason — at once for a host key that is not the pinned one, after `started_wait` for a
+   * host that may come back — never as a marker state it did not show.
    */
-  protected override async probeMarker(state: ExecutionState): Promise<{ marker: MarkerState; exitStatus: number | null }> {
+  protected override async probeMarker(state: ExecutionState): Promise<MarkerFinding> {
     const tool = this.tools.get(state.accepted!.toolName);
-    const found = tool === undefined ? undefined : await this.keyFor(tool);
-    // Without the key the host cannot be asked: never conclude "absent" from that.
-    if (tool === undefined || found === undefined || 'refusal' in found) return { marker: 'started', exitStatus: null };
+    if (tool === undefined || tool.request.kind !== 'ssh') {
+      return { marker: 'probe_failed', exitStatus: null, failure: `tool ${state.accepted!.toolName} is no longer an SSH tool in the contract file` };
+    }
+    const found = await this.keyFor(tool);
+    if ('refusal' in found) return { marker: 'probe_failed', exitStatus: null, failure: `no key to ask the host with: ${found.refusal.reason}` };
     const { credential } = found;
+    const host = `${tool.request.user}@${tool.request.host}:${tool.request.port}`;
     const deadline = Date.now() + (tool.marker?.startedWaitMs ?? 5_000);
     for (;;) {
       const probe = await this.ssh.probeMarker({ executionId: state.executionId!, tool, credential });
-      if (probe.kind === 'completed') return { marker: 'completed', exitStatus: probe.exitStatus };
-      if (probe.kind === 'absent') return { marker: 'absent', exitStatus: null };
-      // Started, or the host could not be asked: never conclude "absent" from a failed probe.
-      if (Date.now() >= deadline) return { marker: 'started', exitStatus: null };
+      const waitedOut = Date.now() >= deadline;
+      switch (probe.kind) {
+        case 'completed':
+          return {
+            marker: 'completed',
+            exitStatus: probe.exitStatus,
+            markerAttempt: probe.attempt,
+            keptOutput: probe.keptOutput.length > 0 ? { host, paths: probe.keptOutput } : null,
+          };
+        case 'absent':
+          return { marker: 'absent', exitStatus: null };
+        case 'started':
+          if (waitedOut) return { marker: 'started', exitStatus: null, markerAttempt: probe.attempt };
+          break;
+        case 'denied':
+          return { marker: 'probe_failed', exitStatus: null, failure: probe.reason };
+        case 'not_sent':
+        case 'unknown':
+          if (waitedOut) return { marker: 'probe_failed', exitStatus: null, failure: probe.reason };
+          break;
+      }
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
   }

@@ -1,6 +1,9 @@
-import { nextRecoveryStep, type ExecutionId, type MarkerState } from '@oncegate/domain';
+import { nextRecoveryStep, type ExecutionId, type RecordMarkerProbe } from '@oncegate/domain';
 import type { EventStore, RecordedEvent } from '@oncegate/event-store';
 import { isoNow, loadExecution, runExecutionCommand, type AppendContext, type Clock, type LoadedExecution } from '@oncegate/execution-journal';
+
+/** What a marker probe found, as `RecordMarkerProbe` records it. */
+export type MarkerFinding = Pick<RecordMarkerProbe, 'marker' | 'exitStatus' | 'markerAttempt' | 'failure' | 'keptOutput'>;
 
 /** What a channel's dispatcher can do for recovery; the rules of which step comes when are not its business. */
 export interface ChannelRecovery {
@@ -9,7 +12,7 @@ export interface ChannelRecovery {
   /** Runs the contract's status query (conditional writes). */
   queryStatus?(execution: LoadedExecution): Promise<{ preconditionHolds: boolean; observedStatus: string | null }>;
   /** Reads the durable marker on the host (remote commands). */
-  probeMarker?(execution: LoadedExecution): Promise<{ marker: MarkerState; exitStatus: number | null }>;
+  probeMarker?(execution: LoadedExecution): Promise<MarkerFinding>;
 }
 
 /** A retry arrived after the last unknown outcome and nothing was sent since: the agent asked to go on. */
