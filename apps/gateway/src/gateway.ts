@@ -191,6 +191,12 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   if (config.devToken) await initDevelopmentVault({ store, dataDir: config.dataDir, env, by: 'service:gateway' });
   const vault = new VaultService({ store, dataDir: config.dataDir, env });
   await vault.start();
+  if (!vault.state().initialized) {
+    // Not a reason to stop: tools without a credential work, and the vault can be made while the gateway runs.
+    const needing = [...tools.values()].filter((tool) => tool.credentialRef !== null).map((tool) => tool.name);
+    const effect = needing.length === 0 ? 'no tool needs a credential' : `calls of the tools that need a credential (${needing.join(', ')}) are denied`;
+    logger.warn(`no vault in this data folder: ${effect} until oncegate vault init and oncegate vault set …`, 'vault');
+  }
   const deliveries = new DeliveryTracker();
   const http = new HttpDispatcher();
   const ssh = new SshDispatcher();
