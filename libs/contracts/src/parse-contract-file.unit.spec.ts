@@ -357,6 +357,38 @@ describe('a contract file with problems', () => {
     expect(reasonsOf(file(httpTool({ credential_ref: 'credential_ref: "Bearer abcdefghijkl"' })))[0]).toMatch(/credential_ref: must name a credential/);
   });
 
+  it.each([
+    ['Host', '"{{args.name}}"'],
+    ['host', 'internal.example'],
+    ['Transfer-Encoding', 'chunked'],
+    ['Content-Length', '"{{args.value}}"'],
+    ['Connection', 'close'],
+    ['Keep-Alive', 'timeout=5'],
+    ['Upgrade', 'websocket'],
+    ['TE', 'trailers'],
+    ['Trailer', 'X-Checksum'],
+    ['Expect', '100-continue'],
+    ['Proxy-Connection', 'keep-alive'],
+    ['Proxy-Target', '"{{args.name}}"'],
+    ['Forwarded', 'host=internal.example'],
+    ['X-Forwarded-Host', '"{{args.name}}"'],
+    ['X-Original-URL', '/admin'],
+    ['X-HTTP-Method-Override', 'DELETE'],
+  ])('given a header template that sets %s (hop-by-hop, framing or routing), when checked, then it is refused at its line and path', (name, value) => {
+    const text = file(httpTool({ http: ['http:', '  method: PUT', '  url: http://127.0.0.1:8790/config/{{args.name}}', `  headers: { ${name}: ${value} }`].join('\n') }));
+    const issues = issuesOf(text);
+    expect(issues).toHaveLength(1);
+    const key = /^[A-Za-z_][A-Za-z0-9_]*$/.test(name) ? `.${name}` : `["${name}"]`;
+    expect(issues[0]).toMatchObject({ file: FILE, path: `tools[0].http.headers${key}`, line: 17 });
+    expect(issues[0]!.reason).toMatch(new RegExp(`^header '${name}' .*: the gateway derives it`));
+  });
+
+  it('given an idempotency header naming a routing header, when checked, then it is refused too', () => {
+    expect(reasonsOf(file(httpTool({ http: 'http: { method: PUT, url: "http://127.0.0.1:8790/config/{{args.name}}", idempotency_header: Host }' })))).toEqual([
+      expect.stringMatching(/^tools\[0\]\.http\.idempotency_header: header 'Host' /),
+    ]);
+  });
+
   it('given a URL whose host comes from an argument or that carries a secret, when checked, then it is refused', () => {
     expect(reasonsOf(file(httpTool({ http: 'http: { method: GET, url: "http://{{args.name}}/x" }' })))).toEqual([
       'tools[0].http.url: the scheme, host and port must be literal: an argument must not choose where the request goes',

@@ -143,6 +143,18 @@ describe('dispatcher-http preflight against the vault (SQLite store, loopback ta
     expect(target.requests).toHaveLength(0);
   });
 
+  it('given a tool whose headers set Host from an argument (built without the contract checks), when dispatched, then no request leaves: the Host sent is always the bound URL authority', async () => {
+    const tool = setConfigTool(target.url);
+    if (tool.request.kind !== 'http') throw new Error('an HTTP tool');
+    const forged: ToolContract = { ...tool, request: { ...tool.request, headers: { Host: '{{args.name}}.internal.example' } } };
+
+    const events = await dispatchAuthorized(forged, { name: 'pool' });
+
+    expect(target.requests).toHaveLength(0);
+    // A definite failure: nothing was sent, so nothing is unknown.
+    expect(events.at(-1)).toMatchObject({ type: 'OutcomeObserved', data: { outcome: 'failed' } });
+  });
+
   it('given a URL outside the binding (another host name for the same server), when dispatched, then it is denied with credential_unresolved naming both and nothing is sent', async () => {
     const port = new URL(target.url).port;
     const events = await dispatchAuthorized(setConfigTool(`http://localhost:${port}`), { name: 'pool' });
