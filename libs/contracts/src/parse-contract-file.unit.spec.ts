@@ -190,6 +190,28 @@ describe('a valid contract file', () => {
     expect(tool.marker).toEqual({ directory: '/var/lib/oncegate/markers', writtenBeforeWork: true, startedWaitMs: 5_000 });
   });
 
+  it('given an SSH command working in mktemp-made folders, when parsed, then the random names are not taken for tokens', () => {
+    const tool = toolOf(
+      file(
+        httpTool({
+          class: 'class: remote_command',
+          channel: 'channel: ssh',
+          http: '',
+          ssh: [
+            'ssh:',
+            '  host: 127.0.0.1',
+            '  user: oncegate',
+            `  host_key: ${HOST_KEY}`,
+            '  cwd: /tmp/tmp.Xo8fT3kQ1z/oncegate-work/deploy',
+            '  argv: [/tmp/oncegate-ssh-Xo8fT3/bin/run-migration, --log, /tmp/tmp.Xo8fT3kQ1z/oncegate-logs/AbC9]',
+          ].join('\n'),
+          marker: 'marker: { directory: /tmp/tmp.Xo8fT3kQ1z/oncegate-markers/deploy, written_before_work: true }',
+        }),
+      ),
+    );
+    expect(tool.marker?.directory).toBe('/tmp/tmp.Xo8fT3kQ1z/oncegate-markers/deploy');
+  });
+
   it('given a plugin channel, when parsed, then its plugin block is passed through', () => {
     const tool = toolOf(
       file(httpTool({ channel: 'channel: kafka-produce', http: '', plugin: 'plugin: { topic: orders, key: "{{args.name}}", acks: all }' })),
