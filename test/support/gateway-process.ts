@@ -45,12 +45,13 @@ export interface TestCredential {
  * A temporary data folder, contracts pointing at `targetUrl`, and a configuration file for one gateway;
  * `overrides` replaces top-level configuration fields (YAML text of the value). Its vault (development master
  * key) holds `demo-writer` — a bearer credential whose value is `CREDENTIAL_CANARY`, bound to the target's
- * host and port — and `credentials`.
+ * host and port — and `credentials`; with `vault: false` there is no vault at all.
  */
 export async function gatewayFolder(
   targetUrl: string,
   overrides: Record<string, string> = {},
   credentials: readonly TestCredential[] = [],
+  { vault = true }: { vault?: boolean } = {},
 ): Promise<GatewayFolder> {
   const dir = mkdtempSync(join(tmpdir(), 'oncegate-e2e-'));
   const tools = join(dir, 'tools.yaml');
@@ -75,6 +76,7 @@ export async function gatewayFolder(
     url: `http://127.0.0.1:${port}/mcp`,
     dispose: () => rmSync(dir, { recursive: true, force: true }),
   };
+  if (!vault) return folder;
   const target = new URL(targetUrl);
   await storeInVault(folder, [{ ref: 'demo-writer', kind: 'bearer', bind: [`${target.hostname}:${target.port}`] }, ...credentials]);
   return folder;
@@ -106,8 +108,15 @@ export interface GatewayProcess {
   kill(): Promise<void>;
 }
 
-/** Runs `oncegate start` as its own process, exactly as a user would, and waits until it listens. */
-export async function startGatewayProcess(folder: GatewayFolder, env: NodeJS.ProcessEnv = {}): Promise<GatewayProcess> {
+/**
+ * Runs `oncegate start` as its own process, exactly as a user would, and waits until it listens (and, unless
+ * `devToken` is false, has printed its development token).
+ */
+export async function startGatewayProcess(
+  folder: GatewayFolder,
+  env: NodeJS.ProcessEnv = {},
+  { devToken = true }: { devToken?: boolean } = {},
+): Promise<GatewayProcess> {
   const child = spawn(process.execPath, [LAUNCHER, 'start', '--config', folder.configFile], {
     cwd: folder.dir,
     env: { ...process.env, ...env },
@@ -123,9 +132,9 @@ export async function startGatewayProcess(folder: GatewayFolder, env: NodeJS.Pro
       output += `${line}\n`;
       url ??= /listening on (\S+)/.exec(line)?.[1];
       const token = /dev token:\s+(ogt_\S+)/.exec(line)?.[1];
-      if (url && token) {
+      if (url && (token || !devToken)) {
         clearTimeout(timer);
-        resolve({ url, devToken: token });
+        resolve({ url, devToken: token ?? '' });
       }
     });
     child.once('exit', (code) => {

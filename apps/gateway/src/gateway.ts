@@ -170,7 +170,11 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   const hostRules = hostRulesOf(config);
   const folder = openDataFolder(config);
   const { store, agents, approvers } = folder;
-  const keys = loadGatewayKeys(config.dataDir);
+  const env = options.env ?? process.env;
+  const { keys, migratedSealingKey } = await loadGatewayKeys(config.dataDir, env, { dev: config.devToken });
+  if (migratedSealingKey !== undefined) {
+    logger.log(`${migratedSealingKey} held the sealing key in plain (an earlier version); it is now wrapped under the master key`, 'keys');
+  }
   // Sealed blobs live in the journal's file with synchronous=NORMAL: the FULL commit of the event that
   // references a blob syncs the shared WAL, so a referenced blob is durable without an fsync of its own.
   const sealed = new SqliteSealedStore({
@@ -186,15 +190,20 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     argumentKey: { id: keys.argument.id, secret: keys.argument.secret },
   });
   // Development mode: a vault under the development master key, so a fresh data folder works as it is.
-  if (config.devToken) await initDevelopmentVault({ store, dataDir: config.dataDir, env: options.env ?? process.env, by: 'service:gateway' });
-  const vault = new VaultService({ store, dataDir: config.dataDir, env: options.env ?? process.env });
+  if (config.devToken) await initDevelopmentVault({ store, dataDir: config.dataDir, env, by: 'service:gateway' });
+  const vault = new VaultService({ store, dataDir: config.dataDir, env });
   await vault.start();
+  if (!vault.state().initialized) {
+    // Not a reason to stop: tools without a credential work, and the vault can be made while the gateway runs.
+    const needing = [...tools.values()].filter((tool) => tool.credentialRef !== null).map((tool) => tool.name);
+    const effect = needing.length === 0 ? 'no tool needs a credential' : `calls of the tools that need a credential (${needing.join(', ')}) are denied`;
+    logger.warn(`no vault in this data folder: ${effect} until oncegate vault init and oncegate vault set …`, 'vault');
+  }
   const deliveries = new DeliveryTracker();
   const http = new HttpDispatcher();
   const ssh = new SshDispatcher();
   const watcher = new ExecutionWatcher(store);
   await watcher.start();
-  const env = options.env ?? process.env;
   let sealer: JournalSealer | undefined;
   if (config.sealEveryMs > 0) {
     initSealKeys(config.dataDir, env, { dev: config.devToken });

@@ -33,6 +33,7 @@ export type {
 } from './tool-contract';
 export { parseDuration } from './duration';
 export { scanTemplates } from './template';
+export { reservedHeaderReason } from './request-headers';
 export type { TemplateReference, TemplateScan } from './template';
 export { fingerprintPolicyOf } from './fingerprint-policy';
 export type { FingerprintPolicy } from './fingerprint-policy';

@@ -5,6 +5,7 @@ import { CREDENTIAL_REF_RULE, isCredentialRef } from './credential-ref';
 import { DURATION_FORMS, parseDuration } from './duration';
 import { checkInputSchema, type CheckedInputSchema } from './input-schema';
 import { checkHeaders, checkJsonTemplate, checkTemplates, checkUrl, type ToolScope } from './request-checks';
+import { reservedHeaderReason } from './request-headers';
 import { checkAbsolutePath, checkArgv, checkHost, checkHostKey, checkUser } from './ssh-checks';
 import { didYouMean } from './suggest';
 import { hasTemplate, scanTemplates } from './template';
@@ -335,6 +336,8 @@ function readHttp(scope: ToolScope, node: Node, path: string): RequestTemplate |
     const header = readString(ctx, idempotencyNode, http.fieldPath('idempotency_header'));
     if (header !== undefined && !/^[A-Za-z0-9-]+$/.test(header)) {
       ctx.report(idempotencyNode, http.fieldPath('idempotency_header'), `'${header}' is not a header name`);
+    } else if (header !== undefined && reservedHeaderReason(header) !== undefined) {
+      ctx.report(idempotencyNode, http.fieldPath('idempotency_header'), reservedHeaderReason(header)!);
     } else if (header !== undefined && Object.keys(headers ?? {}).some((h) => h.toLowerCase() === header.toLowerCase())) {
       ctx.report(idempotencyNode, http.fieldPath('idempotency_header'), `'${header}' is also set in headers; the gateway sets it to the execution id`);
     } else if (header !== undefined) idempotencyHeader = header;

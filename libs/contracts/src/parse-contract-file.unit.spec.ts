@@ -198,6 +198,28 @@ describe('a valid contract file', () => {
     expect(tool.marker).toEqual({ directory: '/var/lib/oncegate/markers', writtenBeforeWork: true, startedWaitMs: 5_000 });
   });
 
+  it('given an SSH command working in mktemp-made folders, when parsed, then the random names are not taken for tokens', () => {
+    const tool = toolOf(
+      file(
+        httpTool({
+          class: 'class: remote_command',
+          channel: 'channel: ssh',
+          http: '',
+          ssh: [
+            'ssh:',
+            '  host: 127.0.0.1',
+            '  user: oncegate',
+            `  host_key: ${HOST_KEY}`,
+            '  cwd: /tmp/tmp.Xo8fT3kQ1z/oncegate-work/deploy',
+            '  argv: [/tmp/oncegate-ssh-Xo8fT3/bin/run-migration, --log, /tmp/tmp.Xo8fT3kQ1z/oncegate-logs/AbC9]',
+          ].join('\n'),
+          marker: 'marker: { directory: /tmp/tmp.Xo8fT3kQ1z/oncegate-markers/deploy, written_before_work: true }',
+        }),
+      ),
+    );
+    expect(tool.marker?.directory).toBe('/tmp/tmp.Xo8fT3kQ1z/oncegate-markers/deploy');
+  });
+
   it('given a plugin channel, when parsed, then its plugin block is passed through', () => {
     const tool = toolOf(
       file(httpTool({ channel: 'channel: kafka-produce', http: '', plugin: 'plugin: { topic: orders, key: "{{args.name}}", acks: all }' })),
@@ -370,6 +392,38 @@ describe('a contract file with problems', () => {
     expect(reasonsOf(file(httpTool({ http: 'http: { method: GET, url: "https://user:pw@api.example/x" }' })))[0]).toMatch(/the URL must not hold credentials/);
     expect(reasonsOf(file(httpTool({ http: 'http: { method: GET, url: "https://api.example/x?api_key=1" }' })))[0]).toMatch(/query parameter 'api_key' carries a credential/);
     expect(reasonsOf(file(httpTool({ credential_ref: 'credential_ref: "Bearer abcdefghijkl"' })))[0]).toMatch(/credential_ref: must name a credential/);
+  });
+
+  it.each([
+    ['Host', '"{{args.name}}"'],
+    ['host', 'internal.example'],
+    ['Transfer-Encoding', 'chunked'],
+    ['Content-Length', '"{{args.value}}"'],
+    ['Connection', 'close'],
+    ['Keep-Alive', 'timeout=5'],
+    ['Upgrade', 'websocket'],
+    ['TE', 'trailers'],
+    ['Trailer', 'X-Checksum'],
+    ['Expect', '100-continue'],
+    ['Proxy-Connection', 'keep-alive'],
+    ['Proxy-Target', '"{{args.name}}"'],
+    ['Forwarded', 'host=internal.example'],
+    ['X-Forwarded-Host', '"{{args.name}}"'],
+    ['X-Original-URL', '/admin'],
+    ['X-HTTP-Method-Override', 'DELETE'],
+  ])('given a header template that sets %s (hop-by-hop, framing or routing), when checked, then it is refused at its line and path', (name, value) => {
+    const text = file(httpTool({ http: ['http:', '  method: PUT', '  url: http://127.0.0.1:8790/config/{{args.name}}', `  headers: { ${name}: ${value} }`].join('\n') }));
+    const issues = issuesOf(text);
+    expect(issues).toHaveLength(1);
+    const key = /^[A-Za-z_][A-Za-z0-9_]*$/.test(name) ? `.${name}` : `["${name}"]`;
+    expect(issues[0]).toMatchObject({ file: FILE, path: `tools[0].http.headers${key}`, line: 17 });
+    expect(issues[0]!.reason).toMatch(new RegExp(`^header '${name}' .*: the gateway derives it`));
+  });
+
+  it('given an idempotency header naming a routing header, when checked, then it is refused too', () => {
+    expect(reasonsOf(file(httpTool({ http: 'http: { method: PUT, url: "http://127.0.0.1:8790/config/{{args.name}}", idempotency_header: Host }' })))).toEqual([
+      expect.stringMatching(/^tools\[0\]\.http\.idempotency_header: header 'Host' /),
+    ]);
   });
 
   it('given a URL whose host comes from an argument or that carries a secret, when checked, then it is refused', () => {

@@ -1,5 +1,6 @@
 import { isMap, isScalar, isSeq, type Node } from 'yaml';
 import type { ArgumentIndex } from './argument-index';
+import { reservedHeaderReason } from './request-headers';
 import { CREDENTIAL_HEADERS, describeCredential, isCredentialName } from './secret-detection';
 import { didYouMean } from './suggest';
 import { scanTemplates, type TemplateScan } from './template';
@@ -92,7 +93,7 @@ export function checkUrl(scope: ToolScope, node: Node, path: string): string | u
 
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
-/** A header-name → value mapping; credential headers are refused whatever their value. */
+/** A header-name → value mapping; credential headers and reserved headers (`reservedHeaderReason`) are refused whatever their value. */
 export function checkHeaders(scope: ToolScope, node: Node, path: string): Record<string, string> | undefined {
   const headers = MapReader.of(scope.ctx, node, path);
   if (headers === undefined) return undefined;
@@ -103,6 +104,12 @@ export function checkHeaders(scope: ToolScope, node: Node, path: string): Record
     const keyNode = headers.keyNode(name) ?? node;
     if (!HEADER_NAME.test(name)) {
       scope.ctx.report(keyNode, headerPath, `'${name}' is not a valid HTTP header name`);
+      ok = false;
+      continue;
+    }
+    const reserved = reservedHeaderReason(name);
+    if (reserved !== undefined) {
+      scope.ctx.report(keyNode, headerPath, reserved);
       ok = false;
       continue;
     }

@@ -26,6 +26,8 @@ const KNOWN_FORMS: readonly [RegExp, string][] = [
 ];
 
 const RANDOM_RUN = /[A-Za-z0-9+/=_-]{32,}/g;
+/** A piece of a run that reads as a word or a number (`markers`, `Release`, `CI`, `2024`), not as random. */
+const WORD = /^(?:[A-Z]?[a-z]+|[A-Z]+|[0-9]+)$/;
 
 /** Bits per character of a string's own symbol distribution. */
 function entropy(text: string): number {
@@ -40,15 +42,22 @@ function entropy(text: string): number {
 }
 
 /**
- * What kind of credential `text` looks like, or `undefined`. Besides well-known token forms, a run of 32 or more
- * token characters mixing upper case, lower case and digits with high entropy counts as a token; hex digests
- * and UUIDs do not.
+ * What kind of credential `text` looks like, or `undefined`. Besides well-known token forms, a run of token
+ * characters counts as a token when, once the words and numbers it joins with `/`, `-` and `_` are set aside,
+ * 32 or more characters are left that mix upper case, lower case and digits with high entropy. Hex digests,
+ * UUIDs and paths with one random name in them (`/tmp/tmp.Xo8fT3kQ1z/oncegate-markers`, as mktemp makes
+ * them) do not; a token inside a path or cut by separators still does.
  */
 export function describeCredential(text: string): string | undefined {
   for (const [pattern, what] of KNOWN_FORMS) if (pattern.test(text)) return what;
   for (const [run] of text.matchAll(RANDOM_RUN)) {
-    const mixed = /[a-z]/.test(run) && /[A-Z]/.test(run) && /[0-9]/.test(run);
-    if (mixed && entropy(run) >= 4.2) return 'a token';
+    const random = run
+      .split(/[/_-]/)
+      .filter((piece) => !WORD.test(piece))
+      .join('');
+    if (random.length < 32) continue;
+    const mixed = /[a-z]/.test(random) && /[A-Z]/.test(random) && /[0-9]/.test(random);
+    if (mixed && entropy(random) >= 4.2) return 'a token';
   }
   return undefined;
 }

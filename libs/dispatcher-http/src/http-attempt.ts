@@ -31,7 +31,7 @@ export interface HttpResponseResult {
   readonly status: number;
   /** Response headers, names lower-cased, repeated values joined with `, `; `set-cookie` removed. */
   readonly headers: Record<string, string>;
-  /** The first `limits.responseBytes` bytes of the body. */
+  /** The body with every credential value hidden, then cut to at most `limits.responseBytes` bytes. */
   readonly body: Uint8Array;
   /** True when the body was cut at the cap, or ended early after the status line arrived. */
   readonly truncated: boolean;

@@ -194,21 +194,22 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.settled) return;
-    const room = this.limits.responseBytes - this.received;
+    // Read past the cap by the longest credential value less one byte, so one that straddles the cut is hidden whole.
+    const room = this.limits.responseBytes + this.redaction.lookahead - this.received;
     if (chunk.length <= room) {
       this.chunks.push(chunk);
       this.received += chunk.length;
       return;
     }
-    // Over the cap: keep the first bytes, stop reading. Still a definite answer: the status line arrived.
+    // Over the cap: keep what was read, stop reading. Still a definite answer: the status line arrived.
     this.chunks.push(chunk.subarray(0, room));
     this.received += room;
-    this.settleResponse(true);
+    this.settleResponse(false);
     controller.abort(new Error('response body cap reached'));
   }
 
   onResponseEnd(): void {
-    this.settleResponse(false);
+    this.settleResponse(true);
   }
 
   onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
@@ -217,7 +218,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
       this.settle({ kind: 'not_sent', reason: this.redaction.redact(notSentReason(error)) });
     } else if (this.status !== undefined) {
       // The target already gave its status; only the rest of the body is missing.
-      this.settleResponse(true);
+      this.settleResponse(false);
     } else if (this.timedOut) {
       this.settle({ kind: 'unknown', reason: 'timeout_after_send', detail: this.redaction.redact(error.message) });
     } else {
@@ -227,22 +228,26 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
     }
   }
 
-  private settleResponse(truncated: boolean): void {
+  /** `ended`: the body arrived whole; otherwise reading stopped at the cap or the connection was lost mid-body. */
+  private settleResponse(ended: boolean): void {
     if (this.status === undefined) return;
-    const body = new Uint8Array(this.received);
+    const read = new Uint8Array(this.received);
     let offset = 0;
     for (const chunk of this.chunks) {
-      body.set(chunk, offset);
+      read.set(chunk, offset);
       offset += chunk.length;
     }
+    // Hidden first, cut after: a cut inside a credential value would hand out its first characters.
+    const redacted = this.redaction.redactBytes(read, ended);
+    const body = redacted.length > this.limits.responseBytes ? redacted.subarray(0, this.limits.responseBytes) : redacted;
     const outcome = classifyStatus(this.status) === 'succeeded' ? 'succeeded' : 'failed';
     this.settle({
       kind: 'response',
       outcome,
       status: this.status,
       headers: this.headers,
-      body: this.redaction.redactBody(body),
-      truncated,
+      body,
+      truncated: !ended || redacted.length > this.limits.responseBytes,
       contentType: this.headers['content-type'] ?? null,
     });
   }

@@ -1,4 +1,4 @@
-import { argumentsWithDefaults, scanTemplates } from '@oncegate/contracts';
+import { argumentsWithDefaults, reservedHeaderReason, scanTemplates } from '@oncegate/contracts';
 import type { HttpMethod, HttpRequestTemplate, ToolContract } from '@oncegate/contracts';
 
 /** The request an attempt sends, before the credential and the user agent are added at send time. */
@@ -47,7 +47,9 @@ type Rendered = unknown | typeof ABSENT;
  * - URL: a substituted value is percent-encoded (every reserved character, so it can add no path segment or
  *   query parameter); an absent argument renders as the empty string. A path segment an argument leaves empty,
  *   `.` or `..` is refused: the argument would choose a different resource.
- * - Headers: text substitution; a header that refers to an absent argument is left out.
+ * - Headers: text substitution; a header that refers to an absent argument is left out. A reserved header
+ *   (`reservedHeaderReason`: `Host`, framing, hop-by-hop, routing) is refused, so the `Host` sent is always the
+ *   URL's authority, the one the credential binding was checked against.
  * - Body: a string that is exactly one template takes the argument's JSON value; other strings are substituted
  *   as text. A field whose template refers to an absent argument is left out (in an array it becomes `null`, so
  *   positions keep their meaning); a body that is only an absent argument means no body.
@@ -67,7 +69,11 @@ export function renderHttpRequest(tool: ToolContract, args: Readonly<Record<stri
   const rendered = template.body === undefined ? ABSENT : renderJson(context, template.body, 'body');
   const body = rendered === ABSENT ? undefined : JSON.stringify(rendered);
   if (body !== undefined && findHeader(headers, 'content-type') === undefined) headers['content-type'] = 'application/json';
-  if (template.idempotencyHeader !== null) setHeader(headers, template.idempotencyHeader, executionId);
+  if (template.idempotencyHeader !== null) {
+    const reserved = reservedHeaderReason(template.idempotencyHeader);
+    if (reserved !== undefined) throw new HttpRenderError(tool.name, 'idempotency_header', reserved);
+    setHeader(headers, template.idempotencyHeader, executionId);
+  }
   return { method: template.method, url, headers, body };
 }
 
@@ -194,6 +200,9 @@ function renderHeaders(context: RenderContext, template: HttpRequestTemplate): R
   const headers: Record<string, string> = {};
   for (const [name, valueTemplate] of Object.entries(template.headers)) {
     const where = `headers.${name}`;
+    // The contract checks refuse these; a tool built another way must not route the credential elsewhere either.
+    const reserved = reservedHeaderReason(name);
+    if (reserved !== undefined) throw new HttpRenderError(context.tool, where, reserved);
     const value = interpolate(context, valueTemplate, where, (text) => text);
     if (value === ABSENT) continue;
     if (HEADER_VALUE_FORBIDDEN.test(value)) throw new HttpRenderError(context.tool, where, 'a substituted value holds a line break or NUL');

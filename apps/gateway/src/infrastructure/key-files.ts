@@ -1,15 +1,30 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
+import { kdfParams, unwrapKey, wrapKey, type WrappedKey } from '../vault/vault-crypto';
+import { developmentMasterKey, masterKey } from './seal-keys';
 
 /**
  * The gateway's own keys live in `<data dir>/keys/`, created at first start with owner-only permissions:
  * fingerprint HMAC key, the separate key for secret arguments, and the sealing key for results and arguments.
+ * The sealing key is stored wrapped under the master key (as the vault's data key is), so a copy of the data
+ * folder without the master key opens no sealed argument and no stored result.
  */
 export interface GatewayKeys {
   readonly fingerprint: { readonly id: string; readonly secret: Buffer };
   readonly argument: { readonly id: string; readonly secret: Buffer };
   readonly sealing: { readonly id: string; readonly key: Buffer };
+}
+
+export interface LoadedGatewayKeys {
+  readonly keys: GatewayKeys;
+  /** Set when the sealing key file held the key in plain (a folder from an earlier version) and was wrapped now. */
+  readonly migratedSealingKey: string | undefined;
+}
+
+export interface LoadGatewayKeysOptions {
+  /** Development: without a master key in the environment, use (or make) the development master key file. */
+  readonly dev?: boolean;
 }
 
 export class KeyFileError extends Error {
@@ -23,23 +38,130 @@ export class KeyFileError extends Error {
   }
 }
 
-function loadOrCreate(dir: string, name: string): Buffer {
+const PLAIN_KEY = /^[0-9a-f]{64}$/;
+/** What the sealing key is wrapped for (the wrap's additional authenticated data). */
+const SEALING_KEY_PURPOSE = 'oncegate-sealing-key';
+const WRAPPED_KEY_FORMAT = 'oncegate-wrapped-key/1';
+
+/** `keys/sealing.key` as written: JSON, every byte field in hex. */
+interface WrappedKeyFile {
+  readonly format: typeof WRAPPED_KEY_FORMAT;
+  readonly purpose: string;
+  readonly kdf: WrappedKey['kdf'];
+  readonly salt: string;
+  readonly nonce: string;
+  readonly wrapped: string;
+}
+
+function ownerOnly(file: string): void {
+  if ((statSync(file).mode & 0o077) !== 0) chmodSync(file, 0o600);
+}
+
+function loadOrCreatePlain(dir: string, name: string): Buffer {
   const file = join(dir, `${name}.key`);
   if (!existsSync(file)) {
     writeFileSync(file, randomBytes(32).toString('hex') + '\n', { mode: 0o600, flag: 'wx' });
   }
-  if ((statSync(file).mode & 0o077) !== 0) chmodSync(file, 0o600);
+  ownerOnly(file);
   const hex = readFileSync(file, 'utf8').trim();
-  if (!/^[0-9a-f]{64}$/.test(hex)) throw new KeyFileError(file, 'expected 64 lower-case hex characters (32 bytes)');
+  if (!PLAIN_KEY.test(hex)) throw new KeyFileError(file, 'expected 64 lower-case hex characters (32 bytes)');
   return Buffer.from(hex, 'hex');
 }
 
-export function loadGatewayKeys(dataDir: string): GatewayKeys {
+function wrappedKeyText(record: WrappedKey): string {
+  const content: WrappedKeyFile = {
+    format: WRAPPED_KEY_FORMAT,
+    purpose: SEALING_KEY_PURPOSE,
+    kdf: record.kdf,
+    salt: record.salt.toString('hex'),
+    nonce: record.wrapped.nonce.toString('hex'),
+    wrapped: record.wrapped.ciphertext.toString('hex'),
+  };
+  return `${JSON.stringify(content)}\n`;
+}
+
+function parseWrappedKey(file: string, text: string): WrappedKey {
+  let content: Partial<WrappedKeyFile>;
+  try {
+    content = JSON.parse(text) as Partial<WrappedKeyFile>;
+  } catch {
+    throw new KeyFileError(file, 'neither a wrapped key (JSON) nor a key in plain hex');
+  }
+  const kdf = kdfParams(content.kdf);
+  const hex = [content.salt, content.nonce, content.wrapped];
+  if (content.format !== WRAPPED_KEY_FORMAT || content.purpose !== SEALING_KEY_PURPOSE || kdf === undefined || !hex.every((h) => typeof h === 'string' && /^[0-9a-f]+$/.test(h))) {
+    throw new KeyFileError(file, `not a wrapped sealing key in the format ${WRAPPED_KEY_FORMAT}`);
+  }
+  const [salt, nonce, ciphertext] = hex.map((h) => Buffer.from(h!, 'hex')) as [Buffer, Buffer, Buffer];
+  return { kdf, salt, wrapped: { nonce, ciphertext } };
+}
+
+/** Writes `text` to `file` whole or not at all: a crash leaves the old file or the new one, never a mix. */
+function replaceFile(file: string, text: string): void {
+  const next = `${file}.next`;
+  const fd = openSync(next, 'w', 0o600);
+  try {
+    writeSync(fd, text);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  chmodSync(next, 0o600);
+  renameSync(next, file);
+}
+
+/**
+ * The sealing key: made (random) and written wrapped when there is none; unwrapped with the master key; and when
+ * the file holds it in plain (written by an earlier version), the same key, wrapped in place.
+ */
+async function loadOrCreateSealingKey(dir: string, master: () => string): Promise<{ key: Buffer; migrated: boolean }> {
+  const file = join(dir, 'sealing.key');
+  if (!existsSync(file)) {
+    const key = randomBytes(32);
+    try {
+      writeFileSync(file, wrappedKeyText(await wrapKey(master(), key, SEALING_KEY_PURPOSE)), { mode: 0o600, flag: 'wx' });
+      return { key, migrated: false };
+    } catch (error) {
+      // Another process starting on the same folder made it first: use that one.
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+  }
+  ownerOnly(file);
+  const text = readFileSync(file, 'utf8').trim();
+  if (PLAIN_KEY.test(text)) {
+    // The key stays the same (everything sealed so far depends on it); only how it is stored changes.
+    const key = Buffer.from(text, 'hex');
+    replaceFile(file, wrappedKeyText(await wrapKey(master(), key, SEALING_KEY_PURPOSE)));
+    return { key, migrated: true };
+  }
+  const key = await unwrapKey(master(), parseWrappedKey(file, text), SEALING_KEY_PURPOSE);
+  if (key === undefined || key.length !== 32) throw new KeyFileError(file, 'the master key does not open it (another master key, or the file was changed)');
+  return { key, migrated: false };
+}
+
+/**
+ * The data folder's keys, made where missing. The sealing key needs the master key (`ONCEGATE_MASTER_KEY`,
+ * `ONCEGATE_MASTER_KEY_FILE`, or with `dev` the development key file).
+ *
+ * @throws KeyFileError when a key file is unreadable, or the sealing key cannot be opened or wrapped
+ */
+export async function loadGatewayKeys(dataDir: string, env: NodeJS.ProcessEnv, options: LoadGatewayKeysOptions = {}): Promise<LoadedGatewayKeys> {
   const dir = join(dataDir, 'keys');
   mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const master = (): string => {
+    const key = masterKey(dataDir, env) ?? (options.dev ? developmentMasterKey(dataDir).key : undefined);
+    if (key === undefined || key === '') {
+      throw new KeyFileError(join(dir, 'sealing.key'), 'the sealing key is wrapped under the master key: set ONCEGATE_MASTER_KEY or ONCEGATE_MASTER_KEY_FILE');
+    }
+    return key;
+  };
+  const sealing = await loadOrCreateSealingKey(dir, master);
   return {
-    fingerprint: { id: 'fp1', secret: loadOrCreate(dir, 'fingerprint') },
-    argument: { id: 'arg1', secret: loadOrCreate(dir, 'argument') },
-    sealing: { id: 'seal1', key: loadOrCreate(dir, 'sealing') },
+    keys: {
+      fingerprint: { id: 'fp1', secret: loadOrCreatePlain(dir, 'fingerprint') },
+      argument: { id: 'arg1', secret: loadOrCreatePlain(dir, 'argument') },
+      sealing: { id: 'seal1', key: sealing.key },
+    },
+    migratedSealingKey: sealing.migrated ? join(dir, 'sealing.key') : undefined,
   };
 }

@@ -1,9 +1,9 @@
 import { WrongExpectedRevisionError, type EventStore } from '@oncegate/event-store';
 import { developmentMasterKey, masterKey, SealKeyError } from '../infrastructure/seal-keys';
-import { DEFAULT_KDF, deriveKek, newDataKey, newSalt, open, seal } from './vault-crypto';
+import { newDataKey, seal, unwrapKey, wrapKey } from './vault-crypto';
 import { credentialMetadata, credentialValue, metadataAad, type CredentialInput } from './vault-entry';
 import { NO_MASTER_KEY, NOT_INITIALISED, VaultKeyError, VaultStateError, WRONG_MASTER_KEY } from './vault-errors';
-import { keyRecordAad, VaultFile, vaultFilePath } from './vault-file';
+import { VAULT_DATA_KEY_PURPOSE, VaultFile, vaultFilePath } from './vault-file';
 import { appendVaultEvent, readVaultHistory, type StoredCredential, type VaultHistory } from './vault-journal';
 
 /**
@@ -42,14 +42,9 @@ export function masterKeyOf(dataDir: string, env: NodeJS.ProcessEnv): string {
 export async function unwrapDataKey(file: VaultFile, master: string): Promise<Buffer> {
   const record = file.keyRecord();
   if (record === undefined) throw new VaultKeyError(`${file.file} holds no data key`);
-  const kek = await deriveKek(master, record.salt, record.kdf);
-  try {
-    const key = open(kek, record.wrapped, keyRecordAad(record.kdf, record.salt));
-    if (key === undefined) throw new VaultKeyError(WRONG_MASTER_KEY);
-    return key;
-  } finally {
-    kek.fill(0);
-  }
+  const key = await unwrapKey(master, record, VAULT_DATA_KEY_PURPOSE);
+  if (key === undefined) throw new VaultKeyError(WRONG_MASTER_KEY);
+  return key;
 }
 
 /** Runs `work` with the data key, opened with this process's master key, and zero-fills the key after. */
@@ -111,15 +106,11 @@ export async function initVault(context: VaultContext, options: { dev?: boolean 
       file.close();
     }
   } else {
-    const kdf = DEFAULT_KDF;
-    const salt = newSalt();
-    const kek = await deriveKek(master, salt, kdf);
     const dataKey = newDataKey();
     try {
-      const wrapped = seal(kek, dataKey, keyRecordAad(kdf, salt));
-      VaultFile.create(context.dataDir, { kdf, salt, wrapped, createdAt: instant(context) }).close();
+      const wrapped = await wrapKey(master, dataKey, VAULT_DATA_KEY_PURPOSE);
+      VaultFile.create(context.dataDir, { ...wrapped, createdAt: instant(context) }).close();
     } finally {
-      kek.fill(0);
       dataKey.fill(0);
     }
   }

@@ -1,9 +1,11 @@
 import { createCipheriv, createDecipheriv, randomBytes, scrypt } from 'node:crypto';
+import canonicalize from 'canonicalize';
 
 /**
  * Envelope encryption of the vault. The master key (from the operator, never stored by the vault) gives the key
  * encryption key through scrypt with a random salt; the KEK wraps one random 32-byte data key with AES-256-GCM;
  * the data key encrypts every credential value with AES-256-GCM, its metadata as additional authenticated data.
+ * The gateway's sealing key (keys/sealing.key) is wrapped under the master key the same way (`wrapKey`).
  */
 export interface KdfParams {
   readonly name: 'scrypt';
@@ -61,4 +63,48 @@ export function open(key: Buffer, sealed: Sealed, aad: Buffer): Buffer | undefin
   } catch {
     return undefined;
   }
+}
+
+/** A key wrapped under the master key: how its KEK is derived, and the key sealed under that KEK. */
+export interface WrappedKey {
+  readonly kdf: KdfParams;
+  readonly salt: Buffer;
+  readonly wrapped: Sealed;
+}
+
+/**
+ * The additional authenticated data of a wrap: what the key is for and how its KEK is derived, so a wrapped key
+ * cannot be passed off as another one, and changing the parameters makes it not open.
+ */
+export function wrapAad(purpose: string, kdf: KdfParams, salt: Buffer): Buffer {
+  return Buffer.from(canonicalize({ purpose, format: 1, kdf, salt: salt.toString('hex') }) ?? '', 'utf8');
+}
+
+/** Wraps `key` under a KEK derived from the master key with a fresh salt. */
+export async function wrapKey(masterKey: string, key: Buffer, purpose: string, kdf: KdfParams = DEFAULT_KDF): Promise<WrappedKey> {
+  const salt = newSalt();
+  const kek = await deriveKek(masterKey, salt, kdf);
+  try {
+    return { kdf, salt, wrapped: seal(kek, key, wrapAad(purpose, kdf, salt)) };
+  } finally {
+    kek.fill(0);
+  }
+}
+
+/** The key `record` wraps, or `undefined` when this master key (or the purpose, or a byte of the record) is not the one it was wrapped with. */
+export async function unwrapKey(masterKey: string, record: WrappedKey, purpose: string): Promise<Buffer | undefined> {
+  const kek = await deriveKek(masterKey, record.salt, record.kdf);
+  try {
+    return open(kek, record.wrapped, wrapAad(purpose, record.kdf, record.salt));
+  } finally {
+    kek.fill(0);
+  }
+}
+
+/** `value` as key derivation parameters, or `undefined` when it is not scrypt with positive whole numbers. */
+export function kdfParams(value: unknown): KdfParams | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const { name, N, r, p } = value as Record<string, unknown>;
+  if (name !== 'scrypt' || ![N, r, p].every((n) => typeof n === 'number' && Number.isSafeInteger(n) && n > 0)) return undefined;
+  return { name, N: N as number, r: r as number, p: p as number };
 }

@@ -1,5 +1,5 @@
 import canonicalize from 'canonicalize';
-import { CREDENTIAL_REF_RULE, isCredentialRef } from '@oncegate/contracts';
+import { CREDENTIAL_REF_RULE, isCredentialRef, reservedHeaderReason } from '@oncegate/contracts';
 import { BindingSyntaxError, formatBinding, parseBinding, type BindingChannel } from './credential-bindings';
 import { VaultReasonError } from './vault-errors';
 
@@ -60,7 +60,8 @@ export class CredentialValueError extends VaultReasonError {
 
 /** HTTP field-name token (RFC 9110). */
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-const RESERVED_HEADERS = new Set(['host', 'content-length', 'content-type', 'transfer-encoding', 'connection', 'idempotency-key']);
+/** Headers the gateway sets itself, besides those no request template may set (`reservedHeaderReason`). */
+const GATEWAY_HEADERS = new Set(['content-type', 'idempotency-key']);
 const PRIVATE_KEY = /^-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----\r?\n[\s\S]+\r?\n-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----\s*$/;
 
 export function channelOf(kind: CredentialKind): BindingChannel {
@@ -117,7 +118,7 @@ export function credentialMetadata(input: CredentialInput, version: number): Cre
       refuseOption(kind, 'username', input.username);
       if (input.header === undefined) throw new CredentialInputError('a header credential needs --header <name>');
       if (!TOKEN.test(input.header)) throw new CredentialInputError(`'${input.header}' is not a header name`);
-      if (RESERVED_HEADERS.has(input.header.toLowerCase())) throw new CredentialInputError(`the gateway sets '${input.header}' itself; name another header`);
+      if (GATEWAY_HEADERS.has(input.header.toLowerCase()) || reservedHeaderReason(input.header) !== undefined) throw new CredentialInputError(`the gateway sets '${input.header}' itself; name another header`);
       header = input.header;
       if (input.scheme !== undefined) {
         if (!TOKEN.test(input.scheme)) throw new CredentialInputError(`'${input.scheme}' is not a scheme word (e.g. Token)`);

@@ -1,9 +1,8 @@
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import canonicalize from 'canonicalize';
 import type { CredentialMetadata } from './vault-entry';
-import type { KdfParams, Sealed } from './vault-crypto';
+import { kdfParams, type KdfParams, type Sealed, type WrappedKey } from './vault-crypto';
 
 /**
  * `<data dir>/vault.db` (mode 0600): the wrapped data key and the encrypted credential values. It holds no
@@ -16,11 +15,8 @@ export function vaultFilePath(dataDir: string): string {
   return join(dataDir, VAULT_FILE);
 }
 
-export interface VaultKeyRecord {
-  readonly kdf: KdfParams;
-  readonly salt: Buffer;
-  /** The data key, sealed under the KEK with `keyRecordAad` as AAD. */
-  readonly wrapped: Sealed;
+/** The data key, wrapped under the master key for `VAULT_DATA_KEY_PURPOSE`. */
+export interface VaultKeyRecord extends WrappedKey {
   readonly createdAt: string;
 }
 
@@ -31,10 +27,8 @@ export interface CredentialRow {
   readonly storedAt: string;
 }
 
-/** Authenticates the key derivation parameters with the wrapped key: changing them makes the key not open. */
-export function keyRecordAad(kdf: KdfParams, salt: Buffer): Buffer {
-  return Buffer.from(canonicalize({ purpose: 'oncegate-vault-data-key', format: 1, kdf, salt: salt.toString('hex') }) ?? '', 'utf8');
-}
+/** What the vault's data key is wrapped for (`wrapAad`). */
+export const VAULT_DATA_KEY_PURPOSE = 'oncegate-vault-data-key';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS vault_key (
@@ -143,15 +137,14 @@ export class VaultFile {
   keyRecord(): VaultKeyRecord | undefined {
     const row = this.db.prepare('SELECT kdf, salt, nonce, wrapped_key, created_at FROM vault_key WHERE id = 1').get() as KeyRow | undefined;
     if (row === undefined) return undefined;
-    let kdf: KdfParams;
+    let parsed: unknown;
     try {
-      kdf = JSON.parse(row.kdf) as KdfParams;
+      parsed = JSON.parse(row.kdf);
     } catch {
       throw new VaultFileError(this.file, 'the key derivation parameters are not readable');
     }
-    if (kdf.name !== 'scrypt' || ![kdf.N, kdf.r, kdf.p].every((n) => Number.isSafeInteger(n) && n > 0)) {
-      throw new VaultFileError(this.file, 'the key derivation parameters are not valid');
-    }
+    const kdf: KdfParams | undefined = kdfParams(parsed);
+    if (kdf === undefined) throw new VaultFileError(this.file, 'the key derivation parameters are not valid');
     return { kdf, salt: row.salt, wrapped: { nonce: row.nonce, ciphertext: row.wrapped_key }, createdAt: row.created_at };
   }
 

@@ -58,10 +58,12 @@ describe('VaultService (SQLite event store, vault.db in a temporary data folder)
     await storeCredential(context(), { ref: 'demo-writer', kind: 'bearer', bindings: ['127.0.0.1:8790/config'] }, `${VALUE}\n`);
   }
 
-  it('given no vault, when the gateway starts, then it is locked and says to run oncegate vault init', async () => {
+  it('given no vault, when the gateway starts, then it stops no call but hands out no credential, saying to run oncegate vault init', async () => {
     const vault = await service();
-    expect(vault.state()).toEqual({ initialized: false, locked: true, reason: expect.stringContaining('oncegate vault init'), since: null });
-    await expect(vault.httpCredential('demo-writer', 'http://127.0.0.1:8790/config/a')).rejects.toBeInstanceOf(VaultLockedError);
+    expect(vault.state()).toEqual({ initialized: false, locked: false, reason: expect.stringContaining('oncegate vault init'), since: null });
+    const refused = vault.httpCredential('demo-writer', 'http://127.0.0.1:8790/config/a');
+    await expect(refused).rejects.toBeInstanceOf(CredentialUnavailableError);
+    await expect(refused).rejects.toThrow(/demo-writer.*no vault in this data folder: run oncegate vault init/);
   });
 
   it('given credentials of every kind, when asked for a bound target, then each is applied as its kind says', async () => {

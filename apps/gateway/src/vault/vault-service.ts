@@ -18,10 +18,22 @@ import { VaultFile, vaultFilePath } from './vault-file';
 import { EMPTY_VAULT_HISTORY, evolveVault, type StoredCredential, type VaultHistory } from './vault-journal';
 import { masterKeyOf, unwrapDataKey } from './vault-admin';
 
+/** No vault in the data folder: nothing to lock, and no credential to hand out. */
+const ABSENT: VaultState = { initialized: false, locked: false, reason: NOT_INITIALISED, since: null };
+
+/** Why credential `ref` cannot be used when there is no vault, and what to run. */
+export function noVault(ref: string): string {
+  return `there is no vault in this data folder: run oncegate vault init, then oncegate vault set ${ref} …`;
+}
+
 /** The vault as this gateway process sees it. */
 export interface VaultState {
   readonly initialized: boolean;
-  /** True unless the journal says unlocked and this process holds the opened data key. */
+  /**
+   * The vault stops every call: locked by an operator, or this process cannot open it. False when unlocked and
+   * this process holds the opened data key, and false when there is no vault at all: then no credential
+   * resolves, so only the tools that need one are refused.
+   */
   readonly locked: boolean;
   /** Why it is locked, or who unlocked it. */
   readonly reason: string;
@@ -60,7 +72,7 @@ export class VaultService {
   /** Why this process cannot open the data key while the journal says unlocked. */
   private keyProblem: string | undefined;
   private file: VaultFile | undefined;
-  private current: VaultState = { initialized: false, locked: true, reason: NOT_INITIALISED, since: null };
+  private current: VaultState = ABSENT;
   private readonly listeners = new Set<(state: VaultState) => void>();
   /** How far the journal has been read, and the last event applied (so none is applied twice). */
   private position = 0;
@@ -170,6 +182,7 @@ export class VaultService {
     return this.serially(async () => {
       // A lock or a new version appended a moment ago by the CLI counts before anything is decrypted.
       await this.readNew(true);
+      if (!this.current.initialized) throw new CredentialUnavailableError(ref, noVault(ref));
       if (this.current.locked || this.dataKey === undefined) throw new VaultLockedError(this.current.reason);
       let entry = this.history.credentials.get(ref);
       let row = entry === undefined ? undefined : this.vaultFile()?.credential(ref, entry.version);
@@ -266,7 +279,7 @@ export class VaultService {
 
   private describeState(): VaultState {
     const { initialized, lock } = this.history;
-    if (initialized === null || lock === null) return { initialized: false, locked: true, reason: NOT_INITIALISED, since: null };
+    if (initialized === null || lock === null) return ABSENT;
     if (lock.locked) return { initialized: true, locked: true, reason: `locked by ${lock.by}: ${lock.reason}`, since: lock.at };
     if (this.dataKey === undefined) return { initialized: true, locked: true, reason: this.keyProblem ?? 'the data key is not open', since: lock.at };
     return { initialized: true, locked: false, reason: `unlocked by ${lock.by}`, since: lock.at };

@@ -3,6 +3,7 @@ import { GatewayConfigError, logLevelsUpTo } from '../../config/gateway-config';
 import { createMcpServer } from '../../front/mcp-server';
 import { StdioConnection } from '../../front/stdio-connection';
 import { startGateway } from '../../gateway';
+import { KeyFileError } from '../../infrastructure/key-files';
 import { SealKeyError } from '../../infrastructure/seal-keys';
 import { EXIT_CODES, type CliCommand, type CliIo, type ExitCode } from '../cli-command';
 import { configOrExit, parseCommandArgs } from '../command-helpers';
@@ -11,6 +12,10 @@ import { tokenCommands } from './token-commands';
 function startupFailure(error: unknown, io: CliIo): ExitCode {
   if (error instanceof SealKeyError) {
     io.stderr(`cannot seal the journal: ${error.message}; nothing was started\n`);
+    return EXIT_CODES.failed;
+  }
+  if (error instanceof KeyFileError) {
+    io.stderr(`cannot open the gateway's keys: ${error.message}; nothing was started\n`);
     return EXIT_CODES.failed;
   }
   if (error instanceof ContractValidationError) {

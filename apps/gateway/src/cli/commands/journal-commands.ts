@@ -1,6 +1,6 @@
 import { createReadStream, existsSync } from 'node:fs';
 import { formatEventLine, formatHeader, publicKeyId, splitLines, verifyJournal, type VerifyReport } from '@oncegate/journal';
-import { loadGatewayKeys } from '../../infrastructure/key-files';
+import { KeyFileError, loadGatewayKeys } from '../../infrastructure/key-files';
 import { initSealKeys, loadSealPublicKey, SealKeyError, sealKeyPaths } from '../../infrastructure/seal-keys';
 import { EXIT_CODES, UsageError, type CliCommand } from '../cli-command';
 import { configOrExit, parseCommandArgs, stringOption, withDataFolder } from '../command-helpers';
@@ -27,13 +27,15 @@ random development master key into the data folder instead. Give auditors the pr
     const loaded = configOrExit(parsed, io);
     if (typeof loaded === 'number') return loaded;
     try {
-      loadGatewayKeys(loaded.dataDir);
-      const result = initSealKeys(loaded.dataDir, process.env, { dev: parsed.values['dev'] === true });
+      const dev = parsed.values['dev'] === true;
+      const result = initSealKeys(loaded.dataDir, process.env, { dev });
+      const { migratedSealingKey } = await loadGatewayKeys(loaded.dataDir, process.env, { dev });
       io.stdout(`${result.created ? 'created' : 'already there'}: journal public key ${result.publicKeyFile}\n`);
+      if (migratedSealingKey) io.stderr(`${migratedSealingKey} held the sealing key in plain; it is now wrapped under the master key\n`);
       if (result.devMasterKeyFile) io.stderr(`development master key written to ${result.devMasterKeyFile}; do not use it in production\n`);
       return EXIT_CODES.ok;
     } catch (error) {
-      if (error instanceof SealKeyError) {
+      if (error instanceof SealKeyError || error instanceof KeyFileError) {
         io.stderr(`${error.message}\n`);
         return EXIT_CODES.failed;
       }

@@ -8,7 +8,7 @@ import { EVENT_STORE } from '@oncegate/nest-event-store';
 import { executionsWithEvent, isoNow, loadExecution, runExecutionCommand, type Clock } from '@oncegate/execution-journal';
 import type { SealedStore } from '@oncegate/sealed-store';
 import { grantRun, grantedTools, readRun, sessionRunId, startRun, endRun, type RunGrantedData } from '../../runs/run-journal';
-import type { VaultService, VaultState } from '../../vault/vault-service';
+import { noVault, type VaultService, type VaultState } from '../../vault/vault-service';
 import { APPROVAL_TIMEOUT_MS, CLOCK, POLICY, SEALED_STORE, TOOLS, VAULT } from '../tokens';
 import { isPending } from '../../approvals/approval-queue';
 import { openArguments } from '../sealed-arguments';
@@ -202,7 +202,9 @@ export class AuthorizationController implements OnApplicationBootstrap, OnApplic
     const binding = entry === undefined ? undefined : this.vault.checkBinding(ref, target);
     const problem =
       entry === undefined
-        ? `credential '${ref}' is not in the vault (oncegate vault set ${ref} …)`
+        ? vault.initialized
+          ? `credential '${ref}' is not in the vault (oncegate vault set ${ref} …)`
+          : `credential '${ref}' cannot be used: ${noVault(ref)}`
         : binding && !binding.ok
           ? binding.reason
           : null;

@@ -143,6 +143,18 @@ describe('dispatcher-http preflight against the vault (SQLite store, loopback ta
     expect(target.requests).toHaveLength(0);
   });
 
+  it('given a tool whose headers set Host from an argument (built without the contract checks), when dispatched, then no request leaves: the Host sent is always the bound URL authority', async () => {
+    const tool = setConfigTool(target.url);
+    if (tool.request.kind !== 'http') throw new Error('an HTTP tool');
+    const forged: ToolContract = { ...tool, request: { ...tool.request, headers: { Host: '{{args.name}}.internal.example' } } };
+
+    const events = await dispatchAuthorized(forged, { name: 'pool' });
+
+    expect(target.requests).toHaveLength(0);
+    // A definite failure: nothing was sent, so nothing is unknown.
+    expect(events.at(-1)).toMatchObject({ type: 'OutcomeObserved', data: { outcome: 'failed' } });
+  });
+
   it('given a URL outside the binding (another host name for the same server), when dispatched, then it is denied with credential_unresolved naming both and nothing is sent', async () => {
     const port = new URL(target.url).port;
     const events = await dispatchAuthorized(setConfigTool(`http://localhost:${port}`), { name: 'pool' });
@@ -153,4 +165,113 @@ describe('dispatcher-http preflight against the vault (SQLite store, loopback ta
     });
     expect(target.requests).toHaveLength(0);
   });
+});
+
+/**
+ * A target that echoes the credential after a padding the agent chose: whatever the cut `limits.response_bytes`
+ * makes, no part of the credential reaches the agent, for every kind of HTTP credential the vault holds.
+ */
+describe('a target echoing the credential across limits.response_bytes (real vault, loopback target)', () => {
+  const CAP = 256;
+  const TAIL = ' was echoed back, and the answer goes on well past the cap.'.repeat(4);
+  const CREDENTIALS = [
+    { input: { ref: 'echo-bearer', kind: 'bearer' }, value: 'echo-bearer-token-5d2a91c7e4', header: 'authorization' },
+    { input: { ref: 'echo-basic', kind: 'basic', username: 'svc' }, value: 'echo-basic-pass-7b13f0', header: 'authorization' },
+    { input: { ref: 'echo-header', kind: 'header', header: 'X-Api-Key', scheme: 'Token' }, value: 'echo-header-key-c84e2b19', header: 'x-api-key' },
+  ] as const;
+  let dataDir: string;
+  let store: SqliteEventStore;
+  let vault: VaultService;
+  let http: HttpDispatcher;
+  let server: Server;
+  let origin: string;
+
+  /** What the target may echo of a credential header: the whole value, its last part, and a basic pair decoded. */
+  function echoesOf(headerValue: string): string[] {
+    const last = headerValue.split(' ').at(-1)!;
+    const forms = [headerValue, last];
+    if (headerValue.startsWith('Basic ')) {
+      const pair = Buffer.from(last, 'base64').toString('utf8');
+      forms.push(pair, pair.slice(pair.indexOf(':') + 1));
+    }
+    return forms;
+  }
+
+  beforeEach(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'oncegate-echo-cap-'));
+    store = openSqliteEventStore({ file: join(dataDir, 'events.db') });
+    http = new HttpDispatcher();
+    // POST /echo/<header>/<form>: the padding from the body, then echo form <form> of header <header>, then more.
+    server = createServer((request, response) => {
+      const chunks: Buffer[] = [];
+      request.on('data', (chunk: Buffer) => chunks.push(chunk));
+      request.on('end', () => {
+        const [, , header, form] = (request.url ?? '').split('/');
+        const { pad } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { pad: string };
+        const echo = echoesOf(String(request.headers[header!]))[Number(form)]!;
+        response.writeHead(200, { 'content-type': 'text/plain' }).end(`${pad}${echo}${TAIL}`);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    origin = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    const context: VaultContext = { store, dataDir, env: MASTER, by: 'operator:test' };
+    await initVault(context);
+    for (const credential of CREDENTIALS) {
+      await storeCredential(context, { ...credential.input, bindings: [`${new URL(origin).host}/echo`] }, credential.value);
+    }
+    vault = new VaultService({ store, dataDir, env: MASTER });
+    await vault.start();
+  });
+
+  afterEach(async () => {
+    await vault.stop();
+    await http.close();
+    await new Promise((resolve) => server.close(resolve));
+    await store.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  function echoTool(ref: string, header: string, form: number): ToolContract {
+    const text = `version: 1
+tools:
+  - name: echo_back
+    description: Send a padding that the target echoes with the credential.
+    class: irreversible
+    channel: http
+    target: test/echo
+    credential_ref: ${ref}
+    input_schema: { type: object, properties: { pad: { type: string } }, required: [pad], additionalProperties: false }
+    http: { method: POST, url: "${origin}/echo/${header}/${form}", body: { pad: "{{args.pad}}" } }
+    limits: { response_bytes: ${CAP}, connect_timeout: 1s, response_timeout: 5s }
+    correlation_window: 1m
+`;
+    return parseContractFile(text, 'tools.yaml').tools[0]!;
+  }
+
+  it.each(CREDENTIALS)(
+    'given a $input.kind credential, when the cut falls after every prefix of every echoed form of it, then the agent gets the padding and "[redacted]" cut short, never a prefix of the credential',
+    async ({ input, header }) => {
+      const url = `${origin}/echo/${header}/0`;
+      const forms = echoesOf(Object.values((await vault.httpCredential(input.ref, url)).headers)[0]!);
+      for (const [form, echo] of forms.entries()) {
+        for (let prefix = 1; prefix < echo.length; prefix += 1) {
+          const pad = '.'.repeat(CAP - prefix);
+          const result = await http.send({
+            executionId: `ex_echo_${form}_${prefix}`,
+            tool: echoTool(input.ref, header, form),
+            arguments: { pad },
+            credential: await vault.httpCredential(input.ref, url),
+          });
+          expect(result).toMatchObject({ kind: 'response', status: 200, truncated: true });
+          const body = result.kind === 'response' ? Buffer.from(result.body) : Buffer.alloc(0);
+          expect(body.length).toBeLessThanOrEqual(CAP);
+          const text = body.toString('utf8');
+          expect(text.startsWith(pad)).toBe(true);
+          // What follows the padding is the start of the redaction and of the rest, never a piece of `echo`.
+          const after = text.slice(pad.length);
+          expect(`[redacted]${TAIL}`.startsWith(after), `echo form ${form} cut after ${prefix} characters left ${JSON.stringify(after)}`).toBe(true);
+        }
+      }
+    },
+  );
 });
