@@ -41,14 +41,26 @@ export class AgentConnection {
       this.swallowed = await response.text();
       throw new Error('the agent gave up before reading the answer');
     }
-    return response;
+    if (response.body === null) return response;
+    // The client keeps waiting when a stream ends without its answer (a killed gateway closes it cleanly);
+    // the agent sees the connection close, as a person watching the socket would.
+    const watched = new TransformStream<Uint8Array, Uint8Array>();
+    const closed = () => this.onClosed?.();
+    response.body.pipeTo(watched.writable).then(closed, closed);
+    return new Response(watched.readable, { status: response.status, statusText: response.statusText, headers: response.headers });
   };
+
+  /** Called when a response stream opened through this connection ends or breaks. */
+  onClosed: (() => void) | undefined;
 
   dropAll(): void {
     for (const controller of this.open) controller.abort(new Error('connection dropped'));
     this.open.clear();
   }
 }
+
+/** How long after a response stream closed the agent still waits for the answer it carried to be handled. */
+const CLOSED_GRACE_MS = 250;
 
 export interface CallOptions {
   readonly url: string;
@@ -77,6 +89,8 @@ export async function callOnce(options: CallOptions): Promise<AgentAnswer> {
   try {
     const broken = new Promise<string>((resolve) => {
       client.onerror = (error) => resolve(error.message);
+      // A stream that ended with the answer resolves the call first; this only wins when no answer came.
+      options.connection.onClosed = () => setTimeout(() => resolve('a response stream closed without the answer'), CLOSED_GRACE_MS);
     });
     const patience = new Promise<string>((resolve) => {
       timer = setTimeout(() => resolve(`no answer within ${options.patienceMs} ms`), options.patienceMs);

@@ -47,7 +47,7 @@ const FINAL_STATES = new Set(['completed', 'delivered', 'completed_result_not_de
 const IN_PROGRESS = new Set<ExecutionStatus>(['initial', 'accepted', 'awaiting_approval', 'authorized', 'dispatched']);
 const COMPLETED = new Set(['completed', 'delivered', 'completed_result_not_delivered']);
 
-const PATIENCE_MS = 8_000;
+const PATIENCE_MS = 6_000;
 const RETRY_SOON_MS = 150;
 const RETRY_LATER_MS = 250;
 /** The chaos tools' redelivery grace is 1 s; a retry "after the grace" comes this much later. */
