@@ -220,7 +220,12 @@ export async function runFuzz(world: FuzzWorld, options: FuzzOptions): Promise<F
     if (accepted.length > 0) {
       executionsAccepted += accepted.length;
       row.dispatched += accepted.length;
-      findings.push({ frame: index, kind: frame.kind, what: `${accepted.length} ExecutionAccepted (${accepted.map((e) => e.streamId).join(', ')})`, excerpt: frameExcerpt(frame) });
+      // Named by what was accepted: an append may come late, after a later frame than the one that caused it.
+      const what = accepted.map((event) => {
+        const data = event.data as { toolName?: string; record?: { arguments?: unknown } };
+        return `${event.streamId} ${data.toolName ?? '?'} ${JSON.stringify(data.record?.arguments ?? null)}`;
+      });
+      findings.push({ frame: index, kind: frame.kind, what: `${accepted.length} ExecutionAccepted appended by the time it was answered: ${what.join('; ')}`, excerpt: frameExcerpt(frame) });
     }
     if ((index - first + 1) % 1_000 === 0) log(`${index - first + 1} frames, rss ${Math.round(rssKiB(pid) / 1024)} MiB, findings ${findings.length}`);
   }
