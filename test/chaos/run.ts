@@ -1,0 +1,77 @@
+import { parseArgs } from 'node:util';
+import { markdownTable } from '../support/markdown-table';
+import { campaignPassed, findingsOf, runCampaign, summaryRows } from './campaign';
+import { ChaosWorld } from './world';
+
+/**
+ * The fault campaign: `npm run chaos -- --trials N [--seed S] [--only I] [--quiet]`. Prints one line per trial,
+ * every finding with the trial's replayable description, and the table; exits 1 when any duplicate, lost
+ * acknowledged event, stuck execution or lie was found, 2 on a usage error.
+ */
+const USAGE = 'usage: npm run chaos -- --trials N [--seed S] [--only I] [--quiet]';
+
+function integer(name: string, text: string | undefined, fallback?: number): number {
+  if (text === undefined) {
+    if (fallback !== undefined) return fallback;
+    throw new UsageError(`--${name} is required`);
+  }
+  const value = Number(text);
+  if (!/^-?\d+$/.test(text) || !Number.isSafeInteger(value)) throw new UsageError(`--${name} must be an integer, got '${text}'`);
+  return value;
+}
+
+class UsageError extends Error {}
+
+async function main(): Promise<number> {
+  let options;
+  try {
+    const { values } = parseArgs({
+      options: { trials: { type: 'string' }, seed: { type: 'string' }, only: { type: 'string' }, quiet: { type: 'boolean' }, help: { type: 'boolean' } },
+      strict: true,
+    });
+    if (values.help) {
+      process.stdout.write(`${USAGE}\n`);
+      return 0;
+    }
+    const only = values.only === undefined ? undefined : integer('only', values.only);
+    const trials = only === undefined ? integer('trials', values.trials) : integer('trials', values.trials, only + 1);
+    if (trials < 1) throw new UsageError('--trials must be at least 1');
+    if (only !== undefined && (only < 0 || only >= trials)) throw new UsageError(`--only must be a trial index below --trials (${trials})`);
+    const seed = integer('seed', values.seed, Date.now() % 2 ** 31);
+    options = { trials, seed, ...(only === undefined ? {} : { only }), quiet: values.quiet === true };
+  } catch (error) {
+    process.stderr.write(`${(error as Error).message}\n${USAGE}\n`);
+    return 2;
+  }
+
+  process.stdout.write(`fault campaign: ${options.trials} trials, seed ${options.seed}${options.only === undefined ? '' : `, only trial ${options.only}`}\n`);
+  const started = Date.now();
+  const world = await ChaosWorld.start();
+  if (world.sshUnavailable) process.stdout.write(`remote_command trials are skipped: ${world.sshUnavailable}\n`);
+  try {
+    const report = await runCampaign(world, {
+      ...options,
+      log: (line) => {
+        if (!options.quiet || !line.startsWith('ok') || line.startsWith('skip')) process.stdout.write(`${line}\n`);
+      },
+    });
+    process.stdout.write(`\n### fault campaign, seed ${options.seed}, ${report.verdicts.length} trials, ${Math.round((Date.now() - started) / 1000)} s\n\n`);
+    process.stdout.write(markdownTable(summaryRows(report)));
+    const failing = report.verdicts.filter((verdict) => findingsOf(verdict).length > 0);
+    if (failing.length > 0) {
+      process.stdout.write(`\n${failing.length} trial(s) with findings; replay one with --seed ${options.seed} --only <trial>:\n`);
+      for (const verdict of failing) process.stdout.write(`  ${verdict.description}\n${findingsOf(verdict).map((f) => `    ${f}\n`).join('')}`);
+    }
+    return campaignPassed(report) ? 0 : 1;
+  } finally {
+    await world.stop();
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    process.stderr.write(`${(error as Error).stack ?? String(error)}\n`);
+    process.exit(1);
+  },
+);

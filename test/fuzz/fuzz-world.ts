@@ -1,0 +1,45 @@
+import { startDemoTargetProcess } from '../support/demo-target-process';
+import { gatewayFolder, startGatewayProcess } from '../support/gateway-process';
+import { JournalFollower } from '../support/journal-follower';
+import type { FuzzReport, FuzzWorld } from './fuzz-front';
+
+/** The gateway's request limit in the fuzz configuration: oversized frames are built past it. */
+const MAX_REQUEST_BYTES = 64 * 1024;
+
+/** The demo target and one gateway process on a fresh data folder with the end-to-end tools. */
+export async function startFuzzWorld(): Promise<FuzzWorld & { readonly maxRequestBytes: number; stop(): Promise<void> }> {
+  const target = await startDemoTargetProcess();
+  const folder = await gatewayFolder(target.url, { max_request_bytes: `${MAX_REQUEST_BYTES}` });
+  const gateway = await startGatewayProcess(folder);
+  const journal = new JournalFollower(folder.dataDir);
+  return {
+    gateway,
+    target,
+    journal,
+    maxRequestBytes: MAX_REQUEST_BYTES,
+    async stop() {
+      await gateway.stop();
+      await journal.close();
+      await target.stop();
+      folder.dispose();
+    },
+  };
+}
+
+export interface FuzzVerdict {
+  readonly problems: string[];
+}
+
+/** What the run broke: hangs, 5xx, anything dispatched or accepted, memory above its baseline by more than the slack. */
+export function fuzzPassed(report: FuzzReport, slackMiB: number): FuzzVerdict {
+  const problems: string[] = [];
+  const hangs = report.rows.reduce((sum, row) => sum + row['no answer'], 0);
+  const errors = report.rows.reduce((sum, row) => sum + row['5xx'], 0);
+  if (hangs > 0) problems.push(`${hangs} request(s) not answered within the bound`);
+  if (errors > 0) problems.push(`${errors} request(s) answered with a 5xx`);
+  if (report.executionsAccepted > 0) problems.push(`${report.executionsAccepted} ExecutionAccepted appended for invalid frames`);
+  if (report.targetRequests > 0) problems.push(`${report.targetRequests} request(s) reached the target`);
+  const growthMiB = (report.rssAfterKiB - report.rssBaselineKiB) / 1024;
+  if (growthMiB > slackMiB) problems.push(`gateway RSS grew by ${growthMiB.toFixed(1)} MiB over its baseline (allowed ${slackMiB} MiB)`);
+  return { problems };
+}
