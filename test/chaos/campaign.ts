@@ -50,7 +50,7 @@ const COMPLETED = new Set(['completed', 'delivered', 'completed_result_not_deliv
 const PATIENCE_MS = 6_000;
 const RETRY_SOON_MS = 150;
 const RETRY_LATER_MS = 250;
-/** The chaos tools' redelivery grace is 1 s; a retry "after the grace" comes this much later. */
+/** The chaos idempotent write's redelivery grace is 1 s; a retry "after the grace" comes this much later. */
 const AFTER_GRACE_MS = 1_300;
 
 /** The arguments of a trial's call: unique per trial, so one intent per trial, and the key argument that names it. */
