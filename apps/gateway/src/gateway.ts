@@ -171,9 +171,9 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   const folder = openDataFolder(config);
   const { store, agents, approvers } = folder;
   const env = options.env ?? process.env;
-  const { keys, migratedSealingKey } = await loadGatewayKeys(config.dataDir, env, { dev: config.devToken });
-  if (migratedSealingKey !== undefined) {
-    logger.log(`${migratedSealingKey} held the sealing key in plain (an earlier version); it is now wrapped under the master key`, 'keys');
+  const { keys, migratedKeyFiles } = await loadGatewayKeys(config.dataDir, env, { dev: config.devToken });
+  for (const file of migratedKeyFiles) {
+    logger.log(`${file} held its key in plain (an earlier version); it is now wrapped under the master key`, 'keys');
   }
   // Sealed blobs live in the journal's file with synchronous=NORMAL: the FULL commit of the event that
   // references a blob syncs the shared WAL, so a referenced blob is durable without an fsync of its own.

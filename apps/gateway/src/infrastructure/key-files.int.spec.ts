@@ -41,7 +41,7 @@ function keysReadableFrom(dataDir: string): Buffer[] {
   });
 }
 
-describe('the sealing key file (keys/sealing.key, real SQLite sealed store)', () => {
+describe('the key files (keys/*.key, real SQLite sealed store)', () => {
   let dataDir: string;
   let copy: string;
 
@@ -87,14 +87,37 @@ describe('the sealing key file (keys/sealing.key, real SQLite sealed store)', ()
 
     const loaded = await loadGatewayKeys(dataDir, MASTER);
 
-    expect(loaded.migratedSealingKey).toBe(join(dataDir, 'keys', 'sealing.key'));
+    expect(loaded.migratedKeyFiles).toEqual([join(dataDir, 'keys', 'sealing.key')]);
     expect(loaded.keys.sealing.key.equals(legacy)).toBe(true);
     expect(await openWith(dataDir, loaded.keys.sealing.key, ref)).toBe(SECRET_ARGUMENT);
     expect(readFileSync(join(dataDir, 'keys', 'sealing.key'), 'utf8')).not.toContain(legacy.toString('hex'));
     expect(readdirSync(join(dataDir, 'keys'))).not.toContain('sealing.key.next');
     const again = await loadGatewayKeys(dataDir, MASTER);
-    expect(again.migratedSealingKey).toBeUndefined();
+    expect(again.migratedKeyFiles).toEqual([]);
     expect(again.keys.sealing.key.equals(legacy)).toBe(true);
+  });
+
+  it('given a fresh data folder, when the keys are made, then no key file holds its key in plain, and a copy without the master key cannot recompute an argument HMAC', async () => {
+    const { keys } = await loadGatewayKeys(dataDir, MASTER);
+    for (const name of ['fingerprint', 'argument', 'sealing']) {
+      const text = readFileSync(join(dataDir, 'keys', `${name}.key`), 'utf8');
+      expect(JSON.parse(text)).toMatchObject({ format: 'oncegate-wrapped-key/1', purpose: `oncegate-${name}-key` });
+    }
+    const readable = keysReadableFrom(dataDir);
+    expect(readable.some((key) => key.equals(keys.argument.secret) || key.equals(keys.fingerprint.secret))).toBe(false);
+  });
+
+  it('given a folder from an earlier version with every key in plain, when loaded, then each is the same key, now wrapped, and each is named', async () => {
+    mkdirSync(join(dataDir, 'keys'), { mode: 0o700 });
+    const legacy = Object.fromEntries(['fingerprint', 'argument', 'sealing'].map((name) => [name, randomBytes(32)]));
+    for (const [name, key] of Object.entries(legacy)) writeFileSync(join(dataDir, 'keys', `${name}.key`), `${key.toString('hex')}\n`, { mode: 0o600 });
+
+    const loaded = await loadGatewayKeys(dataDir, MASTER);
+
+    expect(loaded.migratedKeyFiles).toEqual(['fingerprint', 'argument', 'sealing'].map((name) => join(dataDir, 'keys', `${name}.key`)));
+    expect(loaded.keys.fingerprint.secret.equals(legacy['fingerprint']!)).toBe(true);
+    expect(loaded.keys.argument.secret.equals(legacy['argument']!)).toBe(true);
+    expect(keysReadableFrom(dataDir)).toEqual([]);
   });
 
   it('given a folder from an earlier version and no master key, when the keys are loaded, then it is refused and the plain key is left as it was', async () => {

@@ -7,8 +7,9 @@ import { developmentMasterKey, masterKey } from './seal-keys';
 /**
  * The gateway's own keys live in `<data dir>/keys/`, created at first start with owner-only permissions:
  * fingerprint HMAC key, the separate key for secret arguments, and the sealing key for results and arguments.
- * The sealing key is stored wrapped under the master key (as the vault's data key is), so a copy of the data
- * folder without the master key opens no sealed argument and no stored result.
+ * Each is stored wrapped under the master key (as the vault's data key is), so a copy of the data folder without
+ * the master key opens no sealed argument and no stored result, and cannot test guesses of an argument against
+ * the HMACs the journal records.
  */
 export interface GatewayKeys {
   readonly fingerprint: { readonly id: string; readonly secret: Buffer };
@@ -18,8 +19,8 @@ export interface GatewayKeys {
 
 export interface LoadedGatewayKeys {
   readonly keys: GatewayKeys;
-  /** Set when the sealing key file held the key in plain (a folder from an earlier version) and was wrapped now. */
-  readonly migratedSealingKey: string | undefined;
+  /** The key files that held their key in plain (a folder from an earlier version) and were wrapped now. */
+  readonly migratedKeyFiles: readonly string[];
 }
 
 export interface LoadGatewayKeysOptions {
@@ -39,11 +40,16 @@ export class KeyFileError extends Error {
 }
 
 const PLAIN_KEY = /^[0-9a-f]{64}$/;
-/** What the sealing key is wrapped for (the wrap's additional authenticated data). */
-const SEALING_KEY_PURPOSE = 'oncegate-sealing-key';
+/** What each key file's key is wrapped for (the wrap's additional authenticated data). */
+const KEY_PURPOSES = {
+  sealing: 'oncegate-sealing-key',
+  argument: 'oncegate-argument-key',
+  fingerprint: 'oncegate-fingerprint-key',
+} as const;
+type KeyName = keyof typeof KEY_PURPOSES;
 const WRAPPED_KEY_FORMAT = 'oncegate-wrapped-key/1';
 
-/** `keys/sealing.key` as written: JSON, every byte field in hex. */
+/** `keys/<name>.key` as written: JSON, every byte field in hex. */
 interface WrappedKeyFile {
   readonly format: typeof WRAPPED_KEY_FORMAT;
   readonly purpose: string;
@@ -57,21 +63,10 @@ function ownerOnly(file: string): void {
   if ((statSync(file).mode & 0o077) !== 0) chmodSync(file, 0o600);
 }
 
-function loadOrCreatePlain(dir: string, name: string): Buffer {
-  const file = join(dir, `${name}.key`);
-  if (!existsSync(file)) {
-    writeFileSync(file, randomBytes(32).toString('hex') + '\n', { mode: 0o600, flag: 'wx' });
-  }
-  ownerOnly(file);
-  const hex = readFileSync(file, 'utf8').trim();
-  if (!PLAIN_KEY.test(hex)) throw new KeyFileError(file, 'expected 64 lower-case hex characters (32 bytes)');
-  return Buffer.from(hex, 'hex');
-}
-
-function wrappedKeyText(record: WrappedKey): string {
+function wrappedKeyText(record: WrappedKey, purpose: string): string {
   const content: WrappedKeyFile = {
     format: WRAPPED_KEY_FORMAT,
-    purpose: SEALING_KEY_PURPOSE,
+    purpose,
     kdf: record.kdf,
     salt: record.salt.toString('hex'),
     nonce: record.wrapped.nonce.toString('hex'),
@@ -80,7 +75,7 @@ function wrappedKeyText(record: WrappedKey): string {
   return `${JSON.stringify(content)}\n`;
 }
 
-function parseWrappedKey(file: string, text: string): WrappedKey {
+function parseWrappedKey(file: string, text: string, purpose: string): WrappedKey {
   let content: Partial<WrappedKeyFile>;
   try {
     content = JSON.parse(text) as Partial<WrappedKeyFile>;
@@ -89,8 +84,8 @@ function parseWrappedKey(file: string, text: string): WrappedKey {
   }
   const kdf = kdfParams(content.kdf);
   const hex = [content.salt, content.nonce, content.wrapped];
-  if (content.format !== WRAPPED_KEY_FORMAT || content.purpose !== SEALING_KEY_PURPOSE || kdf === undefined || !hex.every((h) => typeof h === 'string' && /^[0-9a-f]+$/.test(h))) {
-    throw new KeyFileError(file, `not a wrapped sealing key in the format ${WRAPPED_KEY_FORMAT}`);
+  if (content.format !== WRAPPED_KEY_FORMAT || content.purpose !== purpose || kdf === undefined || !hex.every((h) => typeof h === 'string' && /^[0-9a-f]+$/.test(h))) {
+    throw new KeyFileError(file, `not a wrapped key (${purpose}) in the format ${WRAPPED_KEY_FORMAT}`);
   }
   const [salt, nonce, ciphertext] = hex.map((h) => Buffer.from(h!, 'hex')) as [Buffer, Buffer, Buffer];
   return { kdf, salt, wrapped: { nonce, ciphertext } };
@@ -111,15 +106,16 @@ function replaceFile(file: string, text: string): void {
 }
 
 /**
- * The sealing key: made (random) and written wrapped when there is none; unwrapped with the master key; and when
- * the file holds it in plain (written by an earlier version), the same key, wrapped in place.
+ * One key: made (random) and written wrapped when there is none; unwrapped with the master key; and when the file
+ * holds it in plain (written by an earlier version), the same key, wrapped in place.
  */
-async function loadOrCreateSealingKey(dir: string, master: () => string): Promise<{ key: Buffer; migrated: boolean }> {
-  const file = join(dir, 'sealing.key');
+async function loadOrCreateWrappedKey(dir: string, name: KeyName, master: () => string): Promise<{ key: Buffer; migrated: boolean }> {
+  const file = join(dir, `${name}.key`);
+  const purpose = KEY_PURPOSES[name];
   if (!existsSync(file)) {
     const key = randomBytes(32);
     try {
-      writeFileSync(file, wrappedKeyText(await wrapKey(master(), key, SEALING_KEY_PURPOSE)), { mode: 0o600, flag: 'wx' });
+      writeFileSync(file, wrappedKeyText(await wrapKey(master(), key, purpose), purpose), { mode: 0o600, flag: 'wx' });
       return { key, migrated: false };
     } catch (error) {
       // Another process starting on the same folder made it first: use that one.
@@ -129,18 +125,18 @@ async function loadOrCreateSealingKey(dir: string, master: () => string): Promis
   ownerOnly(file);
   const text = readFileSync(file, 'utf8').trim();
   if (PLAIN_KEY.test(text)) {
-    // The key stays the same (everything sealed so far depends on it); only how it is stored changes.
+    // The key stays the same (everything sealed or fingerprinted so far depends on it); only how it is stored changes.
     const key = Buffer.from(text, 'hex');
-    replaceFile(file, wrappedKeyText(await wrapKey(master(), key, SEALING_KEY_PURPOSE)));
+    replaceFile(file, wrappedKeyText(await wrapKey(master(), key, purpose), purpose));
     return { key, migrated: true };
   }
-  const key = await unwrapKey(master(), parseWrappedKey(file, text), SEALING_KEY_PURPOSE);
+  const key = await unwrapKey(master(), parseWrappedKey(file, text, purpose), purpose);
   if (key === undefined || key.length !== 32) throw new KeyFileError(file, 'the master key does not open it (another master key, or the file was changed)');
   return { key, migrated: false };
 }
 
 /**
- * The data folder's keys, made where missing. The sealing key needs the master key (`ONCEGATE_MASTER_KEY`,
+ * The data folder's keys, made where missing. Opening them needs the master key (`ONCEGATE_MASTER_KEY`,
  * `ONCEGATE_MASTER_KEY_FILE`, or with `dev` the development key file).
  *
  * @throws KeyFileError when a key file is unreadable, or the sealing key cannot be opened or wrapped
@@ -151,17 +147,19 @@ export async function loadGatewayKeys(dataDir: string, env: NodeJS.ProcessEnv, o
   const master = (): string => {
     const key = masterKey(dataDir, env) ?? (options.dev ? developmentMasterKey(dataDir).key : undefined);
     if (key === undefined || key === '') {
-      throw new KeyFileError(join(dir, 'sealing.key'), 'the sealing key is wrapped under the master key: set ONCEGATE_MASTER_KEY or ONCEGATE_MASTER_KEY_FILE');
+      throw new KeyFileError(join(dir, 'sealing.key'), "the gateway's keys are wrapped under the master key: set ONCEGATE_MASTER_KEY or ONCEGATE_MASTER_KEY_FILE");
     }
     return key;
   };
-  const sealing = await loadOrCreateSealingKey(dir, master);
+  const names = ['fingerprint', 'argument', 'sealing'] as const;
+  const loaded: Record<KeyName, { key: Buffer; migrated: boolean }> = {} as never;
+  for (const name of names) loaded[name] = await loadOrCreateWrappedKey(dir, name, master);
   return {
     keys: {
-      fingerprint: { id: 'fp1', secret: loadOrCreatePlain(dir, 'fingerprint') },
-      argument: { id: 'arg1', secret: loadOrCreatePlain(dir, 'argument') },
-      sealing: { id: 'seal1', key: sealing.key },
+      fingerprint: { id: 'fp1', secret: loaded.fingerprint.key },
+      argument: { id: 'arg1', secret: loaded.argument.key },
+      sealing: { id: 'seal1', key: loaded.sealing.key },
     },
-    migratedSealingKey: sealing.migrated ? join(dir, 'sealing.key') : undefined,
+    migratedKeyFiles: names.filter((name) => loaded[name].migrated).map((name) => join(dir, `${name}.key`)),
   };
 }

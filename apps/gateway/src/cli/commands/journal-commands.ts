@@ -29,9 +29,9 @@ random development master key into the data folder instead. Give auditors the pr
     try {
       const dev = parsed.values['dev'] === true;
       const result = initSealKeys(loaded.dataDir, process.env, { dev });
-      const { migratedSealingKey } = await loadGatewayKeys(loaded.dataDir, process.env, { dev });
+      const { migratedKeyFiles } = await loadGatewayKeys(loaded.dataDir, process.env, { dev });
       io.stdout(`${result.created ? 'created' : 'already there'}: journal public key ${result.publicKeyFile}\n`);
-      if (migratedSealingKey) io.stderr(`${migratedSealingKey} held the sealing key in plain; it is now wrapped under the master key\n`);
+      for (const file of migratedKeyFiles) io.stderr(`${file} held its key in plain; it is now wrapped under the master key\n`);
       if (result.devMasterKeyFile) io.stderr(`development master key written to ${result.devMasterKeyFile}; do not use it in production\n`);
       return EXIT_CODES.ok;
     } catch (error) {
