@@ -1,13 +1,18 @@
 import { Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { EventPattern, Payload } from '@nestjs/microservices';
-import type { DefiniteOutcome, ExecutionId, ExecutionState, MarkerState, UnknownOutcomeReason } from '@oncegate/domain';
+import type { DefiniteOutcome, ExecutionCommand, ExecutionId, ExecutionState, MarkerState, UnknownOutcomeReason } from '@oncegate/domain';
 import type { ToolContract } from '@oncegate/contracts';
-import type { EventStore, RecordedEvent } from '@oncegate/event-store';
+import { EventStoreClosedError, type EventStore, type RecordedEvent } from '@oncegate/event-store';
 import { isoNow, loadExecution, runExecutionCommand, type Clock, type LoadedExecution } from '@oncegate/execution-journal';
 import type { SealedStore } from '@oncegate/sealed-store';
 import type { StoredResult } from '../../front/tool-results';
 import { recoverExecution } from '../recovery/execution-recovery';
 import { openArguments } from '../sealed-arguments';
+
+/** The longest pause between two tries at recording an outcome. */
+const RECORD_RETRY_MAX_MS = 2_000;
+/** How long a stopping process keeps trying to record outcomes that the store refuses. */
+const DRAIN_RECORD_GRACE_MS = 10_000;
 
 /** What a channel's attempt came to, in the journal's terms. */
 export type AttemptRecord =
@@ -30,6 +35,8 @@ export interface DispatchRefusal {
 export abstract class ChannelDispatcher implements OnApplicationBootstrap {
   protected readonly log: Logger;
   private readonly inFlight = new Set<Promise<void>>();
+  /** Set once the process stops: recording an outcome is tried again only until then. */
+  private giveUpRecordingAt: number | undefined;
 
   protected constructor(
     protected readonly channel: string,
@@ -170,41 +177,50 @@ export abstract class ChannelDispatcher implements OnApplicationBootstrap {
     await this.record(state.executionId!, state.attempts, record);
   }
 
+  /**
+   * Records what the attempt came to. It must land: conflicts with other writers are re-decided on fresh state
+   * without a cap, and any other failure (the store busy in another process, the disk full) is tried again
+   * after a pause, until it lands — or, once the process is stopping, until a grace has passed (the attempt is
+   * then found lost and settled by its class).
+   */
   private async record(executionId: ExecutionId, attempt: number, record: AttemptRecord): Promise<void> {
+    const sealed =
+      record.kind === 'observed'
+        ? await this.untilItLands(executionId, attempt, () => this.sealed.seal('result', executionId, Buffer.from(JSON.stringify(record.result))))
+        : undefined;
     const stillDispatched = (s: ExecutionState) => s.status === 'dispatched' && s.attempts === attempt;
-    const context = { actor: this.actor };
-    if (record.kind === 'unknown') {
-      await runExecutionCommand(
-        this.store,
-        executionId,
-        (s) => (stillDispatched(s) ? { type: 'RecordUnknownOutcome', executionId, now: isoNow(this.clock), attempt, reason: record.reason } : undefined),
-        context,
-        this.clock,
-      );
-      return;
-    }
-    const sealed = await this.sealed.seal('result', executionId, Buffer.from(JSON.stringify(record.result)));
-    await runExecutionCommand(
-      this.store,
-      executionId,
-      (s) =>
-        stillDispatched(s)
-          ? {
-              type: 'ObserveOutcome',
-              executionId,
-              now: isoNow(this.clock),
-              attempt,
-              outcome: record.outcome,
-              source: 'response',
-              targetStatus: record.targetStatus,
-              exitCode: record.exitCode,
-              resultRef: sealed.ref,
-              resultDigest: sealed.digest,
-            }
-          : undefined,
-      context,
-      this.clock,
+    const command = (): ExecutionCommand =>
+      record.kind === 'unknown'
+        ? { type: 'RecordUnknownOutcome', executionId, now: isoNow(this.clock), attempt, reason: record.reason }
+        : {
+            type: 'ObserveOutcome',
+            executionId,
+            now: isoNow(this.clock),
+            attempt,
+            outcome: record.outcome,
+            source: 'response',
+            targetStatus: record.targetStatus,
+            exitCode: record.exitCode,
+            resultRef: sealed!.ref,
+            resultDigest: sealed!.digest,
+          };
+    await this.untilItLands(executionId, attempt, () =>
+      runExecutionCommand(this.store, executionId, (s) => (stillDispatched(s) ? command() : undefined), { actor: this.actor }, this.clock, {
+        maxConflicts: Infinity,
+      }),
     );
+  }
+
+  private async untilItLands<T>(executionId: ExecutionId, attempt: number, write: () => Promise<T>): Promise<T> {
+    for (let failures = 0; ; failures += 1) {
+      try {
+        return await write();
+      } catch (error) {
+        if (error instanceof EventStoreClosedError || Date.now() > (this.giveUpRecordingAt ?? Infinity)) throw error;
+        this.log.warn(`${executionId}: recording the outcome of attempt ${attempt} failed, trying again: ${(error as Error).message}`);
+        await new Promise((resolve) => setTimeout(resolve, Math.min(RECORD_RETRY_MAX_MS, 50 * 2 ** failures)));
+      }
+    }
   }
 
   protected argumentsOf(state: ExecutionState): Promise<Record<string, unknown> | undefined> {
@@ -250,6 +266,7 @@ export abstract class ChannelDispatcher implements OnApplicationBootstrap {
 
   /** Lets in-flight attempts record their outcome before the process stops. */
   async drain(): Promise<void> {
+    this.giveUpRecordingAt = Date.now() + DRAIN_RECORD_GRACE_MS;
     await Promise.allSettled([...this.inFlight]);
   }
 }
