@@ -112,8 +112,10 @@ export type UnknownOutcomeReason =
   | 'timeout_after_send'
   | 'connection_reset'
   | 'ssh_connection_dropped'
-  /** The attempt outlived its timeout with no report from its dispatcher (crash, restart). */
-  | 'dispatcher_lost';
+  /** The process that sent the attempt is gone (its liveness lease expired or was never held) with no report. */
+  | 'dispatcher_lost'
+  /** The attempt outlived its timeout and the reporting margin with no report, though its dispatcher looks alive. */
+  | 'attempt_deadline_passed';
 
 export type MarkerState = 'completed' | 'started' | 'absent';
 
