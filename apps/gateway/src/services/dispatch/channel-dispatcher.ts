@@ -1,4 +1,4 @@
-import { Logger, type OnApplicationBootstrap } from '@nestjs/common';
+import { Logger } from '@nestjs/common';
 import { EventPattern, Payload } from '@nestjs/microservices';
 import type { DefiniteOutcome, ExecutionCommand, ExecutionId, ExecutionState, MarkerState, UnknownOutcomeReason } from '@oncegate/domain';
 import type { ToolContract } from '@oncegate/contracts';
@@ -28,11 +28,12 @@ export interface DispatchRefusal {
 
 /**
  * What every channel dispatcher does alike: append `Dispatched` (durable, with the expected revision, so only
- * one instance wins) before anything leaves; record the outcome; recover by class after an unknown outcome;
- * after a restart, record its own lost attempts as unknown. A channel supplies `attempt` (and, where it has
- * them, a status query or a marker probe).
+ * one instance wins) before anything leaves; record the outcome; recover by class after an unknown outcome.
+ * Attempts that will never report (their dispatcher gone, or past their deadline) are settled by the
+ * `AttemptSweeper`, whoever dispatched them. A channel supplies `attempt` (and, where it has them, a status
+ * query or a marker probe).
  */
-export abstract class ChannelDispatcher implements OnApplicationBootstrap {
+export abstract class ChannelDispatcher {
   protected readonly log: Logger;
   private readonly inFlight = new Set<Promise<void>>();
   /** Set once the process stops: recording an outcome is tried again only until then. */
@@ -74,10 +75,6 @@ export abstract class ChannelDispatcher implements OnApplicationBootstrap {
   @EventPattern('RetryAttached')
   onRetryAttached(@Payload() event: RecordedEvent): Promise<void> {
     return this.recover(event);
-  }
-
-  onApplicationBootstrap(): Promise<void> {
-    return this.recordLostAttempts();
   }
 
   /** Runs one attempt against the target; resolves with what came of it, never rejects. */
@@ -225,43 +222,6 @@ export abstract class ChannelDispatcher implements OnApplicationBootstrap {
 
   protected argumentsOf(state: ExecutionState): Promise<Record<string, unknown> | undefined> {
     return openArguments(this.sealed, state);
-  }
-
-  /**
-   * After a restart, attempts this dispatcher had in flight have lost their connection: their outcome is
-   * unknown, and recovery by class takes it from there. Nothing is sent here.
-   */
-  protected async recordLostAttempts(): Promise<void> {
-    const lowWater = `dispatcher-${this.channel}/unsettled-low-water`;
-    let after = (await this.store.readCheckpoint(lowWater)) ?? 0;
-    let lowest: number | undefined;
-    for (;;) {
-      const page = await this.store.readAll({ after, maxCount: 1000, filter: { eventTypes: ['Dispatched'] } });
-      for (const event of page.events) {
-        const executionId = event.metadata['executionId'] as ExecutionId;
-        const { state } = await loadExecution(this.store, executionId);
-        if (state.status !== 'dispatched') continue;
-        if (state.lastDispatch?.dispatcherId !== this.dispatcherId) {
-          lowest ??= event.position;
-          continue;
-        }
-        const attempt = state.attempts;
-        this.log.warn(`${executionId}: attempt ${attempt} was in flight when the gateway stopped; outcome unknown`);
-        await runExecutionCommand(
-          this.store,
-          executionId,
-          (s) =>
-            s.status === 'dispatched' && s.attempts === attempt
-              ? { type: 'RecordUnknownOutcome', executionId, now: isoNow(this.clock), attempt, reason: 'dispatcher_lost' }
-              : undefined,
-          { actor: this.actor, causationId: event.id },
-          this.clock,
-        );
-      }
-      if (page.lastPosition <= after) break;
-      after = page.lastPosition;
-    }
-    await this.store.storeCheckpoint(lowWater, lowest !== undefined ? lowest - 1 : after);
   }
 
   /** Lets in-flight attempts record their outcome before the process stops. */
