@@ -211,7 +211,8 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   const instance = newInstance();
   const frontName = options.front ?? 'http';
   const dispatcherIds = { http: dispatcherInstanceId('http', frontName, instance), ssh: dispatcherInstanceId('ssh', frontName, instance) };
-  const leases = new InstanceLeases(store, clock, Object.values(dispatcherIds), config.instanceLeaseMs);
+  const locksDir = join(config.dataDir, 'instances');
+  const leases = new InstanceLeases(store, clock, Object.values(dispatcherIds), config.instanceLeaseMs, { dir: locksDir, instance });
   await leases.start();
 
   const microservices: INestMicroservice[] = [];
@@ -261,7 +262,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   await service(ResultDeliveryModule.forRoot({ store, deliveries, clock }), 'result-delivery');
   // Attempts that will never report (their process gone, or past their deadline) settle by class, whoever
   // dispatched them: at start, and as long as this process runs.
-  const sweeper = new AttemptSweeper({ store, clock, ownDispatcherIds: new Set(Object.values(dispatcherIds)), everyMs: Math.max(100, Math.floor(config.instanceLeaseMs / 3)) });
+  const sweeper = new AttemptSweeper({ store, clock, ownDispatcherIds: new Set(Object.values(dispatcherIds)), locksDir, everyMs: Math.max(100, Math.floor(config.instanceLeaseMs / 3)) });
   await sweeper.start();
 
   const toolCalls = new ToolCalls({ store, watcher, sealed, keyRing, tools, deliveries, clock, callWaitMs: config.callWaitMs });

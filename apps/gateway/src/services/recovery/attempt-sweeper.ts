@@ -9,6 +9,8 @@ export interface AttemptSweeperOptions {
   readonly clock: Clock;
   /** Dispatcher ids of this process: their attempts have a live owner while it runs. */
   readonly ownDispatcherIds: ReadonlySet<string>;
+  /** Where the instances' lock files are (`<data dir>/instances`); without it only leases tell. */
+  readonly locksDir?: string;
   /** How often it looks again after the look at start. */
   readonly everyMs: number;
 }
@@ -79,7 +81,7 @@ export class AttemptSweeper {
       const dispatcherId = state.lastDispatch?.dispatcherId ?? '';
       let owner = owners.get(dispatcherId);
       if (owner === undefined) {
-        owner = ownDispatcherIds.has(dispatcherId) ? 'alive' : await ownerOf(store, dispatcherId, now);
+        owner = ownDispatcherIds.has(dispatcherId) ? 'alive' : await ownerOf(store, dispatcherId, now, this.options.locksDir);
         owners.set(dispatcherId, owner);
       }
       const step = nextRecoveryStep(state, isoNow(clock), owner);
