@@ -17,7 +17,7 @@ import {
   type RecordedEvent,
 } from '@oncegate/event-store';
 import { isoNow, type Clock } from './clock';
-import { KeyedTurns } from './stream-turns';
+import { KeyedTurns } from './keyed-turns';
 
 /** An execution as read from its stream: the folded state and the revision to append after. */
 export interface LoadedExecution {

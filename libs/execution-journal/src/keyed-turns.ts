@@ -19,9 +19,4 @@ export class KeyedTurns<Key> {
     });
     return result;
   }
-
-  /** Keys with a turn running or waiting. */
-  get size(): number {
-    return this.tails.size;
-  }
 }
