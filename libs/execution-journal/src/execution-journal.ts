@@ -110,7 +110,8 @@ export interface CommandOutcome {
 export interface CommandOptions {
   /**
    * How many expected-revision conflicts (appends by another process in between) the loop absorbs before it
-   * gives up with the conflict. Default 200; `Infinity` for what must be recorded whatever happens (an outcome).
+   * gives up with the conflict. Default: no limit — some writer wins every commit, so the loop ends, and a
+   * conflict never reaches an agent as an error.
    */
   readonly maxConflicts?: number;
 }
@@ -138,7 +139,7 @@ export function runExecutionCommand(
 ): Promise<CommandOutcome> {
   let streams = turns.get(store);
   if (streams === undefined) turns.set(store, (streams = new KeyedTurns()));
-  return streams.run(executionId, () => decideAndAppend(store, executionId, build, context, clock, options.maxConflicts ?? 200));
+  return streams.run(executionId, () => decideAndAppend(store, executionId, build, context, clock, options.maxConflicts ?? Infinity));
 }
 
 async function decideAndAppend(

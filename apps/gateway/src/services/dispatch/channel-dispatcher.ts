@@ -202,9 +202,7 @@ export abstract class ChannelDispatcher {
             resultDigest: sealed!.digest,
           };
     await this.untilItLands(executionId, attempt, () =>
-      runExecutionCommand(this.store, executionId, (s) => (stillDispatched(s) ? command() : undefined), { actor: this.actor }, this.clock, {
-        maxConflicts: Infinity,
-      }),
+      runExecutionCommand(this.store, executionId, (s) => (stillDispatched(s) ? command() : undefined), { actor: this.actor }, this.clock),
     );
   }
 

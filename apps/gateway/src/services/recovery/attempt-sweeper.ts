@@ -96,7 +96,6 @@ export class AttemptSweeper {
             : undefined,
         { actor: 'service:attempt-sweeper' },
         clock,
-        { maxConflicts: Infinity },
       );
       this.candidates.delete(executionId);
       if (outcome.appended.length === 0) continue;
