@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { EventPattern, Payload } from '@nestjs/microservices';
-import type { DefiniteOutcome, ExecutionCommand, ExecutionId, ExecutionState, MarkerState, UnknownOutcomeReason } from '@oncegate/domain';
+import { DomainError, type DefiniteOutcome, type ExecutionCommand, type ExecutionId, type ExecutionState, type MarkerState, type UnknownOutcomeReason } from '@oncegate/domain';
 import type { ToolContract } from '@oncegate/contracts';
 import { EventStoreClosedError, type EventStore, type RecordedEvent } from '@oncegate/event-store';
 import { isoNow, loadExecution, runExecutionCommand, type Clock, type LoadedExecution } from '@oncegate/execution-journal';
@@ -211,7 +211,8 @@ export abstract class ChannelDispatcher {
       try {
         return await write();
       } catch (error) {
-        if (error instanceof EventStoreClosedError || Date.now() > (this.giveUpRecordingAt ?? Infinity)) throw error;
+        // The decider's refusal would be the same on every try; only the store's failures pass.
+        if (error instanceof DomainError || error instanceof EventStoreClosedError || Date.now() > (this.giveUpRecordingAt ?? Infinity)) throw error;
         this.log.warn(`${executionId}: recording the outcome of attempt ${attempt} failed, trying again: ${(error as Error).message}`);
         await new Promise((resolve) => setTimeout(resolve, Math.min(RECORD_RETRY_MAX_MS, 50 * 2 ** failures)));
       }
