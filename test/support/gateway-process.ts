@@ -96,6 +96,17 @@ async function storeInVault(folder: GatewayFolder, credentials: readonly TestCre
   }
 }
 
+/**
+ * The same data folder and contracts under a second configuration file that listens on another port: for a
+ * second gateway process on one folder. Disposing it leaves the folder to its first owner.
+ */
+export async function sameFolderOnAnotherPort(folder: GatewayFolder): Promise<GatewayFolder> {
+  const port = await freePort();
+  const configFile = join(folder.dir, `oncegate-${port}.yaml`);
+  writeFileSync(configFile, readFileSync(folder.configFile, 'utf8').replace(`port: ${folder.port},`, `port: ${port},`));
+  return { ...folder, configFile, port, url: `http://127.0.0.1:${port}/mcp`, dispose: () => undefined };
+}
+
 export interface GatewayProcess {
   readonly url: string;
   readonly devToken: string;

@@ -1,4 +1,6 @@
+import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 export interface DroppableFetch {
@@ -26,6 +28,20 @@ export function droppableFetch(): DroppableFetch {
       open.clear();
     },
   };
+}
+
+/** The official MCP client over stdio: it runs `oncegate stdio` on the folder's configuration with `token`. */
+export async function connectStdioClient(folder: { readonly dir: string; readonly configFile: string }, token: string): Promise<Client> {
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [fileURLToPath(new URL('../../bin/oncegate.mjs', import.meta.url)), 'stdio', '--config', folder.configFile],
+    cwd: folder.dir,
+    env: { ...(process.env as Record<string, string>), ONCEGATE_TOKEN: token },
+    stderr: 'pipe',
+  });
+  const client = new Client({ name: 'oncegate-e2e-stdio', version: '1.0.0' });
+  await client.connect(transport);
+  return client;
 }
 
 export interface ClientOptions {

@@ -1,6 +1,5 @@
 import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -27,6 +26,8 @@ import { AgentDirectory } from './infrastructure/agent-directory';
 import { ApproverDirectory } from './infrastructure/approver-directory';
 import { initSealKeys, loadSealPrivateKey, loadSealPublicKey, sealKeyPaths } from './infrastructure/seal-keys';
 import { JournalSealer } from './services/sealer/journal-sealer';
+import { AttemptSweeper } from './services/recovery/attempt-sweeper';
+import { dispatcherInstanceId, InstanceLeases, newInstance } from './services/recovery/instance-leases';
 import { loadGatewayKeys } from './infrastructure/key-files';
 import { Policy } from './services/authorization/policy';
 import { AuthorizationModule } from './services/authorization/authorization.module';
@@ -217,6 +218,14 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     sealer.start();
   }
 
+  // Dispatcher ids are unique per process; their liveness leases are held before anything can be dispatched.
+  const instance = newInstance();
+  const frontName = options.front ?? 'http';
+  const dispatcherIds = { http: dispatcherInstanceId('http', frontName, instance), ssh: dispatcherInstanceId('ssh', frontName, instance) };
+  const locksDir = join(config.dataDir, 'instances');
+  const leases = new InstanceLeases(store, clock, Object.values(dispatcherIds), config.instanceLeaseMs, { dir: locksDir, instance });
+  await leases.start();
+
   const microservices: INestMicroservice[] = [];
   const service = async (
     module: Parameters<typeof NestFactory.createMicroservice>[0],
@@ -244,7 +253,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       sealed,
       http,
       vault,
-      dispatcherId: `dispatcher-http@${hostname()}/${options.front ?? 'http'}`,
+      dispatcherId: dispatcherIds.http,
       clock,
     }),
     'dispatcher-http',
@@ -256,12 +265,16 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       sealed,
       ssh,
       vault,
-      dispatcherId: `dispatcher-ssh@${hostname()}/${options.front ?? 'http'}`,
+      dispatcherId: dispatcherIds.ssh,
       clock,
     }),
     'dispatcher-ssh',
   );
   await service(ResultDeliveryModule.forRoot({ store, deliveries, clock }), 'result-delivery');
+  // Attempts that will never report (their process gone, or past their deadline) settle by class, whoever
+  // dispatched them: at start, and as long as this process runs.
+  const sweeper = new AttemptSweeper({ store, clock, ownDispatcherIds: new Set(Object.values(dispatcherIds)), locksDir, everyMs: Math.max(100, Math.floor(config.instanceLeaseMs / 3)) });
+  await sweeper.start();
 
   const toolCalls = new ToolCalls({ store, watcher, sealed, keyRing, tools, deliveries, clock, callWaitMs: config.callWaitMs });
   const resumption = new SseResumptionStore(sseStore, new BlobCipher(keys.sealing));
@@ -303,9 +316,12 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       await front.close();
       await agentWatch.stop();
       await approverWatch.stop();
+      await sweeper.stop();
       await dispatcher.get(DispatcherHttpController).drain();
       await sshDispatcher.get(DispatcherSshController).drain();
       for (const app of microservices.reverse()) await app.close();
+      // Only now is nothing of this process in flight: from here on its attempts count as gone.
+      await leases.stop();
       await vault.stop();
       await sealer?.stop();
       await watcher.stop();

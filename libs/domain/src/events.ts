@@ -116,8 +116,10 @@ export type UnknownOutcomeReason =
   | 'timeout_after_send'
   | 'connection_reset'
   | 'ssh_connection_dropped'
-  /** The attempt outlived its timeout with no report from its dispatcher (crash, restart). */
+  /** The process that sent the attempt is gone (its liveness lease expired or was never held) with no report. */
   | 'dispatcher_lost'
+  /** The attempt outlived its timeout and the reporting margin with no report, though its dispatcher looks alive. */
+  | 'attempt_deadline_passed'
   /**
    * Remote commands: the host refused this attempt because another attempt of the execution had already claimed
    * it (the marker protocol's claim). This attempt ran nothing; the other attempt's marker holds the outcome.

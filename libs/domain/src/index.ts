@@ -189,9 +189,12 @@ export {
 } from './matching';
 
 export {
+  ATTEMPT_REPORT_MARGIN_MS,
+  attemptDeadline,
   nextRecoveryStep,
   recoveryEvidenceOf,
   recoveryStepAfterUnknownOutcome,
+  type AttemptOwner,
   type RecoveryEvidence,
   type RecoveryStep,
   type RecoveryStepKind,

@@ -2,8 +2,8 @@
  * What happens after an attempt was dispatched and no outcome came back (DESIGN section 6), as tables. The
  * decider consults the same tables before it allows a second Dispatched, so the rule lives in one place.
  */
-import { addMs, isBefore, type IsoInstant } from './durations';
-import type { DefiniteOutcome, MarkerState, ReviewReason } from './events';
+import { addMs, isBefore, SECOND_MS, type IsoInstant } from './durations';
+import type { DefiniteOutcome, MarkerState, ReviewReason, UnknownOutcomeReason } from './events';
 import type { ExecutionState } from './execution-state';
 import { recoveryPolicyOf, type OperationClass, type RecoveryAction } from './operation-class';
 
@@ -34,8 +34,8 @@ export type RecoveryStep =
   | { readonly kind: 'report_outcome_from_marker'; readonly outcome: DefiniteOutcome; readonly exitStatus: number }
   /** Stop and append ReviewRequired; the agent is told the outcome is unknown. */
   | { readonly kind: 'hold_for_review'; readonly reason: ReviewReason }
-  /** The attempt outlived its timeout without a report from its dispatcher. */
-  | { readonly kind: 'record_unknown_outcome'; readonly attempt: number }
+  /** No report will come: the dispatcher is gone, or the attempt outlived its deadline. Nothing is sent. */
+  | { readonly kind: 'record_unknown_outcome'; readonly attempt: number; readonly reason: UnknownOutcomeReason }
   | { readonly kind: 'wait'; readonly reason: 'attempt_in_flight' | 'awaiting_review'; readonly until: IsoInstant | null }
   | { readonly kind: 'nothing_to_recover' };
 
@@ -128,8 +128,28 @@ export function recoveryEvidenceOf(state: ExecutionState): RecoveryEvidence {
   return { kind: 'none' };
 }
 
-/** The next recovery step for an execution as its stream stands at `now`. */
-export function nextRecoveryStep(state: ExecutionState, now: IsoInstant): RecoveryStep {
+/**
+ * After the attempt timeout (the contract's connect and response timeouts, fixed at acceptance) the dispatcher
+ * still gets this long to report: its timers start after `Dispatched` is durable, and recording takes time.
+ */
+export const ATTEMPT_REPORT_MARGIN_MS = 30 * SECOND_MS;
+
+/** What the store's liveness leases say of the dispatcher that sent the current attempt. */
+export type AttemptOwner = 'alive' | 'gone';
+
+/** When a dispatched attempt with no report is settled as unknown by whoever notices; `null` when not dispatched. */
+export function attemptDeadline(state: ExecutionState): IsoInstant | null {
+  const accepted = state.accepted;
+  if (!accepted || state.status !== 'dispatched') return null;
+  const dispatchedAt = state.lastDispatch?.dispatchedAt ?? accepted.acceptedAt;
+  return addMs(dispatchedAt, accepted.attemptPolicy.attemptTimeoutMs + ATTEMPT_REPORT_MARGIN_MS);
+}
+
+/**
+ * The next recovery step for an execution as its stream stands at `now`. For a dispatched attempt, `owner` says
+ * whether the dispatcher that sent it is still alive (default: assumed alive, so only the deadline applies).
+ */
+export function nextRecoveryStep(state: ExecutionState, now: IsoInstant, owner: AttemptOwner = 'alive'): RecoveryStep {
   const accepted = state.accepted;
   if (!accepted) return { kind: 'nothing_to_recover' };
   switch (state.status) {
@@ -142,11 +162,11 @@ export function nextRecoveryStep(state: ExecutionState, now: IsoInstant): Recove
         maxAttempts: accepted.attemptPolicy.maxAttempts,
       });
     case 'dispatched': {
-      const dispatchedAt = state.lastDispatch?.dispatchedAt ?? accepted.acceptedAt;
-      const deadline = addMs(dispatchedAt, accepted.attemptPolicy.attemptTimeoutMs);
+      if (owner === 'gone') return { kind: 'record_unknown_outcome', attempt: state.attempts, reason: 'dispatcher_lost' };
+      const deadline = attemptDeadline(state)!;
       return isBefore(now, deadline)
         ? { kind: 'wait', reason: 'attempt_in_flight', until: deadline }
-        : { kind: 'record_unknown_outcome', attempt: state.attempts };
+        : { kind: 'record_unknown_outcome', attempt: state.attempts, reason: 'attempt_deadline_passed' };
     }
     case 'needs_review':
       return { kind: 'wait', reason: 'awaiting_review', until: null };

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { OperationClass } from './operation-class';
 import {
+  attemptDeadline,
+  ATTEMPT_REPORT_MARGIN_MS,
   nextRecoveryStep,
   recoveryEvidenceOf,
   recoveryStepAfterUnknownOutcome,
@@ -164,18 +166,29 @@ describe('recovery after an unknown outcome (DESIGN section 6)', () => {
 });
 
 describe('the next recovery step of an execution', () => {
-  it('given a dispatched attempt inside its timeout when asked then it waits until the timeout', () => {
+  it('given a dispatched attempt inside its timeout and reporting margin when asked then it waits until the deadline', () => {
     const state = given(...dispatched());
-    expect(nextRecoveryStep(state, at(400 + ATTEMPT_TIMEOUT_MS - 1))).toEqual({
+    const deadline = at(400 + ATTEMPT_TIMEOUT_MS + ATTEMPT_REPORT_MARGIN_MS);
+    expect(attemptDeadline(state)).toBe(deadline);
+    expect(nextRecoveryStep(state, at(400 + ATTEMPT_TIMEOUT_MS + ATTEMPT_REPORT_MARGIN_MS - 1))).toEqual({
       kind: 'wait',
       reason: 'attempt_in_flight',
-      until: at(400 + ATTEMPT_TIMEOUT_MS),
+      until: deadline,
     });
   });
 
-  it('given a dispatched attempt past its timeout when asked then the outcome is to be recorded as unknown', () => {
+  it('given a dispatched attempt past its deadline when asked then the outcome is to be recorded as unknown, deadline passed', () => {
     const state = given(...dispatched());
-    expect(nextRecoveryStep(state, at(400 + ATTEMPT_TIMEOUT_MS))).toEqual({ kind: 'record_unknown_outcome', attempt: 1 });
+    expect(nextRecoveryStep(state, at(400 + ATTEMPT_TIMEOUT_MS + ATTEMPT_REPORT_MARGIN_MS))).toEqual({
+      kind: 'record_unknown_outcome',
+      attempt: 1,
+      reason: 'attempt_deadline_passed',
+    });
+  });
+
+  it('given a dispatched attempt whose dispatcher is gone when asked then the outcome is to be recorded as unknown at once, dispatcher lost', () => {
+    const state = given(...dispatched());
+    expect(nextRecoveryStep(state, at(401), 'gone')).toEqual({ kind: 'record_unknown_outcome', attempt: 1, reason: 'dispatcher_lost' });
   });
 
   it('given an unknown outcome of a conditional write with a status query when asked then the query decides', () => {

@@ -22,4 +22,10 @@ export const SCHEMA_STATEMENTS: readonly string[] = [
      updated_at TEXT    NOT NULL
    )`,
   'CREATE TABLE IF NOT EXISTS store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)',
+  // Liveness leases of the processes on this store (not events: outside the journal and its hash chain).
+  `CREATE TABLE IF NOT EXISTS leases (
+     holder     TEXT PRIMARY KEY,
+     expires_at TEXT NOT NULL,
+     renewed_at TEXT NOT NULL
+   )`,
 ];

@@ -9,6 +9,7 @@ import {
   validateAppend,
   validateCount,
   validateFilter,
+  validateInstant,
   validatePosition,
   validateStreamId,
   type AppendOptions,
@@ -18,6 +19,7 @@ import {
   type EventStore,
   type EventToAppend,
   type ExpectedRevision,
+  type Lease,
   type ReadAllOptions,
   type ReadAllPage,
   type ReadStreamOptions,
@@ -135,6 +137,9 @@ export class SqliteEventStore implements EventStore {
     head: Database.Statement<[], { head: number | null }>;
     readCheckpoint: Database.Statement<[string], { position: number }>;
     storeCheckpoint: Database.Statement<[string, number, string]>;
+    renewLease: Database.Statement<[string, string, string]>;
+    readLease: Database.Statement<[string], { holder: string; expires_at: string }>;
+    releaseLease: Database.Statement<[string]>;
     begin: Database.Statement<[]>;
     commit: Database.Statement<[]>;
     rollback: Database.Statement<[]>;
@@ -176,6 +181,12 @@ export class SqliteEventStore implements EventStore {
         `INSERT INTO checkpoints (consumer, position, updated_at) VALUES (?, ?, ?)
          ON CONFLICT (consumer) DO UPDATE SET position = excluded.position, updated_at = excluded.updated_at`,
       ),
+      renewLease: this.db.prepare(
+        `INSERT INTO leases (holder, expires_at, renewed_at) VALUES (?, ?, ?)
+         ON CONFLICT (holder) DO UPDATE SET expires_at = excluded.expires_at, renewed_at = excluded.renewed_at`,
+      ),
+      readLease: this.db.prepare('SELECT holder, expires_at FROM leases WHERE holder = ?'),
+      releaseLease: this.db.prepare('DELETE FROM leases WHERE holder = ?'),
       begin: this.db.prepare('BEGIN IMMEDIATE'),
       commit: this.db.prepare('COMMIT'),
       rollback: this.db.prepare('ROLLBACK'),
@@ -461,6 +472,26 @@ export class SqliteEventStore implements EventStore {
     validateStreamId(consumer, 'consumer');
     validatePosition(position, 'position');
     this.statements.storeCheckpoint.run(consumer, position, this.clock().toISOString());
+  }
+
+  async renewLease(holder: string, expiresAt: string): Promise<void> {
+    this.assertOpen();
+    validateStreamId(holder, 'holder');
+    validateInstant(expiresAt, 'expiresAt');
+    this.statements.renewLease.run(holder, expiresAt, this.clock().toISOString());
+  }
+
+  async readLease(holder: string): Promise<Lease | undefined> {
+    this.assertOpen();
+    validateStreamId(holder, 'holder');
+    const row = this.statements.readLease.get(holder);
+    return row === undefined ? undefined : { holder: row.holder, expiresAt: row.expires_at };
+  }
+
+  async releaseLease(holder: string): Promise<void> {
+    this.assertOpen();
+    validateStreamId(holder, 'holder');
+    this.statements.releaseLease.run(holder);
   }
 
   private waitForAppend(position: number, signal: AbortSignal, filter?: EventFilter, onIdle?: () => void): Promise<void> {

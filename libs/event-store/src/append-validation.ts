@@ -39,6 +39,14 @@ export function validatePosition(value: unknown, argument: string): asserts valu
   }
 }
 
+/** An ISO-8601 instant as `Date.prototype.toISOString` writes it (UTC, milliseconds). */
+export function validateInstant(value: unknown, argument: string): asserts value is string {
+  const parsed = typeof value === 'string' ? new Date(value) : undefined;
+  if (parsed === undefined || Number.isNaN(parsed.getTime()) || parsed.toISOString() !== value) {
+    throw new InvalidEventStoreArgumentError(argument, `must be an ISO-8601 instant such as 2026-11-30T06:00:00.000Z, got ${JSON.stringify(value)}`);
+  }
+}
+
 export function validateCount(value: unknown, argument: string): asserts value is number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
     throw new InvalidEventStoreArgumentError(argument, `must be an integer >= 1, got ${JSON.stringify(value)}`);

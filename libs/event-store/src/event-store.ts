@@ -123,6 +123,13 @@ export interface SubscribeOptions {
   readonly checkpointEveryMs?: number;
 }
 
+/** A holder's liveness lease: the holder counts as alive until `expiresAt` unless it renews. */
+export interface Lease {
+  readonly holder: string;
+  /** ISO-8601 instant, from the renewing process's clock. */
+  readonly expiresAt: string;
+}
+
 export type EventHandler = (event: RecordedEvent) => void | Promise<void>;
 
 export interface Subscription {
@@ -147,5 +154,15 @@ export interface EventStore {
   subscribeToAll(handler: EventHandler, options?: SubscribeOptions): Subscription;
   readCheckpoint(consumer: string): Promise<number | undefined>;
   storeCheckpoint(consumer: string, position: number): Promise<void>;
+  /**
+   * Liveness leases, shared by every process on the store: a process renews the leases of its instances before
+   * they expire, and another reads them to tell a live owner from a gone one. Last write wins. Leases are not
+   * events: they are not in the journal, and no subscription sees them.
+   */
+  renewLease(holder: string, expiresAt: string): Promise<void>;
+  /** The holder's lease, expired or not; `undefined` when it never held one or released it. */
+  readLease(holder: string): Promise<Lease | undefined>;
+  /** Drops the holder's lease (a clean stop): from then on it counts as gone. */
+  releaseLease(holder: string): Promise<void>;
   close(): Promise<void>;
 }

@@ -6,6 +6,7 @@ export type {
   EventStore,
   EventToAppend,
   ExpectedRevision,
+  Lease,
   ReadAllOptions,
   ReadAllPage,
   ReadDirection,
@@ -27,6 +28,7 @@ export {
   validateAppend,
   validateCount,
   validateFilter,
+  validateInstant,
   validatePosition,
   validateStreamId,
 } from './append-validation';

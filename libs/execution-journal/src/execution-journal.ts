@@ -17,6 +17,7 @@ import {
   type RecordedEvent,
 } from '@oncegate/event-store';
 import { isoNow, type Clock } from './clock';
+import { KeyedTurns } from './keyed-turns';
 
 /** An execution as read from its stream: the folded state and the revision to append after. */
 export interface LoadedExecution {
@@ -106,18 +107,48 @@ export interface CommandOutcome {
   readonly appended: readonly ExecutionEvent[];
 }
 
+export interface CommandOptions {
+  /**
+   * How many expected-revision conflicts (appends by another process in between) the loop absorbs before it
+   * gives up with the conflict. Default: no limit — some writer wins every commit, so the loop ends, and a
+   * conflict never reaches an agent as an error.
+   */
+  readonly maxConflicts?: number;
+}
+
+/** Commands of one process on one execution take turns; see `KeyedTurns`. */
+const turns = new WeakMap<EventStore, KeyedTurns<ExecutionId>>();
+
+/** The longest pause between two tries after a conflict. */
+const MAX_CONFLICT_BACKOFF_MS = 250;
+
 /**
  * The whole command loop: load the stream, fold, let `build` choose a command from the state (or nothing),
- * decide, append with the expected revision. A concurrent append by another service makes the append fail;
- * the loop then starts again from the new state, so `build` always decides on what is really there.
+ * decide, append with the expected revision. Commands of this process on one execution run one at a time, in
+ * order, so they never conflict with each other; an append by another process makes the append fail, and the
+ * loop then starts again from the new state (after a growing, jittered pause), so `build` always decides on
+ * what is really there.
  */
-export async function runExecutionCommand(
+export function runExecutionCommand(
   store: EventStore,
   executionId: ExecutionId,
   build: (state: ExecutionState, execution: LoadedExecution) => ExecutionCommand | undefined,
   context: AppendContext,
   clock: Clock,
-  maxConflicts = 200,
+  options: CommandOptions = {},
+): Promise<CommandOutcome> {
+  let streams = turns.get(store);
+  if (streams === undefined) turns.set(store, (streams = new KeyedTurns()));
+  return streams.run(executionId, () => decideAndAppend(store, executionId, build, context, clock, options.maxConflicts ?? Infinity));
+}
+
+async function decideAndAppend(
+  store: EventStore,
+  executionId: ExecutionId,
+  build: (state: ExecutionState, execution: LoadedExecution) => ExecutionCommand | undefined,
+  context: AppendContext,
+  clock: Clock,
+  maxConflicts: number,
 ): Promise<CommandOutcome> {
   for (let conflicts = 0; ; conflicts += 1) {
     const execution = await loadExecution(store, executionId);
@@ -137,9 +168,9 @@ export async function runExecutionCommand(
       return { state, revision: result.nextExpectedRevision, appended: events };
     } catch (error) {
       if (!(error instanceof WrongExpectedRevisionError) || conflicts >= maxConflicts) throw error;
-      // Many writers on one stream (a burst of identical retries) win one per commit; a little jitter
-      // spreads them over commits instead of having all of them collide again.
-      if (conflicts >= 3) await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(20, conflicts)));
+      // Writers in other processes win one per commit; a growing, jittered pause spreads the tries over commits
+      // instead of having them collide again.
+      if (conflicts >= 1) await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(MAX_CONFLICT_BACKOFF_MS, 2 ** conflicts)));
     }
   }
 }

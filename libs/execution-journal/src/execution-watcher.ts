@@ -2,13 +2,26 @@ import { executionIdOfStream, type ExecutionId, type ExecutionState } from '@onc
 import type { EventStore, Subscription } from '@oncegate/event-store';
 import { loadExecution, type LoadedExecution } from './execution-journal';
 
+interface Waiter {
+  readonly ready: (state: ExecutionState) => boolean;
+  readonly settle: (execution: LoadedExecution) => void;
+}
+
+/** The waiters of one execution, and whether a re-read for them is running or must run again. */
+interface Watched {
+  readonly waiters: Set<Waiter>;
+  refreshing: boolean;
+  again: boolean;
+}
+
 /**
  * Lets a caller wait until an execution reaches a state it can answer with. One live subscription over the
- * execution streams wakes the waiters of the stream that changed; each waiter re-reads its stream, so a wake-up
- * is only a hint and can never be wrong.
+ * execution streams tells which stream changed; the stream is then read once for all of its waiters (a burst of
+ * callers waiting on one execution costs one read per change, not one per caller), and each waiter is checked
+ * against what was read — an event is only a hint to read again, so it can never be wrong.
  */
 export class ExecutionWatcher {
-  private readonly waiters = new Map<string, Set<() => void>>();
+  private readonly watched = new Map<ExecutionId, Watched>();
   private subscription: Subscription | undefined;
 
   constructor(private readonly store: EventStore) {}
@@ -17,8 +30,9 @@ export class ExecutionWatcher {
     if (this.subscription) return;
     this.subscription = this.store.subscribeToAll(
       (event) => {
-        const waiting = this.waiters.get(event.streamId);
-        if (waiting) for (const wake of [...waiting]) wake();
+        const executionId = executionIdOfStream(event.streamId);
+        const watched = executionId === undefined ? undefined : this.watched.get(executionId);
+        if (watched) this.refresh(executionId!, watched);
       },
       { from: 'end', filter: { streamPrefixes: ['execution-'] } },
     );
@@ -40,40 +54,48 @@ export class ExecutionWatcher {
     timeoutMs: number,
     signal?: AbortSignal,
   ): Promise<LoadedExecution> {
-    const stream = `execution-${executionId}`;
-    if (executionIdOfStream(stream) !== executionId) throw new Error(`not an execution id: ${executionId}`);
-    const deadline = Date.now() + timeoutMs;
-    let changed = false;
-    let wake: () => void = () => undefined;
-    const onChange = () => {
-      changed = true;
-      wake();
-    };
-    const set = this.waiters.get(stream) ?? new Set();
-    set.add(onChange);
-    this.waiters.set(stream, set);
+    if (executionIdOfStream(`execution-${executionId}`) !== executionId) throw new Error(`not an execution id: ${executionId}`);
+    let settle: (execution: LoadedExecution | undefined) => void = () => undefined;
+    const settled = new Promise<LoadedExecution | undefined>((resolve) => (settle = resolve));
+    const waiter: Waiter = { ready, settle };
+    // Registered before the first read: a change committed after that read wakes the waiter.
+    const watched = this.watched.get(executionId) ?? { waiters: new Set<Waiter>(), refreshing: false, again: false };
+    watched.waiters.add(waiter);
+    this.watched.set(executionId, watched);
+    const timer = setTimeout(() => settle(undefined), Math.max(0, timeoutMs));
+    const onAbort = () => settle(undefined);
+    signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      for (;;) {
-        changed = false;
-        const execution = await loadExecution(this.store, executionId);
-        const remaining = deadline - Date.now();
-        if (ready(execution.state) || remaining <= 0 || signal?.aborted) return execution;
-        if (changed) continue;
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, remaining);
-          const done = () => {
-            clearTimeout(timer);
-            signal?.removeEventListener('abort', done);
-            resolve();
-          };
-          wake = done;
-          signal?.addEventListener('abort', done, { once: true });
-        });
-        wake = () => undefined;
-      }
+      const first = await loadExecution(this.store, executionId);
+      if (ready(first.state) || signal?.aborted || timeoutMs <= 0) return first;
+      return (await settled) ?? (await loadExecution(this.store, executionId));
     } finally {
-      set.delete(onChange);
-      if (set.size === 0) this.waiters.delete(stream);
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      watched.waiters.delete(waiter);
+      if (watched.waiters.size === 0 && this.watched.get(executionId) === watched) this.watched.delete(executionId);
     }
+  }
+
+  /** Reads the execution once for all its waiters; a change while reading makes it read once more. */
+  private refresh(executionId: ExecutionId, watched: Watched): void {
+    if (watched.refreshing) {
+      watched.again = true;
+      return;
+    }
+    watched.refreshing = true;
+    void (async () => {
+      try {
+        do {
+          watched.again = false;
+          const execution = await loadExecution(this.store, executionId);
+          for (const waiter of [...watched.waiters]) if (waiter.ready(execution.state)) waiter.settle(execution);
+        } while (watched.again && watched.waiters.size > 0);
+      } catch {
+        // A failed read wakes nobody; each waiter still ends at its timeout with the state read then.
+      } finally {
+        watched.refreshing = false;
+      }
+    })();
   }
 }

@@ -1,7 +1,7 @@
 export { isoNow, systemClock } from './clock';
 export type { Clock } from './clock';
 export { eventsToAppend, loadExecution, runExecutionCommand, toDomainEvent } from './execution-journal';
-export type { AppendContext, CommandOutcome, LoadedExecution } from './execution-journal';
+export type { AppendContext, CommandOptions, CommandOutcome, LoadedExecution } from './execution-journal';
 export { claimIdempotencyKey, claimIntent, readIdempotencyKeyClaim, readIntentClaim } from './intent-claims';
 export type { IntentClaim, ReadClaim } from './intent-claims';
 export { ExecutionWatcher } from './execution-watcher';

@@ -54,6 +54,11 @@ export interface GatewayConfig {
   readonly devToken: boolean;
   /** How often the sealer signs the journal's new events; 0 disables sealing. */
   readonly sealEveryMs: number;
+  /**
+   * How long this process counts as alive after it last renewed its dispatchers' liveness leases (renewed every
+   * third of it). Attempts of a process whose lease ran out are settled as lost by whichever gateway notices.
+   */
+  readonly instanceLeaseMs: number;
   /** The most detailed log level written: `error`, `warn`, `log`, `debug` or `verbose`. */
   readonly logLevel: LogLevelName;
 }
@@ -104,6 +109,7 @@ export const DEFAULT_CONFIG: Omit<GatewayConfig, 'source'> = {
   demoTarget: { enabled: false, port: 8790 },
   devToken: false,
   sealEveryMs: 5_000,
+  instanceLeaseMs: 15_000,
   logLevel: 'log',
 };
 
@@ -120,6 +126,7 @@ const FIELDS = [
   'demo_target',
   'dev_token',
   'seal_every',
+  'instance_lease',
   'log_level',
 ] as const;
 
@@ -280,6 +287,12 @@ export function parseGatewayConfig(text: string, file: string, base = DEFAULT_CO
     }
     const sealEvery = map.optional('seal_every');
     if (sealEvery) config.sealEveryMs = readDuration(ctx, sealEvery, 'seal_every') ?? config.sealEveryMs;
+    const lease = map.optional('instance_lease');
+    if (lease) {
+      const ms = readDuration(ctx, lease, 'instance_lease');
+      if (ms !== undefined && ms < 300) ctx.report(lease, 'instance_lease', 'must be at least 300ms');
+      else if (ms !== undefined) config.instanceLeaseMs = ms;
+    }
     const logLevel = map.optional('log_level');
     if (logLevel) config.logLevel = readEnum(ctx, logLevel, 'log_level', LOG_LEVELS) ?? config.logLevel;
     const devToken = map.optional('dev_token');

@@ -75,6 +75,18 @@ describe('the authorization section of the configuration', () => {
   });
 });
 
+describe('the instance lease of the configuration', () => {
+  it('lasts 15 seconds unless configured, and takes a duration', () => {
+    expect(parseGatewayConfig('call_wait: 5s\n', 'oncegate.yaml').instanceLeaseMs).toBe(15_000);
+    expect(parseGatewayConfig('instance_lease: 1s\n', 'oncegate.yaml').instanceLeaseMs).toBe(1_000);
+  });
+
+  it('refuses a lease too short to renew and one that is not a duration', () => {
+    expect(issuesOf('instance_lease: 100ms\n')).toEqual([expect.stringMatching(/instance_lease: must be at least 300ms/)]);
+    expect(issuesOf('instance_lease: soon\n')).toEqual([expect.stringMatching(/instance_lease: 'soon' is not a duration/)]);
+  });
+});
+
 describe('docs/authorization.md', () => {
   it('given the policy the doc shows, when parsed, then it is valid and reads as the doc says', async () => {
     const { readFile } = await import('node:fs/promises');

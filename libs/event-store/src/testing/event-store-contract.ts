@@ -414,6 +414,44 @@ export function describeEventStoreContract<Location>(adapter: string, harness: E
       });
     });
 
+    describe(`${adapter}: liveness leases`, () => {
+      it(`${adapter}: a renewed lease reads back, a renewal moves it, and holders are kept apart`, async () => {
+        const { store } = await freshStore();
+        expect(await store.readLease('dispatcher-http@a')).toBeUndefined();
+        await store.renewLease('dispatcher-http@a', '2026-11-30T06:00:10.000Z');
+        await store.renewLease('dispatcher-http@b', '2026-11-30T06:00:20.000Z');
+        await store.renewLease('dispatcher-http@a', '2026-11-30T06:00:15.000Z');
+        expect(await store.readLease('dispatcher-http@a')).toEqual({ holder: 'dispatcher-http@a', expiresAt: '2026-11-30T06:00:15.000Z' });
+        expect(await store.readLease('dispatcher-http@b')).toEqual({ holder: 'dispatcher-http@b', expiresAt: '2026-11-30T06:00:20.000Z' });
+      });
+
+      it(`${adapter}: a released lease is gone, and leases are not events`, async () => {
+        const { store } = await freshStore();
+        await store.renewLease('dispatcher-http@a', '2026-11-30T06:00:10.000Z');
+        await store.releaseLease('dispatcher-http@a');
+        await store.releaseLease('never-held');
+        expect(await store.readLease('dispatcher-http@a')).toBeUndefined();
+        expect(await store.headPosition()).toBe(0);
+      });
+
+      it(`${adapter}: another connection sees a lease at once`, async () => {
+        const { store, location } = await freshStore();
+        const other = await reopen(location);
+        await store.renewLease('dispatcher-http@a', '2026-11-30T06:00:10.000Z');
+        expect(await other.readLease('dispatcher-http@a')).toEqual({ holder: 'dispatcher-http@a', expiresAt: '2026-11-30T06:00:10.000Z' });
+        await store.releaseLease('dispatcher-http@a');
+        expect(await other.readLease('dispatcher-http@a')).toBeUndefined();
+      });
+
+      it(`${adapter}: bad lease arguments are refused up front with the argument named`, async () => {
+        const { store } = await freshStore();
+        await expect(store.renewLease('', '2026-11-30T06:00:10.000Z')).rejects.toMatchObject({ kind: 'invalid_argument', argument: 'holder' });
+        await expect(store.renewLease('a', 'tomorrow')).rejects.toMatchObject({ kind: 'invalid_argument', argument: 'expiresAt' });
+        await expect(store.renewLease('a', '2026-11-30T06:00:10Z')).rejects.toBeInstanceOf(InvalidEventStoreArgumentError);
+        await expect(store.readLease('bad\nholder')).rejects.toMatchObject({ kind: 'invalid_argument', argument: 'holder' });
+      });
+    });
+
     describe(`${adapter}: between OS processes`, () => {
       it(`${adapter}: two processes contending for one stream never both win the same revision`, async (context) => {
         needsChildProcess(context);

@@ -1,13 +1,18 @@
-import { Logger, type OnApplicationBootstrap } from '@nestjs/common';
+import { Logger } from '@nestjs/common';
 import { EventPattern, Payload } from '@nestjs/microservices';
-import type { DefiniteOutcome, ExecutionId, ExecutionState, UnknownOutcomeReason } from '@oncegate/domain';
+import { DomainError, type DefiniteOutcome, type ExecutionCommand, type ExecutionId, type ExecutionState, type UnknownOutcomeReason } from '@oncegate/domain';
 import type { ToolContract } from '@oncegate/contracts';
-import type { EventStore, RecordedEvent } from '@oncegate/event-store';
+import { EventStoreClosedError, type EventStore, type RecordedEvent } from '@oncegate/event-store';
 import { isoNow, loadExecution, runExecutionCommand, type Clock, type LoadedExecution } from '@oncegate/execution-journal';
 import type { SealedStore } from '@oncegate/sealed-store';
 import type { StoredResult } from '../../front/tool-results';
 import { recoverExecution, type MarkerFinding } from '../recovery/execution-recovery';
 import { openArguments } from '../sealed-arguments';
+
+/** The longest pause between two tries at recording an outcome. */
+const RECORD_RETRY_MAX_MS = 2_000;
+/** How long a stopping process keeps trying to record outcomes that the store refuses. */
+const DRAIN_RECORD_GRACE_MS = 10_000;
 
 /**
  * What a channel's attempt came to, in the journal's terms. `notSentReason` marks a failure in which nothing left
@@ -33,13 +38,16 @@ export interface DispatchRefusal {
 
 /**
  * What every channel dispatcher does alike: append `Dispatched` (durable, with the expected revision, so only
- * one instance wins) before anything leaves; record the outcome; recover by class after an unknown outcome;
- * after a restart, record its own lost attempts as unknown. A channel supplies `attempt` (and, where it has
- * them, a status query or a marker probe).
+ * one instance wins) before anything leaves; record the outcome; recover by class after an unknown outcome.
+ * Attempts that will never report (their dispatcher gone, or past their deadline) are settled by the
+ * `AttemptSweeper`, whoever dispatched them. A channel supplies `attempt` (and, where it has them, a status
+ * query or a marker probe).
  */
-export abstract class ChannelDispatcher implements OnApplicationBootstrap {
+export abstract class ChannelDispatcher {
   protected readonly log: Logger;
   private readonly inFlight = new Set<Promise<void>>();
+  /** Set once the process stops: recording an outcome is tried again only until then. */
+  private giveUpRecordingAt: number | undefined;
 
   protected constructor(
     protected readonly channel: string,
@@ -77,10 +85,6 @@ export abstract class ChannelDispatcher implements OnApplicationBootstrap {
   @EventPattern('RetryAttached')
   onRetryAttached(@Payload() event: RecordedEvent): Promise<void> {
     return this.recover(event);
-  }
-
-  onApplicationBootstrap(): Promise<void> {
-    return this.recordLostAttempts();
   }
 
   /** Runs one attempt against the target; resolves with what came of it, never rejects. */
@@ -174,86 +178,58 @@ export abstract class ChannelDispatcher implements OnApplicationBootstrap {
     await this.record(state.executionId!, state.attempts, record);
   }
 
+  /**
+   * Records what the attempt came to. It must land: conflicts with other writers are re-decided on fresh state
+   * without a cap, and any other failure (the store busy in another process, the disk full) is tried again
+   * after a pause, until it lands — or, once the process is stopping, until a grace has passed (the attempt is
+   * then found lost and settled by its class).
+   */
   private async record(executionId: ExecutionId, attempt: number, record: AttemptRecord): Promise<void> {
+    const sealed =
+      record.kind === 'observed'
+        ? await this.untilItLands(executionId, attempt, () => this.sealed.seal('result', executionId, Buffer.from(JSON.stringify(record.result))))
+        : undefined;
     const stillDispatched = (s: ExecutionState) => s.status === 'dispatched' && s.attempts === attempt;
-    const context = { actor: this.actor };
-    if (record.kind === 'unknown') {
-      await runExecutionCommand(
-        this.store,
-        executionId,
-        (s) => (stillDispatched(s) ? { type: 'RecordUnknownOutcome', executionId, now: isoNow(this.clock), attempt, reason: record.reason } : undefined),
-        context,
-        this.clock,
-      );
-      return;
-    }
-    const sealed = await this.sealed.seal('result', executionId, Buffer.from(JSON.stringify(record.result)));
-    await runExecutionCommand(
-      this.store,
-      executionId,
-      (s) =>
-        stillDispatched(s)
-          ? {
-              type: 'ObserveOutcome',
-              executionId,
-              now: isoNow(this.clock),
-              attempt,
-              outcome: record.outcome,
-              ...(record.notSentReason === undefined ? { source: 'response' } : { source: 'not_sent', notSentReason: record.notSentReason }),
-              targetStatus: record.targetStatus,
-              exitCode: record.exitCode,
-              resultRef: sealed.ref,
-              resultDigest: sealed.digest,
-            }
-          : undefined,
-      context,
-      this.clock,
+    const command = (): ExecutionCommand =>
+      record.kind === 'unknown'
+        ? { type: 'RecordUnknownOutcome', executionId, now: isoNow(this.clock), attempt, reason: record.reason }
+        : {
+            type: 'ObserveOutcome',
+            executionId,
+            now: isoNow(this.clock),
+            attempt,
+            outcome: record.outcome,
+            ...(record.notSentReason === undefined ? { source: 'response' as const } : { source: 'not_sent' as const, notSentReason: record.notSentReason }),
+            targetStatus: record.targetStatus,
+            exitCode: record.exitCode,
+            resultRef: sealed!.ref,
+            resultDigest: sealed!.digest,
+          };
+    await this.untilItLands(executionId, attempt, () =>
+      runExecutionCommand(this.store, executionId, (s) => (stillDispatched(s) ? command() : undefined), { actor: this.actor }, this.clock),
     );
+  }
+
+  private async untilItLands<T>(executionId: ExecutionId, attempt: number, write: () => Promise<T>): Promise<T> {
+    for (let failures = 0; ; failures += 1) {
+      try {
+        return await write();
+      } catch (error) {
+        // The decider's refusal would be the same on every try; only the store's failures pass.
+        if (error instanceof DomainError || error instanceof EventStoreClosedError || Date.now() > (this.giveUpRecordingAt ?? Infinity)) throw error;
+        this.log.warn(`${executionId}: recording the outcome of attempt ${attempt} failed, trying again: ${(error as Error).message}`);
+        await new Promise((resolve) => setTimeout(resolve, Math.min(RECORD_RETRY_MAX_MS, 50 * 2 ** failures)));
+      }
+    }
   }
 
   protected argumentsOf(state: ExecutionState): Promise<Record<string, unknown> | undefined> {
     return openArguments(this.sealed, state);
   }
 
-  /**
-   * After a restart, attempts this dispatcher had in flight have lost their connection: their outcome is
-   * unknown, and recovery by class takes it from there. Nothing is sent here.
-   */
-  protected async recordLostAttempts(): Promise<void> {
-    const lowWater = `dispatcher-${this.channel}/unsettled-low-water`;
-    let after = (await this.store.readCheckpoint(lowWater)) ?? 0;
-    let lowest: number | undefined;
-    for (;;) {
-      const page = await this.store.readAll({ after, maxCount: 1000, filter: { eventTypes: ['Dispatched'] } });
-      for (const event of page.events) {
-        const executionId = event.metadata['executionId'] as ExecutionId;
-        const { state } = await loadExecution(this.store, executionId);
-        if (state.status !== 'dispatched') continue;
-        if (state.lastDispatch?.dispatcherId !== this.dispatcherId) {
-          lowest ??= event.position;
-          continue;
-        }
-        const attempt = state.attempts;
-        this.log.warn(`${executionId}: attempt ${attempt} was in flight when the gateway stopped; outcome unknown`);
-        await runExecutionCommand(
-          this.store,
-          executionId,
-          (s) =>
-            s.status === 'dispatched' && s.attempts === attempt
-              ? { type: 'RecordUnknownOutcome', executionId, now: isoNow(this.clock), attempt, reason: 'dispatcher_lost' }
-              : undefined,
-          { actor: this.actor, causationId: event.id },
-          this.clock,
-        );
-      }
-      if (page.lastPosition <= after) break;
-      after = page.lastPosition;
-    }
-    await this.store.storeCheckpoint(lowWater, lowest !== undefined ? lowest - 1 : after);
-  }
-
   /** Lets in-flight attempts record their outcome before the process stops. */
   async drain(): Promise<void> {
+    this.giveUpRecordingAt = Date.now() + DRAIN_RECORD_GRACE_MS;
     await Promise.allSettled([...this.inFlight]);
   }
 }

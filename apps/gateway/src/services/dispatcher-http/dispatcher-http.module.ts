@@ -16,7 +16,7 @@ export interface DispatcherHttpDependencies {
   readonly http: HttpDispatcher;
   /** Credentials come from the vault at send time. */
   readonly vault: VaultService;
-  /** Stable across restarts of the same instance, so it can recognise its own lost attempts. */
+  /** Unique per process (`dispatcherInstanceId`); stamped on every `Dispatched` and held as a liveness lease. */
   readonly dispatcherId: string;
   readonly clock: Clock;
 }

@@ -81,8 +81,10 @@ export async function recoverExecution(
         if (retryPending(execution)) await channel.redispatch(execution, cause);
         return;
       case 'wait':
-      case 'record_unknown_outcome':
       case 'nothing_to_recover':
+        return;
+      // A step for a dispatched attempt (its owner gone or its deadline passed): the AttemptSweeper takes it.
+      case 'record_unknown_outcome':
         return;
       default: {
         const never: never = next;

@@ -1,0 +1,85 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { parseContractFile, type ToolContract } from '@oncegate/contracts';
+import { executionStream, type ExecutionState } from '@oncegate/domain';
+import type { EventStore } from '@oncegate/event-store';
+import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-store-sqlite';
+import { loadExecution, systemClock } from '@oncegate/execution-journal';
+import { SqliteSealedStore } from '@oncegate/sealed-store';
+import { givenExecution } from '../test-support/execution-histories';
+import { ChannelDispatcher, textResult, type AttemptRecord } from './channel-dispatcher';
+
+const TOOL: ToolContract = parseContractFile(
+  `version: 1
+tools:
+  - name: send_payment
+    description: Charge a card.
+    class: irreversible
+    channel: http
+    target: test/target
+    input_schema: { type: object, properties: {}, additionalProperties: false }
+    http: { method: POST, url: "http://127.0.0.1:9/payments" }
+    correlation_window: 1m
+`,
+  'tools.yaml',
+).tools[0]!;
+
+/** A channel whose attempt always comes back with the target's 201: what is under test is the recording. */
+class AnsweringDispatcher extends ChannelDispatcher {
+  constructor(store: EventStore, sealed: SqliteSealedStore) {
+    super('http', store, new Map([[TOOL.name, TOOL]]), sealed, 'dispatcher-http@test', systemClock);
+  }
+
+  protected override async attempt(_state: ExecutionState, _tool: ToolContract, _args: Record<string, unknown>): Promise<AttemptRecord> {
+    return { kind: 'observed', outcome: 'succeeded', targetStatus: 201, exitCode: null, result: { ...textResult('charged'), status: 201 } };
+  }
+}
+
+/** The real store, except that its first `times` appends of an outcome fail as a store held by another process would. */
+function busyForOutcomes(store: EventStore, times: number): EventStore {
+  let failures = 0;
+  const busy = Object.create(store) as EventStore;
+  busy.appendToStream = (streamId, events, options) => {
+    if (events.some((event) => event.type === 'OutcomeObserved') && failures < times) {
+      failures += 1;
+      return Promise.reject(Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' }));
+    }
+    return store.appendToStream(streamId, events, options);
+  };
+  return busy;
+}
+
+describe('channel dispatcher: recording the outcome (SQLite store)', () => {
+  let dir: string;
+  let store: SqliteEventStore;
+  let sealed: SqliteSealedStore;
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'oncegate-channel-dispatcher-'));
+    store = openSqliteEventStore({ file: join(dir, 'events.db') });
+    sealed = new SqliteSealedStore({ file: join(dir, 'events.db'), synchronous: 'NORMAL', current: { id: 'seal-test', key: randomBytes(32) } });
+  });
+
+  afterEach(async () => {
+    await sealed.close();
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('given the store refuses the outcome a few times, when the attempt comes back, then the outcome is tried again until it is recorded', async () => {
+    const args = await sealed.seal('arguments', 'ex_test', Buffer.from('{}'));
+    const executionId = await givenExecution(store, systemClock, { through: 'authorized', argumentsRef: args.ref });
+    const dispatcher = new AnsweringDispatcher(busyForOutcomes(store, 3), sealed);
+    const authorized = (await store.readStream(executionStream(executionId))).find((event) => event.type === 'ExecutionAuthorized')!;
+
+    await dispatcher.onAuthorized(authorized);
+    await dispatcher.drain();
+
+    const { state } = await loadExecution(store, executionId);
+    expect(state.status).toBe('completed');
+    expect(state.outcome).toMatchObject({ outcome: 'succeeded', targetStatus: 201 });
+  });
+});

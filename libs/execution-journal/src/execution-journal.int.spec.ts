@@ -1,0 +1,111 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { executionIdFromUlid, type ExecutionCommand, type ExecutionId } from '@oncegate/domain';
+import { WrongExpectedRevisionError, type EventStore } from '@oncegate/event-store';
+import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-store-sqlite';
+import { isoNow, systemClock } from './clock';
+import { loadExecution, runExecutionCommand } from './execution-journal';
+import { newUlid } from './ulid';
+
+/** The real store, counting the appends it refused for a stale expected revision. */
+function countingConflicts(store: EventStore): { store: EventStore; conflicts: () => number } {
+  let conflicts = 0;
+  const counting = Object.create(store) as EventStore;
+  counting.appendToStream = async (...args) => {
+    try {
+      return await store.appendToStream(...args);
+    } catch (error) {
+      if (error instanceof WrongExpectedRevisionError) conflicts += 1;
+      throw error;
+    }
+  };
+  return { store: counting, conflicts: () => conflicts };
+}
+
+describe('runExecutionCommand (SQLite store)', () => {
+  let dir: string;
+  let sqlite: SqliteEventStore;
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'oncegate-journal-'));
+    sqlite = openSqliteEventStore({ file: join(dir, 'events.db') });
+  });
+
+  afterEach(async () => {
+    await sqlite.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function dispatchedExecution(store: EventStore): Promise<ExecutionId> {
+    const executionId = executionIdFromUlid(newUlid());
+    const now = isoNow(systemClock);
+    const commands: ExecutionCommand[] = [
+      {
+        type: 'AcceptExecution',
+        executionId,
+        now,
+        record: { actor: 'agent:test', tool: 'send_payment', channel: 'http', target: 'test/payments', credential_ref: null, method: 'POST', arguments: {}, intent_scope: 'actor' } as never,
+        fingerprint: `hmac-sha256:k1:${'ab'.repeat(32)}`,
+        operationClass: 'irreversible',
+        intentScope: { kind: 'actor' },
+        correlationWindowMs: 60_000,
+        redeliveryGraceMs: 60_000,
+        attemptPolicy: { maxAttempts: 3, attemptTimeoutMs: 5_000, markerBeforeWork: false },
+        correlation: { jsonRpcId: 1, transport: 'streamable-http' },
+        argumentsRef: 'sealed_arguments_1',
+      },
+      { type: 'AuthorizeExecution', executionId, now, basis: 'policy' },
+      { type: 'RecordDispatch', executionId, now, dispatcherId: 'dispatcher-http@test' },
+    ];
+    for (const command of commands) await runExecutionCommand(store, executionId, () => command, { actor: 'agent:test' }, systemClock);
+    return executionId;
+  }
+
+  it('given 300 retries attaching and the outcome in one process, when all are issued at once, then none is refused for a stale revision and the outcome lands', async () => {
+    const { store, conflicts } = countingConflicts(sqlite);
+    const executionId = await dispatchedExecution(store);
+    const now = isoNow(systemClock);
+    const attach = (jsonRpcId: number) =>
+      runExecutionCommand(
+        store,
+        executionId,
+        () => ({ type: 'AttachRetry', executionId, now, correlation: { jsonRpcId, transport: 'streamable-http' } }),
+        { actor: 'agent:test' },
+        systemClock,
+      );
+    const outcome = runExecutionCommand(
+      store,
+      executionId,
+      (state) =>
+        state.status === 'dispatched'
+          ? { type: 'ObserveOutcome', executionId, now, attempt: 1, outcome: 'succeeded', source: 'response', targetStatus: 201, exitCode: null, resultRef: null, resultDigest: null }
+          : undefined,
+      { actor: 'service:dispatcher-http' },
+      systemClock,
+    );
+    const results = await Promise.allSettled([...Array.from({ length: 150 }, (_, i) => attach(i)), outcome, ...Array.from({ length: 150 }, (_, i) => attach(150 + i))]);
+
+    expect(results.filter((result) => result.status === 'rejected')).toEqual([]);
+    expect(conflicts()).toBe(0);
+    const { state, events } = await loadExecution(store, executionId);
+    expect(state.status).toBe('completed');
+    expect(events.filter((event) => event.type === 'RetryAttached')).toHaveLength(300);
+  });
+
+  it('given a command whose decision is refused, when later commands are queued behind it on the same execution, then they still run', async () => {
+    const executionId = await dispatchedExecution(sqlite);
+    const now = isoNow(systemClock);
+    const refused = runExecutionCommand(sqlite, executionId, () => ({ type: 'AuthorizeExecution', executionId, now, basis: 'policy' }), { actor: 'service:authorization' }, systemClock);
+    const attached = runExecutionCommand(
+      sqlite,
+      executionId,
+      () => ({ type: 'AttachRetry', executionId, now, correlation: { jsonRpcId: 2, transport: 'streamable-http' } }),
+      { actor: 'agent:test' },
+      systemClock,
+    );
+    await expect(refused).rejects.toThrow();
+    expect((await attached).appended.map((event) => event.type)).toEqual(['RetryAttached']);
+  });
+});

@@ -1,0 +1,91 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { executionIdFromUlid, type ExecutionId } from '@oncegate/domain';
+import type { EventStore } from '@oncegate/event-store';
+import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-store-sqlite';
+import { isoNow, systemClock } from './clock';
+import { runExecutionCommand } from './execution-journal';
+import { ExecutionWatcher } from './execution-watcher';
+import { newUlid } from './ulid';
+
+describe('execution watcher (SQLite store)', () => {
+  let dir: string;
+  let sqlite: SqliteEventStore;
+  let reads = 0;
+  let store: EventStore;
+  let watcher: ExecutionWatcher;
+
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'oncegate-watcher-'));
+    sqlite = openSqliteEventStore({ file: join(dir, 'events.db') });
+    reads = 0;
+    store = Object.create(sqlite) as EventStore;
+    store.readStream = (...args) => {
+      reads += 1;
+      return sqlite.readStream(...args);
+    };
+    watcher = new ExecutionWatcher(store);
+    await watcher.start();
+  });
+
+  afterEach(async () => {
+    await watcher.stop();
+    await sqlite.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function accepted(): Promise<ExecutionId> {
+    const executionId = executionIdFromUlid(newUlid());
+    await runExecutionCommand(
+      store,
+      executionId,
+      () => ({
+        type: 'AcceptExecution',
+        executionId,
+        now: isoNow(systemClock),
+        record: { actor: 'agent:test', tool: 'set_config', channel: 'http', target: 'test/config', credential_ref: null, method: 'PUT', arguments: {}, intent_scope: 'actor' } as never,
+        fingerprint: `hmac-sha256:k1:${'cd'.repeat(32)}`,
+        operationClass: 'idempotent_write',
+        intentScope: { kind: 'actor' },
+        correlationWindowMs: 60_000,
+        redeliveryGraceMs: 0,
+        attemptPolicy: { maxAttempts: 3, attemptTimeoutMs: 5_000, markerBeforeWork: false },
+        correlation: { jsonRpcId: 1, transport: 'streamable-http' },
+        argumentsRef: 'sealed_arguments_1',
+      }),
+      { actor: 'agent:test' },
+      systemClock,
+    );
+    return executionId;
+  }
+
+  it('given 200 callers waiting on one execution, when 50 retries attach and then it is authorized, then all wake with the new state and the stream is read per change, not per caller', async () => {
+    const executionId = await accepted();
+    const waiting = Array.from({ length: 200 }, () => watcher.waitUntil(executionId, (state) => state.status === 'authorized', 20_000));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const before = reads;
+    for (let i = 0; i < 50; i += 1) {
+      await runExecutionCommand(
+        store,
+        executionId,
+        () => ({ type: 'AttachRetry', executionId, now: isoNow(systemClock), correlation: { jsonRpcId: i + 2, transport: 'streamable-http' } }),
+        { actor: 'agent:test' },
+        systemClock,
+      );
+    }
+    await runExecutionCommand(store, executionId, () => ({ type: 'AuthorizeExecution', executionId, now: isoNow(systemClock), basis: 'policy' }), { actor: 'agent:test' }, systemClock);
+
+    const woken = await Promise.all(waiting);
+    expect(woken.every((execution) => execution.state.status === 'authorized')).toBe(true);
+    // One read per change for the watcher and one per command for its own load: far below one per caller.
+    expect(reads - before).toBeLessThan(3 * 51);
+  });
+
+  it('given a caller waiting for a state that never comes, when the wait runs out, then it gets the latest state', async () => {
+    const executionId = await accepted();
+    const latest = await watcher.waitUntil(executionId, (state) => state.status === 'completed', 100);
+    expect(latest.state.status).toBe('accepted');
+  });
+});
