@@ -12,7 +12,8 @@ import { isoNow, type Clock } from '@oncegate/execution-journal';
 import { v7 as uuidv7 } from 'uuid';
 import type { AgentDirectory } from '../infrastructure/agent-directory';
 import type { DeliverySettlement, DeliveryWatch } from './delivery-tracker';
-import { createMcpServer, type ConnectionFacts } from './mcp-server';
+import { initializeProblem } from './incoming-checks';
+import { connectMcpServer, createMcpServer, type ConnectionFacts } from './mcp-server';
 import type { SseResumptionStore } from './sse-resumption-store';
 import type { ToolCalls } from './tool-calls';
 
@@ -98,6 +99,8 @@ function toWebRequest(req: IncomingMessage, body: Buffer | undefined): Request {
     if (Array.isArray(value)) for (const item of value) headers.append(name, item);
     else if (value !== undefined) headers.set(name, value);
   }
+  // `*/*` accepts both forms the transport may answer with; the SDK only looks for the two types by name.
+  if (/(^|,)\s*\*\/\*/.test(headers.get('accept') ?? '')) headers.set('accept', 'application/json, text/event-stream');
   const url = `http://${req.headers.host ?? 'localhost'}${req.url ?? '/'}`;
   return new Request(url, { method: req.method, headers, ...(body && body.length > 0 ? { body } : {}) });
 }
@@ -185,7 +188,8 @@ export class McpHttpFront {
 
   private async authenticate(req: IncomingMessage): Promise<string> {
     const header = req.headers.authorization;
-    const token = header?.startsWith('Bearer ') ? header.slice('Bearer '.length).trim() : undefined;
+    // Authentication schemes are case-insensitive (RFC 9110 section 11.1): `bearer` is `Bearer`.
+    const token = /^bearer +(.+)$/i.exec(header ?? '')?.[1]?.trim();
     const actor = await this.options.agents.authenticate(token);
     if (actor === undefined) {
       // Drain the body so the client reads the 401 instead of a reset; nothing is parsed or recorded.
@@ -210,6 +214,8 @@ export class McpHttpFront {
     let session: Session;
     if (sessionHeader === undefined) {
       if (!messages.some((m) => isInitializeRequest(m))) {
+        const problem = messages.map(initializeProblem).find((p) => p !== undefined);
+        if (problem !== undefined) throw new HttpError(400, -32602, `Invalid params: ${problem}; nothing was accepted`);
         throw new HttpError(400, -32000, 'Bad Request: no session id; start with an initialize request');
       }
       session = await this.newSession(actor);
@@ -283,7 +289,7 @@ export class McpHttpFront {
       maxRequestBodySize: this.options.maxRequestBytes,
     });
     const server = createMcpServer(this.options.tools, this.options.toolCalls, this.connectionFacts(actor));
-    await server.connect(transport);
+    await connectMcpServer(server, transport);
     return { id, actor, transport, server };
   }
 

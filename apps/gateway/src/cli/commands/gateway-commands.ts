@@ -1,7 +1,8 @@
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { ContractValidationError } from '@oncegate/contracts';
+import { EventStoreOpenError } from '@oncegate/event-store';
 import { GatewayConfigError, logLevelsUpTo } from '../../config/gateway-config';
-import { createMcpServer } from '../../front/mcp-server';
+import { connectMcpServer, createMcpServer } from '../../front/mcp-server';
 import { startGateway } from '../../gateway';
 import { SealKeyError } from '../../infrastructure/seal-keys';
 import { EXIT_CODES, type CliCommand, type CliIo, type ExitCode } from '../cli-command';
@@ -19,6 +20,10 @@ function startupFailure(error: unknown, io: CliIo): ExitCode {
   }
   if (error instanceof GatewayConfigError) {
     io.stderr(`${error.message}\nnothing was started\n`);
+    return EXIT_CODES.failed;
+  }
+  if (error instanceof EventStoreOpenError) {
+    io.stderr(`${error.message}; nothing was started\n`);
     return EXIT_CODES.failed;
   }
   const code = (error as NodeJS.ErrnoException).code;
@@ -111,7 +116,7 @@ ONCEGATE_RUN optionally declares the agent run.`,
     const transport = new StdioServerTransport();
     const closed = new Promise<void>((resolve) => (transport.onclose = () => resolve()));
     process.stdin.once('end', () => void transport.close());
-    await server.connect(transport);
+    await connectMcpServer(server, transport);
     await Promise.race([closed, untilSignal()]);
     await gateway.close();
     return EXIT_CODES.ok;
