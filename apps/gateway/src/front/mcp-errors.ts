@@ -4,6 +4,8 @@ import { closestMatch, type ArgumentViolation } from '@oncegate/contracts';
 
 /** JSON-RPC error codes of our own, in the implementation-defined range. */
 export const ONCEGATE_ERROR_CODES = {
+  /** The same code the HTTP front answers a 401 with. */
+  unauthorized: -32001,
   idempotencyKeyConflict: -32010,
   notFound: -32011,
 } as const;
@@ -21,6 +23,13 @@ export function invalidArguments(tool: string, violations: readonly ArgumentViol
   return new McpError(ErrorCode.InvalidParams, `Invalid arguments for '${tool}': ${list}; nothing was accepted`, {
     violations,
   });
+}
+
+export function tokenRevoked(): McpError {
+  return new McpError(
+    ONCEGATE_ERROR_CODES.unauthorized,
+    'Unauthorized: the agent token of this connection is unknown or revoked; nothing was accepted',
+  );
 }
 
 export function invalidRun(run: string): McpError {

@@ -50,6 +50,11 @@ export interface ConnectionFacts {
   runHeader(requestInfo: { headers?: Record<string, string | string[] | undefined> } | undefined): string | undefined;
   /** The transport's view of whether this request's response was written. */
   deliveryOf(sessionId: string | undefined, requestId: string | number): DeliveryWatch | undefined;
+  /**
+   * Throws when the connection's credentials no longer hold (a revoked token), before any request is served.
+   * Absent when the transport authenticates every request itself (HTTP).
+   */
+  recheckCredentials?(): Promise<void>;
 }
 
 /**
@@ -71,8 +76,12 @@ export function createMcpServer(
     },
   );
   const listing = [...[...tools.values()].map(toolListing), EXECUTION_STATUS];
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listing }));
+  server.setRequestHandler(ListToolsRequestSchema, async () => {
+    await connection.recheckCredentials?.();
+    return { tools: listing };
+  });
   server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
+    await connection.recheckCredentials?.();
     const { name, _meta } = request.params;
     const args = (request.params.arguments ?? {}) as Record<string, unknown>;
     if (name === 'execution_status') {

@@ -2,6 +2,7 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { ContractValidationError } from '@oncegate/contracts';
 import { EventStoreOpenError } from '@oncegate/event-store';
 import { GatewayConfigError, logLevelsUpTo } from '../../config/gateway-config';
+import { tokenRevoked } from '../../front/mcp-errors';
 import { connectMcpServer, createMcpServer } from '../../front/mcp-server';
 import { startGateway } from '../../gateway';
 import { SealKeyError } from '../../infrastructure/seal-keys';
@@ -100,7 +101,8 @@ ONCEGATE_RUN optionally declares the agent run.`,
     } catch (error) {
       return startupFailure(error, io);
     }
-    const actor = await gateway.agents.authenticate(process.env['ONCEGATE_TOKEN']);
+    const token = process.env['ONCEGATE_TOKEN'];
+    const actor = await gateway.agents.authenticate(token);
     if (actor === undefined) {
       io.stderr('ONCEGATE_TOKEN is missing, unknown or revoked; issue one with: oncegate agents add <name>\n');
       await gateway.close();
@@ -112,6 +114,11 @@ ONCEGATE_RUN optionally declares the agent run.`,
       transport: 'stdio',
       runHeader: () => (run ? run : undefined),
       deliveryOf: () => undefined,
+      // The token is checked on every request, as over HTTP: a revocation by another process is read first.
+      recheckCredentials: async () => {
+        await gateway.agents.refresh();
+        if ((await gateway.agents.authenticate(token)) !== actor) throw tokenRevoked();
+      },
     });
     const transport = new StdioServerTransport();
     const closed = new Promise<void>((resolve) => (transport.onclose = () => resolve()));
