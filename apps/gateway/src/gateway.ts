@@ -78,6 +78,8 @@ export interface RunningGateway {
   readonly toolCalls: ToolCalls;
   /** The credential vault as this process sees it (follows `oncegate vault lock/unlock/set/rm`). */
   readonly vault: VaultService;
+  /** MCP sessions held in memory by the HTTP front (of one agent, or all). */
+  liveSessions(actor?: string): number;
   close(): Promise<void>;
 }
 
@@ -268,6 +270,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     resumption,
     clock,
     mounted: [new ApprovalsApi({ store, approvers, tools, clock })],
+    sessionLimits: config.sessions,
   });
   const listening = options.front === 'none' ? { url: '', port: 0 } : await front.listen();
   const devToken = config.devToken ? await developmentToken(config.dataDir, agents) : undefined;
@@ -289,6 +292,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     agents,
     toolCalls,
     vault,
+    liveSessions: (actor) => front.liveSessions(actor),
     async close() {
       await front.close();
       await agentWatch.stop();

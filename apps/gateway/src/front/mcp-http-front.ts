@@ -12,6 +12,7 @@ import { isoNow, type Clock } from '@oncegate/execution-journal';
 import { v7 as uuidv7 } from 'uuid';
 import type { AgentDirectory } from '../infrastructure/agent-directory';
 import type { DeliverySettlement, DeliveryWatch } from './delivery-tracker';
+import { LiveSessions, type LiveSessionLimits } from './live-sessions';
 import { initializeProblem } from './incoming-checks';
 import { connectMcpServer, createMcpServer, type ConnectionFacts } from './mcp-server';
 import type { SseResumptionStore } from './sse-resumption-store';
@@ -36,7 +37,11 @@ export interface McpHttpFrontOptions {
   readonly clock: Clock;
   /** APIs served beside the MCP endpoint; none by default. */
   readonly mounted?: readonly MountedApi[];
+  /** How many sessions stay in memory and for how long; default `DEFAULT_SESSION_LIMITS`. */
+  readonly sessionLimits?: LiveSessionLimits;
 }
+
+export const DEFAULT_SESSION_LIMITS: LiveSessionLimits = { idleMs: 30 * 60_000, perActor: 100 };
 
 interface Session {
   readonly id: string;
@@ -137,11 +142,22 @@ async function pipeResponse(response: Response, res: ServerResponse): Promise<vo
  */
 export class McpHttpFront {
   private readonly log = new Logger('mcp-http');
-  private readonly sessions = new Map<string, Session>();
+  private readonly sessions: LiveSessions<Session>;
+  /** Restores under way, so concurrent requests on one let-go session share one transport. */
+  private readonly restoring = new Map<string, Promise<Session | undefined>>();
   private readonly watches = new Map<string, DeliveryWatch>();
   private http: HttpServer | undefined;
 
-  constructor(private readonly options: McpHttpFrontOptions) {}
+  constructor(private readonly options: McpHttpFrontOptions) {
+    this.sessions = new LiveSessions(options.sessionLimits ?? DEFAULT_SESSION_LIMITS, () => options.clock.now().getTime(), (session) =>
+      session.transport.close(),
+    );
+  }
+
+  /** Sessions held in memory (of one agent, or all); the rest of the journal's sessions are restored on demand. */
+  liveSessions(actor?: string): number {
+    return this.sessions.count(actor);
+  }
 
   async listen(): Promise<{ url: string; port: number }> {
     this.http = createServer((req, res) => {
@@ -156,12 +172,14 @@ export class McpHttpFront {
       this.http!.once('error', reject);
       this.http!.listen(this.options.port, this.options.host, () => resolve());
     });
+    this.sessions.start();
     const port = (this.http.address() as AddressInfo).port;
     const host = this.options.host.includes(':') ? `[${this.options.host}]` : this.options.host;
     return { url: `http://${host}:${port}${this.options.path}`, port };
   }
 
   async close(): Promise<void> {
+    this.sessions.stop();
     for (const session of this.sessions.values()) await session.transport.close().catch(() => undefined);
     this.sessions.clear();
     if (this.http) {
@@ -222,16 +240,31 @@ export class McpHttpFront {
     } else {
       session = await this.existingSession(String(sessionHeader), actor);
     }
+    res.once('close', this.sessions.use(session.id));
     const keys = this.watchResponses(session.id, messages, res);
     try {
-      const response = await session.transport.handleRequest(toWebRequest(req, body), { parsedBody: parsed });
+      const response = await this.handleOrDiscard(session, sessionHeader === undefined, toWebRequest(req, body), parsed);
       if (sessionHeader === undefined && session.transport.sessionId !== undefined) {
+        this.sessions.set(session);
+        res.once('close', this.sessions.use(session.id));
         await this.recordSession(session, messages.find((m) => isInitializeRequest(m)) as unknown as JSONRPCMessage);
       }
       await pipeResponse(response, res);
     } finally {
       // The watch stays readable through its promise; the key is only needed until the handler looked it up.
       res.once('close', () => keys.forEach((key) => this.watches.delete(key)));
+    }
+  }
+
+  /** Hands the request to the session's transport; a new session the SDK refused is closed, never kept. */
+  private async handleOrDiscard(session: Session, isNew: boolean, request: Request, parsed: unknown): Promise<Response> {
+    try {
+      const response = await session.transport.handleRequest(request, { parsedBody: parsed });
+      if (isNew && session.transport.sessionId === undefined) await session.transport.close();
+      return response;
+    } catch (error) {
+      if (isNew) await session.transport.close().catch(() => undefined);
+      throw error;
     }
   }
 
@@ -262,6 +295,9 @@ export class McpHttpFront {
     const header = req.headers['mcp-session-id'];
     if (header === undefined) throw new HttpError(400, -32000, 'Bad Request: Mcp-Session-Id header is required');
     const session = await this.existingSession(String(header), actor);
+    // An open GET stream does not pin the session: letting it go ends the stream, and the next request restores it.
+    if (req.method === 'GET') this.sessions.touch(session.id);
+    else res.once('close', this.sessions.use(session.id));
     const response = await session.transport.handleRequest(toWebRequest(req, undefined));
     if (req.method === 'DELETE' && response.ok) {
       this.sessions.delete(session.id);
@@ -293,10 +329,21 @@ export class McpHttpFront {
     return { id, actor, transport, server };
   }
 
+  /** A session for an initialize; it is kept (and counted) only once the SDK accepted the initialize. */
   private async newSession(actor: string): Promise<Session> {
-    const session = await this.openSession(randomUUID(), actor);
-    this.sessions.set(session.id, session);
-    return session;
+    if (!(await this.sessions.makeRoom(actor))) {
+      throw new HttpError(
+        429,
+        -32000,
+        `Too many sessions: every one of the ${this.sessionLimits().perActor} sessions of ${actor} has a request in flight; ` +
+          'reuse one of them or retry when one is answered (listen.sessions_per_agent)',
+      );
+    }
+    return this.openSession(randomUUID(), actor);
+  }
+
+  private sessionLimits(): LiveSessionLimits {
+    return this.options.sessionLimits ?? DEFAULT_SESSION_LIMITS;
   }
 
   /** A live session, or one the sessions journal knows (restored after a restart); another actor's is not found. */
@@ -306,7 +353,13 @@ export class McpHttpFront {
       if (live.actor !== actor) throw new HttpError(404, -32001, 'Session not found');
       return live;
     }
-    const restored = await this.restore(id, actor);
+    let restoring = this.restoring.get(id);
+    if (restoring === undefined) {
+      restoring = this.restore(id, actor).finally(() => this.restoring.delete(id));
+      this.restoring.set(id, restoring);
+    }
+    const restored = await restoring;
+    if (restored !== undefined && restored.actor !== actor) throw new HttpError(404, -32001, 'Session not found');
     if (restored === undefined) throw new HttpError(404, -32001, 'Session not found');
     return restored;
   }
@@ -334,7 +387,9 @@ export class McpHttpFront {
     await init.body?.cancel();
     const initialized = await post({ jsonrpc: '2.0', method: 'notifications/initialized' }, true);
     await initialized.body?.cancel();
-    this.sessions.set(id, session);
+    // A restored session counts towards its agent's cap like a new one, but is never refused.
+    await this.sessions.makeRoom(actor);
+    this.sessions.set(session);
     this.log.log(`restored session ${id} of ${actor} from the sessions journal`);
     return session;
   }
