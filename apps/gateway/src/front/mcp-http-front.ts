@@ -7,13 +7,14 @@ import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/
 import { isInitializeRequest, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { sessionStream } from '@oncegate/domain';
 import type { ToolContract } from '@oncegate/contracts';
-import type { EventStore } from '@oncegate/event-store';
+import { EventStoreUnavailableError, type EventStore } from '@oncegate/event-store';
 import { isoNow, type Clock } from '@oncegate/execution-journal';
 import { v7 as uuidv7 } from 'uuid';
 import type { AgentDirectory } from '../infrastructure/agent-directory';
 import type { DeliverySettlement, DeliveryWatch } from './delivery-tracker';
 import { LiveSessions, type LiveSessionLimits } from './live-sessions';
 import { initializeProblem } from './incoming-checks';
+import { ONCEGATE_ERROR_CODES, STORAGE_UNAVAILABLE_MESSAGE } from './mcp-errors';
 import { connectMcpServer, createMcpServer, type ConnectionFacts } from './mcp-server';
 import type { SseResumptionStore } from './sse-resumption-store';
 import type { ToolCalls } from './tool-calls';
@@ -147,6 +148,7 @@ export class McpHttpFront {
   private readonly restoring = new Map<string, Promise<Session | undefined>>();
   private readonly watches = new Map<string, DeliveryWatch>();
   private http: HttpServer | undefined;
+  private storageLoggedAt = 0;
 
   constructor(private readonly options: McpHttpFrontOptions) {
     this.sessions = new LiveSessions(options.sessionLimits ?? DEFAULT_SESSION_LIMITS, () => options.clock.now().getTime(), (session) =>
@@ -163,6 +165,7 @@ export class McpHttpFront {
     this.http = createServer((req, res) => {
       this.route(req, res).catch((error: unknown) => {
         if (error instanceof HttpError) return jsonRpcError(res, error);
+        if (error instanceof EventStoreUnavailableError) return this.storageUnavailable(res, error);
         this.log.error(`request failed: ${(error as Error)?.message ?? error}`);
         jsonRpcError(res, new HttpError(500, -32603, 'Internal error'));
       });
@@ -186,6 +189,16 @@ export class McpHttpFront {
       this.http.closeAllConnections();
       await new Promise<void>((resolve) => this.http!.close(() => resolve()));
     }
+  }
+
+  /** 503 for a request that needed a write the journal cannot make now; the cause goes to the log at most every 10 s. */
+  private storageUnavailable(res: ServerResponse, error: EventStoreUnavailableError): void {
+    const now = Date.now();
+    if (now - this.storageLoggedAt >= 10_000) {
+      this.storageLoggedAt = now;
+      this.log.warn(error.message);
+    }
+    jsonRpcError(res, new HttpError(503, ONCEGATE_ERROR_CODES.storageUnavailable, STORAGE_UNAVAILABLE_MESSAGE, { 'retry-after': '5' }));
   }
 
   private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -245,9 +258,16 @@ export class McpHttpFront {
     try {
       const response = await this.handleOrDiscard(session, sessionHeader === undefined, toWebRequest(req, body), parsed);
       if (sessionHeader === undefined && session.transport.sessionId !== undefined) {
+        // Recorded first: a session the journal does not know could not be restored, so it is not kept either.
+        await this.recordSession(session, messages.find((m) => isInitializeRequest(m)) as unknown as JSONRPCMessage).catch(
+          async (error: unknown) => {
+            await response.body?.cancel();
+            await session.transport.close();
+            throw error;
+          },
+        );
         this.sessions.set(session);
         res.once('close', this.sessions.use(session.id));
-        await this.recordSession(session, messages.find((m) => isInitializeRequest(m)) as unknown as JSONRPCMessage);
       }
       await pipeResponse(response, res);
     } finally {
