@@ -1,6 +1,7 @@
 import { chmodSync, cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
 import { describe, expect, it } from 'vitest';
 import { everyFile } from '../support/files';
 import { CREDENTIAL_CANARY, oncegate, unprivilegedUser } from '../support/gateway-process';
@@ -219,7 +220,12 @@ describe('gateway start and journal export: a data folder the gateway cannot use
   it('given a read-only events.db, when the gateway starts, then it stops naming the file and the permission to fix', async () => {
     await scenario.gateway.stop();
     const copy = join(scenario.folder.dir, 'read-only-data');
+    // Copied while a connection is open, so the WAL's -shm comes along: SQLite then opens the file read-only
+    // without a word, and only a write would tell.
+    const open = openSqliteEventStore({ file: join(scenario.folder.dataDir, 'events.db') });
+    await open.headPosition();
     cpSync(scenario.folder.dataDir, copy, { recursive: true });
+    await open.close();
     for (const file of everyFile(copy)) chmodSync(file, 0o444);
     chmodSync(copy, 0o555);
     chmodSync(scenario.folder.dir, 0o755);

@@ -195,6 +195,8 @@ export class SqliteEventStore implements EventStore {
         this.db.pragma(`synchronous = ${synchronous}`);
         this.db.pragma('foreign_keys = ON');
         this.migrate();
+        // SQLite opens a file it may not write read-only without a word; one write now says so at the start.
+        this.db.prepare("UPDATE store_meta SET value = value WHERE key = 'schema_version'").run();
       }
     } catch (error) {
       this.removeCopy();

@@ -32,6 +32,13 @@ function startupFailure(error: unknown, io: CliIo): ExitCode {
     io.stderr(`cannot listen: ${(error as Error).message}; set listen.port or ONCEGATE_PORT\n`);
     return EXIT_CODES.failed;
   }
+  if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') {
+    io.stderr(
+      `cannot write ${(error as NodeJS.ErrnoException).path ?? 'the data folder'} (${code}): the gateway needs write access to its data folder; ` +
+        'nothing was started\n',
+    );
+    return EXIT_CODES.failed;
+  }
   if (code === 'ENOENT') {
     io.stderr(`file not found: ${(error as NodeJS.ErrnoException).path}\n`);
     return EXIT_CODES.failed;
