@@ -151,9 +151,7 @@ export class McpHttpFront {
   private storageLoggedAt = 0;
 
   constructor(private readonly options: McpHttpFrontOptions) {
-    this.sessions = new LiveSessions(options.sessionLimits ?? DEFAULT_SESSION_LIMITS, () => options.clock.now().getTime(), (session) =>
-      session.transport.close(),
-    );
+    this.sessions = new LiveSessions(this.sessionLimits(), () => options.clock.now().getTime(), (session) => session.transport.close());
   }
 
   /** Sessions held in memory (of one agent, or all); the rest of the journal's sessions are restored on demand. */
@@ -193,7 +191,7 @@ export class McpHttpFront {
 
   /** 503 for a request that needed a write the journal cannot make now; the cause goes to the log at most every 10 s. */
   private storageUnavailable(res: ServerResponse, error: EventStoreUnavailableError): void {
-    const now = Date.now();
+    const now = this.options.clock.now().getTime();
     if (now - this.storageLoggedAt >= 10_000) {
       this.storageLoggedAt = now;
       this.log.warn(error.message);
