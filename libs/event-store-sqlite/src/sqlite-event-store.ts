@@ -119,6 +119,7 @@ function openFailure(file: string, error: unknown): unknown {
   if (/^SQLITE_(NOTADB|CORRUPT)/.test(code)) return new EventStoreOpenError(file, 'corrupt', code);
   if (/^SQLITE_READONLY/.test(code)) return new EventStoreOpenError(file, 'read_only', code);
   if (/^SQLITE_(CANTOPEN|PERM|AUTH)/.test(code)) return new EventStoreOpenError(file, 'cannot_open', code);
+  if (/^SQLITE_(FULL|IOERR)/.test(code)) return new EventStoreOpenError(file, 'no_space', code);
   return error;
 }
 

@@ -49,13 +49,14 @@ export class EventStoreClosedError extends Error {
 }
 
 /** Why a store's file could not be opened. */
-export type StoreOpenProblem = 'corrupt' | 'read_only' | 'cannot_open' | 'newer_schema';
+export type StoreOpenProblem = 'corrupt' | 'read_only' | 'cannot_open' | 'no_space' | 'newer_schema';
 
 const OPEN_ADVICE: Record<StoreOpenProblem, string> = {
   corrupt: 'it is not a database or it is corrupted; restore it from a backup, or move it away to start an empty journal',
   read_only:
     'it or its folder is read-only and the store must write; give the user running the gateway write access to the file and its folder (a read-only copy can still be exported with `oncegate journal export`)',
   cannot_open: 'it cannot be opened; check that its folder exists and that the user running the gateway may read and write it',
+  no_space: 'the disk holding it is full or failing; free space (or fix the disk), then start again',
   newer_schema: 'it was written by a newer version; run that version, or restore a backup made by this one',
 };
 
