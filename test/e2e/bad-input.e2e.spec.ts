@@ -1,8 +1,10 @@
-import { readFileSync } from 'node:fs';
+import { chmodSync, cpSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
 import { describe, expect, it } from 'vitest';
 import { everyFile } from '../support/files';
-import { CREDENTIAL_CANARY } from '../support/gateway-process';
+import { CREDENTIAL_CANARY, oncegate, unprivilegedUser } from '../support/gateway-process';
 import { readJournal } from '../support/journal';
 import { connectClient } from '../support/mcp-clients';
 import { gatewayScenario } from '../support/scenario';
@@ -20,6 +22,32 @@ function post(url: string, body: string, headers: Record<string, string> = {}) {
     headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
     body,
   });
+}
+
+/** The one JSON-RPC message of a response, whether the gateway answered with JSON or an SSE stream. */
+async function messageOf(response: Response): Promise<{ id?: unknown; result?: unknown; error?: { code: number; message: string } }> {
+  const text = await response.text();
+  if (!(response.headers.get('content-type') ?? '').includes('text/event-stream')) return JSON.parse(text);
+  const data = text
+    .split('\n')
+    .filter((line) => line.startsWith('data: ') && line.length > 'data: '.length)
+    .map((line) => JSON.parse(line.slice('data: '.length)));
+  return data[data.length - 1];
+}
+
+/** An initialized session over raw HTTP: `send` posts one message on it and returns the answer. */
+async function rawSession(url: string, token: string) {
+  const auth = { authorization: `Bearer ${token}` };
+  const init = await post(url, JSON.stringify(INIT), auth);
+  const sessionId = init.headers.get('mcp-session-id')!;
+  await init.text();
+  const headers = { ...auth, 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' };
+  await (await post(url, JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }), headers)).text();
+  return {
+    sessionId,
+    send: async (message: unknown) => messageOf(await post(url, JSON.stringify(message), headers)),
+    sendText: async (body: string) => messageOf(await post(url, body, headers)),
+  };
 }
 
 /** Nothing that could dispatch: no execution stream and no intent claim. */
@@ -101,5 +129,134 @@ describe('gateway end to end: bad input gets a clear error and appends nothing t
     }
     expect(scenario.gateway.output()).not.toContain(CREDENTIAL_CANARY);
     expect(scenario.gateway.output()).not.toContain(cardToken);
+  });
+
+  it('given malformed tools/call params, when posted, then each is an invalid-params error with a message and nothing is accepted', async () => {
+    const session = await rawSession(scenario.gateway.url, scenario.gateway.devToken);
+    const call = (params: unknown) => session.send({ jsonrpc: '2.0', id: 7, method: 'tools/call', params });
+    const nameNotString = await call({ name: 42, arguments: { name: 'a', value: 'b' } });
+    expect(nameNotString.error?.code).toBe(-32602);
+    expect(nameNotString.error?.message).toMatch(/params\.name must be a string/);
+    const argumentsNotObject = await call({ name: 'set_config', arguments: ['a', 'b'] });
+    expect(argumentsNotObject.error?.code).toBe(-32602);
+    expect(argumentsNotObject.error?.message).toMatch(/params\.arguments must be an object/);
+    expect(`${nameNotString.error?.message}${argumentsNotObject.error?.message}`).not.toMatch(/invalid_type|"path"|expected/);
+    expect(await dispatchableEvents(scenario.folder.dataDir)).toEqual([]);
+  });
+
+  it('given a lone UTF-16 surrogate in an argument, when called, then it is an invalid-params error naming where', async () => {
+    const session = await rawSession(scenario.gateway.url, scenario.gateway.devToken);
+    const answer = await session.sendText(
+      '{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"set_config","arguments":{"name":"a","value":"x\\ud800y"}}}',
+    );
+    expect(answer.error?.code).toBe(-32602);
+    expect(answer.error?.message).toMatch(/\/value.*lone UTF-16 surrogate/);
+    expect(await dispatchableEvents(scenario.folder.dataDir)).toEqual([]);
+    expect((await scenario.target.effects()).requestsTotal).toBe(0);
+  });
+
+  it('given arguments nested deeper than the limit, when called, then it is an invalid-params error naming the limit', async () => {
+    const session = await rawSession(scenario.gateway.url, scenario.gateway.devToken);
+    const deep = `${'['.repeat(2000)}${']'.repeat(2000)}`;
+    const answer = await session.sendText(
+      `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"set_config","arguments":{"name":"a","value":${deep}}}}`,
+    );
+    expect(answer.error?.code).toBe(-32602);
+    expect(answer.error?.message).toMatch(/nested deeper than 64 levels/);
+    expect(await dispatchableEvents(scenario.folder.dataDir)).toEqual([]);
+  });
+
+  it('given a top-level __proto__ argument, when called, then it is refused as an argument the schema does not allow', async () => {
+    const session = await rawSession(scenario.gateway.url, scenario.gateway.devToken);
+    const answer = await session.sendText(
+      '{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"set_config","arguments":{"name":"a","value":"b","__proto__":{"x":1}}}}',
+    );
+    expect(answer.error?.code).toBe(-32602);
+    expect(answer.error?.message).toMatch(/__proto__/);
+    expect(await dispatchableEvents(scenario.folder.dataDir)).toEqual([]);
+    expect((await scenario.target.effects()).requestsTotal).toBe(0);
+  });
+
+  it('given an initialize whose protocolVersion is a number, when posted, then it is an invalid-params error about that field', async () => {
+    const auth = { authorization: `Bearer ${scenario.gateway.devToken}` };
+    const response = await post(scenario.gateway.url, JSON.stringify({ ...INIT, params: { ...INIT.params, protocolVersion: 20251125 } }), auth);
+    expect(response.status).toBe(400);
+    const answer = await messageOf(response);
+    expect(answer.error?.code).toBe(-32602);
+    expect(answer.error?.message).toMatch(/initialize: params\.protocolVersion must be a string/);
+  });
+
+  it('given the scheme written `bearer` in lower case, when a request arrives, then the token is accepted', async () => {
+    const response = await post(scenario.gateway.url, JSON.stringify(INIT), { authorization: `bearer ${scenario.gateway.devToken}` });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('mcp-session-id')).toBeTruthy();
+    await response.text();
+  });
+
+  it('given `Accept: */*`, when a client initializes, then it is served as accepting both JSON and SSE', async () => {
+    const response = await post(scenario.gateway.url, JSON.stringify(INIT), {
+      authorization: `Bearer ${scenario.gateway.devToken}`,
+      accept: '*/*',
+    });
+    expect(response.status).toBe(200);
+    expect((await messageOf(response)).result).toMatchObject({ serverInfo: { name: 'oncegate' } });
+  });
+});
+
+describe('gateway start and journal export: a data folder the gateway cannot use is named with what to do', () => {
+  const scenario = gatewayScenario();
+
+  it('given a corrupted events.db, when the gateway starts, then it stops naming the file, the problem and what to do', async () => {
+    await scenario.gateway.stop();
+    writeFileSync(join(scenario.folder.dataDir, 'events.db'), Buffer.alloc(8192, 0x5a));
+    const started = await oncegate(scenario.folder, ['start']);
+    expect(started.code).toBe(1);
+    expect(started.stderr).toContain(join(scenario.folder.dataDir, 'events.db'));
+    expect(started.stderr).toMatch(/not a database|corrupt/);
+    expect(started.stderr).toMatch(/restore it from a backup/);
+    expect(started.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it('given a read-only events.db, when the gateway starts, then it stops naming the file and the permission to fix', async () => {
+    await scenario.gateway.stop();
+    const copy = join(scenario.folder.dir, 'read-only-data');
+    // Copied while a connection is open, so the WAL's -shm comes along: SQLite then opens the file read-only
+    // without a word, and only a write would tell.
+    const open = openSqliteEventStore({ file: join(scenario.folder.dataDir, 'events.db') });
+    await open.headPosition();
+    cpSync(scenario.folder.dataDir, copy, { recursive: true });
+    await open.close();
+    for (const file of everyFile(copy)) chmodSync(file, 0o444);
+    chmodSync(copy, 0o555);
+    chmodSync(scenario.folder.dir, 0o755);
+    try {
+      const started = await oncegate(scenario.folder, ['start'], { ONCEGATE_DATA_DIR: copy }, undefined, unprivilegedUser());
+      expect(started.code).toBe(1);
+      expect(started.stderr).toContain(join(copy, 'events.db'));
+      expect(started.stderr).toMatch(/read-only|cannot write/);
+      expect(started.stderr).not.toMatch(/\n\s+at /);
+    } finally {
+      chmodSync(copy, 0o755);
+    }
+  });
+
+  it('given a read-only copy of a data folder, when the journal is exported, then it is exported without writing', async () => {
+    const { client } = await connectClient(scenario.gateway.url, scenario.gateway.devToken);
+    await client.callTool({ name: 'set_config', arguments: { name: 'exported', value: '1' } });
+    await client.close();
+    await scenario.gateway.stop();
+    const copy = join(scenario.folder.dir, 'read-only-copy');
+    cpSync(scenario.folder.dataDir, copy, { recursive: true });
+    for (const file of everyFile(copy)) chmodSync(file, 0o444);
+    chmodSync(copy, 0o555);
+    chmodSync(scenario.folder.dir, 0o755);
+    try {
+      const exported = await oncegate(scenario.folder, ['journal', 'export'], { ONCEGATE_DATA_DIR: copy }, undefined, unprivilegedUser());
+      expect(exported.stderr).toMatch(/exported \d+ events/);
+      expect(exported.code).toBe(0);
+      expect(exported.stdout).toContain('ExecutionAccepted');
+    } finally {
+      chmodSync(copy, 0o755);
+    }
   });
 });

@@ -27,6 +27,8 @@ describe('the journal is evidence: sealed, exported, verified offline, investiga
     await eventually(async () => ((await executionEvents(scenario.folder.dataDir, executionId!)).includes('ResultDeliveryFailed') ? true : undefined));
     const second = await connectClient(scenario.gateway.url, scenario.gateway.devToken);
     expect(executionOf(await second.client.callTool({ name: 'set_config', arguments: args, _meta: run })).attached).toBe(true);
+    // A later request on the session is the evidence that the answer was received (a socket write is not).
+    await second.client.listTools();
     await second.client.close();
     await eventually(async () => ((await executionEvents(scenario.folder.dataDir, executionId!)).includes('ResultDelivered') ? true : undefined));
     return executionId!;

@@ -12,7 +12,7 @@ import {
   type GatewayFolder,
   type GatewayProcess,
 } from '../support/gateway-process';
-import { eventually, executionEvents, executionIds } from '../support/journal';
+import { eventually, executionEvents, executionIds, readJournal } from '../support/journal';
 import { connectClient } from '../support/mcp-clients';
 import { executionOf } from '../support/scenario';
 
@@ -60,6 +60,37 @@ describe('gateway end to end: stdio, cancellation, pending answers and tokens', 
     const events = await readEventsOf(folder, executionOf(first).id);
     expect(events[0]).toBe('ExecutionAccepted');
     expect(events).toContain('ResultDelivered');
+  });
+
+  it('given an open `oncegate stdio` session, when its agent token is revoked, then the next call is refused and nothing is appended', async () => {
+    target = await startDemoTargetProcess();
+    folder = await gatewayFolder(target.url);
+    const issued = await oncegate(folder, ['agents', 'add', 'soon-revoked']);
+    expect(issued.code).toBe(0);
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [LAUNCHER, 'stdio', '--config', folder.configFile],
+      cwd: folder.dir,
+      env: { ...(process.env as Record<string, string>), ONCEGATE_TOKEN: issued.stdout.trim() },
+      stderr: 'pipe',
+    });
+    const client = new Client({ name: 'stdio-e2e', version: '1.0.0' });
+    await client.connect(transport);
+    try {
+      const first = await client.callTool({ name: 'set_config', arguments: { name: 'before.revoke', value: '1' } });
+      expect(first.isError).toBe(false);
+      expect((await oncegate(folder, ['agents', 'revoke', 'soon-revoked'])).code).toBe(0);
+      const journalBefore = (await readJournal(folder.dataDir, ['execution-', 'intent-'])).length;
+
+      const refused = await client.callTool({ name: 'set_config', arguments: { name: 'after.revoke', value: '2' } }).catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(McpError);
+      expect((refused as McpError).code).toBe(-32001);
+      expect((refused as McpError).message).toMatch(/token .*revoked/);
+      expect((await readJournal(folder.dataDir, ['execution-', 'intent-'])).length).toBe(journalBefore);
+      expect((await target.effects()).requestsTotal).toBe(1);
+    } finally {
+      await client.close();
+    }
   });
 
   it('given a dispatched call, when the client cancels it, then the cancel is recorded as evidence and the request still completes once', async () => {

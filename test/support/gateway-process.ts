@@ -168,16 +168,26 @@ export async function startGatewayProcess(
   };
 }
 
+/**
+ * The user a command runs as when file permissions must hold: the suites may run as root, whom read-only
+ * modes do not stop, so then `nobody`; otherwise the current user.
+ */
+export function unprivilegedUser(): { uid?: number; gid?: number } {
+  return process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
+}
+
 /** Runs `oncegate <args>` against the folder's configuration (with `env` added) and returns its output. */
 export async function oncegate(
   folder: GatewayFolder,
   args: string[],
   env: NodeJS.ProcessEnv = {},
   stdin?: string,
+  user: { uid?: number; gid?: number } = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawn(process.execPath, [LAUNCHER, ...args, '--config', folder.configFile], {
     cwd: folder.dir,
     env: { ...process.env, ...env },
+    ...user,
     stdio: [stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
   });
   if (stdin !== undefined) child.stdin!.end(stdin);

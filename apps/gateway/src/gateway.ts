@@ -40,8 +40,8 @@ import { initDevelopmentVault } from './vault/vault-admin';
 import { VaultService } from './vault/vault-service';
 
 /** Event-store adapters by configured driver name; the rest of the gateway only sees the port. */
-const EVENT_STORE_DRIVERS: Record<GatewayConfig['store']['driver'], (config: GatewayConfig, file: string) => EventStore> = {
-  sqlite: (config, file) => openSqliteEventStore({ file, synchronous: config.store.synchronous }),
+const EVENT_STORE_DRIVERS: Record<GatewayConfig['store']['driver'], (config: GatewayConfig, file: string, readOnly: boolean) => EventStore> = {
+  sqlite: (config, file, readOnly) => openSqliteEventStore({ file, synchronous: config.store.synchronous, readOnly }),
 };
 
 export interface StartOptions {
@@ -80,6 +80,8 @@ export interface RunningGateway {
   readonly toolCalls: ToolCalls;
   /** The credential vault as this process sees it (follows `oncegate vault lock/unlock/set/rm`). */
   readonly vault: VaultService;
+  /** MCP sessions held in memory by the HTTP front (of one agent, or all). */
+  liveSessions(actor?: string): number;
   close(): Promise<void>;
 }
 
@@ -92,9 +94,11 @@ export interface DataFolder {
   close(): Promise<void>;
 }
 
-export function openDataFolder(config: GatewayConfig): DataFolder {
-  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
-  const store = EVENT_STORE_DRIVERS[config.store.driver](config, join(config.dataDir, 'events.db'));
+/** Opens the data folder's store; `readOnly` creates and writes nothing (a copied or mounted folder may be read-only). */
+export function openDataFolder(config: GatewayConfig, options: { readonly readOnly?: boolean } = {}): DataFolder {
+  const readOnly = options.readOnly ?? false;
+  if (!readOnly) mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  const store = EVENT_STORE_DRIVERS[config.store.driver](config, join(config.dataDir, 'events.db'), readOnly);
   return { store, agents: new AgentDirectory(store), approvers: new ApproverDirectory(store), close: () => store.close() };
 }
 
@@ -291,6 +295,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     clock,
     hostRules,
     mounted: [new ApprovalsApi({ store, approvers, tools, clock })],
+    sessionLimits: config.sessions,
   });
   const listening = options.front === 'none' ? { url: '', port: 0 } : await front.listen();
   const devToken = config.devToken ? await developmentToken(config.dataDir, agents) : undefined;
@@ -312,6 +317,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     agents,
     toolCalls,
     vault,
+    liveSessions: (actor) => front.liveSessions(actor),
     async close() {
       await front.close();
       await agentWatch.stop();

@@ -39,7 +39,7 @@ export { fingerprintPolicyOf } from './fingerprint-policy';
 export type { FingerprintPolicy } from './fingerprint-policy';
 export { annotationsOf } from './annotations';
 export type { ToolAnnotations } from './annotations';
-export { assertValidArguments, InvalidArgumentsError, validateArguments } from './validate-arguments';
+export { argumentShapeViolations, assertValidArguments, InvalidArgumentsError, MAX_ARGUMENT_DEPTH, validateArguments } from './validate-arguments';
 export type { ArgumentViolation } from './validate-arguments';
 export { closestMatch } from './suggest';
 export { DURATION_FORMS } from './duration';

@@ -1,8 +1,13 @@
+import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
 import Database from 'better-sqlite3';
 import { v7 as uuidv7 } from 'uuid';
 import {
   DuplicateEventIdError,
   EventStoreClosedError,
+  EventStoreOpenError,
+  EventStoreUnavailableError,
   WrongExpectedRevisionError,
   expectedRevisionHolds,
   runCatchUpSubscription,
@@ -49,6 +54,12 @@ export interface SqliteEventStoreOptions {
   readonly maxScan?: number;
   /** Clock for `recordedAt`. Default: the system clock. */
   readonly clock?: () => Date;
+  /**
+   * Open for reading only: nothing is created, migrated or written, and appends fail. When the file's folder
+   * cannot be written (SQLite needs its `-shm` beside a WAL file), a private copy in the temporary folder is
+   * read instead. Default `false`.
+   */
+  readonly readOnly?: boolean;
 }
 
 interface PendingAppend {
@@ -94,6 +105,26 @@ function isUniqueViolation(error: unknown): boolean {
   return (error as { code?: string })?.code === 'SQLITE_CONSTRAINT_UNIQUE';
 }
 
+function sqliteCode(error: unknown): string {
+  const code = (error as { code?: unknown })?.code;
+  return typeof code === 'string' ? code : String((error as Error)?.message ?? error);
+}
+
+/** Driver errors that mean the file cannot take writes now (full disk, I/O error, turned read-only), not a bug. */
+function isUnwritable(error: unknown): boolean {
+  return /^SQLITE_(FULL|IOERR|READONLY|CANTOPEN|BUSY|LOCKED)/.test(sqliteCode(error));
+}
+
+/** An error while opening the file, as the port's typed error naming the file and what to do. */
+function openFailure(file: string, error: unknown): unknown {
+  const code = sqliteCode(error);
+  if (/^SQLITE_(NOTADB|CORRUPT)/.test(code)) return new EventStoreOpenError(file, 'corrupt', code);
+  if (/^SQLITE_READONLY/.test(code)) return new EventStoreOpenError(file, 'read_only', code);
+  if (/^SQLITE_(CANTOPEN|PERM|AUTH)/.test(code)) return new EventStoreOpenError(file, 'cannot_open', code);
+  if (/^SQLITE_(FULL|IOERR)/.test(code)) return new EventStoreOpenError(file, 'no_space', code);
+  return error;
+}
+
 function matchesFilter(filter: EventFilter, event: { streamId: string; type: string }): boolean {
   const prefixes = filter.streamPrefixes ?? [];
   const types = filter.eventTypes ?? [];
@@ -127,6 +158,9 @@ export class SqliteEventStore implements EventStore {
   private lastDataVersion = 0;
   private readonly subscriptions = new Set<Subscription>();
   private readonly readAllStatements = new Map<string, Database.Statement>();
+  private readonly file: string;
+  /** A temporary copy read instead of an unwritable folder's file (read-only mode only). */
+  private copyDir: string | undefined;
 
   private readonly statements: {
     streamRevision: Database.Statement<[string], { revision: number | null }>;
@@ -157,11 +191,23 @@ export class SqliteEventStore implements EventStore {
     if (!['FULL', 'EXTRA', 'NORMAL'].includes(synchronous)) {
       throw new Error(`synchronous must be FULL, EXTRA or NORMAL, got ${String(synchronous)}`);
     }
-    this.db = new Database(options.file, { timeout: options.busyTimeoutMs ?? 5000 });
-    this.db.pragma('journal_mode = WAL');
-    this.db.pragma(`synchronous = ${synchronous}`);
-    this.db.pragma('foreign_keys = ON');
-    this.migrate();
+    this.file = options.file;
+    try {
+      if (options.readOnly) {
+        this.db = this.openReadOnly(options.file, options.busyTimeoutMs ?? 5000);
+      } else {
+        this.db = new Database(options.file, { timeout: options.busyTimeoutMs ?? 5000 });
+        this.db.pragma('journal_mode = WAL');
+        this.db.pragma(`synchronous = ${synchronous}`);
+        this.db.pragma('foreign_keys = ON');
+        this.migrate();
+        // SQLite opens a file it may not write read-only without a word; one write now says so at the start.
+        this.db.prepare("UPDATE store_meta SET value = value WHERE key = 'schema_version'").run();
+      }
+    } catch (error) {
+      this.removeCopy();
+      throw openFailure(options.file, error);
+    }
     this.statements = {
       streamRevision: this.db.prepare('SELECT max(revision) AS revision FROM events WHERE stream_id = ?'),
       streamTip: this.db.prepare('SELECT revision, hash FROM events WHERE stream_id = ? ORDER BY revision DESC LIMIT 1'),
@@ -197,6 +243,36 @@ export class SqliteEventStore implements EventStore {
     this.lastDataVersion = this.dataVersion();
   }
 
+  private openReadOnly(file: string, timeout: number): Database.Database {
+    try {
+      const db = new Database(file, { readonly: true, fileMustExist: true, timeout });
+      this.checkSchemaVersion(db);
+      return db;
+    } catch (error) {
+      if (!/^SQLITE_(READONLY|CANTOPEN)/.test(sqliteCode(error)) || !existsSync(file)) throw error;
+    }
+    // A WAL file needs its -shm beside it; in a folder nobody may write, read a private copy instead.
+    this.copyDir = mkdtempSync(join(tmpdir(), 'oncegate-read-'));
+    const copy = join(this.copyDir, basename(file));
+    copyFileSync(file, copy);
+    if (existsSync(`${file}-wal`)) copyFileSync(`${file}-wal`, `${copy}-wal`);
+    const db = new Database(copy, { readonly: true, fileMustExist: true, timeout });
+    this.checkSchemaVersion(db);
+    return db;
+  }
+
+  private checkSchemaVersion(db: Database.Database): void {
+    const row = db.prepare("SELECT value FROM store_meta WHERE key = 'schema_version'").get() as { value: string } | undefined;
+    if (row !== undefined && Number(row.value) > SCHEMA_VERSION) {
+      throw new EventStoreOpenError(this.file, 'newer_schema', `schema version ${row.value}, this build reads ${SCHEMA_VERSION}`);
+    }
+  }
+
+  private removeCopy(): void {
+    if (this.copyDir !== undefined) rmSync(this.copyDir, { recursive: true, force: true });
+    this.copyDir = undefined;
+  }
+
   private migrate(): void {
     this.db.transaction(() => {
       for (const statement of SCHEMA_STATEMENTS) this.db.exec(statement);
@@ -206,7 +282,7 @@ export class SqliteEventStore implements EventStore {
       if (row === undefined) {
         this.db.prepare("INSERT INTO store_meta (key, value) VALUES ('schema_version', ?)").run(String(SCHEMA_VERSION));
       } else if (Number(row.value) > SCHEMA_VERSION) {
-        throw new Error(`store schema version ${row.value} is newer than this build understands (${SCHEMA_VERSION})`);
+        throw new EventStoreOpenError(this.file, 'newer_schema', `schema version ${row.value}, this build reads ${SCHEMA_VERSION}`);
       } else if (Number(row.value) === 1) {
         this.addHashChain();
         this.db.prepare("UPDATE store_meta SET value = ? WHERE key = 'schema_version'").run(String(SCHEMA_VERSION));
@@ -285,7 +361,7 @@ export class SqliteEventStore implements EventStore {
             if (!shared) throw error;
             rollbackToSavepoint.run();
             release.run();
-            outcomes.push({ error });
+            outcomes.push({ error: isUnwritable(error) ? new EventStoreUnavailableError(this.file, sqliteCode(error)) : error });
           }
         }
         commit.run();
@@ -294,7 +370,8 @@ export class SqliteEventStore implements EventStore {
         throw error;
       }
     } catch (error) {
-      for (const request of batch) request.reject(error);
+      const failure = isUnwritable(error) ? new EventStoreUnavailableError(this.file, sqliteCode(error)) : error;
+      for (const request of batch) request.reject(failure);
       return;
     }
     const committed: Array<{ streamId: string; type: string }> = [];
@@ -471,7 +548,11 @@ export class SqliteEventStore implements EventStore {
     this.assertOpen();
     validateStreamId(consumer, 'consumer');
     validatePosition(position, 'position');
-    this.statements.storeCheckpoint.run(consumer, position, this.clock().toISOString());
+    try {
+      this.statements.storeCheckpoint.run(consumer, position, this.clock().toISOString());
+    } catch (error) {
+      throw isUnwritable(error) ? new EventStoreUnavailableError(this.file, sqliteCode(error)) : error;
+    }
   }
 
   async renewLease(holder: string, expiresAt: string): Promise<void> {
@@ -559,6 +640,7 @@ export class SqliteEventStore implements EventStore {
     for (const waiter of [...this.waiters]) waiter.wake();
     if (this.pollTimer !== undefined) clearInterval(this.pollTimer);
     this.db.close();
+    this.removeCopy();
   }
 }
 

@@ -1,5 +1,6 @@
 import { validateCount, validateFilter, validatePosition } from './append-validation';
 import type { EventFilter, EventHandler, ReadAllOptions, ReadAllPage, SubscribeOptions, Subscription } from './event-store';
+import { EventStoreUnavailableError } from './errors';
 
 /** What an adapter offers so the shared catch-up loop can run on it. */
 export interface SubscriptionSource {
@@ -59,7 +60,13 @@ export function runCatchUpSubscription(
     const checkpoint = async (force: boolean) => {
       if (options.consumer === undefined || position === checkpointed) return;
       if (!force && Date.now() - checkpointedAt < checkpointEveryMs) return;
-      await source.storeCheckpoint(options.consumer, position);
+      try {
+        await source.storeCheckpoint(options.consumer, position);
+      } catch (error) {
+        // A checkpoint only saves work at the next start: while the store cannot write, keep going and try later.
+        if (error instanceof EventStoreUnavailableError) return;
+        throw error;
+      }
       checkpointed = position;
       checkpointedAt = Date.now();
     };

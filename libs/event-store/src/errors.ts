@@ -48,8 +48,52 @@ export class EventStoreClosedError extends Error {
   }
 }
 
+/** Why a store's file could not be opened. */
+export type StoreOpenProblem = 'corrupt' | 'read_only' | 'cannot_open' | 'no_space' | 'newer_schema';
+
+const OPEN_ADVICE: Record<StoreOpenProblem, string> = {
+  corrupt: 'it is not a database or it is corrupted; restore it from a backup, or move it away to start an empty journal',
+  read_only:
+    'it or its folder is read-only and the store must write; give the user running the gateway write access to the file and its folder (a read-only copy can still be exported with `oncegate journal export`)',
+  cannot_open: 'it cannot be opened; check that its folder exists and that the user running the gateway may read and write it',
+  no_space: 'the disk holding it is full or failing; free space (or fix the disk), then start again',
+  newer_schema: 'it was written by a newer version; run that version, or restore a backup made by this one',
+};
+
+/** The store's file cannot be used: names the file, what is wrong and what to do. */
+export class EventStoreOpenError extends Error {
+  readonly kind = 'store_open_failed' as const;
+  constructor(
+    readonly file: string,
+    readonly problem: StoreOpenProblem,
+    /** The driver's own code or message, for the operator. */
+    readonly detail: string,
+  ) {
+    super(`cannot open the store ${file}: ${OPEN_ADVICE[problem]} (${detail})`);
+    this.name = 'EventStoreOpenError';
+  }
+}
+
+/**
+ * The store could not write (disk full, I/O error, file turned read-only); nothing of the append was written.
+ * Reads still work, and a later append succeeds once the cause is gone.
+ */
+export class EventStoreUnavailableError extends Error {
+  readonly kind = 'store_unavailable' as const;
+  constructor(
+    readonly file: string,
+    /** The driver's own code, e.g. `SQLITE_FULL`. */
+    readonly detail: string,
+  ) {
+    super(`storage unavailable: the store ${file} cannot write (${detail}); nothing was written`);
+    this.name = 'EventStoreUnavailableError';
+  }
+}
+
 export type EventStoreError =
   | WrongExpectedRevisionError
   | DuplicateEventIdError
   | InvalidEventStoreArgumentError
-  | EventStoreClosedError;
+  | EventStoreClosedError
+  | EventStoreOpenError
+  | EventStoreUnavailableError;

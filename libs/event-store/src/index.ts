@@ -19,10 +19,12 @@ export type {
 export {
   DuplicateEventIdError,
   EventStoreClosedError,
+  EventStoreOpenError,
+  EventStoreUnavailableError,
   InvalidEventStoreArgumentError,
   WrongExpectedRevisionError,
 } from './errors';
-export type { EventStoreError } from './errors';
+export type { EventStoreError, StoreOpenProblem } from './errors';
 export {
   expectedRevisionHolds,
   validateAppend,

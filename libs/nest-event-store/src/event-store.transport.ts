@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { BaseRpcContext, Server, type CustomTransportStrategy } from '@nestjs/microservices';
 import { isObservable, lastValueFrom } from 'rxjs';
-import type { EventStore, RecordedEvent, SubscriptionStart, Subscription } from '@oncegate/event-store';
+import { EventStoreUnavailableError, type EventStore, type RecordedEvent, type SubscriptionStart, type Subscription } from '@oncegate/event-store';
 
 /** What a handler can learn about the event beyond its payload. */
 export class EventStoreContext extends BaseRpcContext<[RecordedEvent, string]> {
@@ -22,8 +22,17 @@ export interface EventStoreTransportOptions {
   readonly streamPrefixes?: readonly string[];
   /** Where a consumer without a checkpoint starts. Default: `'start'`. */
   readonly from?: SubscriptionStart;
-  /** Attempts per event before it is logged and skipped. Default: 5. */
+  /** Attempts per event before it is logged and skipped. Default: 5. Storage being unavailable does not count. */
   readonly attempts?: number;
+  /** Longest wait between two tries while the store cannot write. Default: 5000 ms. */
+  readonly unavailableRetryMaxMs?: number;
+}
+
+/** Thrown into the subscription when it is closed while waiting for storage, so the event is not checkpointed. */
+class StoppedWhileStorageUnavailable extends Error {
+  constructor() {
+    super('stopped while the store could not write; the event is handled again at the next start');
+  }
 }
 
 /**
@@ -37,6 +46,7 @@ export interface EventStoreTransportOptions {
 export class EventStoreTransport extends Server implements CustomTransportStrategy {
   private subscription: Subscription | undefined;
   private readonly log: Logger;
+  private stopping = false;
 
   constructor(private readonly options: EventStoreTransportOptions) {
     super();
@@ -62,13 +72,25 @@ export class EventStoreTransport extends Server implements CustomTransportStrate
     const handler = this.getHandlerByPattern(event.type);
     if (!handler) return;
     const attempts = this.options.attempts ?? 5;
+    let unavailable = 0;
     for (let attempt = 1; ; attempt += 1) {
       try {
         const result = await handler(event, new EventStoreContext([event, this.options.consumer]));
         if (isObservable(result)) await lastValueFrom(result, { defaultValue: undefined });
+        if (unavailable > 0) this.log.log(`storage is back: handled ${event.type} ${event.streamId}@${event.revision} after ${unavailable} tries`);
         return;
       } catch (error) {
         const where = `${event.type} ${event.streamId}@${event.revision} (position ${event.position})`;
+        if (error instanceof EventStoreUnavailableError) {
+          // Not the handler's fault: the event waits (and the ones after it) until the store can write again.
+          if (this.stopping) throw new StoppedWhileStorageUnavailable();
+          unavailable += 1;
+          attempt -= 1;
+          if ((unavailable & (unavailable - 1)) === 0) this.log.warn(`${where} waits for storage (${unavailable} tries): ${error.message}`);
+          const maxMs = this.options.unavailableRetryMaxMs ?? 5000;
+          await new Promise((resolve) => setTimeout(resolve, Math.min(maxMs, 50 * 2 ** Math.min(unavailable, 16))));
+          continue;
+        }
         if (attempt >= attempts) {
           this.log.error(`gave up on ${where} after ${attempt} attempts: ${(error as Error)?.message ?? error}`);
           return;
@@ -86,6 +108,7 @@ export class EventStoreTransport extends Server implements CustomTransportStrate
   }
 
   async close(): Promise<void> {
+    this.stopping = true;
     await this.subscription?.stop();
     this.subscription = undefined;
   }

@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { isExecutionId, type ExecutionId } from '@oncegate/domain';
+import { EventStoreOpenError } from '@oncegate/event-store';
 import { GatewayConfigError, type GatewayConfig } from '../config/gateway-config';
 import { loadGatewayConfig } from '../config/load-config';
 import { openDataFolder, type DataFolder } from '../gateway';
@@ -68,10 +69,20 @@ export async function withDataFolder(
   parsed: ParsedArguments,
   io: CliIo,
   work: (folder: DataFolder, config: GatewayConfig) => Promise<ExitCode>,
+  options: { readonly readOnly?: boolean } = {},
 ): Promise<ExitCode> {
   const config = configOrExit(parsed, io);
   if (typeof config === 'number') return config;
-  const folder = openDataFolder(config);
+  let folder: DataFolder;
+  try {
+    folder = openDataFolder(config, options);
+  } catch (error) {
+    if (error instanceof EventStoreOpenError) {
+      io.stderr(`${error.message}\n`);
+      return EXIT_CODES.failed;
+    }
+    throw error;
+  }
   try {
     return await work(folder, config);
   } finally {

@@ -30,6 +30,12 @@ export interface GatewayConfig {
   readonly allowedHosts: readonly string[] | null;
   /** Browser origins allowed besides the gateway's own (`listen.allowed_origins`). */
   readonly allowedOrigins: readonly string[];
+  /**
+   * MCP sessions held in memory (`listen.session_idle`, `listen.sessions_per_agent`): one idle longer than
+   * `idleMs` is let go, and an agent over `perActor` lets go of its least recently used idle one. A session let
+   * go is restored from the sessions journal on its next request.
+   */
+  readonly sessions: { readonly idleMs: number; readonly perActor: number };
   /** The one data folder: event store, sealed blobs, keys. */
   readonly dataDir: string;
   readonly contractsFile: string;
@@ -99,6 +105,7 @@ export const DEFAULT_CONFIG: Omit<GatewayConfig, 'source'> = {
   path: '/mcp',
   allowedHosts: null,
   allowedOrigins: [],
+  sessions: { idleMs: 30 * 60_000, perActor: 100 },
   dataDir: './.oncegate',
   contractsFile: 'examples/tools.yaml',
   store: { driver: 'sqlite', synchronous: 'FULL' },
@@ -225,7 +232,7 @@ export function parseGatewayConfig(text: string, file: string, base = DEFAULT_CO
     const listenNode = map.optional('listen');
     const listen = listenNode && MapReader.of(ctx, listenNode, 'listen');
     if (listen) {
-      listen.rejectUnknown(['host', 'port', 'path', 'allowed_hosts', 'allowed_origins']);
+      listen.rejectUnknown(['host', 'port', 'path', 'allowed_hosts', 'allowed_origins', 'session_idle', 'sessions_per_agent']);
       const host = listen.optional('host');
       const port = listen.optional('port');
       const path = listen.optional('path');
@@ -239,6 +246,17 @@ export function parseGatewayConfig(text: string, file: string, base = DEFAULT_CO
         const value = readString(ctx, path, 'listen.path', { nonEmpty: true });
         if (value !== undefined && !value.startsWith('/')) ctx.report(path, 'listen.path', "must start with '/'");
         else if (value !== undefined) config.path = value;
+      }
+      const idle = listen.optional('session_idle');
+      if (idle) {
+        const ms = readDuration(ctx, idle, 'listen.session_idle');
+        if (ms === 0) ctx.report(idle, 'listen.session_idle', 'must be longer than 0s');
+        else if (ms !== undefined) config.sessions = { ...config.sessions, idleMs: ms };
+      }
+      const perAgent = listen.optional('sessions_per_agent');
+      if (perAgent) {
+        const count = readInteger(ctx, perAgent, 'listen.sessions_per_agent', 1, 100_000);
+        if (count !== undefined) config.sessions = { ...config.sessions, perActor: count };
       }
     }
     const dataDir = map.optional('data_dir');

@@ -122,3 +122,14 @@ describe('the allowed hosts and origins of the listener', () => {
     );
   });
 });
+
+describe('the sessions held in memory (listen section)', () => {
+  it('keeps sessions 30 minutes idle and 100 per agent unless told otherwise', () => {
+    expect(parseGatewayConfig('listen: { port: 1 }', 'oncegate.yaml').sessions).toEqual({ idleMs: 30 * 60_000, perActor: 100 });
+    expect(parseGatewayConfig('listen: { session_idle: 90s, sessions_per_agent: 3 }', 'oncegate.yaml').sessions).toEqual({ idleMs: 90_000, perActor: 3 });
+  });
+
+  it('refuses an idle limit of zero and a cap below one', () => {
+    expect(issuesOf('listen: { session_idle: 0s, sessions_per_agent: 0 }').join('\n')).toMatch(/listen\.session_idle: must be longer than 0s[\s\S]*listen\.sessions_per_agent/);
+  });
+});

@@ -12,13 +12,16 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { sessionStream } from '@oncegate/domain';
 import type { ToolContract } from '@oncegate/contracts';
-import type { EventStore } from '@oncegate/event-store';
+import { EventStoreUnavailableError, type EventStore } from '@oncegate/event-store';
 import { isoNow, type Clock } from '@oncegate/execution-journal';
 import { v7 as uuidv7 } from 'uuid';
 import type { AgentDirectory } from '../infrastructure/agent-directory';
 import { requestKey, SessionDeliveries } from './delivery-evidence';
 import { checkHostAndOrigin, type HostOriginRules } from './host-origin-guard';
-import { createMcpServer, type ConnectionFacts } from './mcp-server';
+import { initializeProblem } from './incoming-checks';
+import { LiveSessions, type LiveSessionLimits } from './live-sessions';
+import { ONCEGATE_ERROR_CODES, STORAGE_UNAVAILABLE_MESSAGE } from './mcp-errors';
+import { connectMcpServer, createMcpServer, type ConnectionFacts } from './mcp-server';
 import { ResumedCalls } from './resumed-calls';
 import { SessionTransport } from './session-transport';
 import type { SseResumptionStore, StreamCalls } from './sse-resumption-store';
@@ -45,7 +48,11 @@ export interface McpHttpFrontOptions {
   readonly hostRules: HostOriginRules;
   /** APIs served beside the MCP endpoint; none by default. */
   readonly mounted?: readonly MountedApi[];
+  /** How many sessions stay in memory and for how long; default `DEFAULT_SESSION_LIMITS`. */
+  readonly sessionLimits?: LiveSessionLimits;
 }
+
+export const DEFAULT_SESSION_LIMITS: LiveSessionLimits = { idleMs: 30 * 60_000, perActor: 100 };
 
 interface Session {
   readonly id: string;
@@ -116,6 +123,8 @@ function toWebRequest(req: IncomingMessage, body: Buffer | undefined): Request {
     if (Array.isArray(value)) for (const item of value) headers.append(name, item);
     else if (value !== undefined) headers.set(name, value);
   }
+  // `*/*` accepts both forms the transport may answer with; the SDK only looks for the two types by name.
+  if (/(^|,)\s*\*\/\*/.test(headers.get('accept') ?? '')) headers.set('accept', 'application/json, text/event-stream');
   const url = `http://${req.headers.host ?? 'localhost'}${req.url ?? '/'}`;
   return new Request(url, { method: req.method, headers, ...(body && body.length > 0 ? { body } : {}) });
 }
@@ -152,20 +161,30 @@ async function pipeResponse(response: Response, res: ServerResponse): Promise<vo
  */
 export class McpHttpFront {
   private readonly log = new Logger('mcp-http');
-  private readonly sessions = new Map<string, Session>();
+  private readonly sessions: LiveSessions<Session>;
+  /** Restores under way, so concurrent requests on one let-go session share one transport. */
+  private readonly restoring = new Map<string, Promise<Session | undefined>>();
   /** The tools/calls of the POST being handled, for its response stream's priming event. */
   private readonly postCalls = new AsyncLocalStorage<StreamCalls | undefined>();
   private readonly resumed: ResumedCalls;
   private http: HttpServer | undefined;
+  private storageLoggedAt = 0;
 
   constructor(private readonly options: McpHttpFrontOptions) {
+    this.sessions = new LiveSessions(this.sessionLimits(), () => options.clock.now().getTime(), (session) => session.transport.close());
     this.resumed = new ResumedCalls(options.store, options.resumption, options.toolCalls);
+  }
+
+  /** Sessions held in memory (of one agent, or all); the rest of the journal's sessions are restored on demand. */
+  liveSessions(actor?: string): number {
+    return this.sessions.count(actor);
   }
 
   async listen(): Promise<{ url: string; port: number }> {
     this.http = createServer((req, res) => {
       this.route(req, res).catch((error: unknown) => {
         if (error instanceof HttpError) return jsonRpcError(res, error);
+        if (error instanceof EventStoreUnavailableError) return this.storageUnavailable(res, error);
         this.log.error(`request failed: ${(error as Error)?.message ?? error}`);
         jsonRpcError(res, new HttpError(500, -32603, 'Internal error'));
       });
@@ -175,18 +194,30 @@ export class McpHttpFront {
       this.http!.once('error', reject);
       this.http!.listen(this.options.port, this.options.host, () => resolve());
     });
+    this.sessions.start();
     const port = (this.http.address() as AddressInfo).port;
     const host = this.options.host.includes(':') ? `[${this.options.host}]` : this.options.host;
     return { url: `http://${host}:${port}${this.options.path}`, port };
   }
 
   async close(): Promise<void> {
+    this.sessions.stop();
     for (const session of this.sessions.values()) await session.transport.close().catch(() => undefined);
     this.sessions.clear();
     if (this.http) {
       this.http.closeAllConnections();
       await new Promise<void>((resolve) => this.http!.close(() => resolve()));
     }
+  }
+
+  /** 503 for a request that needed a write the journal cannot make now; the cause goes to the log at most every 10 s. */
+  private storageUnavailable(res: ServerResponse, error: EventStoreUnavailableError): void {
+    const now = this.options.clock.now().getTime();
+    if (now - this.storageLoggedAt >= 10_000) {
+      this.storageLoggedAt = now;
+      this.log.warn(error.message);
+    }
+    jsonRpcError(res, new HttpError(503, ONCEGATE_ERROR_CODES.storageUnavailable, STORAGE_UNAVAILABLE_MESSAGE, { 'retry-after': '5' }));
   }
 
   private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -213,7 +244,8 @@ export class McpHttpFront {
 
   private async authenticate(req: IncomingMessage): Promise<string> {
     const header = req.headers.authorization;
-    const token = header?.startsWith('Bearer ') ? header.slice('Bearer '.length).trim() : undefined;
+    // Authentication schemes are case-insensitive (RFC 9110 section 11.1): `bearer` is `Bearer`.
+    const token = /^bearer +(.+)$/i.exec(header ?? '')?.[1]?.trim();
     const actor = await this.options.agents.authenticate(token);
     if (actor === undefined) {
       // Drain the body so the client reads the 401 instead of a reset; nothing is parsed or recorded.
@@ -238,19 +270,22 @@ export class McpHttpFront {
     let session: Session;
     if (sessionHeader === undefined) {
       if (!messages.some((m) => isInitializeRequest(m))) {
+        const problem = messages.map(initializeProblem).find((p) => p !== undefined);
+        if (problem !== undefined) throw new HttpError(400, -32602, `Invalid params: ${problem}; nothing was accepted`);
         throw new HttpError(400, -32000, 'Bad Request: no session id; start with an initialize request');
       }
       session = await this.newSession(actor);
     } else {
       session = await this.existingSession(String(sessionHeader), actor);
     }
+    res.once('close', this.sessions.use(session.id));
     const requestIds = this.admit(session, messages);
     for (const message of messages) this.received(session, message);
     const callIds = this.watchResponses(session, messages, res);
     let response: Response;
     try {
       const calls = callIds.length === 0 ? undefined : { requestIds: callIds, journalPosition: await this.options.store.headPosition() };
-      response = await this.postCalls.run(calls, () => session.transport.handleRequest(toWebRequest(req, body), { parsedBody: parsed }));
+      response = await this.postCalls.run(calls, () => this.handleOrDiscard(session, sessionHeader === undefined, toWebRequest(req, body), parsed));
     } catch (error) {
       requestIds.forEach((id) => session.inFlight.delete(id));
       throw error;
@@ -258,7 +293,16 @@ export class McpHttpFront {
     // Refused by the SDK before any handler ran: no response will be sent for these ids.
     if (!response.ok) requestIds.forEach((id) => session.inFlight.delete(id));
     if (sessionHeader === undefined && session.transport.sessionId !== undefined) {
-      await this.recordSession(session, messages.find((m) => isInitializeRequest(m)) as unknown as JSONRPCMessage);
+      // Recorded first: a session the journal does not know could not be restored, so it is not kept either.
+      await this.recordSession(session, messages.find((m) => isInitializeRequest(m)) as unknown as JSONRPCMessage).catch(
+        async (error: unknown) => {
+          await response.body?.cancel();
+          await session.transport.close();
+          throw error;
+        },
+      );
+      this.sessions.set(session);
+      res.once('close', this.sessions.use(session.id));
     }
     await pipeResponse(response, res);
   }
@@ -295,6 +339,18 @@ export class McpHttpFront {
     if (typeof cancelled === 'string' || typeof cancelled === 'number') session.inFlight.delete(requestKey(cancelled));
   }
 
+  /** Hands the request to the session's transport; a new session the SDK refused is closed, never kept. */
+  private async handleOrDiscard(session: Session, isNew: boolean, request: Request, parsed: unknown): Promise<Response> {
+    try {
+      const response = await session.transport.handleRequest(request, { parsedBody: parsed });
+      if (isNew && session.transport.sessionId === undefined) await session.transport.close();
+      return response;
+    } catch (error) {
+      if (isNew) await session.transport.close().catch(() => undefined);
+      throw error;
+    }
+  }
+
   /** One watch per tools/call of this POST, settled by evidence; the stream's end says whether it was written. */
   private watchResponses(session: Session, messages: unknown[], res: ServerResponse): (string | number)[] {
     const ids: (string | number)[] = [];
@@ -313,6 +369,9 @@ export class McpHttpFront {
     const header = req.headers['mcp-session-id'];
     if (header === undefined) throw new HttpError(400, -32000, 'Bad Request: Mcp-Session-Id header is required');
     const session = await this.existingSession(String(header), actor);
+    // An open GET stream does not pin the session: letting it go ends the stream, and the next request restores it.
+    if (req.method === 'GET') this.sessions.touch(session.id);
+    else res.once('close', this.sessions.use(session.id));
     const lastEventId = req.headers['last-event-id'];
     if (req.method === 'GET' && typeof lastEventId === 'string') {
       session.deliveries.resumedAfter(lastEventId);
@@ -364,14 +423,25 @@ export class McpHttpFront {
     const server = createMcpServer(this.options.tools, this.options.toolCalls, this.connectionFacts(actor));
     // Chained by the SDK after its own close handling: what is still unproven stays so.
     server.onclose = () => deliveries.end();
-    await server.connect(transport);
+    await connectMcpServer(server, transport);
     return { id, actor, transport, server, deliveries, inFlight, streams };
   }
 
+  /** A session for an initialize; it is kept (and counted) only once the SDK accepted the initialize. */
   private async newSession(actor: string): Promise<Session> {
-    const session = await this.openSession(randomUUID(), actor);
-    this.sessions.set(session.id, session);
-    return session;
+    if (!(await this.sessions.makeRoom(actor))) {
+      throw new HttpError(
+        429,
+        -32000,
+        `Too many sessions: every one of the ${this.sessionLimits().perActor} sessions of ${actor} has a request in flight; ` +
+          'reuse one of them or retry when one is answered (listen.sessions_per_agent)',
+      );
+    }
+    return this.openSession(randomUUID(), actor);
+  }
+
+  private sessionLimits(): LiveSessionLimits {
+    return this.options.sessionLimits ?? DEFAULT_SESSION_LIMITS;
   }
 
   /** A live session, or one the sessions journal knows (restored after a restart); another actor's is not found. */
@@ -381,7 +451,13 @@ export class McpHttpFront {
       if (live.actor !== actor) throw new HttpError(404, -32001, 'Session not found');
       return live;
     }
-    const restored = await this.restore(id, actor);
+    let restoring = this.restoring.get(id);
+    if (restoring === undefined) {
+      restoring = this.restore(id, actor).finally(() => this.restoring.delete(id));
+      this.restoring.set(id, restoring);
+    }
+    const restored = await restoring;
+    if (restored !== undefined && restored.actor !== actor) throw new HttpError(404, -32001, 'Session not found');
     if (restored === undefined) throw new HttpError(404, -32001, 'Session not found');
     return restored;
   }
@@ -409,7 +485,9 @@ export class McpHttpFront {
     await init.body?.cancel();
     const initialized = await post({ jsonrpc: '2.0', method: 'notifications/initialized' }, true);
     await initialized.body?.cancel();
-    this.sessions.set(id, session);
+    // A restored session counts towards its agent's cap like a new one, but is never refused.
+    await this.sessions.makeRoom(actor);
+    this.sessions.set(session);
     this.log.log(`restored session ${id} of ${actor} from the sessions journal`);
     return session;
   }

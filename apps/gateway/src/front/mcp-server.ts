@@ -1,4 +1,5 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   CallToolRequestSchema,
   ErrorCode,
@@ -9,6 +10,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { annotationsOf, type ToolContract } from '@oncegate/contracts';
 import type { DeliveryWatch } from './delivery-tracker';
+import { refuseMalformedCall } from './incoming-checks';
 import { ONCEGATE_ERROR_CODES } from './mcp-errors';
 import { META_RUN, type ToolCalls } from './tool-calls';
 
@@ -48,6 +50,11 @@ export interface ConnectionFacts {
   runHeader(requestInfo: { headers?: Record<string, string | string[] | undefined> } | undefined): string | undefined;
   /** The transport's view of whether this request's response was written. */
   deliveryOf(sessionId: string | undefined, requestId: string | number): DeliveryWatch | undefined;
+  /**
+   * Throws when the connection's credentials no longer hold (a revoked token), before any request is served.
+   * Absent when the transport authenticates every request itself (HTTP).
+   */
+  recheckCredentials?(): Promise<void>;
 }
 
 /**
@@ -69,8 +76,12 @@ export function createMcpServer(
     },
   );
   const listing = [...[...tools.values()].map(toolListing), EXECUTION_STATUS];
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listing }));
+  server.setRequestHandler(ListToolsRequestSchema, async () => {
+    await connection.recheckCredentials?.();
+    return { tools: listing };
+  });
   server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
+    await connection.recheckCredentials?.();
     const { name, _meta } = request.params;
     const args = (request.params.arguments ?? {}) as Record<string, unknown>;
     if (name === 'execution_status') {
@@ -98,4 +109,21 @@ export function createMcpServer(
     });
   });
   return server;
+}
+
+/**
+ * Connects a server to its transport with the wire checks in front: a malformed tools/call is answered with an
+ * invalid-params error on the same transport and never reaches the SDK's parsing or the execution layer.
+ */
+export async function connectMcpServer(server: Server, transport: Transport): Promise<void> {
+  await server.connect(transport);
+  const deliver = transport.onmessage;
+  transport.onmessage = (message, extra) => {
+    const refused = refuseMalformedCall(message);
+    if (refused === undefined) return deliver?.(message, extra);
+    const id = (message as { id: string | number }).id;
+    transport
+      .send({ jsonrpc: '2.0', id, error: { code: refused.code, message: refused.message, ...(refused.data === undefined ? {} : { data: refused.data }) } })
+      .catch((error: unknown) => server.onerror?.(error as Error));
+  };
 }

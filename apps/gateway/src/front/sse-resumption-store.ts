@@ -1,6 +1,6 @@
 import type { EventStore as McpEventStore, EventId, StreamId } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import type { EventStore } from '@oncegate/event-store';
+import { EventStoreUnavailableError, type EventStore } from '@oncegate/event-store';
 import type { BlobCipher } from '@oncegate/sealed-store';
 
 /** Notified when a stored JSON-RPC message is sent again on a resumed stream. */
@@ -28,14 +28,15 @@ const STREAM_PREFIX = 'mcp-sse-';
 
 /** Event ids are `<sdk stream id>.<revision>`. */
 export function parseEventId(eventId: EventId): { streamId: StreamId; revision: number } | undefined {
-  const match = /^([A-Za-z0-9_-]{1,128})\.(\d{1,15})$/.exec(eventId);
+  const match = /^([A-Za-z0-9_-]{1,128})\.(-1|\d{1,15})$/.exec(eventId);
   return match ? { streamId: match[1]!, revision: Number(match[2]) } : undefined;
 }
 
 /**
  * SSE resumability for the MCP SDK (its `EventStore` interface) backed by our event store, so `Last-Event-ID`
  * works after a gateway restart too. Messages can carry tool results, so each is sealed (AES-256-GCM, bound to
- * its stream) before it is written. Event ids are `<sdk stream id>.<revision>`.
+ * its stream) before it is written. Event ids are `<sdk stream id>.<revision>`. While the store cannot write, messages
+ * are sent without being stored (a stream never waits on storage) and a resume replays only what was stored.
  */
 export class SseResumptionStore {
   constructor(
@@ -59,8 +60,16 @@ export class SseResumptionStore {
           ciphertext: sealed.ciphertext.toString('base64'),
           ...(calls !== undefined && calls.requestIds.length > 0 ? { calls } : {}),
         };
-        const result = await this.store.appendToStream(streamName(streamId), [{ type: 'SseMessageStored', data }]);
-        return `${streamId}.${result.nextExpectedRevision}`;
+        try {
+          const result = await this.store.appendToStream(streamName(streamId), [{ type: 'SseMessageStored', data }]);
+          return `${streamId}.${result.nextExpectedRevision}`;
+        } catch (error) {
+          if (!(error instanceof EventStoreUnavailableError)) throw error;
+          // Storage is unavailable: the message is still sent, only not kept for a resume. Its id names the last
+          // stored revision (-1: none), so a resume from it replays whatever is stored after it.
+          const stored = await this.store.streamRevision(streamName(streamId));
+          return `${streamId}.${stored ?? -1}`;
+        }
       },
       getStreamIdForEventId: async (eventId) => parseEventId(eventId)?.streamId,
       replayEventsAfter: async (lastEventId, { send }) => {

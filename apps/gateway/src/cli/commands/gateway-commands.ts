@@ -1,6 +1,8 @@
 import { ContractValidationError } from '@oncegate/contracts';
+import { EventStoreOpenError } from '@oncegate/event-store';
 import { GatewayConfigError, logLevelsUpTo } from '../../config/gateway-config';
-import { createMcpServer } from '../../front/mcp-server';
+import { tokenRevoked } from '../../front/mcp-errors';
+import { connectMcpServer, createMcpServer } from '../../front/mcp-server';
 import { StdioConnection } from '../../front/stdio-connection';
 import { startGateway } from '../../gateway';
 import { KeyFileError } from '../../infrastructure/key-files';
@@ -26,9 +28,20 @@ function startupFailure(error: unknown, io: CliIo): ExitCode {
     io.stderr(`${error.message}\nnothing was started\n`);
     return EXIT_CODES.failed;
   }
+  if (error instanceof EventStoreOpenError) {
+    io.stderr(`${error.message}; nothing was started\n`);
+    return EXIT_CODES.failed;
+  }
   const code = (error as NodeJS.ErrnoException).code;
   if (code === 'EADDRINUSE') {
     io.stderr(`cannot listen: ${(error as Error).message}; set listen.port or ONCEGATE_PORT\n`);
+    return EXIT_CODES.failed;
+  }
+  if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') {
+    io.stderr(
+      `cannot write ${(error as NodeJS.ErrnoException).path ?? 'the data folder'} (${code}): the gateway needs write access to its data folder; ` +
+        'nothing was started\n',
+    );
     return EXIT_CODES.failed;
   }
   if (code === 'ENOENT') {
@@ -100,7 +113,8 @@ ONCEGATE_RUN optionally declares the agent run.`,
     } catch (error) {
       return startupFailure(error, io);
     }
-    const actor = await gateway.agents.authenticate(process.env['ONCEGATE_TOKEN']);
+    const token = process.env['ONCEGATE_TOKEN'];
+    const actor = await gateway.agents.authenticate(token);
     if (actor === undefined) {
       io.stderr('ONCEGATE_TOKEN is missing, unknown or revoked; issue one with: oncegate agents add <name>\n');
       await gateway.close();
@@ -113,10 +127,15 @@ ONCEGATE_RUN optionally declares the agent run.`,
       transport: 'stdio',
       runHeader: () => (run ? run : undefined),
       deliveryOf: (_sessionId, requestId) => transport.deliveries.watchOf(requestId),
+      // The token is checked on every request, as over HTTP: a revocation by another process is read first.
+      recheckCredentials: async () => {
+        await gateway.agents.refresh();
+        if ((await gateway.agents.authenticate(token)) !== actor) throw tokenRevoked();
+      },
     });
     const closed = new Promise<void>((resolve) => (transport.onclose = () => resolve()));
     process.stdin.once('end', () => void transport.close());
-    await server.connect(transport);
+    await connectMcpServer(server, transport);
     await Promise.race([closed, untilSignal()]);
     await gateway.close();
     return EXIT_CODES.ok;

@@ -79,7 +79,7 @@ and arguments are sealed outside the journal and never exported. Verify with: on
       }
       io.stderr(`exported ${count} events (positions ${from + 1}..${last})\n`);
       return EXIT_CODES.ok;
-    });
+    }, { readOnly: true });
   },
 };
 

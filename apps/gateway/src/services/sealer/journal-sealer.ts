@@ -15,6 +15,8 @@ import {
 
 /** Most events one seal covers, so sealing a long unsealed stretch never holds it all in memory. */
 const MAX_EVENTS_PER_SEAL = 10_000;
+/** Longest pause between two sealing rounds while they keep failing (a full disk, say). */
+const MAX_BACKOFF_MS = 5 * 60_000;
 
 /**
  * Appends signed seals over the global order (DESIGN section 8): each seal covers every position after the
@@ -25,6 +27,9 @@ export class JournalSealer {
   private readonly log = new Logger('journal-sealer');
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<unknown> = Promise.resolve();
+  private stopped = false;
+  /** Sealing rounds failed in a row; each doubles the pause before the next, up to `MAX_BACKOFF_MS`. */
+  private failures = 0;
   private readonly keyId: string;
 
   constructor(
@@ -37,16 +42,44 @@ export class JournalSealer {
     this.keyId = publicKeyId(publicKey);
   }
 
+  /**
+   * Seals every `everyMs`. While rounds fail, the pause doubles (up to 5 minutes) and only the 1st, 2nd, 4th, 8th…
+   * failure in a row is logged; the first success after failures says so and restores the pace.
+   */
   start(): void {
-    this.timer = setInterval(() => {
-      this.running = this.running.then(() => this.sealAll()).catch((error: unknown) => this.log.error(`sealing failed: ${(error as Error).message}`));
-    }, this.everyMs);
+    this.schedule(this.everyMs);
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.running = this.running.then(() => this.round());
+    }, delayMs);
     this.timer.unref();
+  }
+
+  private async round(): Promise<void> {
+    try {
+      await this.sealAll();
+      if (this.failures > 0) this.log.log(`sealing resumed after ${this.failures} failed rounds`);
+      this.failures = 0;
+    } catch (error) {
+      this.failures += 1;
+      if ((this.failures & (this.failures - 1)) === 0) {
+        this.log.error(`sealing failed (${this.failures} in a row; next try in ${(this.nextDelayMs() / 1000).toFixed(1)} s): ${(error as Error).message}`);
+      }
+    }
+    this.schedule(this.nextDelayMs());
+  }
+
+  private nextDelayMs(): number {
+    return this.failures === 0 ? this.everyMs : Math.max(this.everyMs, Math.min(MAX_BACKOFF_MS, this.everyMs * 2 ** this.failures));
   }
 
   /** Stops the timer and seals what is there, so a stopped gateway leaves no unsealed events but the last seal. */
   async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
     await this.running.catch(() => undefined);
     await this.sealAll();
   }

@@ -1,0 +1,85 @@
+import type BetterSqlite3 from 'better-sqlite3';
+
+type Connection = BetterSqlite3.Database;
+
+/** Every SQLite connection opened in this process since the module was tracked. */
+const connections = new Set<Connection>();
+
+/**
+ * The `better-sqlite3` module with its `Database` class wrapped so that each connection is remembered: a test
+ * registers it with `vi.mock('better-sqlite3', async (original) => trackedSqlite(await original()))` and can then
+ * fill the files of the code under test as a full disk would.
+ */
+export function trackedSqlite(original: { default: typeof BetterSqlite3 }): { default: typeof BetterSqlite3 } {
+  class TrackedDatabase extends original.default {
+    constructor(...args: ConstructorParameters<typeof BetterSqlite3>) {
+      super(...args);
+      connections.add(this);
+    }
+  }
+  return { ...original, default: TrackedDatabase as unknown as typeof BetterSqlite3 };
+}
+
+const UNLIMITED_PAGES = 4_294_967_294;
+
+function insertUntilFull(db: Connection, sql: string, sizes: readonly number[], values: (size: number, n: number) => unknown[]): void {
+  let n = 0;
+  for (const size of sizes) {
+    const statement = db.prepare(sql);
+    try {
+      for (;;) statement.run(...values(size, (n += 1)));
+    } catch (error) {
+      if ((error as { code?: string }).code !== 'SQLITE_FULL') throw error;
+    }
+  }
+}
+
+function writableByFile(): Map<string, Connection[]> {
+  const byFile = new Map<string, Connection[]>();
+  for (const db of connections) {
+    if (!db.open || db.readonly || db.memory) continue;
+    byFile.set(db.name, [...(byFile.get(db.name) ?? []), db]);
+  }
+  return byFile;
+}
+
+/**
+ * Makes every open SQLite file of this process full, with real SQLite: each connection may no longer grow its
+ * file (`PRAGMA max_page_count` at the current size, which SQLite answers with SQLITE_FULL), and the free room
+ * left in its pages is taken by a filler table and by filler rows at the end of an `events` table.
+ */
+export function fillDisk(): void {
+  for (const [, dbs] of writableByFile()) {
+    const first = dbs[0]!;
+    first.exec('CREATE TABLE IF NOT EXISTS disk_filler (x BLOB)');
+    const pages = first.pragma('page_count', { simple: true }) as number;
+    for (const db of dbs) db.pragma(`max_page_count = ${pages}`);
+    insertUntilFull(first, 'INSERT INTO disk_filler VALUES (zeroblob(?))', [4000, 1000, 250, 60, 8], (size) => [size]);
+    const hasTable = (name: string) => first.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name) !== undefined;
+    if (hasTable('checkpoints')) {
+      const taken = (first.prepare("SELECT count(*) AS n FROM checkpoints WHERE consumer LIKE 'zz-disk-filler-%'").get() as { n: number }).n;
+      insertUntilFull(first, "INSERT INTO checkpoints (consumer, position, updated_at) VALUES (?, 0, '')", [1000, 200, 40, 0], (size, n) => [
+        `zz-disk-filler-${taken + n}-${'x'.repeat(size)}`,
+      ]);
+    }
+    if (hasTable('events')) {
+      const next = (first.prepare("SELECT coalesce(max(revision), -1) + 1 AS next FROM events WHERE stream_id = 'disk-filler'").get() as { next: number }).next;
+      insertUntilFull(
+        first,
+        `INSERT INTO events (stream_id, revision, event_id, type, data, metadata, recorded_at, prev_hash, hash)
+         VALUES ('disk-filler', ?, ?, 'DiskFiller', ?, '{}', '', ?, ?)`,
+        [2000, 500, 100, 0],
+        // Hashes of the right shape, so the sealer can cover the filler rows once there is room again.
+        (size, n) => [next + n, `zz-disk-filler-${next + n}`, JSON.stringify({ pad: 'x'.repeat(size) }), '0'.repeat(64), '0'.repeat(64)],
+      );
+    }
+  }
+}
+
+/** Gives the room back: the files may grow again and the filler table is dropped. */
+export function freeDisk(): void {
+  for (const [, dbs] of writableByFile()) {
+    for (const db of dbs) db.pragma(`max_page_count = ${UNLIMITED_PAGES}`);
+    dbs[0]!.exec('DROP TABLE IF EXISTS disk_filler');
+  }
+}
