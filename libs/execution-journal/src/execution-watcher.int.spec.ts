@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { executionIdFromUlid, type ExecutionId } from '@oncegate/domain';
 import type { EventStore } from '@oncegate/event-store';
+// eslint-disable-next-line @nx/enforce-module-boundaries -- integration tests run the real SQLite adapter
 import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-store-sqlite';
 import { isoNow, systemClock } from './clock';
 import { runExecutionCommand } from './execution-journal';
