@@ -37,7 +37,8 @@ function insertUntilFull(db: Connection, sql: string, sizes: readonly number[], 
 function writableByFile(): Map<string, Connection[]> {
   const byFile = new Map<string, Connection[]>();
   for (const db of connections) {
-    if (!db.open || db.readonly || db.memory) continue;
+    // An instance lock (`instances/*.lock`) holds an exclusive transaction for its process's life and stores nothing.
+    if (!db.open || db.readonly || db.memory || db.name.endsWith('.lock')) continue;
     byFile.set(db.name, [...(byFile.get(db.name) ?? []), db]);
   }
   return byFile;
