@@ -37,7 +37,7 @@ export interface ExecutionInfo {
   readonly attempts: number;
 }
 
-/** The execution facts every tool result carries (DESIGN section 9). */
+/** The execution facts every tool result carries (docs/design.md section 9). */
 export function executionOf(result: unknown): ExecutionInfo {
   return (result as { structuredContent: { execution: ExecutionInfo } }).structuredContent.execution;
 }

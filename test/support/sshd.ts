@@ -17,7 +17,7 @@ const PORT_ATTEMPTS = 5;
 
 const run = promisify(execFile);
 
-/** A real OpenSSH server on 127.0.0.1, with keys made for this run only (DESIGN: "a real sshd"). */
+/** A real OpenSSH server on 127.0.0.1, with keys made for this run only (a real sshd, as users have). */
 export interface SshdHandle {
   readonly host: '127.0.0.1';
   readonly port: number;

@@ -1,7 +1,7 @@
 import { RECOVERY_POLICIES } from '@oncegate/domain';
 import type { ToolContract } from './tool-contract';
 
-/** MCP tool annotations; derived from the operation class, never written in a contract (DESIGN section 7). */
+/** MCP tool annotations; derived from the operation class, never written in a contract (docs/design.md section 7). */
 export interface ToolAnnotations {
   readOnlyHint: boolean;
   idempotentHint: boolean;

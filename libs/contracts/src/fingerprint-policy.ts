@@ -1,7 +1,7 @@
 import { ArgumentIndex } from './argument-index';
 import type { ToolContract } from './tool-contract';
 
-/** What the fingerprint builder needs from a contract (DESIGN section 2). Paths are top-level names or dotted. */
+/** What the fingerprint builder needs from a contract (docs/design.md section 2). Paths are top-level names or dotted. */
 export interface FingerprintPolicy {
   /** Declared defaults, filled in before canonicalisation, by dotted path (`options.dry_run`). */
   defaults: Record<string, unknown>;

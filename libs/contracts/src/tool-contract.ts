@@ -1,11 +1,11 @@
 import { DEFAULT_REDELIVERY_GRACE_MS } from '@oncegate/domain';
 import type { OperationClass } from '@oncegate/domain';
 
-/** DESIGN section 5; owned by the domain, re-exported here for contract readers. */
+/** docs/design.md section 5; owned by the domain, re-exported here for contract readers. */
 export { DEFAULT_REDELIVERY_GRACE_MS };
 
 /**
- * The parsed, normalised tool contract (DESIGN section 7): durations in milliseconds, defaults filled in,
+ * The parsed, normalised tool contract (docs/design.md section 7): durations in milliseconds, defaults filled in,
  * every cross-reference checked. Instances are deeply frozen.
  */
 export interface ToolContract {
@@ -16,7 +16,7 @@ export interface ToolContract {
   readonly description: string;
   /** JSON Schema (2020-12) of the arguments, as written; `type` is always `object`. */
   readonly inputSchema: JsonSchemaObject;
-  /** Decides recovery after an unknown outcome (DESIGN section 6); the HTTP method never does. */
+  /** Decides recovery after an unknown outcome (docs/design.md section 6); the HTTP method never does. */
   readonly operationClass: OperationClass;
   /** `http`, `ssh` or a plugin channel name (`[a-z][a-z0-9-]*`). */
   readonly channel: string;

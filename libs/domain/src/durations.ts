@@ -10,7 +10,7 @@ export const SECOND_MS = 1_000;
 export const MINUTE_MS = 60 * SECOND_MS;
 export const HOUR_MS = 60 * MINUTE_MS;
 
-/** DESIGN section 5: an idempotent write's redelivery grace when its contract names none (other classes: `RECOVERY_POLICIES`). */
+/** docs/design.md section 5: an idempotent write's redelivery grace when its contract names none (other classes: `RECOVERY_POLICIES`). */
 export const DEFAULT_REDELIVERY_GRACE_MS = 60 * SECOND_MS;
 
 const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;

@@ -1,5 +1,5 @@
 /**
- * The events of an execution stream (DESIGN section 4), as a discriminated union on `type`. Each event's payload
+ * The events of an execution stream (docs/design.md section 4), as a discriminated union on `type`. Each event's payload
  * (`data`) is versioned by a literal `schemaVersion`; a payload change adds a version and an upcaster, never an
  * edit in place. Metadata (ids, actor, clock, hash chain) is added by the caller that appends, not by `decide`.
  */
@@ -13,7 +13,7 @@ export type JsonValue = JsonPrimitive | readonly JsonValue[] | { readonly [key: 
 export type JsonObject = { readonly [key: string]: JsonValue };
 
 /**
- * The canonical operation record (DESIGN section 2) after redaction: secret arguments already replaced by their
+ * The canonical operation record (docs/design.md section 2) after redaction: secret arguments already replaced by their
  * HMAC. Keys are spelled exactly as in the canonical JSON, so the recorded value can be re-fingerprinted during
  * an audit without a mapping step.
  */
@@ -31,7 +31,7 @@ export interface RedactedCanonicalRecord {
   readonly intent_scope: string;
 }
 
-/** DESIGN section 3, strongest first. */
+/** docs/design.md section 3, strongest first. */
 export type IntentScope =
   /** A durable key: the caller's `_meta["io.oncegate/idempotency-key"]` or the argument the contract names. */
   | { readonly kind: 'key'; readonly key: string; readonly source: 'caller' | 'contract' }
@@ -53,7 +53,7 @@ export function formatIntentScope(scope: IntentScope): string {
   }
 }
 
-/** Protocol correlation is evidence only, never identity (DESIGN section 1). */
+/** Protocol correlation is evidence only, never identity (docs/design.md section 1). */
 export interface ProtocolCorrelation {
   readonly jsonRpcId?: string | number;
   readonly sessionId?: string;
@@ -90,7 +90,7 @@ export type DenialBasis =
 /** What an approval decides: this execution alone, or a session grant for the run it belongs to. */
 export type ApprovalScope = 'execution' | 'run';
 
-/** What a matching retry was given (DESIGN sections 5 and 9). */
+/** What a matching retry was given (docs/design.md sections 5 and 9). */
 export type RetryReturn =
   | 'continued'
   | 'pending'
@@ -415,7 +415,7 @@ export const EXECUTION_EVENT_SCHEMA_VERSIONS: {
   ExecutionExpired: 1,
 };
 
-/** Every event type, in the order of DESIGN section 4. Derived from the version table, so none is missing. */
+/** Every event type, in the order of docs/design.md section 4. Derived from the version table, so none is missing. */
 export const EXECUTION_EVENT_TYPES = Object.keys(EXECUTION_EVENT_SCHEMA_VERSIONS) as readonly ExecutionEventType[];
 
 export function isExecutionEventType(value: unknown): value is ExecutionEventType {
@@ -432,7 +432,7 @@ export function executionEvent<TType extends ExecutionEventType>(
 }
 
 /**
- * Metadata every appended event carries (DESIGN section 4). `prev` and `hash` form the hash chain of section 8
+ * Metadata every appended event carries (docs/design.md section 4). `prev` and `hash` form the hash chain of section 8
  * and are filled in by the journal when it appends.
  */
 export interface EventMetadata {

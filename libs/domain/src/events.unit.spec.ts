@@ -12,7 +12,7 @@ import { isFingerprint } from './fingerprint-value';
 import { OPERATION_CLASSES, recoveryPolicyOf } from './operation-class';
 
 describe('execution events', () => {
-  it('lists every event of DESIGN section 4, in order', () => {
+  it('lists every event of docs/design.md section 4, in order', () => {
     expect(EXECUTION_EVENT_TYPES).toEqual([
       'ExecutionAccepted',
       'RetryAttached',
@@ -123,7 +123,7 @@ describe('instants and durations', () => {
 });
 
 describe('operation classes', () => {
-  it('derive MCP annotations from the class (DESIGN section 7)', () => {
+  it('derive MCP annotations from the class (docs/design.md section 7)', () => {
     const hints = Object.fromEntries(OPERATION_CLASSES.map((c) => [c, recoveryPolicyOf(c).annotations]));
     expect(hints['read_only']).toMatchObject({ readOnlyHint: true });
     expect(hints['idempotent_write']).toMatchObject({ readOnlyHint: false, idempotentHint: true });

@@ -1,6 +1,6 @@
 /**
- * The state `evolve` derives from an execution stream (DESIGN section 4). It keeps what the decider, matching,
- * recovery and the agent-facing status (DESIGN section 9) need, and nothing else.
+ * The state `evolve` derives from an execution stream (docs/design.md section 4). It keeps what the decider, matching,
+ * recovery and the agent-facing status (docs/design.md section 9) need, and nothing else.
  */
 import type { IsoInstant } from './durations';
 import type {

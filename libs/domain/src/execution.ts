@@ -1,5 +1,5 @@
 /**
- * The execution decider (DESIGN section 4; STYLE: Emmett-like). `decide` turns a command and the folded state
+ * The execution decider (docs/design.md section 4; STYLE: Emmett-like). `decide` turns a command and the folded state
  * into event payloads, or throws a typed error; `evolve` folds one event into the state. Both are pure: the
  * clock and ids arrive in the command, metadata is added by whoever appends.
  */
@@ -554,7 +554,7 @@ export const executionDecider: Decider<ExecutionCommand, ExecutionEvent, Executi
   decide,
 };
 
-/** What the agent is told about an execution (DESIGN section 9), straight from the folded state. */
+/** What the agent is told about an execution (docs/design.md section 9), straight from the folded state. */
 export interface ExecutionStatusView {
   readonly executionId: ExecutionId | null;
   readonly state: ExecutionStatus;

@@ -1,5 +1,5 @@
 /**
- * The domain records and compares intent fingerprints (DESIGN section 1); computing and parsing them is the
+ * The domain records and compares intent fingerprints (docs/design.md section 1); computing and parsing them is the
  * fingerprint library's job, so its rules are the only ones.
  */
 import { parseFingerprint, type Fingerprint } from '@oncegate/fingerprint';

@@ -1,5 +1,5 @@
 /**
- * Matching a retry to an earlier execution of the same intent (DESIGN section 5), as pure functions. The caller
+ * Matching a retry to an earlier execution of the same intent (docs/design.md section 5), as pure functions. The caller
  * has already found `prior` through the atomic per-fingerprint claim; this decides what the retry gets.
  *
  * Delivery evidence: the gateway can only know that it wrote a response, never that the client read it, so
@@ -25,7 +25,7 @@ import { recoveryPolicyOf, retriesForWholeWindow, type OperationClass, type Reco
 import type { ExecutionId } from './streams';
 
 /**
- * States a retry can attach to while the prior's window is open. DESIGN section 5 lists accepted through
+ * States a retry can attach to while the prior's window is open. docs/design.md section 5 lists accepted through
  * completed/delivered; `denied` and `failed` are added because recover_or_attach returns the same denial or
  * failure (invariant 4), and `abandoned` because a review the operator closed must not turn into a fresh attempt
  * either. `delivered` additionally needs the redelivery grace, except for the classes whose grace is the whole
@@ -211,7 +211,7 @@ export type IdempotencyKeyCheck =
   | { readonly kind: 'same_intent'; readonly executionId: ExecutionId };
 
 /**
- * The caller idempotency-key rule (DESIGN section 5): the same key with a different canonical record is refused
+ * The caller idempotency-key rule (docs/design.md section 5): the same key with a different canonical record is refused
  * with an error naming the first execution, never treated as a new intent. `fingerprints` holds the new call's
  * fingerprint under every active key of the ring, so a key rotation does not look like a different record.
  */

@@ -48,8 +48,8 @@ function attachWith(action: AttachAction): MatchDecision {
   return { kind: 'attach', executionId: EXECUTION_ID, action };
 }
 
-describe('matching a retry (DESIGN section 5)', () => {
-  it('lists the matchable states of DESIGN section 5 plus denied, failed and abandoned', () => {
+describe('matching a retry (docs/design.md section 5)', () => {
+  it('lists the matchable states of docs/design.md section 5 plus denied, failed and abandoned', () => {
     expect(MATCHABLE).toEqual([
       'accepted',
       'awaiting_approval',

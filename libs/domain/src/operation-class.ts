@@ -1,7 +1,7 @@
 import { DEFAULT_REDELIVERY_GRACE_MS } from './durations';
 
 /**
- * Operation classes and what the gateway may do after an outcome is lost (DESIGN section 6).
+ * Operation classes and what the gateway may do after an outcome is lost (docs/design.md section 6).
  * The contract declares the class; the HTTP method never decides it.
  */
 export const OPERATION_CLASSES = [
@@ -37,13 +37,13 @@ export interface RecoveryPolicy {
   /** May a retry ever cause a second request to the target for the same execution? */
   readonly mayRedispatch: boolean;
   /**
-   * How long a delivered result still answers a matching repeat (DESIGN section 5, redelivery_grace): the
+   * How long a delivered result still answers a matching repeat (docs/design.md section 5, redelivery_grace): the
    * default in milliseconds when the contract names none, or `null` for the whole correlation window, which a
    * contract cannot shorten and a delivery record does not end: a repeat of such a call inside its window is
    * a retry unless the caller declares a new intent.
    */
   readonly redeliveryGraceDefaultMs: number | null;
-  /** Annotation hints derived for MCP tool listings (DESIGN section 7). */
+  /** Annotation hints derived for MCP tool listings (docs/design.md section 7). */
   readonly annotations: {
     readonly readOnlyHint: boolean;
     readonly idempotentHint: boolean;

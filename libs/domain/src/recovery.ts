@@ -1,5 +1,5 @@
 /**
- * What happens after an attempt was dispatched and no outcome came back (DESIGN section 6), as tables. The
+ * What happens after an attempt was dispatched and no outcome came back (docs/design.md section 6), as tables. The
  * decider consults the same tables before it allows a second Dispatched, so the rule lives in one place.
  */
 import { addMs, isBefore, SECOND_MS, type IsoInstant } from './durations';

@@ -46,7 +46,7 @@ function stepFor(
   });
 }
 
-describe('recovery after an unknown outcome (DESIGN section 6)', () => {
+describe('recovery after an unknown outcome (docs/design.md section 6)', () => {
   describe.each(['read_only', 'idempotent_write'] as const)('given class %s', (operationClass) => {
     it('when no evidence is needed then it re-dispatches with the same key as the next attempt', () => {
       expect(stepFor(operationClass, NONE, { attempts: 1 })).toEqual({ kind: 'redispatch_same_key', nextAttempt: 2 });

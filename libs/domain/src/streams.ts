@@ -2,10 +2,10 @@
  * The one place stream names and execution ids are built and parsed (STYLE: never build a stream name inline).
  *
  * Categories (the part before the first `-`):
- * - `execution-<execution id>`: one stream per execution (DESIGN section 4).
- * - `intent-<fingerprint digest>`: the atomic per-fingerprint claim (DESIGN section 5).
+ * - `execution-<execution id>`: one stream per execution (docs/design.md section 4).
+ * - `intent-<fingerprint digest>`: the atomic per-fingerprint claim (docs/design.md section 5).
  * - `idempotency-<actor>/<tool>/<key digest>`: a caller's idempotency key, claimed per actor and tool.
- * - `run-<run id>`: the sessions journal of one agent run (DESIGN section 3).
+ * - `run-<run id>`: the sessions journal of one agent run (docs/design.md section 3).
  * - `vault-<name>`: the credential vault's state changes (never a credential value).
  * - `approver-<name>`: API tokens of people who decide approvals over HTTP.
  *
@@ -114,7 +114,7 @@ export function sessionStream(sessionId: string): string {
   return `${STREAM_CATEGORIES.session}-${encodeURIComponent(sessionId)}`;
 }
 
-/** API tokens of one agent, stored hashed (DESIGN section 3). */
+/** API tokens of one agent, stored hashed (docs/design.md section 3). */
 export function agentStream(agentName: string): string {
   requirePart('agent_name', agentName);
   return `${STREAM_CATEGORIES.agent}-${encodeURIComponent(agentName)}`;

@@ -28,7 +28,7 @@ export interface LoadedExecution {
   readonly events: readonly RecordedEvent[];
 }
 
-/** Who appends, and in answer to what: becomes each event's metadata (DESIGN section 4). */
+/** Who appends, and in answer to what: becomes each event's metadata (docs/design.md section 4). */
 export interface AppendContext {
   /** The authenticated principal (`agent:<name>`) or the service (`service:dispatcher-http`). */
   readonly actor: string;

@@ -12,7 +12,7 @@ import { WrongExpectedRevisionError, type EventStore } from '@oncegate/event-sto
 import { isoNow, type Clock } from './clock';
 
 /**
- * Claims make "two identical calls racing end as one execution" hold (DESIGN section 5): the first call to
+ * Claims make "two identical calls racing end as one execution" hold (docs/design.md section 5): the first call to
  * append to `intent-<fingerprint>` with the revision it read owns the intent; a loser re-reads and attaches.
  */
 export interface IntentClaim {

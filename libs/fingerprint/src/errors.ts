@@ -1,7 +1,7 @@
 /*
  * Errors of the fingerprint library. Each carries the facts needed to act and never a value that
  * could be secret (an argument value, a key secret): these errors may reach logs and clients
- * (DESIGN section 11, invariant 5).
+ * (docs/design.md section 11, invariant 5).
  */
 
 /** Why a value is not JSON that canonicalisation accepts. */

@@ -2,7 +2,7 @@ import { toJsonValue, type JsonObject, type JsonValue } from './canonical-json';
 import { FingerprintPolicyError } from './errors';
 
 /**
- * What a tool contract says about fingerprinting its arguments (DESIGN sections 2 and 7). The
+ * What a tool contract says about fingerprinting its arguments (docs/design.md sections 2 and 7). The
  * contracts library produces exactly this shape.
  *
  * Keys are argument paths: a top-level argument name (`region`) or a dotted path into nested objects

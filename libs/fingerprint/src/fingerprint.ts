@@ -3,7 +3,7 @@ import { InvalidFingerprintError } from './errors';
 import { hmacUnderFingerprintKey, type KeyRing } from './key-ring';
 import type { OperationRecord } from './operation-record';
 
-/** `hmac-sha256:<key-id>:<64 lowercase hex>` — DESIGN section 1, the intent fingerprint. */
+/** `hmac-sha256:<key-id>:<64 lowercase hex>` — docs/design.md section 1, the intent fingerprint. */
 export type Fingerprint = `hmac-sha256:${string}:${string}`;
 
 export interface ParsedFingerprint {

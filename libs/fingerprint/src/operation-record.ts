@@ -4,7 +4,7 @@ import { applyFingerprintPolicy, type FingerprintPolicy } from './fingerprint-po
 import { hmacUnderArgumentKey, type KeyRing } from './key-ring';
 
 /**
- * The canonical operation record (DESIGN section 2): what a call does, who does it, through which
+ * The canonical operation record (docs/design.md section 2): what a call does, who does it, through which
  * credential and within which intent scope. Keys are snake_case because the record is hashed and shown
  * to analysts as is. Built from the tool contract, never from raw request bytes: JSON-RPC id, session
  * id, timestamps and `_meta` are not part of it.
@@ -23,7 +23,7 @@ export interface OperationRecord {
   readonly method?: string;
   /** The effect arguments after the contract's defaults, exclusions and secret hiding. */
   readonly arguments: JsonObject;
-  /** `key:<value>`, `run:<id>` or `actor` (DESIGN section 3). */
+  /** `key:<value>`, `run:<id>` or `actor` (docs/design.md section 3). */
   readonly intent_scope: string;
 }
 

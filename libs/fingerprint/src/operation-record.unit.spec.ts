@@ -21,7 +21,7 @@ function policy(overrides: Partial<FingerprintPolicy>): FingerprintPolicy {
 }
 
 describe('buildOperationRecord', () => {
-  it('given the DESIGN section 2 call, then the record has exactly the design keys and canonical form', () => {
+  it('given the docs/design.md section 2 call, then the record has exactly the design keys and canonical form', () => {
     const record = buildOperationRecord(deployCall(), EMPTY_FINGERPRINT_POLICY, ring);
 
     expect(record).toEqual({

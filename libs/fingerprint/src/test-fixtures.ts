@@ -26,7 +26,7 @@ export function testRing(overrides: Partial<KeyRingConfig> = {}): KeyRing {
   return keyRingFromConfig(ringConfig(overrides));
 }
 
-/** The call of DESIGN section 2. */
+/** The call of docs/design.md section 2. */
 export function deployCall(overrides: Partial<OperationRecordInput> = {}): OperationRecordInput {
   return {
     actor: 'agent:deploy-bot',

@@ -17,7 +17,7 @@ export interface ChainedEventFields {
 }
 
 /**
- * The hash-chain link of one event (DESIGN section 8): SHA-256 over the previous event's hash in the same
+ * The hash-chain link of one event (docs/design.md section 8): SHA-256 over the previous event's hash in the same
  * stream, a newline, and the RFC 8785 canonical JSON of the event. Editing any field, or linking an event to
  * another predecessor, changes it. Global order is protected by the seals, not by this link.
  */

@@ -75,7 +75,7 @@ class VerifyStop {
 }
 
 /**
- * Verifies an NDJSON journal export (DESIGN section 8) from its lines, streaming: memory grows with the
+ * Verifies an NDJSON journal export (docs/design.md section 8) from its lines, streaming: memory grows with the
  * number of streams and the events since the last seal, never with the file. Resolves with the first failure.
  */
 export async function verifyJournal(

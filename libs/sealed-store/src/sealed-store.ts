@@ -21,7 +21,7 @@ export interface OpenedBlob {
 }
 
 /**
- * Result bodies and raw arguments never enter the journal (DESIGN section 8): they are encrypted with
+ * Result bodies and raw arguments never enter the journal (docs/design.md section 8): they are encrypted with
  * AES-256-GCM and only their reference and digest are recorded in events.
  */
 export interface SealedStore {

@@ -1,6 +1,6 @@
 /**
  * The approval queue: what people deciding approvals list, read and decide. Approvals are events on the
- * execution stream (DESIGN section 4): the authorization service asks (`ApprovalRequested`) and turns a decision
+ * execution stream (docs/design.md section 4): the authorization service asks (`ApprovalRequested`) and turns a decision
  * into its verdict; this module only lists, shows and appends `ApprovalGranted` / `ApprovalDenied` through the
  * decider. A retry never asks again, so one request shows every call attached to it.
  */

@@ -18,7 +18,7 @@ interface PendingResponse {
 const MAX_PENDING = 1_000;
 
 /**
- * What one MCP session (or stdio connection) proves about the responses written on it (DESIGN section 5). The
+ * What one MCP session (or stdio connection) proves about the responses written on it (docs/design.md section 5). The
  * server only knows what it wrote, so a written response is not delivered: it waits for evidence of receipt —
  * a later message from the client received after the response was fully written, or a `Last-Event-ID` at or
  * past the response's event on a resumed stream. A cancel for the request after it was written proves the

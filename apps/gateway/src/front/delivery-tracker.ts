@@ -16,7 +16,7 @@ export interface DeliveryWatch {
 
 /**
  * Which executions have a caller waiting on an open transport in this process. Result delivery uses it to
- * tell "someone will receive this outcome" from "the caller is gone" (DESIGN section 5: the server can only
+ * tell "someone will receive this outcome" from "the caller is gone" (docs/design.md section 5: the server can only
  * know what it wrote).
  */
 export class DeliveryTracker {

@@ -4,7 +4,7 @@ import { SessionDeliveries } from './delivery-evidence';
 
 /**
  * The SDK's stdio transport for one agent connection, with its delivery evidence: a response counts as received
- * once a later message arrives on the same connection after it was written to stdout (DESIGN section 5).
+ * once a later message arrives on the same connection after it was written to stdout (docs/design.md section 5).
  */
 export class StdioConnection extends StdioServerTransport {
   readonly deliveries = new SessionDeliveries('stdio connection');

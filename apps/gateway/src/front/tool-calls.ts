@@ -350,7 +350,7 @@ export class ToolCalls {
 
   /**
    * Records what the transport proved about the answer: delivered (with the evidence of receipt), or not
-   * delivered; a response written and never acknowledged records nothing (DESIGN section 5).
+   * delivered; a response written and never acknowledged records nothing (docs/design.md section 5).
    */
   private async recordDelivery(executionId: ExecutionId, flags: AnswerFlags, context: CallContext): Promise<void> {
     const settled = context.delivery ? await context.delivery.settled : { kind: 'unproven' as const };

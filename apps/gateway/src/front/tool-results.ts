@@ -19,7 +19,7 @@ export interface AnswerFlags {
   readonly replayed: boolean;
 }
 
-/** What the agent is told about its execution in every answer (DESIGN section 9). */
+/** What the agent is told about its execution in every answer (docs/design.md section 9). */
 export function executionInfo(state: ExecutionState, flags: AnswerFlags) {
   const view = executionStatusView(state);
   return {

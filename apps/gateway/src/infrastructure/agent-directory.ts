@@ -17,7 +17,7 @@ export type AgentRecord = PrincipalRecord;
 export const AgentNameError = PrincipalNameError;
 export type AgentNameError = PrincipalNameError;
 
-/** API tokens of agents (DESIGN section 3). */
+/** API tokens of agents (docs/design.md section 3). */
 export class AgentDirectory extends PrincipalDirectory {
   constructor(store: EventStore) {
     super(store, AGENT_PRINCIPALS);

@@ -3,7 +3,7 @@ import { v7 as uuidv7 } from 'uuid';
 import type { EventStore, RecordedEvent } from '@oncegate/event-store';
 
 /**
- * API tokens of one kind of principal (agents calling tools, approvers deciding approvals; DESIGN section 3).
+ * API tokens of one kind of principal (agents calling tools, approvers deciding approvals; docs/design.md section 3).
  * A token is shown once when issued; the store keeps only its SHA-256 (tokens carry 256 random bits, so a plain
  * hash is not guessable). Tokens are events on one stream per principal, so the CLI can issue or revoke one
  * while the gateway runs and the gateway sees it. Each kind reads only its own streams and has its own token

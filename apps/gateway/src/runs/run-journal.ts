@@ -5,7 +5,7 @@ import { isoNow, loadExecution, type Clock } from '@oncegate/execution-journal';
 import { eventsFromStore } from '@oncegate/projections';
 
 /**
- * The sessions journal (DESIGN section 3): one `run-<id>` stream per agent run with RunStarted, RunGranted and
+ * The sessions journal (docs/design.md section 3): one `run-<id>` stream per agent run with RunStarted, RunGranted and
  * RunEnded. A run is the unit of a session grant. A client declares its run, or gets one per MCP session
  * (`session:<session id>`); a run belongs to the actor that started it.
  */

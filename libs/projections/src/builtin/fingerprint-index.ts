@@ -1,6 +1,6 @@
 /**
  * fingerprint → the executions accepted under it (in order), who and what, and where the latest one stands.
- * The gateway claims through `intent-` streams; this index is for look-ups and analysts (DESIGN section 5).
+ * The gateway claims through `intent-` streams; this index is for look-ups and analysts (docs/design.md section 5).
  */
 import type { ExecutionStatus } from '@oncegate/domain';
 import { EXECUTION_STREAM_PREFIX, executionEventOf, statusAfter } from '../execution-events';

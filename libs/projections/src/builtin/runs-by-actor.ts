@@ -1,7 +1,7 @@
 /**
  * actor → the runs it made calls in, with how many executions each started and which tools it used. The run is
  * the declared one (`run:` intent scope); without it, the MCP session the call came in on stands for the run
- * (DESIGN section 3); with neither, `(none)`.
+ * (docs/design.md section 3); with neither, `(none)`.
  */
 import { EXECUTION_STREAM_PREFIX, executionEventOf } from '../execution-events';
 import type { Projection, ProjectionRow } from '../projection';

@@ -15,7 +15,7 @@ import { CLOCK, DISPATCHER_ID, SEALED_STORE, SSH_DISPATCHER, TOOLS, VAULT } from
 
 /**
  * Runs SSH tools (remote commands) through the durable marker protocol: `Dispatched` is durable before the
- * exec request is sent; after an unknown outcome the marker on the host decides (DESIGN section 6). The key
+ * exec request is sent; after an unknown outcome the marker on the host decides (docs/design.md section 6). The key
  * comes from the vault at connect time, only for the host and port it is bound to.
  */
 @Controller()

@@ -23,7 +23,7 @@ export function retryPending(execution: LoadedExecution): boolean {
 }
 
 /**
- * Applies the class's recovery rule (DESIGN section 6, decided by the pure `nextRecoveryStep`) to an execution
+ * Applies the class's recovery rule (docs/design.md section 6, decided by the pure `nextRecoveryStep`) to an execution
  * whose outcome is unknown: gather evidence (status query, marker probe), report an outcome a marker proves,
  * hold for review, or send again — the last only when the agent retried, never on its own.
  */

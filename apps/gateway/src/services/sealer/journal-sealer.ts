@@ -19,7 +19,7 @@ const MAX_EVENTS_PER_SEAL = 10_000;
 const MAX_BACKOFF_MS = 5 * 60_000;
 
 /**
- * Appends signed seals over the global order (DESIGN section 8): each seal covers every position after the
+ * Appends signed seals over the global order (docs/design.md section 8): each seal covers every position after the
  * previous seal, so deleting, inserting, reordering or editing a sealed event is detected offline. Competing
  * sealers are safe: a seal is appended with the expected revision of the seal stream.
  */
