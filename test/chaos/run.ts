@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { markdownTable } from '../support/markdown-table';
+import { countAndOnly, integerOption } from '../support/run-options';
 import { campaignPassed, findingsOf, runCampaign, summaryRows } from './campaign';
 import { ChaosWorld } from './world';
 
@@ -10,17 +11,7 @@ import { ChaosWorld } from './world';
  */
 const USAGE = 'usage: npm run chaos -- --trials N [--seed S] [--only I] [--quiet]';
 
-function integer(name: string, text: string | undefined, fallback?: number): number {
-  if (text === undefined) {
-    if (fallback !== undefined) return fallback;
-    throw new UsageError(`--${name} is required`);
-  }
-  const value = Number(text);
-  if (!/^-?\d+$/.test(text) || !Number.isSafeInteger(value)) throw new UsageError(`--${name} must be an integer, got '${text}'`);
-  return value;
-}
 
-class UsageError extends Error {}
 
 async function main(): Promise<number> {
   let options;
@@ -33,11 +24,8 @@ async function main(): Promise<number> {
       process.stdout.write(`${USAGE}\n`);
       return 0;
     }
-    const only = values.only === undefined ? undefined : integer('only', values.only);
-    const trials = only === undefined ? integer('trials', values.trials) : integer('trials', values.trials, only + 1);
-    if (trials < 1) throw new UsageError('--trials must be at least 1');
-    if (only !== undefined && (only < 0 || only >= trials)) throw new UsageError(`--only must be a trial index below --trials (${trials})`);
-    const seed = integer('seed', values.seed, Date.now() % 2 ** 31);
+    const { count: trials, only } = countAndOnly('trials', values.trials, values.only, 'trial');
+    const seed = integerOption('seed', values.seed, Date.now() % 2 ** 31);
     options = { trials, seed, ...(only === undefined ? {} : { only }), quiet: values.quiet === true };
   } catch (error) {
     process.stderr.write(`${(error as Error).message}\n${USAGE}\n`);

@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { markdownTable } from '../support/markdown-table';
+import { countAndOnly, integerOption, UsageError } from '../support/run-options';
 import { fuzzPassed, startFuzzWorld, type FuzzVerdict } from './fuzz-world';
 import { runFuzz } from './fuzz-front';
 
@@ -10,17 +11,7 @@ import { runFuzz } from './fuzz-front';
  */
 const USAGE = 'usage: npm run fuzz -- --frames N [--seed S] [--only I] [--settle-ms MS] [--rss-slack-mib M]';
 
-class UsageError extends Error {}
 
-function integer(name: string, text: string | undefined, fallback?: number): number {
-  if (text === undefined) {
-    if (fallback !== undefined) return fallback;
-    throw new UsageError(`--${name} is required`);
-  }
-  const value = Number(text);
-  if (!/^-?\d+$/.test(text) || !Number.isSafeInteger(value)) throw new UsageError(`--${name} must be an integer, got '${text}'`);
-  return value;
-}
 
 async function main(): Promise<number> {
   let options;
@@ -40,14 +31,11 @@ async function main(): Promise<number> {
       process.stdout.write(`${USAGE}\n`);
       return 0;
     }
-    const only = values.only === undefined ? undefined : integer('only', values.only);
-    const frames = only === undefined ? integer('frames', values.frames) : integer('frames', values.frames, only + 1);
-    if (frames < 1) throw new UsageError('--frames must be at least 1');
-    if (only !== undefined && (only < 0 || only >= frames)) throw new UsageError(`--only must be a frame index below --frames (${frames})`);
-    const settleMs = integer('settle-ms', values['settle-ms'], 3_000);
-    const slackMiB = integer('rss-slack-mib', values['rss-slack-mib'], 32);
+    const { count: frames, only } = countAndOnly('frames', values.frames, values.only, 'frame');
+    const settleMs = integerOption('settle-ms', values['settle-ms'], 3_000);
+    const slackMiB = integerOption('rss-slack-mib', values['rss-slack-mib'], 32);
     if (settleMs < 0 || slackMiB < 0) throw new UsageError('--settle-ms and --rss-slack-mib must not be negative');
-    options = { frames, seed: integer('seed', values.seed, Date.now() % 2 ** 31), ...(only === undefined ? {} : { only }), settleMs, slackMiB };
+    options = { frames, seed: integerOption('seed', values.seed, Date.now() % 2 ** 31), ...(only === undefined ? {} : { only }), settleMs, slackMiB };
   } catch (error) {
     process.stderr.write(`${(error as Error).message}\n${USAGE}\n`);
     return 2;
