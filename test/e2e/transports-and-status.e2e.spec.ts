@@ -19,6 +19,22 @@ import { executionOf } from '../support/scenario';
 const LAUNCHER = fileURLToPath(new URL('../../bin/oncegate.mjs', import.meta.url));
 
 
+/** Issues a token for `agent` and connects the official client to `oncegate stdio` with it. */
+async function stdioClientOf(folder: GatewayFolder, agent: string): Promise<Client> {
+  const issued = await oncegate(folder, ['agents', 'add', agent]);
+  expect(issued.code).toBe(0);
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [LAUNCHER, 'stdio', '--config', folder.configFile],
+    cwd: folder.dir,
+    env: { ...(process.env as Record<string, string>), ONCEGATE_TOKEN: issued.stdout.trim() },
+    stderr: 'pipe',
+  });
+  const client = new Client({ name: 'stdio-e2e', version: '1.0.0' });
+  await client.connect(transport);
+  return client;
+}
+
 describe('gateway end to end: stdio, cancellation, pending answers and tokens', () => {
   let target: DemoTargetProcess | undefined;
   let folder: GatewayFolder | undefined;
@@ -34,17 +50,7 @@ describe('gateway end to end: stdio, cancellation, pending answers and tokens', 
   it('given an agent token, when the official client speaks MCP over `oncegate stdio`, then calls are executions like over HTTP', async () => {
     target = await startDemoTargetProcess();
     folder = await gatewayFolder(target.url);
-    const issued = await oncegate(folder, ['agents', 'add', 'stdio-agent']);
-    expect(issued.code).toBe(0);
-    const transport = new StdioClientTransport({
-      command: process.execPath,
-      args: [LAUNCHER, 'stdio', '--config', folder.configFile],
-      cwd: folder.dir,
-      env: { ...(process.env as Record<string, string>), ONCEGATE_TOKEN: issued.stdout.trim() },
-      stderr: 'pipe',
-    });
-    const client = new Client({ name: 'stdio-e2e', version: '1.0.0' });
-    await client.connect(transport);
+    const client = await stdioClientOf(folder, 'stdio-agent');
     const tools = await client.listTools();
     expect(tools.tools.map((tool) => tool.name)).toEqual(['get_build', 'set_config', 'send_payment', 'update_inventory', 'send_payout', 'execution_status']);
     expect(tools.tools.find((tool) => tool.name === 'send_payment')!.annotations).toMatchObject({ destructiveHint: true });
@@ -65,17 +71,7 @@ describe('gateway end to end: stdio, cancellation, pending answers and tokens', 
   it('given an open `oncegate stdio` session, when its agent token is revoked, then the next call is refused and nothing is appended', async () => {
     target = await startDemoTargetProcess();
     folder = await gatewayFolder(target.url);
-    const issued = await oncegate(folder, ['agents', 'add', 'soon-revoked']);
-    expect(issued.code).toBe(0);
-    const transport = new StdioClientTransport({
-      command: process.execPath,
-      args: [LAUNCHER, 'stdio', '--config', folder.configFile],
-      cwd: folder.dir,
-      env: { ...(process.env as Record<string, string>), ONCEGATE_TOKEN: issued.stdout.trim() },
-      stderr: 'pipe',
-    });
-    const client = new Client({ name: 'stdio-e2e', version: '1.0.0' });
-    await client.connect(transport);
+    const client = await stdioClientOf(folder, 'soon-revoked');
     try {
       const first = await client.callTool({ name: 'set_config', arguments: { name: 'before.revoke', value: '1' } });
       expect(first.isError).toBe(false);
