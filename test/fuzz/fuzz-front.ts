@@ -61,7 +61,14 @@ export interface FuzzReport {
   readonly sessionsOpened: number;
   /** Initializes without a session that got no session id back (refused). */
   readonly initializesRefused: number;
+  /** Before any frame (a cold process). */
   readonly rssBaselineKiB: number;
+  /**
+   * After the first tenth of the frames and a settle: the process with every path warmed and its caches (live
+   * sessions up to the per-agent cap) filled. Growth is measured from here, so a leak shows and a full cache
+   * does not.
+   */
+  readonly rssWarmKiB: number;
   readonly rssAfterKiB: number;
 }
 
@@ -123,7 +130,7 @@ function frameExcerpt(frame: FuzzFrame): string {
 export async function runFuzz(world: FuzzWorld, options: FuzzOptions): Promise<FuzzReport> {
   const log = options.log ?? (() => undefined);
   const bound = options.answerBoundMs ?? 5_000;
-  const settle = options.settleMs ?? 3_000;
+  const settle = options.settleMs ?? 5_000;
   const url = new URL(world.gateway.url);
   const token = world.gateway.devToken;
   const pid = world.gateway.child.pid!;
@@ -164,7 +171,13 @@ export async function runFuzz(world: FuzzWorld, options: FuzzOptions): Promise<F
   let initializesRefused = 0;
   const first = options.only ?? 0;
   const last = options.only === undefined ? options.frames : options.only + 1;
+  const warmAt = first + Math.max(1, Math.floor((last - first) / 10));
+  let rssWarmKiB = rssBaselineKiB;
   for (let index = first; index < last; index++) {
+    if (index === warmAt) {
+      await sleep(settle);
+      rssWarmKiB = rssKiB(pid);
+    }
     const frame = frameAt(options.seed, index);
     const row = rows.get(frame.kind) ?? { kind: frame.kind, frames: 0, '2xx': 0, '4xx': 0, '5xx': 0, 'no answer': 0, dispatched: 0 };
     rows.set(frame.kind, row);
@@ -243,6 +256,7 @@ export async function runFuzz(world: FuzzWorld, options: FuzzOptions): Promise<F
     sessionsOpened,
     initializesRefused,
     rssBaselineKiB,
+    rssWarmKiB,
     rssAfterKiB,
   };
 }

@@ -17,7 +17,7 @@ describe('MCP front fuzz: generated hostile frames against a real gateway proces
     world = await startFuzzWorld();
     report = await runFuzz(world, { frames: FRAMES, seed: SEED, maxRequestBytes: world.maxRequestBytes, settleMs: 2_000 });
     console.log(
-      `${markdownTable(report.rows)}\ngateway RSS: baseline ${report.rssBaselineKiB} KiB, after ${report.rssAfterKiB} KiB\n` +
+      `${markdownTable(report.rows)}\ngateway RSS: cold ${report.rssBaselineKiB} KiB, warm ${report.rssWarmKiB} KiB, after ${report.rssAfterKiB} KiB\n` +
         report.findings.slice(0, 20).map((f) => `frame ${f.frame} (${f.kind}): ${f.what}`).join('\n'),
     );
   }, 120_000);

@@ -32,7 +32,7 @@ async function main(): Promise<number> {
       return 0;
     }
     const { count: frames, only } = countAndOnly('frames', values.frames, values.only, 'frame');
-    const settleMs = integerOption('settle-ms', values['settle-ms'], 3_000);
+    const settleMs = integerOption('settle-ms', values['settle-ms'], 5_000);
     const slackMiB = integerOption('rss-slack-mib', values['rss-slack-mib'], 32);
     if (settleMs < 0 || slackMiB < 0) throw new UsageError('--settle-ms and --rss-slack-mib must not be negative');
     options = { frames, seed: integerOption('seed', values.seed, Date.now() % 2 ** 31), ...(only === undefined ? {} : { only }), settleMs, slackMiB };
@@ -51,8 +51,8 @@ async function main(): Promise<number> {
     process.stdout.write(markdownTable(report.rows));
     process.stdout.write(
       `\nsessions opened: ${report.sessionsOpened}; initializes refused: ${report.initializesRefused}; ExecutionAccepted appended: ${report.executionsAccepted}; requests at the target: ${report.targetRequests}\n` +
-        `gateway RSS: baseline ${(report.rssBaselineKiB / 1024).toFixed(1)} MiB, after ${(report.rssAfterKiB / 1024).toFixed(1)} MiB ` +
-        `(+${((report.rssAfterKiB - report.rssBaselineKiB) / 1024).toFixed(1)} MiB; allowed +${options.slackMiB} MiB)\n`,
+        `gateway RSS: cold ${(report.rssBaselineKiB / 1024).toFixed(1)} MiB, warm (after a tenth of the frames) ${(report.rssWarmKiB / 1024).toFixed(1)} MiB, ` +
+        `after ${(report.rssAfterKiB / 1024).toFixed(1)} MiB (+${((report.rssAfterKiB - report.rssWarmKiB) / 1024).toFixed(1)} MiB over warm; allowed +${options.slackMiB} MiB)\n`,
     );
     for (const finding of report.findings.slice(0, 50)) {
       process.stdout.write(`  frame ${finding.frame} (${finding.kind}): ${finding.what}\n    ${finding.excerpt}\n`);
