@@ -86,6 +86,8 @@ await new Promise((resolve) => setTimeout(resolve, 500));
 say('5. The agent retries the same call (a new JSON-RPC id, a new connection).');
 const second = await connect();
 const retried = await second.callTool({ name: 'send_payment', arguments: payment });
+// The agent goes on: its next request on the session is what tells the gateway the answer arrived.
+await second.listTools();
 await second.close();
 const execution = (retried.structuredContent as { execution: { id: string; attached: boolean; state: string } }).execution;
 say(`   execution ${execution.id}: attached=${execution.attached}, state=${execution.state}`);

@@ -6,6 +6,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freePort } from '../support/gateway-process';
+import { eventually, readJournal } from '../support/journal';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -50,6 +51,17 @@ describe('the README walkthrough', () => {
     expect(code, output).toBe(0);
     expect(output).toMatch(/attached=true, state=completed_result_not_delivered/);
     expect(output).toMatch(/payments at the target: 1 \(one effect/);
+    // The journal the README describes, in its order.
+    const types = await eventually(async () => {
+      const events = (await readJournal(dataDir, ['execution-'])).map((event) => event.type);
+      return events.includes('ResultDelivered') ? events : undefined;
+    });
+    expect(types.filter((type) => ['Dispatched', 'ResultDeliveryFailed', 'RetryAttached', 'ResultDelivered'].includes(type))).toEqual([
+      'Dispatched',
+      'ResultDeliveryFailed',
+      'RetryAttached',
+      'ResultDelivered',
+    ]);
     gateway.kill('SIGTERM');
     await exited;
   });
