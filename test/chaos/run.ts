@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { markdownTable } from '../support/markdown-table';
-import { countAndOnly, integerOption } from '../support/run-options';
+import { countAndOnly, exitWith, integerOption } from '../support/run-options';
 import { campaignPassed, findingsOf, runCampaign, summaryRows } from './campaign';
 import { ChaosWorld } from './world';
 
@@ -56,10 +56,4 @@ async function main(): Promise<number> {
   }
 }
 
-main().then(
-  (code) => process.exit(code),
-  (error: unknown) => {
-    process.stderr.write(`${(error as Error).stack ?? String(error)}\n`);
-    process.exit(1);
-  },
-);
+exitWith(main());

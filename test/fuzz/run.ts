@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { markdownTable } from '../support/markdown-table';
-import { countAndOnly, integerOption, UsageError } from '../support/run-options';
+import { countAndOnly, exitWith, integerOption, UsageError } from '../support/run-options';
 import { fuzzPassed, startFuzzWorld, type FuzzVerdict } from './fuzz-world';
 import { runFuzz } from './fuzz-front';
 
@@ -65,10 +65,4 @@ async function main(): Promise<number> {
   }
 }
 
-main().then(
-  (code) => process.exit(code),
-  (error: unknown) => {
-    process.stderr.write(`${(error as Error).stack ?? String(error)}\n`);
-    process.exit(1);
-  },
-);
+exitWith(main());

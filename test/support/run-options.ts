@@ -23,3 +23,14 @@ export function countAndOnly(countName: string, count: string | undefined, only:
   if (index !== undefined && (index < 0 || index >= total)) throw new UsageError(`--only must be a ${what} index below --${countName} (${total})`);
   return { count: total, only: index };
 }
+
+/** Runs a runner's `main` and exits with its code; an unexpected error prints its stack and exits 1. */
+export function exitWith(main: Promise<number>): void {
+  main.then(
+    (code) => process.exit(code),
+    (error: unknown) => {
+      process.stderr.write(`${(error as Error).stack ?? String(error)}\n`);
+      process.exit(1);
+    },
+  );
+}
