@@ -16,6 +16,7 @@ export type {
   Subscription,
   SubscriptionStart,
 } from './event-store';
+export { backoffMs } from './backoff';
 export {
   DuplicateEventIdError,
   EventStoreClosedError,

@@ -11,6 +11,7 @@ import {
   type ProtocolCorrelation,
 } from '@oncegate/domain';
 import {
+  backoffMs,
   WrongExpectedRevisionError,
   type EventStore,
   type EventToAppend,
@@ -170,7 +171,7 @@ async function decideAndAppend(
       if (!(error instanceof WrongExpectedRevisionError) || conflicts >= maxConflicts) throw error;
       // Writers in other processes win one per commit; a growing, jittered pause spreads the tries over commits
       // instead of having them collide again.
-      if (conflicts >= 1) await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(MAX_CONFLICT_BACKOFF_MS, 2 ** conflicts)));
+      if (conflicts >= 1) await new Promise((resolve) => setTimeout(resolve, Math.random() * backoffMs(conflicts, 1, MAX_CONFLICT_BACKOFF_MS)));
     }
   }
 }

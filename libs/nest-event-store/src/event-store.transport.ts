@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { BaseRpcContext, Server, type CustomTransportStrategy } from '@nestjs/microservices';
 import { isObservable, lastValueFrom } from 'rxjs';
-import { EventStoreUnavailableError, type EventStore, type RecordedEvent, type SubscriptionStart, type Subscription } from '@oncegate/event-store';
+import { backoffMs, EventStoreUnavailableError, type EventStore, type RecordedEvent, type SubscriptionStart, type Subscription } from '@oncegate/event-store';
 
 /** What a handler can learn about the event beyond its payload. */
 export class EventStoreContext extends BaseRpcContext<[RecordedEvent, string]> {
@@ -88,14 +88,14 @@ export class EventStoreTransport extends Server implements CustomTransportStrate
           attempt -= 1;
           if ((unavailable & (unavailable - 1)) === 0) this.log.warn(`${where} waits for storage (${unavailable} tries): ${error.message}`);
           const maxMs = this.options.unavailableRetryMaxMs ?? 5000;
-          await new Promise((resolve) => setTimeout(resolve, Math.min(maxMs, 50 * 2 ** Math.min(unavailable, 16))));
+          await new Promise((resolve) => setTimeout(resolve, backoffMs(unavailable, 50, maxMs)));
           continue;
         }
         if (attempt >= attempts) {
           this.log.error(`gave up on ${where} after ${attempt} attempts: ${(error as Error)?.message ?? error}`);
           return;
         }
-        await new Promise((resolve) => setTimeout(resolve, 20 * 2 ** attempt));
+        await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt, 20)));
       }
     }
   }

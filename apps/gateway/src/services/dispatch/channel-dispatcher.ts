@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import { EventPattern, Payload } from '@nestjs/microservices';
 import { DomainError, type DefiniteOutcome, type ExecutionCommand, type ExecutionId, type ExecutionState, type UnknownOutcomeReason } from '@oncegate/domain';
 import type { ToolContract } from '@oncegate/contracts';
-import { EventStoreClosedError, type EventStore, type RecordedEvent } from '@oncegate/event-store';
+import { backoffMs, EventStoreClosedError, type EventStore, type RecordedEvent } from '@oncegate/event-store';
 import { isoNow, loadExecution, runExecutionCommand, type Clock, type LoadedExecution } from '@oncegate/execution-journal';
 import type { SealedStore } from '@oncegate/sealed-store';
 import type { StoredResult } from '../../front/tool-results';
@@ -218,7 +218,7 @@ export abstract class ChannelDispatcher {
         // The decider's refusal would be the same on every try; only the store's failures pass.
         if (error instanceof DomainError || error instanceof EventStoreClosedError || Date.now() > (this.giveUpRecordingAt ?? Infinity)) throw error;
         this.log.warn(`${executionId}: recording the outcome of attempt ${attempt} failed, trying again: ${(error as Error).message}`);
-        await new Promise((resolve) => setTimeout(resolve, Math.min(RECORD_RETRY_MAX_MS, 50 * 2 ** failures)));
+        await new Promise((resolve) => setTimeout(resolve, backoffMs(failures, 50, RECORD_RETRY_MAX_MS)));
       }
     }
   }

@@ -2,7 +2,7 @@ import type { KeyObject } from 'node:crypto';
 import { Logger } from '@nestjs/common';
 import { v7 as uuidv7 } from 'uuid';
 import type { EventStore } from '@oncegate/event-store';
-import { WrongExpectedRevisionError } from '@oncegate/event-store';
+import { backoffMs, WrongExpectedRevisionError } from '@oncegate/event-store';
 import { isoNow, type Clock } from '@oncegate/execution-journal';
 import {
   planSeal,
@@ -73,7 +73,7 @@ export class JournalSealer {
   }
 
   private nextDelayMs(): number {
-    return this.failures === 0 ? this.everyMs : Math.max(this.everyMs, Math.min(MAX_BACKOFF_MS, this.everyMs * 2 ** this.failures));
+    return this.failures === 0 ? this.everyMs : Math.max(this.everyMs, backoffMs(this.failures, this.everyMs, MAX_BACKOFF_MS));
   }
 
   /** Stops the timer and seals what is there, so a stopped gateway leaves no unsealed events but the last seal. */
