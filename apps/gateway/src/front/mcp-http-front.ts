@@ -457,8 +457,7 @@ export class McpHttpFront {
       this.restoring.set(id, restoring);
     }
     const restored = await restoring;
-    if (restored !== undefined && restored.actor !== actor) throw new HttpError(404, -32001, 'Session not found');
-    if (restored === undefined) throw new HttpError(404, -32001, 'Session not found');
+    if (restored === undefined || restored.actor !== actor) throw new HttpError(404, -32001, 'Session not found');
     return restored;
   }
 
