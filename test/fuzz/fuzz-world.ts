@@ -1,10 +1,14 @@
+import { readFileSync, writeFileSync } from 'node:fs';
 import { startDemoTargetProcess } from '../support/demo-target-process';
 import { gatewayFolder, startGatewayProcess } from '../support/gateway-process';
 import { JournalFollower } from '../support/journal-follower';
 import type { FuzzReport, FuzzWorld } from './fuzz-front';
 
+/** Sessions the fuzz gateway keeps in memory for its one agent. */
+const SESSIONS_PER_AGENT = 10;
+
 /** The fuzz gateway's V8 old-space limit. */
-const HEAP_LIMIT_MIB = 128;
+const HEAP_LIMIT_MIB = 64;
 
 /** The gateway's request limit in the fuzz configuration: oversized frames are built past it. */
 const MAX_REQUEST_BYTES = 64 * 1024;
@@ -13,6 +17,10 @@ const MAX_REQUEST_BYTES = 64 * 1024;
 export async function startFuzzWorld(): Promise<FuzzWorld & { readonly maxRequestBytes: number; stop(): Promise<void> }> {
   const target = await startDemoTargetProcess();
   const folder = await gatewayFolder(target.url, { max_request_bytes: `${MAX_REQUEST_BYTES}` });
+  // A small session cache fills within the warm-up, so growth after it is a leak, not the cache filling up to
+  // its cap (the cap itself is proven by the sessions tests).
+  const config = readFileSync(folder.configFile, 'utf8');
+  writeFileSync(folder.configFile, config.replace('path: /mcp }', `path: /mcp, sessions_per_agent: ${SESSIONS_PER_AGENT} }`));
   // A bounded heap, as an operator would run it: V8 then collects instead of growing its heap lazily, so what
   // RSS still gains after the warm-up is memory the gateway keeps (a leak), and a leak ends the run out of memory.
   const gateway = await startGatewayProcess(folder, { NODE_OPTIONS: `--max-old-space-size=${HEAP_LIMIT_MIB}` });
