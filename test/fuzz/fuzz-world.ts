@@ -8,7 +8,7 @@ import type { FuzzReport, FuzzWorld } from './fuzz-front';
 const SESSIONS_PER_AGENT = 10;
 
 /** The fuzz gateway's V8 old-space limit. */
-const HEAP_LIMIT_MIB = 128;
+const HEAP_LIMIT_MIB = 64;
 
 /** The gateway's request limit in the fuzz configuration: oversized frames are built past it. */
 const MAX_REQUEST_BYTES = 64 * 1024;

@@ -80,6 +80,7 @@ Runs the gateway in the foreground until SIGINT or SIGTERM. Configuration: the f
         `Oncegate is listening on ${gateway.url}`,
         `  tools:        ${[...gateway.tools.keys()].join(', ')} (from ${config.contractsFile})`,
         `  data folder:  ${gateway.dataDir}`,
+        `  runtime:      Node ${process.version}`,
         ...(gateway.devToken ? [`  dev token:    ${gateway.devToken}   (agent:dev; send as 'Authorization: Bearer <token>')`] : []),
         ...(gateway.demoTargetUrl ? [`  demo target:  ${gateway.demoTargetUrl}   (GET /effects counts side effects)`] : []),
         '',
