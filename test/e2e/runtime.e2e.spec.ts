@@ -1,11 +1,16 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
-import { delimiter, join } from 'node:path';
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { startDemoTargetProcess } from '../support/demo-target-process';
 import { executionEvents, executionIds } from '../support/journal';
 import { connectClient } from '../support/mcp-clients';
-import { oncegate } from '../support/gateway-process';
+import { gatewayFolder, oncegate, startGatewayProcess } from '../support/gateway-process';
 import { gatewayScenario } from '../support/scenario';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 const ENGINES = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { engines: { node: string } }).engines.node;
 const REQUIRED_MAJOR = Number(/^>=(\d+)/.exec(ENGINES)![1]);
@@ -55,5 +60,62 @@ describe('the runtime the project brings', () => {
     // The agent directory reads the SQLite journal: on the older Node the native module would not even load.
     expect(listed.status, listed.stderr).toBe(0);
     expect(listed.stdout).toMatch(/agent:launcher-check\t/);
+  });
+});
+
+/**
+ * What a production installation holds: the launcher, the compiled apps, package.json, and only the packages
+ * package-lock.json does not mark as development dependencies (linked from this checkout's node_modules): no
+ * tsx, no esbuild, no TypeScript.
+ */
+function productionInstallation(): { dir: string; launcher: string; dispose(): void } {
+  const dir = mkdtempSync(join(tmpdir(), 'oncegate-production-'));
+  cpSync(join(ROOT, 'bin'), join(dir, 'bin'), { recursive: true });
+  cpSync(join(ROOT, 'dist'), join(dir, 'dist'), { recursive: true });
+  copyFileSync(join(ROOT, 'package.json'), join(dir, 'package.json'));
+  const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean }> };
+  for (const [path, entry] of Object.entries(lock.packages)) {
+    if (entry.dev === true || !/^node_modules\/(@[^/]+\/)?[^/]+$/.test(path) || !existsSync(join(ROOT, path))) continue;
+    mkdirSync(dirname(join(dir, path)), { recursive: true });
+    symlinkSync(join(ROOT, path), join(dir, path));
+  }
+  return { dir, launcher: join(dir, 'bin', 'oncegate.mjs'), dispose: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+describe('the compiled gateway', () => {
+  it('given only production dependencies, when the compiled gateway serves a call and its journal is verified by worker threads, then no TypeScript tooling is needed', async () => {
+    const installation = productionInstallation();
+    const target = await startDemoTargetProcess();
+    const folder = await gatewayFolder(target.url);
+    try {
+      for (const tool of ['tsx', 'esbuild', 'typescript', 'vitest']) expect(existsSync(join(installation.dir, 'node_modules', tool)), tool).toBe(false);
+      expect(existsSync(join(installation.dir, 'node_modules', 'better-sqlite3'))).toBe(true);
+
+      const gateway = await startGatewayProcess(folder, {}, { launcher: installation.launcher });
+      try {
+        const { client } = await connectClient(gateway.url, gateway.devToken);
+        const answer = await client.callTool({ name: 'set_config', arguments: { name: 'runtime.compiled', value: 'yes' } });
+        await client.close();
+        expect(answer.isError, JSON.stringify(answer)).toBe(false);
+      } finally {
+        await gateway.stop();
+      }
+      expect((await target.effects()).byEndpoint['PUT /config/:name']).toBe(1);
+
+      const run = (args: string[]) => oncegate(folder, args, {}, undefined, {}, installation.launcher);
+      const exported = await run(['journal', 'export']);
+      expect(exported.code, exported.stderr).toBe(0);
+      const file = join(folder.dir, 'journal.ndjson');
+      writeFileSync(file, exported.stdout);
+      const publicKey = join(folder.dataDir, 'keys', 'journal-seal.pub.pem');
+      // Two worker threads load the compiled verify-worker.js beside the CLI.
+      const verified = await run(['audit', 'verify', file, '--public-key', publicKey, '--workers', '2']);
+      expect(verified.code, verified.stderr).toBe(0);
+      expect(verified.stdout).toMatch(/^OK: \d+ events/);
+    } finally {
+      folder.dispose();
+      await target.stop();
+      installation.dispose();
+    }
   });
 });

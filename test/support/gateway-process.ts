@@ -121,14 +121,14 @@ export interface GatewayProcess {
 
 /**
  * Runs `oncegate start` as its own process, exactly as a user would, and waits until it listens (and, unless
- * `devToken` is false, has printed its development token).
+ * `devToken` is false, has printed its development token). `launcher`: another installation's bin/oncegate.mjs.
  */
 export async function startGatewayProcess(
   folder: GatewayFolder,
   env: NodeJS.ProcessEnv = {},
-  { devToken = true }: { devToken?: boolean } = {},
+  { devToken = true, launcher = LAUNCHER }: { devToken?: boolean; launcher?: string } = {},
 ): Promise<GatewayProcess> {
-  const child = spawn(process.execPath, [LAUNCHER, 'start', '--config', folder.configFile], {
+  const child = spawn(process.execPath, [launcher, 'start', '--config', folder.configFile], {
     cwd: folder.dir,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -183,8 +183,9 @@ export async function oncegate(
   env: NodeJS.ProcessEnv = {},
   stdin?: string,
   user: { uid?: number; gid?: number } = {},
+  launcher = LAUNCHER,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [LAUNCHER, ...args, '--config', folder.configFile], {
+  const child = spawn(process.execPath, [launcher, ...args, '--config', folder.configFile], {
     cwd: folder.dir,
     env: { ...process.env, ...env },
     ...user,

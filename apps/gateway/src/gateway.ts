@@ -126,12 +126,21 @@ export function policyOf(config: GatewayConfig, tools: ReadonlyMap<string, ToolC
 }
 
 /**
+ * How to start the demo target: the compiled app beside this one (dist/apps/demo-target/main.js), or, when the
+ * gateway itself runs from its TypeScript sources (tests of a single library, development), its sources through tsx.
+ */
+function demoTargetMain(): string[] {
+  const here = import.meta.url;
+  if (/\.[cm]?ts$/.test(new URL(here).pathname)) return ['--import', 'tsx', fileURLToPath(new URL('../../demo-target/src/main.ts', here))];
+  return [fileURLToPath(new URL('../demo-target/main.js', here))];
+}
+
+/**
  * The bundled demo target runs as its own process, as a real target would: the gateway only reaches it over
  * loopback HTTP.
  */
 async function startDemoTargetProcess(port: number): Promise<{ url: string; close(): Promise<void> }> {
-  const main = fileURLToPath(new URL('../../demo-target/src/main.ts', import.meta.url));
-  const child = spawn(process.execPath, ['--import', 'tsx', main, '--port', String(port)], {
+  const child = spawn(process.execPath, [...demoTargetMain(), '--port', String(port)], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
