@@ -35,7 +35,9 @@ function nodeDir() {
 const checking = process.env.ONCEGATE_NATIVE_CHECK;
 if (checking) process.exit(loadProblem(checking) === undefined ? 0 : 1);
 
-const stale = MODULES.filter((name) => /NODE_MODULE_VERSION|was compiled against a different Node/.test(String(loadProblem(name)?.message)));
+// Built for another Node (NODE_MODULE_VERSION), or not built at all (its install script was skipped, e.g. under
+// --ignore-scripts or an install-script policy): either way, build it for this Node.
+const stale = MODULES.filter((name) => loadProblem(name) !== undefined);
 if (stale.length === 0) {
   console.log(`native modules load on Node ${process.version}`);
   process.exit(0);
