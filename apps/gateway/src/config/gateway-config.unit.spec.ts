@@ -185,6 +185,13 @@ describe('the test-only unauthenticated agent (testing section)', () => {
     ]);
   });
 
+  it('given the example of docs/gateway.md, when parsed, then it serves token-less requests as agent:conformance', async () => {
+    const { readFile } = await import('node:fs/promises');
+    const doc = await readFile(new URL('../../../../docs/gateway.md', import.meta.url), 'utf8');
+    const block = [...doc.matchAll(/```yaml\n([\s\S]*?)```/g)].map((match) => match[1] ?? '').find((text) => text.includes('unauthenticated_agent'));
+    expect(parseGatewayConfig(block ?? '', 'docs/gateway.md').unauthenticatedAgent).toBe('agent:conformance');
+  });
+
   it('is refused when ONCEGATE_HOST moves a loopback gateway onto another address', () => {
     const config = parseGatewayConfig('testing: { unauthenticated_agent: conformance }', 'oncegate.yaml');
     expect(() => applyEnvironment(config, { ONCEGATE_HOST: '0.0.0.0' })).toThrow(
