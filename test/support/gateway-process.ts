@@ -43,7 +43,8 @@ export interface TestCredential {
 
 /**
  * A temporary data folder, contracts pointing at `targetUrl`, and a configuration file for one gateway;
- * `overrides` replaces top-level configuration fields (YAML text of the value). Its vault (development master
+ * `overrides` replaces top-level configuration fields (YAML text of the value), and a `listen.<field>` key adds
+ * that field to the listen section (which names the folder's port). Its vault (development master
  * key) holds `demo-writer` — a bearer credential whose value is `CREDENTIAL_CANARY`, bound to the target's
  * host and port — and `credentials`; with `vault: false` there is no vault at all.
  */
@@ -58,14 +59,15 @@ export async function gatewayFolder(
   writeFileSync(tools, readFileSync(TOOLS_TEMPLATE, 'utf8').replaceAll('TARGET', targetUrl));
   const port = await freePort();
   const configFile = join(dir, 'oncegate.yaml');
+  const listen = Object.entries(overrides).flatMap(([key, value]) => (key.startsWith('listen.') ? [`, ${key.slice('listen.'.length)}: ${value}`] : []));
   const fields: Record<string, string> = {
-    listen: `{ host: 127.0.0.1, port: ${port}, path: /mcp }`,
+    listen: `{ host: 127.0.0.1, port: ${port}, path: /mcp${listen.join('')} }`,
     data_dir: join(dir, 'data'),
     contracts: tools,
     dev_token: 'true',
     call_wait: '15s',
     max_request_bytes: '64KiB',
-    ...overrides,
+    ...Object.fromEntries(Object.entries(overrides).filter(([key]) => !key.startsWith('listen.'))),
   };
   writeFileSync(configFile, Object.entries(fields).map(([key, value]) => `${key}: ${value}`).join('\n') + '\n');
   const folder: GatewayFolder = {

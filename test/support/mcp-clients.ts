@@ -5,19 +5,25 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 
 export interface DroppableFetch {
   readonly fetch: typeof fetch;
-  /** Method and `Last-Event-ID` of every request made through it. */
-  readonly requests: Array<{ method: string; lastEventId: string | null }>;
+  /** Method, `Last-Event-ID` and time (`Date.now()`) of every request made through it. */
+  readonly requests: Array<{ method: string; lastEventId: string | null; at: number }>;
   /** Cuts every connection opened so far, as a network drop would: no MCP cancel is sent. */
   dropAll(): void;
+  /** Holds every request made from now on until `reconnect` (a network that is down and comes back). */
+  disconnect(): void;
+  /** Sends the held requests, and those made from now on. */
+  reconnect(): void;
 }
 
 export function droppableFetch(): DroppableFetch {
   const open = new Set<AbortController>();
-  const requests: Array<{ method: string; lastEventId: string | null }> = [];
+  const requests: Array<{ method: string; lastEventId: string | null; at: number }> = [];
+  let network: { readonly back: Promise<void>; readonly resolve: () => void } | undefined;
   return {
     requests,
     fetch: async (input, init) => {
-      requests.push({ method: init?.method ?? 'GET', lastEventId: new Headers(init?.headers).get('last-event-id') });
+      requests.push({ method: init?.method ?? 'GET', lastEventId: new Headers(init?.headers).get('last-event-id'), at: Date.now() });
+      await network?.back;
       const controller = new AbortController();
       open.add(controller);
       const signal = init?.signal ? AbortSignal.any([init.signal, controller.signal]) : controller.signal;
@@ -27,7 +33,54 @@ export function droppableFetch(): DroppableFetch {
       for (const controller of open) controller.abort(new Error('connection dropped'));
       open.clear();
     },
+    disconnect() {
+      let resolve!: () => void;
+      network ??= { back: new Promise<void>((done) => (resolve = done)), resolve: () => resolve() };
+    },
+    reconnect() {
+      network?.resolve();
+      network = undefined;
+    },
   };
+}
+
+/** One server-sent event as a client parses it (`retry` when the event set it). */
+export interface SseEvent {
+  readonly id?: string;
+  readonly retry?: number;
+  readonly data: string;
+}
+
+/**
+ * Reads server-sent events off a response body until it ends, or until `until` says enough (then the
+ * connection is closed); comments (keep-alives) are skipped.
+ */
+export async function readSse(response: Response, until: (events: readonly SseEvent[]) => boolean = () => false): Promise<SseEvent[]> {
+  const events: SseEvent[] = [];
+  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = '';
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      buffer += value;
+      let end: number;
+      while ((end = buffer.indexOf('\n\n')) >= 0) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const fields = block.split('\n').filter((line) => !line.startsWith(':') && line.length > 0);
+        if (fields.length === 0) continue;
+        const field = (name: string) => fields.filter((line) => line.startsWith(`${name}:`)).map((line) => line.slice(name.length + 1).replace(/^ /, ''));
+        const [id] = field('id');
+        const [retry] = field('retry');
+        events.push({ ...(id === undefined ? {} : { id }), ...(retry === undefined ? {} : { retry: Number(retry) }), data: field('data').join('\n') });
+      }
+      if (until(events)) break;
+    }
+  } finally {
+    await reader.cancel().catch(() => undefined);
+  }
+  return events;
 }
 
 /** The official MCP client over stdio: it runs `oncegate stdio` on the folder's configuration with `token`. */

@@ -15,7 +15,7 @@ import { ExecutionWatcher, systemClock, type Clock } from '@oncegate/execution-j
 import { keyRingFromConfig } from '@oncegate/fingerprint';
 import { EventStoreTransport } from '@oncegate/nest-event-store';
 import { BlobCipher, SqliteSealedStore } from '@oncegate/sealed-store';
-import { GatewayConfigError, logLevelsUpTo, type GatewayConfig } from './config/gateway-config';
+import { GatewayConfigError, logLevelsUpTo, unauthenticatedAgentProblem, type GatewayConfig } from './config/gateway-config';
 import { DeliveryTracker } from './front/delivery-tracker';
 import { ApprovalsApi } from './front/approvals-api';
 import { hostRulesOf } from './front/host-origin-guard';
@@ -182,6 +182,10 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   const tools = loadTools(config);
   const policy = policyOf(config, tools);
   const hostRules = hostRulesOf(config);
+  const unauthenticated = config.unauthenticatedAgent === null ? undefined : unauthenticatedAgentProblem(config);
+  if (unauthenticated !== undefined) {
+    throw new GatewayConfigError([{ file: config.source, path: 'testing.unauthenticated_agent', line: 0, column: 0, reason: `test only, refused: ${unauthenticated}` }]);
+  }
   const folder = openDataFolder(config);
   const { store, agents, approvers } = folder;
   const env = options.env ?? process.env;
@@ -196,8 +200,15 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     synchronous: 'NORMAL',
     current: keys.sealing,
   });
-  // Resumption messages only need to survive a process restart, not a power cut: NORMAL keeps them off the fsync path.
-  const sseStore = openSqliteEventStore({ file: join(config.dataDir, 'mcp-streams.db'), synchronous: 'NORMAL' });
+  // Resumption messages only need to survive a process restart, not a power cut, and only for the retention:
+  // what is older is deleted now, before the front listens, and then periodically.
+  const resumption = new SseResumptionStore({
+    file: join(config.dataDir, 'mcp-streams.db'),
+    cipher: new BlobCipher(keys.sealing),
+    clock,
+    retentionMs: config.resumptionRetentionMs,
+  });
+  await resumption.start();
   const keyRing = keyRingFromConfig({
     current: keys.fingerprint.id,
     keys: [{ id: keys.fingerprint.id, secret: keys.fingerprint.secret }],
@@ -290,7 +301,6 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   await sweeper.start();
 
   const toolCalls = new ToolCalls({ store, watcher, sealed, keyRing, tools, deliveries, clock, callWaitMs: config.callWaitMs });
-  const resumption = new SseResumptionStore(sseStore, new BlobCipher(keys.sealing));
   const front = new McpHttpFront({
     host: config.host,
     port: config.port,
@@ -305,8 +315,17 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     hostRules,
     mounted: [new ApprovalsApi({ store, approvers, tools, clock })],
     sessionLimits: config.sessions,
+    sseRetryMs: config.sseRetryMs,
+    unauthenticatedActor: config.unauthenticatedAgent ?? undefined,
   });
   const listening = options.front === 'none' ? { url: '', port: 0 } : await front.listen();
+  if (config.unauthenticatedAgent !== null && options.front !== 'none') {
+    logger.warn(
+      `TEST ONLY: MCP requests without a token are served as ${config.unauthenticatedAgent} (testing.unauthenticated_agent in ` +
+        `${config.source}); anyone on this machine can call tools. Never run a real gateway with this setting`,
+      'mcp-http',
+    );
+  }
   const devToken = config.devToken ? await developmentToken(config.dataDir, agents) : undefined;
   await agents.refresh();
   const agentWatch = agents.watch();
@@ -344,7 +363,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       await ssh.close();
       await demo?.close();
       await sealed.close();
-      await sseStore.close();
+      await resumption.close();
       await folder.close();
     },
   };

@@ -15,6 +15,7 @@ import {
   type ContractIssue,
   type YamlContext,
 } from '@oncegate/contracts';
+import { isLoopbackAuthority, isLoopbackHost } from './loopback';
 
 export interface GatewayConfig {
   /** Where the configuration came from, for messages. */
@@ -36,6 +37,22 @@ export interface GatewayConfig {
    * go is restored from the sessions journal on its next request.
    */
   readonly sessions: { readonly idleMs: number; readonly perActor: number };
+  /**
+   * The `retry` field of the priming event that starts every SSE response stream (`listen.sse_retry`): how long
+   * a client that lost the stream waits before it reconnects with `Last-Event-ID`.
+   */
+  readonly sseRetryMs: number;
+  /**
+   * How long a message stored for SSE resumption is kept (`listen.resumption_retention`); older ones are deleted
+   * at start and then periodically, and a resume past them replays nothing.
+   */
+  readonly resumptionRetentionMs: number;
+  /**
+   * Test only (`testing.unauthenticated_agent`): the agent (`agent:<name>`) an MCP request without an
+   * `Authorization` header is served as, so a test suite that cannot send a token can drive a gateway. `null` (the default) means every
+   * request needs a token. Refused unless the gateway listens on, and answers to, loopback only.
+   */
+  readonly unauthenticatedAgent: string | null;
   /** The one data folder: event store, sealed blobs, keys. */
   readonly dataDir: string;
   readonly contractsFile: string;
@@ -106,6 +123,9 @@ export const DEFAULT_CONFIG: Omit<GatewayConfig, 'source'> = {
   allowedHosts: null,
   allowedOrigins: [],
   sessions: { idleMs: 30 * 60_000, perActor: 100 },
+  sseRetryMs: 2_000,
+  resumptionRetentionMs: 60 * 60_000,
+  unauthenticatedAgent: null,
   dataDir: './.oncegate',
   contractsFile: 'examples/tools.yaml',
   store: { driver: 'sqlite', synchronous: 'FULL' },
@@ -135,6 +155,7 @@ const FIELDS = [
   'seal_every',
   'instance_lease',
   'log_level',
+  'testing',
 ] as const;
 
 function readDuration(ctx: YamlContext, node: Node, path: string): number | undefined {
@@ -192,6 +213,44 @@ function readActors(ctx: YamlContext, node: Node, path: string): string[] | unde
   return actors;
 }
 
+const AGENT_NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/;
+
+/**
+ * Why `testing.unauthenticated_agent` may not be on with these listen settings, or `undefined`. A request without
+ * a token is served as that agent, so only this machine may reach the gateway: it must listen on loopback and
+ * answer to loopback names only (a proxy in front of it would name another host), and no web origin may call it
+ * (a page of that origin could call tools through the visitor's browser).
+ */
+export function unauthenticatedAgentProblem(config: Pick<GatewayConfig, 'host' | 'allowedHosts' | 'allowedOrigins'>): string | undefined {
+  if (!isLoopbackHost(config.host)) {
+    return `listen.host is ${config.host}, not a loopback address: requests without a token would be served to whoever reaches it`;
+  }
+  const exposed = (config.allowedHosts ?? []).filter((host) => !isLoopbackAuthority(host));
+  if (exposed.length > 0) {
+    return `listen.allowed_hosts names ${exposed.join(', ')}: a gateway reached by other names must not serve requests without a token`;
+  }
+  if (config.allowedOrigins.length > 0) {
+    return `listen.allowed_origins is not empty: pages of ${config.allowedOrigins.join(', ')} could call tools through a browser without a token`;
+  }
+  return undefined;
+}
+
+function readUnauthenticatedAgent(ctx: YamlContext, node: Node, config: GatewayConfig): string | null {
+  const path = 'testing.unauthenticated_agent';
+  const name = readString(ctx, node, path, { nonEmpty: true });
+  if (name === undefined) return null;
+  if (!AGENT_NAME.test(name)) {
+    ctx.report(node, path, `'${name}' is not an agent name; write e.g. conformance (requests without a token are then served as agent:conformance)`);
+    return null;
+  }
+  const problem = unauthenticatedAgentProblem(config);
+  if (problem !== undefined) {
+    ctx.report(node, path, `test only, refused: ${problem}`);
+    return null;
+  }
+  return `agent:${name}`;
+}
+
 /**
  * `authorization.rules` (a list, first match wins) followed by the `authorization.allow` shorthand (tool →
  * actors allowed outright). With neither, the policy is empty and every call is denied.
@@ -232,7 +291,17 @@ export function parseGatewayConfig(text: string, file: string, base = DEFAULT_CO
     const listenNode = map.optional('listen');
     const listen = listenNode && MapReader.of(ctx, listenNode, 'listen');
     if (listen) {
-      listen.rejectUnknown(['host', 'port', 'path', 'allowed_hosts', 'allowed_origins', 'session_idle', 'sessions_per_agent']);
+      listen.rejectUnknown([
+        'host',
+        'port',
+        'path',
+        'allowed_hosts',
+        'allowed_origins',
+        'session_idle',
+        'sessions_per_agent',
+        'sse_retry',
+        'resumption_retention',
+      ]);
       const host = listen.optional('host');
       const port = listen.optional('port');
       const path = listen.optional('path');
@@ -257,6 +326,18 @@ export function parseGatewayConfig(text: string, file: string, base = DEFAULT_CO
       if (perAgent) {
         const count = readInteger(ctx, perAgent, 'listen.sessions_per_agent', 1, 100_000);
         if (count !== undefined) config.sessions = { ...config.sessions, perActor: count };
+      }
+      const retry = listen.optional('sse_retry');
+      if (retry) {
+        const ms = readDuration(ctx, retry, 'listen.sse_retry');
+        if (ms !== undefined && ms < 100) ctx.report(retry, 'listen.sse_retry', 'must be at least 100ms: clients reconnect after it without backing off');
+        else if (ms !== undefined) config.sseRetryMs = ms;
+      }
+      const retention = listen.optional('resumption_retention');
+      if (retention) {
+        const ms = readDuration(ctx, retention, 'listen.resumption_retention');
+        if (ms !== undefined && ms < 1_000) ctx.report(retention, 'listen.resumption_retention', 'must be at least 1s: a client needs time to reconnect');
+        else if (ms !== undefined) config.resumptionRetentionMs = ms;
       }
     }
     const dataDir = map.optional('data_dir');
@@ -315,6 +396,14 @@ export function parseGatewayConfig(text: string, file: string, base = DEFAULT_CO
     if (logLevel) config.logLevel = readEnum(ctx, logLevel, 'log_level', LOG_LEVELS) ?? config.logLevel;
     const devToken = map.optional('dev_token');
     if (devToken) config.devToken = readBoolean(ctx, devToken, 'dev_token') ?? config.devToken;
+    // Read last: whether it may be on depends on the listen section.
+    const testingNode = map.optional('testing');
+    const testing = testingNode && MapReader.of(ctx, testingNode, 'testing');
+    if (testing) {
+      testing.rejectUnknown(['unauthenticated_agent']);
+      const agent = testing.optional('unauthenticated_agent');
+      if (agent) config.unauthenticatedAgent = readUnauthenticatedAgent(ctx, agent, config);
+    }
   }
   if (ctx.issues.length > 0) throw new GatewayConfigError(ctx.issues);
   return config;
@@ -328,7 +417,11 @@ export function applyEnvironment(config: GatewayConfig, env: NodeJS.ProcessEnv):
   const bad = (name: string, reason: string) =>
     issues.push({ file: ENVIRONMENT, path: name, line: 0, column: 0, reason });
   const next: { -readonly [K in keyof GatewayConfig]: GatewayConfig[K] } = { ...config };
-  if (env['ONCEGATE_HOST']) next.host = env['ONCEGATE_HOST'];
+  if (env['ONCEGATE_HOST']) {
+    next.host = env['ONCEGATE_HOST'];
+    const problem = next.unauthenticatedAgent === null ? undefined : unauthenticatedAgentProblem(next);
+    if (problem !== undefined) bad('ONCEGATE_HOST', `testing.unauthenticated_agent (${config.source}) is test only, refused: ${problem}`);
+  }
   if (env['ONCEGATE_PORT'] !== undefined && env['ONCEGATE_PORT'] !== '') {
     const port = Number(env['ONCEGATE_PORT']);
     if (!Number.isInteger(port) || port < 0 || port > 65535) bad('ONCEGATE_PORT', `'${env['ONCEGATE_PORT']}' is not a port`);

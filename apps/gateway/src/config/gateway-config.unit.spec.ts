@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { hostRulesOf } from '../front/host-origin-guard';
-import { GatewayConfigError, parseGatewayConfig } from './gateway-config';
+import { applyEnvironment, GatewayConfigError, parseGatewayConfig } from './gateway-config';
 
 function issuesOf(text: string): string[] {
   try {
@@ -131,5 +131,72 @@ describe('the sessions held in memory (listen section)', () => {
 
   it('refuses an idle limit of zero and a cap below one', () => {
     expect(issuesOf('listen: { session_idle: 0s, sessions_per_agent: 0 }').join('\n')).toMatch(/listen\.session_idle: must be longer than 0s[\s\S]*listen\.sessions_per_agent/);
+  });
+});
+
+describe('SSE resumption settings (listen section)', () => {
+  it('sends a 2 s retry and keeps resumption messages for an hour unless told otherwise', () => {
+    const config = parseGatewayConfig('listen: { port: 1 }', 'oncegate.yaml');
+    expect(config.sseRetryMs).toBe(2_000);
+    expect(config.resumptionRetentionMs).toBe(60 * 60_000);
+    expect(parseGatewayConfig('listen: { sse_retry: 500ms, resumption_retention: 10m }', 'oncegate.yaml')).toMatchObject({
+      sseRetryMs: 500,
+      resumptionRetentionMs: 600_000,
+    });
+  });
+
+  it('names a retry below 100ms, a retention below a second and a value that is not a duration', () => {
+    expect(issuesOf(['listen:', '  sse_retry: 0', '  resumption_retention: 500ms'].join('\n'))).toEqual([
+      expect.stringMatching(/^oncegate\.yaml:2:\d+ listen\.sse_retry: must be at least 100ms/),
+      expect.stringMatching(/^oncegate\.yaml:3:\d+ listen\.resumption_retention: must be at least 1s/),
+    ]);
+    expect(issuesOf('listen: { sse_retry: soon }')).toEqual([expect.stringMatching(/listen\.sse_retry: 'soon' is not a duration/)]);
+  });
+});
+
+describe('the test-only unauthenticated agent (testing section)', () => {
+  it('is off by default: every request needs a token', () => {
+    expect(parseGatewayConfig('', 'oncegate.yaml').unauthenticatedAgent).toBeNull();
+    expect(parseGatewayConfig('listen: { host: 127.0.0.1 }', 'oncegate.yaml').unauthenticatedAgent).toBeNull();
+  });
+
+  it('names the agent a request without a token is served as, on a gateway that listens on and answers to loopback only', () => {
+    const config = parseGatewayConfig(
+      ['listen:', '  host: 127.0.0.1', "  allowed_hosts: [localhost, '127.0.0.1:8787', '[::1]']", 'testing:', '  unauthenticated_agent: conformance'].join('\n'),
+      'oncegate.yaml',
+    );
+    expect(config.unauthenticatedAgent).toBe('agent:conformance');
+  });
+
+  it('is refused, with file, line, path and reason, on a gateway others can reach', () => {
+    const on = (listen: string[]) => issuesOf(['listen:', ...listen, 'testing:', '  unauthenticated_agent: conformance'].join('\n'));
+    expect(on(['  host: 0.0.0.0', '  allowed_hosts: [gateway.example.com]'])).toEqual([
+      "oncegate.yaml:5:26 testing.unauthenticated_agent: test only, refused: listen.host is 0.0.0.0, not a loopback address: requests without a token would be served to whoever reaches it",
+    ]);
+    expect(on(['  host: 127.0.0.1', "  allowed_hosts: [localhost, 'gateway.example.com']"])).toEqual([
+      expect.stringMatching(/^oncegate\.yaml:5:26 testing\.unauthenticated_agent: test only, refused: listen\.allowed_hosts names gateway\.example\.com/),
+    ]);
+    expect(on(['  host: localhost', '  allowed_origins: [https://console.example.com]'])).toEqual([
+      expect.stringMatching(/^oncegate\.yaml:5:26 testing\.unauthenticated_agent: test only, refused: listen\.allowed_origins is not empty/),
+    ]);
+    expect(issuesOf('testing: { unauthenticated_agent: Agent:Conformance, tokenless: true }')).toEqual([
+      expect.stringMatching(/^oncegate\.yaml:1:\d+ testing\.tokenless: unknown field/),
+      expect.stringMatching(/^oncegate\.yaml:1:\d+ testing\.unauthenticated_agent: 'Agent:Conformance' is not an agent name/),
+    ]);
+  });
+
+  it('given the example of docs/gateway.md, when parsed, then it serves token-less requests as agent:conformance', async () => {
+    const { readFile } = await import('node:fs/promises');
+    const doc = await readFile(new URL('../../../../docs/gateway.md', import.meta.url), 'utf8');
+    const block = [...doc.matchAll(/```yaml\n([\s\S]*?)```/g)].map((match) => match[1] ?? '').find((text) => text.includes('unauthenticated_agent'));
+    expect(parseGatewayConfig(block ?? '', 'docs/gateway.md').unauthenticatedAgent).toBe('agent:conformance');
+  });
+
+  it('is refused when ONCEGATE_HOST moves a loopback gateway onto another address', () => {
+    const config = parseGatewayConfig('testing: { unauthenticated_agent: conformance }', 'oncegate.yaml');
+    expect(() => applyEnvironment(config, { ONCEGATE_HOST: '0.0.0.0' })).toThrow(
+      /environment:0:0 ONCEGATE_HOST: testing\.unauthenticated_agent \(oncegate\.yaml\) is test only, refused: listen\.host is 0\.0\.0\.0/,
+    );
+    expect(applyEnvironment(config, { ONCEGATE_HOST: '127.0.0.2' }).unauthenticatedAgent).toBe('agent:conformance');
   });
 });

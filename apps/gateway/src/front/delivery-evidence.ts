@@ -1,13 +1,13 @@
 import { canonicalJson, toJsonValue } from '@oncegate/fingerprint';
 import type { DeliverySettlement, DeliveryWatch } from './delivery-tracker';
-import { parseEventId } from './sse-resumption-store';
+import { parseEventId } from './sse-event-id';
 
 type RequestId = string | number;
 
 interface PendingResponse {
   /** Tool name and arguments: a repeat of the same call is no proof that the client read the first answer. */
   readonly repeatKey: string | undefined;
-  /** `<stream id>.<revision>` of the stored response, once stored for resumption. */
+  /** `<stream id>.<sequence>` of the stored response, once stored for resumption. */
   eventId: string | undefined;
   written: boolean;
   readonly watch: DeliveryWatch;
@@ -107,7 +107,7 @@ export class SessionDeliveries {
     if (last === undefined) return;
     for (const [key, entry] of [...this.pending]) {
       const event = entry.eventId === undefined ? undefined : parseEventId(entry.eventId);
-      if (event !== undefined && event.streamId === last.streamId && event.revision <= last.revision) {
+      if (event !== undefined && event.streamId === last.streamId && event.sequence <= last.sequence) {
         this.settleKey(key, {
           kind: 'delivered',
           evidence: `Last-Event-ID ${lastEventId} on a resumed stream, at or past the response's event ${entry.eventId}`,

@@ -1,5 +1,7 @@
-import { isIP } from 'node:net';
 import { GatewayConfigError, type GatewayConfig } from '../config/gateway-config';
+import { isLoopbackHost, LOOPBACK_HOSTS } from '../config/loopback';
+
+export { isLoopbackHost, LOOPBACK_HOSTS } from '../config/loopback';
 
 /**
  * DNS-rebinding protection for every endpoint on the gateway's listener: the `Host` a request names must be one
@@ -15,15 +17,6 @@ export interface HostOriginRules {
 }
 
 export type GuardVerdict = { readonly allowed: true } | { readonly allowed: false; readonly reason: string };
-
-/** The names of this machine's loopback interface, allowed by default when the gateway listens on loopback. */
-export const LOOPBACK_HOSTS: readonly string[] = ['localhost', '127.0.0.1', '[::1]'];
-
-export function isLoopbackHost(host: string): boolean {
-  const bare = host.replace(/^\[|\]$/g, '').toLowerCase();
-  if (bare === 'localhost' || bare === '::1') return true;
-  return isIP(bare) === 4 && bare.startsWith('127.');
-}
 
 /** `host[:port]` as a URL would read it; `undefined` when it is not a host. */
 function parseAuthority(authority: string): { hostname: string; port: string } | undefined {

@@ -8,6 +8,8 @@ import {
   isInitializeRequest,
   isJSONRPCErrorResponse,
   isJSONRPCResultResponse,
+  LATEST_PROTOCOL_VERSION,
+  SUPPORTED_PROTOCOL_VERSIONS,
   type JSONRPCMessage,
 } from '@modelcontextprotocol/sdk/types.js';
 import { sessionStream } from '@oncegate/domain';
@@ -24,6 +26,7 @@ import { ONCEGATE_ERROR_CODES, STORAGE_UNAVAILABLE_MESSAGE } from './mcp-errors'
 import { connectMcpServer, createMcpServer, type ConnectionFacts } from './mcp-server';
 import { ResumedCalls } from './resumed-calls';
 import { SessionTransport } from './session-transport';
+import { parseEventId, STANDALONE_STREAM_ID } from './sse-event-id';
 import type { SseResumptionStore, StreamCalls } from './sse-resumption-store';
 import type { ToolCalls } from './tool-calls';
 
@@ -50,9 +53,17 @@ export interface McpHttpFrontOptions {
   readonly mounted?: readonly MountedApi[];
   /** How many sessions stay in memory and for how long; default `DEFAULT_SESSION_LIMITS`. */
   readonly sessionLimits?: LiveSessionLimits;
+  /** The `retry` field of every priming event (`listen.sse_retry`); default `DEFAULT_SSE_RETRY_MS`. */
+  readonly sseRetryMs?: number;
+  /**
+   * Test only (`testing.unauthenticated_agent`): the actor a request without an `Authorization` header is served
+   * as. Absent (the default): such a request gets 401. A request that names a token is always checked.
+   */
+  readonly unauthenticatedActor?: string;
 }
 
 export const DEFAULT_SESSION_LIMITS: LiveSessionLimits = { idleMs: 30 * 60_000, perActor: 100 };
+export const DEFAULT_SSE_RETRY_MS = 2_000;
 
 interface Session {
   readonly id: string;
@@ -65,6 +76,8 @@ interface Session {
   readonly inFlight: Set<string>;
   /** Response streams this process opened (their priming events). */
   readonly streams: Set<string>;
+  /** The protocol version negotiated by the session's initialize, once known. */
+  protocolVersion: string | undefined;
 }
 
 interface SessionStartedData {
@@ -117,7 +130,22 @@ async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
-function toWebRequest(req: IncomingMessage, body: Buffer | undefined): Request {
+/** The first protocol version whose clients read priming events (an SSE event with an id and empty data). */
+const PRIMING_VERSION = '2025-11-25';
+
+/** The version the server answers an initialize with: the one asked for when supported, else the latest. */
+function negotiatedVersion(requested: unknown): string {
+  return typeof requested === 'string' && SUPPORTED_PROTOCOL_VERSIONS.includes(requested) ? requested : LATEST_PROTOCOL_VERSION;
+}
+
+/**
+ * `negotiated` is the version of the request's session: the SDK decides from each request's
+ * `Mcp-Protocol-Version` header whether a response stream starts with a priming event, and a request without the
+ * header, or with an older version than its session negotiated (still a supported one), would get a stream its
+ * client cannot resume. The session's version decides instead: the client said at initialize that it reads
+ * priming events. An unsupported header is left for the SDK to refuse.
+ */
+function toWebRequest(req: IncomingMessage, body: Buffer | undefined, negotiated?: string): Request {
   const headers = new Headers();
   for (const [name, value] of Object.entries(req.headers)) {
     if (Array.isArray(value)) for (const item of value) headers.append(name, item);
@@ -125,6 +153,14 @@ function toWebRequest(req: IncomingMessage, body: Buffer | undefined): Request {
   }
   // `*/*` accepts both forms the transport may answer with; the SDK only looks for the two types by name.
   if (/(^|,)\s*\*\/\*/.test(headers.get('accept') ?? '')) headers.set('accept', 'application/json, text/event-stream');
+  const declared = headers.get('mcp-protocol-version');
+  if (
+    negotiated !== undefined &&
+    negotiated >= PRIMING_VERSION &&
+    (declared === null || (declared < PRIMING_VERSION && SUPPORTED_PROTOCOL_VERSIONS.includes(declared)))
+  ) {
+    headers.set('mcp-protocol-version', negotiated);
+  }
   const url = `http://${req.headers.host ?? 'localhost'}${req.url ?? '/'}`;
   return new Request(url, { method: req.method, headers, ...(body && body.length > 0 ? { body } : {}) });
 }
@@ -244,6 +280,7 @@ export class McpHttpFront {
 
   private async authenticate(req: IncomingMessage): Promise<string> {
     const header = req.headers.authorization;
+    if (header === undefined && this.options.unauthenticatedActor !== undefined) return this.options.unauthenticatedActor;
     // Authentication schemes are case-insensitive (RFC 9110 section 11.1): `bearer` is `Bearer`.
     const token = /^bearer +(.+)$/i.exec(header ?? '')?.[1]?.trim();
     const actor = await this.options.agents.authenticate(token);
@@ -275,6 +312,7 @@ export class McpHttpFront {
         throw new HttpError(400, -32000, 'Bad Request: no session id; start with an initialize request');
       }
       session = await this.newSession(actor);
+      session.protocolVersion = negotiatedVersion((messages.find((m) => isInitializeRequest(m)) as { params?: { protocolVersion?: unknown } }).params?.protocolVersion);
     } else {
       session = await this.existingSession(String(sessionHeader), actor);
     }
@@ -285,7 +323,7 @@ export class McpHttpFront {
     let response: Response;
     try {
       const calls = callIds.length === 0 ? undefined : { requestIds: callIds, journalPosition: await this.options.store.headPosition() };
-      response = await this.postCalls.run(calls, () => this.handleOrDiscard(session, sessionHeader === undefined, toWebRequest(req, body), parsed));
+      response = await this.postCalls.run(calls, () => this.handleOrDiscard(session, sessionHeader === undefined, toWebRequest(req, body, session.protocolVersion), parsed));
     } catch (error) {
       requestIds.forEach((id) => session.inFlight.delete(id));
       throw error;
@@ -376,6 +414,7 @@ export class McpHttpFront {
     if (req.method === 'GET' && typeof lastEventId === 'string') {
       session.deliveries.resumedAfter(lastEventId);
       if (await this.resumed.handle(session, lastEventId, res)) return;
+      await this.refuseLostStream(session, lastEventId);
     }
     const response = await session.transport.handleRequest(toWebRequest(req, undefined));
     if (req.method === 'DELETE' && response.ok) {
@@ -383,6 +422,23 @@ export class McpHttpFront {
       await this.appendSessionEvent(session.id, 'SessionClosed', { sessionId: session.id, closedAt: isoNow(this.options.clock) }, actor);
     }
     await pipeResponse(response, res);
+  }
+
+  /**
+   * A resume of a response stream this process never opened and of which nothing is stored (its messages were
+   * past `listen.resumption_retention`, or it never existed) would be held open with nothing ever to send: it is
+   * refused, as the SDK refuses an event id it cannot read. The session's standalone stream is always reopened.
+   */
+  private async refuseLostStream(session: Session, lastEventId: string): Promise<void> {
+    const last = parseEventId(lastEventId);
+    if (last === undefined || last.streamId === STANDALONE_STREAM_ID || session.streams.has(last.streamId)) return;
+    if (await this.options.resumption.holds(session.id, last.streamId)) return;
+    throw new HttpError(
+      400,
+      -32000,
+      `Bad Request: nothing is stored to resume stream ${last.streamId} of this session (messages are kept for ` +
+        'listen.resumption_retention); call again: a repeated call is matched to its execution and gets its answer',
+    );
   }
 
   private connectionFacts(actor: string): ConnectionFacts {
@@ -397,7 +453,7 @@ export class McpHttpFront {
     };
   }
 
-  private async openSession(id: string, actor: string): Promise<Session> {
+  private async openSession(id: string, actor: string, protocolVersion?: string): Promise<Session> {
     const deliveries = new SessionDeliveries('MCP session');
     const inFlight = new Set<string>();
     const streams = new Set<string>();
@@ -417,6 +473,7 @@ export class McpHttpFront {
           },
         },
         maxRequestBodySize: this.options.maxRequestBytes,
+        retryInterval: this.options.sseRetryMs ?? DEFAULT_SSE_RETRY_MS,
       },
       (requestId) => inFlight.delete(requestKey(requestId)),
     );
@@ -424,7 +481,7 @@ export class McpHttpFront {
     // Chained by the SDK after its own close handling: what is still unproven stays so.
     server.onclose = () => deliveries.end();
     await connectMcpServer(server, transport);
-    return { id, actor, transport, server, deliveries, inFlight, streams };
+    return { id, actor, transport, server, deliveries, inFlight, streams, protocolVersion };
   }
 
   /** A session for an initialize; it is kept (and counted) only once the SDK accepted the initialize. */
@@ -466,7 +523,7 @@ export class McpHttpFront {
     const events = await this.options.store.readStream(sessionStream(id));
     const started = events.find((e) => e.type === 'SessionStarted')?.data as SessionStartedData | undefined;
     if (started === undefined || started.actor !== actor || events.some((e) => e.type === 'SessionClosed')) return undefined;
-    const session = await this.openSession(id, actor);
+    const session = await this.openSession(id, actor, started.protocolVersion === null ? undefined : negotiatedVersion(started.protocolVersion));
     // Prime the fresh transport by replaying the recorded handshake through its public entry point.
     const post = (message: unknown, withSession: boolean) =>
       session.transport.handleRequest(

@@ -10,7 +10,8 @@ import { executionIdOfStream, type ExecutionId, type ProtocolCorrelation } from 
 import type { EventStore } from '@oncegate/event-store';
 import { requestKey, type SessionDeliveries } from './delivery-evidence';
 import { ONCEGATE_ERROR_CODES } from './mcp-errors';
-import { parseEventId, type SseResumptionStore, type StreamCalls } from './sse-resumption-store';
+import { parseEventId } from './sse-event-id';
+import type { SseResumptionStore, StreamCalls } from './sse-resumption-store';
 import type { ToolCalls } from './tool-calls';
 
 /** The facts of a session this needs. */
@@ -95,7 +96,7 @@ export class ResumedCalls {
   private async answer(session: ResumingSession, streamId: string, calls: StreamCalls): Promise<void> {
     const events = this.resumption.forSession(session.id);
     const answered = new Set<string>();
-    await events.replayEventsAfter(`${streamId}.0`, {
+    await events.replayEventsAfter(`${streamId}.-1`, {
       send: async (_eventId, message) => {
         if ((isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) && message.id !== undefined) {
           answered.add(requestKey(message.id));

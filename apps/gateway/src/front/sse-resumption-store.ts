@@ -1,19 +1,13 @@
-import type { EventStore as McpEventStore, EventId, StreamId } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import type { EventStore as McpEventStore, StreamId } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import { EventStoreUnavailableError, type EventStore } from '@oncegate/event-store';
+import Database from 'better-sqlite3';
+import { EventStoreOpenError } from '@oncegate/event-store';
+import type { Clock } from '@oncegate/execution-journal';
 import type { BlobCipher } from '@oncegate/sealed-store';
+import { parseEventId } from './sse-event-id';
 
 /** Notified when a stored JSON-RPC message is sent again on a resumed stream. */
 export type ReplayListener = (sessionId: string, message: JSONRPCMessage) => void;
-
-interface StoredSseEvent {
-  readonly keyId: string;
-  readonly iv: string;
-  readonly tag: string;
-  readonly ciphertext: string;
-  /** On a request stream's priming event: the tools/call requests the stream answers (ids are not secret). */
-  readonly calls?: StreamCalls;
-}
 
 /**
  * The tools/call requests one POST's response stream answers, and the journal position when they arrived: after
@@ -24,74 +18,191 @@ export interface StreamCalls {
   readonly journalPosition: number;
 }
 
-const STREAM_PREFIX = 'mcp-sse-';
+export interface SseResumptionStoreOptions {
+  /** The SQLite file (`<data dir>/mcp-streams.db`). */
+  readonly file: string;
+  readonly cipher: BlobCipher;
+  readonly clock: Clock;
+  /** How long a stored message is kept; older ones are deleted by `sweep`. */
+  readonly retentionMs: number;
+  readonly onReplay?: ReplayListener;
+}
 
-/** Event ids are `<sdk stream id>.<revision>`. */
-export function parseEventId(eventId: EventId): { streamId: StreamId; revision: number } | undefined {
-  const match = /^([A-Za-z0-9_-]{1,128})\.(-1|\d{1,15})$/.exec(eventId);
-  return match ? { streamId: match[1]!, revision: Number(match[2]) } : undefined;
+interface MessageRow {
+  seq: number;
+  key_id: string;
+  iv: Buffer;
+  tag: Buffer;
+  ciphertext: Buffer;
+}
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS sse_messages (
+  seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+  session_id TEXT    NOT NULL,
+  stream_id  TEXT    NOT NULL,
+  stored_at  INTEGER NOT NULL,
+  key_id     TEXT    NOT NULL,
+  iv         BLOB    NOT NULL,
+  tag        BLOB    NOT NULL,
+  ciphertext BLOB    NOT NULL,
+  calls      TEXT
+);
+CREATE INDEX IF NOT EXISTS sse_messages_stream ON sse_messages (session_id, stream_id, seq);
+CREATE INDEX IF NOT EXISTS sse_messages_stored_at ON sse_messages (stored_at);
+`;
+
+/** Tables of the event-store file earlier versions kept these messages in; they held nothing else. */
+const LEGACY_TABLES = ['events', 'checkpoints', 'store_meta', 'leases'];
+
+/** Rows deleted per statement, so a large sweep never holds the write lock (or the event loop) for long. */
+const SWEEP_BATCH = 500;
+
+function sqliteCode(error: unknown): string {
+  const code = (error as { code?: unknown })?.code;
+  return typeof code === 'string' ? code : '';
+}
+
+/** Driver errors that mean the file cannot take writes now (full disk, I/O error, read-only, locked), not a bug. */
+function isUnwritable(error: unknown): boolean {
+  return /^SQLITE_(FULL|IOERR|READONLY|CANTOPEN|BUSY|LOCKED)/.test(sqliteCode(error));
+}
+
+function openFailure(file: string, error: unknown): unknown {
+  const code = sqliteCode(error);
+  if (/^SQLITE_(NOTADB|CORRUPT)/.test(code)) return new EventStoreOpenError(file, 'corrupt', code);
+  if (/^SQLITE_READONLY/.test(code)) return new EventStoreOpenError(file, 'read_only', code);
+  if (/^SQLITE_(CANTOPEN|PERM|AUTH)/.test(code)) return new EventStoreOpenError(file, 'cannot_open', code);
+  if (/^SQLITE_(FULL|IOERR)/.test(code)) return new EventStoreOpenError(file, 'no_space', code);
+  return error;
 }
 
 /**
- * SSE resumability for the MCP SDK (its `EventStore` interface) backed by our event store, so `Last-Event-ID`
- * works after a gateway restart too. Messages can carry tool results, so each is sealed (AES-256-GCM, bound to
- * its stream) before it is written. Event ids are `<sdk stream id>.<revision>`. While the store cannot write, messages
- * are sent without being stored (a stream never waits on storage) and a resume replays only what was stored.
+ * SSE resumability for the MCP SDK (its `EventStore` interface), kept in a SQLite file of the data folder so
+ * `Last-Event-ID` works after a gateway restart too (`synchronous=NORMAL`: messages must survive a process
+ * restart, not a power cut). Messages can carry tool results, so each is sealed (AES-256-GCM, bound to its
+ * session and stream) before it is written, and each is kept for the retention only: `sweep` deletes older ones,
+ * at start and then periodically (`start`). While the file cannot be written, messages are sent without being
+ * stored (a stream never waits on storage) and a resume replays only what was stored.
  */
 export class SseResumptionStore {
-  constructor(
-    private readonly store: EventStore,
-    private readonly cipher: BlobCipher,
-    private readonly onReplay: ReplayListener = () => undefined,
-  ) {}
+  private readonly db: Database.Database;
+  private readonly statements: {
+    insert: Database.Statement<[string, string, number, string, Buffer, Buffer, Buffer, string | null]>;
+    after: Database.Statement<[string, string, number], MessageRow>;
+    last: Database.Statement<[string, string], { seq: number | null }>;
+    calls: Database.Statement<[string, string], { calls: string | null }>;
+    sweep: Database.Statement<[number, number]>;
+  };
+  private timer: NodeJS.Timeout | undefined;
+  private sweeping: Promise<number> | undefined;
+
+  constructor(private readonly options: SseResumptionStoreOptions) {
+    try {
+      this.db = new Database(options.file, { timeout: 5_000 });
+      this.db.pragma('journal_mode = WAL');
+      this.db.pragma('synchronous = NORMAL');
+      this.db.transaction(() => {
+        for (const table of LEGACY_TABLES) this.db.exec(`DROP TABLE IF EXISTS ${table}`);
+        this.db.exec(SCHEMA);
+      }).immediate();
+    } catch (error) {
+      throw openFailure(options.file, error);
+    }
+    this.statements = {
+      insert: this.db.prepare(
+        'INSERT INTO sse_messages (session_id, stream_id, stored_at, key_id, iv, tag, ciphertext, calls) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+      ),
+      after: this.db.prepare(
+        'SELECT seq, key_id, iv, tag, ciphertext FROM sse_messages WHERE session_id = ? AND stream_id = ? AND seq > ? ORDER BY seq',
+      ),
+      last: this.db.prepare('SELECT max(seq) AS seq FROM sse_messages WHERE session_id = ? AND stream_id = ?'),
+      calls: this.db.prepare('SELECT calls FROM sse_messages WHERE session_id = ? AND stream_id = ? ORDER BY seq LIMIT 1'),
+      sweep: this.db.prepare('DELETE FROM sse_messages WHERE seq IN (SELECT seq FROM sse_messages WHERE stored_at < ? LIMIT ?)'),
+    };
+  }
+
+  /** How often `start` sweeps: a quarter of the retention, between a quarter of a second and five minutes. */
+  get sweepEveryMs(): number {
+    return Math.min(5 * 60_000, Math.max(250, Math.floor(this.options.retentionMs / 4)));
+  }
+
+  /** Deletes what is past the retention now, then every `sweepEveryMs` until `close`. */
+  async start(): Promise<void> {
+    await this.sweep();
+    this.timer = setInterval(() => void this.sweep().catch(() => undefined), this.sweepEveryMs);
+    this.timer.unref();
+  }
+
+  /**
+   * Deletes every message stored longer ago than the retention, in batches; resolves with how many. A file that
+   * cannot be written now (full disk) keeps them until a later sweep.
+   */
+  sweep(): Promise<number> {
+    this.sweeping ??= this.sweepNow().finally(() => (this.sweeping = undefined));
+    return this.sweeping;
+  }
+
+  private async sweepNow(): Promise<number> {
+    const cutoff = this.options.clock.now().getTime() - this.options.retentionMs;
+    let deleted = 0;
+    try {
+      for (;;) {
+        const { changes } = this.statements.sweep.run(cutoff, SWEEP_BATCH);
+        deleted += changes;
+        if (changes < SWEEP_BATCH || !this.db.open) break;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    } catch (error) {
+      if (!isUnwritable(error) && this.db.open) throw error;
+    }
+    return deleted;
+  }
+
+  async close(): Promise<void> {
+    if (this.timer !== undefined) clearInterval(this.timer);
+    await this.sweeping?.catch(() => undefined);
+    if (this.db.open) this.db.close();
+  }
 
   /** `callsOf` names the calls of the POST being handled, asked when its stream's priming event is stored. */
   forSession(sessionId: string, callsOf: () => StreamCalls | undefined = () => undefined): McpEventStore {
-    const streamName = (streamId: StreamId) => `${STREAM_PREFIX}${sessionId}-${streamId}`;
     const aad = (streamId: StreamId) => Buffer.from(`${sessionId}\u0000${streamId}`);
     return {
       storeEvent: async (streamId, message) => {
-        const sealed = this.cipher.seal(Buffer.from(JSON.stringify(message)), aad(streamId));
+        const sealed = this.options.cipher.seal(Buffer.from(JSON.stringify(message)), aad(streamId));
         const calls = Object.keys(message).length === 0 ? callsOf() : undefined;
-        const data: StoredSseEvent = {
-          keyId: sealed.keyId,
-          iv: sealed.iv.toString('base64'),
-          tag: sealed.tag.toString('base64'),
-          ciphertext: sealed.ciphertext.toString('base64'),
-          ...(calls !== undefined && calls.requestIds.length > 0 ? { calls } : {}),
-        };
         try {
-          const result = await this.store.appendToStream(streamName(streamId), [{ type: 'SseMessageStored', data }]);
-          return `${streamId}.${result.nextExpectedRevision}`;
+          const { lastInsertRowid } = this.statements.insert.run(
+            sessionId,
+            streamId,
+            this.options.clock.now().getTime(),
+            sealed.keyId,
+            sealed.iv,
+            sealed.tag,
+            sealed.ciphertext,
+            calls !== undefined && calls.requestIds.length > 0 ? JSON.stringify(calls) : null,
+          );
+          return `${streamId}.${Number(lastInsertRowid)}`;
         } catch (error) {
-          if (!(error instanceof EventStoreUnavailableError)) throw error;
+          if (!isUnwritable(error)) throw error;
           // Storage is unavailable: the message is still sent, only not kept for a resume. Its id names the last
-          // stored revision (-1: none), so a resume from it replays whatever is stored after it.
-          const stored = await this.store.streamRevision(streamName(streamId));
-          return `${streamId}.${stored ?? -1}`;
+          // stored message of the stream (-1: none), so a resume from it replays whatever is stored after it.
+          return `${streamId}.${this.lastStored(sessionId, streamId) ?? -1}`;
         }
       },
       getStreamIdForEventId: async (eventId) => parseEventId(eventId)?.streamId,
       replayEventsAfter: async (lastEventId, { send }) => {
         const parsed = parseEventId(lastEventId);
         if (parsed === undefined) throw new Error('Invalid event ID format');
-        const events = await this.store.readStream(streamName(parsed.streamId), { fromRevision: parsed.revision + 1 });
-        for (const event of events) {
-          const data = event.data as StoredSseEvent;
-          const plaintext = this.cipher.open(
-            {
-              keyId: data.keyId,
-              iv: Buffer.from(data.iv, 'base64'),
-              tag: Buffer.from(data.tag, 'base64'),
-              ciphertext: Buffer.from(data.ciphertext, 'base64'),
-            },
-            aad(parsed.streamId),
-          );
+        const rows = this.statements.after.all(sessionId, parsed.streamId, parsed.sequence);
+        for (const row of rows) {
+          const plaintext = this.options.cipher.open({ keyId: row.key_id, iv: row.iv, tag: row.tag, ciphertext: row.ciphertext }, aad(parsed.streamId));
           const message = JSON.parse(plaintext.toString('utf8')) as JSONRPCMessage;
           // Priming events are stored as `{}` and carry nothing to replay.
           if (Object.keys(message).length === 0) continue;
-          await send(`${parsed.streamId}.${event.revision}`, message);
-          this.onReplay(sessionId, message);
+          await send(`${parsed.streamId}.${row.seq}`, message);
+          this.options.onReplay?.(sessionId, message);
         }
         return parsed.streamId;
       },
@@ -100,7 +211,20 @@ export class SseResumptionStore {
 
   /** The calls a request stream answers, from its priming event; `undefined` for any other stream. */
   async callsOf(sessionId: string, streamId: StreamId): Promise<StreamCalls | undefined> {
-    const [first] = await this.store.readStream(`${STREAM_PREFIX}${sessionId}-${streamId}`, { maxCount: 1 });
-    return (first?.data as StoredSseEvent | undefined)?.calls;
+    const calls = this.statements.calls.get(sessionId, streamId)?.calls;
+    return calls === undefined || calls === null ? undefined : (JSON.parse(calls) as StreamCalls);
+  }
+
+  /** Whether any message of the stream is stored (none: never written, or past the retention). */
+  async holds(sessionId: string, streamId: StreamId): Promise<boolean> {
+    return this.lastStored(sessionId, streamId) !== undefined;
+  }
+
+  private lastStored(sessionId: string, streamId: StreamId): number | undefined {
+    try {
+      return this.statements.last.get(sessionId, streamId)?.seq ?? undefined;
+    } catch {
+      return undefined;
+    }
   }
 }

@@ -83,6 +83,9 @@ Runs the gateway in the foreground until SIGINT or SIGTERM. Configuration: the f
         `  runtime:      Node ${process.version}`,
         ...(gateway.devToken ? [`  dev token:    ${gateway.devToken}   (agent:dev; send as 'Authorization: Bearer <token>')`] : []),
         ...(gateway.demoTargetUrl ? [`  demo target:  ${gateway.demoTargetUrl}   (GET /effects counts side effects)`] : []),
+        ...(config.unauthenticatedAgent !== null
+          ? [`  NO TOKEN:     requests without a token are served as ${config.unauthenticatedAgent} (testing.unauthenticated_agent: TEST ONLY)`]
+          : []),
         '',
       ].join('\n'),
     );

@@ -1,0 +1,142 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import Database from 'better-sqlite3';
+import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
+import { BlobCipher } from '@oncegate/sealed-store';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { parseEventId } from './sse-event-id';
+import { SseResumptionStore } from './sse-resumption-store';
+
+const HOUR = 60 * 60_000;
+const SESSION = '0190c3c4-7a1e-7b2c-9d3e-4f5a6b7c8d9e';
+
+function message(id: number): JSONRPCMessage {
+  return { jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: `answer ${id}` }] } } as JSONRPCMessage;
+}
+
+describe('the SSE resumption store (a SQLite file, sealed messages, a retention)', () => {
+  let dir: string;
+  let now: number;
+  const cipher = new BlobCipher({ id: 'k1', key: randomBytes(32) });
+  const clock = { now: () => new Date(now) };
+  const stores: SseResumptionStore[] = [];
+
+  const open = (retentionMs = HOUR) => {
+    const store = new SseResumptionStore({ file: join(dir, 'mcp-streams.db'), cipher, clock, retentionMs });
+    stores.push(store);
+    return store;
+  };
+  const replay = async (store: SseResumptionStore, lastEventId: string) => {
+    const sent: Array<{ eventId: string; message: JSONRPCMessage }> = [];
+    await store.forSession(SESSION).replayEventsAfter(lastEventId, { send: async (eventId, m) => void sent.push({ eventId, message: m }) });
+    return sent;
+  };
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'oncegate-sse-store-'));
+    now = Date.parse('2026-12-01T10:00:00.000Z');
+  });
+
+  afterEach(async () => {
+    for (const store of stores.splice(0)) await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('given messages of a stream, when a client resumes after one of them, then the later ones are replayed, also by a new process on the file', async () => {
+    const store = open();
+    const events = store.forSession(SESSION, () => ({ requestIds: [7], journalPosition: 42 }));
+    const priming = await events.storeEvent('stream-a', {} as JSONRPCMessage);
+    const first = await events.storeEvent('stream-a', message(7));
+    await events.storeEvent('stream-b', message(8));
+    const second = await events.storeEvent('stream-a', message(9));
+
+    expect((await replay(store, priming)).map((sent) => sent.eventId)).toEqual([first, second]);
+    expect(await replay(store, first)).toEqual([{ eventId: second, message: message(9) }]);
+    await store.close();
+
+    const restarted = open();
+    expect((await replay(restarted, priming)).map((sent) => sent.message)).toEqual([message(7), message(9)]);
+    expect(await restarted.callsOf(SESSION, 'stream-a')).toEqual({ requestIds: [7], journalPosition: 42 });
+    expect(await restarted.callsOf(SESSION, 'stream-b')).toBeUndefined();
+    // Another session's streams are not this one's, even under the same stream id.
+    expect(await restarted.holds('0190c3c4-0000-7b2c-9d3e-4f5a6b7c8d9e', 'stream-a')).toBe(false);
+  });
+
+  it('given a message older than the retention and a fresh one, when the store sweeps, then the old one is gone and the fresh one still replays', async () => {
+    const store = open(HOUR);
+    const events = store.forSession(SESSION);
+    const priming = await events.storeEvent('stream-a', {} as JSONRPCMessage);
+    const old = await events.storeEvent('stream-a', message(1));
+    now += HOUR - 1_000;
+    const fresh = await events.storeEvent('stream-a', message(2));
+    now += 2_000;
+
+    expect(await store.sweep()).toBe(2);
+    expect(await replay(store, priming)).toEqual([{ eventId: fresh, message: message(2) }]);
+    expect(await replay(store, old)).toEqual([{ eventId: fresh, message: message(2) }]);
+    expect(await store.holds(SESSION, 'stream-a')).toBe(true);
+
+    now += HOUR;
+    expect(await store.sweep()).toBe(1);
+    expect(await replay(store, priming)).toEqual([]);
+    expect(await store.holds(SESSION, 'stream-a')).toBe(false);
+    // Sequence numbers are never reused: a message stored now comes after every id handed out before.
+    const later = await events.storeEvent('stream-a', message(3));
+    expect(parseEventId(later)!.sequence).toBeGreaterThan(parseEventId(fresh)!.sequence);
+    expect(await replay(store, fresh)).toEqual([{ eventId: later, message: message(3) }]);
+  });
+
+  it('given messages past the retention while the gateway was stopped, when it starts, then they are deleted before anything is served', async () => {
+    const store = open(HOUR);
+    const priming = await store.forSession(SESSION).storeEvent('stream-a', {} as JSONRPCMessage);
+    await store.forSession(SESSION).storeEvent('stream-a', message(1));
+    await store.close();
+
+    now += HOUR + 1;
+    const restarted = open(HOUR);
+    await restarted.start();
+    const file = new Database(join(dir, 'mcp-streams.db'), { readonly: true });
+    expect(file.prepare('SELECT count(*) AS n FROM sse_messages').get()).toEqual({ n: 0 });
+    file.close();
+    expect(await replay(restarted, priming)).toEqual([]);
+  });
+
+  it('given a running store, when messages age past the retention, then a periodic sweep deletes them', async () => {
+    const store = open(1_000);
+    expect(store.sweepEveryMs).toBe(250);
+    await store.start();
+    const priming = await store.forSession(SESSION).storeEvent('stream-a', {} as JSONRPCMessage);
+    await store.forSession(SESSION).storeEvent('stream-a', message(1));
+    expect(await replay(store, priming)).toHaveLength(1);
+    now += 1_001;
+    const deadline = Date.now() + 5_000;
+    while ((await store.holds(SESSION, 'stream-a')) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await store.holds(SESSION, 'stream-a')).toBe(false);
+  });
+
+  it('given a file an earlier version wrote with the event store, when the store opens it, then those messages are dropped and it works', async () => {
+    const legacy = openSqliteEventStore({ file: join(dir, 'mcp-streams.db'), synchronous: 'NORMAL' });
+    await legacy.appendToStream(`mcp-sse-${SESSION}-stream-a`, [{ type: 'SseMessageStored', data: { keyId: 'k1', iv: '', tag: '', ciphertext: '' } }]);
+    await legacy.close();
+
+    const store = open();
+    const file = new Database(join(dir, 'mcp-streams.db'), { readonly: true });
+    const tables = file.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all();
+    file.close();
+    expect(tables).toEqual([{ name: 'sse_messages' }]);
+    const eventId = await store.forSession(SESSION).storeEvent('stream-a', message(1));
+    expect(await replay(store, 'stream-a.-1')).toEqual([{ eventId, message: message(1) }]);
+  });
+
+  it('given a sealed message edited in the file, when it is replayed, then it is refused rather than sent', async () => {
+    const store = open();
+    await store.forSession(SESSION).storeEvent('stream-a', message(1));
+    const file = new Database(join(dir, 'mcp-streams.db'));
+    file.prepare("UPDATE sse_messages SET stream_id = 'stream-b'").run();
+    file.close();
+    await expect(replay(store, 'stream-b.-1')).rejects.toThrow(/authentication failed/);
+  });
+});
