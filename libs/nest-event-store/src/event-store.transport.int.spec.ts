@@ -10,7 +10,7 @@ import { eventually } from '../../../test/support/journal';
 /* eslint-enable @nx/enforce-module-boundaries */
 import { EventStoreTransport } from './event-store.transport';
 
-vi.mock('better-sqlite3', async (original) => {
+vi.mock('node:sqlite', async (original) => {
   // eslint-disable-next-line @nx/enforce-module-boundaries -- see above
   const { trackedSqlite } = await import('../../../test/support/full-disk');
   return trackedSqlite(await original());

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { DatabaseSync } from 'node:sqlite';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SealedBlobError, SqliteSealedStore } from './sealed-store';
 
@@ -69,7 +69,7 @@ describe('sqlite sealed store', () => {
     const a = await store.seal('result', 'ex_a', Buffer.from('payload-a'));
     const b = await store.seal('result', 'ex_b', Buffer.from('payload-b'));
     await store.close();
-    const raw = new Database(file);
+    const raw = new DatabaseSync(file);
     raw.prepare("UPDATE sealed_blobs SET owner = 'ex_other' WHERE ref = ?").run(a.ref);
     raw.prepare('UPDATE sealed_blobs SET ciphertext = zeroblob(9) WHERE ref = ?').run(b.ref);
     raw.close();

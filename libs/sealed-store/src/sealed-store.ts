@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
-import Database from 'better-sqlite3';
-import { BlobCipher, SealedValueError, type SealingKey } from './blob-cipher';
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { asBuffer, BlobCipher, SealedValueError, type SealingKey } from './blob-cipher';
 
 /** What a sealed blob holds: a call's raw arguments or a target's response. */
 export type SealedKind = 'arguments' | 'result';
@@ -56,9 +56,9 @@ interface BlobRow {
   kind: SealedKind;
   owner: string;
   key_id: string;
-  iv: Buffer;
-  tag: Buffer;
-  ciphertext: Buffer;
+  iv: Uint8Array;
+  tag: Uint8Array;
+  ciphertext: Uint8Array;
   digest: string;
 }
 
@@ -67,16 +67,17 @@ function aad(ref: string, kind: string, owner: string): Buffer {
 }
 
 export class SqliteSealedStore implements SealedStore {
-  private readonly db: Database.Database;
+  private readonly db: DatabaseSync;
   private readonly cipher: BlobCipher;
-  private readonly insert: Database.Statement<[string, string, string, string, Buffer, Buffer, Buffer, string, string]>;
-  private readonly select: Database.Statement<[string], BlobRow>;
+  private readonly insert: StatementSync;
+  private readonly select: StatementSync;
 
   constructor(options: SqliteSealedStoreOptions) {
     this.cipher = new BlobCipher(options.current, options.previous);
-    this.db = new Database(options.file);
-    this.db.pragma('journal_mode = WAL');
-    this.db.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`);
+    // better-sqlite3 waited 5 s for another connection's lock by default; node:sqlite waits not at all unless told.
+    this.db = new DatabaseSync(options.file, { timeout: 5000 });
+    this.db.exec('PRAGMA journal_mode = WAL');
+    this.db.exec(`PRAGMA synchronous = ${options.synchronous ?? 'FULL'}`);
     this.db.exec(`CREATE TABLE IF NOT EXISTS sealed_blobs (
       ref TEXT PRIMARY KEY, kind TEXT NOT NULL, owner TEXT NOT NULL, key_id TEXT NOT NULL,
       iv BLOB NOT NULL, tag BLOB NOT NULL, ciphertext BLOB NOT NULL, digest TEXT NOT NULL, created_at TEXT NOT NULL)`);
@@ -95,10 +96,10 @@ export class SqliteSealedStore implements SealedStore {
   }
 
   async open(ref: string): Promise<OpenedBlob | undefined> {
-    const row = this.select.get(ref);
+    const row = this.select.get(ref) as BlobRow | undefined;
     if (row === undefined) return undefined;
     try {
-      const sealed = { keyId: row.key_id, iv: row.iv, tag: row.tag, ciphertext: row.ciphertext };
+      const sealed = { keyId: row.key_id, iv: asBuffer(row.iv), tag: asBuffer(row.tag), ciphertext: asBuffer(row.ciphertext) };
       const plaintext = this.cipher.open(sealed, aad(ref, row.kind, row.owner));
       return { kind: row.kind, owner: row.owner, plaintext, digest: row.digest };
     } catch (error) {

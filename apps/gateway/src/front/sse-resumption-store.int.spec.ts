@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import Database from 'better-sqlite3';
 import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
 import { BlobCipher } from '@oncegate/sealed-store';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -98,7 +98,7 @@ describe('the SSE resumption store (a SQLite file, sealed messages, a retention)
     now += HOUR + 1;
     const restarted = open(HOUR);
     await restarted.start();
-    const file = new Database(join(dir, 'mcp-streams.db'), { readonly: true });
+    const file = new DatabaseSync(join(dir, 'mcp-streams.db'), { readOnly: true });
     expect(file.prepare('SELECT count(*) AS n FROM sse_messages').get()).toEqual({ n: 0 });
     file.close();
     expect(await replay(restarted, priming)).toEqual([]);
@@ -123,7 +123,7 @@ describe('the SSE resumption store (a SQLite file, sealed messages, a retention)
     await legacy.close();
 
     const store = open();
-    const file = new Database(join(dir, 'mcp-streams.db'), { readonly: true });
+    const file = new DatabaseSync(join(dir, 'mcp-streams.db'), { readOnly: true });
     const tables = file.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all();
     file.close();
     expect(tables).toEqual([{ name: 'sse_messages' }]);
@@ -134,7 +134,7 @@ describe('the SSE resumption store (a SQLite file, sealed messages, a retention)
   it('given a sealed message edited in the file, when it is replayed, then it is refused rather than sent', async () => {
     const store = open();
     await store.forSession(SESSION).storeEvent('stream-a', message(1));
-    const file = new Database(join(dir, 'mcp-streams.db'));
+    const file = new DatabaseSync(join(dir, 'mcp-streams.db'));
     file.prepare("UPDATE sse_messages SET stream_id = 'stream-b'").run();
     file.close();
     await expect(replay(store, 'stream-b.-1')).rejects.toThrow(/authentication failed/);

@@ -1,9 +1,9 @@
 import type { EventStore as McpEventStore, StreamId } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import Database from 'better-sqlite3';
-import { EventStoreOpenError } from '@oncegate/event-store';
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { isUnwritableSqliteError as isUnwritable, sqliteOpenFailure as openFailure } from '@oncegate/event-store-sqlite';
 import type { Clock } from '@oncegate/execution-journal';
-import type { BlobCipher } from '@oncegate/sealed-store';
+import { asBuffer, type BlobCipher } from '@oncegate/sealed-store';
 import { parseEventId } from './sse-event-id';
 
 /** Notified when a stored JSON-RPC message is sent again on a resumed stream. */
@@ -31,9 +31,9 @@ export interface SseResumptionStoreOptions {
 interface MessageRow {
   seq: number;
   key_id: string;
-  iv: Buffer;
-  tag: Buffer;
-  ciphertext: Buffer;
+  iv: Uint8Array;
+  tag: Uint8Array;
+  ciphertext: Uint8Array;
 }
 
 const SCHEMA = `
@@ -58,25 +58,6 @@ const LEGACY_TABLES = ['events', 'checkpoints', 'store_meta', 'leases'];
 /** Rows deleted per statement, so a large sweep never holds the write lock (or the event loop) for long. */
 const SWEEP_BATCH = 500;
 
-function sqliteCode(error: unknown): string {
-  const code = (error as { code?: unknown })?.code;
-  return typeof code === 'string' ? code : '';
-}
-
-/** Driver errors that mean the file cannot take writes now (full disk, I/O error, read-only, locked), not a bug. */
-function isUnwritable(error: unknown): boolean {
-  return /^SQLITE_(FULL|IOERR|READONLY|CANTOPEN|BUSY|LOCKED)/.test(sqliteCode(error));
-}
-
-function openFailure(file: string, error: unknown): unknown {
-  const code = sqliteCode(error);
-  if (/^SQLITE_(NOTADB|CORRUPT)/.test(code)) return new EventStoreOpenError(file, 'corrupt', code);
-  if (/^SQLITE_READONLY/.test(code)) return new EventStoreOpenError(file, 'read_only', code);
-  if (/^SQLITE_(CANTOPEN|PERM|AUTH)/.test(code)) return new EventStoreOpenError(file, 'cannot_open', code);
-  if (/^SQLITE_(FULL|IOERR)/.test(code)) return new EventStoreOpenError(file, 'no_space', code);
-  return error;
-}
-
 /**
  * SSE resumability for the MCP SDK (its `EventStore` interface), kept in a SQLite file of the data folder so
  * `Last-Event-ID` works after a gateway restart too (`synchronous=NORMAL`: messages must survive a process
@@ -86,26 +67,31 @@ function openFailure(file: string, error: unknown): unknown {
  * stored (a stream never waits on storage) and a resume replays only what was stored.
  */
 export class SseResumptionStore {
-  private readonly db: Database.Database;
+  private readonly db: DatabaseSync;
   private readonly statements: {
-    insert: Database.Statement<[string, string, number, string, Buffer, Buffer, Buffer, string | null]>;
-    after: Database.Statement<[string, string, number], MessageRow>;
-    last: Database.Statement<[string, string], { seq: number | null }>;
-    calls: Database.Statement<[string, string], { calls: string | null }>;
-    sweep: Database.Statement<[number, number]>;
+    insert: StatementSync;
+    after: StatementSync;
+    last: StatementSync;
+    calls: StatementSync;
+    sweep: StatementSync;
   };
   private timer: NodeJS.Timeout | undefined;
   private sweeping: Promise<number> | undefined;
 
   constructor(private readonly options: SseResumptionStoreOptions) {
     try {
-      this.db = new Database(options.file, { timeout: 5_000 });
-      this.db.pragma('journal_mode = WAL');
-      this.db.pragma('synchronous = NORMAL');
-      this.db.transaction(() => {
+      this.db = new DatabaseSync(options.file, { timeout: 5_000 });
+      this.db.exec('PRAGMA journal_mode = WAL');
+      this.db.exec('PRAGMA synchronous = NORMAL');
+      this.db.exec('BEGIN IMMEDIATE');
+      try {
         for (const table of LEGACY_TABLES) this.db.exec(`DROP TABLE IF EXISTS ${table}`);
         this.db.exec(SCHEMA);
-      }).immediate();
+        this.db.exec('COMMIT');
+      } catch (error) {
+        if (this.db.isTransaction) this.db.exec('ROLLBACK');
+        throw error;
+      }
     } catch (error) {
       throw openFailure(options.file, error);
     }
@@ -148,13 +134,13 @@ export class SseResumptionStore {
     let deleted = 0;
     try {
       for (;;) {
-        const { changes } = this.statements.sweep.run(cutoff, SWEEP_BATCH);
+        const changes = Number(this.statements.sweep.run(cutoff, SWEEP_BATCH).changes);
         deleted += changes;
-        if (changes < SWEEP_BATCH || !this.db.open) break;
+        if (changes < SWEEP_BATCH || !this.db.isOpen) break;
         await new Promise((resolve) => setImmediate(resolve));
       }
     } catch (error) {
-      if (!isUnwritable(error) && this.db.open) throw error;
+      if (!isUnwritable(error) && this.db.isOpen) throw error;
     }
     return deleted;
   }
@@ -162,7 +148,7 @@ export class SseResumptionStore {
   async close(): Promise<void> {
     if (this.timer !== undefined) clearInterval(this.timer);
     await this.sweeping?.catch(() => undefined);
-    if (this.db.open) this.db.close();
+    if (this.db.isOpen) this.db.close();
   }
 
   /** `callsOf` names the calls of the POST being handled, asked when its stream's priming event is stored. */
@@ -195,9 +181,10 @@ export class SseResumptionStore {
       replayEventsAfter: async (lastEventId, { send }) => {
         const parsed = parseEventId(lastEventId);
         if (parsed === undefined) throw new Error('Invalid event ID format');
-        const rows = this.statements.after.all(sessionId, parsed.streamId, parsed.sequence);
+        const rows = this.statements.after.all(sessionId, parsed.streamId, parsed.sequence) as unknown as MessageRow[];
         for (const row of rows) {
-          const plaintext = this.options.cipher.open({ keyId: row.key_id, iv: row.iv, tag: row.tag, ciphertext: row.ciphertext }, aad(parsed.streamId));
+          const sealed = { keyId: row.key_id, iv: asBuffer(row.iv), tag: asBuffer(row.tag), ciphertext: asBuffer(row.ciphertext) };
+          const plaintext = this.options.cipher.open(sealed, aad(parsed.streamId));
           const message = JSON.parse(plaintext.toString('utf8')) as JSONRPCMessage;
           // Priming events are stored as `{}` and carry nothing to replay.
           if (Object.keys(message).length === 0) continue;
@@ -211,7 +198,7 @@ export class SseResumptionStore {
 
   /** The calls a request stream answers, from its priming event; `undefined` for any other stream. */
   async callsOf(sessionId: string, streamId: StreamId): Promise<StreamCalls | undefined> {
-    const calls = this.statements.calls.get(sessionId, streamId)?.calls;
+    const calls = (this.statements.calls.get(sessionId, streamId) as { calls: string | null } | undefined)?.calls;
     return calls === undefined || calls === null ? undefined : (JSON.parse(calls) as StreamCalls);
   }
 
@@ -222,7 +209,7 @@ export class SseResumptionStore {
 
   private lastStored(sessionId: string, streamId: StreamId): number | undefined {
     try {
-      return this.statements.last.get(sessionId, streamId)?.seq ?? undefined;
+      return (this.statements.last.get(sessionId, streamId) as { seq: number | null } | undefined)?.seq ?? undefined;
     } catch {
       return undefined;
     }

@@ -11,7 +11,7 @@ import { loadGatewayConfig } from '../config/load-config';
 import { startGateway, type RunningGateway } from '../gateway';
 
 // The gateway's own SQLite connections, so the test can fill their files as a full disk would.
-vi.mock('better-sqlite3', async (original) => {
+vi.mock('node:sqlite', async (original) => {
   // eslint-disable-next-line @nx/enforce-module-boundaries -- see above
   const { trackedSqlite } = await import('../../../../test/support/full-disk');
   return trackedSqlite(await original());

@@ -1,6 +1,8 @@
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { DatabaseSync } from 'node:sqlite';
+import { pathToFileURL } from 'node:url';
+import { asBuffer } from '@oncegate/sealed-store';
 import type { CredentialMetadata } from './vault-entry';
 import { kdfParams, type KdfParams, type Sealed, type WrappedKey } from './vault-crypto';
 
@@ -58,9 +60,9 @@ CREATE TABLE IF NOT EXISTS credentials (
 
 interface KeyRow {
   kdf: string;
-  salt: Buffer;
-  nonce: Buffer;
-  wrapped_key: Buffer;
+  salt: Uint8Array;
+  nonce: Uint8Array;
+  wrapped_key: Uint8Array;
   created_at: string;
 }
 
@@ -73,8 +75,8 @@ interface ValueRow {
   username: string | null;
   bindings: string;
   approval: string;
-  nonce: Buffer;
-  ciphertext: Buffer;
+  nonce: Uint8Array;
+  ciphertext: Uint8Array;
   stored_at: string;
 }
 
@@ -92,7 +94,7 @@ export class VaultFileError extends Error {
 export class VaultFile {
   private constructor(
     readonly file: string,
-    private readonly db: Database.Database,
+    private readonly db: DatabaseSync,
   ) {}
 
   static exists(dataDir: string): boolean {
@@ -124,11 +126,13 @@ export class VaultFile {
   }
 
   private static connect(file: string): VaultFile {
-    const db = new Database(file, { fileMustExist: true });
+    // As a URI with mode=rw, SQLite opens the file only when it exists.
+    const uri = pathToFileURL(file);
+    uri.searchParams.set('mode', 'rw');
+    const db = new DatabaseSync(uri, { timeout: 5000 });
     // Rollback journal: one file, its transient journal made with the same permissions.
-    db.pragma('journal_mode = DELETE');
-    db.pragma('synchronous = FULL');
-    db.pragma('busy_timeout = 5000');
+    db.exec('PRAGMA journal_mode = DELETE');
+    db.exec('PRAGMA synchronous = FULL');
     db.exec(SCHEMA);
     chmodSync(file, 0o600);
     return new VaultFile(file, db);
@@ -145,7 +149,7 @@ export class VaultFile {
     }
     const kdf: KdfParams | undefined = kdfParams(parsed);
     if (kdf === undefined) throw new VaultFileError(this.file, 'the key derivation parameters are not valid');
-    return { kdf, salt: row.salt, wrapped: { nonce: row.nonce, ciphertext: row.wrapped_key }, createdAt: row.created_at };
+    return { kdf, salt: asBuffer(row.salt), wrapped: { nonce: asBuffer(row.nonce), ciphertext: asBuffer(row.wrapped_key) }, createdAt: row.created_at };
   }
 
   putCredential(row: CredentialRow): void {
@@ -182,7 +186,7 @@ export class VaultFile {
       approval: row.approval as CredentialMetadata['approval'],
     };
     // Columns are taken as read, unchecked: a changed column makes the value fail to authenticate.
-    return { metadata, sealed: { nonce: row.nonce, ciphertext: row.ciphertext }, storedAt: row.stored_at };
+    return { metadata, sealed: { nonce: asBuffer(row.nonce), ciphertext: asBuffer(row.ciphertext) }, storedAt: row.stored_at };
   }
 
   /** Removes every version of `ref` but `keep` (`undefined`: every version). */

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { DatabaseSync } from 'node:sqlite';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-store-sqlite';
 import { initVault, lockVault, storeCredential, unlockVault, type VaultContext } from './vault-admin';
@@ -135,7 +135,7 @@ describe('VaultService (SQLite event store, vault.db in a temporary data folder)
     ['approval', `'per_use'`],
   ])('given the %s column of an entry edited in vault.db, when the credential is asked for, then it is refused, never used', async (column, value) => {
     await withDemoWriter();
-    const raw = new Database(vaultFilePath(dataDir));
+    const raw = new DatabaseSync(vaultFilePath(dataDir));
     raw.exec(`UPDATE credentials SET ${column} = ${value} WHERE ref = 'demo-writer'`);
     raw.close();
     const vault = await service();
@@ -181,7 +181,7 @@ describe('VaultService (SQLite event store, vault.db in a temporary data folder)
     await storeCredential(context(), { ref: 'demo-writer', kind: 'bearer', bindings: ['127.0.0.1:8790'] }, 'second-value');
     expect(await vault.httpCredential('demo-writer', 'http://127.0.0.1:8790/payments')).toEqual({ headers: { Authorization: 'Bearer second-value' }, secrets: ['second-value'] });
     expect(vault.describe('demo-writer')).toMatchObject({ version: 2, bindings: ['127.0.0.1:8790'] });
-    const raw = new Database(vaultFilePath(dataDir), { readonly: true });
+    const raw = new DatabaseSync(vaultFilePath(dataDir), { readOnly: true });
     expect(raw.prepare('SELECT version FROM credentials').all()).toEqual([{ version: 2 }]);
     raw.close();
   });

@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { DatabaseSync } from 'node:sqlite';
+import { pathToFileURL } from 'node:url';
 
 /**
  * Proof that a process on this machine is gone. Each gateway process holds an exclusive lock on a small file of
@@ -11,7 +12,7 @@ import Database from 'better-sqlite3';
  */
 export class InstanceLock {
   private constructor(
-    private readonly db: Database.Database,
+    private readonly db: DatabaseSync,
     private readonly file: string,
   ) {}
 
@@ -19,7 +20,7 @@ export class InstanceLock {
   static hold(dir: string, instance: string): InstanceLock {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     const file = lockFile(dir, instance);
-    const db = new Database(file, { timeout: 0 });
+    const db = new DatabaseSync(file, { timeout: 0 });
     // An exclusive transaction that never ends: the lock lives as long as this connection does.
     db.exec('BEGIN EXCLUSIVE');
     return new InstanceLock(db, file);
@@ -29,6 +30,13 @@ export class InstanceLock {
     this.db.close();
     rmSync(this.file, { force: true });
   }
+}
+
+/** The file as a URI that SQLite opens only when it exists (it creates nothing). */
+function existingFile(path: string): URL {
+  const uri = pathToFileURL(path);
+  uri.searchParams.set('mode', 'rw');
+  return uri;
 }
 
 function lockFile(dir: string, instance: string): string {
@@ -48,15 +56,16 @@ export function probeInstanceLock(dir: string, instance: string): 'alive' | 'gon
     return 'unknown';
   }
   if (!existsSync(path)) return 'unknown';
-  let db: Database.Database | undefined;
+  let db: DatabaseSync | undefined;
   try {
-    db = new Database(path, { timeout: 0, fileMustExist: true });
+    db = new DatabaseSync(existingFile(path), { timeout: 0 });
     db.exec('BEGIN IMMEDIATE');
     db.exec('ROLLBACK');
   } catch (error) {
     db?.close();
-    const code = (error as { code?: string }).code;
-    if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED') return 'alive';
+    // SQLITE_BUSY (5) or SQLITE_LOCKED (6), with or without an extended code.
+    const code = (error as { errcode?: number }).errcode;
+    if (code !== undefined && [5, 6].includes(code & 0xff)) return 'alive';
     return 'unknown';
   }
   db.close();

@@ -13,7 +13,7 @@ import { eventually } from '../../../../../test/support/journal';
 /* eslint-enable @nx/enforce-module-boundaries */
 import { JournalSealer } from './journal-sealer';
 
-vi.mock('better-sqlite3', async (original) => {
+vi.mock('node:sqlite', async (original) => {
   // eslint-disable-next-line @nx/enforce-module-boundaries -- see above
   const { trackedSqlite } = await import('../../../../../test/support/full-disk');
   return trackedSqlite(await original());
