@@ -12,24 +12,25 @@ import {
   expectedRevisionHolds,
   runCatchUpSubscription,
   validateAppend,
+  validateAppendMany,
   validateCount,
   validateFilter,
   validateInstant,
   validatePosition,
   validateStreamId,
+  type AppendManyEntry,
   type AppendOptions,
   type AppendResult,
   type EventFilter,
   type EventHandler,
   type EventStore,
   type EventToAppend,
-  type ExpectedRevision,
   type Lease,
   type ReadAllOptions,
   type ReadAllPage,
   type ReadStreamOptions,
   type RecordedEvent,
-  type SerialisedEvent,
+  type SerialisedAppend,
   type SubscribeOptions,
   type Subscription,
 } from '@oncegate/event-store';
@@ -63,11 +64,10 @@ export interface SqliteEventStoreOptions {
   readonly readOnly?: boolean;
 }
 
+/** One caller's append: a single stream, or every entry of an `appendMany`, all committed or none. */
 interface PendingAppend {
-  readonly streamId: string;
-  readonly events: readonly SerialisedEvent[];
-  readonly expected: ExpectedRevision;
-  readonly resolve: (result: AppendResult) => void;
+  readonly entries: readonly SerialisedAppend[];
+  readonly resolve: (results: AppendResult[]) => void;
   readonly reject: (error: unknown) => void;
 }
 
@@ -329,14 +329,29 @@ export class SqliteEventStore implements EventStore {
   appendToStream(streamId: string, events: readonly EventToAppend[], options: AppendOptions = {}): Promise<AppendResult> {
     if (this.closed) return Promise.reject(new EventStoreClosedError());
     const expected = options.expectedRevision ?? 'any';
-    let serialised: SerialisedEvent[];
+    let entries: SerialisedAppend[];
     try {
-      serialised = validateAppend(streamId, events, expected);
+      entries = [{ streamId, events: validateAppend(streamId, events, expected), expected }];
     } catch (error) {
       return Promise.reject(error);
     }
+    return this.enqueue(entries).then(([result]) => result!);
+  }
+
+  appendMany(batch: readonly AppendManyEntry[]): Promise<AppendResult[]> {
+    if (this.closed) return Promise.reject(new EventStoreClosedError());
+    let entries: SerialisedAppend[];
+    try {
+      entries = validateAppendMany(batch);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.enqueue(entries);
+  }
+
+  private enqueue(entries: readonly SerialisedAppend[]): Promise<AppendResult[]> {
     return new Promise((resolve, reject) => {
-      this.pending.push({ streamId, events: serialised, expected, resolve, reject });
+      this.pending.push({ entries, resolve, reject });
       if (!this.groupCommit) {
         this.flush();
       } else if (!this.flushScheduled) {
@@ -348,15 +363,15 @@ export class SqliteEventStore implements EventStore {
   }
 
   /**
-   * Writes every pending append in one transaction; each append is checked and rolled back on its own
-   * (a savepoint each when several share the commit).
+   * Writes every pending append in one transaction; each append (a single stream, or a whole `appendMany`) is
+   * checked and rolled back on its own (a savepoint each when several share the commit).
    */
   private flush(): void {
     this.flushScheduled = false;
     const batch = this.pending;
     this.pending = [];
     if (batch.length === 0) return;
-    const outcomes: Array<{ ok: AppendResult } | { error: unknown }> = [];
+    const outcomes: Array<{ ok: AppendResult[] } | { error: unknown }> = [];
     const recordedAt = this.clock().toISOString();
     const { begin, commit, rollback, savepoint, release, rollbackToSavepoint } = this.statements;
     const shared = batch.length > 1;
@@ -366,7 +381,7 @@ export class SqliteEventStore implements EventStore {
         for (const request of batch) {
           if (shared) savepoint.run();
           try {
-            outcomes.push({ ok: this.appendInTransaction(request, recordedAt) });
+            outcomes.push({ ok: request.entries.map((entry) => this.appendInTransaction(entry, recordedAt)) });
             if (shared) release.run();
           } catch (error) {
             if (!shared) throw error;
@@ -390,13 +405,15 @@ export class SqliteEventStore implements EventStore {
       const outcome = outcomes[index]!;
       if ('ok' in outcome) {
         request.resolve(outcome.ok);
-        for (const event of request.events) committed.push({ streamId: request.streamId, type: event.type });
+        for (const entry of request.entries) {
+          for (const event of entry.events) committed.push({ streamId: entry.streamId, type: event.type });
+        }
       } else request.reject(outcome.error);
     });
     if (committed.length > 0) this.wakeWaiters(committed);
   }
 
-  private appendInTransaction(request: PendingAppend, recordedAt: string): AppendResult {
+  private appendInTransaction(request: SerialisedAppend, recordedAt: string): AppendResult {
     const tip = this.statements.streamTip.get(request.streamId);
     const actual = tip?.revision;
     if (!expectedRevisionHolds(request.expected, actual)) {

@@ -1,5 +1,5 @@
 import { InvalidEventStoreArgumentError } from './errors';
-import type { EventFilter, EventToAppend, ExpectedRevision } from './event-store';
+import type { AppendManyEntry, EventFilter, EventToAppend, ExpectedRevision } from './event-store';
 
 /** An event checked and serialised once, ready for any adapter to write. */
 export interface SerialisedEvent {
@@ -112,6 +112,54 @@ export function validateAppend(
       data: serialiseJson(event.data, `${at}.data`),
       metadata: serialiseJson(metadata, `${at}.metadata`),
     };
+  });
+}
+
+/** One entry of a multi-stream append, checked and serialised. */
+export interface SerialisedAppend {
+  readonly streamId: string;
+  readonly events: readonly SerialisedEvent[];
+  readonly expected: ExpectedRevision;
+}
+
+/**
+ * Checks a multi-stream append up front: at least one entry, each checked as a single append (arguments named
+ * `batch[i].…`), every stream in one entry only and every event id once in the whole batch.
+ */
+export function validateAppendMany(batch: readonly AppendManyEntry[]): SerialisedAppend[] {
+  if (!Array.isArray(batch) || batch.length === 0) {
+    throw new InvalidEventStoreArgumentError('batch', 'must hold at least one entry');
+  }
+  const streams = new Map<string, number>();
+  const ids = new Map<string, string>();
+  return batch.map((entry: AppendManyEntry | undefined, index) => {
+    const at = `batch[${index}]`;
+    if (typeof entry !== 'object' || entry === null) throw new InvalidEventStoreArgumentError(at, 'must be an object');
+    const expected = entry.expectedRevision ?? 'any';
+    let events: SerialisedEvent[];
+    try {
+      events = validateAppend(entry.streamId, entry.events, expected);
+    } catch (error) {
+      if (!(error instanceof InvalidEventStoreArgumentError)) throw error;
+      throw new InvalidEventStoreArgumentError(`${at}.${error.argument}`, error.reason);
+    }
+    const earlier = streams.get(entry.streamId);
+    if (earlier !== undefined) {
+      throw new InvalidEventStoreArgumentError(
+        `${at}.streamId`,
+        `repeats stream ${entry.streamId} of batch[${earlier}]; put a stream's events in one entry`,
+      );
+    }
+    streams.set(entry.streamId, index);
+    events.forEach((event, position) => {
+      if (event.id === undefined) return;
+      const first = ids.get(event.id);
+      if (first !== undefined) {
+        throw new InvalidEventStoreArgumentError(`${at}.events[${position}].id`, `repeats ${event.id} of ${first} in one append`);
+      }
+      ids.set(event.id, `${at}.events[${position}]`);
+    });
+    return { streamId: entry.streamId, events, expected };
   });
 }
 

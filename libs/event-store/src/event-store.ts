@@ -56,6 +56,14 @@ export interface AppendResult {
   readonly position: number;
 }
 
+/** One stream's part of an {@link EventStore.appendMany} batch. */
+export interface AppendManyEntry {
+  readonly streamId: string;
+  readonly events: readonly EventToAppend[];
+  /** Checked against this stream alone. Default: `'any'`. */
+  readonly expectedRevision?: ExpectedRevision;
+}
+
 export type ReadDirection = 'forwards' | 'backwards';
 
 export interface ReadStreamOptions {
@@ -145,6 +153,16 @@ export interface Subscription {
 
 export interface EventStore {
   appendToStream(streamId: string, events: readonly EventToAppend[], options?: AppendOptions): Promise<AppendResult>;
+  /**
+   * Appends to several streams at once: every entry's events are committed in one transaction, or none are.
+   * Each entry's expected revision is checked against its own stream; the first mismatch is a
+   * `WrongExpectedRevisionError` naming that stream, and a stored event id a `DuplicateEventIdError`, with
+   * nothing of the batch written. The events take consecutive global positions in batch order, and each stream's
+   * hash chain continues from its tip. A stream may appear in one entry only, and an event id once in the whole
+   * batch (`invalid_argument` otherwise: put one stream's events in one entry). The results are the entries'
+   * `AppendResult`s, in batch order.
+   */
+  appendMany(batch: readonly AppendManyEntry[]): Promise<AppendResult[]>;
   readStream(streamId: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
   /** Last revision of the stream, or `undefined` when it does not exist. */
   streamRevision(streamId: string): Promise<number | undefined>;

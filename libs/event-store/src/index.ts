@@ -1,4 +1,5 @@
 export type {
+  AppendManyEntry,
   AppendOptions,
   AppendResult,
   EventFilter,
@@ -29,12 +30,13 @@ export type { EventStoreError, StoreOpenProblem } from './errors';
 export {
   expectedRevisionHolds,
   validateAppend,
+  validateAppendMany,
   validateCount,
   validateFilter,
   validateInstant,
   validatePosition,
   validateStreamId,
 } from './append-validation';
-export type { SerialisedEvent } from './append-validation';
+export type { SerialisedAppend, SerialisedEvent } from './append-validation';
 export { runCatchUpSubscription } from './catch-up-subscription';
 export type { SubscriptionSource } from './catch-up-subscription';

@@ -241,6 +241,184 @@ export function describeEventStoreContract<Location>(adapter: string, harness: E
       });
     });
 
+    describe(`${adapter}: appending to several streams at once`, () => {
+      it(`${adapter}: every entry commits, with consecutive positions in batch order and a result per entry`, async () => {
+        const { store } = await freshStore();
+        await store.appendToStream('execution-x', [event('First')]);
+        const head = await store.headPosition();
+        const results = await store.appendMany([
+          { streamId: 'intent-a', events: [event('IntentClaimed')], expectedRevision: 'no_stream' },
+          { streamId: 'execution-x', events: [event('A'), event('B')], expectedRevision: 0 },
+          { streamId: 'other', events: [event('O')] },
+        ]);
+        expect(results).toEqual([
+          { streamId: 'intent-a', nextExpectedRevision: 0, position: head + 1 },
+          { streamId: 'execution-x', nextExpectedRevision: 2, position: head + 3 },
+          { streamId: 'other', nextExpectedRevision: 0, position: head + 4 },
+        ]);
+        const page = await store.readAll({ after: head });
+        expect(page.events.map((e) => `${e.position}:${e.streamId}:${e.revision}:${e.type}`)).toEqual([
+          `${head + 1}:intent-a:0:IntentClaimed`,
+          `${head + 2}:execution-x:1:A`,
+          `${head + 3}:execution-x:2:B`,
+          `${head + 4}:other:0:O`,
+        ]);
+        expect(new Set(page.events.map((e) => e.recordedAt)).size).toBe(1);
+        expect(await store.headPosition()).toBe(head + 4);
+      });
+
+      it(`${adapter}: a wrong expected revision on the second stream names it and leaves the first unwritten`, async () => {
+        const { store } = await freshStore();
+        await store.appendToStream('taken', [event('E')]);
+        const head = await store.headPosition();
+        const error = await store
+          .appendMany([
+            { streamId: 'fresh', events: [event('F1'), event('F2')], expectedRevision: 'no_stream' },
+            { streamId: 'taken', events: [event('T')], expectedRevision: 'no_stream' },
+          ])
+          .catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(WrongExpectedRevisionError);
+        expect(error).toMatchObject({ kind: 'wrong_expected_revision', streamId: 'taken', expected: 'no_stream', actual: 0 });
+        expect(await store.streamRevision('fresh')).toBeUndefined();
+        expect(await store.headPosition()).toBe(head);
+        await expect(
+          store.appendMany([
+            { streamId: 'fresh', events: [event('F1')], expectedRevision: 'no_stream' },
+            { streamId: 'taken', events: [event('T')], expectedRevision: 0 },
+          ]),
+        ).resolves.toHaveLength(2);
+      });
+
+      it(`${adapter}: an event id already stored refuses the whole batch`, async () => {
+        const { store } = await freshStore();
+        const id = '01890a5d-ac96-774b-bcce-b302099a8058';
+        await store.appendToStream('s', [event('E', {}, id)]);
+        const error = await store
+          .appendMany([
+            { streamId: 'first', events: [event('Fresh')] },
+            { streamId: 'second', events: [event('Dup', {}, id)] },
+          ])
+          .catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(DuplicateEventIdError);
+        expect(error).toMatchObject({ eventId: id, streamId: 'second' });
+        expect(await store.streamRevision('first')).toBeUndefined();
+        expect(await store.headPosition()).toBe(1);
+      });
+
+      it(`${adapter}: bad batches are refused up front with the entry and argument named`, async () => {
+        const { store } = await freshStore();
+        const id = '01890a5d-ac96-774b-bcce-b302099a8059';
+        const cases: Array<[() => Promise<unknown>, string]> = [
+          [() => store.appendMany([]), 'batch'],
+          [() => store.appendMany(undefined as never), 'batch'],
+          [() => store.appendMany([null as never]), 'batch[0]'],
+          [() => store.appendMany([{ streamId: '', events: [event('E')] }]), 'batch[0].streamId'],
+          [() => store.appendMany([{ streamId: 'a', events: [event('E')] }, { streamId: 'b\u0000', events: [event('E')] }]), 'batch[1].streamId'],
+          [() => store.appendMany([{ streamId: 'a', events: [] }]), 'batch[0].events'],
+          [() => store.appendMany([{ streamId: 'a', events: [event('E')] }, { streamId: 'b', events: [{ type: '', data: {} }] }]), 'batch[1].events[0].type'],
+          [() => store.appendMany([{ streamId: 'a', events: [event('E', { n: 1n })] }]), 'batch[0].events[0].data'],
+          [() => store.appendMany([{ streamId: 'a', events: [event('E')], expectedRevision: -1 }]), 'batch[0].expectedRevision'],
+          [() => store.appendMany([{ streamId: 'a', events: [event('E')] }, { streamId: 'a', events: [event('E')] }]), 'batch[1].streamId'],
+          [() => store.appendMany([{ streamId: 'a', events: [event('E', {}, id)] }, { streamId: 'b', events: [event('E'), event('E', {}, id)] }]), 'batch[1].events[1].id'],
+        ];
+        for (const [call, argument] of cases) {
+          const error = await Promise.resolve()
+            .then(call)
+            .catch((e: unknown) => e);
+          expect(error, argument).toBeInstanceOf(InvalidEventStoreArgumentError);
+          expect((error as InvalidEventStoreArgumentError).argument, argument).toBe(argument);
+        }
+        expect(await store.headPosition()).toBe(0);
+      });
+
+      it(`${adapter}: each stream's hash chain runs on through a batch`, async () => {
+        const { store } = await freshStore();
+        await store.appendToStream('execution-chain', [event('A', { n: 1 })]);
+        await store.appendMany([
+          { streamId: 'intent-chain', events: [event('IntentClaimed', { n: 2 })] },
+          { streamId: 'execution-chain', events: [event('B', { n: 3 }), { type: 'C', data: { text: 'é ✓' }, metadata: { actor: 'agent:a' } }] },
+        ]);
+        await store.appendMany([{ streamId: 'execution-chain', events: [event('D')] }, { streamId: 'intent-chain', events: [event('E')] }]);
+        for (const streamId of ['execution-chain', 'intent-chain']) {
+          const events = await store.readStream(streamId);
+          expect(events[0]!.prev).toBe(GENESIS_HASH);
+          for (let i = 1; i < events.length; i += 1) expect(events[i]!.prev, `${streamId}@${i}`).toBe(events[i - 1]!.hash);
+          for (const e of events) {
+            expect(e.hash).toBe(
+              eventHash(e.prev, { streamId: e.streamId, revision: e.revision, id: e.id, type: e.type, data: e.data, metadata: e.metadata, recordedAt: e.recordedAt }),
+            );
+          }
+        }
+      });
+
+      it(`${adapter}: batches and single appends issued together keep their own checks and fail alone`, async () => {
+        const { store } = await freshStore();
+        await store.appendToStream('busy', [event('E')]);
+        const results = await Promise.allSettled([
+          store.appendToStream('quiet-1', [event('Q')], { expectedRevision: 'no_stream' }),
+          store.appendMany([
+            { streamId: 'many-1', events: [event('M')], expectedRevision: 'no_stream' },
+            { streamId: 'busy', events: [event('Wrong')], expectedRevision: 'no_stream' },
+          ]),
+          store.appendMany([
+            { streamId: 'many-2', events: [event('M')], expectedRevision: 'no_stream' },
+            { streamId: 'quiet-1', events: [event('Q2')], expectedRevision: 0 },
+          ]),
+          store.appendToStream('busy', [event('Right')], { expectedRevision: 0 }),
+        ]);
+        expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+        expect((results[1] as PromiseRejectedResult).reason).toMatchObject({ kind: 'wrong_expected_revision', streamId: 'busy' });
+        expect(await store.streamRevision('many-1')).toBeUndefined();
+        expect(await store.streamRevision('many-2')).toBe(0);
+        expect(await store.streamRevision('quiet-1')).toBe(1);
+        expect((await store.readStream('busy')).map((e) => e.type)).toEqual(['E', 'Right']);
+      });
+
+      it(`${adapter}: of many concurrent batches claiming one revision exactly one commits, the others write nothing`, async () => {
+        const { store } = await freshStore();
+        await store.appendToStream('contested', [event('Start')]);
+        const attempts = await Promise.allSettled(
+          Array.from({ length: 20 }, (_, i) =>
+            store.appendMany([
+              { streamId: `own-${i}`, events: [event('Own', { i })], expectedRevision: 'no_stream' },
+              { streamId: 'contested', events: [event('Claim', { i })], expectedRevision: 0 },
+            ]),
+          ),
+        );
+        const won = attempts.flatMap((a, i) => (a.status === 'fulfilled' ? [i] : []));
+        expect(won).toHaveLength(1);
+        for (let i = 0; i < 20; i += 1) expect(await store.streamRevision(`own-${i}`)).toBe(i === won[0] ? 0 : undefined);
+        expect(await store.headPosition()).toBe(3);
+      });
+
+      it(`${adapter}: a subscription receives a batch as ordinary events, in order`, async () => {
+        const { store } = await freshStore();
+        await store.appendToStream('execution-old', [event('Old')]);
+        const seen: RecordedEvent[] = [];
+        const filtered: RecordedEvent[] = [];
+        const subscription = store.subscribeToAll((e) => void seen.push(e));
+        const executions = store.subscribeToAll((e) => void filtered.push(e), { filter: { streamPrefixes: ['execution-'] } });
+        await Promise.all([subscription.caughtUp, executions.caughtUp]);
+        await Promise.all(
+          Array.from({ length: 10 }, (_, i) =>
+            store.appendMany([
+              { streamId: `intent-${i}`, events: [event('IntentClaimed')] },
+              { streamId: `execution-${i}`, events: [event('ExecutionAccepted'), event('Dispatched')] },
+            ]),
+          ),
+        );
+        const head = await store.headPosition();
+        await collectUntil(seen, head);
+        while (executions.position < head) await new Promise((r) => setTimeout(r, 5));
+        await subscription.stop();
+        await executions.stop();
+        const everything = await store.readAll({ maxCount: 1000 });
+        expect(everything.events).toHaveLength(31);
+        expect(seen.map((e) => e.id)).toEqual(everything.events.map((e) => e.id));
+        expect(filtered.map((e) => e.id)).toEqual(everything.events.filter((e) => e.streamId.startsWith('execution-')).map((e) => e.id));
+      });
+    });
+
     describe(`${adapter}: the hash chain`, () => {
       it(`${adapter}: each event links to the previous event of its stream and its hash recomputes`, async () => {
         const { store } = await freshStore();
@@ -491,6 +669,59 @@ export function describeEventStoreContract<Location>(adapter: string, harness: E
         const everything = await store.readAll({ maxCount: 10_000 });
         expect(everything.events).toHaveLength(500);
         expect(seen.map((e) => e.position)).toEqual(everything.events.map((e) => e.position));
+      });
+
+      it(`${adapter}: two processes claiming one stream in batches: a win writes its companion, a conflict nothing`, async (context) => {
+        needsChildProcess(context);
+        const { store, location } = await freshStore();
+        const startAt = Date.now() + 1500;
+        const a = child(location, { mode: 'contend-many', streamId: 'contested', count: 100, startAt });
+        const b = child(location, { mode: 'contend-many', streamId: 'contested', count: 100, startAt });
+        expect(await a.exited).toBe(0);
+        expect(await b.exited).toBe(0);
+        const reports = [...a.reports, ...b.reports];
+        expect(reports).toHaveLength(200);
+        const wins = reports.filter((r) => r.kind === 'won');
+        const claimed = wins.map((r) => String(r.expected));
+        expect(new Set(claimed).size).toBe(claimed.length);
+        expect((await store.readStream('contested')).map((e) => e.id).sort()).toEqual(wins.map((w) => w.id).sort());
+        const stored = new Set<string>();
+        for (const pid of [a.process.pid, b.process.pid]) for (const e of await store.readStream(`companion-${pid}`)) stored.add(e.id);
+        expect([...stored].sort()).toEqual(wins.map((w) => w.companionId).sort());
+        for (const conflict of reports.filter((r) => r.kind === 'conflict')) expect(stored.has(conflict.companionId!)).toBe(false);
+      });
+
+      it(`${adapter}: kill -9 during batches leaves each batch whole or absent, and every acknowledged batch whole`, async (context) => {
+        needsChildProcess(context);
+        const { location } = await freshStore();
+        const writer = child(location, { mode: 'write-many', streamId: 'batched', count: 100_000 });
+        await writer.waitForReports(150);
+        writer.process.kill('SIGKILL');
+        await writer.exited;
+        const reopened = await reopen(location);
+        const batches = new Map<number, RecordedEvent[]>();
+        let after = 0;
+        for (;;) {
+          const page = await reopened.readAll({ after, maxCount: 5000 });
+          for (const e of page.events) {
+            const batch = (e.data as { batch: number }).batch;
+            batches.set(batch, [...(batches.get(batch) ?? []), e]);
+          }
+          if (page.events.length === 0) break;
+          after = page.lastPosition;
+        }
+        for (const [batch, events] of batches) {
+          expect(events, `batch ${batch}`).toHaveLength(6);
+          expect(events.map((e) => e.position), `batch ${batch}`).toEqual(events.map((_, i) => events[0]!.position + i));
+        }
+        const acknowledged = writer.reports.filter((r) => r.kind === 'acked-batch');
+        expect(acknowledged.length).toBeGreaterThanOrEqual(150);
+        for (const ack of acknowledged) {
+          const events = batches.get(ack.batch!);
+          expect(events, `acknowledged batch ${ack.batch}`).toBeDefined();
+          expect(events!.map((e) => e.id)).toEqual(ack.ids);
+          expect(events!.map((e) => e.position)).toEqual(ack.positions);
+        }
       });
 
       it(`${adapter}: every acknowledged append survives kill -9 of the writer`, async (context) => {

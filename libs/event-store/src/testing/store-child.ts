@@ -10,7 +10,12 @@ import type { EventStore } from '../event-store';
 export interface ChildTask {
   readonly module: string;
   readonly config: unknown;
-  readonly mode: 'contend' | 'write';
+  /**
+   * `contend`: append to one stream with the revision read; `write`: append one event at a time; `contend-many`:
+   * as `contend`, each claim in one batch with an event on the child's own companion stream; `write-many`: batches
+   * of three streams, two events each.
+   */
+  readonly mode: 'contend' | 'write' | 'contend-many' | 'write-many';
   readonly streamId: string;
   readonly count: number;
   /** Epoch ms to start at, so that two children start together. */
@@ -18,12 +23,18 @@ export interface ChildTask {
 }
 
 export interface ChildReport {
-  readonly kind: 'won' | 'conflict' | 'acked';
+  readonly kind: 'won' | 'conflict' | 'acked' | 'acked-batch';
   readonly expected?: number | 'no_stream';
   readonly id?: string;
   readonly position?: number;
   readonly revision?: number;
   readonly streamId?: string;
+  /** `contend-many`: the companion event's id, written with a win and never with a conflict. */
+  readonly companionId?: string;
+  /** `write-many`: the batch's number, its events' ids and positions in batch order. */
+  readonly batch?: number;
+  readonly ids?: readonly string[];
+  readonly positions?: readonly number[];
 }
 
 async function main(): Promise<void> {
@@ -36,7 +47,32 @@ async function main(): Promise<void> {
   if (task.startAt !== undefined) await new Promise((r) => setTimeout(r, Math.max(0, task.startAt! - Date.now())));
   for (let i = 0; i < task.count; i += 1) {
     const id = randomUUID();
-    if (task.mode === 'contend') {
+    if (task.mode === 'contend-many') {
+      const actual = await store.streamRevision(task.streamId);
+      const expected = actual ?? 'no_stream';
+      const companionId = randomUUID();
+      try {
+        await store.appendMany([
+          { streamId: `companion-${process.pid}`, events: [{ id: companionId, type: 'Companion', data: { i } }] },
+          { streamId: task.streamId, events: [{ id, type: 'Contended', data: { pid: process.pid, i } }], expectedRevision: expected },
+        ]);
+        report({ kind: 'won', expected, id, companionId });
+      } catch (error) {
+        if ((error as { kind?: string }).kind !== 'wrong_expected_revision') throw error;
+        report({ kind: 'conflict', expected, companionId });
+      }
+    } else if (task.mode === 'write-many') {
+      const streams = [`${task.streamId}-a-${i % 5}`, `${task.streamId}-b-${i % 3}`, `${task.streamId}-c`];
+      const ids = streams.flatMap(() => [randomUUID(), randomUUID()]);
+      const results = await store.appendMany(
+        streams.map((streamId, s) => ({
+          streamId,
+          events: [0, 1].map((n) => ({ id: ids[s * 2 + n]!, type: 'Batched', data: { pid: process.pid, batch: i } })),
+        })),
+      );
+      const positions = results.flatMap((result) => [result.position - 1, result.position]);
+      report({ kind: 'acked-batch', batch: i, ids, positions });
+    } else if (task.mode === 'contend') {
       const actual = await store.streamRevision(task.streamId);
       const expected = actual ?? 'no_stream';
       try {
