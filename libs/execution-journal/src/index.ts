@@ -2,7 +2,15 @@ export { isoNow, systemClock } from './clock';
 export type { Clock } from './clock';
 export { eventsToAppend, loadExecution, runExecutionCommand, toDomainEvent } from './execution-journal';
 export type { AppendContext, CommandOptions, CommandOutcome, LoadedExecution } from './execution-journal';
-export { claimIdempotencyKey, claimIntent, readIdempotencyKeyClaim, readIntentClaim } from './intent-claims';
+export {
+  claimIdempotencyKey,
+  claimIntent,
+  idempotencyKeyClaimEntry,
+  intentClaimEntry,
+  readIdempotencyKeyClaim,
+  readIntentClaim,
+  startClaimedExecution,
+} from './intent-claims';
 export type { IntentClaim, ReadClaim } from './intent-claims';
 export { ExecutionWatcher } from './execution-watcher';
 export { executionsWithEvent } from './execution-scan';

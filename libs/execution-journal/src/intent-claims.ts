@@ -1,15 +1,21 @@
 import { createHash } from 'node:crypto';
 import { v7 as uuidv7 } from 'uuid';
 import {
+  decide,
+  evolve,
+  executionStream,
   idempotencyKeyStream,
+  initialState,
   intentStream,
+  type ExecutionCommand,
   type ExecutionId,
   type Fingerprint,
   type IdempotencyKeyClaim,
   type IsoInstant,
 } from '@oncegate/domain';
-import { WrongExpectedRevisionError, type EventStore } from '@oncegate/event-store';
+import { WrongExpectedRevisionError, type AppendManyEntry, type EventStore } from '@oncegate/event-store';
 import { isoNow, type Clock } from './clock';
+import { eventsToAppend, type AppendContext, type CommandOutcome } from './execution-journal';
 
 /**
  * Claims make "two identical calls racing end as one execution" hold (docs/design.md section 5): the first call to
@@ -33,6 +39,23 @@ async function readLatest<TClaim>(store: EventStore, stream: string): Promise<Re
   return { claim: latest?.data as TClaim | undefined, revision: latest?.revision };
 }
 
+/** A claim as one entry of a batch, expecting the claim stream's revision the claimer read. */
+function claimEntry(
+  stream: string,
+  type: string,
+  data: object,
+  expectedRevision: number | undefined,
+  actor: string,
+  clock: Clock,
+): AppendManyEntry {
+  const eventId = uuidv7();
+  return {
+    streamId: stream,
+    events: [{ id: eventId, type, data, metadata: { eventId, actor, recordedAt: isoNow(clock), schemaVersion: 1 } }],
+    expectedRevision: expectedRevision ?? 'no_stream',
+  };
+}
+
 /** Appends a claim; `false` when another claim got there first (re-read and decide again). */
 async function appendClaim(
   store: EventStore,
@@ -43,13 +66,9 @@ async function appendClaim(
   actor: string,
   clock: Clock,
 ): Promise<boolean> {
-  const eventId = uuidv7();
+  const entry = claimEntry(stream, type, data, expectedRevision, actor, clock);
   try {
-    await store.appendToStream(
-      stream,
-      [{ id: eventId, type, data, metadata: { eventId, actor, recordedAt: isoNow(clock), schemaVersion: 1 } }],
-      { expectedRevision: expectedRevision ?? 'no_stream' },
-    );
+    await store.appendToStream(entry.streamId, entry.events, { expectedRevision: entry.expectedRevision });
     return true;
   } catch (error) {
     if (error instanceof WrongExpectedRevisionError) return false;
@@ -69,6 +88,11 @@ export function claimIntent(
   clock: Clock,
 ): Promise<boolean> {
   return appendClaim(store, intentStream(claim.fingerprint), 'IntentClaimed', claim, expectedRevision, actor, clock);
+}
+
+/** The `IntentClaimed` entry of a {@link startClaimedExecution} batch. */
+export function intentClaimEntry(claim: IntentClaim, expectedRevision: number | undefined, actor: string, clock: Clock): AppendManyEntry {
+  return claimEntry(intentStream(claim.fingerprint), 'IntentClaimed', claim, expectedRevision, actor, clock);
 }
 
 /** The key never appears in a stream name; a digest of actor, tool and key does. */
@@ -102,4 +126,50 @@ export function claimIdempotencyKey(
     claim.actor,
     clock,
   );
+}
+
+/** The `IdempotencyKeyClaimed` entry of a {@link startClaimedExecution} batch. */
+export function idempotencyKeyClaimEntry(
+  key: string,
+  claim: IdempotencyKeyClaim,
+  expectedRevision: number | undefined,
+  clock: Clock,
+): AppendManyEntry {
+  return claimEntry(
+    keyStream(claim.actor, claim.tool, key),
+    'IdempotencyKeyClaimed',
+    { ...claim, claimedAt: isoNow(clock) },
+    expectedRevision,
+    claim.actor,
+    clock,
+  );
+}
+
+/**
+ * Claims an intent and starts its execution in one commit (docs/design.md section 5): the claim entries and the
+ * events `command` decides on the new, empty `execution-<id>` stream are appended with `appendMany`, so a claim is
+ * never seen without its execution. `undefined` when another writer took a claim stream (or the execution stream)
+ * first: nothing was written, and the caller reads the claims again and decides again.
+ */
+export async function startClaimedExecution(
+  store: EventStore,
+  executionId: ExecutionId,
+  command: ExecutionCommand,
+  claims: readonly AppendManyEntry[],
+  context: AppendContext,
+  clock: Clock,
+): Promise<CommandOutcome | undefined> {
+  const events = decide(command, initialState());
+  try {
+    const results = await store.appendMany([
+      ...claims,
+      { streamId: executionStream(executionId), events: eventsToAppend(executionId, events, context, clock), expectedRevision: 'no_stream' },
+    ]);
+    let state = initialState();
+    for (const event of events) state = evolve(state, event);
+    return { state, revision: results.at(-1)!.nextExpectedRevision, appended: events };
+  } catch (error) {
+    if (error instanceof WrongExpectedRevisionError) return undefined;
+    throw error;
+  }
 }

@@ -13,16 +13,17 @@ import {
 } from '@oncegate/domain';
 import { fingerprintPolicyOf, validateArguments, type ToolContract } from '@oncegate/contracts';
 import { buildOperationRecord, candidateFingerprints, fingerprint as fingerprintOf, type KeyRing } from '@oncegate/fingerprint';
-import type { EventStore } from '@oncegate/event-store';
+import type { AppendManyEntry, EventStore } from '@oncegate/event-store';
 import {
-  claimIdempotencyKey,
-  claimIntent,
+  idempotencyKeyClaimEntry,
+  intentClaimEntry,
   isoNow,
   loadExecution,
   newUlid,
   readIdempotencyKeyClaim,
   readIntentClaim,
   runExecutionCommand,
+  startClaimedExecution,
   type Clock,
   type ExecutionWatcher,
   type LoadedExecution,
@@ -151,7 +152,8 @@ export class ToolCalls {
         }
       }
       if (prior && prior.execution.state.status === 'initial') {
-        // Claimed, and its ExecutionAccepted is on its way; unless the claimer died, wait for it.
+        // A claim and its ExecutionAccepted commit together; a claim without one was written by an earlier version
+        // that appended them one after the other. Unless that claimer died, wait for its ExecutionAccepted.
         if (clock.now().getTime() - Date.parse(prior.claimedAt) < ORPHAN_CLAIM_MS) {
           await new Promise((resolve) => setTimeout(resolve, 10));
           continue;
@@ -186,21 +188,19 @@ export class ToolCalls {
         ).catch(() => undefined);
       }
 
+      // The intent claim, the caller's key claim and ExecutionAccepted commit together or not at all: a claim
+      // another call took first (or a key claimed in between) writes nothing, and the next round attaches.
       const executionId = executionIdFromUlid(newUlid(clock.now().getTime()));
-      if (!(await claimIntent(store, { executionId, fingerprint: current, claimedAt: now }, currentRevision, context.actor, clock))) {
-        continue;
-      }
+      const claims: AppendManyEntry[] = [
+        intentClaimEntry({ executionId, fingerprint: current, claimedAt: now }, currentRevision, context.actor, clock),
+      ];
       if (callerKey !== undefined) {
-        const claimed = await claimIdempotencyKey(
-          store,
-          callerKey,
-          { executionId, fingerprint: current, actor: context.actor, tool: tool.name },
-          keyClaim?.revision,
-          clock,
+        claims.push(
+          idempotencyKeyClaimEntry(callerKey, { executionId, fingerprint: current, actor: context.actor, tool: tool.name }, keyClaim?.revision, clock),
         );
-        if (!claimed) continue;
       }
-      return this.accept(tool, args, context, executionId, record, current, scope, now);
+      const accepted = await this.accept(tool, args, context, executionId, record, current, scope, now, claims);
+      if (accepted !== undefined) return accepted;
     }
     throw new Error(`could not settle the claim for ${tool.name} after ${MAX_ROUNDS} rounds`);
   }
@@ -239,13 +239,16 @@ export class ToolCalls {
     fingerprint: ReturnType<typeof fingerprintOf>,
     scope: IntentScope,
     now: ReturnType<typeof isoNow>,
-  ): Promise<CallToolResult> {
+    claims: readonly AppendManyEntry[],
+  ): Promise<CallToolResult | undefined> {
+    // Sealed before the claim is settled, because ExecutionAccepted names the sealed arguments and commits with it;
+    // a call that loses the claim leaves its sealed copy unreferenced.
     const sealedArguments = await this.deps.sealed.seal('arguments', executionId, Buffer.from(JSON.stringify(args)));
     const window = tool.correlationWindow;
-    const outcome = await runExecutionCommand(
+    const outcome = await startClaimedExecution(
       this.deps.store,
       executionId,
-      () => ({
+      {
         type: 'AcceptExecution',
         executionId,
         now,
@@ -263,10 +266,12 @@ export class ToolCalls {
         correlation: context.correlation,
         argumentsRef: sealedArguments.ref,
         runId: runOfCall(context.actor, context.declaredRun, context.correlation.sessionId)?.runId ?? null,
-      }),
+      },
+      claims,
       { actor: context.actor, correlation: context.correlation },
       this.deps.clock,
     );
+    if (outcome === undefined) return undefined;
     return this.waitAndAnswer(tool, outcome.state, { attached: false, replayed: false }, context, () => true);
   }
 
