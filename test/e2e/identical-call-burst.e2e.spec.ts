@@ -1,3 +1,5 @@
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { describe, expect, it } from 'vitest';
 import { executionEvents, executionIds } from '../support/journal';
 import { connectClient } from '../support/mcp-clients';
@@ -15,10 +17,14 @@ describe('gateway end to end: a burst of identical calls', () => {
   const scenario = gatewayScenario({ call_wait: '40s' });
 
   it('given 500 identical concurrent calls of an irreversible tool, when they race the outcome, then the target acts once and every caller is answered with that outcome', async () => {
-    const { client } = await connectClient(scenario.gateway.url, scenario.gateway.devToken);
+    // Four sessions, so calls arrive on separate requests at once rather than one session's requests in a row.
+    const clients = await Promise.all(Array.from({ length: 4 }, async () => (await connectClient(scenario.gateway.url, scenario.gateway.devToken)).client));
     const payment = { payment_reference: 'order-burst-0500', amount_cents: 500, card_token: 'tok_burst_000500' };
-    const settled = await Promise.allSettled(Array.from({ length: 500 }, () => client.callTool({ name: 'send_payment', arguments: payment })));
-    await client.close();
+    const settled = await Promise.allSettled(
+      Array.from({ length: 500 }, (_, i) => clients[i % clients.length]!.callTool({ name: 'send_payment', arguments: payment })),
+    );
+    await Promise.all(clients.map((client) => client.close()));
+    const client = clients[0]!;
 
     const errors = settled.flatMap((result) => (result.status === 'rejected' ? [String((result.reason as Error).message)] : []));
     expect(errors, 'no caller gets an error').toEqual([]);
@@ -34,5 +40,13 @@ describe('gateway end to end: a burst of identical calls', () => {
     expect(events.filter((type) => type === 'Dispatched')).toHaveLength(1);
     expect(events.filter((type) => type === 'OutcomeObserved')).toHaveLength(1);
     expect(events.filter((type) => type === 'RetryAttached')).toHaveLength(499);
+    // The arguments were sealed once: the claims of identical calls take turns, so no caller sealed a copy for a
+    // claim it then lost.
+    const journal = new DatabaseSync(join(scenario.folder.dataDir, 'events.db'), { readOnly: true });
+    try {
+      expect(journal.prepare("SELECT count(*) AS n FROM sealed_blobs WHERE kind = 'arguments'").get()).toEqual({ n: 1 });
+    } finally {
+      journal.close();
+    }
   }, 60_000);
 });

@@ -14,4 +14,5 @@ export {
 export type { IntentClaim, ReadClaim } from './intent-claims';
 export { ExecutionWatcher } from './execution-watcher';
 export { executionsWithEvent } from './execution-scan';
+export { KeyedTurns } from './keyed-turns';
 export { newUlid } from './ulid';

@@ -18,6 +18,7 @@ import {
   idempotencyKeyClaimEntry,
   intentClaimEntry,
   isoNow,
+  KeyedTurns,
   loadExecution,
   newUlid,
   readIdempotencyKeyClaim,
@@ -82,7 +83,20 @@ const ANSWERABLE: ReadonlySet<ExecutionStatus> = new Set([
 const ORPHAN_CLAIM_MS = 5_000;
 const MAX_ROUNDS = 50;
 
+/** What one claim round decided: go round again, answer as an attached retry, or answer the new execution. */
+type ClaimRound =
+  | { readonly kind: 'again' }
+  | { readonly kind: 'attached'; readonly state: ExecutionState; readonly action: AttachActionKind; readonly release: () => void }
+  | { readonly kind: 'started'; readonly state: ExecutionState };
+
 export class ToolCalls {
+  /**
+   * Identical calls of this process claim one at a time (a turn per fingerprint): the second reads the first's
+   * claim and attaches, instead of sealing its own copy of the arguments for a claim it would lose. Only the claim
+   * takes a turn; waiting for the answer does not.
+   */
+  private readonly claimTurns = new KeyedTurns<string>();
+
   constructor(private readonly deps: ToolCallDependencies) {}
 
   async call(name: string, args: Readonly<Record<string, unknown>>, context: CallContext): Promise<CallToolResult> {
@@ -136,7 +150,7 @@ export class ToolCalls {
     const newIntent = context.meta[META_NEW_INTENT] === true;
     const callerKey = scope.kind === 'key' && scope.source === 'caller' ? scope.key : undefined;
 
-    for (let round = 0; round < MAX_ROUNDS; round += 1) {
+    const claimRound = async (): Promise<ClaimRound> => {
       // A caller's key is claimed per actor and tool: the same key with another record is refused, never new.
       const keyClaim = callerKey === undefined ? undefined : await readIdempotencyKeyClaim(store, context.actor, tool.name, callerKey);
       if (keyClaim) checkIdempotencyKey({ claim: keyClaim.claim, fingerprints });
@@ -156,7 +170,7 @@ export class ToolCalls {
         // that appended them one after the other. Unless that claimer died, wait for its ExecutionAccepted.
         if (clock.now().getTime() - Date.parse(prior.claimedAt) < ORPHAN_CLAIM_MS) {
           await new Promise((resolve) => setTimeout(resolve, 10));
-          continue;
+          return { kind: 'again' };
         }
         prior = undefined;
       }
@@ -173,9 +187,9 @@ export class ToolCalls {
         });
         if (attached === undefined) {
           release();
-          continue;
+          return { kind: 'again' };
         }
-        return this.answerAttached(tool, attached.state, attached.action, context, release);
+        return { kind: 'attached', state: attached.state, action: attached.action, release };
       }
 
       if (decision.expirePrior && prior?.execution.state.executionId) {
@@ -199,8 +213,14 @@ export class ToolCalls {
           idempotencyKeyClaimEntry(callerKey, { executionId, fingerprint: current, actor: context.actor, tool: tool.name }, keyClaim?.revision, clock),
         );
       }
-      const accepted = await this.accept(tool, args, context, executionId, record, current, scope, now, claims);
-      if (accepted !== undefined) return accepted;
+      const started = await this.start(tool, args, context, executionId, record, current, scope, now, claims);
+      return started === undefined ? { kind: 'again' } : { kind: 'started', state: started };
+    };
+
+    for (let round = 0; round < MAX_ROUNDS; round += 1) {
+      const step = await this.claimTurns.run(current, claimRound);
+      if (step.kind === 'attached') return this.answerAttached(tool, step.state, step.action, context, step.release);
+      if (step.kind === 'started') return this.waitAndAnswer(tool, step.state, { attached: false, replayed: false }, context, () => true);
     }
     throw new Error(`could not settle the claim for ${tool.name} after ${MAX_ROUNDS} rounds`);
   }
@@ -230,7 +250,8 @@ export class ToolCalls {
     return action === undefined || outcome.appended.length === 0 ? undefined : { state: outcome.state, action };
   }
 
-  private async accept(
+  /** Seals the arguments and commits the claims with ExecutionAccepted; `undefined` when a claim was lost. */
+  private async start(
     tool: ToolContract,
     args: Readonly<Record<string, unknown>>,
     context: CallContext,
@@ -240,9 +261,10 @@ export class ToolCalls {
     scope: IntentScope,
     now: ReturnType<typeof isoNow>,
     claims: readonly AppendManyEntry[],
-  ): Promise<CallToolResult | undefined> {
+  ): Promise<ExecutionState | undefined> {
     // Sealed before the claim is settled, because ExecutionAccepted names the sealed arguments and commits with it;
-    // a call that loses the claim leaves its sealed copy unreferenced.
+    // a call that loses the claim to another process leaves its sealed copy unreferenced (within this process,
+    // identical calls take turns to claim, so they never do).
     const sealedArguments = await this.deps.sealed.seal('arguments', executionId, Buffer.from(JSON.stringify(args)));
     const window = tool.correlationWindow;
     const outcome = await startClaimedExecution(
@@ -271,8 +293,7 @@ export class ToolCalls {
       { actor: context.actor, correlation: context.correlation },
       this.deps.clock,
     );
-    if (outcome === undefined) return undefined;
-    return this.waitAndAnswer(tool, outcome.state, { attached: false, replayed: false }, context, () => true);
+    return outcome?.state;
   }
 
   private async answerAttached(
