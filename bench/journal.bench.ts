@@ -6,6 +6,7 @@ import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { ulid } from 'ulid';
 import { formatEventLine, formatHeader, publicKeyId, splitLines, verifyJournal } from '@oncegate/journal';
 import {
   fingerprintIndex,
@@ -92,7 +93,6 @@ function prng(seed: number): () => number {
   };
 }
 
-const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 const ACTORS = Array.from({ length: 40 }, (_, i) => `agent:bot-${i}`);
 const TOOLS = ['deploy_release', 'create_invoice', 'send_email', 'restart_service', 'transfer_funds', 'open_ticket', 'rotate_key', 'scale_pool'];
 const CLASSES = ['irreversible', 'idempotent', 'compensatable'];
@@ -232,17 +232,9 @@ class ExecutionSimulator {
     this.live.push({ executionId, stream: `execution-${executionId}`, actor: body.actor, sessionId, steps, caused: null });
   }
 
-  /** A canonical upper-case ULID: 10 characters of time, 16 of randomness. */
+  /** A canonical upper-case ULID, its randomness from the seeded generator so every run builds the same journal. */
   private ulid(): string {
-    let time = Date.UTC(2026, 0, 1) + this.builder.head * 1000;
-    let head = '';
-    for (let i = 0; i < 10; i += 1) {
-      head = CROCKFORD[time % 32]! + head;
-      time = Math.floor(time / 32);
-    }
-    let tail = '';
-    for (let i = 0; i < 16; i += 1) tail += CROCKFORD[Math.floor(this.random() * 32)]!;
-    return head + tail;
+    return ulid(Date.UTC(2026, 0, 1) + this.builder.head * 1000, this.random);
   }
 
   private uuid(): string {

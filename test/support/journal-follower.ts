@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { executionIdOfStream, executionStream, parseExecutionId, type ExecutionAccepted } from '@oncegate/domain';
-import type { EventStore, RecordedEvent } from '@oncegate/event-store';
+import { readAllFrom, type EventStore, type RecordedEvent } from '@oncegate/event-store';
 import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
 
 /**
@@ -20,17 +20,15 @@ export class JournalFollower {
   /** Reads what was appended since the last call; returns those events. */
   async catchUp(): Promise<RecordedEvent[]> {
     const fresh: RecordedEvent[] = [];
-    for (;;) {
-      const page = await this.store.readAll({ after: this.position, maxCount: 5000 });
-      for (const event of page.events) {
-        fresh.push(event);
-        if (event.type !== 'ExecutionAccepted') continue;
-        const executionId = executionIdOfStream(event.streamId);
-        if (executionId !== undefined) this.accepted.set(executionId, event.data as ExecutionAccepted['data']);
-      }
-      if (page.lastPosition <= this.position) return fresh;
-      this.position = page.lastPosition;
+    const events = readAllFrom(this.store, { after: this.position, pageSize: 5000 });
+    for await (const event of events) {
+      fresh.push(event);
+      if (event.type !== 'ExecutionAccepted') continue;
+      const executionId = executionIdOfStream(event.streamId);
+      if (executionId !== undefined) this.accepted.set(executionId, event.data as ExecutionAccepted['data']);
     }
+    this.position = events.position;
+    return fresh;
   }
 
   /** Every `ExecutionAccepted` seen so far, by execution id. */

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { RecordedEvent } from '@oncegate/event-store';
+import { readAllFrom, type RecordedEvent } from '@oncegate/event-store';
 import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
 
 /** Reads the gateway's journal from its data folder, as a second process would (the gateway may be running). */
@@ -7,13 +7,8 @@ export async function readJournal(dataDir: string, streamPrefixes?: string[]): P
   const store = openSqliteEventStore({ file: join(dataDir, 'events.db') });
   try {
     const events: RecordedEvent[] = [];
-    let after = 0;
-    for (;;) {
-      const page = await store.readAll({ after, maxCount: 5000, ...(streamPrefixes ? { filter: { streamPrefixes } } : {}) });
-      events.push(...page.events);
-      if (page.lastPosition <= after) return events;
-      after = page.lastPosition;
-    }
+    for await (const event of readAllFrom(store, { pageSize: 5000, ...(streamPrefixes ? { filter: { streamPrefixes } } : {}) })) events.push(event);
+    return events;
   } finally {
     await store.close();
   }

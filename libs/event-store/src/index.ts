@@ -18,6 +18,8 @@ export type {
   SubscriptionStart,
 } from './event-store';
 export { backoffMs } from './backoff';
+export { readAllFrom } from './read-all-from';
+export type { AllEventsRead, ReadAllFromOptions } from './read-all-from';
 export {
   DuplicateEventIdError,
   EventStoreClosedError,

@@ -1,5 +1,5 @@
 import { executionIdOfStream, type ExecutionEventType, type ExecutionId, type ExecutionState } from '@oncegate/domain';
-import type { EventStore } from '@oncegate/event-store';
+import { readAllFrom, type EventStore } from '@oncegate/event-store';
 import { loadExecution, type LoadedExecution } from './execution-journal';
 
 /**
@@ -13,15 +13,9 @@ export async function executionsWithEvent(
   keep: (state: ExecutionState) => boolean,
 ): Promise<LoadedExecution[]> {
   const ids = new Set<ExecutionId>();
-  let after = 0;
-  for (;;) {
-    const page = await store.readAll({ after, maxCount: 1000, filter: { eventTypes: [eventType] } });
-    for (const event of page.events) {
-      const id = executionIdOfStream(event.streamId);
-      if (id !== undefined) ids.add(id);
-    }
-    if (page.lastPosition <= after) break;
-    after = page.lastPosition;
+  for await (const event of readAllFrom(store, { filter: { eventTypes: [eventType] } })) {
+    const id = executionIdOfStream(event.streamId);
+    if (id !== undefined) ids.add(id);
   }
   const executions = await Promise.all([...ids].map((id) => loadExecution(store, id)));
   return executions.filter((execution) => keep(execution.state));

@@ -1,4 +1,4 @@
-import canonicalize from 'canonicalize';
+import { canonicalJsonUnchecked } from './canonical-json-writer';
 import { NonJsonValueError } from './errors';
 
 export type JsonPrimitive = string | number | boolean | null;
@@ -80,11 +80,11 @@ function copy(value: unknown, path: string, ancestors: Set<object>): JsonValue {
  * RFC 8785 (JCS) canonical JSON of `value`: keys sorted by UTF-16 code units, no whitespace,
  * numbers in ECMAScript shortest form (1.0 → 1, 1e21 → 1e+21, -0 → 0), strings escaped as
  * `JSON.stringify` does. The value is checked first with the rules of `toJsonValue`, because the
- * serialiser (`canonicalize`) would otherwise turn `undefined` in an array into null, honour
- * `toJSON` and overflow the stack on a cycle.
+ * writer (`canonicalJsonUnchecked`, byte-identical to the `canonicalize` package) would otherwise
+ * turn `undefined` in an array into null, honour `toJSON` and overflow the stack on a cycle.
  */
 export function canonicalJson(value: unknown): string {
-  const text = canonicalize(toJsonValue(value));
+  const text = canonicalJsonUnchecked(toJsonValue(value));
   // Unreachable after the check above: a checked value always serialises.
   if (text === undefined) throw new NonJsonValueError('$', 'undefined');
   return text;

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { canonicalEventJson } from './canonical-json';
+import { canonicalEventJson } from '@oncegate/fingerprint';
 
 /** `prev` of the first event of every stream. */
 export const GENESIS_HASH = '0'.repeat(64);
@@ -23,7 +23,7 @@ export interface ChainedEventFields {
  */
 export function eventHash(prev: string, event: ChainedEventFields): string {
   // The fields come from JSON (the store or an export line), so they are plain JSON already.
-  // `canonicalEventJson` is byte-identical to the `canonicalize` package (canonical-json.unit.spec.ts).
+  // `canonicalEventJson` is byte-identical to the `canonicalize` package (fingerprint's canonical-json-writer.unit.spec.ts).
   const canonical = canonicalEventJson(
     event.streamId,
     event.revision,

@@ -26,5 +26,4 @@ export type { JournalEvent, JournalExportHeader } from './export-format';
 export { AUTO_PARALLEL_AFTER_LINES, verifyJournal } from './verify';
 export type { VerifyFailure, VerifyFailureKind, VerifyOptions, VerifyReport } from './verify';
 export { defaultVerifyWorkers } from './verify-pool';
-export { canonicalJson } from './canonical-json';
 export { splitLines } from './split-lines';

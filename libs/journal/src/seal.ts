@@ -1,5 +1,5 @@
 import { createHash, sign, verify, type Hash, type KeyObject } from 'node:crypto';
-import canonicalize from 'canonicalize';
+import { canonicalJsonUnchecked } from '@oncegate/fingerprint';
 import { GENESIS_HASH } from './chain';
 
 /** The stream the sealer appends to. Seal events are ordinary events: later seals cover them. */
@@ -26,7 +26,7 @@ export interface SealBody {
 
 /** Data of a `JournalSealed` event. */
 export interface JournalSealedData extends SealBody {
-  /** Base64 Ed25519 signature over `canonicalize(SealBody)`. */
+  /** Base64 Ed25519 signature over the RFC 8785 canonical JSON of `SealBody`. */
   readonly signature: string;
 }
 
@@ -92,7 +92,7 @@ export function sealBodyOf(data: SealBody): SealBody {
 }
 
 function signedBytes(body: SealBody): Buffer {
-  return Buffer.from(canonicalize(sealBodyOf(body))!, 'utf8');
+  return Buffer.from(canonicalJsonUnchecked(sealBodyOf(body))!, 'utf8');
 }
 
 export function signSeal(body: SealBody, privateKey: KeyObject): JournalSealedData {

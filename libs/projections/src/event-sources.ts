@@ -4,7 +4,7 @@
  */
 import { createReadStream } from 'node:fs';
 import { splitLines } from '@oncegate/journal';
-import type { EventStore, RecordedEvent } from '@oncegate/event-store';
+import { readAllFrom, type EventStore, type RecordedEvent } from '@oncegate/event-store';
 import { matchesFilter, type ProjectionFilter } from './projection';
 
 export const JOURNAL_EXPORT_FORMAT = 'oncegate-journal/1';
@@ -47,16 +47,7 @@ export async function* eventsFromStore(
   store: EventStore,
   options: StoreEventSourceOptions = {},
 ): AsyncGenerator<RecordedEvent> {
-  let after = options.after ?? 0;
-  const maxCount = options.pageSize ?? 1000;
-  const filter = options.filter;
-  for (;;) {
-    const page = await store.readAll({ after, maxCount, ...(filter === undefined ? {} : { filter }) });
-    for (const event of page.events) yield event;
-    // A filtered page may hold no events and still have advanced; an unfiltered short page is the end.
-    if (page.lastPosition <= after) return;
-    after = page.lastPosition;
-  }
+  yield* readAllFrom(store, options);
 }
 
 export async function* eventsFromJournalFile(

@@ -7,7 +7,7 @@ import {
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
 import { executionIdOfStream, type ExecutionId, type ProtocolCorrelation } from '@oncegate/domain';
-import type { EventStore } from '@oncegate/event-store';
+import { readAllFrom, type EventStore } from '@oncegate/event-store';
 import { requestKey, type SessionDeliveries } from './delivery-evidence';
 import { ONCEGATE_ERROR_CODES } from './mcp-errors';
 import { parseEventId } from './sse-event-id';
@@ -144,22 +144,18 @@ export class ResumedCalls {
   private async findCalls(sessionId: string, requestIds: readonly RequestId[], position: number): Promise<Map<string, FoundCall>> {
     const wanted = new Set(requestIds.map(requestKey));
     const found = new Map<string, FoundCall>();
-    let after = position;
-    while (found.size < wanted.size) {
-      const page = await this.store.readAll({
-        after,
-        maxCount: 1000,
-        filter: { streamPrefixes: ['execution-'], eventTypes: ['ExecutionAccepted', 'RetryAttached'] },
-      });
-      for (const event of page.events) {
-        const correlation = (event.data as { correlation?: ProtocolCorrelation }).correlation;
-        const executionId = executionIdOfStream(event.streamId);
-        if (correlation?.sessionId !== sessionId || correlation.jsonRpcId === undefined || executionId === undefined) continue;
-        const key = requestKey(correlation.jsonRpcId);
-        if (wanted.has(key) && !found.has(key)) found.set(key, { executionId, attached: event.type === 'RetryAttached' });
-      }
-      if (page.lastPosition <= after) break;
-      after = page.lastPosition;
+    if (wanted.size === 0) return found;
+    const calls = readAllFrom(this.store, {
+      after: position,
+      filter: { streamPrefixes: ['execution-'], eventTypes: ['ExecutionAccepted', 'RetryAttached'] },
+    });
+    for await (const event of calls) {
+      const correlation = (event.data as { correlation?: ProtocolCorrelation }).correlation;
+      const executionId = executionIdOfStream(event.streamId);
+      if (correlation?.sessionId !== sessionId || correlation.jsonRpcId === undefined || executionId === undefined) continue;
+      const key = requestKey(correlation.jsonRpcId);
+      if (wanted.has(key) && !found.has(key)) found.set(key, { executionId, attached: event.type === 'RetryAttached' });
+      if (found.size === wanted.size) break;
     }
     return found;
   }

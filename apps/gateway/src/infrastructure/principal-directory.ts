@@ -1,6 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { v7 as uuidv7 } from 'uuid';
-import type { EventStore, RecordedEvent } from '@oncegate/event-store';
+import { readAllFrom, type EventStore, type RecordedEvent } from '@oncegate/event-store';
 
 /**
  * API tokens of one kind of principal (agents calling tools, approvers deciding approvals; docs/design.md section 3).
@@ -129,12 +129,9 @@ export class PrincipalDirectory {
 
   /** Reads this kind's events committed since the last refresh. */
   async refresh(): Promise<void> {
-    for (;;) {
-      const page = await this.store.readAll({ after: this.position, maxCount: 1000, filter: { streamPrefixes: [this.kind.streamPrefix] } });
-      for (const event of page.events) this.apply(event);
-      if (page.lastPosition <= this.position) return;
-      this.position = Math.max(this.position, page.lastPosition);
-    }
+    const events = readAllFrom(this.store, { after: this.position, filter: { streamPrefixes: [this.kind.streamPrefix] } });
+    for await (const event of events) this.apply(event);
+    this.position = Math.max(this.position, events.position);
   }
 
   private requireName(name: string): void {

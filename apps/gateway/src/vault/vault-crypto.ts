@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, randomBytes, scrypt } from 'node:crypto';
-import canonicalize from 'canonicalize';
+import { canonicalJsonUnchecked } from '@oncegate/fingerprint';
 
 /**
  * Envelope encryption of the vault. The master key (from the operator, never stored by the vault) gives the key
@@ -77,7 +77,7 @@ export interface WrappedKey {
  * cannot be passed off as another one, and changing the parameters makes it not open.
  */
 export function wrapAad(purpose: string, kdf: KdfParams, salt: Buffer): Buffer {
-  return Buffer.from(canonicalize({ purpose, format: 1, kdf, salt: salt.toString('hex') }) ?? '', 'utf8');
+  return Buffer.from(canonicalJsonUnchecked({ purpose, format: 1, kdf, salt: salt.toString('hex') }) ?? '', 'utf8');
 }
 
 /** Wraps `key` under a KEK derived from the master key with a fresh salt. */

@@ -1,4 +1,4 @@
-import canonicalize from 'canonicalize';
+import { canonicalJsonUnchecked } from '@oncegate/fingerprint';
 import { CREDENTIAL_REF_RULE, isCredentialRef, reservedHeaderReason } from '@oncegate/contracts';
 import { BindingSyntaxError, formatBinding, parseBinding, type BindingChannel } from './credential-bindings';
 import { VaultReasonError } from './vault-errors';
@@ -151,7 +151,7 @@ export function credentialValue(kind: CredentialKind, raw: string): string {
 
 /** The additional authenticated data of a value: the canonical JSON of its metadata. */
 export function metadataAad(metadata: CredentialMetadata): Buffer {
-  const canonical = canonicalize({
+  const canonical = canonicalJsonUnchecked({
     ref: metadata.ref,
     kind: metadata.kind,
     header: metadata.header,

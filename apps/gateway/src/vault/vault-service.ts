@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import type { HttpCredential } from '@oncegate/dispatcher-http';
 import type { SshCredential } from '@oncegate/dispatcher-ssh';
 import { vaultStream } from '@oncegate/domain';
-import type { EventStore, RecordedEvent, Subscription } from '@oncegate/event-store';
+import { readAllFrom, type EventStore, type RecordedEvent, type Subscription } from '@oncegate/event-store';
 import { bindingMatches, describeTarget, parseBinding, type BindingTarget } from './credential-bindings';
 import { open } from './vault-crypto';
 import { channelOf, metadataAad, type CredentialMetadata } from './vault-entry';
@@ -221,15 +221,12 @@ export class VaultService {
 
   /** Reads vault events committed since the last read; with `live`, each transition is announced. */
   private async readNew(live: boolean): Promise<void> {
-    for (;;) {
-      const page = await this.store.readAll({ after: this.position, maxCount: 1000, filter: { streamPrefixes: [vaultStream()] } });
-      for (const event of page.events) {
-        if (live) await this.follow(event);
-        else this.apply(event);
-      }
-      if (page.lastPosition <= this.position) return;
-      this.position = Math.max(this.position, page.lastPosition);
+    const events = readAllFrom(this.store, { after: this.position, filter: { streamPrefixes: [vaultStream()] } });
+    for await (const event of events) {
+      if (live) await this.follow(event);
+      else this.apply(event);
     }
+    this.position = Math.max(this.position, events.position);
   }
 
   private async follow(event: RecordedEvent): Promise<void> {

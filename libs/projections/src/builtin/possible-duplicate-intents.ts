@@ -5,8 +5,8 @@
  * differ while the operation is the same.
  */
 import { createHash } from 'node:crypto';
-import canonicalize from 'canonicalize';
 import { MINUTE_MS, type RedactedCanonicalRecord } from '@oncegate/domain';
+import { canonicalJsonUnchecked } from '@oncegate/fingerprint';
 import { EXECUTION_STREAM_PREFIX, executionEventOf } from '../execution-events';
 import type { Projection, ProjectionRow } from '../projection';
 import { emptyTable, getOwn, setOwn, valuesOf, type Table } from '../table';
@@ -46,7 +46,7 @@ export interface PossibleDuplicateIntentsState {
 /** The canonical record without its scope, as RFC 8785 JSON. */
 export function intentBodyOf(record: RedactedCanonicalRecord): string {
   const { intent_scope: _scope, ...body } = record;
-  return canonicalize(body) ?? '';
+  return canonicalJsonUnchecked(body) ?? '';
 }
 
 export function possibleDuplicateIntents(
@@ -74,7 +74,7 @@ export function possibleDuplicateIntents(
           tool: record.tool,
           target: record.target,
           method: record.method ?? null,
-          arguments: canonicalize(record.arguments) ?? '{}',
+          arguments: canonicalJsonUnchecked(record.arguments) ?? '{}',
           acceptances: [],
         });
       body.acceptances.push({ executionId: found.executionId, scope: record.intent_scope, acceptedAt, fingerprint });

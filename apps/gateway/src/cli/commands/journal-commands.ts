@@ -1,9 +1,13 @@
 import { createReadStream, existsSync } from 'node:fs';
+import { readAllFrom } from '@oncegate/event-store';
 import { formatEventLine, formatHeader, publicKeyId, splitLines, verifyJournal, type VerifyReport } from '@oncegate/journal';
 import { KeyFileError, loadGatewayKeys } from '../../infrastructure/key-files';
 import { initSealKeys, loadSealPublicKey, SealKeyError, sealKeyPaths } from '../../infrastructure/seal-keys';
 import { EXIT_CODES, UsageError, type CliCommand } from '../cli-command';
 import { configOrExit, parseCommandArgs, stringOption, withDataFolder } from '../command-helpers';
+
+/** Events read per page by `journal export`, and lines written to stdout at once. */
+const EXPORT_CHUNK = 1000;
 
 function position(value: string | undefined, name: string): number | undefined {
   if (value === undefined) return undefined;
@@ -63,20 +67,18 @@ and arguments are sealed outside the journal and never exported. Verify with: on
       const keyFile = sealKeyPaths(loaded.dataDir).publicKey;
       const keyId = existsSync(keyFile) ? publicKeyId(loadSealPublicKey(keyFile)) : null;
       io.stdout(`${formatHeader({ exportedAt: new Date().toISOString(), fromPosition: from, toPosition: last, publicKeyId: keyId })}\n`);
-      let after = from;
       let count = 0;
-      while (after < last) {
-        const page = await folder.store.readAll({ after, maxCount: 1000 });
-        if (page.events.length === 0) break;
-        let chunk = '';
-        for (const event of page.events) {
-          if (event.position > last) break;
-          chunk += `${formatEventLine(event)}\n`;
-          count += 1;
+      let chunk = '';
+      for await (const event of readAllFrom(folder.store, { after: from, to: last, pageSize: EXPORT_CHUNK })) {
+        chunk += `${formatEventLine(event)}\n`;
+        count += 1;
+        // One write per page of lines, not one per event.
+        if (count % EXPORT_CHUNK === 0) {
+          io.stdout(chunk);
+          chunk = '';
         }
-        io.stdout(chunk);
-        after = page.lastPosition;
       }
+      if (chunk !== '') io.stdout(chunk);
       io.stderr(`exported ${count} events (positions ${from + 1}..${last})\n`);
       return EXIT_CODES.ok;
     }, { readOnly: true });

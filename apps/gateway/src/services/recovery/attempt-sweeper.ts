@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { nextRecoveryStep, type AttemptOwner, type ExecutionId, type UnknownOutcomeReason } from '@oncegate/domain';
-import type { EventStore } from '@oncegate/event-store';
+import { readAllFrom, type EventStore } from '@oncegate/event-store';
 import { isoNow, loadExecution, runExecutionCommand, type Clock } from '@oncegate/execution-journal';
 import { ownerOf } from './instance-leases';
 
@@ -109,17 +109,13 @@ export class AttemptSweeper {
   /** Adds the executions of every `Dispatched` appended since the last look. */
   private async readNewDispatches(): Promise<void> {
     const { store } = this.options;
-    let after = (this.scannedTo ??= (await store.readCheckpoint(LOW_WATER)) ?? 0);
-    for (;;) {
-      const page = await store.readAll({ after, maxCount: PAGE, filter: { eventTypes: ['Dispatched'] } });
-      for (const event of page.events) {
-        const executionId = event.metadata['executionId'] as ExecutionId | undefined;
-        if (executionId !== undefined) this.candidates.set(executionId, event.position);
-      }
-      if (page.lastPosition <= after) break;
-      after = page.lastPosition;
+    const after = (this.scannedTo ??= (await store.readCheckpoint(LOW_WATER)) ?? 0);
+    const dispatches = readAllFrom(store, { after, pageSize: PAGE, filter: { eventTypes: ['Dispatched'] } });
+    for await (const event of dispatches) {
+      const executionId = event.metadata['executionId'] as ExecutionId | undefined;
+      if (executionId !== undefined) this.candidates.set(executionId, event.position);
     }
-    this.scannedTo = after;
+    this.scannedTo = dispatches.position;
   }
 
   /** Below the oldest candidate, every `Dispatched` has settled: a restart reads on from there. */

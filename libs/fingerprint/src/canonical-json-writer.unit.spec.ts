@@ -1,11 +1,11 @@
 import canonicalize from 'canonicalize';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { canonicalEventJson, canonicalJson } from './canonical-json';
+import { canonicalEventJson, canonicalJsonUnchecked } from './canonical-json-writer';
 
 /** `canonicalize` (the package the hashes were first computed with) is the reference. */
 function same(value: unknown): void {
-  expect(canonicalJson(value)).toBe(canonicalize(value));
+  expect(canonicalJsonUnchecked(value)).toBe(canonicalize(value));
 }
 
 const unicodeString = fc.oneof(
@@ -31,7 +31,7 @@ const json = fc.letrec((tie) => ({
   ),
 })).value;
 
-describe('canonicalJson (byte-identical to the canonicalize package)', () => {
+describe('canonicalJsonUnchecked (byte-identical to the canonicalize package)', () => {
   it('given any JSON value, then it prints what canonicalize prints', () => {
     fc.assert(
       fc.property(fc.jsonValue(), (value) => {
@@ -60,6 +60,25 @@ describe('canonicalJson (byte-identical to the canonicalize package)', () => {
     same(JSON.parse('{"__proto__":{"b":1,"a":2},"10":1,"9":2,"":[-0,1E21,1.5E-7,"\\u00e9\\ud800"]}'));
   });
 
+  it('given lone surrogates, -0, large and tiny numbers and unicode keys, then it prints these exact bytes, as canonicalize does', () => {
+    const cases: [unknown, string][] = [
+      ['\ud800', '"\\ud800"'],
+      ['a\udfffb\ud83d\ude00', '"a\\udfffb😀"'],
+      [{ '\ud800': 1 }, '{"\\ud800":1}'],
+      [-0, '0'],
+      [[-0, 0, -0.0], '[0,0,0]'],
+      [[1e21, 1e20, 2 ** 53 + 2, 123456789012345680000, -1.7976931348623157e308], '[1e+21,100000000000000000000,9007199254740994,123456789012345680000,-1.7976931348623157e+308]'],
+      [[5e-324, 1e-7, 1.5e-7, 0.000001, 0.1 + 0.2], '[5e-324,1e-7,1.5e-7,0.000001,0.30000000000000004]'],
+      // UTF-16 code unit order: 'B' < 'a' < 'é' < '\ud800' < '😀' (\ud83d\ude00) < '\uffff'; '10' < '9' as strings.
+      [{ '\uffff': 6, '😀': 5, '\ud800': 4, é: 3, a: 2, B: 1, '9': 8, '10': 7, '': 0 }, '{"":0,"10":7,"9":8,"B":1,"a":2,"é":3,"\\ud800":4,"😀":5,"\uffff":6}'],
+      [{ b: { d: 1, c: [{ f: 1, e: 2 }] }, a: null }, '{"a":null,"b":{"c":[{"e":2,"f":1}],"d":1}}'],
+    ];
+    for (const [value, expected] of cases) {
+      expect(canonicalJsonUnchecked(value)).toBe(expected);
+      expect(canonicalize(value)).toBe(expected);
+    }
+  });
+
   it('given the quirks of the reference (undefined, functions, symbols, holes, toJSON), then it matches them', () => {
     const values: unknown[] = [
       undefined,
@@ -79,7 +98,7 @@ describe('canonicalJson (byte-identical to the canonicalize package)', () => {
     ];
     for (const value of values) same(value);
     for (const bad of [NaN, Infinity, -Infinity, { a: [1, NaN] }, { a: { b: Infinity } }]) {
-      expect(() => canonicalJson(bad)).toThrow(/not allowed/);
+      expect(() => canonicalJsonUnchecked(bad)).toThrow(/not allowed/);
       expect(() => canonicalize(bad)).toThrow(/not allowed/);
     }
   });

@@ -1,9 +1,13 @@
 /**
- * RFC 8785 canonical JSON, byte-identical to the `canonicalize` package (2.1.0) on every input, quirks
- * included, but several times faster on the verifier's hot path: one string built by `+=` instead of
+ * The one RFC 8785 canonical JSON writer of the workspace (fingerprints, event hashes, seals, the vault's
+ * sealed entries): byte-identical to the `canonicalize` package (2.1.0) on every input, quirks
+ * included, so nothing computed with the package before changes, but several times faster on the journal
+ * verifier's hot path: one string built by `+=` instead of
  * `reduce` closures and template literals, keys sorted only when they are not in order already, and
  * strings/numbers serialised by `JSON.stringify` (the ES number serialisation and JSON string escaping RFC
- * 8785 asks for). `canonical-json.unit.spec.ts` compares the two with fast-check.
+ * 8785 asks for). `canonical-json-writer.unit.spec.ts` compares the two with fast-check.
+ *
+ * It checks nothing: `canonicalJson` (canonical-json.ts) checks the value first and is what fingerprints use.
  *
  * Quirks kept from the reference (none of them reachable from `JSON.parse` output):
  * - `NaN` and `±Infinity` throw `Error` at any depth;
@@ -12,7 +16,7 @@
  * - functions (and other values `JSON.stringify` refuses) print as `undefined`, and array holes are skipped
  *   (the reference folds with `reduce`, which visits only present indexes but places commas by index).
  */
-export function canonicalJson(value: unknown): string | undefined {
+export function canonicalJsonUnchecked(value: unknown): string | undefined {
   if (value === null || typeof value !== 'object') {
     checkNumber(value);
     return JSON.stringify(value);
@@ -48,7 +52,7 @@ function serializeNested(value: unknown): string {
 /** `undefined` only when a `toJSON` returns something JSON cannot hold. */
 function serializeObject(object: object): string | undefined {
   const toJSON = (object as { toJSON?: unknown }).toJSON;
-  if (toJSON instanceof Function) return canonicalJson((toJSON as () => unknown).call(object));
+  if (toJSON instanceof Function) return canonicalJsonUnchecked((toJSON as () => unknown).call(object));
 
   if (Array.isArray(object)) {
     const length = object.length;
@@ -80,7 +84,7 @@ function serializeObject(object: object): string | undefined {
 }
 
 /**
- * `canonicalJson({ streamId, revision, id, type, data, metadata, recordedAt })` for the event hash, with the
+ * `canonicalJsonUnchecked({ streamId, revision, id, type, data, metadata, recordedAt })` for the event hash, with the
  * seven keys written in their sorted order directly. Falls back to the general path when a field is not of the
  * type the event interface promises (the output is the same either way).
  */
@@ -105,7 +109,7 @@ export function canonicalEventJson(
     metadata === null ||
     typeof recordedAt !== 'string'
   ) {
-    return canonicalJson({ streamId, revision, id, type, data, metadata, recordedAt });
+    return canonicalJsonUnchecked({ streamId, revision, id, type, data, metadata, recordedAt });
   }
   return (
     '{"data":' +
