@@ -38,6 +38,7 @@ import { DispatcherSshModule } from './services/dispatcher-ssh/dispatcher-ssh.mo
 import { ResultDeliveryModule } from './services/result-delivery/result-delivery.module';
 import { initDevelopmentVault } from './vault/vault-admin';
 import { VaultService } from './vault/vault-service';
+import { PreparedCalls } from './services/prepared-calls';
 
 /** Event-store adapters by configured driver name; the rest of the gateway only sees the port. */
 const EVENT_STORE_DRIVERS: Record<GatewayConfig['store']['driver'], (config: GatewayConfig, file: string, readOnly: boolean) => EventStore> = {
@@ -250,6 +251,8 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   const leases = new InstanceLeases(store, clock, Object.values(dispatcherIds), config.instanceLeaseMs, { dir: locksDir, instance });
   await leases.start();
 
+  // Each execution's arguments opened and request rendered once, for authorization and the HTTP dispatcher alike.
+  const prepared = new PreparedCalls(sealed);
   const microservices: INestMicroservice[] = [];
   const service = async (
     module: Parameters<typeof NestFactory.createMicroservice>[0],
@@ -265,7 +268,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     return app;
   };
   await service(
-    AuthorizationModule.forRoot({ store, policy, vault, tools, sealed, approvalTimeoutMs: config.approvalTimeoutMs, clock }),
+    AuthorizationModule.forRoot({ store, policy, vault, tools, sealed, approvalTimeoutMs: config.approvalTimeoutMs, clock, prepared }),
     'authorization',
     // Runs are granted on their own streams, and a closed MCP session ends its run.
     ['execution-', 'run-', 'session-'],
@@ -279,6 +282,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       vault,
       dispatcherId: dispatcherIds.http,
       clock,
+      prepared,
     }),
     'dispatcher-http',
   );

@@ -1,4 +1,4 @@
-import type { HttpCredential } from './http-attempt';
+import type { HttpCredential, HttpCredentialBuffer } from './http-attempt';
 
 const REDACTED = Buffer.from('[redacted]', 'utf8');
 /** Shorter pieces are too likely to occur by chance to be worth hiding (and hiding them would hide noise). */
@@ -16,28 +16,27 @@ const MIN_SECRET_LENGTH = 6;
  */
 export class CredentialRedaction {
   /** Longest first, so at one position a whole value is replaced before its parts. */
-  private readonly secrets: readonly Buffer[];
+  private secrets: readonly Buffer[];
   /**
    * How many bytes past a position a secret starting there can reach (the longest secret's length less one):
    * a stream read this far past a cut holds every secret that straddles the cut whole.
    */
   readonly lookahead: number;
 
-  constructor(credential: HttpCredential | undefined) {
-    const found = new Set<string>();
-    for (const value of Object.values(credential?.headers ?? {})) {
-      for (const piece of [value, ...value.split(/\s+/)]) {
-        if (piece.length >= MIN_SECRET_LENGTH) found.add(piece);
-      }
-    }
-    for (const secret of credential?.secrets ?? []) {
-      if (secret.length >= MIN_SECRET_LENGTH) found.add(secret);
-    }
-    this.secrets = [...found].map((secret) => Buffer.from(secret, 'utf8')).sort((a, b) => b.length - a.length);
+  constructor(credential: HttpCredential | HttpCredentialBuffer | undefined) {
+    const secrets = credential !== undefined && 'value' in credential ? piecesOfBytes(credential) : piecesOfText(credential);
+    this.secrets = secrets.sort((a, b) => b.length - a.length);
     this.lookahead = Math.max(0, (this.secrets[0]?.length ?? 0) - 1);
   }
 
+  /** Zero-fills this redaction's copies of the secrets; it hides nothing afterwards. */
+  wipe(): void {
+    for (const secret of this.secrets) secret.fill(0);
+    this.secrets = [];
+  }
+
   redact(text: string): string {
+    if (this.secrets.length === 0) return text;
     return Buffer.from(this.redactBytes(Buffer.from(text, 'utf8'), true)).toString('utf8');
   }
 
@@ -78,4 +77,40 @@ export class CredentialRedaction {
     }
     return kept;
   }
+}
+
+function piecesOfText(credential: HttpCredential | undefined): Buffer[] {
+  const found = new Set<string>();
+  for (const value of Object.values(credential?.headers ?? {})) {
+    for (const piece of [value, ...value.split(/\s+/)]) {
+      if (piece.length >= MIN_SECRET_LENGTH) found.add(piece);
+    }
+  }
+  for (const secret of credential?.secrets ?? []) {
+    if (secret.length >= MIN_SECRET_LENGTH) found.add(secret);
+  }
+  return [...found].map((secret) => Buffer.from(secret, 'utf8'));
+}
+
+/** The same pieces as `piecesOfText` (the whole value, its parts between white space, each secret), as copied bytes, with no string made. */
+function piecesOfBytes(credential: HttpCredentialBuffer): Buffer[] {
+  const pieces: Buffer[] = [credential.value];
+  let start = 0;
+  for (let at = 0; at <= credential.value.length; at += 1) {
+    if (at === credential.value.length || isWhiteSpace(credential.value[at]!)) {
+      if (at > start) pieces.push(credential.value.subarray(start, at));
+      start = at + 1;
+    }
+  }
+  pieces.push(...credential.secrets);
+  const kept: Buffer[] = [];
+  for (const piece of pieces) {
+    if (piece.length >= MIN_SECRET_LENGTH && !kept.some((other) => other.equals(piece))) kept.push(Buffer.from(piece));
+  }
+  return kept;
+}
+
+/** ASCII white space, as `\s` splits a header value (a header value holds no other). */
+function isWhiteSpace(byte: number): boolean {
+  return byte === 0x20 || byte === 0x09 || byte === 0x0a || byte === 0x0b || byte === 0x0c || byte === 0x0d;
 }

@@ -1,4 +1,5 @@
 import type { ToolContract } from '@oncegate/contracts';
+import type { RenderedHttpRequest } from './render-http-request';
 
 /**
  * The credential the gateway applies to one attempt, e.g. `{ Authorization: 'Bearer …' }`. It is added to the
@@ -13,6 +14,18 @@ export interface HttpCredential {
   readonly secrets?: readonly string[];
 }
 
+/**
+ * A credential held in bytes until the request's header is built: one header, its whole value in `value`, and the
+ * raw secrets behind it (hidden wherever the dispatcher returns text or a body). The dispatcher zero-fills `value`
+ * once it has handed the request to undici (which by then holds the header as a string of its own), and its own
+ * copies of the secrets once the attempt has settled; `secrets` stay the caller's to zero-fill.
+ */
+export interface HttpCredentialBuffer {
+  readonly header: string;
+  readonly value: Buffer;
+  readonly secrets: readonly Buffer[];
+}
+
 /** One HTTP attempt of one execution. */
 export interface HttpAttempt {
   /** The execution id; also the value of the contract's `idempotency_header` when it names one. */
@@ -21,7 +34,12 @@ export interface HttpAttempt {
   readonly tool: ToolContract;
   /** Validated arguments as the agent sent them; input-schema defaults are filled in by the dispatcher. */
   readonly arguments: Readonly<Record<string, unknown>>;
-  readonly credential?: HttpCredential;
+  /**
+   * The request already rendered from `tool`, `arguments` and `executionId` (`renderHttpRequest`), so that what is
+   * sent is exactly what the credential binding was checked against; rendered here when absent.
+   */
+  readonly rendered?: RenderedHttpRequest;
+  readonly credential?: HttpCredential | HttpCredentialBuffer;
 }
 
 /** The target answered. `succeeded` for 2xx; `failed` for 3xx (never followed), 4xx and 5xx other than 502/504. */

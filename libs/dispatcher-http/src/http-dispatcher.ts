@@ -41,19 +41,39 @@ export class HttpDispatcher {
     this.connectionsPerOrigin = options.connectionsPerOrigin ?? null;
   }
 
+  /**
+   * Sends `attempt.rendered` (or renders it). A credential given as bytes (`HttpCredentialBuffer`) becomes a header
+   * string only here, at the last moment, and its `value` is zero-filled as soon as undici has the request.
+   */
   async send(attempt: HttpAttempt): Promise<HttpAttemptResult> {
-    const redaction = new CredentialRedaction(attempt.credential);
-    if (this.closed) return { kind: 'not_sent', reason: 'the HTTP dispatcher is closed' };
+    const credential = attempt.credential;
+    const redaction = new CredentialRedaction(credential);
+    const wipeValue = (): void => {
+      if (credential !== undefined && 'value' in credential) credential.value.fill(0);
+    };
+    if (this.closed) {
+      wipeValue();
+      redaction.wipe();
+      return { kind: 'not_sent', reason: 'the HTTP dispatcher is closed' };
+    }
     let rendered;
     try {
-      rendered = renderHttpRequest(attempt.tool, attempt.arguments, attempt.executionId);
+      rendered = attempt.rendered ?? renderHttpRequest(attempt.tool, attempt.arguments, attempt.executionId);
     } catch (error) {
-      return { kind: 'not_sent', reason: redaction.redact(`could not render the request: ${messageOf(error)}`) };
+      wipeValue();
+      const reason = redaction.redact(`could not render the request: ${messageOf(error)}`);
+      redaction.wipe();
+      return { kind: 'not_sent', reason };
     }
     const headers = { ...rendered.headers };
     if (!Object.keys(headers).some((name) => name.toLowerCase() === 'user-agent')) headers['user-agent'] = this.userAgent;
     // Last, so a contract header can never replace the credential, and only here, so it is in no rendered value.
-    for (const [name, value] of Object.entries(attempt.credential?.headers ?? {})) setHeader(headers, name, value);
+    if (credential !== undefined && 'value' in credential) {
+      // The one string the secret must become: undici takes header values as strings.
+      setHeader(headers, credential.header, credential.value.toString('utf8'));
+    } else {
+      for (const [name, value] of Object.entries(credential?.headers ?? {})) setHeader(headers, name, value);
+    }
 
     const url = new URL(rendered.url);
     const path = rendered.url.slice(url.origin.length);
@@ -74,6 +94,9 @@ export class HttpDispatcher {
         this.agentFor(limits.connectTimeoutMs).dispatch(options, handler);
       } catch (error) {
         handler.onResponseError(undefined, error instanceof Error ? error : new Error(String(error)));
+      } finally {
+        // undici holds the header as the string in `options` (or its own copy of it): the bytes are no longer needed.
+        wipeValue();
       }
     });
   }
@@ -256,6 +279,8 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
     if (this.settled) return;
     this.settled = true;
     clearTimeout(this.timer);
+    // Everything returned is hidden by now; nothing of this attempt is read after it settles.
+    this.redaction.wipe();
     this.resolve(result);
   }
 

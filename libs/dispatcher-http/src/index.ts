@@ -8,6 +8,7 @@ export type {
   HttpAttempt,
   HttpAttemptResult,
   HttpCredential,
+  HttpCredentialBuffer,
   HttpNotSentResult,
   HttpResponseResult,
   HttpUnknownResult,

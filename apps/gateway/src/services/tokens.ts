@@ -9,3 +9,4 @@ export const DELIVERY_TRACKER = Symbol('oncegate:delivery-tracker');
 export const HTTP_DISPATCHER = Symbol('oncegate:http-dispatcher');
 export const DISPATCHER_ID = Symbol('oncegate:dispatcher-id');
 export const SSH_DISPATCHER = Symbol('oncegate:ssh-dispatcher');
+export const PREPARED_CALLS = Symbol('oncegate:prepared-calls');

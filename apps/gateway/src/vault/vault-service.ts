@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import type { HttpCredential } from '@oncegate/dispatcher-http';
+import type { HttpCredential, HttpCredentialBuffer } from '@oncegate/dispatcher-http';
 import type { SshCredential } from '@oncegate/dispatcher-ssh';
 import { vaultStream } from '@oncegate/domain';
 import { readAllFrom, type EventStore, type RecordedEvent, type Subscription } from '@oncegate/event-store';
@@ -47,6 +47,17 @@ export type CredentialDescription = StoredCredential;
 export type BindingCheck = { readonly ok: true } | { readonly ok: false; readonly reason: string };
 
 export type { BindingTarget } from './credential-bindings';
+
+/**
+ * A binding check that allowed credential `ref` (at `version`) to go to `url`, made when the vault's journal was at
+ * `vaultPosition`: while the journal has not moved since, the same credential may go to the same URL unchecked.
+ */
+export interface HttpBindingChecked {
+  readonly ref: string;
+  readonly version: number;
+  readonly url: string;
+  readonly vaultPosition: number;
+}
 
 export interface VaultServiceOptions {
   readonly store: EventStore;
@@ -132,6 +143,21 @@ export class VaultService {
     return this.history.credentials.get(ref);
   }
 
+  /** The position of the last vault event this process applied: it moves with every lock, unlock, set or removal. */
+  journalPosition(): number {
+    return this.applied;
+  }
+
+  /**
+   * What `checkBinding` allowed, for an HTTP `url`, stamped with the journal position it held at; `undefined` when it
+   * did not allow it.
+   */
+  checkedHttpBinding(ref: string, url: string): HttpBindingChecked | undefined {
+    const entry = this.history.credentials.get(ref);
+    if (entry === undefined || !this.checkBinding(ref, { channel: 'http', url }).ok) return undefined;
+    return { ref, version: entry.version, url, vaultPosition: this.applied };
+  }
+
   /** May the credential be sent to `target`? The reason names the credential, the target and its bindings. */
   checkBinding(ref: string, target: BindingTarget): BindingCheck {
     const entry = this.history.credentials.get(ref);
@@ -170,6 +196,59 @@ export class VaultService {
   }
 
   /**
+   * Everything `httpCredentialBuffer` checks before it decrypts, after catching up with the journal — the vault
+   * unlocked, the credential there, its current version in the vault file, bound to `url` — without decrypting.
+   * `checked`: a binding check made earlier for the same URL, trusted while the journal has not moved since.
+   *
+   * @returns the binding check that now holds
+   * @throws VaultLockedError, CredentialUnavailableError, CredentialBindingError
+   */
+  admitHttp(ref: string, url: string, checked?: HttpBindingChecked): Promise<HttpBindingChecked> {
+    return this.serially(async () => {
+      const { entry } = await this.locate(ref, { channel: 'http', url }, checked);
+      return { ref, version: entry.version, url, vaultPosition: this.applied };
+    });
+  }
+
+  /**
+   * The credential header for `url`, its value in a Buffer the caller zero-fills once the request is written (the
+   * HTTP dispatcher does so as soon as it has built the header). Decrypted here, after the same checks as
+   * `admitHttp`; `checked` skips the binding check only while the journal has not moved since it was made.
+   *
+   * @throws VaultLockedError, CredentialUnavailableError, CredentialBindingError
+   */
+  httpCredentialBuffer(ref: string, url: string, checked?: HttpBindingChecked): Promise<HttpCredentialBuffer> {
+    return this.reveal(
+      ref,
+      { channel: 'http', url },
+      (metadata, value) => {
+        switch (metadata.kind) {
+          case 'bearer':
+            return { header: 'Authorization', value: Buffer.concat([Buffer.from('Bearer ', 'utf8'), value]), secrets: [Buffer.from(value)] };
+          case 'basic': {
+            const pair = Buffer.concat([Buffer.from(`${metadata.username ?? ''}:`, 'utf8'), value]);
+            try {
+              // base64 of the pair passes through one V8 string: Buffer has no encoder into bytes.
+              return { header: 'Authorization', value: Buffer.from(`Basic ${pair.toString('base64')}`, 'latin1'), secrets: [Buffer.from(pair), Buffer.from(value)] };
+            } finally {
+              pair.fill(0);
+            }
+          }
+          case 'header': {
+            const prefix = metadata.scheme ? Buffer.from(`${metadata.scheme} `, 'utf8') : Buffer.alloc(0);
+            return { header: metadata.header ?? 'Authorization', value: Buffer.concat([prefix, value]), secrets: [Buffer.from(value)] };
+          }
+          case 'ssh_key':
+            throw new CredentialUnavailableError(ref, 'it is an SSH key');
+          default:
+            return metadata.kind satisfies never;
+        }
+      },
+      checked,
+    );
+  }
+
+  /**
    * The private key to log in to `host:port` with.
    *
    * @throws VaultLockedError, CredentialUnavailableError, CredentialBindingError
@@ -178,29 +257,10 @@ export class VaultService {
     return this.reveal(ref, { channel: 'ssh', host, port }, (_metadata, value) => ({ privateKey: value.toString('utf8') }));
   }
 
-  private async reveal<T>(ref: string, target: BindingTarget, use: (metadata: CredentialMetadata, value: Buffer) => T): Promise<T> {
+  private async reveal<T>(ref: string, target: BindingTarget, use: (metadata: CredentialMetadata, value: Buffer) => T, checked?: HttpBindingChecked): Promise<T> {
     return this.serially(async () => {
-      // A lock or a new version appended a moment ago by the CLI counts before anything is decrypted.
-      await this.readNew(true);
-      if (!this.current.initialized) throw new CredentialUnavailableError(ref, noVault(ref));
-      if (this.current.locked || this.dataKey === undefined) throw new VaultLockedError(this.current.reason);
-      let entry = this.history.credentials.get(ref);
-      let row = entry === undefined ? undefined : this.vaultFile()?.credential(ref, entry.version);
-      if (row === undefined) {
-        // `vault set` appends the new version, then deletes the old row: a version read a moment ago may be gone.
-        await this.readNew(true);
-        if (this.current.locked || this.dataKey === undefined) throw new VaultLockedError(this.current.reason);
-        entry = this.history.credentials.get(ref);
-        row = entry === undefined ? undefined : this.vaultFile()?.credential(ref, entry.version);
-      }
-      if (entry === undefined) throw new CredentialUnavailableError(ref, 'there is no such credential in the vault');
-      const check = this.checkBinding(ref, target);
-      if (!check.ok) {
-        if (channelOf(entry.kind) !== target.channel) throw new CredentialUnavailableError(ref, `it is a ${entry.kind} credential, not for ${target.channel}`);
-        throw new CredentialBindingError(ref, describeTarget(target), entry.bindings);
-      }
-      if (row === undefined) throw new CredentialUnavailableError(ref, `version ${entry.version} is missing from ${vaultFilePath(this.dataDir)}`);
-      const value = open(this.dataKey, row.sealed, metadataAad(row.metadata));
+      const { row, entry, dataKey } = await this.locate(ref, target, checked);
+      const value = open(dataKey, row.sealed, metadataAad(row.metadata));
       if (value === undefined) {
         throw new CredentialUnavailableError(ref, `its entry in ${vaultFilePath(this.dataDir)} does not authenticate (it was changed, or belongs to another vault)`);
       }
@@ -211,6 +271,41 @@ export class VaultService {
         value.fill(0);
       }
     });
+  }
+
+  /**
+   * The credential's entry and vault-file row, once the journal is caught up and the vault unlocked, if it may go
+   * to `target`. Runs inside `serially`.
+   */
+  private async locate(ref: string, target: BindingTarget, checked?: HttpBindingChecked) {
+    // A lock or a new version appended a moment ago by the CLI counts before anything is decrypted.
+    await this.readNew(true);
+    if (!this.current.initialized) throw new CredentialUnavailableError(ref, noVault(ref));
+    if (this.current.locked || this.dataKey === undefined) throw new VaultLockedError(this.current.reason);
+    let entry = this.history.credentials.get(ref);
+    let row = entry === undefined ? undefined : this.vaultFile()?.credential(ref, entry.version);
+    if (row === undefined) {
+      // `vault set` appends the new version, then deletes the old row: a version read a moment ago may be gone.
+      await this.readNew(true);
+      if (this.current.locked || this.dataKey === undefined) throw new VaultLockedError(this.current.reason);
+      entry = this.history.credentials.get(ref);
+      row = entry === undefined ? undefined : this.vaultFile()?.credential(ref, entry.version);
+    }
+    if (entry === undefined) throw new CredentialUnavailableError(ref, 'there is no such credential in the vault');
+    const unchanged =
+      checked !== undefined &&
+      target.channel === 'http' &&
+      checked.ref === ref &&
+      checked.url === target.url &&
+      checked.version === entry.version &&
+      checked.vaultPosition === this.applied;
+    const check = unchanged ? ({ ok: true } as const) : this.checkBinding(ref, target);
+    if (!check.ok) {
+      if (channelOf(entry.kind) !== target.channel) throw new CredentialUnavailableError(ref, `it is a ${entry.kind} credential, not for ${target.channel}`);
+      throw new CredentialBindingError(ref, describeTarget(target), entry.bindings);
+    }
+    if (row === undefined) throw new CredentialUnavailableError(ref, `version ${entry.version} is missing from ${vaultFilePath(this.dataDir)}`);
+    return { entry, row, dataKey: this.dataKey };
   }
 
   private serially<T>(work: () => Promise<T>): Promise<T> {

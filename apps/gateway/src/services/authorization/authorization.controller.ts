@@ -2,16 +2,15 @@ import { Controller, Inject, Logger, type OnApplicationBootstrap, type OnApplica
 import { EventPattern, Payload } from '@nestjs/microservices';
 import type { DenialBasis, ExecutionAcceptedData, ExecutionCommand, ExecutionId, ExecutionState, IsoInstant } from '@oncegate/domain';
 import type { ToolContract } from '@oncegate/contracts';
-import { renderHttpRequest } from '@oncegate/dispatcher-http';
 import type { EventStore, RecordedEvent } from '@oncegate/event-store';
 import { EVENT_STORE } from '@oncegate/nest-event-store';
 import { executionsWithEvent, isoNow, loadExecution, runExecutionCommand, type Clock } from '@oncegate/execution-journal';
 import type { SealedStore } from '@oncegate/sealed-store';
 import { grantRun, grantedTools, readRun, sessionRunId, startRun, endRun, type RunGrantedData } from '../../runs/run-journal';
-import { noVault, type VaultService, type VaultState } from '../../vault/vault-service';
-import { APPROVAL_TIMEOUT_MS, CLOCK, POLICY, SEALED_STORE, TOOLS, VAULT } from '../tokens';
+import { noVault, type BindingTarget, type VaultService, type VaultState } from '../../vault/vault-service';
+import { APPROVAL_TIMEOUT_MS, CLOCK, POLICY, PREPARED_CALLS, SEALED_STORE, TOOLS, VAULT } from '../tokens';
 import { isPending } from '../../approvals/approval-queue';
-import { openArguments } from '../sealed-arguments';
+import { PreparedCalls, type PreparedCall } from '../prepared-calls';
 import { approvalDeadline, climbLadder, type LadderFacts, type LadderVerdict, type RunFacts } from './ladder';
 import type { Policy } from './policy';
 
@@ -48,6 +47,7 @@ export class AuthorizationController implements OnApplicationBootstrap, OnApplic
     @Inject(SEALED_STORE) private readonly sealed: SealedStore,
     @Inject(APPROVAL_TIMEOUT_MS) private readonly approvalTimeoutMs: number,
     @Inject(CLOCK) private readonly clock: Clock,
+    @Inject(PREPARED_CALLS) private readonly prepared: PreparedCalls = new PreparedCalls(sealed),
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -89,6 +89,7 @@ export class AuthorizationController implements OnApplicationBootstrap, OnApplic
               expiresAt: approvalDeadline(now, this.approvalTimeoutMs, state.accepted!.windowEndsAt),
             };
     const outcome = await this.apply(executionId, (s) => (s.status === 'accepted' ? command : undefined), event);
+    if (outcome.status === 'denied') this.prepared.forget(executionId);
     this.log.debug(`${executionId}: ${describeVerdict(verdict)}`);
     this.track(outcome);
   }
@@ -199,7 +200,11 @@ export class AuthorizationController implements OnApplicationBootstrap, OnApplic
     const ref = tool.credentialRef;
     if (ref === null) return { ...facts, targetProblem: null, credential: null };
     const entry = this.vault.describe(ref);
-    const binding = entry === undefined ? undefined : this.vault.checkBinding(ref, target);
+    const binding = entry === undefined ? undefined : this.vault.checkBinding(ref, target.target);
+    // The dispatcher sends this same rendering: it need not check the binding again while the vault is unchanged.
+    if (binding?.ok === true && target.call !== undefined && target.target.channel === 'http') {
+      target.call.binding = { ref, version: entry!.version, url: target.target.url, vaultPosition: this.vault.journalPosition() };
+    }
     const problem =
       entry === undefined
         ? vault.initialized
@@ -211,20 +216,19 @@ export class AuthorizationController implements OnApplicationBootstrap, OnApplic
     return { ...facts, targetProblem: null, credential: { ref, problem, perUseApproval: entry?.approval === 'per_use' } };
   }
 
-  /** Where this call would go, rendered from its real arguments; a string says why it cannot be. */
-  private async targetOf(
-    state: ExecutionState,
-    tool: ToolContract,
-  ): Promise<{ channel: 'http'; url: string } | { channel: 'ssh'; host: string; port: number } | string> {
+  /**
+   * Where this call would go, rendered from its real arguments (the prepared call the dispatcher sends); a string
+   * says why it cannot be.
+   */
+  private async targetOf(state: ExecutionState, tool: ToolContract): Promise<{ target: BindingTarget; call?: PreparedCall } | string> {
     const request = tool.request;
-    if (request.kind === 'ssh') return { channel: 'ssh', host: request.host, port: request.port };
-    const args = await openArguments(this.sealed, state);
-    if (args === undefined) return 'the call arguments are missing';
-    try {
-      return { channel: 'http', url: renderHttpRequest(tool, args, state.executionId!).url };
-    } catch (error) {
-      return `the request of ${tool.name} cannot be built: ${(error as Error).message}`;
+    if (request.kind === 'ssh') return { target: { channel: 'ssh', host: request.host, port: request.port } };
+    const call = await this.prepared.get(state, tool);
+    if (call === undefined) return 'the call arguments are missing';
+    if (call.http === undefined || 'error' in call.http) {
+      return `the request of ${tool.name} cannot be built: ${call.http?.error.message ?? 'it is not an HTTP tool'}`;
     }
+    return { target: { channel: 'http', url: call.http.request.url }, call };
   }
 
   private track(state: ExecutionState): void {

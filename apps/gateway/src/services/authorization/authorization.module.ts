@@ -5,7 +5,8 @@ import type { EventStore } from '@oncegate/event-store';
 import type { Clock } from '@oncegate/execution-journal';
 import type { SealedStore } from '@oncegate/sealed-store';
 import type { VaultService } from '../../vault/vault-service';
-import { APPROVAL_TIMEOUT_MS, CLOCK, POLICY, SEALED_STORE, TOOLS, VAULT } from '../tokens';
+import { APPROVAL_TIMEOUT_MS, CLOCK, POLICY, PREPARED_CALLS, SEALED_STORE, TOOLS, VAULT } from '../tokens';
+import { PreparedCalls } from '../prepared-calls';
 import { AuthorizationController } from './authorization.controller';
 import type { Policy } from './policy';
 
@@ -17,6 +18,8 @@ export interface AuthorizationDependencies {
   readonly sealed: SealedStore;
   readonly approvalTimeoutMs: number;
   readonly clock: Clock;
+  /** Shared by authorization and the HTTP dispatcher of one process, so a call is prepared once. */
+  readonly prepared?: PreparedCalls;
 }
 
 @Module({})
@@ -33,6 +36,7 @@ export class AuthorizationModule {
         { provide: SEALED_STORE, useValue: deps.sealed },
         { provide: APPROVAL_TIMEOUT_MS, useValue: deps.approvalTimeoutMs },
         { provide: CLOCK, useValue: deps.clock },
+        { provide: PREPARED_CALLS, useValue: deps.prepared ?? new PreparedCalls(deps.sealed) },
       ],
     };
   }

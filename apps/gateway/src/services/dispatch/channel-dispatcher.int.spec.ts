@@ -11,6 +11,7 @@ import { loadExecution, systemClock } from '@oncegate/execution-journal';
 import { SqliteSealedStore } from '@oncegate/sealed-store';
 import { givenExecution } from '../test-support/execution-histories';
 import { ChannelDispatcher, textResult, type AttemptRecord } from './channel-dispatcher';
+import type { PreparedCall } from '../prepared-calls';
 
 const TOOL: ToolContract = parseContractFile(
   `version: 1
@@ -33,7 +34,7 @@ class AnsweringDispatcher extends ChannelDispatcher {
     super('http', store, new Map([[TOOL.name, TOOL]]), sealed, 'dispatcher-http@test', systemClock);
   }
 
-  protected override async attempt(_state: ExecutionState, _tool: ToolContract, _args: Record<string, unknown>): Promise<AttemptRecord> {
+  protected override async attempt(_state: ExecutionState, _call: PreparedCall): Promise<AttemptRecord> {
     return { kind: 'observed', outcome: 'succeeded', targetStatus: 201, exitCode: null, result: { ...textResult('charged'), status: 201 } };
   }
 }

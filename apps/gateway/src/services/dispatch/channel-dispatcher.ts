@@ -8,6 +8,7 @@ import type { SealedStore } from '@oncegate/sealed-store';
 import type { StoredResult } from '../../front/tool-results';
 import { recoverExecution, type MarkerFinding } from '../recovery/execution-recovery';
 import { openArguments } from '../sealed-arguments';
+import { PreparedCalls, type PreparedCall } from '../prepared-calls';
 
 /** The longest pause between two tries at recording an outcome. */
 const RECORD_RETRY_MAX_MS = 2_000;
@@ -56,6 +57,8 @@ export abstract class ChannelDispatcher {
     protected readonly sealed: SealedStore,
     protected readonly dispatcherId: string,
     protected readonly clock: Clock,
+    /** Arguments opened and requests rendered once per execution; shared with authorization when it runs here. */
+    protected readonly prepared: PreparedCalls = new PreparedCalls(sealed),
   ) {
     this.log = new Logger(`dispatcher-${channel}`);
   }
@@ -87,15 +90,15 @@ export abstract class ChannelDispatcher {
     return this.recover(event);
   }
 
-  /** Runs one attempt against the target; resolves with what came of it, never rejects. */
-  protected abstract attempt(state: ExecutionState, tool: ToolContract, args: Record<string, unknown>): Promise<AttemptRecord>;
+  /** Runs one attempt of the prepared call against the target; resolves with what came of it, never rejects. */
+  protected abstract attempt(state: ExecutionState, call: PreparedCall): Promise<AttemptRecord>;
 
   /**
    * Checks what must hold before anything is sent (the vault unlocked, the credential bound to the real target),
    * before `Dispatched` is appended. A refusal of a first attempt is recorded as a denial; a recovery attempt is
    * simply not sent.
    */
-  protected preflight?(state: ExecutionState, tool: ToolContract, args: Record<string, unknown>): Promise<DispatchRefusal | undefined>;
+  protected preflight?(state: ExecutionState, call: PreparedCall): Promise<DispatchRefusal | undefined>;
 
   protected queryStatus?(state: ExecutionState): Promise<{ preconditionHolds: boolean; observedStatus: string | null }>;
   protected probeMarker?(state: ExecutionState): Promise<MarkerFinding>;
@@ -146,11 +149,12 @@ export abstract class ChannelDispatcher {
     const { state } = await loadExecution(this.store, executionId);
     if (state.accepted?.channel !== this.channel || state.status !== from) return false;
     const tool = this.tools.get(state.accepted.toolName);
-    const args = tool === undefined ? undefined : await this.argumentsOf(state);
+    const call = tool === undefined ? undefined : await this.prepared.get(state, tool);
     // Without a tool or arguments, `run` records the definite failure.
-    if (tool === undefined || args === undefined) return false;
-    const refusal = await this.preflight(state, tool, args);
+    if (call === undefined) return false;
+    const refusal = await this.preflight(state, call);
     if (refusal === undefined) return false;
+    this.prepared.forget(executionId);
     if (from === 'outcome_unknown') {
       this.log.warn(`${executionId}: not sent again: ${refusal.reason}`);
       return true;
@@ -170,12 +174,14 @@ export abstract class ChannelDispatcher {
 
   private async run(state: ExecutionState): Promise<void> {
     const tool = this.tools.get(state.accepted!.toolName);
-    const args = await this.argumentsOf(state);
+    const call = tool === undefined ? undefined : await this.prepared.get(state, tool);
     const record: AttemptRecord =
-      tool === undefined || args === undefined
+      call === undefined
         ? notSent(tool === undefined ? 'the tool is no longer in the contract file' : 'the arguments are missing')
-        : await this.attempt(state, tool, args);
+        : await this.attempt(state, call);
     await this.record(state.executionId!, state.attempts, record);
+    // Settled: no attempt of it follows. After an unknown outcome, recovery may send it again from the same call.
+    if (record.kind === 'observed') this.prepared.forget(state.executionId!);
   }
 
   /**

@@ -2,7 +2,7 @@ import { Controller, Inject } from '@nestjs/common';
 import { EventPattern, Payload } from '@nestjs/microservices';
 import type { ExecutionState } from '@oncegate/domain';
 import type { ToolContract } from '@oncegate/contracts';
-import { renderHttpRequest, type HttpCredential, type HttpDispatcher } from '@oncegate/dispatcher-http';
+import { renderHttpRequest, type HttpCredential, type HttpCredentialBuffer, type HttpDispatcher } from '@oncegate/dispatcher-http';
 import type { EventStore, RecordedEvent } from '@oncegate/event-store';
 import { EVENT_STORE } from '@oncegate/nest-event-store';
 import type { Clock } from '@oncegate/execution-journal';
@@ -10,12 +10,16 @@ import type { SealedStore } from '@oncegate/sealed-store';
 import type { VaultService } from '../../vault/vault-service';
 import { ChannelDispatcher, notSent, type AttemptRecord, type DispatchRefusal } from '../dispatch/channel-dispatcher';
 import { vaultRefusal } from '../dispatch/vault-refusal';
-import { CLOCK, DISPATCHER_ID, HTTP_DISPATCHER, SEALED_STORE, TOOLS, VAULT } from '../tokens';
+import { PreparedCalls, type PreparedCall } from '../prepared-calls';
+import { CLOCK, DISPATCHER_ID, HTTP_DISPATCHER, PREPARED_CALLS, SEALED_STORE, TOOLS, VAULT } from '../tokens';
 
 /**
  * Sends HTTP tools: `Dispatched` is durable before the request leaves; the outcome is recorded as observed or
  * unknown from what the socket saw; a conditional write's status query is its recovery evidence. The credential
  * comes from the vault at send time, for the URL actually rendered, and only if it is bound to it.
+ *
+ * Each execution's request is rendered once (`PreparedCalls`, shared with authorization in this process): the
+ * preflight admits the credential for that rendering, the attempt decrypts it once and sends that same rendering.
  */
 @Controller()
 export class DispatcherHttpController extends ChannelDispatcher {
@@ -27,8 +31,9 @@ export class DispatcherHttpController extends ChannelDispatcher {
     @Inject(VAULT) private readonly vault: VaultService,
     @Inject(DISPATCHER_ID) dispatcherId: string,
     @Inject(CLOCK) clock: Clock,
+    @Inject(PREPARED_CALLS) prepared: PreparedCalls = new PreparedCalls(sealed),
   ) {
-    super('http', store, tools, sealed, dispatcherId, clock);
+    super('http', store, tools, sealed, dispatcherId, clock, prepared);
   }
 
   @EventPattern('StatusQueried')
@@ -36,13 +41,23 @@ export class DispatcherHttpController extends ChannelDispatcher {
     return this.recover(event);
   }
 
-  /** The vault is unlocked and the credential opens and is bound to the URL this attempt would go to. */
-  protected override async preflight(state: ExecutionState, tool: ToolContract, args: Record<string, unknown>): Promise<DispatchRefusal | undefined> {
-    const found = await this.credentialFor(tool, args, state.executionId!);
-    if ('refusal' in found) return found.refusal;
-    // Opening a credential read the vault's journal and found it unlocked; without one (a tool that needs none),
-    // a locked vault still stops the dispatch.
-    if (found.credential !== undefined) return undefined;
+  /**
+   * The vault is unlocked and the credential is there and bound to the URL this attempt goes to (the prepared
+   * rendering). Nothing is decrypted here: the attempt decrypts, once, just before sending.
+   */
+  protected override async preflight(_state: ExecutionState, call: PreparedCall): Promise<DispatchRefusal | undefined> {
+    const ref = call.tool.credentialRef;
+    // A request that cannot be rendered is reported by the attempt, which sends nothing.
+    if (ref !== null && call.http !== undefined && 'request' in call.http) {
+      try {
+        // Catching up with the vault's journal found it unlocked; the binding is checked again only if it moved.
+        call.binding = await this.vault.admitHttp(ref, call.http.request.url, call.binding);
+        return undefined;
+      } catch (error) {
+        return vaultRefusal(error);
+      }
+    }
+    // Without a credential (a tool that needs none), a locked vault still stops the dispatch.
     const vault = await this.vault.refresh();
     return vault.locked ? { basis: 'vault_locked', reason: `the vault is locked: ${vault.reason}` } : undefined;
   }
@@ -70,11 +85,29 @@ export class DispatcherHttpController extends ChannelDispatcher {
     }
   }
 
-  protected async attempt(state: ExecutionState, tool: ToolContract, args: Record<string, unknown>): Promise<AttemptRecord> {
-    const found = await this.credentialFor(tool, args, state.executionId!);
-    if ('refusal' in found) return notSent(found.refusal.reason);
-    const { credential } = found;
-    const result = await this.http.send({ executionId: state.executionId!, tool, arguments: args, ...(credential ? { credential } : {}) });
+  protected async attempt(state: ExecutionState, call: PreparedCall): Promise<AttemptRecord> {
+    const { tool, args } = call;
+    if (call.http === undefined || 'error' in call.http) {
+      const why = call.http === undefined ? `tool '${tool.name}': channel: is '${tool.channel}', not http` : call.http.error.message;
+      return notSent(`could not render the request: ${why}`);
+    }
+    const rendered = call.http.request;
+    let credential: HttpCredentialBuffer | undefined;
+    if (tool.credentialRef !== null) {
+      try {
+        // The one decryption of this attempt, for the URL the binding was checked against.
+        credential = await this.vault.httpCredentialBuffer(tool.credentialRef, rendered.url, call.binding);
+      } catch (error) {
+        return notSent(vaultRefusal(error).reason);
+      }
+    }
+    let result;
+    try {
+      result = await this.http.send({ executionId: state.executionId!, tool, arguments: args, rendered, ...(credential ? { credential } : {}) });
+    } finally {
+      credential?.value.fill(0);
+      for (const secret of credential?.secrets ?? []) secret.fill(0);
+    }
     switch (result.kind) {
       case 'unknown':
         return { kind: 'unknown', reason: result.reason };

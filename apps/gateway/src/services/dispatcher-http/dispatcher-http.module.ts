@@ -6,7 +6,8 @@ import type { HttpDispatcher } from '@oncegate/dispatcher-http';
 import type { Clock } from '@oncegate/execution-journal';
 import type { SealedStore } from '@oncegate/sealed-store';
 import type { VaultService } from '../../vault/vault-service';
-import { CLOCK, DISPATCHER_ID, HTTP_DISPATCHER, SEALED_STORE, TOOLS, VAULT } from '../tokens';
+import { CLOCK, DISPATCHER_ID, HTTP_DISPATCHER, PREPARED_CALLS, SEALED_STORE, TOOLS, VAULT } from '../tokens';
+import { PreparedCalls } from '../prepared-calls';
 import { DispatcherHttpController } from './dispatcher-http.controller';
 
 export interface DispatcherHttpDependencies {
@@ -19,6 +20,8 @@ export interface DispatcherHttpDependencies {
   /** Unique per process (`dispatcherInstanceId`); stamped on every `Dispatched` and held as a liveness lease. */
   readonly dispatcherId: string;
   readonly clock: Clock;
+  /** Shared by authorization and the HTTP dispatcher of one process, so a call is prepared once. */
+  readonly prepared?: PreparedCalls;
 }
 
 @Module({})
@@ -35,6 +38,7 @@ export class DispatcherHttpModule {
         { provide: VAULT, useValue: deps.vault },
         { provide: DISPATCHER_ID, useValue: deps.dispatcherId },
         { provide: CLOCK, useValue: deps.clock },
+        { provide: PREPARED_CALLS, useValue: deps.prepared ?? new PreparedCalls(deps.sealed) },
       ],
     };
   }

@@ -11,6 +11,7 @@ import type { VaultService } from '../../vault/vault-service';
 import { ChannelDispatcher, notSent, type AttemptRecord, type DispatchRefusal } from '../dispatch/channel-dispatcher';
 import type { MarkerFinding } from '../recovery/execution-recovery';
 import { vaultRefusal } from '../dispatch/vault-refusal';
+import type { PreparedCall } from '../prepared-calls';
 import { CLOCK, DISPATCHER_ID, SEALED_STORE, SSH_DISPATCHER, TOOLS, VAULT } from '../tokens';
 
 /**
@@ -38,8 +39,8 @@ export class DispatcherSshController extends ChannelDispatcher {
   }
 
   /** The vault is unlocked and the key opens and is bound to the contract's host and port. */
-  protected override async preflight(_state: ExecutionState, tool: ToolContract): Promise<DispatchRefusal | undefined> {
-    const found = await this.keyFor(tool);
+  protected override async preflight(_state: ExecutionState, call: PreparedCall): Promise<DispatchRefusal | undefined> {
+    const found = await this.keyFor(call.tool);
     return 'refusal' in found ? found.refusal : undefined;
   }
 
@@ -54,7 +55,8 @@ export class DispatcherSshController extends ChannelDispatcher {
     }
   }
 
-  protected async attempt(state: ExecutionState, tool: ToolContract, args: Record<string, unknown>): Promise<AttemptRecord> {
+  protected async attempt(state: ExecutionState, call: PreparedCall): Promise<AttemptRecord> {
+    const { tool, args } = call;
     const found = await this.keyFor(tool);
     if ('refusal' in found) return notSent(found.refusal.reason);
     const result = await this.ssh.run({ executionId: state.executionId!, attempt: state.attempts, tool, arguments: args, credential: found.credential });

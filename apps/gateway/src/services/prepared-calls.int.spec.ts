@@ -1,0 +1,204 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { parseContractFile, type ToolContract } from '@oncegate/contracts';
+import { HttpDispatcher } from '@oncegate/dispatcher-http';
+import { executionIdFromUlid, executionStream, type ExecutionId } from '@oncegate/domain';
+import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-store-sqlite';
+import { isoNow, newUlid, runExecutionCommand, systemClock } from '@oncegate/execution-journal';
+import { SqliteSealedStore } from '@oncegate/sealed-store';
+import * as rendering from '../../../../libs/dispatcher-http/src/render-http-request';
+import * as vaultCrypto from '../vault/vault-crypto';
+import { initVault, storeCredential, type VaultContext } from '../vault/vault-admin';
+import { VaultService } from '../vault/vault-service';
+import { AuthorizationController } from './authorization/authorization.controller';
+import { Policy } from './authorization/policy';
+import { DispatcherHttpController } from './dispatcher-http/dispatcher-http.controller';
+import { PreparedCalls } from './prepared-calls';
+
+// Every rendering and every credential decryption of the process, whoever imports them, goes through these spies.
+vi.mock('../../../../libs/dispatcher-http/src/render-http-request', async (importOriginal) => {
+  const original = await importOriginal<typeof import('../../../../libs/dispatcher-http/src/render-http-request')>();
+  return { ...original, renderHttpRequest: vi.fn(original.renderHttpRequest) };
+});
+vi.mock('../vault/vault-crypto', async (importOriginal) => {
+  const original = await importOriginal<typeof import('../vault/vault-crypto')>();
+  return { ...original, open: vi.fn(original.open) };
+});
+
+const MASTER = { ONCEGATE_MASTER_KEY: 'a master key for the prepared-call tests' };
+const VALUE = 'prepared-canary-9d41e7b2';
+
+async function startTarget(): Promise<{ url: string; requests: { path: string; headers: IncomingHttpHeaders; body: string }[]; server: Server }> {
+  const requests: { path: string; headers: IncomingHttpHeaders; body: string }[] = [];
+  const server = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      requests.push({ path: request.url ?? '', headers: request.headers, body: Buffer.concat(chunks).toString('utf8') });
+      // Echoes the credential: the answer the agent gets must not hold it.
+      response.writeHead(200, { 'content-type': 'text/plain' }).end(`seen ${String(request.headers['authorization'])}`);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, requests, server };
+}
+
+function setConfigTool(origin: string): ToolContract {
+  const text = `version: 1
+tools:
+  - name: set_config
+    description: Set a named configuration entry.
+    class: idempotent_write
+    channel: http
+    target: test/config
+    credential_ref: demo-writer
+    input_schema: { type: object, properties: { name: { type: string }, value: { type: string } }, required: [name, value], additionalProperties: false }
+    http: { method: PUT, url: "${origin}/config/{{args.name}}", body: { value: "{{args.value}}" }, idempotency_header: Idempotency-Key }
+    correlation_window: 1m
+`;
+  return parseContractFile(text, 'tools.yaml').tools[0]!;
+}
+
+/**
+ * One call through authorization and the HTTP dispatcher of one process: its arguments are opened once, its
+ * request rendered once, the credential binding checked once and the credential decrypted once. With the
+ * prepared calls forgotten in between (a restart, another process), everything is computed again and the same
+ * request is sent.
+ */
+describe('a prepared call (authorization and the HTTP dispatcher, SQLite store, real vault, loopback target)', () => {
+  let dataDir: string;
+  let store: SqliteEventStore;
+  let sealed: SqliteSealedStore;
+  let vault: VaultService;
+  let http: HttpDispatcher;
+  let target: Awaited<ReturnType<typeof startTarget>>;
+  let tool: ToolContract;
+  let tools: ReadonlyMap<string, ToolContract>;
+  let prepared: PreparedCalls;
+  let authorization: AuthorizationController;
+  let dispatcher: DispatcherHttpController;
+
+  beforeEach(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'oncegate-prepared-'));
+    store = openSqliteEventStore({ file: join(dataDir, 'events.db') });
+    sealed = new SqliteSealedStore({ file: join(dataDir, 'sealed.db'), current: { id: 'seal-test', key: randomBytes(32) } });
+    http = new HttpDispatcher();
+    target = await startTarget();
+    const context: VaultContext = { store, dataDir, env: MASTER, by: 'operator:test' };
+    await initVault(context);
+    await storeCredential(context, { ref: 'demo-writer', kind: 'bearer', bindings: [`${new URL(target.url).host}/config`] }, VALUE);
+    vault = new VaultService({ store, dataDir, env: MASTER });
+    await vault.start();
+    tool = setConfigTool(target.url);
+    tools = new Map([[tool.name, tool]]);
+    prepared = new PreparedCalls(sealed);
+    const policy = new Policy([{ tools: ['*'], actors: ['*'], decision: 'allow', source: 'authorization.rules[0]' } as never]);
+    authorization = new AuthorizationController(store, policy, vault, tools, sealed, 60_000, systemClock, prepared);
+    dispatcher = new DispatcherHttpController(store, tools, sealed, http, vault, 'dispatcher-http@test', systemClock, prepared);
+    vi.mocked(rendering.renderHttpRequest).mockClear();
+    vi.mocked(vaultCrypto.open).mockClear();
+  });
+
+  afterEach(async () => {
+    vi.restoreAllMocks();
+    await vault.stop();
+    await http.close();
+    await new Promise((resolve) => target.server.close(resolve));
+    await sealed.close();
+    await store.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  /** Accepts one call, then runs it through authorization and the dispatcher as the event transport would. */
+  async function call(args: Record<string, unknown>, between: () => void = () => undefined) {
+    const executionId: ExecutionId = executionIdFromUlid(newUlid());
+    const argumentsRef = (await sealed.seal('arguments', executionId, Buffer.from(JSON.stringify(args)))).ref;
+    await runExecutionCommand(
+      store,
+      executionId,
+      () => ({
+        type: 'AcceptExecution',
+        executionId,
+        now: isoNow(systemClock),
+        record: { actor: 'agent:test', tool: tool.name, channel: 'http', target: tool.target, credential_ref: tool.credentialRef, method: 'PUT', arguments: args, intent_scope: 'actor' } as never,
+        fingerprint: `hmac-sha256:k1:${randomBytes(32).toString('hex')}`,
+        operationClass: tool.operationClass,
+        intentScope: { kind: 'actor' } as never,
+        correlationWindowMs: 60_000,
+        redeliveryGraceMs: 0,
+        attemptPolicy: { maxAttempts: 3, attemptTimeoutMs: 30_000, markerBeforeWork: false },
+        correlation: { jsonRpcId: 1, sessionId: null, transport: 'streamable-http' } as never,
+        argumentsRef,
+      }),
+      { actor: 'agent:test' },
+      systemClock,
+    );
+    const eventOf = async (type: string) => (await store.readStream(executionStream(executionId))).find((event) => event.type === type)!;
+    await authorization.onAccepted((await eventOf('ExecutionAccepted')) as never);
+    between();
+    await dispatcher.onAuthorized(await eventOf('ExecutionAuthorized'));
+    await dispatcher.drain();
+    return { executionId, events: await store.readStream(executionStream(executionId)) };
+  }
+
+  function spies() {
+    return {
+      opens: vi.spyOn(sealed, 'open'),
+      renders: vi.mocked(rendering.renderHttpRequest),
+      bindingChecks: vi.spyOn(vault, 'checkBinding'),
+      decrypts: vi.mocked(vaultCrypto.open),
+      // Catching up with the vault's journal (an incremental read from the last position).
+      journalReads: vi.spyOn(vault as unknown as { readNew: (live: boolean) => Promise<void> }, 'readNew'),
+    };
+  }
+
+  function counts(s: ReturnType<typeof spies>) {
+    return { opens: s.opens.mock.calls.length, renders: s.renders.mock.calls.length, bindingChecks: s.bindingChecks.mock.calls.length, decrypts: s.decrypts.mock.calls.length, journalReads: s.journalReads.mock.calls.length };
+  }
+
+  it('given one call in one process, when it is authorized and sent, then its arguments are opened once, its request rendered once, the binding checked once and the credential decrypted once', async () => {
+    const s = spies();
+    const { events } = await call({ name: 'pool', value: 'on' });
+
+    expect(events.map((event) => event.type)).toEqual(['ExecutionAccepted', 'ExecutionAuthorized', 'Dispatched', 'OutcomeObserved']);
+    expect(counts(s)).toEqual({ opens: 1, renders: 1, bindingChecks: 1, decrypts: 1, journalReads: 3 });
+    expect(target.requests).toHaveLength(1);
+    expect(target.requests[0]).toMatchObject({ path: '/config/pool', body: '{"value":"on"}', headers: { authorization: `Bearer ${VALUE}` } });
+    // Settled: the prepared call is gone, and no event holds the credential (the echoed answer is sealed, redacted).
+    expect(prepared.size).toBe(0);
+    expect(JSON.stringify(events)).not.toContain(VALUE);
+  });
+
+  it('given the prepared calls forgotten between authorization and dispatch (a restart, another process), when sent, then everything is computed again and the same request goes out', async () => {
+    const s = spies();
+    const { executionId, events } = await call({ name: 'pool', value: 'off' }, () => prepared.clear());
+
+    expect(events.map((event) => event.type)).toEqual(['ExecutionAccepted', 'ExecutionAuthorized', 'Dispatched', 'OutcomeObserved']);
+    expect(target.requests).toHaveLength(1);
+    expect(target.requests[0]).toMatchObject({
+      path: '/config/pool',
+      body: '{"value":"off"}',
+      headers: { authorization: `Bearer ${VALUE}`, 'idempotency-key': executionId },
+    });
+    // Authorization's preparation, then the dispatcher's own: one open and one rendering each; the dispatcher
+    // checks the binding itself (preflight) and trusts that check at send while the vault is unchanged.
+    expect(counts(s)).toEqual({ opens: 2, renders: 2, bindingChecks: 2, decrypts: 1, journalReads: 3 });
+  });
+
+  it('given a prepared call, when its contract is replaced by another object or its arguments ref differs, then it is prepared again', async () => {
+    const s = spies();
+    const { executionId } = await call({ name: 'pool', value: 'on' });
+    const state = { executionId, accepted: { argumentsRef: 'sealed_other', toolName: tool.name } } as never;
+    expect(await prepared.get(state, tool)).toBeUndefined();
+    const first = counts(s);
+    const { state: real } = await import('@oncegate/execution-journal').then(({ loadExecution }) => loadExecution(store, executionId));
+    const once = await prepared.get(real, tool);
+    expect(await prepared.get(real, tool)).toBe(once);
+    expect(await prepared.get(real, { ...tool })).not.toBe(once);
+    expect(counts(s).opens - first.opens).toBe(2);
+  });
+});
