@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ToolContract } from '@oncegate/contracts';
 import { DEFAULT_USER_AGENT, HttpDispatcher } from './http-dispatcher';
+import { renderHttpRequest } from './render-http-request';
 import type { HttpAttemptResult, HttpCredential } from './http-attempt';
 import { closedPort, httpTarget, rawTarget, unacceptingPort } from './loopback-servers';
 import { httpTool } from './test-tools';
@@ -102,6 +103,23 @@ describe('HttpDispatcher', () => {
 
       expect(result).toMatchObject({ kind: 'response', outcome: 'failed', status: 401 });
       expect(text(result)).toBe('invalid credentials [redacted] (password [redacted], [redacted])');
+    });
+
+    it('when given a rendered request and the credential as bytes, then it sends that rendering with the header, hides the echoed secret and zero-fills the bytes', async () => {
+      const server = await target((request, response) => {
+        response.writeHead(401, { 'content-type': 'text/plain' }).end(`echo ${request.headers.authorization} and ${CANARY}`);
+      });
+      const tool = paymentTool(server.origin);
+      const rendered = renderHttpRequest(tool, { amount_cents: 7 }, EXECUTION);
+      const value = Buffer.from(`Bearer ${CANARY}`);
+      const secret = Buffer.from(CANARY);
+
+      // Arguments that would render another request: the rendering given is what is sent.
+      const result = await dispatcher.send({ executionId: EXECUTION, tool, arguments: { amount_cents: 999 }, rendered, credential: { header: 'Authorization', value, secrets: [secret] } });
+
+      expect(server.requests[0]).toMatchObject({ body: '{"amount_cents":7,"currency":"EUR"}', headers: { authorization: `Bearer ${CANARY}` } });
+      expect(text(result)).toBe('echo [redacted] and [redacted]');
+      expect(value.every((byte) => byte === 0)).toBe(true);
     });
 
     it.each([

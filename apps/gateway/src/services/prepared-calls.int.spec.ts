@@ -3,14 +3,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi, type Mock } from 'vitest';
 import { parseContractFile, type ToolContract } from '@oncegate/contracts';
 import { HttpDispatcher } from '@oncegate/dispatcher-http';
 import { executionIdFromUlid, executionStream, type ExecutionId } from '@oncegate/domain';
 import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-store-sqlite';
-import { isoNow, newUlid, runExecutionCommand, systemClock } from '@oncegate/execution-journal';
+import { isoNow, loadExecution, newUlid, runExecutionCommand, systemClock } from '@oncegate/execution-journal';
 import { SqliteSealedStore } from '@oncegate/sealed-store';
-import * as rendering from '../../../../libs/dispatcher-http/src/render-http-request';
 import * as vaultCrypto from '../vault/vault-crypto';
 import { initVault, storeCredential, type VaultContext } from '../vault/vault-admin';
 import { VaultService } from '../vault/vault-service';
@@ -20,9 +19,12 @@ import { DispatcherHttpController } from './dispatcher-http/dispatcher-http.cont
 import { PreparedCalls } from './prepared-calls';
 
 // Every rendering and every credential decryption of the process, whoever imports them, goes through these spies.
+// The module file itself, not the package: the dispatcher's own rendering imports it from inside the library.
+const rendering = vi.hoisted(() => ({ renderHttpRequest: undefined as unknown as Mock }));
 vi.mock('../../../../libs/dispatcher-http/src/render-http-request', async (importOriginal) => {
-  const original = await importOriginal<typeof import('../../../../libs/dispatcher-http/src/render-http-request')>();
-  return { ...original, renderHttpRequest: vi.fn(original.renderHttpRequest) };
+  const original = await importOriginal<{ renderHttpRequest: (...args: unknown[]) => unknown }>();
+  rendering.renderHttpRequest = vi.fn(original.renderHttpRequest);
+  return { ...original, renderHttpRequest: rendering.renderHttpRequest };
 });
 vi.mock('../vault/vault-crypto', async (importOriginal) => {
   const original = await importOriginal<typeof import('../vault/vault-crypto')>();
@@ -99,7 +101,7 @@ describe('a prepared call (authorization and the HTTP dispatcher, SQLite store, 
     const policy = new Policy([{ tools: ['*'], actors: ['*'], decision: 'allow', source: 'authorization.rules[0]' } as never]);
     authorization = new AuthorizationController(store, policy, vault, tools, sealed, 60_000, systemClock, prepared);
     dispatcher = new DispatcherHttpController(store, tools, sealed, http, vault, 'dispatcher-http@test', systemClock, prepared);
-    vi.mocked(rendering.renderHttpRequest).mockClear();
+    rendering.renderHttpRequest.mockClear();
     vi.mocked(vaultCrypto.open).mockClear();
   });
 
@@ -114,7 +116,7 @@ describe('a prepared call (authorization and the HTTP dispatcher, SQLite store, 
   });
 
   /** Accepts one call, then runs it through authorization and the dispatcher as the event transport would. */
-  async function call(args: Record<string, unknown>, between: () => void = () => undefined) {
+  async function call(args: Record<string, unknown>, between: () => unknown = () => undefined) {
     const executionId: ExecutionId = executionIdFromUlid(newUlid());
     const argumentsRef = (await sealed.seal('arguments', executionId, Buffer.from(JSON.stringify(args)))).ref;
     await runExecutionCommand(
@@ -139,7 +141,7 @@ describe('a prepared call (authorization and the HTTP dispatcher, SQLite store, 
     );
     const eventOf = async (type: string) => (await store.readStream(executionStream(executionId))).find((event) => event.type === type)!;
     await authorization.onAccepted((await eventOf('ExecutionAccepted')) as never);
-    between();
+    await between();
     await dispatcher.onAuthorized(await eventOf('ExecutionAuthorized'));
     await dispatcher.drain();
     return { executionId, events: await store.readStream(executionStream(executionId)) };
@@ -148,7 +150,7 @@ describe('a prepared call (authorization and the HTTP dispatcher, SQLite store, 
   function spies() {
     return {
       opens: vi.spyOn(sealed, 'open'),
-      renders: vi.mocked(rendering.renderHttpRequest),
+      renders: rendering.renderHttpRequest,
       bindingChecks: vi.spyOn(vault, 'checkBinding'),
       decrypts: vi.mocked(vaultCrypto.open),
       // Catching up with the vault's journal (an incremental read from the last position).
@@ -189,13 +191,51 @@ describe('a prepared call (authorization and the HTTP dispatcher, SQLite store, 
     expect(counts(s)).toEqual({ opens: 2, renders: 2, bindingChecks: 2, decrypts: 1, journalReads: 3 });
   });
 
+  it('given one call, when it is sent, then the credential bytes it was decrypted into are zero-filled afterwards', async () => {
+    const decrypted: Buffer[] = [];
+    const original = vault.httpCredentialBuffer.bind(vault);
+    vi.spyOn(vault, 'httpCredentialBuffer').mockImplementation(async (...args) => {
+      const credential = await original(...args);
+      decrypted.push(credential.value, ...credential.secrets);
+      return credential;
+    });
+    await call({ name: 'pool', value: 'on' });
+
+    expect(target.requests[0]!.headers['authorization']).toBe(`Bearer ${VALUE}`);
+    expect(decrypted.length).toBeGreaterThan(1);
+    for (const bytes of decrypted) expect(bytes.every((byte) => byte === 0)).toBe(true);
+  });
+
+  it('given the credential bound elsewhere after authorization, when dispatched, then the binding is checked again and nothing is sent', async () => {
+    const context: VaultContext = { store, dataDir, env: MASTER, by: 'operator:test' };
+    const { events } = await call({ name: 'pool', value: 'on' }, () =>
+      storeCredential(context, { ref: 'demo-writer', kind: 'bearer', bindings: ['elsewhere.example/config'] }, VALUE),
+    );
+
+    expect(events.map((event) => event.type)).toEqual(['ExecutionAccepted', 'ExecutionAuthorized', 'ExecutionDenied']);
+    expect(events.at(-1)!.data).toMatchObject({ basis: 'credential_unresolved', reason: expect.stringContaining('elsewhere.example/config') });
+    expect(target.requests).toHaveLength(0);
+  });
+
+  it('given more executions than the bound, when prepared, then the oldest are dropped', async () => {
+    const small = new PreparedCalls(sealed, 2);
+    const ids: ExecutionId[] = [];
+    for (let i = 0; i < 3; i += 1) {
+      const executionId = executionIdFromUlid(newUlid());
+      const { ref } = await sealed.seal('arguments', executionId, Buffer.from(JSON.stringify({ name: `n${i}`, value: 'on' })));
+      await small.get({ executionId, accepted: { argumentsRef: ref, toolName: tool.name } } as never, tool);
+      ids.push(executionId);
+    }
+    expect(small.size).toBe(2);
+  });
+
   it('given a prepared call, when its contract is replaced by another object or its arguments ref differs, then it is prepared again', async () => {
     const s = spies();
     const { executionId } = await call({ name: 'pool', value: 'on' });
     const state = { executionId, accepted: { argumentsRef: 'sealed_other', toolName: tool.name } } as never;
     expect(await prepared.get(state, tool)).toBeUndefined();
     const first = counts(s);
-    const { state: real } = await import('@oncegate/execution-journal').then(({ loadExecution }) => loadExecution(store, executionId));
+    const { state: real } = await loadExecution(store, executionId);
     const once = await prepared.get(real, tool);
     expect(await prepared.get(real, tool)).toBe(once);
     expect(await prepared.get(real, { ...tool })).not.toBe(once);
