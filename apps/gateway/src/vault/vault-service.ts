@@ -70,8 +70,9 @@ export interface VaultServiceOptions {
  * The gateway's side of the vault. It follows the vault's journal (appended by `oncegate vault …`, in this or
  * another process): it is unlocked only while the journal says so and this process could open the data key
  * with its master key. On `VaultLocked` the data key is zero-filled and dropped; on `VaultUnlocked` it is
- * opened again. Credential values are decrypted only inside `httpCredential` / `sshCredential`, at dispatch,
- * after catching up with the journal, and only for a target the credential is bound to.
+ * opened again. Credential values are decrypted only inside `httpCredentialBuffer` / `httpCredential` /
+ * `sshCredential`, at dispatch, after catching up with the journal, and only for a target the credential is
+ * bound to.
  */
 export class VaultService {
   private readonly log = new Logger('vault');
