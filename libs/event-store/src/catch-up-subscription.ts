@@ -147,13 +147,13 @@ export function runCatchUpSubscription(
         }
       }
     } finally {
-      feed?.close();
       markCaughtUp();
       await checkpoint(true);
     }
   };
 
-  const done = loop();
+  // The feed is closed however the loop ends, even when it fails before its first read.
+  const done = loop().finally(() => feed?.close());
   // The caller observes failures through `done`; an unobserved rejection must not crash the process.
   done.catch(() => undefined);
 
