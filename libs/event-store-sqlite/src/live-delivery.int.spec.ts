@@ -87,6 +87,27 @@ describe('sqlite store: live delivery of this process commits', () => {
     expect(positions(seen)).toEqual([1, 2, 3]);
   });
 
+  it('given another connection writes only leases and checkpoints, then live subscribers do not read; when it appends an event, they read it', async () => {
+    const store = open({ pollIntervalMs: 5 });
+    const other = open({}, (store as unknown as { file: string }).file);
+    const seen: RecordedEvent[] = [];
+    const subscription = store.subscribeToAll((event) => void seen.push(event));
+    await subscription.caughtUp;
+    await store.appendToStream('local', [{ type: 'Local', data: {} }]);
+    await until(() => seen.length === 1, 'the local event');
+    const readAll = vi.spyOn(store, 'readAll');
+    for (let i = 0; i < 5; i += 1) {
+      await other.renewLease('instance-b', new Date(Date.now() + 60_000).toISOString());
+      await other.storeCheckpoint('svc-b', i);
+      await new Promise((resolve) => setTimeout(resolve, 15));
+    }
+    expect(readAll).not.toHaveBeenCalled();
+    await other.appendToStream('remote', [{ type: 'Remote', data: {} }]);
+    await until(() => seen.length === 2, 'the other connection event');
+    expect(seen.map((e) => e.type)).toEqual(['Local', 'Remote']);
+    expect(readAll).toHaveBeenCalled();
+  });
+
   it('given a slow subscriber, when its queue passes the limit, then it falls back to reading and still sees every event once, in order', async () => {
     const store = open({ liveQueueLimit: 25 });
     const slow: RecordedEvent[] = [];

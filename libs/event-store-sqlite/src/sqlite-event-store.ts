@@ -235,6 +235,12 @@ export class SqliteEventStore implements EventStore {
   private readonly liveQueueLimit: number;
   private pollTimer: NodeJS.Timeout | undefined;
   private lastDataVersion = 0;
+  /**
+   * The highest position this process knows to be handed to its feeds or told to them as another's: every event
+   * above it is another process's, committed since. The poll uses it to tell another process's events from other
+   * writes to the file (checkpoints, leases, sealed blobs in the same file), which need no read.
+   */
+  private knownHead = 0;
   private readonly subscriptions = new Set<Subscription>();
   private readonly readAllStatements = new Map<string, Statement<SQLInputValue[], EventRow>>();
   private readonly file: string;
@@ -331,6 +337,7 @@ export class SqliteEventStore implements EventStore {
     };
     this.dataVersionStatement = prepare<[], { data_version: number }>(this.db, 'PRAGMA data_version');
     this.lastDataVersion = this.dataVersion();
+    this.knownHead = this.head();
   }
 
   private openReadOnly(file: string, timeout: number): DatabaseSync {
@@ -514,6 +521,7 @@ export class SqliteEventStore implements EventStore {
     });
     if (live && recorded.length > 0) {
       const last = recorded[recorded.length - 1]!.position;
+      if (last > this.knownHead) this.knownHead = last;
       for (const feed of this.feeds) feed.push(headBefore, last, recorded);
     }
     if (committed.length > 0) this.wakeWaiters(committed);
@@ -756,8 +764,13 @@ export class SqliteEventStore implements EventStore {
       const version = this.dataVersion();
       if (version !== this.lastDataVersion) {
         this.lastDataVersion = version;
-        // Another process committed: what it wrote is known only by reading.
-        for (const feed of this.feeds) feed.readInstead();
+        // Another connection wrote. Events of its below our own later commits are found by those commits' gaps;
+        // events above everything known are found only by reading. Writes that are not events need nothing.
+        const head = this.head();
+        if (head > this.knownHead) {
+          this.knownHead = head;
+          for (const feed of this.feeds) feed.readInstead();
+        }
         this.wakeWaiters();
       }
     }, this.pollIntervalMs);
