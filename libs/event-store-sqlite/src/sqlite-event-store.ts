@@ -26,6 +26,8 @@ import {
   type EventStore,
   type EventToAppend,
   type Lease,
+  type LiveFeed,
+  type LiveSegment,
   type ReadAllOptions,
   type ReadAllPage,
   type ReadStreamOptions,
@@ -62,6 +64,11 @@ export interface SqliteEventStoreOptions {
    * read instead. Default `false`.
    */
   readonly readOnly?: boolean;
+  /**
+   * Most events of this process's commits queued for one subscriber at the head; a subscriber that falls further
+   * behind drops its queue and reads the store instead. Default 10,000.
+   */
+  readonly liveQueueLimit?: number;
 }
 
 /** One caller's append: a single stream, or every entry of an `appendMany`, all committed or none. */
@@ -122,6 +129,88 @@ function matchesFilter(filter: EventFilter, event: { streamId: string; type: str
   );
 }
 
+interface QueuedSegment {
+  readonly after: number;
+  last: number;
+  readonly events: RecordedEvent[];
+}
+
+/**
+ * One subscriber's queue of this process's commits. Adjacent commits merge into one segment, and a commit none
+ * of whose events the filter takes only extends the range (it wakes nobody); another process's commit or a queue
+ * grown past its limit empties it and tells the subscriber to read.
+ */
+class CommitFeed implements LiveFeed {
+  private segments: QueuedSegment[] = [];
+  private queued = 0;
+  private mustRead = false;
+  private wakeUp: (() => void) | undefined;
+
+  constructor(
+    private readonly filter: EventFilter | undefined,
+    private readonly limit: number,
+    private readonly onClose: (feed: CommitFeed) => void,
+  ) {}
+
+  /** Every event this process committed at positions `(after, last]`, in position order. */
+  push(after: number, last: number, events: readonly RecordedEvent[]): void {
+    const filter = this.filter;
+    const taken = filter === undefined ? events : events.filter((event) => matchesFilter(filter, event));
+    const tail = this.segments.at(-1);
+    if (tail !== undefined && tail.last === after) {
+      tail.last = last;
+      for (const event of taken) tail.events.push(event);
+    } else {
+      this.segments.push({ after, last, events: [...taken] });
+    }
+    this.queued += taken.length;
+    if (this.queued > this.limit) this.readInstead();
+    else if (taken.length > 0) this.wake();
+  }
+
+  /** Another process committed, or the queue is too long: what is queued is dropped and the store is read. */
+  readInstead(): void {
+    this.segments = [];
+    this.queued = 0;
+    this.mustRead = true;
+    this.wake();
+  }
+
+  take(): LiveSegment | 'read' | undefined {
+    if (this.mustRead) {
+      this.mustRead = false;
+      return 'read';
+    }
+    const segment = this.segments.shift();
+    if (segment !== undefined) this.queued -= segment.events.length;
+    return segment;
+  }
+
+  wait(signal: AbortSignal, onIdle: () => void): Promise<void> {
+    if (signal.aborted || this.mustRead || this.segments.length > 0) return Promise.resolve();
+    onIdle();
+    return new Promise((resolve) => {
+      const done = () => {
+        this.wakeUp = undefined;
+        signal.removeEventListener('abort', done);
+        resolve();
+      };
+      this.wakeUp = done;
+      signal.addEventListener('abort', done, { once: true });
+    });
+  }
+
+  close(): void {
+    this.segments = [];
+    this.wake();
+    this.onClose(this);
+  }
+
+  private wake(): void {
+    this.wakeUp?.();
+  }
+}
+
 /** The smallest string greater than every string starting with `prefix` (for index range scans). */
 function prefixUpperBound(prefix: string): string {
   return prefix + '\u{10FFFF}';
@@ -142,8 +231,16 @@ export class SqliteEventStore implements EventStore {
   private flushScheduled = false;
   private closed = false;
   private readonly waiters = new Set<{ readonly wake: () => void; readonly filter: EventFilter | undefined }>();
+  private readonly feeds = new Set<CommitFeed>();
+  private readonly liveQueueLimit: number;
   private pollTimer: NodeJS.Timeout | undefined;
   private lastDataVersion = 0;
+  /**
+   * The highest position this process knows to be handed to its feeds or told to them as another's: every event
+   * above it is another process's, committed since. The poll uses it to tell another process's events from other
+   * writes to the file (checkpoints, leases, sealed blobs in the same file), which need no read.
+   */
+  private knownHead = 0;
   private readonly subscriptions = new Set<Subscription>();
   private readonly readAllStatements = new Map<string, Statement<SQLInputValue[], EventRow>>();
   private readonly file: string;
@@ -176,6 +273,8 @@ export class SqliteEventStore implements EventStore {
     this.groupCommit = options.groupCommit ?? true;
     this.pollIntervalMs = options.pollIntervalMs ?? 50;
     this.maxScan = options.maxScan ?? 50_000;
+    this.liveQueueLimit = options.liveQueueLimit ?? 10_000;
+    validateCount(this.liveQueueLimit, 'liveQueueLimit');
     const synchronous = options.synchronous ?? 'FULL';
     if (!['FULL', 'EXTRA', 'NORMAL'].includes(synchronous)) {
       throw new Error(`synchronous must be FULL, EXTRA or NORMAL, got ${String(synchronous)}`);
@@ -238,6 +337,7 @@ export class SqliteEventStore implements EventStore {
     };
     this.dataVersionStatement = prepare<[], { data_version: number }>(this.db, 'PRAGMA data_version');
     this.lastDataVersion = this.dataVersion();
+    this.knownHead = this.head();
   }
 
   private openReadOnly(file: string, timeout: number): DatabaseSync {
@@ -371,17 +471,24 @@ export class SqliteEventStore implements EventStore {
     const batch = this.pending;
     this.pending = [];
     if (batch.length === 0) return;
-    const outcomes: Array<{ ok: AppendResult[] } | { error: unknown }> = [];
+    const outcomes: Array<{ ok: AppendResult[]; events: RecordedEvent[] } | { error: unknown }> = [];
+    // Subscribers at the head are handed what this commit wrote: every position after `headBefore` (the write lock
+    // is held from BEGIN IMMEDIATE, so no other process can commit in between) up to our last one.
+    const live = this.feeds.size > 0;
+    let headBefore = 0;
     const recordedAt = this.clock().toISOString();
     const { begin, commit, rollback, savepoint, release, rollbackToSavepoint } = this.statements;
     const shared = batch.length > 1;
     try {
       begin.run();
       try {
+        if (live) headBefore = this.head();
         for (const request of batch) {
           if (shared) savepoint.run();
           try {
-            outcomes.push({ ok: request.entries.map((entry) => this.appendInTransaction(entry, recordedAt)) });
+            const events: RecordedEvent[] = [];
+            const collect = live ? events : undefined;
+            outcomes.push({ ok: request.entries.map((entry) => this.appendInTransaction(entry, recordedAt, collect)), events });
             if (shared) release.run();
           } catch (error) {
             if (!shared) throw error;
@@ -401,19 +508,27 @@ export class SqliteEventStore implements EventStore {
       return;
     }
     const committed: Array<{ streamId: string; type: string }> = [];
+    const recorded: RecordedEvent[] = [];
     batch.forEach((request, index) => {
       const outcome = outcomes[index]!;
       if ('ok' in outcome) {
         request.resolve(outcome.ok);
+        for (const event of outcome.events) recorded.push(event);
         for (const entry of request.entries) {
           for (const event of entry.events) committed.push({ streamId: entry.streamId, type: event.type });
         }
       } else request.reject(outcome.error);
     });
+    if (live && recorded.length > 0) {
+      const last = recorded[recorded.length - 1]!.position;
+      if (last > this.knownHead) this.knownHead = last;
+      for (const feed of this.feeds) feed.push(headBefore, last, recorded);
+    }
     if (committed.length > 0) this.wakeWaiters(committed);
   }
 
-  private appendInTransaction(request: SerialisedAppend, recordedAt: string): AppendResult {
+  /** Writes one entry's events; with `recorded`, also collects them as a reader would get them back. */
+  private appendInTransaction(request: SerialisedAppend, recordedAt: string, recorded?: RecordedEvent[]): AppendResult {
     const tip = this.statements.streamTip.get(request.streamId);
     const actual = tip?.revision;
     if (!expectedRevisionHolds(request.expected, actual)) {
@@ -426,15 +541,9 @@ export class SqliteEventStore implements EventStore {
       revision += 1;
       const id = event.id ?? uuidv7();
       // The link covers the event as a reader will parse it back, so verification needs nothing but the export.
-      const hash = eventHash(prev, {
-        streamId: request.streamId,
-        revision,
-        id,
-        type: event.type,
-        data: JSON.parse(event.data),
-        metadata: JSON.parse(event.metadata),
-        recordedAt,
-      });
+      const data: unknown = JSON.parse(event.data);
+      const metadata = JSON.parse(event.metadata) as Record<string, unknown>;
+      const hash = eventHash(prev, { streamId: request.streamId, revision, id, type: event.type, data, metadata, recordedAt });
       try {
         const info = this.statements.insert.run(
           request.streamId,
@@ -448,6 +557,7 @@ export class SqliteEventStore implements EventStore {
           hash,
         );
         position = Number(info.lastInsertRowid);
+        recorded?.push({ streamId: request.streamId, revision, position, id, type: event.type, data, metadata, recordedAt, prev, hash });
       } catch (error) {
         if (isUniqueViolation(error) && String((error as Error).message).includes('event_id')) {
           throw new DuplicateEventIdError(request.streamId, id);
@@ -557,6 +667,7 @@ export class SqliteEventStore implements EventStore {
         readCheckpoint: (consumer) => this.readCheckpoint(consumer),
         storeCheckpoint: (consumer, position) => this.storeCheckpoint(consumer, position),
         waitForAppend: (position, signal, filter, onIdle) => this.waitForAppend(position, signal, filter, onIdle),
+        openLiveFeed: (filter) => this.openLiveFeed(filter),
       },
       handler,
       options,
@@ -603,6 +714,13 @@ export class SqliteEventStore implements EventStore {
     this.statements.releaseLease.run(holder);
   }
 
+  private openLiveFeed(filter: EventFilter | undefined): LiveFeed {
+    const feed = new CommitFeed(filter, this.liveQueueLimit, (closed) => this.feeds.delete(closed));
+    this.feeds.add(feed);
+    this.ensurePolling();
+    return feed;
+  }
+
   private waitForAppend(position: number, signal: AbortSignal, filter?: EventFilter, onIdle?: () => void): Promise<void> {
     if (signal.aborted || this.closed || this.head() > position) return Promise.resolve();
     onIdle?.();
@@ -637,7 +755,7 @@ export class SqliteEventStore implements EventStore {
   private ensurePolling(): void {
     if (this.pollTimer !== undefined) return;
     this.pollTimer = setInterval(() => {
-      if (this.closed || this.waiters.size === 0) {
+      if (this.closed || (this.waiters.size === 0 && this.feeds.size === 0)) {
         clearInterval(this.pollTimer);
         this.pollTimer = undefined;
         return;
@@ -646,6 +764,13 @@ export class SqliteEventStore implements EventStore {
       const version = this.dataVersion();
       if (version !== this.lastDataVersion) {
         this.lastDataVersion = version;
+        // Another connection wrote. Events of its below our own later commits are found by those commits' gaps;
+        // events above everything known are found only by reading. Writes that are not events need nothing.
+        const head = this.head();
+        if (head > this.knownHead) {
+          this.knownHead = head;
+          for (const feed of this.feeds) feed.readInstead();
+        }
         this.wakeWaiters();
       }
     }, this.pollIntervalMs);

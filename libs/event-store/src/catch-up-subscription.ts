@@ -1,5 +1,5 @@
 import { validateCount, validateFilter, validatePosition } from './append-validation';
-import type { EventFilter, EventHandler, ReadAllOptions, ReadAllPage, SubscribeOptions, Subscription } from './event-store';
+import type { EventFilter, EventHandler, ReadAllOptions, ReadAllPage, RecordedEvent, SubscribeOptions, Subscription } from './event-store';
 import { EventStoreUnavailableError } from './errors';
 
 /** What an adapter offers so the shared catch-up loop can run on it. */
@@ -15,6 +15,35 @@ export interface SubscriptionSource {
    * when nothing after `position` is committed yet, just before it starts waiting.
    */
   waitForAppend(position: number, signal: AbortSignal, filter?: EventFilter, onIdle?: () => void): Promise<void>;
+  /**
+   * Optional: the events this process commits, handed over as they commit so a subscriber at the head needs no
+   * read. Opened once, before the subscription's first read, and closed when it ends.
+   */
+  openLiveFeed?(filter?: EventFilter): LiveFeed;
+}
+
+/**
+ * One commit (or a run of adjacent commits) of this process: every event at a position in `(after, last]`,
+ * those the feed's filter takes in `events`, in position order. Because the range is complete, a subscriber
+ * whose position lies in `[after, last)` may take it instead of reading; one further back may not, since
+ * another process may have committed below `after`.
+ */
+export interface LiveSegment {
+  readonly after: number;
+  readonly last: number;
+  readonly events: readonly RecordedEvent[];
+}
+
+/** A subscriber's queue of {@link LiveSegment}s. */
+export interface LiveFeed {
+  /**
+   * The oldest queued segment; `'read'` when the store must be read (another process committed, or the queue
+   * overflowed and was dropped); `undefined` when nothing is queued.
+   */
+  take(): LiveSegment | 'read' | undefined;
+  /** Resolves once `take` has something that may matter (or `signal` aborts); `onIdle` first when it must wait. */
+  wait(signal: AbortSignal, onIdle: () => void): Promise<void>;
+  close(): void;
 }
 
 const DEFAULT_PAGE_SIZE = 1000;
@@ -25,7 +54,9 @@ const DEFAULT_CHECKPOINT_EVERY_MS = 1000;
  * empty, then wait for the next commit and read again from the same position. Because every read
  * continues strictly after the last position seen, turning live can neither skip nor repeat an event,
  * provided the adapter's global positions only become visible in order (SQLite's single writer and
- * the other adapters' own mechanisms ensure that).
+ * the other adapters' own mechanisms ensure that). At the head, an adapter that offers a live feed hands over
+ * its own process's commits instead; a commit is taken only when it starts at or below the subscriber's position
+ * (nothing can lie between), so the feed can never skip another process's event either.
  */
 export function runCatchUpSubscription(
   source: SubscriptionSource,
@@ -53,6 +84,9 @@ export function runCatchUpSubscription(
     return 0;
   };
 
+  // Opened before the first read, so a commit made after that read is queued and wakes the subscriber.
+  const feed = source.openLiveFeed?.(options.filter);
+
   const loop = async (): Promise<void> => {
     position = await startPosition();
     let checkpointed = position;
@@ -70,6 +104,31 @@ export function runCatchUpSubscription(
       checkpointed = position;
       checkpointedAt = Date.now();
     };
+    /**
+     * At the head: takes this process's commits from the feed for as long as each continues exactly where the
+     * subscriber is; returns (to read) at the first gap, when another process committed, or when the queue overflowed.
+     */
+    const live = async (feed: LiveFeed): Promise<void> => {
+      while (!stopper.signal.aborted) {
+        const segment = feed.take();
+        if (segment === 'read') return;
+        if (segment === undefined) {
+          await feed.wait(stopper.signal, markCaughtUp);
+          continue;
+        }
+        if (segment.last <= position) continue;
+        if (segment.after > position) return;
+        for (const event of segment.events) {
+          if (event.position <= position) continue;
+          if (stopper.signal.aborted) return;
+          await handler(event);
+          position = event.position;
+        }
+        if (stopper.signal.aborted) return;
+        position = segment.last;
+        await checkpoint(false);
+      }
+    };
     try {
       while (!stopper.signal.aborted) {
         const page = await source.readAll({ after: position, maxCount: pageSize, filter: options.filter });
@@ -82,7 +141,10 @@ export function runCatchUpSubscription(
         if (page.lastPosition > position) position = page.lastPosition;
         await checkpoint(false);
         // A page that was not full read what was there; the wait returns at once if more was committed meanwhile.
-        if (page.events.length < pageSize) await source.waitForAppend(position, stopper.signal, options.filter, markCaughtUp);
+        if (page.events.length < pageSize) {
+          if (feed === undefined) await source.waitForAppend(position, stopper.signal, options.filter, markCaughtUp);
+          else await live(feed);
+        }
       }
     } finally {
       markCaughtUp();
@@ -90,7 +152,8 @@ export function runCatchUpSubscription(
     }
   };
 
-  const done = loop();
+  // The feed is closed however the loop ends, even when it fails before its first read.
+  const done = loop().finally(() => feed?.close());
   // The caller observes failures through `done`; an unobserved rejection must not crash the process.
   done.catch(() => undefined);
 

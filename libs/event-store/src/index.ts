@@ -41,4 +41,4 @@ export {
 } from './append-validation';
 export type { SerialisedAppend, SerialisedEvent } from './append-validation';
 export { runCatchUpSubscription } from './catch-up-subscription';
-export type { SubscriptionSource } from './catch-up-subscription';
+export type { LiveFeed, LiveSegment, SubscriptionSource } from './catch-up-subscription';

@@ -66,11 +66,38 @@ export async function loadExecution(store: EventStore, executionId: ExecutionId)
   for (const event of fresh) state = evolve(state, toDomainEvent(event));
   const events = cached === undefined ? fresh : [...cached.events, ...fresh];
   const execution: LoadedExecution = { executionId, state, revision: events.at(-1)?.revision, events };
-  if (execution.revision !== undefined) {
-    cache.delete(executionId);
-    cache.set(executionId, execution);
-    if (cache.size > CACHE_LIMIT) cache.delete(cache.keys().next().value!);
-  }
+  remember(cache, execution);
+  return execution;
+}
+
+/** Keeps `execution` as the latest fold unless a longer one got there first (a load and a commit can cross). */
+function remember(cache: Map<ExecutionId, LoadedExecution>, execution: LoadedExecution): void {
+  if (execution.revision === undefined) return;
+  const current = cache.get(execution.executionId);
+  if (current?.revision !== undefined && current.revision > execution.revision) return;
+  cache.delete(execution.executionId);
+  cache.set(execution.executionId, execution);
+  if (cache.size > CACHE_LIMIT) cache.delete(cache.keys().next().value!);
+}
+
+/**
+ * Folds a recorded event of an execution stream (as a subscription delivers it) into the store's cached execution,
+ * without reading. Returns the cached execution when it already holds the event or now ends with it; `undefined`
+ * when nothing is cached or the event does not follow the cached revision (the stream must be read then).
+ */
+export function foldRecorded(store: EventStore, executionId: ExecutionId, event: RecordedEvent): LoadedExecution | undefined {
+  const cache = folded.get(store);
+  const cached = cache?.get(executionId);
+  if (cache === undefined || cached?.revision === undefined) return undefined;
+  if (event.revision <= cached.revision) return cached;
+  if (event.revision !== cached.revision + 1) return undefined;
+  const execution: LoadedExecution = {
+    executionId,
+    state: evolve(cached.state, toDomainEvent(event)),
+    revision: event.revision,
+    events: [...cached.events, event],
+  };
+  remember(cache, execution);
   return execution;
 }
 

@@ -7,7 +7,7 @@ import type { EventStore } from '@oncegate/event-store';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- integration tests run the real SQLite adapter
 import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-store-sqlite';
 import { isoNow, systemClock } from './clock';
-import { runExecutionCommand } from './execution-journal';
+import { loadExecution, runExecutionCommand } from './execution-journal';
 import { ExecutionWatcher } from './execution-watcher';
 import { newUlid } from './ulid';
 
@@ -31,7 +31,16 @@ describe('execution watcher (SQLite store)', () => {
     await watcher.start();
   });
 
+  const others: SqliteEventStore[] = [];
+  /** A second store on the same file, with a cache of its own. */
+  const openedAgain = (): SqliteEventStore => {
+    const other = openSqliteEventStore({ file: join(dir, 'events.db') });
+    others.push(other);
+    return other;
+  };
+
   afterEach(async () => {
+    for (const other of others.splice(0)) await other.close();
     await watcher.stop();
     await sqlite.close();
     rmSync(dir, { recursive: true, force: true });
@@ -82,6 +91,31 @@ describe('execution watcher (SQLite store)', () => {
     expect(woken.every((execution) => execution.state.status === 'authorized')).toBe(true);
     // One read per change for the watcher and one per command for its own load: far below one per caller.
     expect(reads - before).toBeLessThan(3 * 51);
+  });
+
+  it('given callers waiting on an execution this process changes, when each change commits, then the watcher folds the delivered events into the cached execution and reads nothing', async () => {
+    const executionId = await accepted();
+    const waiting = Array.from({ length: 20 }, () => watcher.waitUntil(executionId, (state) => state.status === 'authorized', 20_000));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const before = reads;
+    for (let i = 0; i < 10; i += 1) {
+      await runExecutionCommand(
+        store,
+        executionId,
+        () => ({ type: 'AttachRetry', executionId, now: isoNow(systemClock), correlation: { jsonRpcId: i + 2, transport: 'streamable-http' } }),
+        { actor: 'agent:test' },
+        systemClock,
+      );
+    }
+    await runExecutionCommand(store, executionId, () => ({ type: 'AuthorizeExecution', executionId, now: isoNow(systemClock), basis: 'policy' }), { actor: 'agent:test' }, systemClock);
+    const woken = await Promise.all(waiting);
+    expect(woken.every((execution) => execution.state.status === 'authorized' && execution.revision === 11)).toBe(true);
+    // Only each command's own load reads (11 commands); the watcher adds nothing.
+    expect(reads - before).toBe(11);
+    // The cached fold equals a fresh fold of the stream.
+    const fresh = await loadExecution(openedAgain(), executionId);
+    expect(woken[0]!.state).toEqual(fresh.state);
+    expect(woken[0]!.events.map((event) => event.id)).toEqual(fresh.events.map((event) => event.id));
   });
 
   it('given a caller waiting for a state that never comes, when the wait runs out, then it gets the latest state', async () => {

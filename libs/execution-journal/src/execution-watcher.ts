@@ -1,6 +1,6 @@
 import { executionIdOfStream, type ExecutionId, type ExecutionState } from '@oncegate/domain';
 import type { EventStore, Subscription } from '@oncegate/event-store';
-import { loadExecution, type LoadedExecution } from './execution-journal';
+import { foldRecorded, loadExecution, type LoadedExecution } from './execution-journal';
 
 interface Waiter {
   readonly ready: (state: ExecutionState) => boolean;
@@ -16,9 +16,10 @@ interface Watched {
 
 /**
  * Lets a caller wait until an execution reaches a state it can answer with. One live subscription over the
- * execution streams tells which stream changed; the stream is then read once for all of its waiters (a burst of
- * callers waiting on one execution costs one read per change, not one per caller), and each waiter is checked
- * against what was read — an event is only a hint to read again, so it can never be wrong.
+ * execution streams delivers each committed event; when it continues the execution's cached fold exactly (the
+ * revision after the cached one), the fold is extended with it and the waiters are checked against that, with no
+ * read. Otherwise the stream is read once for all of its waiters (a burst of callers waiting on one execution
+ * costs one read per change, not one per caller), and each waiter is checked against what was read.
  */
 export class ExecutionWatcher {
   private readonly watched = new Map<ExecutionId, Watched>();
@@ -31,8 +32,16 @@ export class ExecutionWatcher {
     this.subscription = this.store.subscribeToAll(
       (event) => {
         const executionId = executionIdOfStream(event.streamId);
-        const watched = executionId === undefined ? undefined : this.watched.get(executionId);
-        if (watched) this.refresh(executionId!, watched);
+        if (executionId === undefined) return;
+        // Every delivered event extends the cached fold it continues, so later loads read nothing or little.
+        const extended = foldRecorded(this.store, executionId, event);
+        const watched = this.watched.get(executionId);
+        if (watched === undefined) return;
+        if (extended !== undefined && !watched.refreshing && extended.revision === event.revision) {
+          for (const waiter of [...watched.waiters]) if (waiter.ready(extended.state)) waiter.settle(extended);
+        } else {
+          this.refresh(executionId, watched);
+        }
       },
       { from: 'end', filter: { streamPrefixes: ['execution-'] } },
     );

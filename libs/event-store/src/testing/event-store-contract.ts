@@ -671,6 +671,43 @@ export function describeEventStoreContract<Location>(adapter: string, harness: E
         expect(seen.map((e) => e.position)).toEqual(everything.events.map((e) => e.position));
       });
 
+      it(`${adapter}: live subscribers see another process's writes interleaved with this process's bursts, in order with no gap or duplicate`, async (context) => {
+        needsChildProcess(context);
+        const { store, location } = await freshStore();
+        const filters = [undefined, { streamPrefixes: ['local-'] }, { eventTypes: ['Written'] }, { streamPrefixes: ['local-b'], eventTypes: ['Local'] }];
+        const seen = filters.map(() => [] as RecordedEvent[]);
+        const subscriptions = filters.map((filter, i) => store.subscribeToAll((e) => void seen[i]!.push(e), { filter }));
+        await Promise.all(subscriptions.map((subscription) => subscription.caughtUp));
+        const writers = [
+          child(location, { mode: 'write', streamId: 'proc-a', count: 150 }),
+          child(location, { mode: 'write-many', streamId: 'proc-b', count: 50 }),
+        ];
+        const local = (async () => {
+          for (let burst = 0; burst < 60; burst += 1) {
+            await Promise.all([
+              store.appendToStream(`local-a${burst % 3}`, [event('Local'), event('Local')]),
+              store.appendToStream('local-b', [event('Local')]),
+              store.appendMany([{ streamId: `local-c${burst}`, events: [event('Other')] }, { streamId: 'local-b2', events: [event('Local')] }]),
+            ]);
+          }
+        })();
+        for (const writer of writers) expect(await writer.exited).toBe(0);
+        await local;
+        const head = await store.headPosition();
+        await collectUntil(seen[0]!, head);
+        const everything = (await store.readAll({ maxCount: 10_000 })).events;
+        expect(everything).toHaveLength(150 + 50 * 6 + 60 * 5);
+        const takes = (filter: (typeof filters)[number], e: RecordedEvent) =>
+          (filter?.streamPrefixes === undefined || filter.streamPrefixes.some((prefix) => e.streamId.startsWith(prefix))) &&
+          (filter?.eventTypes === undefined || filter.eventTypes.includes(e.type));
+        await new Promise((r) => setTimeout(r, 50));
+        for (const [i, filter] of filters.entries()) {
+          expect(seen[i]!.map((e) => e.position)).toEqual(everything.filter((e) => takes(filter, e)).map((e) => e.position));
+        }
+        expect(seen[0]!.map((e) => e.id)).toEqual(everything.map((e) => e.id));
+        await Promise.all(subscriptions.map((subscription) => subscription.stop()));
+      });
+
       it(`${adapter}: two processes claiming one stream in batches: a win writes its companion, a conflict nothing`, async (context) => {
         needsChildProcess(context);
         const { store, location } = await freshStore();
