@@ -536,8 +536,9 @@ class StreamTips {
       const start = i === 0 ? 0 : batch.streamIdEnds[i - 1]!;
       const end = batch.streamIdEnds[i]!;
       if (this.arenaUsed + (end - start) > this.arena.length) {
-        const grown = new Uint8Array(Math.max(this.arena.length * 2, this.arenaUsed + (end - start)));
+        const grown = new Uint8Array(Math.max(grow(this.arena.length), this.arenaUsed + (end - start)));
         grown.set(this.arena.subarray(0, this.arenaUsed));
+        release([this.arena.buffer]);
         this.arena = grown;
       }
       this.arena.set(bytes.subarray(start, end), this.arenaUsed);
@@ -579,20 +580,23 @@ class StreamTips {
   }
 
   private growSlots(): void {
-    const size = this.revisions.length * 2;
+    const size = grow(this.revisions.length);
     const keyEnds = new Uint32Array(size);
     keyEnds.set(this.keyEnds);
     const revisions = new Float64Array(size);
     revisions.set(this.revisions);
     const hashWords = new Int32Array(size * 8);
     hashWords.set(this.hashWords);
+    release([this.keyEnds.buffer, this.revisions.buffer, this.hashWords.buffer]);
     this.keyEnds = keyEnds;
     this.revisions = revisions;
     this.hashWords = hashWords;
   }
 
   private growIndex(): void {
-    this.index = new Int32Array(this.index.length * 2);
+    const length = this.index.length * 2;
+    release([this.index.buffer]);
+    this.index = new Int32Array(length);
     for (let slot = 0; slot < this.count - 1; slot += 1) {
       const start = slot === 0 ? 0 : this.keyEnds[slot - 1]!;
       const end = this.keyEnds[slot]!;
@@ -602,6 +606,9 @@ class StreamTips {
     }
   }
 }
+
+/** The next capacity of a growing array: half as much again (doubling would leave up to half of it unused). */
+const grow = (size: number): number => Math.ceil(size * 1.5);
 
 /** 32-bit FNV-1a over bytes start..end. */
 function fnv1a(bytes: Uint8Array, start: number, end: number): number {
@@ -822,6 +829,7 @@ class JournalVerifier {
     if (this.windowLength * 8 === this.window.length) {
       const grown = new Int32Array(this.window.length * 2);
       grown.set(this.window);
+      release([this.window.buffer]);
       this.window = grown;
     }
     const window = this.window;
