@@ -487,18 +487,25 @@ class ByteFeed implements Feed {
  * The chain head of every stream seen: its last revision and hash — all the verifier keeps per stream, and
  * what it must keep (the next event of a stream can come at any later position, and its `prev` must be
  * checked against the full hash). Kept off the JS heap, as a journal has as many streams as executions: the
- * stream ids' UTF-8 bytes in one arena, an open-addressing index (FNV-1a over the bytes, compared byte for
- * byte on a hit), and per slot the id's place in the arena, the revision and the 32-byte hash in typed
- * arrays — about 110 bytes a stream where a Map of id strings to objects with hex strings took ~330 of heap.
+ * stream ids' UTF-8 bytes in arena pages, an open-addressing index (FNV-1a over the bytes, compared byte for
+ * byte on a hit), and per slot the id's place in the arena, the revision and the 32-byte hash in typed-array
+ * pages of 1024 slots — about 120 bytes a stream where a Map of id strings to objects with hex strings took
+ * ~330 of heap. Pages are added, never copied: no moment holds an old and a grown copy of the table.
  * A stream id that UTF-8 cannot carry (a lone surrogate) is kept in a Map of its own.
  */
 class StreamTips {
-  private arena = new Uint8Array(1 << 20);
-  private arenaUsed = 0;
-  /** Per slot: end of its id in the arena (its start is the end of the previous slot's). */
-  private keyEnds = new Uint32Array(1024);
-  private revisions = new Float64Array(1024);
-  private hashWords = new Int32Array(1024 * 8);
+  /** Slots per page: slot s is entry s % SLOTS of page s / SLOTS (pages never move: no copy when they grow). */
+  private static readonly SLOTS = 1024;
+  /** Bytes per arena page; a longer stream id gets a page of its own. */
+  private static readonly ARENA = 1 << 16;
+  /** Stream ids' UTF-8 bytes; an id never straddles two pages. */
+  private readonly arena: Uint8Array[] = [];
+  private arenaUsed = StreamTips.ARENA;
+  /** Per slot, three words: arena page, offset in it, length of its id (0 for a slot of the odd map). */
+  private readonly keys: Uint32Array[] = [];
+  private readonly revisions: Float64Array[] = [];
+  /** Per slot, the head hash as 8 words. */
+  private readonly hashes: Int32Array[] = [];
   private count = 0;
   /** Open addressing: slot + 1, 0 for an empty entry; at most half full. */
   private index = new Int32Array(4096);
@@ -520,55 +527,70 @@ class StreamTips {
   }
 
   revision(slot: number): number {
-    return this.revisions[slot]!;
+    return this.revisions[(slot / StreamTips.SLOTS) | 0]![slot % StreamTips.SLOTS]!;
   }
 
   /** A new stream (line i's, not seen before) at `revision` with the hash of line i. */
   add(batch: AnalyzedBatch, i: number, revision: number, hashes: Int32Array): void {
     const slot = this.count;
-    if (slot === this.revisions.length) this.growSlots();
+    const SLOTS = StreamTips.SLOTS;
+    if (slot % SLOTS === 0) {
+      this.keys.push(new Uint32Array(SLOTS * 3));
+      this.revisions.push(new Float64Array(SLOTS));
+      this.hashes.push(new Int32Array(SLOTS * 8));
+    }
     this.count += 1;
+    const keys = this.keys[(slot / SLOTS) | 0]!;
+    const k = (slot % SLOTS) * 3;
     const odd = batch.oddStreamIds[i];
     if (odd !== undefined) {
       this.odd.set(odd, slot);
+      keys[k + 2] = 0;
     } else {
       const bytes = batch.streamIdBytes;
       const start = i === 0 ? 0 : batch.streamIdEnds[i - 1]!;
-      const end = batch.streamIdEnds[i]!;
-      if (this.arenaUsed + (end - start) > this.arena.length) {
-        const grown = new Uint8Array(Math.max(grow(this.arena.length), this.arenaUsed + (end - start)));
-        grown.set(this.arena.subarray(0, this.arenaUsed));
-        release([this.arena.buffer]);
-        this.arena = grown;
+      const length = batch.streamIdEnds[i]! - start;
+      if (this.arenaUsed + length > StreamTips.ARENA || this.arena.length === 0) {
+        this.arena.push(new Uint8Array(Math.max(StreamTips.ARENA, length)));
+        this.arenaUsed = 0;
       }
-      this.arena.set(bytes.subarray(start, end), this.arenaUsed);
-      this.arenaUsed += end - start;
+      const page = this.arena.length - 1;
+      this.arena[page]!.set(bytes.subarray(start, start + length), this.arenaUsed);
+      keys[k] = page;
+      keys[k + 1] = this.arenaUsed;
+      keys[k + 2] = length;
+      this.arenaUsed += length;
       if (2 * (this.count - this.odd.size) > this.index.length) this.growIndex();
-      this.insert(slot, fnv1a(bytes, start, end));
+      this.insert(slot, fnv1a(bytes, start, start + length));
     }
-    this.keyEnds[slot] = this.arenaUsed;
     this.set(slot, revision, hashes, i);
   }
 
   /** Moves the stream's head to `revision` with the hash at line `at` of `hashes` (8 words a line). */
   set(slot: number, revision: number, hashes: Int32Array, at: number): void {
-    this.revisions[slot] = revision;
-    const words = this.hashWords;
-    for (let k = 0; k < 8; k += 1) words[slot * 8 + k] = hashes[at * 8 + k]!;
+    const page = (slot / StreamTips.SLOTS) | 0;
+    const entry = slot % StreamTips.SLOTS;
+    this.revisions[page]![entry] = revision;
+    const words = this.hashes[page]!;
+    for (let k = 0; k < 8; k += 1) words[entry * 8 + k] = hashes[at * 8 + k]!;
   }
 
   /** Whether the 32 bytes of `prevs` at line `at` are the stream's head hash. */
   linksTo(slot: number, prevs: Int32Array, at: number): boolean {
-    const words = this.hashWords;
-    for (let k = 0; k < 8; k += 1) if (words[slot * 8 + k] !== prevs[at * 8 + k]) return false;
+    const words = this.hashes[(slot / StreamTips.SLOTS) | 0]!;
+    const entry = slot % StreamTips.SLOTS;
+    for (let k = 0; k < 8; k += 1) if (words[entry * 8 + k] !== prevs[at * 8 + k]) return false;
     return true;
   }
 
   private keyEquals(slot: number, bytes: Uint8Array, start: number, end: number): boolean {
-    const keyStart = slot === 0 ? 0 : this.keyEnds[slot - 1]!;
-    if (this.keyEnds[slot]! - keyStart !== end - start) return false;
-    const arena = this.arena;
-    for (let k = 0; k < end - start; k += 1) if (arena[keyStart + k] !== bytes[start + k]) return false;
+    const keys = this.keys[(slot / StreamTips.SLOTS) | 0]!;
+    const k = (slot % StreamTips.SLOTS) * 3;
+    const length = keys[k + 2]!;
+    if (length !== end - start) return false;
+    const arena = this.arena[keys[k]!]!;
+    const offset = keys[k + 1]!;
+    for (let b = 0; b < length; b += 1) if (arena[offset + b] !== bytes[start + b]) return false;
     return true;
   }
 
@@ -579,42 +601,31 @@ class StreamTips {
     this.index[at] = slot + 1;
   }
 
-  private growSlots(): void {
-    const size = grow(this.revisions.length);
-    const keyEnds = new Uint32Array(size);
-    keyEnds.set(this.keyEnds);
-    const revisions = new Float64Array(size);
-    revisions.set(this.revisions);
-    const hashWords = new Int32Array(size * 8);
-    hashWords.set(this.hashWords);
-    release([this.keyEnds.buffer, this.revisions.buffer, this.hashWords.buffer]);
-    this.keyEnds = keyEnds;
-    this.revisions = revisions;
-    this.hashWords = hashWords;
-  }
-
   private growIndex(): void {
     const length = this.index.length * 2;
     release([this.index.buffer]);
     this.index = new Int32Array(length);
     for (let slot = 0; slot < this.count - 1; slot += 1) {
-      const start = slot === 0 ? 0 : this.keyEnds[slot - 1]!;
-      const end = this.keyEnds[slot]!;
-      // Stream ids are not empty (parseEventLine): an empty key is a slot of the odd map, not indexed.
-      if (start === end) continue;
-      this.insert(slot, fnv1a(this.arena, start, end));
+      const keys = this.keys[(slot / StreamTips.SLOTS) | 0]!;
+      const k = (slot % StreamTips.SLOTS) * 3;
+      // Stream ids are not empty (parseEventLine): a zero length is a slot of the odd map, not indexed.
+      if (keys[k + 2] === 0) continue;
+      const offset = keys[k + 1]!;
+      this.insert(slot, fnv1a(this.arena[keys[k]!]!, offset, offset + keys[k + 2]!));
     }
   }
 }
-
-/** The next capacity of a growing array: half as much again (doubling would leave up to half of it unused). */
-const grow = (size: number): number => Math.ceil(size * 1.5);
 
 /** 32-bit FNV-1a over bytes start..end. */
 function fnv1a(bytes: Uint8Array, start: number, end: number): number {
   let hash = 0x811c9dc5;
   for (let k = start; k < end; k += 1) hash = Math.imul(hash ^ bytes[k]!, 0x01000193);
   return hash >>> 0;
+}
+
+/** The event of line i, for a report (a failure, the start of an unsealed tail): its stream id decoded only then. */
+function eventAt(batch: AnalyzedBatch, i: number): EventAt {
+  return { streamId: streamIdOf(batch, i), revision: batch.revisions[i]!, position: batch.positions[i]! };
 }
 
 /** The genesis hash (64 zeros) as 32 bytes: 8 zero words. */
@@ -757,35 +768,33 @@ class JournalVerifier {
         if (kind === LINE_MALFORMED) this.fail('malformed', analysis.details[i]!, null);
         const position = positions[i]!;
         const revision = revisions[i]!;
-        // The stream id as a string only for a report (a failure, the start of an unsealed tail).
-        const event = (): EventAt => ({ streamId: streamIdOf(analysis, i), revision, position });
         const expected = (this.lastPosition ?? this.header.fromPosition) + 1;
-        if (position !== expected || position > toPosition) await this.positionFailure(event(), expected);
+        if (position !== expected || position > toPosition) await this.positionFailure(eventAt(analysis, i), expected);
 
         // The per-event checks, in order: hash, stream chain, seal.
         const eventKind = kind & ~LINE_SEAL_FLAG;
         if (eventKind === LINE_EVENT_HASH_THREW) throw analysis.hashErrors[i];
-        if (eventKind !== LINE_EVENT) this.fail('edited', 'the event does not match its hash: a field was changed', event());
+        if (eventKind !== LINE_EVENT) this.fail('edited', 'the event does not match its hash: a field was changed', eventAt(analysis, i));
         const slot = this.streams.slot(analysis, i);
         if (slot === -1) {
           if (!partial && revision !== 0) {
-            this.fail('missing', `first event of the stream is revision ${revision}: revisions 0..${revision - 1} are absent`, event());
+            this.fail('missing', `first event of the stream is revision ${revision}: revisions 0..${revision - 1} are absent`, eventAt(analysis, i));
           }
           // In a partial export the first event seen of a stream anchors its chain.
           if (revision === 0 && !sameWords(prevWords, i, GENESIS_WORDS)) {
-            this.fail('edited', 'revision 0 does not link to the genesis hash', event());
+            this.fail('edited', 'revision 0 does not link to the genesis hash', eventAt(analysis, i));
           }
           this.streams.add(analysis, i, revision, hashWords);
         } else {
           const tip = this.streams.revision(slot);
           if (revision > tip + 1) {
-            this.fail('missing', `revision ${revision} follows revision ${tip}: revisions in between are absent`, event());
+            this.fail('missing', `revision ${revision} follows revision ${tip}: revisions in between are absent`, eventAt(analysis, i));
           }
           if (revision <= tip) {
-            this.fail('inserted', `revision ${revision} repeats a revision already seen (the stream is at ${tip})`, event());
+            this.fail('inserted', `revision ${revision} repeats a revision already seen (the stream is at ${tip})`, eventAt(analysis, i));
           }
           if (!this.streams.linksTo(slot, prevWords, i)) {
-            this.fail('edited', `prev does not link to revision ${tip}'s hash: one of the two events was replaced`, event());
+            this.fail('edited', `prev does not link to revision ${tip}'s hash: one of the two events was replaced`, eventAt(analysis, i));
           }
           this.streams.set(slot, revision, hashWords, i);
         }
@@ -795,10 +804,10 @@ class JournalVerifier {
         this.lastPosition = position;
         this.pushWindow(hashWords, i);
         if ((kind & LINE_SEAL_FLAG) !== 0) {
-          this.checkSeal(event(), analysis.sealData[i]);
+          this.checkSeal(eventAt(analysis, i), analysis.sealData[i]);
           this.tailStart = undefined;
         } else {
-          this.tailStart ??= { ...event(), line: this.line };
+          this.tailStart ??= { ...eventAt(analysis, i), line: this.line };
         }
       }
       batch.release?.();
