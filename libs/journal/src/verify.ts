@@ -331,7 +331,7 @@ class ByteFeed implements Feed {
         const text = new TextDecoder('utf-8').decode(all);
         return text.length === 0 ? undefined : text;
       }
-      if (!(await this.read())) continue;
+      await this.read();
     }
   }
 
