@@ -7,7 +7,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ulid } from 'ulid';
-import { formatEventLine, formatHeader, publicKeyId, splitLines, verifyJournal } from '@oncegate/journal';
+import { formatEventLine, formatHeader, publicKeyId, splitLines, verifyJournal, verifyJournalFile } from '@oncegate/journal';
 import {
   fingerprintIndex,
   journalFileSource,
@@ -260,8 +260,11 @@ interface ChildResult {
 }
 
 interface VerifyChildOptions {
-  /** `chunks`: the journal's `splitLines` over the file stream; `readline`: node:readline, as the CLI reads. */
-  reader: 'chunks' | 'readline';
+  /**
+   * `file` (default): `verifyJournalFile`, as the CLI verifies: raw byte blocks to the workers. `chunks`: the
+   * journal's `splitLines` over the file stream, then `verifyJournal` (lines as strings); `readline`: node:readline.
+   */
+  reader: 'file' | 'chunks' | 'readline';
   /** Passed to verifyJournal; undefined: its default. */
   workers: number | undefined;
 }
@@ -271,9 +274,15 @@ export async function verifyChild(file: string, publicKeyPem: string, options: V
   const baselineRssKiB = process.resourceUsage().maxRSS;
   const publicKey = createPublicKey(publicKeyPem);
   const start = process.hrtime.bigint();
-  const input = createReadStream(file, { highWaterMark: 1 << 20 });
-  const lines = options.reader === 'readline' ? createInterface({ input, crlfDelay: Infinity }) : splitLines(input);
-  const report = await verifyJournal(lines, publicKey, options.workers === undefined ? {} : { workers: options.workers });
+  const verifyOptions = options.workers === undefined ? {} : { workers: options.workers };
+  let report;
+  if (options.reader === 'file') {
+    report = await verifyJournalFile(file, publicKey, verifyOptions);
+  } else {
+    const input = createReadStream(file, { highWaterMark: 1 << 20 });
+    const lines = options.reader === 'readline' ? createInterface({ input, crlfDelay: Infinity }) : splitLines(input);
+    report = await verifyJournal(lines, publicKey, verifyOptions);
+  }
   const seconds = Number(process.hrtime.bigint() - start) / 1e9;
   const result: ChildResult = {
     ok: report.ok,
@@ -349,8 +358,8 @@ export async function run(argv: string[]): Promise<void> {
       'seal-every': { type: 'string', default: '10000' },
       /** Worker threads for verifyJournal; default: its own rule. */
       workers: { type: 'string' },
-      /** How the verify child splits the file into lines: chunks (splitLines) or readline. */
-      reader: { type: 'string', default: 'chunks' },
+      /** How the verify child reads the file: file (verifyJournalFile, as the CLI), chunks (splitLines) or readline. */
+      reader: { type: 'string', default: 'file' },
       /** executions (default) or uniform: see `generate`. */
       shape: { type: 'string', default: 'executions' },
       /** Skip the projection rebuilds. */
@@ -361,7 +370,7 @@ export async function run(argv: string[]): Promise<void> {
   mkdirSync(dir, { recursive: true });
   const total = Number(values.events);
   const sealEvery = Number(values['seal-every']);
-  const reader = values.reader === 'readline' ? 'readline' : 'chunks';
+  const reader = values.reader === 'readline' ? 'readline' : values.reader === 'chunks' ? 'chunks' : 'file';
   const shape: JournalShape = values.shape === 'uniform' ? 'uniform' : 'executions';
   const verifyOptions: VerifyChildOptions = { reader, workers: values.workers === undefined ? undefined : Number(values.workers) };
   const sizes = total > 250_000 ? [250_000, total] : [total];
@@ -409,9 +418,9 @@ export async function run(argv: string[]): Promise<void> {
       }
       rmSync(file, { force: true });
     }
-    const how = reader === 'readline' ? 'readline' : 'splitLines';
+    const how = reader === 'file' ? 'verifyJournalFile' : `${reader === 'readline' ? 'readline' : 'splitLines'} over the file, verifyJournal`;
     const workers = verifyOptions.workers === undefined ? 'default workers' : `${verifyOptions.workers} worker(s)`;
-    printTable(`verify an NDJSON export (child process: ${how} over the file, verifyJournal with ${workers}, maxRSS)`, rows);
+    printTable(`verify an NDJSON export (child process: ${how} with ${workers}, maxRSS)`, rows);
     printTable(
       'projection rebuild events/s (child process per projection: runProjection over journalFileSource, rebuild, maxRSS)',
       projectionRows,
@@ -427,7 +436,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
     const workers = process.argv[5] === 'default' ? undefined : Number(process.argv[5]);
     await verifyChild(process.argv[3]!, Buffer.concat(chunks).toString('utf8'), {
-      reader: process.argv[4] === 'readline' ? 'readline' : 'chunks',
+      reader: process.argv[4] === 'readline' ? 'readline' : process.argv[4] === 'chunks' ? 'chunks' : 'file',
       workers,
     });
   } else if (process.argv[2] === '--project-child') {

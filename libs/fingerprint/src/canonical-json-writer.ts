@@ -111,6 +111,13 @@ export function canonicalEventJson(
   ) {
     return canonicalJsonUnchecked({ streamId, revision, id, type, data, metadata, recordedAt });
   }
+  // The fast path: the same text from the native JSON.stringify over copies whose keys are in sorted order.
+  const sortedData = sortedForStringify(data, 0);
+  const sortedMetadata = sortedData === NOT_PLAIN ? NOT_PLAIN : sortedForStringify(metadata, 0);
+  if (sortedData !== NOT_PLAIN && sortedMetadata !== NOT_PLAIN) {
+    // A literal with the seven keys in sorted order (none is an array index): JSON.stringify keeps that order.
+    return JSON.stringify({ data: sortedData, id, metadata: sortedMetadata, recordedAt, revision, streamId, type });
+  }
   return (
     '{"data":' +
     serializeNested(data) +
@@ -158,4 +165,95 @@ function sortKeys(keys: string[]): void {
     }
     keys[j + 1] = key;
   }
+}
+
+/** `sortedForStringify` met a value whose canonical form `JSON.stringify` might not print. */
+const NOT_PLAIN = Symbol('not plain JSON');
+const MAX_DEPTH = 64;
+
+/**
+ * `value`, or a copy of it in which every object's keys are in `Array.prototype.sort()` order (the input is
+ * never changed; an unchanged subtree is shared), such that `JSON.stringify` of it is `canonicalJson(value)`:
+ * for plain JSON, the two differ only in key order. `NOT_PLAIN` when the value holds anything else: a
+ * non-finite number (the reference throws), a function, symbol, bigint or `undefined` (the reference prints
+ * them its own way), an array hole, an object that is not a plain object or array (`toJSON`, class instances),
+ * a key that is an array index or starts with a digit (V8 enumerates array-index keys first, whatever the
+ * insertion order), `__proto__` (assigning it sets the prototype), or nesting deeper than 64. The caller then
+ * takes the general path, which gives the reference's answer in every case.
+ */
+function sortedForStringify(value: unknown, depth: number): unknown {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return value;
+    case 'number':
+      return Number.isFinite(value) ? value : NOT_PLAIN;
+    case 'object':
+      break;
+    default:
+      return NOT_PLAIN;
+  }
+  if (value === null) return value;
+  if (depth >= MAX_DEPTH) return NOT_PLAIN;
+  if (Array.isArray(value)) {
+    if (Object.getPrototypeOf(value) !== Array.prototype) return NOT_PLAIN;
+    let copy: unknown[] | undefined;
+    const length = value.length;
+    for (let i = 0; i < length; i += 1) {
+      if (!(i in value)) return NOT_PLAIN;
+      const item: unknown = value[i];
+      const sorted = sortedForStringify(item, depth + 1);
+      if (sorted === NOT_PLAIN) return NOT_PLAIN;
+      if (sorted !== item) {
+        copy ??= value.slice(0, i);
+      }
+      if (copy !== undefined) copy.push(sorted);
+    }
+    return copy ?? value;
+  }
+  const prototype: unknown = Object.getPrototypeOf(value);
+  if (prototype !== Object.prototype && prototype !== null) return NOT_PLAIN;
+  const record = value as Record<string, unknown>;
+  const keys = Object.keys(record);
+  const length = keys.length;
+  let inOrder = true;
+  /** The values to print, once one differs from the object's own (a sorted copy of a nested object). */
+  let values: unknown[] | undefined;
+  for (let i = 0; i < length; i += 1) {
+    const key = keys[i]!;
+    const first = key.charCodeAt(0);
+    if ((first >= 0x30 && first <= 0x39) || key === '__proto__') return NOT_PLAIN;
+    if (i > 0 && keys[i - 1]! > key) inOrder = false;
+    const item = record[key];
+    const sorted = sortedForStringify(item, depth + 1);
+    if (sorted === NOT_PLAIN) return NOT_PLAIN;
+    if (sorted !== item && values === undefined) {
+      values = new Array<unknown>(length);
+      for (let j = 0; j < i; j += 1) values[j] = record[keys[j]!];
+    }
+    if (values !== undefined) values[i] = sorted;
+  }
+  if (inOrder && values === undefined) return value;
+  if (values === undefined) {
+    values = new Array<unknown>(length);
+    for (let i = 0; i < length; i += 1) values[i] = record[keys[i]!];
+  }
+  if (!inOrder) {
+    // Insertion sort of the keys (unique), their values alongside: few keys, often nearly in order.
+    for (let i = 1; i < length; i += 1) {
+      const key = keys[i]!;
+      const item = values[i];
+      let j = i - 1;
+      while (j >= 0 && keys[j]! > key) {
+        keys[j + 1] = keys[j]!;
+        values[j + 1] = values[j];
+        j -= 1;
+      }
+      keys[j + 1] = key;
+      values[j + 1] = item;
+    }
+  }
+  const copy: Record<string, unknown> = {};
+  for (let i = 0; i < length; i += 1) copy[keys[i]!] = values[i];
+  return copy;
 }

@@ -123,4 +123,27 @@ describe('canonicalJsonUnchecked (byte-identical to the canonicalize package)', 
       { numRuns: 1000 },
     );
   });
+
+  it('given parsed JSON, then canonicalEventJson (native stringify over sorted copies) matches canonicalize and leaves the input as it was', () => {
+    const key = fc.oneof(fc.string({ maxLength: 4 }), fc.constantFrom('toJSON', 'constructor', 'a', 'b', 'Z', 'é', '😀', '\ud800'));
+    const value = fc.letrec((tie) => ({
+      value: fc.oneof(
+        { depthSize: 'small' },
+        fc.jsonValue({ maxDepth: 1 }),
+        fc.array(tie('value'), { maxLength: 4 }),
+        fc.dictionary(key, tie('value'), { maxKeys: 6 }),
+      ),
+    })).value;
+    fc.assert(
+      fc.property(value, value, (data, metadata) => {
+        const [d, m] = JSON.parse(JSON.stringify([data, { ...(metadata as object) }])) as [unknown, Record<string, unknown>];
+        const before = JSON.stringify([d, m]);
+        expect(canonicalEventJson('s', 1, 'id', 'T', d, m, 'at')).toBe(
+          canonicalize({ streamId: 's', revision: 1, id: 'id', type: 'T', data: d, metadata: m, recordedAt: 'at' }),
+        );
+        expect(JSON.stringify([d, m])).toBe(before);
+      }),
+      { numRuns: 1000 },
+    );
+  });
 });

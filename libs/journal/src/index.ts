@@ -23,7 +23,7 @@ export {
   peekPosition,
 } from './export-format';
 export type { JournalEvent, JournalExportHeader } from './export-format';
-export { AUTO_PARALLEL_AFTER_LINES, verifyJournal } from './verify';
+export { AUTO_PARALLEL_AFTER_LINES, verifyJournal, verifyJournalBytes, verifyJournalFile } from './verify';
 export type { VerifyFailure, VerifyFailureKind, VerifyOptions, VerifyReport } from './verify';
 export { defaultVerifyWorkers } from './verify-pool';
 export { splitLines } from './split-lines';

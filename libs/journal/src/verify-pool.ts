@@ -7,7 +7,7 @@ import { availableParallelism } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import type { LineAnalysis } from './line-analysis';
+import type { AnalyzedBatch } from './line-analysis';
 import type { AnalyzeRequest, AnalyzeResponse } from './verify-worker';
 
 /**
@@ -20,16 +20,23 @@ export function defaultVerifyWorkers(): number {
 }
 
 /**
- * Young generation of a worker's heap. The analysis allocates a parsed event per line, all short-lived: at
- * V8's default (16 MiB) a worker spent ~15% of its time in scavenges; 64 MiB made verify ~10% faster for
- * ~50 MiB more RSS per worker (bench/journal.bench.ts, 250k events, 2 cores).
+ * Young generation of a worker's heap. The analysis allocates a parsed event per line, all short-lived, and
+ * now that a worker decodes its block line by line nothing it allocates outlives a batch: 16 MiB measured as
+ * fast as 64 MiB (bench/journal.bench.ts, 1M events, 2 cores) for ~40 MiB less RSS per worker; 8 MiB was
+ * slower (more scavenges).
  */
-const YOUNG_GENERATION_MB = 64;
+const YOUNG_GENERATION_MB = 16;
 /** Workers hold only the batches in flight; a bounded old generation keeps their heaps from growing with the journal. */
 const OLD_GENERATION_MB = 256;
 
+/** A batch's answer; `block` is the buffer of a block sent with `analyzeBlock`, given back. */
+export interface PoolAnswer {
+  readonly batch: AnalyzedBatch;
+  readonly block?: ArrayBuffer;
+}
+
 interface Pending {
-  resolve(results: LineAnalysis[]): void;
+  resolve(answer: PoolAnswer): void;
   reject(error: unknown): void;
 }
 
@@ -82,15 +89,26 @@ export class VerifyPool {
     return this.workers.length;
   }
 
-  /** Parses and hashes `texts` (lines `firstLine`, `firstLine + 1`, …) on the next worker in turn. */
-  analyze(texts: readonly string[], firstLine: number): Promise<LineAnalysis[]> {
+  /** Parses and hashes `texts` on the next worker in turn. */
+  analyze(texts: readonly string[]): Promise<PoolAnswer> {
+    return this.send((id) => ({ id, texts }), []);
+  }
+
+  /**
+   * Decodes, splits, parses and hashes a block of export bytes (`linesOfBlock`) on the next worker in turn.
+   * The buffer is transferred (unusable here until the answer gives it back), so it must hold the block alone.
+   */
+  analyzeBlock(block: ArrayBuffer): Promise<PoolAnswer> {
+    return this.send((id) => ({ id, block }), [block]);
+  }
+
+  private send(request: (id: number) => AnalyzeRequest, transfer: ArrayBuffer[]): Promise<PoolAnswer> {
     if (this.failure !== undefined) return Promise.reject(this.failure);
     const id = this.nextId++;
     const worker = this.workers[id % this.workers.length]!;
-    return new Promise<LineAnalysis[]>((resolve, reject) => {
+    return new Promise<PoolAnswer>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      const request: AnalyzeRequest = { id, firstLine, texts };
-      worker.postMessage(request);
+      worker.postMessage(request(id), transfer);
     });
   }
 
@@ -107,7 +125,7 @@ export class VerifyPool {
     if (pending === undefined) return;
     this.pending.delete(response.id);
     if ('error' in response) pending.reject(response.error);
-    else pending.resolve(response.results);
+    else pending.resolve(response.block === undefined ? { batch: response.batch } : { batch: response.batch, block: response.block });
   }
 
   private abort(error: unknown): void {

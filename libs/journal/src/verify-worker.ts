@@ -1,33 +1,33 @@
 /**
- * Worker thread of `verify-pool.ts`: parses and hashes batches of event lines, answering each batch in one
- * message. It holds no state between batches; the ordered checks stay on the verifier's thread.
+ * Worker thread of `verify-pool.ts`: parses and hashes batches of event lines — given as lines, or as a block
+ * of the export's raw bytes cut at a line break, which it decodes and splits itself — and answers each batch
+ * in one message of columns whose buffers it transfers (the block's buffer goes back too). It holds no state
+ * between batches; the ordered checks stay on the verifier's thread.
  */
 import { parentPort } from 'node:worker_threads';
-import { analyzeLine, type LineAnalysis } from './line-analysis';
+import { analyzeBlock, analyzeLines, batchTransferList, type AnalyzedBatch } from './line-analysis';
 
-export interface AnalyzeRequest {
-  readonly id: number;
-  /** 1-based line number of `texts[0]`. */
-  readonly firstLine: number;
-  readonly texts: readonly string[];
-}
+export type AnalyzeRequest =
+  | { readonly id: number; readonly texts: readonly string[] }
+  | { readonly id: number; readonly block: ArrayBuffer };
 
 export type AnalyzeResponse =
-  | { readonly id: number; readonly results: LineAnalysis[] }
-  | { readonly id: number; readonly error: unknown };
+  | { readonly id: number; readonly batch: AnalyzedBatch; readonly block?: ArrayBuffer }
+  | { readonly id: number; readonly error: unknown; readonly block?: ArrayBuffer };
 
 const port = parentPort;
 if (port === null) throw new Error('verify-worker.ts runs as a worker thread only');
 
 port.on('message', (request: AnalyzeRequest) => {
+  const block = 'block' in request ? request.block : undefined;
   let response: AnalyzeResponse;
+  const transfer: ArrayBuffer[] = block === undefined ? [] : [block];
   try {
-    const { texts, firstLine } = request;
-    const results = new Array<LineAnalysis>(texts.length);
-    for (let i = 0; i < texts.length; i += 1) results[i] = analyzeLine(texts[i]!, firstLine + i);
-    response = { id: request.id, results };
+    const batch = block === undefined ? analyzeLines((request as { texts: readonly string[] }).texts) : analyzeBlock(new Uint8Array(block));
+    transfer.push(...batchTransferList(batch));
+    response = block === undefined ? { id: request.id, batch } : { id: request.id, batch, block };
   } catch (error) {
-    response = { id: request.id, error };
+    response = block === undefined ? { id: request.id, error } : { id: request.id, error, block };
   }
-  port.postMessage(response);
+  port.postMessage(response, transfer);
 });
