@@ -87,6 +87,19 @@ describe('sqlite store: live delivery of this process commits', () => {
     expect(positions(seen)).toEqual([1, 2, 3]);
   });
 
+  it('given a filtered subscriber, when another connection appends an event it takes and this process then commits one it does not, then it gets the other connection event before the poll notices', async () => {
+    const store = open({ pollIntervalMs: 60_000 });
+    const other = open({}, (store as unknown as { file: string }).file);
+    const seen: RecordedEvent[] = [];
+    const subscription = store.subscribeToAll((event) => void seen.push(event), { filter: { streamPrefixes: ['agent-'] } });
+    await subscription.caughtUp;
+    await other.appendToStream('agent-a', [{ type: 'TokenRevoked', data: {} }]);
+    // This process's commit holds nothing for the filter, and it moves the known head past the revocation.
+    await store.appendToStream('session-1', [{ type: 'SessionStarted', data: {} }]);
+    await until(() => seen.length === 1, 'the other connection event');
+    expect(seen.map((e) => [e.streamId, e.position])).toEqual([['agent-a', 1]]);
+  });
+
   it('given another connection writes only leases and checkpoints, then live subscribers do not read; when it appends an event, they read it', async () => {
     const store = open({ pollIntervalMs: 5 });
     const other = open({}, (store as unknown as { file: string }).file);

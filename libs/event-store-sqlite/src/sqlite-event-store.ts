@@ -146,16 +146,30 @@ class CommitFeed implements LiveFeed {
   private mustRead = false;
   private wakeUp: (() => void) | undefined;
 
+  /**
+   * @param lastPushed the store's head when the feed opened: a commit that does not start there (or where the
+   * previous one ended) follows another process's events, which only a read delivers.
+   */
   constructor(
     private readonly filter: EventFilter | undefined,
     private readonly limit: number,
     private readonly onClose: (feed: CommitFeed) => void,
+    private lastPushed: number,
   ) {}
 
   /** Every event this process committed at positions `(after, last]`, in position order. */
   push(after: number, last: number, events: readonly RecordedEvent[]): void {
     const filter = this.filter;
     const taken = filter === undefined ? events : events.filter((event) => matchesFilter(filter, event));
+    // Another process committed between this commit and the one before (or the feed's opening): its events lie in
+    // the gap, perhaps ones the filter takes, so the subscriber must be woken to read even when this commit
+    // holds nothing for it (the poll may not tell: this commit already moved the known head past them).
+    const gap = after !== this.lastPushed;
+    this.lastPushed = last;
+    if (gap) {
+      this.readInstead();
+      return;
+    }
     const tail = this.segments.at(-1);
     if (tail !== undefined && tail.last === after) {
       tail.last = last;
@@ -715,7 +729,7 @@ export class SqliteEventStore implements EventStore {
   }
 
   private openLiveFeed(filter: EventFilter | undefined): LiveFeed {
-    const feed = new CommitFeed(filter, this.liveQueueLimit, (closed) => this.feeds.delete(closed));
+    const feed = new CommitFeed(filter, this.liveQueueLimit, (closed) => this.feeds.delete(closed), this.head());
     this.feeds.add(feed);
     this.ensurePolling();
     return feed;
