@@ -71,12 +71,9 @@ describe('execution watcher (SQLite store)', () => {
     return executionId;
   }
 
-  it('given 200 callers waiting on one execution, when 50 retries attach and then it is authorized, then all wake with the new state and the stream is read per change, not per caller', async () => {
-    const executionId = await accepted();
-    const waiting = Array.from({ length: 200 }, () => watcher.waitUntil(executionId, (state) => state.status === 'authorized', 20_000));
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    const before = reads;
-    for (let i = 0; i < 50; i += 1) {
+  /** `retries` retries attach to the execution, one command each, then it is authorized. */
+  async function attachThenAuthorize(executionId: ExecutionId, retries: number): Promise<void> {
+    for (let i = 0; i < retries; i += 1) {
       await runExecutionCommand(
         store,
         executionId,
@@ -86,6 +83,14 @@ describe('execution watcher (SQLite store)', () => {
       );
     }
     await runExecutionCommand(store, executionId, () => ({ type: 'AuthorizeExecution', executionId, now: isoNow(systemClock), basis: 'policy' }), { actor: 'agent:test' }, systemClock);
+  }
+
+  it('given 200 callers waiting on one execution, when 50 retries attach and then it is authorized, then all wake with the new state and the stream is read per change, not per caller', async () => {
+    const executionId = await accepted();
+    const waiting = Array.from({ length: 200 }, () => watcher.waitUntil(executionId, (state) => state.status === 'authorized', 20_000));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const before = reads;
+    await attachThenAuthorize(executionId, 50);
 
     const woken = await Promise.all(waiting);
     expect(woken.every((execution) => execution.state.status === 'authorized')).toBe(true);
@@ -98,16 +103,7 @@ describe('execution watcher (SQLite store)', () => {
     const waiting = Array.from({ length: 20 }, () => watcher.waitUntil(executionId, (state) => state.status === 'authorized', 20_000));
     await new Promise((resolve) => setTimeout(resolve, 50));
     const before = reads;
-    for (let i = 0; i < 10; i += 1) {
-      await runExecutionCommand(
-        store,
-        executionId,
-        () => ({ type: 'AttachRetry', executionId, now: isoNow(systemClock), correlation: { jsonRpcId: i + 2, transport: 'streamable-http' } }),
-        { actor: 'agent:test' },
-        systemClock,
-      );
-    }
-    await runExecutionCommand(store, executionId, () => ({ type: 'AuthorizeExecution', executionId, now: isoNow(systemClock), basis: 'policy' }), { actor: 'agent:test' }, systemClock);
+    await attachThenAuthorize(executionId, 10);
     const woken = await Promise.all(waiting);
     expect(woken.every((execution) => execution.state.status === 'authorized' && execution.revision === 11)).toBe(true);
     // Only each command's own load reads (11 commands); the watcher adds nothing.

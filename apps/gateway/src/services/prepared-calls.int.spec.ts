@@ -1,21 +1,13 @@
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi, type Mock } from 'vitest';
 import { parseContractFile, type ToolContract } from '@oncegate/contracts';
-import { HttpDispatcher } from '@oncegate/dispatcher-http';
 import { executionIdFromUlid, executionStream, type ExecutionId } from '@oncegate/domain';
-import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-store-sqlite';
-import { isoNow, loadExecution, newUlid, runExecutionCommand, systemClock } from '@oncegate/execution-journal';
-import { SqliteSealedStore } from '@oncegate/sealed-store';
+import { loadExecution, newUlid, systemClock } from '@oncegate/execution-journal';
 import * as vaultCrypto from '../vault/vault-crypto';
-import { initVault, storeCredential, type VaultContext } from '../vault/vault-admin';
-import { VaultService } from '../vault/vault-service';
+import { storeCredential } from '../vault/vault-admin';
 import { AuthorizationController } from './authorization/authorization.controller';
 import { Policy } from './authorization/policy';
 import { DispatcherHttpController } from './dispatcher-http/dispatcher-http.controller';
+import { acceptHttpCall, openHttpCallWorld, type HttpCallWorld } from './http-call-world';
 import { PreparedCalls } from './prepared-calls';
 
 // Every rendering and every credential decryption of the process, whoever imports them, goes through these spies.
@@ -33,21 +25,6 @@ vi.mock('../vault/vault-crypto', async (importOriginal) => {
 
 const MASTER = { ONCEGATE_MASTER_KEY: 'a master key for the prepared-call tests' };
 const VALUE = 'prepared-canary-9d41e7b2';
-
-async function startTarget(): Promise<{ url: string; requests: { path: string; headers: IncomingHttpHeaders; body: string }[]; server: Server }> {
-  const requests: { path: string; headers: IncomingHttpHeaders; body: string }[] = [];
-  const server = createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      requests.push({ path: request.url ?? '', headers: request.headers, body: Buffer.concat(chunks).toString('utf8') });
-      // Echoes the credential: the answer the agent gets must not hold it.
-      response.writeHead(200, { 'content-type': 'text/plain' }).end(`seen ${String(request.headers['authorization'])}`);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, requests, server };
-}
 
 function setConfigTool(origin: string): ToolContract {
   const text = `version: 1
@@ -72,12 +49,11 @@ tools:
  * request is sent.
  */
 describe('a prepared call (authorization and the HTTP dispatcher, SQLite store, real vault, loopback target)', () => {
-  let dataDir: string;
-  let store: SqliteEventStore;
-  let sealed: SqliteSealedStore;
-  let vault: VaultService;
-  let http: HttpDispatcher;
-  let target: Awaited<ReturnType<typeof startTarget>>;
+  let world: HttpCallWorld;
+  let store: HttpCallWorld['store'];
+  let sealed: HttpCallWorld['sealed'];
+  let vault: HttpCallWorld['vault'];
+  let target: HttpCallWorld['target'];
   let tool: ToolContract;
   let tools: ReadonlyMap<string, ToolContract>;
   let prepared: PreparedCalls;
@@ -85,60 +61,26 @@ describe('a prepared call (authorization and the HTTP dispatcher, SQLite store, 
   let dispatcher: DispatcherHttpController;
 
   beforeEach(async () => {
-    dataDir = mkdtempSync(join(tmpdir(), 'oncegate-prepared-'));
-    store = openSqliteEventStore({ file: join(dataDir, 'events.db') });
-    sealed = new SqliteSealedStore({ file: join(dataDir, 'sealed.db'), current: { id: 'seal-test', key: randomBytes(32) } });
-    http = new HttpDispatcher();
-    target = await startTarget();
-    const context: VaultContext = { store, dataDir, env: MASTER, by: 'operator:test' };
-    await initVault(context);
-    await storeCredential(context, { ref: 'demo-writer', kind: 'bearer', bindings: [`${new URL(target.url).host}/config`] }, VALUE);
-    vault = new VaultService({ store, dataDir, env: MASTER });
-    await vault.start();
+    world = await openHttpCallWorld({ masterKey: MASTER.ONCEGATE_MASTER_KEY, credential: VALUE, echoAuthorization: true });
+    ({ store, sealed, vault, target } = world);
     tool = setConfigTool(target.url);
     tools = new Map([[tool.name, tool]]);
     prepared = new PreparedCalls(sealed);
     const policy = new Policy([{ tools: ['*'], actors: ['*'], decision: 'allow', source: 'authorization.rules[0]' } as never]);
     authorization = new AuthorizationController(store, policy, vault, tools, sealed, 60_000, systemClock, prepared);
-    dispatcher = new DispatcherHttpController(store, tools, sealed, http, vault, 'dispatcher-http@test', systemClock, prepared);
+    dispatcher = new DispatcherHttpController(store, tools, sealed, world.http, vault, 'dispatcher-http@test', systemClock, prepared);
     rendering.renderHttpRequest.mockClear();
     vi.mocked(vaultCrypto.open).mockClear();
   });
 
   afterEach(async () => {
     vi.restoreAllMocks();
-    await vault.stop();
-    await http.close();
-    await new Promise((resolve) => target.server.close(resolve));
-    await sealed.close();
-    await store.close();
-    rmSync(dataDir, { recursive: true, force: true });
+    await world.close();
   });
 
   /** Accepts one call, then runs it through authorization and the dispatcher as the event transport would. */
   async function call(args: Record<string, unknown>, between: () => unknown = () => undefined) {
-    const executionId: ExecutionId = executionIdFromUlid(newUlid());
-    const argumentsRef = (await sealed.seal('arguments', executionId, Buffer.from(JSON.stringify(args)))).ref;
-    await runExecutionCommand(
-      store,
-      executionId,
-      () => ({
-        type: 'AcceptExecution',
-        executionId,
-        now: isoNow(systemClock),
-        record: { actor: 'agent:test', tool: tool.name, channel: 'http', target: tool.target, credential_ref: tool.credentialRef, method: 'PUT', arguments: args, intent_scope: 'actor' } as never,
-        fingerprint: `hmac-sha256:k1:${randomBytes(32).toString('hex')}`,
-        operationClass: tool.operationClass,
-        intentScope: { kind: 'actor' } as never,
-        correlationWindowMs: 60_000,
-        redeliveryGraceMs: 0,
-        attemptPolicy: { maxAttempts: 3, attemptTimeoutMs: 30_000, markerBeforeWork: false },
-        correlation: { jsonRpcId: 1, sessionId: null, transport: 'streamable-http' } as never,
-        argumentsRef,
-      }),
-      { actor: 'agent:test' },
-      systemClock,
-    );
+    const executionId = await acceptHttpCall(world, tool, args);
     const eventOf = async (type: string) => (await store.readStream(executionStream(executionId))).find((event) => event.type === type)!;
     await authorization.onAccepted((await eventOf('ExecutionAccepted')) as never);
     await between();
@@ -207,7 +149,7 @@ describe('a prepared call (authorization and the HTTP dispatcher, SQLite store, 
   });
 
   it('given the credential bound elsewhere after authorization, when dispatched, then the binding is checked again and nothing is sent', async () => {
-    const context: VaultContext = { store, dataDir, env: MASTER, by: 'operator:test' };
+    const context = world.vaultContext();
     const { events } = await call({ name: 'pool', value: 'on' }, () =>
       storeCredential(context, { ref: 'demo-writer', kind: 'bearer', bindings: ['elsewhere.example/config'] }, VALUE),
     );

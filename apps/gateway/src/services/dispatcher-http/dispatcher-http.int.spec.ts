@@ -1,33 +1,20 @@
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parseContractFile, type ToolContract } from '@oncegate/contracts';
 import { HttpDispatcher } from '@oncegate/dispatcher-http';
-import { executionIdFromUlid, executionStream, type ExecutionId } from '@oncegate/domain';
+import { executionStream } from '@oncegate/domain';
 import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-store-sqlite';
-import { isoNow, newUlid, runExecutionCommand, systemClock } from '@oncegate/execution-journal';
-import { SqliteSealedStore } from '@oncegate/sealed-store';
+import { isoNow, runExecutionCommand, systemClock } from '@oncegate/execution-journal';
 import { initVault, lockVault, storeCredential, type VaultContext } from '../../vault/vault-admin';
 import { VaultService } from '../../vault/vault-service';
+import { acceptHttpCall, openHttpCallWorld, type HttpCallWorld } from '../http-call-world';
 import { DispatcherHttpController } from './dispatcher-http.controller';
 
 const MASTER = { ONCEGATE_MASTER_KEY: 'a master key for the dispatcher tests' };
 const VALUE = 'dispatch-canary-3f81c6a2';
-
-/** A loopback target that records what reached it. */
-async function startTarget(): Promise<{ url: string; requests: { path: string; headers: IncomingHttpHeaders }[]; server: Server }> {
-  const requests: { path: string; headers: IncomingHttpHeaders }[] = [];
-  const server = createServer((request, response) => {
-    requests.push({ path: request.url ?? '', headers: request.headers });
-    request.resume();
-    request.on('end', () => response.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, requests, server };
-}
 
 function setConfigTool(origin: string, credential = true): ToolContract {
   const text = `version: 1
@@ -49,70 +36,21 @@ ${credential ? '    credential_ref: demo-writer\n' : ''}    input_schema: { type
  * for the URL actually rendered, before `Dispatched` is written.
  */
 describe('dispatcher-http preflight against the vault (SQLite store, loopback target)', () => {
-  let dataDir: string;
-  let store: SqliteEventStore;
-  let sealed: SqliteSealedStore;
-  let vault: VaultService;
-  let http: HttpDispatcher;
-  let target: Awaited<ReturnType<typeof startTarget>>;
-  const context = (): VaultContext => ({ store, dataDir, env: MASTER, by: 'operator:test' });
+  let world: HttpCallWorld;
 
   beforeEach(async () => {
-    dataDir = mkdtempSync(join(tmpdir(), 'oncegate-dispatch-vault-'));
-    store = openSqliteEventStore({ file: join(dataDir, 'events.db') });
-    sealed = new SqliteSealedStore({ file: join(dataDir, 'sealed.db'), current: { id: 'seal-test', key: randomBytes(32) } });
-    http = new HttpDispatcher();
-    target = await startTarget();
-    await initVault(context());
-    await storeCredential(context(), { ref: 'demo-writer', kind: 'bearer', bindings: [`${new URL(target.url).host}/config`] }, VALUE);
-    vault = new VaultService({ store, dataDir, env: MASTER });
-    await vault.start();
+    world = await openHttpCallWorld({ masterKey: MASTER.ONCEGATE_MASTER_KEY, credential: VALUE });
   });
 
   afterEach(async () => {
-    await vault.stop();
-    await http.close();
-    await new Promise((resolve) => target.server.close(resolve));
-    await sealed.close();
-    await store.close();
-    rmSync(dataDir, { recursive: true, force: true });
+    await world.close();
   });
 
   /** Accepts and authorizes one call of `tool`, then hands its `ExecutionAuthorized` to a dispatcher. */
   async function dispatchAuthorized(tool: ToolContract, args: Record<string, unknown>, beforeDispatch: () => Promise<unknown> = async () => undefined) {
-    const executionId: ExecutionId = executionIdFromUlid(newUlid());
-    const argumentsRef = (await sealed.seal('arguments', executionId, Buffer.from(JSON.stringify(args)))).ref;
-    const context = { actor: 'agent:test' };
-    await runExecutionCommand(
-      store,
-      executionId,
-      () => ({
-        type: 'AcceptExecution',
-        executionId,
-        now: isoNow(systemClock),
-        record: {
-          actor: 'agent:test',
-          tool: tool.name,
-          channel: 'http',
-          target: tool.target,
-          credential_ref: tool.credentialRef,
-          method: 'PUT',
-          arguments: args,
-          intent_scope: 'actor',
-        } as never,
-        fingerprint: `hmac-sha256:k1:${randomBytes(32).toString('hex')}`,
-        operationClass: tool.operationClass,
-        intentScope: { kind: 'actor' } as never,
-        correlationWindowMs: 60_000,
-        redeliveryGraceMs: 0,
-        attemptPolicy: { maxAttempts: 3, attemptTimeoutMs: 30_000, markerBeforeWork: false },
-        correlation: { jsonRpcId: 1, sessionId: null, transport: 'streamable-http' } as never,
-        argumentsRef,
-      }),
-      context,
-      systemClock,
-    );
-    await runExecutionCommand(store, executionId, () => ({ type: 'AuthorizeExecution', executionId, now: isoNow(systemClock), basis: 'policy' }), context, systemClock);
+    const { store, sealed, http, vault } = world;
+    const executionId = await acceptHttpCall(world, tool, args);
+    await runExecutionCommand(store, executionId, () => ({ type: 'AuthorizeExecution', executionId, now: isoNow(systemClock), basis: 'policy' }), { actor: 'agent:test' }, systemClock);
     await beforeDispatch();
     const authorized = (await store.readStream(executionStream(executionId))).find((event) => event.type === 'ExecutionAuthorized')!;
     const controller = new DispatcherHttpController(store, new Map([[tool.name, tool]]), sealed, http, vault, 'dispatcher-http@test', systemClock);
@@ -122,48 +60,48 @@ describe('dispatcher-http preflight against the vault (SQLite store, loopback ta
   }
 
   it('given an unlocked vault and a bound credential, when dispatched, then the request carries it and the outcome is recorded', async () => {
-    const events = await dispatchAuthorized(setConfigTool(target.url), { name: 'pool' });
+    const events = await dispatchAuthorized(setConfigTool(world.target.url), { name: 'pool' });
     expect(events.map((event) => event.type)).toEqual(['ExecutionAccepted', 'ExecutionAuthorized', 'Dispatched', 'OutcomeObserved']);
-    expect(target.requests).toHaveLength(1);
-    expect(target.requests[0]!.headers['authorization']).toBe(`Bearer ${VALUE}`);
+    expect(world.target.requests).toHaveLength(1);
+    expect(world.target.requests[0]!.headers['authorization']).toBe(`Bearer ${VALUE}`);
     expect(JSON.stringify(events)).not.toContain(VALUE);
   });
 
   it('given the vault locked after authorization, when dispatched, then it is denied with vault_locked, no Dispatched and nothing sent', async () => {
-    const events = await dispatchAuthorized(setConfigTool(target.url), { name: 'pool' }, () => lockVault(context(), 'incident 9'));
+    const events = await dispatchAuthorized(setConfigTool(world.target.url), { name: 'pool' }, () => lockVault(world.vaultContext(), 'incident 9'));
     expect(events.map((event) => event.type)).toEqual(['ExecutionAccepted', 'ExecutionAuthorized', 'ExecutionDenied']);
     expect(events.at(-1)!.data).toMatchObject({ basis: 'vault_locked', reason: expect.stringContaining('incident 9') });
-    expect(target.requests).toHaveLength(0);
+    expect(world.target.requests).toHaveLength(0);
   });
 
   it('given a tool that needs no credential, when the vault was locked after authorization, then it is denied with vault_locked and nothing is sent', async () => {
-    const events = await dispatchAuthorized(setConfigTool(target.url, false), { name: 'pool' }, () => lockVault(context(), 'incident 10'));
+    const events = await dispatchAuthorized(setConfigTool(world.target.url, false), { name: 'pool' }, () => lockVault(world.vaultContext(), 'incident 10'));
     expect(events.map((event) => event.type)).toEqual(['ExecutionAccepted', 'ExecutionAuthorized', 'ExecutionDenied']);
     expect(events.at(-1)!.data).toMatchObject({ basis: 'vault_locked', reason: expect.stringContaining('incident 10') });
-    expect(target.requests).toHaveLength(0);
+    expect(world.target.requests).toHaveLength(0);
   });
 
   it('given a tool whose headers set Host from an argument (built without the contract checks), when dispatched, then no request leaves: the Host sent is always the bound URL authority', async () => {
-    const tool = setConfigTool(target.url);
+    const tool = setConfigTool(world.target.url);
     if (tool.request.kind !== 'http') throw new Error('an HTTP tool');
     const forged: ToolContract = { ...tool, request: { ...tool.request, headers: { Host: '{{args.name}}.internal.example' } } };
 
     const events = await dispatchAuthorized(forged, { name: 'pool' });
 
-    expect(target.requests).toHaveLength(0);
+    expect(world.target.requests).toHaveLength(0);
     // A definite failure: nothing was sent, so nothing is unknown.
     expect(events.at(-1)).toMatchObject({ type: 'OutcomeObserved', data: { outcome: 'failed' } });
   });
 
   it('given a URL outside the binding (another host name for the same server), when dispatched, then it is denied with credential_unresolved naming both and nothing is sent', async () => {
-    const port = new URL(target.url).port;
+    const port = new URL(world.target.url).port;
     const events = await dispatchAuthorized(setConfigTool(`http://localhost:${port}`), { name: 'pool' });
     expect(events.map((event) => event.type)).toEqual(['ExecutionAccepted', 'ExecutionAuthorized', 'ExecutionDenied']);
     expect(events.at(-1)!.data).toMatchObject({
       basis: 'credential_unresolved',
       reason: `credential 'demo-writer' is bound to 127.0.0.1:${port}/config, not localhost:${port}/config/pool`,
     });
-    expect(target.requests).toHaveLength(0);
+    expect(world.target.requests).toHaveLength(0);
   });
 });
 
