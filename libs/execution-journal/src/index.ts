@@ -3,8 +3,6 @@ export type { Clock } from './clock';
 export { eventsToAppend, foldRecorded, loadExecution, runExecutionCommand, toDomainEvent } from './execution-journal';
 export type { AppendContext, CommandOptions, CommandOutcome, LoadedExecution } from './execution-journal';
 export {
-  claimIdempotencyKey,
-  claimIntent,
   idempotencyKeyClaimEntry,
   intentClaimEntry,
   readIdempotencyKeyClaim,

@@ -7,7 +7,6 @@ import { executionIdFromUlid, executionStream, type ExecutionCommand, type Execu
 import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-store-sqlite';
 import { isoNow, systemClock } from './clock';
 import {
-  claimIdempotencyKey,
   idempotencyKeyClaimEntry,
   intentClaimEntry,
   readIdempotencyKeyClaim,
@@ -78,7 +77,7 @@ describe('startClaimedExecution (SQLite store)', () => {
 
   it('given the key claimed by another call in between, when the execution starts, then neither its intent claim nor its execution is written', async () => {
     const other = executionIdFromUlid(newUlid());
-    expect(await claimIdempotencyKey(store, 'k-1', { executionId: other, fingerprint, actor: 'agent:test', tool: 'send_payment' }, undefined, systemClock)).toBe(true);
+    expect(await store.appendMany([idempotencyKeyClaimEntry('k-1', { executionId: other, fingerprint, actor: 'agent:test', tool: 'send_payment' }, undefined, systemClock)])).toHaveLength(1);
     const executionId = executionIdFromUlid(newUlid());
     expect(await start(executionId, undefined, undefined)).toBeUndefined();
     expect((await readIntentClaim(store, fingerprint)).claim).toBeUndefined();

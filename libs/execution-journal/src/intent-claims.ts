@@ -56,38 +56,8 @@ function claimEntry(
   };
 }
 
-/** Appends a claim; `false` when another claim got there first (re-read and decide again). */
-async function appendClaim(
-  store: EventStore,
-  stream: string,
-  type: string,
-  data: object,
-  expectedRevision: number | undefined,
-  actor: string,
-  clock: Clock,
-): Promise<boolean> {
-  const entry = claimEntry(stream, type, data, expectedRevision, actor, clock);
-  try {
-    await store.appendToStream(entry.streamId, entry.events, { expectedRevision: entry.expectedRevision });
-    return true;
-  } catch (error) {
-    if (error instanceof WrongExpectedRevisionError) return false;
-    throw error;
-  }
-}
-
 export function readIntentClaim(store: EventStore, fingerprint: Fingerprint): Promise<ReadClaim<IntentClaim>> {
   return readLatest<IntentClaim>(store, intentStream(fingerprint));
-}
-
-export function claimIntent(
-  store: EventStore,
-  claim: IntentClaim,
-  expectedRevision: number | undefined,
-  actor: string,
-  clock: Clock,
-): Promise<boolean> {
-  return appendClaim(store, intentStream(claim.fingerprint), 'IntentClaimed', claim, expectedRevision, actor, clock);
 }
 
 /** The `IntentClaimed` entry of a {@link startClaimedExecution} batch. */
@@ -108,24 +78,6 @@ export function readIdempotencyKeyClaim(
   key: string,
 ): Promise<ReadClaim<IdempotencyKeyClaim>> {
   return readLatest<IdempotencyKeyClaim>(store, keyStream(actor, tool, key));
-}
-
-export function claimIdempotencyKey(
-  store: EventStore,
-  key: string,
-  claim: IdempotencyKeyClaim,
-  expectedRevision: number | undefined,
-  clock: Clock,
-): Promise<boolean> {
-  return appendClaim(
-    store,
-    keyStream(claim.actor, claim.tool, key),
-    'IdempotencyKeyClaimed',
-    { ...claim, claimedAt: isoNow(clock) },
-    expectedRevision,
-    claim.actor,
-    clock,
-  );
 }
 
 /** The `IdempotencyKeyClaimed` entry of a {@link startClaimedExecution} batch. */

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ExecutionCommand, ExecutionId, IsoInstant } from '@oncegate/domain';
 import type { EventStore, RecordedEvent } from '@oncegate/event-store';
-import { claimIntent, runExecutionCommand, type Clock } from '@oncegate/execution-journal';
+import { intentClaimEntry, runExecutionCommand, type Clock } from '@oncegate/execution-journal';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- integration tests run the real SQLite adapter
 import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
 import { fingerprintIndex } from './builtin/fingerprint-index';
@@ -192,7 +192,7 @@ describe('gatherInvestigationEvents on a SQLite event store written by the execu
       await runExecutionCommand(store, executionId, () => ({ ...command, executionId, now: iso() }) as ExecutionCommand, { actor, correlation }, clock);
     };
     const callOnce = async (executionId: ExecutionId) => {
-      await claimIntent(store, { executionId, fingerprint, claimedAt: iso() }, await store.streamRevision(`intent-k1-${'9a'.repeat(32)}`), 'agent:a', clock);
+      await store.appendMany([intentClaimEntry({ executionId, fingerprint, claimedAt: iso() }, await store.streamRevision(`intent-k1-${'9a'.repeat(32)}`), 'agent:a', clock)]);
       await drive(
         executionId,
         {
