@@ -11,7 +11,7 @@ import { HttpDispatcher } from '@oncegate/dispatcher-http';
 import { SshDispatcher } from '@oncegate/dispatcher-ssh';
 import type { EventStore } from '@oncegate/event-store';
 import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
-import { ExecutionWatcher, systemClock, type Clock } from '@oncegate/execution-journal';
+import { ExecutionWatcher, InlineSteps, systemClock, type Clock, type InlineStep } from '@oncegate/execution-journal';
 import { keyRingFromConfig } from '@oncegate/fingerprint';
 import { EventStoreTransport } from '@oncegate/nest-event-store';
 import { BlobCipher, SqliteSealedStore } from '@oncegate/sealed-store';
@@ -30,6 +30,7 @@ import { AttemptSweeper } from './services/recovery/attempt-sweeper';
 import { dispatcherInstanceId, InstanceLeases, newInstance } from './services/recovery/instance-leases';
 import { loadGatewayKeys } from './infrastructure/key-files';
 import { Policy } from './services/authorization/policy';
+import { AuthorizationController } from './services/authorization/authorization.controller';
 import { AuthorizationModule } from './services/authorization/authorization.module';
 import { DispatcherHttpController } from './services/dispatcher-http/dispatcher-http.controller';
 import { DispatcherHttpModule } from './services/dispatcher-http/dispatcher-http.module';
@@ -267,7 +268,9 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     microservices.push(app);
     return app;
   };
-  await service(
+  // Authorization and the dispatchers of this process decide inline in the commit that accepts an execution.
+  const inlineSteps = new InlineSteps();
+  const authorization = await service(
     AuthorizationModule.forRoot({ store, policy, vault, tools, sealed, approvalTimeoutMs: config.approvalTimeoutMs, clock, prepared }),
     'authorization',
     // Runs are granted on their own streams, and a closed MCP session ends its run.
@@ -298,13 +301,16 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     }),
     'dispatcher-ssh',
   );
+  inlineSteps.add(authorization.get(AuthorizationController).inlineStep());
+  inlineSteps.add(heldBeforeSend(dispatcher.get(DispatcherHttpController).inlineStep(), config.holdBeforeSendMs));
+  inlineSteps.add(heldBeforeSend(sshDispatcher.get(DispatcherSshController).inlineStep(), config.holdBeforeSendMs));
   await service(ResultDeliveryModule.forRoot({ store, deliveries, clock }), 'result-delivery');
   // Attempts that will never report (their process gone, or past their deadline) settle by class, whoever
   // dispatched them: at start, and as long as this process runs.
   const sweeper = new AttemptSweeper({ store, clock, ownDispatcherIds: new Set(Object.values(dispatcherIds)), locksDir, everyMs: Math.max(100, Math.floor(config.instanceLeaseMs / 3)) });
   await sweeper.start();
 
-  const toolCalls = new ToolCalls({ store, watcher, sealed, keyRing, tools, deliveries, clock, callWaitMs: config.callWaitMs });
+  const toolCalls = new ToolCalls({ store, watcher, sealed, keyRing, tools, deliveries, clock, callWaitMs: config.callWaitMs, inlineSteps });
   const front = new McpHttpFront({
     host: config.host,
     port: config.port,
@@ -329,6 +335,9 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
         `${config.source}); anyone on this machine can call tools. Never run a real gateway with this setting`,
       'mcp-http',
     );
+  }
+  if (config.holdBeforeSendMs > 0) {
+    logger.warn(`TEST ONLY: every attempt dispatched inline is sent ${config.holdBeforeSendMs} ms after its commit (testing.hold_before_send in ${config.source})`, 'dispatch');
   }
   const devToken = config.devToken ? await developmentToken(config.dataDir, agents) : undefined;
   await agents.refresh();
@@ -371,4 +380,10 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       await folder.close();
     },
   };
+}
+
+/** `testing.hold_before_send`: the dispatch step's attempt starts that long after its commit (test only). */
+function heldBeforeSend(step: InlineStep, holdMs: number): InlineStep {
+  if (holdMs === 0) return step;
+  return { ...step, committed: (state) => void setTimeout(() => step.committed?.(state), holdMs) };
 }

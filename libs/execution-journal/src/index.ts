@@ -14,3 +14,5 @@ export { ExecutionWatcher } from './execution-watcher';
 export { executionsWithEvent } from './execution-scan';
 export { KeyedTurns } from './keyed-turns';
 export { newUlid } from './ulid';
+export { InlineSteps } from './inline-steps';
+export type { InlineStep } from './inline-steps';

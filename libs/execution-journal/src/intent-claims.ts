@@ -2,7 +2,6 @@ import { createHash } from 'node:crypto';
 import { v7 as uuidv7 } from 'uuid';
 import {
   decide,
-  evolve,
   executionStream,
   idempotencyKeyStream,
   initialState,
@@ -15,7 +14,8 @@ import {
 } from '@oncegate/domain';
 import { WrongExpectedRevisionError, type AppendManyEntry, type EventStore } from '@oncegate/event-store';
 import { isoNow, type Clock } from './clock';
-import { eventsToAppend, type AppendContext, type CommandOutcome } from './execution-journal';
+import type { AppendContext, CommandOutcome } from './execution-journal';
+import { chainSteps, tellCommitted, type InlineStep } from './inline-steps';
 
 /**
  * Claims make "two identical calls racing end as one execution" hold (docs/design.md section 5): the first call to
@@ -100,8 +100,10 @@ export function idempotencyKeyClaimEntry(
 /**
  * Claims an intent and starts its execution in one commit (docs/design.md section 5): the claim entries and the
  * events `command` decides on the new, empty `execution-<id>` stream are appended with `appendMany`, so a claim is
- * never seen without its execution. `undefined` when another writer took a claim stream (or the execution stream)
- * first: nothing was written, and the caller reads the claims again and decides again.
+ * never seen without its execution. With `steps` (the services of this process that run inline), the steps that
+ * can follow at once are decided before that commit and committed with it — accept, authorize and dispatch in one
+ * append — and told the committed state afterwards. `undefined` when another writer took a claim stream (or the
+ * execution stream) first: nothing was written, and the caller reads the claims again and decides again.
  */
 export async function startClaimedExecution(
   store: EventStore,
@@ -110,16 +112,16 @@ export async function startClaimedExecution(
   claims: readonly AppendManyEntry[],
   context: AppendContext,
   clock: Clock,
+  steps: readonly InlineStep[] = [],
 ): Promise<CommandOutcome | undefined> {
-  const events = decide(command, initialState());
+  const chained = await chainSteps(executionId, { state: initialState(), events: decide(command, initialState()), context }, steps, clock);
   try {
     const results = await store.appendMany([
       ...claims,
-      { streamId: executionStream(executionId), events: eventsToAppend(executionId, events, context, clock), expectedRevision: 'no_stream' },
+      { streamId: executionStream(executionId), events: chained.toAppend, expectedRevision: 'no_stream' },
     ]);
-    let state = initialState();
-    for (const event of events) state = evolve(state, event);
-    return { state, revision: results.at(-1)!.nextExpectedRevision, appended: events };
+    tellCommitted(chained);
+    return { state: chained.state, revision: results.at(-1)!.nextExpectedRevision, appended: chained.events };
   } catch (error) {
     if (error instanceof WrongExpectedRevisionError) return undefined;
     throw error;

@@ -53,6 +53,12 @@ export interface GatewayConfig {
    * request needs a token. Refused unless the gateway listens on, and answers to, loopback only.
    */
   readonly unauthenticatedAgent: string | null;
+  /**
+   * Test only (`testing.hold_before_send`): how long a dispatcher of this process waits between the commit that
+   * dispatches an execution inline and sending its attempt, so a fault test can stop the process in between. 0 (the
+   * default) sends at once.
+   */
+  readonly holdBeforeSendMs: number;
   /** The one data folder: event store, sealed blobs, keys. */
   readonly dataDir: string;
   readonly contractsFile: string;
@@ -126,6 +132,7 @@ export const DEFAULT_CONFIG: Omit<GatewayConfig, 'source'> = {
   sseRetryMs: 2_000,
   resumptionRetentionMs: 60 * 60_000,
   unauthenticatedAgent: null,
+  holdBeforeSendMs: 0,
   dataDir: './.oncegate',
   contractsFile: 'examples/tools.yaml',
   store: { driver: 'sqlite', synchronous: 'FULL' },
@@ -400,9 +407,11 @@ export function parseGatewayConfig(text: string, file: string, base = DEFAULT_CO
     const testingNode = map.optional('testing');
     const testing = testingNode && MapReader.of(ctx, testingNode, 'testing');
     if (testing) {
-      testing.rejectUnknown(['unauthenticated_agent']);
+      testing.rejectUnknown(['unauthenticated_agent', 'hold_before_send']);
       const agent = testing.optional('unauthenticated_agent');
       if (agent) config.unauthenticatedAgent = readUnauthenticatedAgent(ctx, agent, config);
+      const hold = testing.optional('hold_before_send');
+      if (hold) config.holdBeforeSendMs = readDuration(ctx, hold, 'testing.hold_before_send') ?? 0;
     }
   }
   if (ctx.issues.length > 0) throw new GatewayConfigError(ctx.issues);

@@ -27,6 +27,7 @@ import {
   startClaimedExecution,
   type Clock,
   type ExecutionWatcher,
+  type InlineSteps,
   type LoadedExecution,
 } from '@oncegate/execution-journal';
 import type { SealedStore } from '@oncegate/sealed-store';
@@ -63,6 +64,8 @@ export interface ToolCallDependencies {
   readonly clock: Clock;
   /** How long a call waits for an answerable state before it returns a pending result. */
   readonly callWaitMs: number;
+  /** The services of this process that decide inline in the commit that accepts an execution (none: each waits for its subscription). */
+  readonly inlineSteps?: InlineSteps;
 }
 
 /** States a caller can be answered with; the others are still moving. */
@@ -292,6 +295,7 @@ export class ToolCalls {
       claims,
       { actor: context.actor, correlation: context.correlation },
       this.deps.clock,
+      this.deps.inlineSteps?.list(),
     );
     return outcome?.state;
   }

@@ -4,7 +4,7 @@ import type { DenialBasis, ExecutionAcceptedData, ExecutionCommand, ExecutionId,
 import type { ToolContract } from '@oncegate/contracts';
 import type { EventStore, RecordedEvent } from '@oncegate/event-store';
 import { EVENT_STORE } from '@oncegate/nest-event-store';
-import { executionsWithEvent, isoNow, loadExecution, runExecutionCommand, type Clock } from '@oncegate/execution-journal';
+import { executionsWithEvent, isoNow, loadExecution, runExecutionCommand, type Clock, type InlineStep } from '@oncegate/execution-journal';
 import type { SealedStore } from '@oncegate/sealed-store';
 import { grantRun, grantedTools, readRun, sessionRunId, startRun, endRun, type RunGrantedData } from '../../runs/run-journal';
 import { noVault, type BindingTarget, type VaultService, type VaultState } from '../../vault/vault-service';
@@ -67,31 +67,54 @@ export class AuthorizationController implements OnApplicationBootstrap, OnApplic
 
   @EventPattern('ExecutionAccepted')
   async onAccepted(@Payload() event: RecordedEvent<ExecutionAcceptedData>): Promise<void> {
-    const { executionId, record } = event.data;
-    const runId = event.data.runId ?? null;
-    const run = runId === null ? null : await this.runFacts(runId, record.actor, event.data.correlation.sessionId);
+    const { executionId } = event.data;
     const { state } = await loadExecution(this.store, executionId);
+    // Decided already, by the inline chain of the process that accepted it or by an earlier delivery.
     if (state.status !== 'accepted') return;
-    const verdict = climbLadder(await this.factsOf(state, run, await this.vault.refresh()));
-    const now = isoNow(this.clock);
-    const command: ExecutionCommand =
-      verdict.kind === 'deny'
-        ? { type: 'DenyExecution', executionId, now, basis: verdict.basis, reason: verdict.reason }
-        : verdict.kind === 'allow'
-          ? { type: 'AuthorizeExecution', executionId, now, basis: verdict.basis }
-          : {
-              type: 'RequestApproval',
-              executionId,
-              now,
-              requestedBy: verdict.requestedBy,
-              reason: verdict.reason,
-              scope: verdict.scope,
-              expiresAt: approvalDeadline(now, this.approvalTimeoutMs, state.accepted!.windowEndsAt),
-            };
+    const command = await this.verdictOn(state, event.data.correlation.sessionId);
     const outcome = await this.apply(executionId, (s) => (s.status === 'accepted' ? command : undefined), event);
-    if (outcome.status === 'denied') this.prepared.forget(executionId);
+    this.settled(outcome);
+  }
+
+  /** The ladder's verdict on an accepted execution, as the command that records it. */
+  private async verdictOn(state: ExecutionState, sessionId: string | undefined): Promise<ExecutionCommand> {
+    const executionId = state.executionId!;
+    const { actor, runId } = state.accepted!;
+    const run = runId === null ? null : await this.runFacts(runId, actor, sessionId);
+    const verdict = climbLadder(await this.factsOf(state, run, await this.vault.refresh()));
     this.log.debug(`${executionId}: ${describeVerdict(verdict)}`);
-    this.track(outcome);
+    const now = isoNow(this.clock);
+    return verdict.kind === 'deny'
+      ? { type: 'DenyExecution', executionId, now, basis: verdict.basis, reason: verdict.reason }
+      : verdict.kind === 'allow'
+        ? { type: 'AuthorizeExecution', executionId, now, basis: verdict.basis }
+        : {
+            type: 'RequestApproval',
+            executionId,
+            now,
+            requestedBy: verdict.requestedBy,
+            reason: verdict.reason,
+            scope: verdict.scope,
+            expiresAt: approvalDeadline(now, this.approvalTimeoutMs, state.accepted!.windowEndsAt),
+          };
+  }
+
+  /** After a verdict is durable: a denied call is never sent, so its prepared call goes; a pending approval is tracked. */
+  private settled(state: ExecutionState): void {
+    if (state.status === 'denied') this.prepared.forget(state.executionId!);
+    this.track(state);
+  }
+
+  /**
+   * The same verdict, decided inline in the commit that accepts the execution when authorization runs in the
+   * accepting process (docs/gateway.md, the pipeline).
+   */
+  inlineStep(): InlineStep {
+    return {
+      actor: ACTOR,
+      decide: async (state, correlation) => (state.status === 'accepted' ? this.verdictOn(state, correlation.sessionId) : undefined),
+      committed: (state) => this.settled(state),
+    };
   }
 
   @EventPattern('ApprovalGranted')

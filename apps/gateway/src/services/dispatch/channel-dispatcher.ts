@@ -3,7 +3,7 @@ import { EventPattern, Payload } from '@nestjs/microservices';
 import { DomainError, type DefiniteOutcome, type ExecutionCommand, type ExecutionId, type ExecutionState, type UnknownOutcomeReason } from '@oncegate/domain';
 import type { ToolContract } from '@oncegate/contracts';
 import { backoffMs, EventStoreClosedError, type EventStore, type RecordedEvent } from '@oncegate/event-store';
-import { isoNow, loadExecution, runExecutionCommand, type Clock, type LoadedExecution } from '@oncegate/execution-journal';
+import { isoNow, loadExecution, runExecutionCommand, type Clock, type InlineStep, type LoadedExecution } from '@oncegate/execution-journal';
 import type { SealedStore } from '@oncegate/sealed-store';
 import type { StoredResult } from '../../front/tool-results';
 import { recoverExecution, type MarkerFinding } from '../recovery/execution-recovery';
@@ -127,32 +127,70 @@ export abstract class ChannelDispatcher {
     const outcome = await runExecutionCommand(
       this.store,
       executionId,
-      (state) =>
-        state.accepted?.channel === this.channel && state.status === from
-          ? { type: 'RecordDispatch', executionId, now: isoNow(this.clock), dispatcherId: this.dispatcherId }
-          : undefined,
+      (state) => (this.takes(state, from) ? this.dispatchCommand(state) : undefined),
       { actor: this.actor, causationId: cause.id, correlation: cause.metadata['correlation'] as never },
       this.clock,
     );
     if (outcome.appended.length === 0) return;
+    this.start(outcome.state);
+  }
+
+  private takes(state: ExecutionState, from: 'authorized' | 'outcome_unknown'): boolean {
+    return state.accepted?.channel === this.channel && state.status === from;
+  }
+
+  private dispatchCommand(state: ExecutionState): ExecutionCommand {
+    return { type: 'RecordDispatch', executionId: state.executionId!, now: isoNow(this.clock), dispatcherId: this.dispatcherId };
+  }
+
+  /** Runs the attempt of a durable `Dispatched` of this dispatcher. */
+  private start(state: ExecutionState): void {
+    const executionId = state.executionId!;
     // Not awaited: one slow target never holds up the events of other executions.
-    const running = this.run(outcome.state).catch((error: unknown) =>
+    const running = this.run(state).catch((error: unknown) =>
       this.log.error(`${executionId}: recording the outcome failed: ${(error as Error).message}`),
     );
     this.inFlight.add(running);
     void running.finally(() => this.inFlight.delete(running));
   }
 
+  /**
+   * The first dispatch, decided inline in the commit that accepts and authorizes the execution when this
+   * dispatcher runs in the accepting process (docs/gateway.md, the pipeline): the preflight's refusal as a denial,
+   * or `Dispatched`; the attempt starts once that commit is durable.
+   */
+  inlineStep(): InlineStep {
+    return {
+      actor: this.actor,
+      decide: async (state) => {
+        if (!this.takes(state, 'authorized')) return undefined;
+        const refusal = await this.refusalOf(state);
+        return refusal === undefined
+          ? this.dispatchCommand(state)
+          : { type: 'DenyExecution', executionId: state.executionId!, now: isoNow(this.clock), basis: refusal.basis, reason: refusal.reason };
+      },
+      committed: (state) => {
+        if (state.status === 'dispatched' && state.lastDispatch?.dispatcherId === this.dispatcherId) this.start(state);
+        else if (state.status === 'denied') this.prepared.forget(state.executionId!);
+      },
+    };
+  }
+
+  /** Why the channel's preflight refuses to send this call, or `undefined`. */
+  private async refusalOf(state: ExecutionState): Promise<DispatchRefusal | undefined> {
+    if (this.preflight === undefined) return undefined;
+    const tool = this.tools.get(state.accepted!.toolName);
+    const call = tool === undefined ? undefined : await this.prepared.get(state, tool);
+    // Without a tool or arguments, `run` records the definite failure.
+    return call === undefined ? undefined : this.preflight(state, call);
+  }
+
   /** Runs the channel's preflight; on a refusal records it (first attempt) or logs it (recovery). True when refused. */
   private async refused(executionId: ExecutionId, cause: RecordedEvent, from: 'authorized' | 'outcome_unknown'): Promise<boolean> {
     if (this.preflight === undefined) return false;
     const { state } = await loadExecution(this.store, executionId);
-    if (state.accepted?.channel !== this.channel || state.status !== from) return false;
-    const tool = this.tools.get(state.accepted.toolName);
-    const call = tool === undefined ? undefined : await this.prepared.get(state, tool);
-    // Without a tool or arguments, `run` records the definite failure.
-    if (call === undefined) return false;
-    const refusal = await this.preflight(state, call);
+    if (!this.takes(state, from)) return false;
+    const refusal = await this.refusalOf(state);
     if (refusal === undefined) return false;
     this.prepared.forget(executionId);
     if (from === 'outcome_unknown') {
@@ -163,7 +201,7 @@ export abstract class ChannelDispatcher {
       this.store,
       executionId,
       (s) =>
-        s.accepted?.channel === this.channel && s.status === 'authorized'
+        this.takes(s, 'authorized')
           ? { type: 'DenyExecution', executionId, now: isoNow(this.clock), basis: refusal.basis, reason: refusal.reason }
           : undefined,
       { actor: this.actor, causationId: cause.id, correlation: cause.metadata['correlation'] as never },
