@@ -82,23 +82,45 @@ function remember(cache: Map<ExecutionId, LoadedExecution>, execution: LoadedExe
 
 /**
  * Folds a recorded event of an execution stream (as a subscription delivers it) into the store's cached execution,
- * without reading. Returns the cached execution when it already holds the event or now ends with it; `undefined`
- * when nothing is cached or the event does not follow the cached revision (the stream must be read then).
+ * without reading. Returns the cached execution when it already holds the event or now ends with it — the first
+ * event of a stream starts a fold of its own; `undefined` when the event does not follow the cached revision (or
+ * nothing is cached and it is not the first): the stream must be read then.
  */
 export function foldRecorded(store: EventStore, executionId: ExecutionId, event: RecordedEvent): LoadedExecution | undefined {
-  const cache = folded.get(store);
+  let cache = folded.get(store);
   const cached = cache?.get(executionId);
-  if (cache === undefined || cached?.revision === undefined) return undefined;
-  if (event.revision <= cached.revision) return cached;
-  if (event.revision !== cached.revision + 1) return undefined;
+  if (cached?.revision !== undefined && event.revision <= cached.revision) return cached;
+  const from: { state: ExecutionState; revision: number; events: readonly RecordedEvent[] } | undefined =
+    cached?.revision !== undefined
+      ? { state: cached.state, revision: cached.revision, events: cached.events }
+      : event.revision === 0
+        ? { state: initialState(), revision: -1, events: [] }
+        : undefined;
+  if (from === undefined || event.revision !== from.revision + 1) return undefined;
   const execution: LoadedExecution = {
     executionId,
-    state: evolve(cached.state, toDomainEvent(event)),
+    state: evolve(from.state, toDomainEvent(event)),
     revision: event.revision,
-    events: [...cached.events, event],
+    events: [...from.events, event],
   };
+  if (cache === undefined) folded.set(store, (cache = new Map()));
   remember(cache, execution);
   return execution;
+}
+
+/**
+ * Whether a subscription's handler may skip `event` without reading: the cached fold already holds it (this
+ * process folded it, or took the step it asks for) and its state is not one `takes` accepts. Statuses only move
+ * forward, and a later event that makes the step due again is delivered on its own, so the step is taken already.
+ */
+export function stepTakenAlready(
+  store: EventStore,
+  executionId: ExecutionId,
+  event: RecordedEvent,
+  takes: (state: ExecutionState) => boolean,
+): boolean {
+  const cached = foldRecorded(store, executionId, event);
+  return cached !== undefined && !takes(cached.state);
 }
 
 export function eventsToAppend(

@@ -4,7 +4,7 @@ import type { DenialBasis, ExecutionAcceptedData, ExecutionCommand, ExecutionId,
 import type { ToolContract } from '@oncegate/contracts';
 import type { EventStore, RecordedEvent } from '@oncegate/event-store';
 import { EVENT_STORE } from '@oncegate/nest-event-store';
-import { executionsWithEvent, isoNow, loadExecution, runExecutionCommand, type Clock, type InlineStep } from '@oncegate/execution-journal';
+import { executionsWithEvent, isoNow, loadExecution, runExecutionCommand, stepTakenAlready, type Clock, type InlineStep } from '@oncegate/execution-journal';
 import type { SealedStore } from '@oncegate/sealed-store';
 import { grantRun, grantedTools, readRun, sessionRunId, startRun, endRun, type RunGrantedData } from '../../runs/run-journal';
 import { noVault, type BindingTarget, type VaultService, type VaultState } from '../../vault/vault-service';
@@ -68,8 +68,9 @@ export class AuthorizationController implements OnApplicationBootstrap, OnApplic
   @EventPattern('ExecutionAccepted')
   async onAccepted(@Payload() event: RecordedEvent<ExecutionAcceptedData>): Promise<void> {
     const { executionId } = event.data;
-    const { state } = await loadExecution(this.store, executionId);
     // Decided already, by the inline chain of the process that accepted it or by an earlier delivery.
+    if (stepTakenAlready(this.store, executionId, event, (s) => s.status === 'accepted')) return;
+    const { state } = await loadExecution(this.store, executionId);
     if (state.status !== 'accepted') return;
     const command = await this.verdictOn(state, event.data.correlation.sessionId);
     const outcome = await this.apply(executionId, (s) => (s.status === 'accepted' ? command : undefined), event);

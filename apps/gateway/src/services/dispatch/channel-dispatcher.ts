@@ -3,7 +3,7 @@ import { EventPattern, Payload } from '@nestjs/microservices';
 import { DomainError, type DefiniteOutcome, type ExecutionCommand, type ExecutionId, type ExecutionState, type UnknownOutcomeReason } from '@oncegate/domain';
 import type { ToolContract } from '@oncegate/contracts';
 import { backoffMs, EventStoreClosedError, type EventStore, type RecordedEvent } from '@oncegate/event-store';
-import { isoNow, loadExecution, runExecutionCommand, type Clock, type InlineStep, type LoadedExecution } from '@oncegate/execution-journal';
+import { isoNow, loadExecution, runExecutionCommand, stepTakenAlready, type Clock, type InlineStep, type LoadedExecution } from '@oncegate/execution-journal';
 import type { SealedStore } from '@oncegate/sealed-store';
 import type { StoredResult } from '../../front/tool-results';
 import { recoverExecution, type MarkerFinding } from '../recovery/execution-recovery';
@@ -105,6 +105,8 @@ export abstract class ChannelDispatcher {
 
   protected async recover(cause: RecordedEvent): Promise<void> {
     const executionId = cause.metadata['executionId'] as ExecutionId;
+    // Another channel's execution: nothing to read.
+    if (stepTakenAlready(this.store, executionId, cause, (s) => s.accepted?.channel === this.channel)) return;
     const { state } = await loadExecution(this.store, executionId);
     if (state.accepted?.channel !== this.channel) return;
     await recoverExecution(
@@ -123,6 +125,8 @@ export abstract class ChannelDispatcher {
 
   /** Appends Dispatched (from `from`: `authorized` unless recovering) and, once it is durable, runs the attempt. */
   protected async dispatch(executionId: ExecutionId, cause: RecordedEvent, from: 'authorized' | 'outcome_unknown' = 'authorized'): Promise<void> {
+    // Another channel's execution, or dispatched already (inline, in the commit that authorized it).
+    if (stepTakenAlready(this.store, executionId, cause, (s) => this.takes(s, from))) return;
     if (await this.refused(executionId, cause, from)) return;
     const outcome = await runExecutionCommand(
       this.store,
