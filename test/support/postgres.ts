@@ -23,6 +23,10 @@ export interface PostgresHandle {
   readonly user: 'postgres';
   /** Connection URL of the database `postgres` (or of `database`). */
   url(database?: string): string;
+  /** Shuts the server down (fast shutdown) and keeps its folder: connections fail until `start`. */
+  shutdown(): Promise<void>;
+  /** Starts the server again after `shutdown`, on the same port with the same data. */
+  start(): Promise<void>;
   /** Stops the server at once (immediate shutdown) and removes its folder. */
   stop(): Promise<void>;
 }
@@ -64,8 +68,8 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
     for (let tries = 0; tries < PORT_ATTEMPTS; tries += 1) {
       const port = await freePort();
       try {
-        const child = await launch(data, root, port, owner, options.fast ?? true);
-        return handle(child, root, port);
+        const start = () => launch(data, root, port, owner, options.fast ?? true);
+        return handle(await start(), start, root, port);
       } catch (error) {
         lastError = error as Error;
         // Another process may have taken the port between probing and binding; try a new one.
@@ -148,20 +152,32 @@ async function launch(
   });
 }
 
-function handle(child: ChildProcess, root: string, port: number): PostgresHandle {
-  const exited = new Promise<void>((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) resolve();
-    else child.once('exit', () => resolve());
-  });
+function handle(first: ChildProcess, launchAgain: () => Promise<ChildProcess>, root: string, port: number): PostgresHandle {
+  let child: ChildProcess | undefined = first;
+  const exited = (process: ChildProcess) =>
+    new Promise<void>((resolve) => {
+      if (process.exitCode !== null || process.signalCode !== null) resolve();
+      else process.once('exit', () => resolve());
+    });
+  const kill = async (signal: NodeJS.Signals) => {
+    const running = child;
+    child = undefined;
+    if (running === undefined) return;
+    running.kill(signal);
+    await exited(running);
+  };
   return {
     host: '127.0.0.1',
     port,
     user: 'postgres',
     url: (database = 'postgres') => `postgres://postgres@127.0.0.1:${port}/${database}`,
+    shutdown: () => kill('SIGINT'),
+    async start() {
+      if (child === undefined) child = await launchAgain();
+    },
     async stop() {
       // Immediate shutdown: the folder is removed next, so nothing needs to be written back.
-      child.kill('SIGQUIT');
-      await exited;
+      await kill('SIGQUIT');
       await rm(root, { recursive: true, force: true });
     },
   };
