@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { Client } from 'pg';
 import { afterAll } from 'vitest';
 import { describeEventStoreContract } from '@oncegate/event-store/testing';
+// eslint-disable-next-line @nx/enforce-module-boundaries -- integration tests run the shared real-PostgreSQL harness
 import { startPostgres, type PostgresHandle } from '../../../test/support/postgres';
 import { openPostgresEventStore } from './postgres-event-store';
 
