@@ -359,6 +359,8 @@ export class PostgresEventStore implements EventStore {
     let outcomes: Array<{ results: AppendResult[]; events: RecordedEvent[] } | { error: unknown }> = [];
     let lastPosition = 0;
     try {
+      // The lock is taken in a statement of its own: a statement reads from the snapshot taken when it starts, so the
+      // head and tips must be read by a later statement, which sees every commit made before the lock was granted.
       await client.query(`BEGIN; SELECT pg_advisory_xact_lock(${LOCK_CLASS}, ${this.lockKey})`);
       const streams = [...new Set(group.flatMap((request) => request.entries.map((entry) => entry.streamId)))];
       const givenIds = group.flatMap((request) => request.entries.flatMap((entry) => entry.events.flatMap((event) => (event.id === undefined ? [] : [event.id]))));
