@@ -2,7 +2,10 @@ import { closeSync, fdatasyncSync, fsyncSync, mkdirSync, openSync, rmSync, statf
 import { cpus, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-store-sqlite';
+import type { EventStore } from '@oncegate/event-store';
+import { openPostgresEventStore } from '@oncegate/event-store-postgres';
+import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
+import { startPostgres } from '../test/support/postgres';
 import { ACCEPTED_METADATA, ACCEPTED_PAYLOAD } from './fixtures';
 import { machineLine, ms, percentile, printTable, rate } from './table';
 
@@ -30,7 +33,7 @@ function fsyncFloor(dir: string, iterations: number) {
   return { fdatasync, fsync };
 }
 
-async function appendLatency(store: SqliteEventStore, writers: number, total: number) {
+async function appendLatency(store: EventStore, writers: number, total: number) {
   const perWriter = Math.ceil(total / writers);
   const samples: number[] = [];
   const start = process.hrtime.bigint();
@@ -48,7 +51,7 @@ async function appendLatency(store: SqliteEventStore, writers: number, total: nu
   return { samples, seconds, events: perWriter * writers };
 }
 
-async function fill(store: SqliteEventStore, events: number) {
+async function fill(store: EventStore, events: number) {
   const batch = Array.from({ length: 500 }, () => ({ type: 'Dispatched', data: payload, metadata }));
   for (let written = 0; written < events; written += batch.length) {
     await store.appendToStream(`bulk-${written % 997}`, batch);
@@ -58,11 +61,13 @@ async function fill(store: SqliteEventStore, events: number) {
 export async function run(argv: string[]): Promise<void> {
   const { values } = parseArgs({
     args: argv,
+    allowNegative: true,
     options: {
       dir: { type: 'string', default: '.oncegate/bench' },
       events: { type: 'string', default: '200000' },
       appends: { type: 'string', default: '2000' },
       synchronous: { type: 'string', default: 'FULL' },
+      postgres: { type: 'boolean', default: true },
     },
   });
   const dir = resolve(values.dir!, `store-${process.pid}`);
@@ -84,49 +89,60 @@ export async function run(argv: string[]): Promise<void> {
     ]);
     const floorP50 = percentile(floor.fdatasync, 50);
 
-    const store = openSqliteEventStore({ file: join(dir, 'events.db'), synchronous });
-    const rows = [];
-    for (const writers of [1, 64]) {
-      const result = await appendLatency(store, writers, writers === 1 ? appends : appends * 8);
-      const p50 = percentile(result.samples, 50);
-      rows.push({
-        writers,
-        appends: result.events,
-        p50_ms: ms(p50),
-        p99_ms: ms(percentile(result.samples, 99)),
-        'p50 / fsync floor': (p50 / floorP50).toFixed(2) + 'x',
-        'events/s': rate(result.events, result.seconds),
+    const appendRows: Array<Record<string, string | number>> = [];
+    const readRows: Array<Record<string, string | number>> = [];
+    const measure = async (name: string, store: EventStore) => {
+      for (const writers of [1, 64]) {
+        const result = await appendLatency(store, writers, writers === 1 ? appends : appends * 8);
+        const p50 = percentile(result.samples, 50);
+        appendRows.push({
+          store: name,
+          writers,
+          appends: result.events,
+          p50_ms: ms(p50),
+          p99_ms: ms(percentile(result.samples, 99)),
+          'p50 / fsync floor': (p50 / floorP50).toFixed(2) + 'x',
+          'events/s': rate(result.events, result.seconds),
+        });
+      }
+      await fill(store, readEvents);
+      let start = process.hrtime.bigint();
+      let read = 0;
+      let after = 0;
+      for (;;) {
+        const page = await store.readAll({ after, maxCount: 1000 });
+        if (page.events.length === 0) break;
+        read += page.events.length;
+        after = page.lastPosition;
+      }
+      const readSeconds = Number(process.hrtime.bigint() - start) / 1e9;
+      start = process.hrtime.bigint();
+      let caught = 0;
+      const subscription = store.subscribeToAll(() => {
+        caught += 1;
       });
+      await subscription.caughtUp;
+      const catchUpSeconds = Number(process.hrtime.bigint() - start) / 1e9;
+      await subscription.stop();
+      readRows.push(
+        { store: name, reader: 'read all, pages of 1000', events: read, seconds: readSeconds.toFixed(2), 'events/s': rate(read, readSeconds) },
+        { store: name, reader: 'catch-up subscription', events: caught, seconds: catchUpSeconds.toFixed(2), 'events/s': rate(caught, catchUpSeconds) },
+      );
+      await store.close();
+    };
+
+    await measure(`sqlite (synchronous=${synchronous})`, openSqliteEventStore({ file: join(dir, 'events.db'), synchronous }));
+    if (values.postgres) {
+      // PostgreSQL 15 with its durable defaults (fsync on, synchronous_commit on), on loopback, data in the temporary folder.
+      const server = await startPostgres({ fast: false });
+      try {
+        await measure('postgres 15 (loopback)', await openPostgresEventStore({ url: server.url(), schema: 'bench' }));
+      } finally {
+        await server.stop();
+      }
     }
-    printTable('append (one event per append, group commit on)', rows);
-
-    await fill(store, readEvents);
-    const head = await store.headPosition();
-
-    let start = process.hrtime.bigint();
-    let read = 0;
-    let after = 0;
-    for (;;) {
-      const page = await store.readAll({ after, maxCount: 1000 });
-      if (page.events.length === 0) break;
-      read += page.events.length;
-      after = page.lastPosition;
-    }
-    const readSeconds = Number(process.hrtime.bigint() - start) / 1e9;
-
-    start = process.hrtime.bigint();
-    let caught = 0;
-    const subscription = store.subscribeToAll(() => {
-      caught += 1;
-    });
-    await subscription.caughtUp;
-    const catchUpSeconds = Number(process.hrtime.bigint() - start) / 1e9;
-    await subscription.stop();
-    printTable(`reading ${head.toLocaleString('en-US')} events (~${JSON.stringify(payload).length + JSON.stringify(metadata).length} bytes each)`, [
-      { reader: 'read all, pages of 1000', events: read, seconds: readSeconds.toFixed(2), 'events/s': rate(read, readSeconds) },
-      { reader: 'catch-up subscription', events: caught, seconds: catchUpSeconds.toFixed(2), 'events/s': rate(caught, catchUpSeconds) },
-    ]);
-    await store.close();
+    printTable('append (one event per append, group commit on)', appendRows);
+    printTable(`reading ~${readEvents.toLocaleString('en-US')} events (~${JSON.stringify(payload).length + JSON.stringify(metadata).length} bytes each)`, readRows);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

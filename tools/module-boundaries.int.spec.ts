@@ -26,6 +26,7 @@ describe('module boundaries', () => {
   it.each([
     ['@nestjs/common', "import { Injectable } from '@nestjs/common';\nexport const x = Injectable;\n"],
     ['node:sqlite', "import { DatabaseSync } from 'node:sqlite';\nexport const x = DatabaseSync;\n"],
+    ['pg', "import { Pool } from 'pg';\nexport const x = Pool;\n"],
     ['node:fs', "import { readFileSync } from 'node:fs';\nexport const x = readFileSync;\n"],
     ['undici', "import { request } from 'undici';\nexport const x = request;\n"],
     ['ssh2', "import { Client } from 'ssh2';\nexport const x = Client;\n"],
@@ -50,6 +51,14 @@ describe('module boundaries', () => {
     const messages = await lint(
       "import { DatabaseSync } from 'node:sqlite';\nimport { WrongExpectedRevisionError } from '@oncegate/event-store';\nexport const x = [DatabaseSync, WrongExpectedRevisionError];\n",
       'libs/event-store-sqlite/src/lint-probe.ts',
+    );
+    expect(messages).toEqual([]);
+  });
+
+  it('given the PostgreSQL adapter, when it imports the port and node-postgres, then lint passes', async () => {
+    const messages = await lint(
+      "import { Pool } from 'pg';\nimport { WrongExpectedRevisionError } from '@oncegate/event-store';\nexport const x = [Pool, WrongExpectedRevisionError];\n",
+      'libs/event-store-postgres/src/lint-probe.ts',
     );
     expect(messages).toEqual([]);
   });

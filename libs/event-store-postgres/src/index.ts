@@ -1,0 +1,3 @@
+export { PostgresEventStore, openPostgresEventStore } from './postgres-event-store';
+export type { PostgresEventStoreOptions } from './postgres-event-store';
+export { openPostgresEventStore as openEventStore } from './postgres-event-store';

@@ -1,0 +1,205 @@
+import { randomBytes } from 'node:crypto';
+import { Client } from 'pg';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { EventStore, RecordedEvent } from '@oncegate/event-store';
+// eslint-disable-next-line @nx/enforce-module-boundaries -- integration tests run the shared real-PostgreSQL harness
+import { startPostgres, type PostgresHandle } from '../../../test/support/postgres';
+import { openPostgresEventStore, type PostgresEventStoreOptions } from './postgres-event-store';
+
+let server: PostgresHandle;
+const opened: EventStore[] = [];
+
+beforeAll(async () => {
+  server = await startPostgres();
+});
+afterEach(async () => {
+  for (const store of opened.splice(0)) await store.close().catch(() => undefined);
+});
+afterAll(async () => {
+  await server?.stop();
+});
+
+const freshSchema = () => `server_${randomBytes(6).toString('hex')}`;
+
+async function open(schema: string, options: Partial<PostgresEventStoreOptions> = {}): Promise<EventStore> {
+  const store = await openPostgresEventStore({ url: server.url(), schema, ...options });
+  opened.push(store);
+  return store;
+}
+
+/** Runs statements on a connection of its own, as an operator or another program would. */
+async function sql(text: string, url = server.url()): Promise<unknown[]> {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query(text)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+async function eventually(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+const event = (type: string, data: unknown = {}) => ({ type, data });
+
+describe('postgres: gap safety', () => {
+  it('given writers on separate connections whose transactions are held open after taking a position, when a reader follows them, then it ends with every position exactly once and in order', async () => {
+    const schema = freshSchema();
+    const writers = await Promise.all(Array.from({ length: 6 }, () => open(schema, { pool: { max: 3 } })));
+    // Some transactions sleep at their commit, after their rows (and positions) are in and before they are visible:
+    // a later position may be ready to commit while an earlier one is still open.
+    await sql(`CREATE FUNCTION "${schema}".hold_open() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF random() < 0.1 THEN PERFORM pg_sleep(random() * 0.02); END IF; RETURN NULL; END $$;
+      CREATE CONSTRAINT TRIGGER hold_open AFTER INSERT ON "${schema}".events DEFERRABLE INITIALLY DEFERRED
+        FOR EACH ROW EXECUTE FUNCTION "${schema}".hold_open();`);
+    const reader = await open(schema, { pool: { max: 2 } });
+    const subscribed: RecordedEvent[] = [];
+    const subscription = reader.subscribeToAll((e) => void subscribed.push(e), { pageSize: 7 });
+    await subscription.caughtUp;
+    const polled: number[] = [];
+    let writing = true;
+    const polling = (async () => {
+      let after = 0;
+      while (writing || after < (await reader.headPosition())) {
+        const page = await reader.readAll({ after, maxCount: 13 });
+        for (const e of page.events) polled.push(e.position);
+        after = page.lastPosition;
+      }
+    })();
+
+    await Promise.all(
+      writers.flatMap((writer, w) =>
+        Array.from({ length: 4 }, async (_, lane) => {
+          for (let i = 0; i < 15; i += 1) {
+            if (i % 3 === 0) {
+              await writer.appendMany([
+                { streamId: `gap-${w}-${lane}-a`, events: [event('Batched'), event('Batched')] },
+                { streamId: `gap-${w}-b`, events: [event('Batched')] },
+              ]);
+            } else {
+              await writer.appendToStream(`gap-${w}-${lane}`, [event('Single')]);
+            }
+          }
+        }),
+      ),
+    );
+    writing = false;
+    await polling;
+    const head = await reader.headPosition();
+    await eventually(() => subscription.position >= head, 'the subscription reached the head');
+    await subscription.stop();
+
+    const expected = Array.from({ length: head }, (_, i) => i + 1);
+    expect(head).toBe(6 * 4 * (10 + 5 * 3));
+    expect(polled).toEqual(expected);
+    expect(subscribed.map((e) => e.position)).toEqual(expected);
+  });
+
+  it('given a transaction held open after taking a position, when another writer appends, then its event waits behind it and no reader ever sees the later position first', async () => {
+    const schema = freshSchema();
+    const first = await open(schema);
+    const second = await open(schema);
+    await first.appendToStream('warm-up', [event('E')]);
+    await sql(`CREATE FUNCTION "${schema}".hold_once() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF EXISTS (SELECT 1 FROM new_rows WHERE stream_id = 'slow') THEN PERFORM pg_sleep(0.5); END IF; RETURN NULL; END $$;
+      CREATE TRIGGER hold_once AFTER INSERT ON "${schema}".events REFERENCING NEW TABLE AS new_rows
+        FOR EACH STATEMENT EXECUTE FUNCTION "${schema}".hold_once();`);
+    const reader = await open(schema);
+    const slow = first.appendToStream('slow', [event('Slow')]);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const fast = second.appendToStream('fast', [event('Fast')]);
+    const seen: number[][] = [];
+    while (seen.length < 10) {
+      seen.push((await reader.readAll()).events.map((e) => e.position));
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const [slowResult, fastResult] = await Promise.all([slow, fast]);
+    expect(slowResult.position).toBe(2);
+    expect(fastResult.position).toBe(3);
+    for (const positions of seen) expect(positions).toEqual(positions.map((_, i) => i + 1));
+  });
+});
+
+describe('postgres: notifications', () => {
+  it('given a subscriber at the head and a poll too slow to matter, when another store object appends, then the notification wakes it', async () => {
+    const schema = freshSchema();
+    const reader = await open(schema, { pollIntervalMs: 600_000 });
+    const writer = await open(schema);
+    const seen: RecordedEvent[] = [];
+    const subscription = reader.subscribeToAll((e) => void seen.push(e));
+    await subscription.caughtUp;
+    await writer.appendToStream('s', [event('Notified')]);
+    await eventually(() => seen.length === 1, 'the event was delivered', 3000);
+    await subscription.stop();
+  });
+
+  it('given the listening connection is killed, when another store object appends, then the subscriber still receives it and listens again', async () => {
+    const schema = freshSchema();
+    const reader = await open(schema, { pollIntervalMs: 600_000, pool: { application_name: `reader-${schema}` } });
+    const writer = await open(schema);
+    const seen: RecordedEvent[] = [];
+    const subscription = reader.subscribeToAll((e) => void seen.push(e));
+    await subscription.caughtUp;
+    const killed = (await sql(
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'reader-${schema}-listener'`,
+    )) as unknown[];
+    expect(killed).toHaveLength(1);
+    await writer.appendToStream('s', [event('WhileReconnecting')]);
+    await eventually(() => seen.length === 1, 'the event appended while the listener was gone was delivered', 3000);
+    await eventually(
+      async () => ((await sql(`SELECT 1 FROM pg_stat_activity WHERE application_name = 'reader-${schema}-listener'`)) as unknown[]).length === 1,
+      'the store listens again',
+      3000,
+    );
+    await writer.appendToStream('s', [event('AfterReconnect')]);
+    await eventually(() => seen.length === 2, 'the event appended after the reconnect was delivered', 3000);
+    await subscription.stop();
+  });
+});
+
+describe('postgres: an unavailable server', () => {
+  it('given no server on the port, when a store is opened, then it fails as store_unavailable naming the location', async () => {
+    const error = await openPostgresEventStore({ url: 'postgres://postgres@127.0.0.1:1/postgres', schema: 'absent' }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ kind: 'store_unavailable' });
+    expect(String((error as Error).message)).toContain('127.0.0.1:1');
+  });
+
+  it('given a server that stops, when appending, then the append fails as store_unavailable with nothing written, and succeeds once the server is back', async () => {
+    const own = await startPostgres();
+    try {
+      const store = await openPostgresEventStore({ url: own.url(), schema: 'restart' });
+      opened.push(store);
+      await store.appendToStream('s', [event('Before')]);
+      await own.shutdown();
+      await expect(store.appendToStream('s', [event('While')])).rejects.toMatchObject({ kind: 'store_unavailable' });
+      await expect(store.readStream('s')).rejects.toMatchObject({ kind: 'store_unavailable' });
+      await own.start();
+      await store.appendToStream('s', [event('After')], { expectedRevision: 0 });
+      expect((await store.readStream('s')).map((e) => e.type)).toEqual(['Before', 'After']);
+    } finally {
+      await own.stop();
+    }
+  });
+});
+
+describe('postgres: schema', () => {
+  it('given a schema written by a newer version, when opened, then it is refused as newer_schema', async () => {
+    const schema = freshSchema();
+    const store = await openPostgresEventStore({ url: server.url(), schema });
+    await store.close();
+    await sql(`UPDATE "${schema}".store_meta SET value = '99' WHERE key = 'schema_version'`);
+    await expect(openPostgresEventStore({ url: server.url(), schema })).rejects.toMatchObject({ kind: 'store_open_failed', problem: 'newer_schema' });
+  });
+
+  it('given a new schema, when several processes open it at once, then each opens it and one schema version row is written', async () => {
+    const schema = freshSchema();
+    await Promise.all(Array.from({ length: 5 }, () => open(schema)));
+    expect(await sql(`SELECT value FROM "${schema}".store_meta`)).toEqual([{ value: '1' }]);
+  });
+});

@@ -1,0 +1,818 @@
+import { createHash } from 'node:crypto';
+import { Client, Pool, type ClientConfig, type PoolClient, type PoolConfig } from 'pg';
+import { v7 as uuidv7 } from 'uuid';
+import {
+  DuplicateEventIdError,
+  EventStoreClosedError,
+  EventStoreOpenError,
+  WrongExpectedRevisionError,
+  expectedRevisionHolds,
+  runCatchUpSubscription,
+  validateAppend,
+  validateAppendMany,
+  validateCount,
+  validateFilter,
+  validateInstant,
+  validatePosition,
+  validateStreamId,
+  type AppendManyEntry,
+  type AppendOptions,
+  type AppendResult,
+  type EventFilter,
+  type EventHandler,
+  type EventStore,
+  type EventToAppend,
+  type Lease,
+  type ReadAllOptions,
+  type ReadAllPage,
+  type ReadStreamOptions,
+  type RecordedEvent,
+  type SerialisedAppend,
+  type SubscribeOptions,
+  type Subscription,
+} from '@oncegate/event-store';
+import { eventHash, GENESIS_HASH } from '@oncegate/journal';
+import { isUnavailable, isUniqueViolation, openFailure, unavailableOr } from './postgres-errors';
+import { quotedSchema, schemaStatements, SCHEMA_VERSION } from './schema';
+
+export interface PostgresEventStoreOptions {
+  /**
+   * Connection URL as node-postgres reads it (`postgres://user:password@host:5432/database?sslmode=require`).
+   * Either `url` or `pool` (or both: the URL then overrides the pool's connection fields).
+   */
+  readonly url?: string;
+  /**
+   * node-postgres pool options, passed as given (host, port, user, password, database, ssl, `max`, …). Defaults are
+   * node-postgres' own (at most 10 connections, idle ones closed after 10 s), except `connectionTimeoutMillis`: 5000
+   * (node-postgres waits forever), so an unreachable server fails an append instead of hanging it.
+   */
+  readonly pool?: PoolConfig;
+  /** Schema holding the store's tables; created when absent. Several stores may share a database. Default `'oncegate'`. */
+  readonly schema?: string;
+  /**
+   * How often a waiting subscription checks for new events in case a notification was lost (the listening
+   * connection dropped and reconnected). Subscriptions are woken by LISTEN/NOTIFY; this is only the fallback.
+   * Default 5000 ms.
+   */
+  readonly pollIntervalMs?: number;
+  /** Largest number of positions a filtered read scans in one call, so a rare filter never blocks long. Default 50,000. */
+  readonly maxScan?: number;
+  /** Most appends written in one transaction when many are issued together. Default 1000. */
+  readonly maxGroup?: number;
+  /** Clock for `recordedAt`. Default: the system clock. */
+  readonly clock?: () => Date;
+}
+
+/** One caller's append: a single stream, or every entry of an `appendMany`, all committed or none. */
+interface PendingAppend {
+  readonly entries: readonly SerialisedAppend[];
+  readonly resolve: (results: AppendResult[]) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/** An event row in the order of {@link COLUMNS}; `position` arrives as text (node-postgres reads bigint so), data and metadata parsed. */
+type EventRow = [
+  position: string,
+  streamId: string,
+  revision: number,
+  eventId: string,
+  type: string,
+  data: unknown,
+  metadata: Record<string, unknown>,
+  recordedAt: string,
+  prevHash: string,
+  hash: string,
+];
+
+const COLUMNS = 'position, stream_id, revision, event_id, type, data, metadata, recorded_at, prev_hash, hash';
+const DEFAULT_READ_ALL_COUNT = 1000;
+/** The first key of the store's advisory lock ("once"); the second is derived from the schema's name. */
+const LOCK_CLASS = 0x6f6e6365;
+/** Larger than any position, for reads with no scan limit. */
+const NO_LIMIT = Number.MAX_SAFE_INTEGER;
+
+function toRecordedEvent([position, streamId, revision, id, type, data, metadata, recordedAt, prev, hash]: EventRow): RecordedEvent {
+  return { streamId, revision, position: Number(position), id, type, data, metadata, recordedAt, prev, hash };
+}
+
+/**
+ * The hash-chain link of one event: the single place this adapter computes it, so moving the chain's code changes
+ * one import.
+ */
+function chainLink(prev: string, event: Omit<RecordedEvent, 'position' | 'prev' | 'hash'>): string {
+  return eventHash(prev, event);
+}
+
+/** A stable 32-bit key and a channel name for the schema, the same in every process. */
+function schemaKeys(schema: string): { lockKey: number; channel: string } {
+  const digest = createHash('sha256').update(schema).digest();
+  return { lockKey: digest.readInt32BE(0), channel: `oncegate_events_${digest.toString('hex').slice(0, 24)}` };
+}
+
+/** Where the store is, for errors and logs: host, port, database and schema, never the password. */
+function describeLocation(config: PoolConfig, schema: string): string {
+  if (config.connectionString !== undefined) {
+    try {
+      const url = new URL(config.connectionString);
+      url.password = '';
+      url.search = '';
+      return `${url.toString()} (schema ${schema})`;
+    } catch {
+      return `a PostgreSQL server (schema ${schema})`;
+    }
+  }
+  return `postgres://${config.host ?? 'localhost'}:${config.port ?? 5432}/${config.database ?? config.user ?? ''} (schema ${schema})`;
+}
+
+interface Waiter {
+  readonly position: number;
+  readonly wake: () => void;
+}
+
+/**
+ * The store's one listening connection: LISTENs on the store's channel and reports every commit notification.
+ * When it drops, every waiter is woken (a notification may have been lost) and the next wait reconnects it.
+ */
+class CommitListener {
+  private client: Client | undefined;
+  private connecting: Promise<void> | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly config: ClientConfig,
+    private readonly channel: string,
+    /** A commit up to `last` was notified; `undefined`: anything may have been committed. */
+    private readonly onCommit: (last: number | undefined) => void,
+  ) {}
+
+  /** Resolves once the store listens, or once connecting failed (the poll then stands in until a later try succeeds). */
+  ensure(): Promise<void> {
+    if (this.closed || this.client !== undefined) return Promise.resolve();
+    this.connecting ??= this.connect().finally(() => (this.connecting = undefined));
+    return this.connecting;
+  }
+
+  private async connect(): Promise<void> {
+    const client = new Client(this.config);
+    client.on('error', () => this.lost(client));
+    client.on('end', () => this.lost(client));
+    client.on('notification', (message) => {
+      const last = Number(message.payload);
+      this.onCommit(Number.isSafeInteger(last) ? last : undefined);
+    });
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${this.channel}`);
+    } catch {
+      client.end().catch(() => undefined);
+      return;
+    }
+    if (this.closed) {
+      await client.end().catch(() => undefined);
+      return;
+    }
+    this.client = client;
+    // Commits made while nobody listened were never notified here.
+    this.onCommit(undefined);
+  }
+
+  private lost(client: Client): void {
+    if (this.client !== client) return;
+    this.client = undefined;
+    client.end().catch(() => undefined);
+    this.onCommit(undefined);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.connecting;
+    const client = this.client;
+    this.client = undefined;
+    await client?.end().catch(() => undefined);
+  }
+}
+
+/**
+ * The event store on PostgreSQL. Every transaction that appends takes the store's transaction-scoped advisory lock
+ * first and holds it until it commits, so positions (one more than the head, read under the lock) become visible
+ * strictly in order: a reader that sees position N sees every position below it, which is what lets catch-up
+ * subscriptions turn live with no gap (see docs/event-store.md).
+ */
+export class PostgresEventStore implements EventStore {
+  private readonly pool: Pool;
+  private readonly listener: CommitListener;
+  private readonly clock: () => Date;
+  private readonly pollIntervalMs: number;
+  private readonly maxScan: number;
+  private readonly maxGroup: number;
+  private readonly location: string;
+  private readonly lockKey: number;
+  private readonly channel: string;
+  private readonly sql: ReturnType<typeof statements>;
+  private readonly schema: string;
+  private pending: PendingAppend[] = [];
+  private writing: Promise<void> | undefined;
+  private closed = false;
+  private readonly waiters = new Set<Waiter>();
+  private pollTimer: NodeJS.Timeout | undefined;
+  private readonly subscriptions = new Set<Subscription>();
+  private readonly readAllStatements = new Map<string, string>();
+
+  private constructor(options: PostgresEventStoreOptions) {
+    if (options.url === undefined && options.pool === undefined) {
+      throw new TypeError('openPostgresEventStore needs `url` or `pool`');
+    }
+    this.schema = options.schema ?? 'oncegate';
+    validateStreamId(this.schema, 'schema');
+    this.clock = options.clock ?? (() => new Date());
+    this.pollIntervalMs = options.pollIntervalMs ?? 5000;
+    this.maxScan = options.maxScan ?? 50_000;
+    this.maxGroup = options.maxGroup ?? 1000;
+    validateCount(this.pollIntervalMs, 'pollIntervalMs');
+    validateCount(this.maxScan, 'maxScan');
+    validateCount(this.maxGroup, 'maxGroup');
+    const config: PoolConfig = {
+      connectionTimeoutMillis: 5000,
+      application_name: 'oncegate-event-store',
+      ...options.pool,
+      ...(options.url === undefined ? {} : { connectionString: options.url }),
+    };
+    this.location = describeLocation(config, this.schema);
+    ({ lockKey: this.lockKey, channel: this.channel } = schemaKeys(this.schema));
+    this.sql = statements(quotedSchema(this.schema));
+    this.pool = new Pool(config);
+    // An idle connection the server closed is dropped by the pool; without a listener the event would end the process.
+    this.pool.on('error', () => undefined);
+    const { max: _max, idleTimeoutMillis: _idle, ...clientConfig } = config;
+    this.listener = new CommitListener(
+      { ...clientConfig, application_name: `${config.application_name ?? 'oncegate-event-store'}-listener` },
+      this.channel,
+      (last) => this.wakeWaiters(last),
+    );
+  }
+
+  /** Connects, creates or migrates the schema, and refuses a schema written by a newer version. */
+  static async open(options: PostgresEventStoreOptions): Promise<PostgresEventStore> {
+    const store = new PostgresEventStore(options);
+    try {
+      await store.migrate();
+    } catch (error) {
+      await store.pool.end().catch(() => undefined);
+      throw openFailure(store.location, error);
+    }
+    return store;
+  }
+
+  private async migrate(): Promise<void> {
+    const schema = quotedSchema(this.schema);
+    const client = await this.pool.connect();
+    try {
+      // The same lock as the writers': two processes opening a new store do not race to create it.
+      await client.query(`BEGIN; SELECT pg_advisory_xact_lock(${LOCK_CLASS}, ${this.lockKey})`);
+      await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+      const [meta] = (await client.query<[string | null]>({ text: 'SELECT to_regclass($1)::text', values: [`${schema}.store_meta`], rowMode: 'array' })).rows;
+      const stored =
+        meta?.[0] === null || meta === undefined
+          ? undefined
+          : (await client.query<[string]>({ text: `SELECT value FROM ${schema}.store_meta WHERE key = 'schema_version'`, rowMode: 'array' })).rows[0]?.[0];
+      const version = stored === undefined ? undefined : Number(stored);
+      if (version !== undefined && version > SCHEMA_VERSION) {
+        throw new EventStoreOpenError(this.location, 'newer_schema', `schema version ${version}, this build reads ${SCHEMA_VERSION}`);
+      }
+      for (const statement of schemaStatements(schema)) await client.query(statement);
+      if (version === undefined) {
+        await client.query({ text: `INSERT INTO ${schema}.store_meta (key, value) VALUES ('schema_version', $1)`, values: [String(SCHEMA_VERSION)] });
+      }
+      await client.query('COMMIT');
+      client.release();
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      client.release(true);
+      throw error;
+    }
+  }
+
+  appendToStream(streamId: string, events: readonly EventToAppend[], options: AppendOptions = {}): Promise<AppendResult> {
+    if (this.closed) return Promise.reject(new EventStoreClosedError());
+    const expected = options.expectedRevision ?? 'any';
+    let entries: SerialisedAppend[];
+    try {
+      entries = [{ streamId, events: validateAppend(streamId, events, expected), expected }];
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.enqueue(entries).then(([result]) => result!);
+  }
+
+  appendMany(batch: readonly AppendManyEntry[]): Promise<AppendResult[]> {
+    if (this.closed) return Promise.reject(new EventStoreClosedError());
+    let entries: SerialisedAppend[];
+    try {
+      entries = validateAppendMany(batch);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.enqueue(entries);
+  }
+
+  private enqueue(entries: readonly SerialisedAppend[]): Promise<AppendResult[]> {
+    return new Promise((resolve, reject) => {
+      this.pending.push({ entries, resolve, reject });
+      this.writing ??= this.writeLoop();
+    });
+  }
+
+  /**
+   * One transaction at a time per store object: the appends issued while one commits share the next (group
+   * commit). It ends in the same turn that finds nothing pending, so an append is never left behind.
+   */
+  private async writeLoop(): Promise<void> {
+    // Appends issued in the same turn of the event loop share the first transaction.
+    await new Promise((resolve) => setImmediate(resolve));
+    for (;;) {
+      if (this.pending.length === 0) {
+        this.writing = undefined;
+        return;
+      }
+      const group = this.pending.splice(0, this.maxGroup);
+      await this.commitGroup(group);
+    }
+  }
+
+  /**
+   * Writes a group of appends in one transaction under the store's advisory lock. Because every writer holds that
+   * lock from before it reads the head and the streams' tips until it commits, the checks are made here, in this
+   * process, on what the one query under the lock returned: each append is checked against the tips as the appends
+   * before it in the group left them, and one that fails writes nothing and harms no other.
+   */
+  private async commitGroup(group: readonly PendingAppend[]): Promise<void> {
+    const recordedAt = this.clock().toISOString();
+    let client: PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (error) {
+      const failure = unavailableOr(this.location, error);
+      for (const request of group) request.reject(failure);
+      return;
+    }
+    let committing = false;
+    let outcomes: Array<{ results: AppendResult[]; events: RecordedEvent[] } | { error: unknown }> = [];
+    let lastPosition = 0;
+    try {
+      // The lock is taken in a statement of its own: a statement reads from the snapshot taken when it starts, so the
+      // head and tips must be read by a later statement, which sees every commit made before the lock was granted.
+      await client.query(`BEGIN; SELECT pg_advisory_xact_lock(${LOCK_CLASS}, ${this.lockKey})`);
+      const streams = [...new Set(group.flatMap((request) => request.entries.map((entry) => entry.streamId)))];
+      const givenIds = group.flatMap((request) => request.entries.flatMap((entry) => entry.events.flatMap((event) => (event.id === undefined ? [] : [event.id]))));
+      const state = await client.query<[string, Array<[string, number, string]>, string[]]>({
+        text: this.sql.groupState,
+        values: [streams, givenIds],
+        rowMode: 'array',
+      });
+      const [headText, tipRows, takenIds] = state.rows[0]!;
+      const planned = planGroup(group, {
+        head: Number(headText),
+        tips: new Map(tipRows.map(([streamId, revision, hash]) => [streamId, { revision, hash }])),
+        taken: new Set(takenIds),
+        recordedAt,
+      });
+      outcomes = planned.outcomes;
+      lastPosition = planned.last;
+      if (planned.rows.positions.length > 0) {
+        const rows = planned.rows;
+        await client.query({
+          text: this.sql.insert,
+          values: [rows.positions, rows.streamIds, rows.revisions, rows.ids, rows.types, rows.data, rows.metadata, recordedAt, rows.prevs, rows.hashes],
+        });
+      }
+      committing = true;
+      // The notification is sent by the commit itself, so no listener hears of events it cannot read yet.
+      await client.query(lastPosition > 0 ? `NOTIFY ${this.channel}, '${lastPosition}'; COMMIT` : 'COMMIT');
+      client.release();
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      client.release(true);
+      await this.failGroup(group, outcomes, error, committing);
+      return;
+    }
+    group.forEach((request, index) => {
+      const outcome = outcomes[index]!;
+      if ('results' in outcome) request.resolve(outcome.results);
+      else request.reject(outcome.error);
+    });
+    if (lastPosition > 0) this.wakeWaiters(lastPosition);
+  }
+
+  /**
+   * A group's transaction failed. When the connection broke while the commit was on its way, the commit may have
+   * happened: one of its event ids is looked up, and the appends are answered as they were decided if it is there.
+   */
+  private async failGroup(
+    group: readonly PendingAppend[],
+    outcomes: ReadonlyArray<{ results: AppendResult[]; events: RecordedEvent[] } | { error: unknown }>,
+    error: unknown,
+    committing: boolean,
+  ): Promise<void> {
+    const written = outcomes.flatMap((outcome) => ('events' in outcome ? outcome.events : []));
+    if (committing && isUnavailable(error) && written.length > 0) {
+      const found = await this.pool
+        .query({ text: this.sql.eventIdExists, values: [written[0]!.id] })
+        .then((result) => (result.rowCount ?? 0) > 0)
+        .catch(() => false);
+      if (found) {
+        group.forEach((request, index) => {
+          const outcome = outcomes[index]!;
+          if ('results' in outcome) request.resolve(outcome.results);
+          else request.reject(outcome.error);
+        });
+        this.wakeWaiters(written.at(-1)!.position);
+        return;
+      }
+    }
+    let failure = unavailableOr(this.location, error);
+    if (isUniqueViolation(error, 'events_event_id')) {
+      // A generated id met a stored one (or a writer outside this adapter wrote without the lock).
+      const id = /\(event_id\)=\((.*)\)/.exec(String((error as { detail?: string }).detail ?? ''))?.[1] ?? '';
+      const owner = written.find((event) => event.id === id);
+      failure = new DuplicateEventIdError(owner?.streamId ?? '', id);
+    }
+    for (const request of group) request.reject(failure);
+  }
+
+  async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
+    this.assertOpen();
+    validateStreamId(streamId);
+    const direction = options.direction ?? 'forwards';
+    if (options.fromRevision !== undefined) validatePosition(options.fromRevision, 'fromRevision');
+    if (options.maxCount !== undefined) validateCount(options.maxCount, 'maxCount');
+    const from = options.fromRevision ?? (direction === 'forwards' ? 0 : NO_LIMIT);
+    const rows = await this.query<EventRow>(direction === 'forwards' ? this.sql.readForwards : this.sql.readBackwards, [
+      streamId,
+      from,
+      options.maxCount ?? null,
+    ]);
+    return rows.map(toRecordedEvent);
+  }
+
+  async streamRevision(streamId: string): Promise<number | undefined> {
+    this.assertOpen();
+    validateStreamId(streamId);
+    const [row] = await this.query<[number | null]>(this.sql.streamRevision, [streamId]);
+    return row?.[0] ?? undefined;
+  }
+
+  async headPosition(): Promise<number> {
+    this.assertOpen();
+    return this.head();
+  }
+
+  private async head(): Promise<number> {
+    const [row] = await this.query<[string]>(this.sql.head, []);
+    return Number(row![0]);
+  }
+
+  /** Runs one statement on any pooled connection, rows as arrays; an unavailable server is `store_unavailable`. */
+  private async query<Row extends unknown[]>(text: string, values: unknown[]): Promise<Row[]> {
+    try {
+      const result = await this.pool.query<Row>({ text, values, rowMode: 'array' });
+      return result.rows;
+    } catch (error) {
+      throw unavailableOr(this.location, error);
+    }
+  }
+
+  /**
+   * One statement reads the page and the head together, so both come from one snapshot: a page that is not full
+   * has read everything up to that head, and `lastPosition` may move there without skipping anything.
+   */
+  async readAll(options: ReadAllOptions = {}): Promise<ReadAllPage> {
+    this.assertOpen();
+    const direction = options.direction ?? 'forwards';
+    const maxCount = options.maxCount ?? DEFAULT_READ_ALL_COUNT;
+    validateCount(maxCount, 'maxCount');
+    validateFilter(options.filter);
+    const filtered = options.filter !== undefined;
+    const window = filtered ? Math.max(this.maxScan, maxCount) : NO_LIMIT;
+    const { sql, params } = this.readAllQuery(direction, options.filter);
+    if (direction === 'forwards') {
+      const after = options.after ?? 0;
+      validatePosition(after, 'after');
+      const limit = filtered ? after + window : NO_LIMIT;
+      const rows = await this.query<[string, ...Partial<EventRow>]>(sql, [after, limit, maxCount, ...params]);
+      const head = Number(rows[0]![0]);
+      const events = eventsOf(rows);
+      const high = Math.min(head, limit);
+      const full = events.length === maxCount;
+      return { events, lastPosition: full ? events.at(-1)!.position : Math.max(after, high) };
+    }
+    if (options.before !== undefined) validatePosition(options.before, 'before');
+    const rows = await this.query<[string, ...Partial<EventRow>]>(sql, [options.before ?? null, filtered ? window : NO_LIMIT, maxCount, ...params]);
+    const head = Number(rows[0]![0]);
+    const events = eventsOf(rows);
+    const high = (options.before ?? head + 1) - 1;
+    const low = Math.max(0, high - (filtered ? window : NO_LIMIT));
+    if (high <= low) return { events: [], lastPosition: high + 1 };
+    const full = events.length === maxCount;
+    return { events, lastPosition: full ? events.at(-1)!.position : low + 1 };
+  }
+
+  private readAllQuery(direction: 'forwards' | 'backwards', filter: EventFilter | undefined): { sql: string; params: unknown[] } {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    // $1–$3 are the range and the count.
+    for (const prefix of filter?.streamPrefixes ?? []) params.push(prefix);
+    const prefixes = params.length;
+    if (prefixes > 0) where.push(`(${params.map((_, i) => `starts_with(stream_id, $${4 + i})`).join(' OR ')})`);
+    const types = filter?.eventTypes ?? [];
+    if (types.length > 0) {
+      params.push(types);
+      where.push(`type = ANY($${4 + prefixes}::text[])`);
+    }
+    const key = `${direction}:${prefixes}:${types.length > 0}`;
+    let sql = this.readAllStatements.get(key);
+    if (sql === undefined) {
+      sql = this.sql.readAll(direction, where);
+      this.readAllStatements.set(key, sql);
+    }
+    return { sql, params };
+  }
+
+  subscribeToAll(handler: EventHandler, options: SubscribeOptions = {}): Subscription {
+    this.assertOpen();
+    const subscription = runCatchUpSubscription(
+      {
+        readAll: (readOptions) => this.readAll(readOptions),
+        headPosition: () => this.headPosition(),
+        readCheckpoint: (consumer) => this.readCheckpoint(consumer),
+        storeCheckpoint: (consumer, position) => this.storeCheckpoint(consumer, position),
+        waitForAppend: (position, signal, _filter, onIdle) => this.waitForAppend(position, signal, onIdle),
+      },
+      handler,
+      options,
+    );
+    this.subscriptions.add(subscription);
+    subscription.done.finally(() => this.subscriptions.delete(subscription)).catch(() => undefined);
+    return subscription;
+  }
+
+  async readCheckpoint(consumer: string): Promise<number | undefined> {
+    this.assertOpen();
+    validateStreamId(consumer, 'consumer');
+    const [row] = await this.query<[string]>(this.sql.readCheckpoint, [consumer]);
+    return row === undefined ? undefined : Number(row[0]);
+  }
+
+  async storeCheckpoint(consumer: string, position: number): Promise<void> {
+    this.assertOpen();
+    validateStreamId(consumer, 'consumer');
+    validatePosition(position, 'position');
+    await this.query(this.sql.storeCheckpoint, [consumer, position, this.clock().toISOString()]);
+  }
+
+  async renewLease(holder: string, expiresAt: string): Promise<void> {
+    this.assertOpen();
+    validateStreamId(holder, 'holder');
+    validateInstant(expiresAt, 'expiresAt');
+    await this.query(this.sql.renewLease, [holder, expiresAt, this.clock().toISOString()]);
+  }
+
+  async readLease(holder: string): Promise<Lease | undefined> {
+    this.assertOpen();
+    validateStreamId(holder, 'holder');
+    const [row] = await this.query<[string, string]>(this.sql.readLease, [holder]);
+    return row === undefined ? undefined : { holder: row[0], expiresAt: row[1] };
+  }
+
+  async releaseLease(holder: string): Promise<void> {
+    this.assertOpen();
+    validateStreamId(holder, 'holder');
+    await this.query(this.sql.releaseLease, [holder]);
+  }
+
+  /**
+   * Resolves once an event after `position` may be committed. The waiter is registered (and the store listens)
+   * before the head is read, so a commit after that read is always heard of, by its notification, by this
+   * process's own commit or, if the notification was lost, by the poll.
+   */
+  private async waitForAppend(position: number, signal: AbortSignal, onIdle?: () => void): Promise<void> {
+    if (signal.aborted || this.closed) return;
+    await this.listener.ensure();
+    await new Promise<void>((resolve, reject) => {
+      const waiter: Waiter = {
+        position,
+        wake: () => {
+          this.waiters.delete(waiter);
+          signal.removeEventListener('abort', waiter.wake);
+          resolve();
+        },
+      };
+      this.waiters.add(waiter);
+      signal.addEventListener('abort', waiter.wake, { once: true });
+      this.ensurePolling();
+      this.head().then(
+        (head) => {
+          if (head > position || this.closed) waiter.wake();
+          else onIdle?.();
+        },
+        (error: unknown) => {
+          this.waiters.delete(waiter);
+          signal.removeEventListener('abort', waiter.wake);
+          reject(error);
+        },
+      );
+    });
+  }
+
+  /** Wakes the waiters behind `last` (every waiter when it is unknown). */
+  private wakeWaiters(last: number | undefined): void {
+    for (const waiter of [...this.waiters]) {
+      if (last === undefined || waiter.position < last) waiter.wake();
+    }
+  }
+
+  /** The fallback for a lost notification: while anyone waits, read the head now and then, and try to listen again. */
+  private ensurePolling(): void {
+    if (this.pollTimer !== undefined) return;
+    this.pollTimer = setInterval(() => {
+      if (this.closed || this.waiters.size === 0) {
+        clearInterval(this.pollTimer);
+        this.pollTimer = undefined;
+        return;
+      }
+      void this.listener.ensure();
+      this.head().then(
+        (head) => this.wakeWaiters(head),
+        () => undefined,
+      );
+    }, this.pollIntervalMs);
+    this.pollTimer.unref();
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new EventStoreClosedError();
+  }
+
+  /** Appends already issued are written first; then subscriptions stop and every connection is closed. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.writing;
+    await Promise.all([...this.subscriptions].map((subscription) => subscription.stop()));
+    this.wakeWaiters(undefined);
+    if (this.pollTimer !== undefined) clearInterval(this.pollTimer);
+    await this.listener.close();
+    await this.pool.end().catch(() => undefined);
+  }
+}
+
+function eventsOf(rows: ReadonlyArray<[string, ...Partial<EventRow>]>): RecordedEvent[] {
+  const events: RecordedEvent[] = [];
+  for (const row of rows) {
+    // The head comes with every row; a read that found nothing returns one row with the head alone.
+    if (row[1] === null || row[1] === undefined) continue;
+    events.push(toRecordedEvent(row.slice(1) as EventRow));
+  }
+  return events;
+}
+
+interface GroupState {
+  head: number;
+  readonly tips: Map<string, { revision: number; hash: string }>;
+  readonly taken: Set<string>;
+  readonly recordedAt: string;
+}
+
+interface PlannedRows {
+  readonly positions: number[];
+  readonly streamIds: string[];
+  readonly revisions: number[];
+  readonly ids: string[];
+  readonly types: string[];
+  readonly data: string[];
+  readonly metadata: string[];
+  readonly prevs: string[];
+  readonly hashes: string[];
+}
+
+/**
+ * Decides every append of a group against the state read under the lock, in order: an append whose expected
+ * revision does not hold or whose event id is taken is refused alone and changes nothing; the others take the next
+ * positions and continue their streams' chains.
+ */
+function planGroup(
+  group: readonly PendingAppend[],
+  state: GroupState,
+): { outcomes: Array<{ results: AppendResult[]; events: RecordedEvent[] } | { error: unknown }>; rows: PlannedRows; last: number } {
+  const rows: PlannedRows = { positions: [], streamIds: [], revisions: [], ids: [], types: [], data: [], metadata: [], prevs: [], hashes: [] };
+  const outcomes = group.map((request) => {
+    try {
+      return planAppend(request.entries, state);
+    } catch (error) {
+      return { error };
+    }
+  });
+  for (const outcome of outcomes) {
+    if (!('events' in outcome)) continue;
+    for (const event of outcome.events) {
+      rows.positions.push(event.position);
+      rows.streamIds.push(event.streamId);
+      rows.revisions.push(event.revision);
+      rows.ids.push(event.id);
+      rows.types.push(event.type);
+      rows.data.push(JSON.stringify(event.data));
+      rows.metadata.push(JSON.stringify(event.metadata));
+      rows.prevs.push(event.prev);
+      rows.hashes.push(event.hash);
+    }
+  }
+  return { outcomes, rows, last: rows.positions.length > 0 ? state.head : 0 };
+}
+
+/** One append (every entry of it, or none): checks, then moves the group's state on only when all entries hold. */
+function planAppend(entries: readonly SerialisedAppend[], state: GroupState): { results: AppendResult[]; events: RecordedEvent[] } {
+  const tips = new Map<string, { revision: number; hash: string }>();
+  const ids: string[] = [];
+  const events: RecordedEvent[] = [];
+  const results: AppendResult[] = [];
+  let position = state.head;
+  for (const entry of entries) {
+    const tip = state.tips.get(entry.streamId);
+    const actual = tip?.revision;
+    if (!expectedRevisionHolds(entry.expected, actual)) throw new WrongExpectedRevisionError(entry.streamId, entry.expected, actual);
+    let revision = actual ?? -1;
+    let prev = tip?.hash ?? GENESIS_HASH;
+    for (const event of entry.events) {
+      const id = event.id ?? uuidv7();
+      if (state.taken.has(id)) throw new DuplicateEventIdError(entry.streamId, id);
+      ids.push(id);
+      revision += 1;
+      position += 1;
+      // The link covers the event as a reader will parse it back, so verification needs nothing but the export.
+      const data: unknown = JSON.parse(event.data);
+      const metadata = JSON.parse(event.metadata) as Record<string, unknown>;
+      const fields = { streamId: entry.streamId, revision, id, type: event.type, data, metadata, recordedAt: state.recordedAt };
+      const hash = chainLink(prev, fields);
+      events.push({ ...fields, position, prev, hash });
+      prev = hash;
+    }
+    tips.set(entry.streamId, { revision, hash: prev });
+    results.push({ streamId: entry.streamId, nextExpectedRevision: revision, position });
+  }
+  for (const [streamId, tip] of tips) state.tips.set(streamId, tip);
+  for (const id of ids) state.taken.add(id);
+  state.head = position;
+  return { results, events };
+}
+
+/** The store's statements for one schema (already quoted). */
+function statements(schema: string) {
+  return {
+    /** Under the lock: the head, the tip of each stream named in `$1`, and which of the ids in `$2` are stored. */
+    groupState: `SELECT
+        (SELECT coalesce(max(position), 0) FROM ${schema}.events)::text,
+        (SELECT coalesce(json_agg(json_build_array(s.id, t.revision, t.hash)), '[]'::json)
+           FROM unnest($1::text[]) AS s(id)
+           CROSS JOIN LATERAL (SELECT revision, hash FROM ${schema}.events WHERE stream_id = s.id ORDER BY revision DESC LIMIT 1) t),
+        (SELECT coalesce(array_agg(event_id), '{}') FROM ${schema}.events WHERE event_id = ANY($2::text[]))`,
+    insert: `INSERT INTO ${schema}.events (position, stream_id, revision, event_id, type, data, metadata, recorded_at, prev_hash, hash)
+      SELECT p, s, r, i, t, d, m, $8::text, pr, h
+        FROM unnest($1::bigint[], $2::text[], $3::int[], $4::text[], $5::text[], $6::json[], $7::json[], $9::text[], $10::text[])
+          AS rows(p, s, r, i, t, d, m, pr, h)`,
+    eventIdExists: `SELECT 1 FROM ${schema}.events WHERE event_id = $1`,
+    readForwards: `SELECT ${COLUMNS} FROM ${schema}.events WHERE stream_id = $1 AND revision >= $2::bigint ORDER BY revision ASC LIMIT $3`,
+    readBackwards: `SELECT ${COLUMNS} FROM ${schema}.events WHERE stream_id = $1 AND revision <= $2::bigint ORDER BY revision DESC LIMIT $3`,
+    streamRevision: `SELECT max(revision) FROM ${schema}.events WHERE stream_id = $1`,
+    head: `SELECT coalesce(max(position), 0)::text FROM ${schema}.events`,
+    /**
+     * Forwards: `$1` after, `$2` the highest position to scan; backwards: `$1` before (null: from the head), `$2` how
+     * many positions to scan; `$3` the count; then the filter's parameters.
+     */
+    readAll(direction: 'forwards' | 'backwards', filter: readonly string[]): string {
+      const where = filter.map((clause) => ` AND ${clause}`).join('');
+      const range =
+        direction === 'forwards'
+          ? 'position > $1::bigint AND position <= least(h.head, $2::bigint)'
+          : `position <= coalesce($1::bigint - 1, h.head) AND position > greatest(0, coalesce($1::bigint - 1, h.head) - $2::bigint)`;
+      const order = direction === 'forwards' ? 'ASC' : 'DESC';
+      return `SELECT h.head::text, e.* FROM (SELECT coalesce(max(position), 0) AS head FROM ${schema}.events) h
+        LEFT JOIN LATERAL (SELECT ${COLUMNS} FROM ${schema}.events WHERE ${range}${where} ORDER BY position ${order} LIMIT $3) e ON true
+        ORDER BY e.position ${order}`;
+    },
+    readCheckpoint: `SELECT position::text FROM ${schema}.checkpoints WHERE consumer = $1`,
+    storeCheckpoint: `INSERT INTO ${schema}.checkpoints (consumer, position, updated_at) VALUES ($1, $2, $3)
+      ON CONFLICT (consumer) DO UPDATE SET position = excluded.position, updated_at = excluded.updated_at`,
+    renewLease: `INSERT INTO ${schema}.leases (holder, expires_at, renewed_at) VALUES ($1, $2, $3)
+      ON CONFLICT (holder) DO UPDATE SET expires_at = excluded.expires_at, renewed_at = excluded.renewed_at`,
+    readLease: `SELECT holder, expires_at FROM ${schema}.leases WHERE holder = $1`,
+    releaseLease: `DELETE FROM ${schema}.leases WHERE holder = $1`,
+  };
+}
+
+/**
+ * Opens the event store on PostgreSQL: connects, creates the schema and its tables when absent (a schema version
+ * row in `store_meta`), and refuses a schema written by a newer version (`store_open_failed`, `newer_schema`).
+ * An unreachable server is `store_unavailable`.
+ */
+export function openPostgresEventStore(options: PostgresEventStoreOptions): Promise<PostgresEventStore> {
+  return PostgresEventStore.open(options);
+}
