@@ -18,6 +18,7 @@ export type {
   SubscriptionStart,
 } from './event-store';
 export { backoffMs } from './backoff';
+export { newEventId, pooledRandomBytes } from './event-ids';
 export { readAllFrom } from './read-all-from';
 export type { AllEventsRead, ReadAllFromOptions } from './read-all-from';
 export {

@@ -1,4 +1,3 @@
-import { v7 as uuidv7 } from 'uuid';
 import {
   decide,
   evolve,
@@ -10,13 +9,7 @@ import {
   type ExecutionState,
   type ProtocolCorrelation,
 } from '@oncegate/domain';
-import {
-  backoffMs,
-  WrongExpectedRevisionError,
-  type EventStore,
-  type EventToAppend,
-  type RecordedEvent,
-} from '@oncegate/event-store';
+import { backoffMs, newEventId, WrongExpectedRevisionError, type EventStore, type EventToAppend, type RecordedEvent } from '@oncegate/event-store';
 import { isoNow, type Clock } from './clock';
 import { KeyedTurns } from './keyed-turns';
 
@@ -131,7 +124,7 @@ export function eventsToAppend(
 ): EventToAppend[] {
   const recordedAt = isoNow(clock);
   return events.map((event) => {
-    const eventId = uuidv7();
+    const eventId = newEventId();
     return {
       id: eventId,
       type: event.type,

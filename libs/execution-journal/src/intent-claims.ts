@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { v7 as uuidv7 } from 'uuid';
 import {
   decide,
   executionStream,
@@ -12,7 +11,7 @@ import {
   type IdempotencyKeyClaim,
   type IsoInstant,
 } from '@oncegate/domain';
-import { WrongExpectedRevisionError, type AppendManyEntry, type EventStore } from '@oncegate/event-store';
+import { newEventId, WrongExpectedRevisionError, type AppendManyEntry, type EventStore } from '@oncegate/event-store';
 import { isoNow, type Clock } from './clock';
 import type { AppendContext, CommandOutcome } from './execution-journal';
 import { chainSteps, tellCommitted, type InlineStep } from './inline-steps';
@@ -48,7 +47,7 @@ function claimEntry(
   actor: string,
   clock: Clock,
 ): AppendManyEntry {
-  const eventId = uuidv7();
+  const eventId = newEventId();
   return {
     streamId: stream,
     events: [{ id: eventId, type, data, metadata: { eventId, actor, recordedAt: isoNow(clock), schemaVersion: 1 } }],

@@ -1,8 +1,5 @@
-import { randomFillSync } from 'node:crypto';
 import { ulid } from 'ulid';
-
-const pool = Buffer.alloc(4096);
-let offset = pool.length;
+import { pooledRandomBytes } from '@oncegate/event-store';
 
 /**
  * The `ulid` package's PRNG contract (a number in [0, 1)) from a pooled buffer of random bytes: one system call
@@ -11,13 +8,7 @@ let offset = pool.length;
  * A byte over 256 keeps its top 5 bits uniform, which is all the package's base32 character takes.
  */
 function pooledRandom(): number {
-  if (offset >= pool.length) {
-    randomFillSync(pool);
-    offset = 0;
-  }
-  const byte = pool[offset]!;
-  offset += 1;
-  return byte / 256;
+  return pooledRandomBytes(1)[0]! / 256;
 }
 
 /**

@@ -14,9 +14,8 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { sessionStream } from '@oncegate/domain';
 import type { ToolContract } from '@oncegate/contracts';
-import { EventStoreUnavailableError, type EventStore } from '@oncegate/event-store';
+import { EventStoreUnavailableError, newEventId, type EventStore } from '@oncegate/event-store';
 import { isoNow, type Clock } from '@oncegate/execution-journal';
-import { v7 as uuidv7 } from 'uuid';
 import type { AgentDirectory } from '../infrastructure/agent-directory';
 import { requestKey, SessionDeliveries } from './delivery-evidence';
 import { checkHostAndOrigin, type HostOriginRules } from './host-origin-guard';
@@ -560,7 +559,7 @@ export class McpHttpFront {
   }
 
   private async appendSessionEvent(sessionId: string, type: string, data: object, actor: string): Promise<void> {
-    const eventId = uuidv7();
+    const eventId = newEventId();
     await this.options.store.appendToStream(sessionStream(sessionId), [
       { id: eventId, type, data, metadata: { eventId, actor, recordedAt: isoNow(this.options.clock), schemaVersion: 1 } },
     ]);

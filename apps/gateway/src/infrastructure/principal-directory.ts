@@ -1,6 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { v7 as uuidv7 } from 'uuid';
-import { readAllFrom, type EventStore, type RecordedEvent } from '@oncegate/event-store';
+import { newEventId, readAllFrom, type EventStore, type RecordedEvent } from '@oncegate/event-store';
 
 /**
  * API tokens of one kind of principal (agents calling tools, approvers deciding approvals; docs/design.md section 3).
@@ -73,7 +72,7 @@ export class PrincipalDirectory {
   async issue(name: string, now: Date = new Date()): Promise<{ token: string; record: PrincipalRecord }> {
     this.requireName(name);
     const token = `${this.kind.tokenPrefix}${randomBytes(32).toString('base64url')}`;
-    const tokenId = uuidv7();
+    const tokenId = newEventId();
     await this.append(name, this.kind.events.issued, { name, tokenId, tokenSha256: hashToken(token).toString('hex'), issuedAt: now.toISOString() }, now);
     await this.refresh();
     return { token, record: this.records.get(tokenId)! };
@@ -139,7 +138,7 @@ export class PrincipalDirectory {
   }
 
   private async append(name: string, type: string, data: TokenEventData, now: Date): Promise<void> {
-    const eventId = uuidv7();
+    const eventId = newEventId();
     await this.store.appendToStream(this.kind.stream(name), [
       { id: eventId, type, data, metadata: { eventId, actor: 'operator:cli', recordedAt: now.toISOString(), schemaVersion: 1 } },
     ]);

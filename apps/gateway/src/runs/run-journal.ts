@@ -1,6 +1,5 @@
-import { v7 as uuidv7 } from 'uuid';
 import { runStream, type ExecutionStatus } from '@oncegate/domain';
-import { WrongExpectedRevisionError, type EventStore, type ExpectedRevision, type RecordedEvent } from '@oncegate/event-store';
+import { newEventId, WrongExpectedRevisionError, type EventStore, type ExpectedRevision, type RecordedEvent } from '@oncegate/event-store';
 import { isoNow, loadExecution, type Clock } from '@oncegate/execution-journal';
 import { eventsFromStore } from '@oncegate/projections';
 
@@ -105,7 +104,7 @@ async function appendRunEvent(
   clock: Clock,
   expectedRevision: ExpectedRevision,
 ): Promise<boolean> {
-  const eventId = uuidv7();
+  const eventId = newEventId();
   try {
     await store.appendToStream(
       runStream(runId),

@@ -1,7 +1,7 @@
-import { v7 as uuidv7 } from 'uuid';
 import { vaultStream } from '@oncegate/domain';
 import type { EventStore, ExpectedRevision, RecordedEvent } from '@oncegate/event-store';
 import type { CredentialApproval, CredentialKind } from './vault-entry';
+import { newEventId } from '@oncegate/event-store';
 
 /**
  * The vault's state changes, on `vaultStream()`: initialised, unlocked, locked, a credential stored or removed.
@@ -115,7 +115,7 @@ export async function readVaultHistory(store: EventStore): Promise<VaultHistory>
  * cannot both act on the same view of it (the second gets `WrongExpectedRevisionError`).
  */
 export async function appendVaultEvent(store: EventStore, event: VaultEvent, expected: number | undefined): Promise<void> {
-  const eventId = uuidv7();
+  const eventId = newEventId();
   const expectedRevision: ExpectedRevision = expected === undefined ? 'no_stream' : expected;
   await store.appendToStream(
     vaultStream(),

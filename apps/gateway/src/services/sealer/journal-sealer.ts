@@ -1,8 +1,7 @@
 import type { KeyObject } from 'node:crypto';
 import { Logger } from '@nestjs/common';
-import { v7 as uuidv7 } from 'uuid';
 import type { EventStore } from '@oncegate/event-store';
-import { backoffMs, WrongExpectedRevisionError } from '@oncegate/event-store';
+import { backoffMs, newEventId, WrongExpectedRevisionError } from '@oncegate/event-store';
 import { isoNow, type Clock } from '@oncegate/execution-journal';
 import {
   planSeal,
@@ -106,7 +105,7 @@ export class JournalSealer {
     });
     if (body === undefined) return undefined;
     const data = signSeal(body, this.privateKey);
-    const eventId = uuidv7();
+    const eventId = newEventId();
     try {
       await this.store.appendToStream(
         SEAL_STREAM,
