@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import type { HttpCredential, HttpCredentialBuffer } from '@oncegate/dispatcher-http';
 import type { SshCredential } from '@oncegate/dispatcher-ssh';
 import { vaultStream } from '@oncegate/domain';
-import { readAllFrom, type EventStore, type RecordedEvent, type Subscription } from '@oncegate/event-store';
+import type { EventStore, RecordedEvent, Subscription } from '@oncegate/event-store';
 import { bindingMatches, describeTarget, parseBinding, type BindingTarget } from './credential-bindings';
 import { open } from './vault-crypto';
 import { channelOf, metadataAad, type CredentialMetadata } from './vault-entry';
@@ -89,6 +89,8 @@ export class VaultService {
   /** How far the journal has been read, and the last event applied (so none is applied twice). */
   private position = 0;
   private applied = 0;
+  /** The last revision of the vault's stream folded (-1: none). */
+  private revision = -1;
   /** Journal reading, key opening and decryption run one at a time. */
   private queue: Promise<unknown> = Promise.resolve();
   private subscription: Subscription | undefined;
@@ -102,7 +104,10 @@ export class VaultService {
   /** Reads the vault's journal, opens the data key if the vault is unlocked, then follows the journal live. */
   async start(): Promise<void> {
     await this.serially(async () => {
+      // Everything up to `head` is read below; the subscription follows what comes after it.
+      const head = await this.store.headPosition();
       await this.readNew(false);
+      this.position = Math.max(this.position, head);
       await this.reconcile(false);
     });
     this.subscription = this.store.subscribeToAll((event) => this.serially(() => this.follow(event)), {
@@ -315,14 +320,19 @@ export class VaultService {
     return run;
   }
 
-  /** Reads vault events committed since the last read; with `live`, each transition is announced. */
+  /**
+   * Reads vault events committed since the last read; with `live`, each transition is announced. Asked before every
+   * authorization and every credential use, and the vault's stream moves only when an operator acts: one indexed
+   * look-up of its revision says whether there is anything to read.
+   */
   private async readNew(live: boolean): Promise<void> {
-    const events = readAllFrom(this.store, { after: this.position, filter: { streamPrefixes: [vaultStream()] } });
-    for await (const event of events) {
+    const stream = vaultStream();
+    const revision = await this.store.streamRevision(stream);
+    if (revision === undefined || revision <= this.revision) return;
+    for (const event of await this.store.readStream(stream, { fromRevision: this.revision + 1 })) {
       if (live) await this.follow(event);
       else this.apply(event);
     }
-    this.position = Math.max(this.position, events.position);
   }
 
   private async follow(event: RecordedEvent): Promise<void> {
@@ -334,6 +344,7 @@ export class VaultService {
     if (event.position <= this.applied) return false;
     this.applied = event.position;
     this.position = Math.max(this.position, event.position);
+    this.revision = Math.max(this.revision, event.revision);
     this.history = evolveVault(this.history, event);
     if (event.type === 'VaultLocked' || event.type === 'VaultUnlocked') {
       this.dropKey();
