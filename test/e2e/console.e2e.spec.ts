@@ -99,7 +99,7 @@ describe('the operator console in Chromium', () => {
       expectNoSecret(await page.content());
       expectNoSecret((await fetchInPage(page, apiUrl(scenario.gateway.url, 'approvals'))).body);
       // The approver token is in no storage the page can read, and the session cookie is HttpOnly and SameSite=Strict.
-      const storage = await page.evaluate(() => JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage }) + document.cookie);
+      const storage = await page.evaluate<string>('JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage }) + document.cookie');
       expect(storage).not.toContain(token);
       expect(storage).not.toContain('oga_');
       const [cookie] = await context.cookies();

@@ -54,7 +54,8 @@ export async function unnamedControls(page: Page): Promise<string[]> {
 
 /** Whether the page scrolls sideways at its current width. */
 export async function scrollsSideways(page: Page): Promise<boolean> {
-  return page.evaluate(() => document.documentElement.scrollWidth > document.documentElement.clientWidth);
+  // An expression, evaluated in the page (this file is compiled without the DOM's types).
+  return page.evaluate<boolean>('document.documentElement.scrollWidth > document.documentElement.clientWidth');
 }
 
 /**
