@@ -63,6 +63,19 @@ function apiUrl(gatewayUrl: string, path: string): string {
   return new URL(`/console/api/${path}`, gatewayUrl).toString();
 }
 
+/**
+ * Content-Security-Policy violations the page logged and errors it threw. (A 401 the page expects, asking for a
+ * session before sign-in, is logged too, and is not one of them.)
+ */
+function pageErrors(page: Page): string[] {
+  const errors: string[] = [];
+  page.on('console', (message) => {
+    if (message.type() === 'error' && /Content Security Policy|Refused to/i.test(message.text())) errors.push(message.text());
+  });
+  page.on('pageerror', (error) => errors.push(error.message));
+  return errors;
+}
+
 const unavailable = chromiumUnavailable();
 
 describe('the operator console in Chromium', () => {
@@ -88,6 +101,7 @@ describe('the operator console in Chromium', () => {
     const context = await phoneContext(browser!);
     try {
       const page = await context.newPage();
+      const errors = pageErrors(page);
       await signIn(page, scenario.gateway.url, token);
       const card = page.getByRole('article').filter({ hasText: executionId });
       await card.waitFor();
@@ -113,6 +127,7 @@ describe('the operator console in Chromium', () => {
       await card.getByLabel('Reason for the decision').fill('supplier invoice 4411 checked');
       await card.getByRole('button', { name: 'Approve' }).click();
       await expect(card.getByRole('status').textContent()).resolves.toMatch(/Recorded: granted by approver:alice/);
+      expect(errors).toEqual([]);
     } finally {
       await context.close();
     }
@@ -177,6 +192,7 @@ describe('the operator console in Chromium', () => {
     const context = await phoneContext(browser!);
     try {
       const page = await context.newPage();
+      const errors = pageErrors(page);
       await signIn(page, scenario.gateway.url, token);
       await page.getByRole('link', { name: 'Review queue' }).click();
       const card = page.getByRole('article').filter({ hasText: executionId });
@@ -192,6 +208,7 @@ describe('the operator console in Chromium', () => {
       await card.getByLabel('Reason for the resolution').fill('the processor shows the charge for order-console-0001');
       await card.getByRole('button', { name: 'Resolve' }).click();
       await expect(card.getByRole('status').textContent()).resolves.toMatch(/resolved as completed by approver:alice; the execution is now completed/);
+      expect(errors).toEqual([]);
     } finally {
       await context.close();
     }
