@@ -128,6 +128,11 @@ describe('the operator console in Chromium', () => {
       await card.getByRole('button', { name: 'Approve' }).click();
       await expect(card.getByRole('status').textContent()).resolves.toMatch(/Recorded: granted by approver:alice/);
       expect(errors).toEqual([]);
+
+      // Signing out ends the session in the gateway, not only in the page.
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await page.getByLabel('Approver token').waitFor();
+      expect((await fetchInPage(page, apiUrl(scenario.gateway.url, 'approvals'))).status).toBe(401);
     } finally {
       await context.close();
     }

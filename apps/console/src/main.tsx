@@ -1,5 +1,5 @@
 import { render } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
+import { useCallback, useEffect, useState } from 'preact/hooks';
 import { api, remember, type Session } from './api';
 import { ApprovalsPage } from './approvals-page';
 import { IncidentPage } from './incident-page';
@@ -40,10 +40,14 @@ function Console() {
     remember(value);
     setSession(value);
   };
-  const signOut = async () => {
-    await api.signOut();
+  // One function for the page's lifetime, so the pages' refresh timers are not restarted on every render.
+  const signedOut = useCallback(() => {
     remember(undefined);
     setSession(null);
+  }, []);
+  const signOut = async () => {
+    await api.signOut();
+    signedOut();
   };
   if (session === undefined) return <p class="loading">Loading…</p>;
   if (session === null) return <SignIn onSignedIn={signedIn} />;
@@ -69,9 +73,9 @@ function Console() {
         </span>
       </header>
       <main>
-        {route.page === 'approvals' && <ApprovalsPage onSignedOut={() => setSession(null)} />}
-        {route.page === 'reviews' && <ReviewsPage onSignedOut={() => setSession(null)} />}
-        {route.page === 'incident' && <IncidentPage executionId={route.executionId} onSignedOut={() => setSession(null)} />}
+        {route.page === 'approvals' && <ApprovalsPage onSignedOut={signedOut} />}
+        {route.page === 'reviews' && <ReviewsPage onSignedOut={signedOut} />}
+        {route.page === 'incident' && <IncidentPage executionId={route.executionId} onSignedOut={signedOut} />}
       </main>
     </>
   );
