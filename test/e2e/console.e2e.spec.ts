@@ -93,6 +93,7 @@ describe('the operator console in Chromium', () => {
   });
 
   it('given a payout waiting for approval, when an approver approves it in the browser, then the agent\'s call completes with one effect at the target', { timeout: 90_000 }, async () => {
+    expect(scenario.gateway.output()).toContain(`console:      ${consoleUrl(scenario.gateway.url)}`);
     const token = await addApprover(scenario.folder, 'alice');
     const { client } = await connectClient(scenario.gateway.url, scenario.gateway.devToken);
     const call = client.callTool({ name: 'send_payout', arguments: PAYOUT });
