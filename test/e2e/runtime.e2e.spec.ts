@@ -88,7 +88,7 @@ describe('the compiled gateway', () => {
     const target = await startDemoTargetProcess();
     const folder = await gatewayFolder(target.url);
     try {
-      for (const tool of ['tsx', 'esbuild', 'typescript', 'vitest']) expect(existsSync(join(installation.dir, 'node_modules', tool)), tool).toBe(false);
+      for (const tool of ['tsx', 'esbuild', 'typescript', 'vitest', 'vite', 'preact']) expect(existsSync(join(installation.dir, 'node_modules', tool)), tool).toBe(false);
 
       const gateway = await startGatewayProcess(folder, {}, { launcher: installation.launcher });
       try {
@@ -96,6 +96,13 @@ describe('the compiled gateway', () => {
         const answer = await client.callTool({ name: 'set_config', arguments: { name: 'runtime.compiled', value: 'yes' } });
         await client.close();
         expect(answer.isError, JSON.stringify(answer)).toBe(false);
+        // The console is served from the built files in dist/, with no front-end package installed.
+        const page = await fetch(new URL('/console/', gateway.url));
+        expect(page.status).toBe(200);
+        const html = await page.text();
+        const assets = [...html.matchAll(/(?:src|href)="(\/console\/assets\/[^"]+)"/g)].map((match) => match[1]!);
+        expect(assets.length).toBeGreaterThanOrEqual(2);
+        for (const asset of assets) expect((await fetch(new URL(asset, gateway.url))).status, asset).toBe(200);
       } finally {
         await gateway.stop();
       }

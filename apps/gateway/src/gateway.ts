@@ -18,6 +18,7 @@ import { BlobCipher, SqliteSealedStore } from '@oncegate/sealed-store';
 import { GatewayConfigError, logLevelsUpTo, unauthenticatedAgentProblem, type GatewayConfig } from './config/gateway-config';
 import { DeliveryTracker } from './front/delivery-tracker';
 import { ApprovalsApi } from './front/approvals-api';
+import { ConsoleApi } from './front/console-api';
 import { hostRulesOf } from './front/host-origin-guard';
 import { McpHttpFront } from './front/mcp-http-front';
 import { SseResumptionStore } from './front/sse-resumption-store';
@@ -40,6 +41,12 @@ import { ResultDeliveryModule } from './services/result-delivery/result-delivery
 import { initDevelopmentVault } from './vault/vault-admin';
 import { VaultService } from './vault/vault-service';
 import { PreparedCalls } from './services/prepared-calls';
+
+/**
+ * The built console (`npm run build` writes it to dist/apps/console). Both the compiled gateway
+ * (dist/apps/gateway/main.js) and its sources (apps/gateway/src/gateway.ts) sit three folders below the root.
+ */
+const CONSOLE_ASSETS_DIR = fileURLToPath(new URL('../../../dist/apps/console/', import.meta.url));
 
 /** Event-store adapters by configured driver name; the rest of the gateway only sees the port. */
 const EVENT_STORE_DRIVERS: Record<GatewayConfig['store']['driver'], (config: GatewayConfig, file: string, readOnly: boolean) => EventStore> = {
@@ -323,7 +330,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     resumption,
     clock,
     hostRules,
-    mounted: [new ApprovalsApi({ store, approvers, tools, clock })],
+    mounted: [new ApprovalsApi({ store, approvers, tools, clock }), new ConsoleApi({ store, approvers, tools, clock, assetsDir: CONSOLE_ASSETS_DIR })],
     sessionLimits: config.sessions,
     sseRetryMs: config.sseRetryMs,
     unauthenticatedActor: config.unauthenticatedAgent ?? undefined,

@@ -81,6 +81,7 @@ Runs the gateway in the foreground until SIGINT or SIGTERM. Configuration: the f
         `  tools:        ${[...gateway.tools.keys()].join(', ')} (from ${config.contractsFile})`,
         `  data folder:  ${gateway.dataDir}`,
         `  runtime:      Node ${process.version}`,
+        ...(gateway.url ? [`  console:      ${new URL('/console/', gateway.url).href}   (sign in with an approver token: oncegate approvers add <name>)`] : []),
         ...(gateway.devToken ? [`  dev token:    ${gateway.devToken}   (agent:dev; send as 'Authorization: Bearer <token>')`] : []),
         ...(gateway.demoTargetUrl ? [`  demo target:  ${gateway.demoTargetUrl}   (GET /effects counts side effects)`] : []),
         ...(config.unauthenticatedAgent !== null

@@ -1,16 +1,7 @@
 import { userInfo } from 'node:os';
-import { executionStatusView, type ReviewResolution } from '@oncegate/domain';
-import {
-  executionsWithEvent,
-  isoNow,
-  loadExecution,
-  runExecutionCommand,
-  systemClock,
-  toDomainEvent,
-  type LoadedExecution,
-} from '@oncegate/execution-journal';
-import { detailOf } from '@oncegate/projections';
-import type { DataFolder } from '../../gateway';
+import type { ReviewResolution } from '@oncegate/domain';
+import { loadExecution, systemClock, type LoadedExecution } from '@oncegate/execution-journal';
+import { held, isReviewRefusal, resolveReview, reviewViewOf } from '../../review/review-queue';
 import { EXIT_CODES, UsageError, type CliCommand } from '../cli-command';
 import { byOption, executionIdArgument, parseCommandArgs, stringOption, withDataFolder } from '../command-helpers';
 
@@ -19,11 +10,6 @@ const RESOLUTIONS: Record<string, ReviewResolution> = {
   'not-executed': 'not_executed',
   abandoned: 'abandoned',
 };
-
-/** Executions currently held for review: every one that ever required review, still in `needs_review`. */
-function held(folder: DataFolder) {
-  return executionsWithEvent(folder.store, 'ReviewRequired', (state) => state.status === 'needs_review');
-}
 
 export const reviewListCommand: CliCommand = {
   group: 'review',
@@ -34,12 +20,10 @@ export const reviewListCommand: CliCommand = {
     const parsed = parseCommandArgs(args);
     if (parsed.positionals.length > 0) throw new UsageError('takes no arguments');
     return withDataFolder(parsed, io, async (folder) => {
-      const executions = await held(folder);
+      const executions = await held(folder.store);
       if (executions.length === 0) io.stdout('nothing is held for review\n');
-      for (const { state } of executions) {
-        io.stdout(
-          `${state.executionId}\t${state.accepted!.toolName}\t${state.accepted!.actor}\t${state.review!.reason}\tsince ${state.review!.requiredAt}\tattempts ${state.attempts}\n`,
-        );
+      for (const item of executions) {
+        io.stdout(`${item.executionId}\t${item.tool}\t${item.actor}\t${item.reason}\tsince ${item.requiredAt}\tattempts ${item.attempts}\n`);
       }
       return EXIT_CODES.ok;
     });
@@ -72,15 +56,9 @@ export const reviewShowCommand: CliCommand = {
  * every event with what it says.
  */
 export function formatReview(execution: LoadedExecution): string {
-  const { state } = execution;
-  const accepted = execution.events.find((event) => event.type === 'ExecutionAccepted')!.data as { record: unknown };
-  const view = executionStatusView(state);
-  const current = <T extends { readonly attempt: number }>(evidence: T | null): T | null => (evidence?.attempt === state.attempts ? evidence : null);
-  const evidence = { markerProbe: current(state.markerProbe), statusQuery: current(state.statusQuery) };
-  const lines = [JSON.stringify({ ...view, review: state.review, evidence, record: accepted.record }, null, 2)];
-  for (const event of execution.events) {
-    lines.push(`${event.recordedAt}  #${event.revision} ${event.type}  (${String(event.metadata['actor'] ?? '')})  ${detailOf(toDomainEvent(event))}`);
-  }
+  const { events, ...view } = reviewViewOf(execution);
+  const lines = [JSON.stringify(view, null, 2)];
+  for (const event of events) lines.push(`${event.recordedAt}  #${event.revision} ${event.type}  (${event.actor})  ${event.detail}`);
   return `${lines.join('\n')}\n`;
 }
 
@@ -102,18 +80,13 @@ and idempotency key; completed records the effect as done; abandoned stops here.
     if (!reason) throw new UsageError('--reason "..." is required: say why');
     const by = byOption(parsed, `operator:${userInfo().username}`);
     return withDataFolder(parsed, io, async (folder) => {
-      const before = await loadExecution(folder.store, id);
-      if (before.state.status !== 'needs_review') {
-        io.stderr(`${id} is not held for review (state: ${before.state.status})\n`);
+      try {
+        await resolveReview(folder.store, systemClock, id, resolution, by, reason);
+      } catch (error) {
+        if (!isReviewRefusal(error)) throw error;
+        io.stderr(`${error.message}\n`);
         return EXIT_CODES.failed;
       }
-      await runExecutionCommand(
-        folder.store,
-        id,
-        (state) => (state.status === 'needs_review' ? { type: 'ResolveReview', executionId: id, now: isoNow(systemClock), resolution, by, reason } : undefined),
-        { actor: by },
-        systemClock,
-      );
       io.stdout(`${id} resolved as ${as} by ${by}\n`);
       return EXIT_CODES.ok;
     });

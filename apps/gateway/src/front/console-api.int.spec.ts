@@ -1,0 +1,188 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { executionStream, type ExecutionId } from '@oncegate/domain';
+import type { EventStore } from '@oncegate/event-store';
+import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
+import { ManualClock, approvalTools, CARD_TOKEN_HMAC, paymentAwaitingApproval } from '../approvals/approval-fixtures';
+import { AgentDirectory } from '../infrastructure/agent-directory';
+import { ApproverDirectory } from '../infrastructure/approver-directory';
+import { CONSOLE_CSP, ConsoleApi } from './console-api';
+import { CSRF_HEADER } from './console-sessions';
+import { LOOPBACK_HOSTS } from './host-origin-guard';
+import { McpHttpFront } from './mcp-http-front';
+import type { SseResumptionStore } from './sse-resumption-store';
+import type { ToolCalls } from './tool-calls';
+
+interface ErrorBody {
+  readonly error: { readonly code: string; readonly message: string; readonly state?: string };
+}
+
+describe('the console API on the MCP front (SQLite event store, real fetch)', () => {
+  let dir: string;
+  let store: EventStore;
+  let cliStore: EventStore;
+  let front: McpHttpFront;
+  let base: string;
+  let clock: ManualClock;
+  let approverToken: string;
+  let assetsDir: string;
+  let approvers: ApproverDirectory;
+
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'oncegate-console-api-'));
+    assetsDir = join(dir, 'console');
+    mkdirSync(join(assetsDir, 'assets'), { recursive: true });
+    writeFileSync(join(assetsDir, 'index.html'), '<!doctype html><script type="module" src="/console/assets/app-1.js"></script>');
+    writeFileSync(join(assetsDir, 'assets', 'app-1.js'), 'export {};');
+    store = openSqliteEventStore({ file: join(dir, 'events.db') });
+    cliStore = openSqliteEventStore({ file: join(dir, 'events.db') });
+    clock = new ManualClock(new Date().toISOString());
+    approvers = new ApproverDirectory(store);
+    const tools = approvalTools('https://payments.example');
+    front = new McpHttpFront({
+      host: '127.0.0.1',
+      port: 0,
+      path: '/mcp',
+      maxRequestBytes: 64 * 1024,
+      store,
+      agents: new AgentDirectory(store),
+      tools,
+      // Tool calls and resumption are not what these tests are about: no request here reaches them.
+      toolCalls: {} as ToolCalls,
+      resumption: {} as SseResumptionStore,
+      clock,
+      hostRules: { allowedHosts: LOOPBACK_HOSTS, allowedOrigins: [] },
+      mounted: [new ConsoleApi({ store, approvers, tools, clock, assetsDir })],
+    });
+    base = new URL((await front.listen()).url).origin;
+    approverToken = (await new ApproverDirectory(cliStore).issue('alice')).token;
+  });
+
+  afterEach(async () => {
+    await front.close();
+    await cliStore.close();
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const signIn = async (token = approverToken) => {
+    const response = await fetch(`${base}/console/api/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token }) });
+    const cookie = response.headers.get('set-cookie') ?? '';
+    const body = (await response.json()) as { actor: string; csrfToken: string } & ErrorBody;
+    return { response, cookie: cookie.split(';')[0]!, setCookie: cookie, body };
+  };
+  const decide = (cookie: string, id: ExecutionId, action: string, csrf: string | undefined, body: object = { reason: 'invoice checked' }) =>
+    fetch(`${base}/console/api/approvals/${id}/${action}`, {
+      method: 'POST',
+      headers: { cookie, 'content-type': 'application/json', ...(csrf === undefined ? {} : { [CSRF_HEADER]: csrf }) },
+      body: JSON.stringify(body),
+    });
+  const typesOf = async (id: ExecutionId) => (await store.readStream(executionStream(id))).map((event) => event.type);
+
+  it('given an approver token, when it signs in, then the answer sets an HttpOnly SameSite=Strict cookie for /console that does not hold the token', async () => {
+    const { response, setCookie, body } = await signIn();
+    expect(response.status).toBe(200);
+    expect(body.actor).toBe('approver:alice');
+    expect(setCookie).toMatch(/^oncegate_console=[\w-]{43}; Path=\/console; HttpOnly; SameSite=Strict; Max-Age=1800$/);
+    expect(setCookie).not.toContain(approverToken);
+    expect(JSON.stringify(body)).not.toContain(approverToken);
+  });
+
+  it('given no session, an agent token or an unknown token, when the API is asked, then 401 and no data', async () => {
+    const id = await paymentAwaitingApproval(store, clock);
+    const anonymous = await fetch(`${base}/console/api/approvals`);
+    expect(anonymous.status).toBe(401);
+    expect(await anonymous.text()).not.toContain(id);
+    const bearer = await fetch(`${base}/console/api/approvals`, { headers: { authorization: `Bearer ${approverToken}` } });
+    expect(bearer.status).toBe(401);
+    const agent = (await new AgentDirectory(cliStore).issue('billing-bot')).token;
+    expect((await signIn(agent)).response.status).toBe(401);
+    expect((await signIn(`${approverToken.slice(0, -4)}AAAA`)).response.status).toBe(401);
+    const forgedCookie = await fetch(`${base}/console/api/approvals`, { headers: { cookie: `oncegate_console=${'A'.repeat(43)}` } });
+    expect(forgedCookie.status).toBe(401);
+  });
+
+  it('given a signed-in approver, when a decision comes without or with a wrong anti-forgery token, or as a form post, then it is refused and nothing is appended', async () => {
+    const id = await paymentAwaitingApproval(store, clock);
+    const { cookie, body } = await signIn();
+    const without = await decide(cookie, id, 'approve', undefined);
+    expect(without.status).toBe(403);
+    expect(((await without.json()) as ErrorBody).error.code).toBe('csrf_required');
+    expect((await decide(cookie, id, 'deny', 'x'.repeat(43))).status).toBe(403);
+    const form = await fetch(`${base}/console/api/approvals/${id}/approve`, {
+      method: 'POST',
+      headers: { cookie, [CSRF_HEADER]: body.csrfToken, 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'reason=x',
+    });
+    expect(form.status).toBe(415);
+    expect(await typesOf(id)).toEqual(['ExecutionAccepted', 'ApprovalRequested']);
+
+    const approved = await decide(cookie, id, 'approve', body.csrfToken);
+    expect(approved.status).toBe(200);
+    expect(await typesOf(id)).toEqual(['ExecutionAccepted', 'ApprovalRequested', 'ApprovalGranted']);
+  });
+
+  it('given two sessions deciding one request, when the second decides after the first, then 409 says who decided and one decision is recorded', async () => {
+    const id = await paymentAwaitingApproval(store, clock);
+    const bobToken = (await new ApproverDirectory(cliStore).issue('bob')).token;
+    const alice = await signIn();
+    const bob = await signIn(bobToken);
+    expect((await decide(alice.cookie, id, 'deny', alice.body.csrfToken)).status).toBe(200);
+    const late = await decide(bob.cookie, id, 'approve', bob.body.csrfToken);
+    expect(late.status).toBe(409);
+    expect(((await late.json()) as ErrorBody).error.message).toMatch(new RegExp(`execution ${id} is not awaiting approval: already denied by approver:alice at`));
+    expect((await typesOf(id)).filter((type) => type.startsWith('Approval'))).toEqual(['ApprovalRequested', 'ApprovalDenied']);
+  });
+
+  it('given a signed-in approver, when the approver is revoked, then the session ends within the polling interval', async () => {
+    const watch = approvers.watch();
+    try {
+      const { cookie } = await signIn();
+      expect((await fetch(`${base}/console/api/approvals`, { headers: { cookie } })).status).toBe(200);
+      await new ApproverDirectory(cliStore).revoke('alice');
+      const deadline = Date.now() + 5_000;
+      let status = 200;
+      while (status === 200 && Date.now() < deadline) {
+        status = (await fetch(`${base}/console/api/approvals`, { headers: { cookie } })).status;
+        if (status === 200) await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(status).toBe(401);
+      // The session is gone for good, not only while the token is refused.
+      expect((await fetch(`${base}/console/api/session`, { headers: { cookie } })).status).toBe(401);
+    } finally {
+      await watch.stop();
+    }
+  });
+
+  it('given the approvals list, when it is read, then arguments are the recorded HMACs and every answer carries the strict policy', async () => {
+    const id = await paymentAwaitingApproval(store, clock);
+    const { cookie } = await signIn();
+    const listed = await fetch(`${base}/console/api/approvals`, { headers: { cookie } });
+    const body = (await listed.json()) as { approvals: Array<{ executionId: string; arguments: Record<string, unknown> }> };
+    expect(body.approvals.map((view) => view.executionId)).toEqual([id]);
+    expect(body.approvals[0]!.arguments['card_token']).toBe(CARD_TOKEN_HMAC);
+    expect(listed.headers.get('content-security-policy')).toBe(CONSOLE_CSP);
+    expect(listed.headers.get('cache-control')).toBe('no-store');
+  });
+
+  it('given the built pages, when they are fetched, then the page and its assets are served with the policy, and nothing else under /console is', async () => {
+    const page = await fetch(`${base}/console/`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-security-policy')).toBe(CONSOLE_CSP);
+    expect(page.headers.get('x-frame-options')).toBe('DENY');
+    const asset = await fetch(`${base}/console/assets/app-1.js`);
+    expect(asset.status).toBe(200);
+    expect(asset.headers.get('content-type')).toMatch(/^text\/javascript/);
+    expect((await fetch(`${base}/console`, { redirect: 'manual' })).headers.get('location')).toBe('/console/');
+    for (const path of ['/console/assets/..%2Findex.html', '/console/assets/missing.js', '/console/../events.db', '/console/other']) {
+      expect((await fetch(`${base}${path}`)).status, path).toBe(404);
+    }
+    expect((await fetch(`${base}/console/`, { method: 'POST' })).status).toBe(405);
+    rmSync(assetsDir, { recursive: true, force: true });
+    const unbuilt = await fetch(`${base}/console/`);
+    expect(unbuilt.status).toBe(503);
+    expect(((await unbuilt.json()) as ErrorBody).error.message).toMatch(/npm run build/);
+  });
+});

@@ -1,0 +1,193 @@
+/**
+ * The review queue: executions the gateway will not settle alone (`ReviewRequired`, docs/design.md section 6).
+ * Operators list them, read why each is held with the evidence recovery gathered, and resolve them as
+ * completed, not executed (sent again under the same execution id) or abandoned. The CLI (`oncegate review`)
+ * and the console both call this module; a resolution is appended through the decider with the stream's
+ * expected revision, so two operators resolving at once end with one resolution and the other is told why.
+ */
+import {
+  executionStatusView,
+  type ExecutionAcceptedData,
+  type ExecutionId,
+  type ExecutionStatus,
+  type ExecutionStatusView,
+  type IsoInstant,
+  type MarkerProbeEvidence,
+  type RedactedCanonicalRecord,
+  type ReviewFacts,
+  type ReviewReason,
+  type ReviewResolution,
+  type StatusQueryEvidence,
+} from '@oncegate/domain';
+import type { EventStore } from '@oncegate/event-store';
+import { executionsWithEvent, isoNow, loadExecution, runExecutionCommand, toDomainEvent, type Clock, type LoadedExecution } from '@oncegate/execution-journal';
+import { detailOf } from '@oncegate/projections';
+
+/** Longest resolution reason accepted; it is recorded in the journal for good. */
+export const MAX_REVIEW_REASON_LENGTH = 1000;
+
+export const REVIEW_RESOLUTIONS: readonly ReviewResolution[] = ['completed', 'not_executed', 'abandoned'];
+
+/** One line of the queue. */
+export interface HeldExecution {
+  readonly executionId: ExecutionId;
+  readonly tool: string;
+  readonly actor: string;
+  readonly reason: ReviewReason;
+  readonly requiredAt: IsoInstant;
+  readonly attempts: number;
+}
+
+/** One recorded event of the execution, with what it says in one line. */
+export interface ReviewEvent {
+  readonly revision: number;
+  readonly type: string;
+  readonly recordedAt: string;
+  readonly actor: string;
+  readonly detail: string;
+}
+
+/** Everything an operator needs to resolve one held execution (also after it was resolved). */
+export interface ReviewView extends ExecutionStatusView {
+  readonly review: ReviewFacts | null;
+  /** Evidence recovery gathered for the current attempt: the marker probe or status query, when there was one. */
+  readonly evidence: { readonly markerProbe: MarkerProbeEvidence | null; readonly statusQuery: StatusQueryEvidence | null };
+  /** The redacted canonical operation record, as accepted: secret arguments are HMACs. */
+  readonly record: RedactedCanonicalRecord;
+  readonly tool: string;
+  readonly actor: string;
+  readonly operationClass: string;
+  readonly events: readonly ReviewEvent[];
+}
+
+export type ReviewRefusalKind = 'not_found' | 'not_held' | 'invalid_resolution';
+
+/** Why the queue refused; the CLI and the console map `kind` to exit and status codes. */
+export abstract class ReviewRefusedError extends Error {
+  abstract readonly kind: ReviewRefusalKind;
+}
+
+export class ReviewNotFoundError extends ReviewRefusedError {
+  readonly kind = 'not_found' as const;
+  constructor(readonly executionId: ExecutionId) {
+    super(`no execution ${executionId} in this journal`);
+    this.name = 'ReviewNotFoundError';
+  }
+}
+
+/** The execution is not held for review: never was, or another operator resolved it first. */
+export class ReviewNotHeldError extends ReviewRefusedError {
+  readonly kind = 'not_held' as const;
+  constructor(
+    readonly executionId: ExecutionId,
+    readonly status: ExecutionStatus,
+    readonly review: ReviewFacts | null,
+  ) {
+    super(
+      review?.resolution != null
+        ? `${executionId} is not held for review: already resolved as ${review.resolution} by ${review.resolvedBy} at ${review.resolvedAt}; the execution is now ${status}`
+        : `${executionId} is not held for review (state: ${status})`,
+    );
+    this.name = 'ReviewNotHeldError';
+  }
+}
+
+export class InvalidReviewResolutionError extends ReviewRefusedError {
+  readonly kind = 'invalid_resolution' as const;
+  constructor(
+    readonly field: 'resolution' | 'reason' | 'by',
+    readonly problem: string,
+  ) {
+    super(`${field}: ${problem}`);
+    this.name = 'InvalidReviewResolutionError';
+  }
+}
+
+export type ReviewRefusal = ReviewNotFoundError | ReviewNotHeldError | InvalidReviewResolutionError;
+
+export function isReviewRefusal(value: unknown): value is ReviewRefusal {
+  return value instanceof ReviewRefusedError;
+}
+
+/** Executions held for review now: every one that ever required review and is still in `needs_review`, oldest first. */
+export async function held(store: EventStore): Promise<HeldExecution[]> {
+  const executions = await executionsWithEvent(store, 'ReviewRequired', (state) => state.status === 'needs_review');
+  return executions
+    .map(({ state }) => ({
+      executionId: state.executionId!,
+      tool: state.accepted!.toolName,
+      actor: state.accepted!.actor,
+      reason: state.review!.reason,
+      requiredAt: state.review!.requiredAt,
+      attempts: state.attempts,
+    }))
+    .sort((a, b) => Date.parse(a.requiredAt) - Date.parse(b.requiredAt));
+}
+
+/** One accepted execution as a reviewer reads it. */
+export async function showReview(store: EventStore, executionId: ExecutionId): Promise<ReviewView> {
+  const execution = await loadExecution(store, executionId);
+  if (execution.state.accepted === null) throw new ReviewNotFoundError(executionId);
+  return reviewViewOf(execution);
+}
+
+export function reviewViewOf(execution: LoadedExecution): ReviewView {
+  const { state } = execution;
+  const accepted = execution.events.find((event) => event.type === 'ExecutionAccepted')!.data as ExecutionAcceptedData;
+  const current = <T extends { readonly attempt: number }>(evidence: T | null): T | null => (evidence?.attempt === state.attempts ? evidence : null);
+  return {
+    ...executionStatusView(state),
+    review: state.review,
+    evidence: { markerProbe: current(state.markerProbe), statusQuery: current(state.statusQuery) },
+    record: accepted.record,
+    tool: accepted.toolName,
+    actor: accepted.record.actor,
+    operationClass: accepted.operationClass,
+    events: execution.events.map((event) => ({
+      revision: event.revision,
+      type: event.type,
+      recordedAt: event.recordedAt,
+      actor: String(event.metadata['actor'] ?? ''),
+      detail: detailOf(toDomainEvent(event)),
+    })),
+  };
+}
+
+/**
+ * Appends `ReviewResolved`, exactly once: the held check and the append happen on one read of the stream, and a
+ * concurrent writer makes the loop decide again on what is really there. Returns the view after it.
+ */
+export async function resolveReview(
+  store: EventStore,
+  clock: Clock,
+  executionId: ExecutionId,
+  resolution: ReviewResolution,
+  by: string,
+  reason: string,
+): Promise<ReviewView> {
+  if (!REVIEW_RESOLUTIONS.includes(resolution)) {
+    throw new InvalidReviewResolutionError('resolution', `one of ${REVIEW_RESOLUTIONS.join(', ')}`);
+  }
+  const text = reason.trim();
+  const characters = [...text].length;
+  if (characters === 0) throw new InvalidReviewResolutionError('reason', 'a reason is required: say why');
+  if (characters > MAX_REVIEW_REASON_LENGTH) {
+    throw new InvalidReviewResolutionError('reason', `at most ${MAX_REVIEW_REASON_LENGTH} characters (got ${characters})`);
+  }
+  if (by.trim().length === 0) throw new InvalidReviewResolutionError('by', 'say who resolves');
+  let refusal: ReviewRefusal | undefined;
+  const outcome = await runExecutionCommand(
+    store,
+    executionId,
+    (state) => {
+      refusal =
+        state.status === 'initial' ? new ReviewNotFoundError(executionId) : state.status !== 'needs_review' ? new ReviewNotHeldError(executionId, state.status, state.review) : undefined;
+      if (refusal !== undefined) return undefined;
+      return { type: 'ResolveReview', executionId, now: isoNow(clock), resolution, by, reason: text };
+    },
+    { actor: by },
+    clock,
+  );
+  if (refusal !== undefined || outcome.appended.length === 0) throw refusal ?? new Error(`no resolution was recorded for ${executionId}`);
+  return showReview(store, executionId);
+}
