@@ -104,6 +104,14 @@ export interface DataFolder {
 }
 
 /** Opens the data folder's store; `readOnly` creates and writes nothing (a copied or mounted folder may be read-only). */
+/** The durable consumer (subscription) name of each service: its checkpoint and its parked events go by it. */
+export const SERVICE_CONSUMERS = {
+  authorization: 'authorization',
+  dispatcherHttp: 'dispatcher-http',
+  dispatcherSsh: 'dispatcher-ssh',
+  resultDelivery: 'result-delivery',
+} as const;
+
 export function openDataFolder(config: GatewayConfig, options: { readonly readOnly?: boolean } = {}): DataFolder {
   const readOnly = options.readOnly ?? false;
   if (!readOnly) mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
@@ -279,7 +287,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   const inlineSteps = new InlineSteps();
   const authorization = await service(
     AuthorizationModule.forRoot({ store, policy, vault, tools, sealed, approvalTimeoutMs: config.approvalTimeoutMs, clock, prepared }),
-    'authorization',
+    SERVICE_CONSUMERS.authorization,
     // Runs are granted on their own streams, and a closed MCP session ends its run.
     ['execution-', 'run-', 'session-'],
   );
@@ -294,7 +302,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       clock,
       prepared,
     }),
-    'dispatcher-http',
+    SERVICE_CONSUMERS.dispatcherHttp,
   );
   const sshDispatcher = await service(
     DispatcherSshModule.forRoot({
@@ -306,12 +314,12 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       dispatcherId: dispatcherIds.ssh,
       clock,
     }),
-    'dispatcher-ssh',
+    SERVICE_CONSUMERS.dispatcherSsh,
   );
   inlineSteps.add(authorization.get(AuthorizationController).inlineStep());
   inlineSteps.add(heldBeforeSend(dispatcher.get(DispatcherHttpController).inlineStep(), config.holdBeforeSendMs));
   inlineSteps.add(heldBeforeSend(sshDispatcher.get(DispatcherSshController).inlineStep(), config.holdBeforeSendMs));
-  await service(ResultDeliveryModule.forRoot({ store, deliveries, clock }), 'result-delivery');
+  await service(ResultDeliveryModule.forRoot({ store, deliveries, clock }), SERVICE_CONSUMERS.resultDelivery);
   // Attempts that will never report (their process gone, or past their deadline) settle by class, whoever
   // dispatched them: at start, and as long as this process runs.
   const sweeper = new AttemptSweeper({ store, clock, ownDispatcherIds: new Set(Object.values(dispatcherIds)), locksDir, everyMs: Math.max(100, Math.floor(config.instanceLeaseMs / 3)) });

@@ -192,7 +192,8 @@ export type IdentifierKind =
   | 'run_id'
   | 'session_id'
   | 'vault_name'
-  | 'agent_name';
+  | 'agent_name'
+  | 'consumer';
 
 export class InvalidIdentifierError extends DomainError {
   readonly kind = 'invalid_identifier' as const;

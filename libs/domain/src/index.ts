@@ -36,6 +36,7 @@ export {
   isUlid,
   parseExecutionId,
   parseStreamName,
+  parkedStream,
   runStream,
   vaultStream,
   approverStream,

@@ -70,6 +70,7 @@ export const STREAM_CATEGORIES = {
   agent: 'agent',
   vault: 'vault',
   approver: 'approver',
+  parked: 'parked',
 } as const;
 
 export type StreamCategory = (typeof STREAM_CATEGORIES)[keyof typeof STREAM_CATEGORIES];
@@ -112,6 +113,12 @@ export function runStream(runId: string): string {
 export function sessionStream(sessionId: string): string {
   requirePart('session_id', sessionId);
   return `${STREAM_CATEGORIES.session}-${encodeURIComponent(sessionId)}`;
+}
+
+/** Events a service's consumer could not handle and set aside, with why, and their replays. */
+export function parkedStream(consumer: string): string {
+  requirePart('consumer', consumer);
+  return `${STREAM_CATEGORIES.parked}-${encodeURIComponent(consumer)}`;
 }
 
 /** API tokens of one agent, stored hashed (docs/design.md section 3). */
@@ -198,7 +205,7 @@ function requireDigest(identifier: 'fingerprint_digest' | 'idempotency_key_diges
   }
 }
 
-function requirePart(identifier: 'actor' | 'tool' | 'run_id' | 'session_id' | 'agent_name' | 'vault_name', value: string): void {
+function requirePart(identifier: 'actor' | 'tool' | 'run_id' | 'session_id' | 'agent_name' | 'vault_name' | 'consumer', value: string): void {
   if (value.length === 0 || value.length > MAX_PART_LENGTH) {
     throw new InvalidIdentifierError(identifier, `expected 1 to ${MAX_PART_LENGTH} characters`);
   }

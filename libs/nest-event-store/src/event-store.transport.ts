@@ -1,7 +1,9 @@
 import { Logger } from '@nestjs/common';
 import { BaseRpcContext, Server, type CustomTransportStrategy } from '@nestjs/microservices';
 import { isObservable, lastValueFrom } from 'rxjs';
+import { parkedStream } from '@oncegate/domain';
 import { backoffMs, EventStoreUnavailableError, type EventStore, type RecordedEvent, type SubscriptionStart, type Subscription } from '@oncegate/event-store';
+import { appendParked, PARKED_EVENT_TYPES, readParked, type EventParkedData, type ParkedEvent } from './parked-events';
 
 /** What a handler can learn about the event beyond its payload. */
 export class EventStoreContext extends BaseRpcContext<[RecordedEvent, string]> {
@@ -22,7 +24,10 @@ export interface EventStoreTransportOptions {
   readonly streamPrefixes?: readonly string[];
   /** Where a consumer without a checkpoint starts. Default: `'start'`. */
   readonly from?: SubscriptionStart;
-  /** Attempts per event before it is logged and skipped. Default: 5. Storage being unavailable does not count. */
+  /**
+   * Attempts per event before it is parked (with its error, on `parked-<consumer>`; the later events of its stream
+   * wait behind it until an operator replays it). Default: 5. Storage being unavailable does not count.
+   */
   readonly attempts?: number;
   /** Longest wait between two tries while the store cannot write. Default: 5000 ms. */
   readonly unavailableRetryMaxMs?: number;
@@ -45,8 +50,15 @@ class StoppedWhileStorageUnavailable extends Error {
  */
 export class EventStoreTransport extends Server implements CustomTransportStrategy {
   private subscription: Subscription | undefined;
+  private replays: Subscription | undefined;
   private readonly log: Logger;
   private stopping = false;
+  /** Streams with a parked event, and the first parked event of each: their later events wait behind it. */
+  private readonly blocked = new Map<string, string>();
+  /** Parking and replaying take turns, so an event is never judged blocked while its stream is being unblocked. */
+  private turn: Promise<unknown> = Promise.resolve();
+  private replaying = false;
+  private replayAgain = false;
 
   constructor(private readonly options: EventStoreTransportOptions) {
     super();
@@ -59,18 +71,44 @@ export class EventStoreTransport extends Server implements CustomTransportStrate
       callback();
       return;
     }
-    this.subscription = this.options.store.subscribeToAll((event) => this.deliver(event), {
-      consumer: this.options.consumer,
+    void this.start(eventTypes).then(callback, (error: unknown) => this.log.error(`could not start: ${String(error)}`));
+  }
+
+  private async start(eventTypes: string[]): Promise<void> {
+    const { store, consumer } = this.options;
+    for (const parked of (await readParked(store, consumer)).open) this.blockBehind(parked.streamId, parked.parkedId);
+    this.subscription = store.subscribeToAll((event) => this.deliver(event), {
+      consumer,
       from: this.options.from,
       filter: { streamPrefixes: this.options.streamPrefixes ?? ['execution-'], eventTypes },
     });
     this.subscription.done.catch((error: unknown) => this.log.error(`subscription stopped: ${String(error)}`));
-    void this.subscription.caughtUp.then(() => callback());
+    // Replays asked for from now on; those asked while the service was down are looked at once, below.
+    this.replays = store.subscribeToAll(() => this.replayRequested(), {
+      from: 'end',
+      filter: { streamPrefixes: [parkedStream(consumer)], eventTypes: [PARKED_EVENT_TYPES.replayRequested] },
+    });
+    this.replays.done.catch((error: unknown) => this.log.error(`following replay requests stopped: ${String(error)}`));
+    if (this.blocked.size > 0) this.replayRequested();
+    await this.subscription.caughtUp;
   }
 
   private async deliver(event: RecordedEvent): Promise<void> {
-    const handler = this.getHandlerByPattern(event.type);
-    if (!handler) return;
+    if (!this.getHandlerByPattern(event.type)) return;
+    const parkedBehind = await this.inTurn(async () => {
+      const head = this.blocked.get(event.streamId);
+      if (head === undefined) return false;
+      await this.park(event, `waits behind the parked event ${head} of its stream`, 0, head);
+      return true;
+    });
+    if (parkedBehind) return;
+    const outcome = await this.handle(event);
+    if (!outcome.ok) await this.inTurn(() => this.park(event, outcome.error, outcome.attempts, null));
+  }
+
+  /** Runs the event's handler, trying again with a pause; never rejects for the handler's own failure. */
+  private async handle(event: RecordedEvent): Promise<{ ok: true } | { ok: false; error: string; attempts: number }> {
+    const handler = this.getHandlerByPattern(event.type)!;
     const attempts = this.options.attempts ?? 5;
     let unavailable = 0;
     for (let attempt = 1; ; attempt += 1) {
@@ -78,7 +116,7 @@ export class EventStoreTransport extends Server implements CustomTransportStrate
         const result = await handler(event, new EventStoreContext([event, this.options.consumer]));
         if (isObservable(result)) await lastValueFrom(result, { defaultValue: undefined });
         if (unavailable > 0) this.log.log(`storage is back: handled ${event.type} ${event.streamId}@${event.revision} after ${unavailable} tries`);
-        return;
+        return { ok: true };
       } catch (error) {
         const where = `${event.type} ${event.streamId}@${event.revision} (position ${event.position})`;
         if (error instanceof EventStoreUnavailableError) {
@@ -91,13 +129,95 @@ export class EventStoreTransport extends Server implements CustomTransportStrate
           await new Promise((resolve) => setTimeout(resolve, backoffMs(unavailable, 50, maxMs)));
           continue;
         }
-        if (attempt >= attempts) {
-          this.log.error(`gave up on ${where} after ${attempt} attempts: ${(error as Error)?.message ?? error}`);
-          return;
-        }
+        if (attempt >= attempts) return { ok: false, error: describeError(error), attempts: attempt };
         await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt, 20)));
       }
     }
+  }
+
+  /** Sets the event aside on the consumer's parked stream; the later events of its stream wait behind it. */
+  private async park(event: RecordedEvent, error: string, attempts: number, behind: string | null): Promise<void> {
+    const { store, consumer } = this.options;
+    const data: EventParkedData = {
+      consumer,
+      position: event.position,
+      eventId: event.id,
+      streamId: event.streamId,
+      revision: event.revision,
+      type: event.type,
+      error,
+      attempts,
+      behind,
+    };
+    const parkedId = await appendParked(store, consumer, PARKED_EVENT_TYPES.parked, data, `service:${consumer}`);
+    this.blockBehind(event.streamId, parkedId);
+    const where = `${event.type} ${event.streamId}@${event.revision} (position ${event.position})`;
+    if (behind === null) this.log.error(`parked ${where} as ${parkedId} after ${attempts} attempts: ${error}; see oncegate parked list`);
+    else this.log.warn(`parked ${where} as ${parkedId}: ${error}`);
+  }
+
+  private blockBehind(streamId: string, parkedId: string): void {
+    if (!this.blocked.has(streamId)) this.blocked.set(streamId, parkedId);
+  }
+
+  private inTurn<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.turn.then(work, work);
+    this.turn = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Replays what an operator asked for; a request that arrives meanwhile makes it look again. */
+  private replayRequested(): void {
+    if (this.replaying) {
+      this.replayAgain = true;
+      return;
+    }
+    this.replaying = true;
+    void (async () => {
+      try {
+        do {
+          this.replayAgain = false;
+          await this.replayRound();
+        } while (this.replayAgain && !this.stopping);
+      } catch (error) {
+        this.log.error(`replaying parked events failed: ${describeError(error)}`);
+      } finally {
+        this.replaying = false;
+      }
+    })();
+  }
+
+  /**
+   * For each stream whose first parked event an operator asked to replay: its parked events are handled again in
+   * journal order; the first that fails again stays parked (with the new error) and stops its stream there.
+   */
+  private async replayRound(): Promise<void> {
+    const { store, consumer } = this.options;
+    const asked = (await readParked(store, consumer)).open.filter((parked) => parked.behind === null && parked.replayRequested);
+    for (const streamId of new Set(asked.map((parked) => parked.streamId))) {
+      if (this.stopping) return;
+      await this.inTurn(async () => {
+        const waiting = (await readParked(store, consumer)).open.filter((parked) => parked.streamId === streamId);
+        for (const parked of waiting) {
+          const event = await this.eventOf(parked);
+          const outcome = event === undefined ? { ok: false as const, error: `event ${parked.eventId} is not at position ${parked.position}`, attempts: 0 } : await this.handle(event);
+          if (!outcome.ok) {
+            await appendParked(store, consumer, PARKED_EVENT_TYPES.replayFailed, { parkedId: parked.parkedId, error: outcome.error }, `service:${consumer}`);
+            this.blocked.set(streamId, parked.parkedId);
+            this.log.error(`replaying ${parked.parkedId} (${parked.type} ${parked.streamId}@${parked.revision}) failed again: ${outcome.error}`);
+            return;
+          }
+          await appendParked(store, consumer, PARKED_EVENT_TYPES.handled, { parkedId: parked.parkedId }, `service:${consumer}`);
+          this.log.log(`replayed ${parked.parkedId} (${parked.type} ${parked.streamId}@${parked.revision})`);
+        }
+        this.blocked.delete(streamId);
+      });
+    }
+  }
+
+  private async eventOf(parked: ParkedEvent): Promise<RecordedEvent | undefined> {
+    const [event] = (await this.options.store.readAll({ after: parked.position - 1, maxCount: 1 })).events;
+    return event?.id === parked.eventId ? event : undefined;
   }
 
   /** The subscription does not emit transport events. */
@@ -109,7 +229,15 @@ export class EventStoreTransport extends Server implements CustomTransportStrate
 
   async close(): Promise<void> {
     this.stopping = true;
+    await this.replays?.stop();
     await this.subscription?.stop();
     this.subscription = undefined;
+    this.replays = undefined;
   }
+}
+
+/** A handler's error as kept with a parked event: its message, bounded. */
+function describeError(error: unknown): string {
+  const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  return message.length > 500 ? `${message.slice(0, 500)}…` : message;
 }

@@ -12,6 +12,7 @@ import { contractsCheckCommand } from './commands/contracts-check';
 import { agentsAddCommand, agentsListCommand, agentsRevokeCommand, startCommand, stdioCommand } from './commands/gateway-commands';
 import { auditVerifyCommand, initCommand, journalExportCommand } from './commands/journal-commands';
 import { investigateCommand, projectionRunCommand } from './commands/analyst-commands';
+import { parkedListCommand, parkedReplayCommand, parkedShowCommand } from './commands/parked-commands';
 import { runsEndCommand, runsListCommand, runsShowCommand } from './commands/run-commands';
 import { reviewListCommand, reviewResolveCommand, reviewShowCommand } from './commands/review-commands';
 import { VAULT_COMMANDS } from './commands/vault-commands';
@@ -43,4 +44,7 @@ export const COMMANDS: readonly CliCommand[] = [
   runsListCommand,
   runsShowCommand,
   runsEndCommand,
+  parkedListCommand,
+  parkedShowCommand,
+  parkedReplayCommand,
 ];
