@@ -46,6 +46,14 @@ describe('EventStoreTransport parks what its handler keeps failing on (SQLite st
 
   const step = (stream: string) => store.appendToStream(stream, [{ type: 'Step', data: {} }]);
 
+  /** The consumer's parked events, once there are `count` of them. */
+  async function untilParked(count: number) {
+    return eventually(async () => {
+      const { open } = await readParked(store, 'recorder');
+      return open.length === count ? open : undefined;
+    }, 10_000, `${count} parked events`);
+  }
+
   it('given a handler that fails on one event, when it keeps failing, then the event is parked with its error, the later events of its stream wait behind it, and other streams go on', async () => {
     failing = 'execution-a';
     await startTransport();
@@ -57,10 +65,7 @@ describe('EventStoreTransport parks what its handler keeps failing on (SQLite st
     await step('execution-a');
     await step('execution-b');
     await eventually(() => (handled.includes('execution-b@1') ? true : undefined), 5_000, 'the other stream to go on');
-    const { open } = await eventually(async () => {
-      const parked = await readParked(store, 'recorder');
-      return parked.open.length === 2 ? parked : undefined;
-    });
+    const open = await untilParked(2);
     expect(handled).toEqual(['execution-b@0', 'execution-b@1']);
     expect(open.map((parked) => `${parked.streamId}@${parked.revision}`)).toEqual(['execution-a@0', 'execution-a@1']);
     expect(open[0]).toMatchObject({ consumer: 'recorder', type: 'Step', attempts: 2, behind: null, replayRequested: false });
@@ -73,15 +78,12 @@ describe('EventStoreTransport parks what its handler keeps failing on (SQLite st
     await startTransport();
     await step('execution-a');
     await step('execution-a');
-    const { open } = await eventually(async () => {
-      const parked = await readParked(store, 'recorder');
-      return parked.open.length === 2 ? parked : undefined;
-    });
+    const open = await untilParked(2);
     await expect(requestReplay(store, 'recorder', [open[1]!.parkedId], 'user:alice')).rejects.toBeInstanceOf(ParkedReplayRefusal);
 
     failing = undefined;
     expect(await requestReplay(store, 'recorder', [open[0]!.parkedId], 'user:alice')).toEqual([open[0]!.parkedId]);
-    await eventually(async () => ((await readParked(store, 'recorder')).open.length === 0 ? true : undefined), 5_000, 'the replay');
+    await untilParked(0);
     expect(handled).toEqual(['execution-a@0', 'execution-a@1']);
     await step('execution-a');
     await eventually(() => (handled.includes('execution-a@2') ? true : undefined), 5_000, 'the next event of the stream');
@@ -92,10 +94,7 @@ describe('EventStoreTransport parks what its handler keeps failing on (SQLite st
     await startTransport();
     await step('execution-a');
     await step('execution-a');
-    const { open } = await eventually(async () => {
-      const parked = await readParked(store, 'recorder');
-      return parked.open.length === 2 ? parked : undefined;
-    });
+    const open = await untilParked(2);
     await requestReplay(store, 'recorder', 'all', 'user:alice');
     const after = await eventually(async () => {
       const parked = (await readParked(store, 'recorder')).open;
@@ -110,10 +109,7 @@ describe('EventStoreTransport parks what its handler keeps failing on (SQLite st
     failing = 'execution-a';
     await startTransport();
     await step('execution-a');
-    const { open } = await eventually(async () => {
-      const parked = await readParked(store, 'recorder');
-      return parked.open.length === 1 ? parked : undefined;
-    });
+    const open = await untilParked(1);
     await transport!.close();
     transport = undefined;
     failing = undefined;
@@ -121,7 +117,7 @@ describe('EventStoreTransport parks what its handler keeps failing on (SQLite st
     await requestReplay(store, 'recorder', [open[0]!.parkedId], 'user:alice');
 
     await startTransport();
-    await eventually(async () => ((await readParked(store, 'recorder')).open.length === 0 ? true : undefined), 5_000, 'the replay after the restart');
+    await untilParked(0);
     expect(handled).toEqual(['execution-a@0', 'execution-a@1']);
   });
 });
