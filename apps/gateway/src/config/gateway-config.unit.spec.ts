@@ -257,6 +257,16 @@ describe('the store section of the configuration', () => {
     expect(applyEnvironment(withUrl, env).store).toEqual({ driver: 'postgres', url });
   });
 
+  it('given the example of docs/gateway.md, when parsed with ONCEGATE_STORE_URL, then the store is that server', async () => {
+    const { readFile } = await import('node:fs/promises');
+    const doc = await readFile(new URL('../../../../docs/gateway.md', import.meta.url), 'utf8');
+    const block = [...doc.matchAll(/```yaml\n([\s\S]*?)```/g)].map((match) => match[1] ?? '').find((text) => text.includes('driver: postgres'));
+    const url = `postgres://oncegate:${PASSWORD}@db.internal:5432/oncegate?sslmode=require`;
+    const config = parseGatewayConfig(block ?? '', 'docs/gateway.md', undefined, { ONCEGATE_STORE_URL: url });
+    expect(config.store).toEqual({ driver: 'postgres', url: 'postgres://oncegate@db.internal:5432/oncegate?sslmode=require' });
+    expect(applyEnvironment(config, { ONCEGATE_STORE_URL: url }).store).toEqual({ driver: 'postgres', url });
+  });
+
   it('refuses ONCEGATE_STORE_URL on a SQLite store, a value that is not a PostgreSQL URL, and ONCEGATE_SYNCHRONOUS on a PostgreSQL store', () => {
     const sqlite = parseGatewayConfig('', 'oncegate.yaml');
     expect(() => applyEnvironment(sqlite, { ONCEGATE_STORE_URL: 'postgres://db/x' })).toThrow(
