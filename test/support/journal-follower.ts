@@ -1,27 +1,26 @@
+import { join } from 'node:path';
 import { executionIdOfStream, executionStream, parseExecutionId, type ExecutionAccepted } from '@oncegate/domain';
 import { readAllFrom, type EventStore, type RecordedEvent } from '@oncegate/event-store';
-import { openJournal, type JournalLocation } from './journal';
+import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
 
 /**
  * Follows a gateway's journal from a second process, reading only what was appended since the last look, so a
  * long fault or fuzz run does not re-read the whole journal after every step. The gateway may be running,
- * killed or restarted meanwhile: the store is opened as any reader would open it.
+ * killed or restarted meanwhile: the file is opened as any reader would open it.
  */
 export class JournalFollower {
-  private readonly opened: Promise<EventStore>;
+  private readonly store: EventStore;
   private position = 0;
   private readonly accepted = new Map<string, ExecutionAccepted['data']>();
 
-  constructor(location: JournalLocation) {
-    this.opened = openJournal(location);
-    // A store that cannot open fails the first read; until then the rejection is not left unhandled.
-    this.opened.catch(() => undefined);
+  constructor(dataDir: string) {
+    this.store = openSqliteEventStore({ file: join(dataDir, 'events.db') });
   }
 
   /** Reads what was appended since the last call; returns those events. */
   async catchUp(): Promise<RecordedEvent[]> {
     const fresh: RecordedEvent[] = [];
-    const events = readAllFrom(await this.opened, { after: this.position, pageSize: 5000 });
+    const events = readAllFrom(this.store, { after: this.position, pageSize: 5000 });
     for await (const event of events) {
       fresh.push(event);
       if (event.type !== 'ExecutionAccepted') continue;
@@ -37,12 +36,12 @@ export class JournalFollower {
     return this.accepted;
   }
 
-  /** One execution's stream read afresh from the store, not from what was followed: what survived a crash. */
+  /** One execution's stream read afresh from the file, not from what was followed: what survived a crash. */
   async executionStream(executionId: string): Promise<RecordedEvent[]> {
-    return (await this.opened).readStream(executionStream(parseExecutionId(executionId)));
+    return this.store.readStream(executionStream(parseExecutionId(executionId)));
   }
 
   async close(): Promise<void> {
-    await (await this.opened).close();
+    await this.store.close();
   }
 }

@@ -1,27 +1,54 @@
 import { join } from 'node:path';
-import { readAllFrom, type EventStore, type RecordedEvent } from '@oncegate/event-store';
-import { openPostgresEventStore } from '@oncegate/event-store-postgres';
+import { Client } from 'pg';
+import { readAllFrom, type RecordedEvent } from '@oncegate/event-store';
 import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
 
 /** Where a gateway's journal is: its data folder (SQLite, `events.db`), or the PostgreSQL store it was configured with. */
 export type JournalLocation = string | { readonly postgresUrl: string };
 
-/** Opens the journal as a second process would (the gateway may be running). */
-export async function openJournal(location: JournalLocation): Promise<EventStore> {
-  return typeof location === 'string'
-    ? openSqliteEventStore({ file: join(location, 'events.db') })
-    : openPostgresEventStore({ url: location.postgresUrl, pollIntervalMs: 1000 });
-}
-
 /** Reads the gateway's journal, as a second process would (the gateway may be running). */
 export async function readJournal(location: JournalLocation, streamPrefixes?: string[]): Promise<RecordedEvent[]> {
-  const store = await openJournal(location);
+  if (typeof location !== 'string') return readPostgresJournal(location.postgresUrl, streamPrefixes);
+  const store = openSqliteEventStore({ file: join(location, 'events.db') });
   try {
     const events: RecordedEvent[] = [];
     for await (const event of readAllFrom(store, { pageSize: 5000, ...(streamPrefixes ? { filter: { streamPrefixes } } : {}) })) events.push(event);
     return events;
   } finally {
     await store.close();
+  }
+}
+
+type EventRow = [string, string, number, string, string, unknown, Record<string, unknown>, string, string, string];
+
+/**
+ * The events table of the store's schema (`oncegate`), read with a plain client in global order: the end-to-end
+ * suites do not import the adapter, whose own tests use their PostgreSQL harness.
+ */
+async function readPostgresJournal(url: string, streamPrefixes?: string[]): Promise<RecordedEvent[]> {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<EventRow>({
+      text: 'SELECT position, stream_id, revision, event_id, type, data, metadata, recorded_at, prev_hash, hash FROM oncegate.events ORDER BY position',
+      rowMode: 'array',
+    });
+    return rows
+      .map(([position, streamId, revision, id, type, data, metadata, recordedAt, prev, hash]) => ({
+        streamId,
+        revision,
+        position: Number(position),
+        id,
+        type,
+        data,
+        metadata,
+        recordedAt,
+        prev,
+        hash,
+      }))
+      .filter((event) => streamPrefixes === undefined || streamPrefixes.some((prefix) => event.streamId.startsWith(prefix)));
+  } finally {
+    await client.end();
   }
 }
 
