@@ -151,6 +151,21 @@ describe('the gateway on PostgreSQL (store.driver: postgres)', () => {
     expect(listed.stdout).toContain(`${executionId}\tsend_payment`);
   });
 
+  it('given a listen port already taken, when a gateway on PostgreSQL starts, then it stops at once naming the port (no server connection keeps it alive)', async () => {
+    const { url } = await freshDatabase();
+    folder = await gatewayFolder(target.url, {}, [], { store: { postgresUrl: url } });
+    gateway = await startGatewayProcess(folder);
+    const started = Date.now();
+    // The same configuration, so the same port.
+    const refused = await startGatewayProcess(folder).then(
+      () => '',
+      (error: Error) => error.message,
+    );
+    expect(refused).toMatch(/gateway exited with 1/);
+    expect(refused).toMatch(/cannot listen: .*EADDRINUSE/);
+    expect(Date.now() - started).toBeLessThan(15_000);
+  });
+
   it('given the store URL with a password, in the file or in ONCEGATE_STORE_URL, when the gateway and the commands run or fail, then the password appears in no output', async () => {
     const outputs: string[] = [];
     const commands = [['agents', 'list'], ['vault', 'status'], ['review', 'list'], ['approvals', 'list'], ['runs', 'list'], ['journal', 'export']];

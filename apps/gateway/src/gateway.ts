@@ -219,8 +219,19 @@ async function developmentToken(dataDir: string, agents: AgentDirectory): Promis
   return token;
 }
 
-/** Starts every service of the embedded gateway in this process, on one data folder. */
+/** Starts every service of the embedded gateway in this process, on one data folder and the configured store. */
 export async function startGateway(config: GatewayConfig, options: StartOptions = {}): Promise<RunningGateway> {
+  const opened: Array<{ close(): Promise<void> }> = [];
+  try {
+    return await startGatewayOn(config, options, opened);
+  } catch (error) {
+    // A start that fails closes the stores it opened: a server connection left open would keep the process alive.
+    for (const store of opened.reverse()) await store.close().catch(() => undefined);
+    throw error;
+  }
+}
+
+async function startGatewayOn(config: GatewayConfig, options: StartOptions, opened: Array<{ close(): Promise<void> }>): Promise<RunningGateway> {
   const clock = options.clock ?? systemClock;
   const logLevels = options.logLevels ?? logLevelsUpTo(config.logLevel);
   const logger: LoggerService = options.logToStderr ? new StderrLogger({ logLevels }) : new ConsoleLogger({ logLevels });
@@ -233,21 +244,14 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   }
   const folder = await openDataFolder(config);
   const { store, agents, approvers } = folder;
+  opened.push(folder);
   const env = options.env ?? process.env;
-  let keys: Awaited<ReturnType<typeof loadGatewayKeys>>['keys'];
-  let sealed: SealedStore;
-  try {
-    let migratedKeyFiles: readonly string[];
-    ({ keys, migratedKeyFiles } = await loadGatewayKeys(config.dataDir, env, { dev: config.devToken }));
-    for (const file of migratedKeyFiles) {
-      logger.log(`${file} held its key in plain (an earlier version); it is now wrapped under the master key`, 'keys');
-    }
-    sealed = await storeDriver(config.store).sealed(config.store, config.dataDir, keys.sealing);
-  } catch (error) {
-    // A server connection left open would keep the process alive after it reported the failure.
-    await folder.close();
-    throw error;
+  const { keys, migratedKeyFiles } = await loadGatewayKeys(config.dataDir, env, { dev: config.devToken });
+  for (const file of migratedKeyFiles) {
+    logger.log(`${file} held its key in plain (an earlier version); it is now wrapped under the master key`, 'keys');
   }
+  const sealed = await storeDriver(config.store).sealed(config.store, config.dataDir, keys.sealing);
+  opened.push(sealed);
   // Resumption messages only need to survive a process restart, not a power cut, and only for the retention:
   // what is older is deleted now, before the front listens, and then periodically.
   const resumption = new SseResumptionStore({
@@ -312,6 +316,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     });
     await app.listen();
     microservices.push(app);
+    opened.push(app);
     return app;
   };
   // Authorization and the dispatchers of this process decide inline in the commit that accepts an execution.
