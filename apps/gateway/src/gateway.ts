@@ -225,7 +225,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   try {
     return await startGatewayOn(config, options, opened);
   } catch (error) {
-    // A start that fails closes the stores it opened: a server connection left open would keep the process alive.
+    // A start that fails closes the services and stores it opened: a server connection left open would keep the process alive.
     for (const store of opened.reverse()) await store.close().catch(() => undefined);
     throw error;
   }
