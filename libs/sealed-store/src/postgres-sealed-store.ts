@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { escapeIdentifier, Pool, type PoolConfig } from 'pg';
+import { unavailableOr } from '@oncegate/event-store-postgres';
 import { BlobCipher, SealedValueError, type SealingKey } from './blob-cipher';
 import { SealedBlobError, sealedAad, type OpenedBlob, type SealedKind, type SealedRef, type SealedStore } from './sealed-store';
 
@@ -32,10 +33,24 @@ interface BlobRow {
 /** First key of the advisory lock that serialises creating the table ("seal"); the second is the schema's. */
 const LOCK_CLASS = 0x7365616c;
 
+/** Where the blobs are, for errors: server, database and schema, never the password. */
+function describeLocation(url: string | undefined, schema: string): string {
+  if (url === undefined) return `a PostgreSQL pool (schema ${schema})`;
+  try {
+    const shown = new URL(url);
+    shown.password = '';
+    shown.search = '';
+    return `${shown.toString()} (schema ${schema})`;
+  } catch {
+    return `a PostgreSQL server (schema ${schema})`;
+  }
+}
+
 /**
  * Sealed blobs in a PostgreSQL table beside the event store's, encrypted exactly as `SqliteSealedStore` does
  * (AES-256-GCM, bound to ref, kind and owner). A seal is one autocommitted INSERT: it is committed, with the
- * server's durability, before `seal` resolves, so before any event that references it is appended.
+ * server's durability, before `seal` resolves, so before any event that references it is appended. A server that
+ * cannot be reached is the event store's `EventStoreUnavailableError`, as for the journal beside it.
  */
 export class PostgresSealedStore implements SealedStore {
   private readonly table: string;
@@ -44,6 +59,7 @@ export class PostgresSealedStore implements SealedStore {
     private readonly pool: Pool,
     private readonly ownsPool: boolean,
     schema: string,
+    private readonly location: string,
     private readonly cipher: BlobCipher,
   ) {
     this.table = `${escapeIdentifier(schema)}.sealed_blobs`;
@@ -57,12 +73,12 @@ export class PostgresSealedStore implements SealedStore {
     const pool = options.pool ?? new Pool(config);
     if (options.pool === undefined) pool.on('error', () => undefined);
     const schema = options.schema ?? 'oncegate';
-    const store = new PostgresSealedStore(pool, options.pool === undefined, schema, cipher);
+    const store = new PostgresSealedStore(pool, options.pool === undefined, schema, describeLocation(options.url, schema), cipher);
     try {
       await store.migrate(schema);
     } catch (error) {
       await store.close();
-      throw error;
+      throw unavailableOr(store.location, error);
     }
     return store;
   }
@@ -90,18 +106,19 @@ export class PostgresSealedStore implements SealedStore {
     const ref = `sealed_${randomUUID()}`;
     const sealed = this.cipher.seal(plaintext, sealedAad(ref, kind, owner));
     const digest = `sha256:${createHash('sha256').update(plaintext).digest('hex')}`;
-    await this.pool.query({
-      text: `INSERT INTO ${this.table} (ref, kind, owner, key_id, iv, tag, ciphertext, digest, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-      values: [ref, kind, owner, sealed.keyId, sealed.iv, sealed.tag, sealed.ciphertext, digest, new Date().toISOString()],
-    });
+    await this.pool
+      .query({
+        text: `INSERT INTO ${this.table} (ref, kind, owner, key_id, iv, tag, ciphertext, digest, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+        values: [ref, kind, owner, sealed.keyId, sealed.iv, sealed.tag, sealed.ciphertext, digest, new Date().toISOString()],
+      })
+      .catch((error: unknown) => Promise.reject(unavailableOr(this.location, error)));
     return { ref, digest };
   }
 
   async open(ref: string): Promise<OpenedBlob | undefined> {
-    const result = await this.pool.query<BlobRow>({
-      text: `SELECT kind, owner, key_id, iv, tag, ciphertext, digest FROM ${this.table} WHERE ref = $1`,
-      values: [ref],
-    });
+    const result = await this.pool
+      .query<BlobRow>({ text: `SELECT kind, owner, key_id, iv, tag, ciphertext, digest FROM ${this.table} WHERE ref = $1`, values: [ref] })
+      .catch((error: unknown) => Promise.reject(unavailableOr(this.location, error)));
     const row = result.rows[0];
     if (row === undefined) return undefined;
     try {

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { Client, escapeIdentifier } from 'pg';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { EventStoreUnavailableError } from '@oncegate/event-store';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- integration tests run the shared real-PostgreSQL harness
 import { startPostgres, type PostgresHandle } from '../../../test/support/postgres';
 import type { SealingKey } from './blob-cipher';
@@ -175,4 +176,28 @@ describeSealedStore<PostgresLocation>('postgres', {
   async disposeLocation({ url, schema }) {
     await withClient(url, (client) => client.query(`DROP SCHEMA IF EXISTS ${escapeIdentifier(schema)} CASCADE`));
   },
+});
+
+describe('postgres sealed store on a server that goes away', () => {
+  it('postgres: given the server is down, when a blob is sealed or opened, then the store is unavailable, named without the password, and works again once the server is back', async () => {
+    server ??= startPostgres();
+    const handle = await server;
+    const schema = `sealed_${randomBytes(6).toString('hex')}`;
+    const url = handle.url().replace('postgres@', 'postgres:pw-canary-0c1d@');
+    const store = await PostgresSealedStore.open({ url, schema, current: { id: 'k1', key: randomBytes(32) } });
+    const before = await store.seal('result', 'ex_1', Buffer.from('before'));
+    await handle.shutdown();
+    try {
+      const refused = await store.seal('result', 'ex_2', Buffer.from('while down')).catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(EventStoreUnavailableError);
+      expect((refused as Error).message).toContain(`postgres://postgres@127.0.0.1:${handle.port}/postgres (schema ${schema})`);
+      expect((refused as Error).message).not.toContain('pw-canary-0c1d');
+      await expect(store.open(before.ref)).rejects.toBeInstanceOf(EventStoreUnavailableError);
+    } finally {
+      await handle.start();
+    }
+    expect((await store.open(before.ref))!.plaintext.toString()).toBe('before');
+    await store.close();
+    await withClient(handle.url(), (client) => client.query(`DROP SCHEMA IF EXISTS ${escapeIdentifier(schema)} CASCADE`));
+  });
 });
