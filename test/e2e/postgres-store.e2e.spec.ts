@@ -166,6 +166,35 @@ describe('the gateway on PostgreSQL (store.driver: postgres)', () => {
     expect(Date.now() - started).toBeLessThan(15_000);
   });
 
+  it('given the PostgreSQL server goes away while the gateway runs, when a call arrives, then it is told storage is unavailable, nothing is sent, and calls succeed once the server is back', async () => {
+    const { url } = await freshDatabase();
+    folder = await gatewayFolder(target.url, {}, [], { store: { postgresUrl: url } });
+    gateway = await startGatewayProcess(folder);
+    const { client } = await connectClient(gateway.url, gateway.devToken);
+    expect((await client.callTool({ name: 'set_config', arguments: { name: 'before.down', value: '1' } })).isError).toBe(false);
+
+    await server.shutdown();
+    try {
+      const refused = await client
+        .callTool({ name: 'set_config', arguments: { name: 'while.down', value: '2' } }, undefined, { timeout: 20_000 })
+        .catch((error: unknown) => error);
+      // The journal cannot be read either, so the request may be refused whole (HTTP 503) before the call is decoded.
+      expect([-32012, 503]).toContain((refused as { code: number }).code);
+      expect(String((refused as Error).message)).toMatch(/Storage unavailable/);
+      expect((await target.effects()).requestsTotal).toBe(1);
+    } finally {
+      await server.start();
+    }
+
+    const after = await eventually(async () => {
+      const result = await client.callTool({ name: 'set_config', arguments: { name: 'after.down', value: '3' } }).catch(() => undefined);
+      return result?.isError === false ? result : undefined;
+    }, 20_000, 'a call after the server came back');
+    expect(executionOf(after).state).toMatch(/^(completed|delivered|completed_result_not_delivered)$/);
+    await client.close();
+    expect(gateway.output()).not.toContain(PASSWORD);
+  });
+
   it('given the store URL with a password, in the file or in ONCEGATE_STORE_URL, when the gateway and the commands run or fail, then the password appears in no output', async () => {
     const outputs: string[] = [];
     const commands = [['agents', 'list'], ['vault', 'status'], ['review', 'list'], ['approvals', 'list'], ['runs', 'list'], ['journal', 'export']];
