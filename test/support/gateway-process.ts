@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { JournalLocation } from './journal';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const LAUNCHER = join(ROOT, 'bin/oncegate.mjs');
@@ -22,6 +23,8 @@ export async function freePort(): Promise<number> {
 export interface GatewayFolder {
   readonly dir: string;
   readonly dataDir: string;
+  /** Where the gateway's journal is: the data folder, or the PostgreSQL store of `store.postgresUrl`. */
+  readonly journal: JournalLocation;
   readonly configFile: string;
   readonly port: number;
   readonly url: string;
@@ -46,13 +49,15 @@ export interface TestCredential {
  * `overrides` replaces top-level configuration fields (YAML text of the value), and a `listen.<field>` key adds
  * that field to the listen section (which names the folder's port). Its vault (development master
  * key) holds `demo-writer` — a bearer credential whose value is `CREDENTIAL_CANARY`, bound to the target's
- * host and port — and `credentials`; with `vault: false` there is no vault at all.
+ * host and port — and `credentials`; with `vault: false` there is no vault at all. With `store.postgresUrl`
+ * the journal and sealed blobs are on that PostgreSQL database (`store.driver: postgres`); with `store.urlFromEnv`
+ * the file names the driver only and the URL is left to `ONCEGATE_STORE_URL`, which the caller passes.
  */
 export async function gatewayFolder(
   targetUrl: string,
   overrides: Record<string, string> = {},
   credentials: readonly TestCredential[] = [],
-  { vault = true }: { vault?: boolean } = {},
+  { vault = true, store }: { vault?: boolean; store?: { postgresUrl: string; urlFromEnv?: boolean } } = {},
 ): Promise<GatewayFolder> {
   const dir = mkdtempSync(join(tmpdir(), 'oncegate-e2e-'));
   const tools = join(dir, 'tools.yaml');
@@ -67,12 +72,14 @@ export async function gatewayFolder(
     dev_token: 'true',
     call_wait: '15s',
     max_request_bytes: '64KiB',
+    ...(store === undefined ? {} : { store: store.urlFromEnv ? '{ driver: postgres }' : `{ driver: postgres, url: '${store.postgresUrl}' }` }),
     ...Object.fromEntries(Object.entries(overrides).filter(([key]) => !key.startsWith('listen.'))),
   };
   writeFileSync(configFile, Object.entries(fields).map(([key, value]) => `${key}: ${value}`).join('\n') + '\n');
   const folder: GatewayFolder = {
     dir,
     dataDir: join(dir, 'data'),
+    journal: store === undefined ? join(dir, 'data') : { postgresUrl: store.postgresUrl },
     configFile,
     port,
     url: `http://127.0.0.1:${port}/mcp`,
@@ -80,14 +87,15 @@ export async function gatewayFolder(
   };
   if (!vault) return folder;
   const target = new URL(targetUrl);
-  await storeInVault(folder, [{ ref: 'demo-writer', kind: 'bearer', bind: [`${target.hostname}:${target.port}`] }, ...credentials]);
+  const env = store?.urlFromEnv ? { ONCEGATE_STORE_URL: store.postgresUrl } : {};
+  await storeInVault(folder, [{ ref: 'demo-writer', kind: 'bearer', bind: [`${target.hostname}:${target.port}`] }, ...credentials], env);
   return folder;
 }
 
 /** `oncegate vault init --dev`, then `oncegate vault set` for each credential; any failure fails the test. */
-async function storeInVault(folder: GatewayFolder, credentials: readonly TestCredential[]): Promise<void> {
+async function storeInVault(folder: GatewayFolder, credentials: readonly TestCredential[], baseEnv: NodeJS.ProcessEnv): Promise<void> {
   const must = async (args: string[], env: NodeJS.ProcessEnv = {}) => {
-    const result = await oncegate(folder, args, env);
+    const result = await oncegate(folder, args, { ...baseEnv, ...env });
     if (result.code !== 0) throw new Error(`oncegate ${args.join(' ')} exited with ${result.code}: ${result.stderr}`);
   };
   await must(['vault', 'init', '--dev']);

@@ -1,10 +1,15 @@
 import { join } from 'node:path';
+import { Client } from 'pg';
 import { readAllFrom, type RecordedEvent } from '@oncegate/event-store';
 import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
 
-/** Reads the gateway's journal from its data folder, as a second process would (the gateway may be running). */
-export async function readJournal(dataDir: string, streamPrefixes?: string[]): Promise<RecordedEvent[]> {
-  const store = openSqliteEventStore({ file: join(dataDir, 'events.db') });
+/** Where a gateway's journal is: its data folder (SQLite, `events.db`), or the PostgreSQL store it was configured with. */
+export type JournalLocation = string | { readonly postgresUrl: string };
+
+/** Reads the gateway's journal, as a second process would (the gateway may be running). */
+export async function readJournal(location: JournalLocation, streamPrefixes?: string[]): Promise<RecordedEvent[]> {
+  if (typeof location !== 'string') return readPostgresJournal(location.postgresUrl, streamPrefixes);
+  const store = openSqliteEventStore({ file: join(location, 'events.db') });
   try {
     const events: RecordedEvent[] = [];
     for await (const event of readAllFrom(store, { pageSize: 5000, ...(streamPrefixes ? { filter: { streamPrefixes } } : {}) })) events.push(event);
@@ -14,13 +19,46 @@ export async function readJournal(dataDir: string, streamPrefixes?: string[]): P
   }
 }
 
-/** Event types of one execution's stream, in order. */
-export async function executionEvents(dataDir: string, executionId: string): Promise<string[]> {
-  return (await readJournal(dataDir, [`execution-${executionId}`])).map((event) => event.type);
+type EventRow = [string, string, number, string, string, unknown, Record<string, unknown>, string, string, string];
+
+/**
+ * The events table of the store's schema (`oncegate`), read with a plain client in global order: the end-to-end
+ * suites do not import the adapter, whose own tests use their PostgreSQL harness.
+ */
+async function readPostgresJournal(url: string, streamPrefixes?: string[]): Promise<RecordedEvent[]> {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<EventRow>({
+      text: 'SELECT position, stream_id, revision, event_id, type, data, metadata, recorded_at, prev_hash, hash FROM oncegate.events ORDER BY position',
+      rowMode: 'array',
+    });
+    return rows
+      .map(([position, streamId, revision, id, type, data, metadata, recordedAt, prev, hash]) => ({
+        streamId,
+        revision,
+        position: Number(position),
+        id,
+        type,
+        data,
+        metadata,
+        recordedAt,
+        prev,
+        hash,
+      }))
+      .filter((event) => streamPrefixes === undefined || streamPrefixes.some((prefix) => event.streamId.startsWith(prefix)));
+  } finally {
+    await client.end();
+  }
 }
 
-export async function executionIds(dataDir: string): Promise<string[]> {
-  const events = await readJournal(dataDir, ['execution-']);
+/** Event types of one execution's stream, in order. */
+export async function executionEvents(location: JournalLocation, executionId: string): Promise<string[]> {
+  return (await readJournal(location, [`execution-${executionId}`])).map((event) => event.type);
+}
+
+export async function executionIds(location: JournalLocation): Promise<string[]> {
+  const events = await readJournal(location, ['execution-']);
   return [...new Set(events.map((event) => event.streamId.slice('execution-'.length)))];
 }
 

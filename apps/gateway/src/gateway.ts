@@ -10,12 +10,14 @@ import { parseContractFile, type ToolContract } from '@oncegate/contracts';
 import { HttpDispatcher } from '@oncegate/dispatcher-http';
 import { SshDispatcher } from '@oncegate/dispatcher-ssh';
 import type { EventStore } from '@oncegate/event-store';
+import { openPostgresEventStore } from '@oncegate/event-store-postgres';
 import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
 import { ExecutionWatcher, InlineSteps, systemClock, type Clock, type InlineStep } from '@oncegate/execution-journal';
 import { keyRingFromConfig } from '@oncegate/fingerprint';
 import { EventStoreTransport } from '@oncegate/nest-event-store';
-import { BlobCipher, SqliteSealedStore } from '@oncegate/sealed-store';
-import { GatewayConfigError, logLevelsUpTo, unauthenticatedAgentProblem, type GatewayConfig } from './config/gateway-config';
+import { BlobCipher, PostgresSealedStore, SqliteSealedStore, type SealedStore, type SealingKey } from '@oncegate/sealed-store';
+import { GatewayConfigError, logLevelsUpTo, unauthenticatedAgentProblem, type GatewayConfig, type StoreConfig } from './config/gateway-config';
+import { redactedStoreUrl, withoutStorePassword } from './config/store-url';
 import { DeliveryTracker } from './front/delivery-tracker';
 import { ApprovalsApi } from './front/approvals-api';
 import { ConsoleApi } from './front/console-api';
@@ -48,10 +50,48 @@ import { PreparedCalls } from './services/prepared-calls';
  */
 const CONSOLE_ASSETS_DIR = fileURLToPath(new URL('../../../dist/apps/console/', import.meta.url));
 
-/** Event-store adapters by configured driver name; the rest of the gateway only sees the port. */
-const EVENT_STORE_DRIVERS: Record<GatewayConfig['store']['driver'], (config: GatewayConfig, file: string, readOnly: boolean) => EventStore> = {
-  sqlite: (config, file, readOnly) => openSqliteEventStore({ file, synchronous: config.store.synchronous, readOnly }),
+/** How one `store.driver` opens the event store and the sealed store; the rest of the gateway only sees the ports. */
+interface StoreDriver<S extends StoreConfig> {
+  /** Where the journal is, as it may be printed (a URL's password redacted). */
+  where(store: S, dataDir: string): string;
+  events(store: S, dataDir: string, readOnly: boolean): Promise<EventStore>;
+  sealed(store: S, dataDir: string, current: SealingKey): Promise<SealedStore>;
+}
+
+/** A driver's error with the store URL's password replaced, so it can be printed. */
+function scrubbed(url: string, error: unknown): unknown {
+  if (error instanceof Error) {
+    error.message = withoutStorePassword(error.message, url);
+    if (error.stack !== undefined) error.stack = withoutStorePassword(error.stack, url);
+  }
+  return error;
+}
+
+/** Store adapters by configured driver name. */
+const STORE_DRIVERS: { readonly [D in StoreConfig['driver']]: StoreDriver<Extract<StoreConfig, { driver: D }>> } = {
+  sqlite: {
+    where: (_store, dataDir) => join(dataDir, 'events.db'),
+    events: async (store, dataDir, readOnly) => openSqliteEventStore({ file: join(dataDir, 'events.db'), synchronous: store.synchronous, readOnly }),
+    // Sealed blobs live in the journal's file with synchronous=NORMAL: the FULL commit of the event that
+    // references a blob syncs the shared WAL, so a referenced blob is durable without an fsync of its own.
+    sealed: async (_store, dataDir, current) => new SqliteSealedStore({ file: join(dataDir, 'events.db'), synchronous: 'NORMAL', current }),
+  },
+  postgres: {
+    where: (store) => redactedStoreUrl(store.url),
+    events: (store) => openPostgresEventStore({ url: store.url }).catch((error: unknown) => Promise.reject(scrubbed(store.url, error))),
+    // Every process on the server reads the blobs; each seal is committed before the event referencing it is appended.
+    sealed: (store, _dataDir, current) => PostgresSealedStore.open({ url: store.url, current }).catch((error: unknown) => Promise.reject(scrubbed(store.url, error))),
+  },
 };
+
+function storeDriver<S extends StoreConfig>(store: S): StoreDriver<S> {
+  return STORE_DRIVERS[store.driver] as unknown as StoreDriver<S>;
+}
+
+/** Where the configured journal is, as it may be printed: the SQLite file, or the PostgreSQL URL without its password. */
+export function storeLocation(config: GatewayConfig): string {
+  return storeDriver(config.store).where(config.store, config.dataDir);
+}
 
 export interface StartOptions {
   readonly clock?: Clock;
@@ -103,7 +143,6 @@ export interface DataFolder {
   close(): Promise<void>;
 }
 
-/** Opens the data folder's store; `readOnly` creates and writes nothing (a copied or mounted folder may be read-only). */
 /** The durable consumer (subscription) name of each service: its checkpoint and its parked events go by it. */
 export const SERVICE_CONSUMERS = {
   authorization: 'authorization',
@@ -112,10 +151,14 @@ export const SERVICE_CONSUMERS = {
   resultDelivery: 'result-delivery',
 } as const;
 
-export function openDataFolder(config: GatewayConfig, options: { readonly readOnly?: boolean } = {}): DataFolder {
+/**
+ * Opens the configured store beside the data folder; `readOnly` creates and writes nothing in a SQLite folder (a
+ * copied or mounted folder may be read-only).
+ */
+export async function openDataFolder(config: GatewayConfig, options: { readonly readOnly?: boolean } = {}): Promise<DataFolder> {
   const readOnly = options.readOnly ?? false;
   if (!readOnly) mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
-  const store = EVENT_STORE_DRIVERS[config.store.driver](config, join(config.dataDir, 'events.db'), readOnly);
+  const store = await storeDriver(config.store).events(config.store, config.dataDir, readOnly);
   return { store, agents: new AgentDirectory(store), approvers: new ApproverDirectory(store), close: () => store.close() };
 }
 
@@ -191,8 +234,19 @@ async function developmentToken(dataDir: string, agents: AgentDirectory): Promis
   return token;
 }
 
-/** Starts every service of the embedded gateway in this process, on one data folder. */
+/** Starts every service of the embedded gateway in this process, on one data folder and the configured store. */
 export async function startGateway(config: GatewayConfig, options: StartOptions = {}): Promise<RunningGateway> {
+  const opened: Array<{ close(): Promise<void> }> = [];
+  try {
+    return await startGatewayOn(config, options, opened);
+  } catch (error) {
+    // A start that fails closes the services and stores it opened: a server connection left open would keep the process alive.
+    for (const store of opened.reverse()) await store.close().catch(() => undefined);
+    throw error;
+  }
+}
+
+async function startGatewayOn(config: GatewayConfig, options: StartOptions, opened: Array<{ close(): Promise<void> }>): Promise<RunningGateway> {
   const clock = options.clock ?? systemClock;
   const logLevels = options.logLevels ?? logLevelsUpTo(config.logLevel);
   const logger: LoggerService = options.logToStderr ? new StderrLogger({ logLevels }) : new ConsoleLogger({ logLevels });
@@ -203,20 +257,16 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   if (unauthenticated !== undefined) {
     throw new GatewayConfigError([{ file: config.source, path: 'testing.unauthenticated_agent', line: 0, column: 0, reason: `test only, refused: ${unauthenticated}` }]);
   }
-  const folder = openDataFolder(config);
+  const folder = await openDataFolder(config);
   const { store, agents, approvers } = folder;
+  opened.push(folder);
   const env = options.env ?? process.env;
   const { keys, migratedKeyFiles } = await loadGatewayKeys(config.dataDir, env, { dev: config.devToken });
   for (const file of migratedKeyFiles) {
     logger.log(`${file} held its key in plain (an earlier version); it is now wrapped under the master key`, 'keys');
   }
-  // Sealed blobs live in the journal's file with synchronous=NORMAL: the FULL commit of the event that
-  // references a blob syncs the shared WAL, so a referenced blob is durable without an fsync of its own.
-  const sealed = new SqliteSealedStore({
-    file: join(config.dataDir, 'events.db'),
-    synchronous: 'NORMAL',
-    current: keys.sealing,
-  });
+  const sealed = await storeDriver(config.store).sealed(config.store, config.dataDir, keys.sealing);
+  opened.push(sealed);
   // Resumption messages only need to survive a process restart, not a power cut, and only for the retention:
   // what is older is deleted now, before the front listens, and then periodically.
   const resumption = new SseResumptionStore({
@@ -281,6 +331,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     });
     await app.listen();
     microservices.push(app);
+    opened.push(app);
     return app;
   };
   // Authorization and the dispatchers of this process decide inline in the commit that accepts an execution.

@@ -1,3 +1,4 @@
 export { PostgresEventStore, openPostgresEventStore } from './postgres-event-store';
 export type { PostgresEventStoreOptions } from './postgres-event-store';
 export { openPostgresEventStore as openEventStore } from './postgres-event-store';
+export { unavailableOr } from './postgres-errors';

@@ -3,79 +3,201 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { afterEach, describe, expect, it } from 'vitest';
-import { SealedBlobError, SqliteSealedStore } from './sealed-store';
+import { Client, escapeIdentifier } from 'pg';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { EventStoreUnavailableError } from '@oncegate/event-store';
+// eslint-disable-next-line @nx/enforce-module-boundaries -- integration tests run the shared real-PostgreSQL harness
+import { startPostgres, type PostgresHandle } from '../../../test/support/postgres';
+import type { SealingKey } from './blob-cipher';
+import { PostgresSealedStore } from './postgres-sealed-store';
+import { SealedBlobError, SqliteSealedStore, type SealedStore } from './sealed-store';
 
 const CANARY = 'canary-RESULT-9d1e';
 
-describe('sqlite sealed store', () => {
-  const dirs: string[] = [];
-  const fresh = () => {
-    const dir = mkdtempSync(join(tmpdir(), 'oncegate-sealed-'));
-    dirs.push(dir);
-    return join(dir, 'sealed.db');
-  };
-  afterEach(() => {
-    for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-  });
+/** How the shared tests reach one implementation's storage: open a store on a location, read and edit it raw. */
+interface SealedStoreHarness<Location> {
+  createLocation(): Promise<Location>;
+  open(location: Location, current: SealingKey, previous?: readonly SealingKey[]): Promise<SealedStore>;
+  /** Whether the bytes appear anywhere in what the storage holds, read without the store. */
+  rawContains(location: Location, bytes: Buffer): Promise<boolean>;
+  /** Moves the blob to another owner, or replaces its ciphertext, behind the store's back. */
+  tamper(location: Location, ref: string, change: 'owner' | 'ciphertext'): Promise<void>;
+  disposeLocation(location: Location): Promise<void>;
+}
 
-  it('given a sealed result, when opened, then the plaintext, owner and digest come back', async () => {
-    const store = new SqliteSealedStore({ file: fresh(), current: { id: 'k1', key: randomBytes(32) } });
-    const sealed = await store.seal('result', 'ex_1', Buffer.from(`{"token":"${CANARY}"}`));
-    expect(sealed.ref).toMatch(/^sealed_[0-9a-f-]{36}$/);
-    expect(sealed.digest).toMatch(/^sha256:[0-9a-f]{64}$/);
-    const opened = await store.open(sealed.ref);
-    expect(opened).toMatchObject({ kind: 'result', owner: 'ex_1', digest: sealed.digest });
-    expect(opened!.plaintext.toString()).toContain(CANARY);
-    expect(await store.open('sealed_missing')).toBeUndefined();
-    await store.close();
-  });
+function describeSealedStore<Location>(name: string, harness: SealedStoreHarness<Location>): void {
+  describe(`${name} sealed store`, () => {
+    const locations: Location[] = [];
+    const fresh = async () => {
+      const location = await harness.createLocation();
+      locations.push(location);
+      return location;
+    };
+    afterEach(async () => {
+      for (const location of locations.splice(0)) await harness.disposeLocation(location);
+    });
 
-  it('given a sealed blob, when the file is read raw, then the plaintext is not in it', async () => {
-    const file = fresh();
-    const store = new SqliteSealedStore({ file, current: { id: 'k1', key: randomBytes(32) } });
-    await store.seal('arguments', 'ex_1', Buffer.from(CANARY.repeat(10)));
-    await store.close();
-    for (const suffix of ['', '-wal']) {
-      const bytes = (() => {
-        try {
-          return readFileSync(file + suffix);
-        } catch {
-          return Buffer.alloc(0);
-        }
-      })();
-      expect(bytes.includes(Buffer.from(CANARY))).toBe(false);
-    }
-  });
+    it(`${name}: given a sealed result, when opened, then the plaintext, owner and digest come back`, async () => {
+      const store = await harness.open(await fresh(), { id: 'k1', key: randomBytes(32) });
+      const sealed = await store.seal('result', 'ex_1', Buffer.from(`{"token":"${CANARY}"}`));
+      expect(sealed.ref).toMatch(/^sealed_[0-9a-f-]{36}$/);
+      expect(sealed.digest).toMatch(/^sha256:[0-9a-f]{64}$/);
+      const opened = await store.open(sealed.ref);
+      expect(opened).toMatchObject({ kind: 'result', owner: 'ex_1', digest: sealed.digest });
+      expect(opened!.plaintext.toString()).toContain(CANARY);
+      expect(await store.open('sealed_missing')).toBeUndefined();
+      await store.close();
+    });
 
-  it('given a rotated key, when an old blob is opened, then the previous key opens it', async () => {
-    const file = fresh();
-    const k1 = { id: 'k1', key: randomBytes(32) };
-    const before = new SqliteSealedStore({ file, current: k1 });
-    const sealed = await before.seal('result', 'ex_1', Buffer.from('old'));
-    await before.close();
-    const after = new SqliteSealedStore({ file, current: { id: 'k2', key: randomBytes(32) }, previous: [k1] });
-    expect((await after.open(sealed.ref))!.plaintext.toString()).toBe('old');
-    await after.close();
-    const forgotten = new SqliteSealedStore({ file, current: { id: 'k2', key: randomBytes(32) } });
-    await expect(forgotten.open(sealed.ref)).rejects.toThrow(/key k1, which is not configured/);
-    await forgotten.close();
-  });
+    it(`${name}: given a sealed blob, when the storage is read raw, then the plaintext is not in it`, async () => {
+      const location = await fresh();
+      const store = await harness.open(location, { id: 'k1', key: randomBytes(32) });
+      const sealed = await store.seal('arguments', 'ex_1', Buffer.from(CANARY.repeat(10)));
+      await store.close();
+      expect(await harness.rawContains(location, Buffer.from(sealed.ref))).toBe(true);
+      expect(await harness.rawContains(location, Buffer.from(CANARY))).toBe(false);
+    });
 
-  it('given a tampered ciphertext or a blob moved to another execution, when opened, then authentication fails', async () => {
-    const file = fresh();
-    const key = { id: 'k1', key: randomBytes(32) };
-    const store = new SqliteSealedStore({ file, current: key });
-    const a = await store.seal('result', 'ex_a', Buffer.from('payload-a'));
-    const b = await store.seal('result', 'ex_b', Buffer.from('payload-b'));
-    await store.close();
+    it(`${name}: given a blob sealed by one store object, when another opens the same storage, then it reads the blob`, async () => {
+      const location = await fresh();
+      const key = { id: 'k1', key: randomBytes(32) };
+      const writer = await harness.open(location, key);
+      const reader = await harness.open(location, key);
+      const sealed = await writer.seal('result', 'ex_shared', Buffer.from('seen by every process'));
+      expect((await reader.open(sealed.ref))!.plaintext.toString()).toBe('seen by every process');
+      await writer.close();
+      await reader.close();
+    });
+
+    it(`${name}: given a rotated key, when an old blob is opened, then the previous key opens it`, async () => {
+      const location = await fresh();
+      const k1 = { id: 'k1', key: randomBytes(32) };
+      const before = await harness.open(location, k1);
+      const sealed = await before.seal('result', 'ex_1', Buffer.from('old'));
+      await before.close();
+      const after = await harness.open(location, { id: 'k2', key: randomBytes(32) }, [k1]);
+      expect((await after.open(sealed.ref))!.plaintext.toString()).toBe('old');
+      await after.close();
+      const forgotten = await harness.open(location, { id: 'k2', key: randomBytes(32) });
+      await expect(forgotten.open(sealed.ref)).rejects.toThrow(/key k1, which is not configured/);
+      await forgotten.close();
+    });
+
+    it(`${name}: given a tampered ciphertext or a blob moved to another execution, when opened, then authentication fails`, async () => {
+      const location = await fresh();
+      const key = { id: 'k1', key: randomBytes(32) };
+      const store = await harness.open(location, key);
+      const a = await store.seal('result', 'ex_a', Buffer.from('payload-a'));
+      const b = await store.seal('result', 'ex_b', Buffer.from('payload-b'));
+      await store.close();
+      await harness.tamper(location, a.ref, 'owner');
+      await harness.tamper(location, b.ref, 'ciphertext');
+      const reopened = await harness.open(location, key);
+      await expect(reopened.open(a.ref)).rejects.toBeInstanceOf(SealedBlobError);
+      await expect(reopened.open(b.ref)).rejects.toThrow(/authentication failed/);
+      await reopened.close();
+    });
+  });
+}
+
+describeSealedStore<string>('sqlite', {
+  async createLocation() {
+    return join(mkdtempSync(join(tmpdir(), 'oncegate-sealed-')), 'sealed.db');
+  },
+  async open(file, current, previous) {
+    return new SqliteSealedStore({ file, current, ...(previous ? { previous } : {}) });
+  },
+  async rawContains(file, bytes) {
+    const read = (path: string) => {
+      try {
+        return readFileSync(path);
+      } catch {
+        return Buffer.alloc(0);
+      }
+    };
+    return ['', '-wal'].some((suffix) => read(file + suffix).includes(bytes));
+  },
+  async tamper(file, ref, change) {
     const raw = new DatabaseSync(file);
-    raw.prepare("UPDATE sealed_blobs SET owner = 'ex_other' WHERE ref = ?").run(a.ref);
-    raw.prepare('UPDATE sealed_blobs SET ciphertext = zeroblob(9) WHERE ref = ?').run(b.ref);
+    const statement = change === 'owner' ? "UPDATE sealed_blobs SET owner = 'ex_other' WHERE ref = ?" : 'UPDATE sealed_blobs SET ciphertext = zeroblob(9) WHERE ref = ?';
+    raw.prepare(statement).run(ref);
     raw.close();
-    const reopened = new SqliteSealedStore({ file, current: key });
-    await expect(reopened.open(a.ref)).rejects.toBeInstanceOf(SealedBlobError);
-    await expect(reopened.open(b.ref)).rejects.toThrow(/authentication failed/);
-    await reopened.close();
+  },
+  async disposeLocation(file) {
+    rmSync(join(file, '..'), { recursive: true, force: true });
+  },
+});
+
+/** A PostgreSQL store's place on the test server: the database URL and a schema of its own. */
+interface PostgresLocation {
+  readonly url: string;
+  readonly schema: string;
+}
+
+// One server for this file, started by the first test that needs it; each test gets a fresh schema.
+let server: Promise<PostgresHandle> | undefined;
+afterAll(async () => {
+  await (await server?.catch(() => undefined))?.stop();
+});
+
+async function withClient<T>(url: string, work: (client: Client) => Promise<T>): Promise<T> {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
+describeSealedStore<PostgresLocation>('postgres', {
+  async createLocation() {
+    server ??= startPostgres();
+    return { url: (await server).url(), schema: `sealed_${randomBytes(6).toString('hex')}` };
+  },
+  async open({ url, schema }, current, previous) {
+    return PostgresSealedStore.open({ url, schema, current, ...(previous ? { previous } : {}) });
+  },
+  async rawContains({ url, schema }, bytes) {
+    // Every column of every row, as the server stores it (bytea compared as bytes, text as UTF-8).
+    return withClient(url, async (client) => {
+      const { rows } = await client.query<{ row: string }>(`SELECT t::text AS row FROM ${escapeIdentifier(schema)}.sealed_blobs t`);
+      const needle = bytes.toString('hex');
+      return rows.some(({ row }) => row.includes(bytes.toString('utf8')) || row.includes(needle));
+    });
+  },
+  async tamper({ url, schema }, ref, change) {
+    const statement =
+      change === 'owner'
+        ? `UPDATE ${escapeIdentifier(schema)}.sealed_blobs SET owner = 'ex_other' WHERE ref = $1`
+        : `UPDATE ${escapeIdentifier(schema)}.sealed_blobs SET ciphertext = '\\x000000000000000000'::bytea WHERE ref = $1`;
+    await withClient(url, (client) => client.query(statement, [ref]));
+  },
+  async disposeLocation({ url, schema }) {
+    await withClient(url, (client) => client.query(`DROP SCHEMA IF EXISTS ${escapeIdentifier(schema)} CASCADE`));
+  },
+});
+
+describe('postgres sealed store on a server that goes away', () => {
+  it('postgres: given the server is down, when a blob is sealed or opened, then the store is unavailable, named without the password, and works again once the server is back', async () => {
+    server ??= startPostgres();
+    const handle = await server;
+    const schema = `sealed_${randomBytes(6).toString('hex')}`;
+    const url = handle.url().replace('postgres@', 'postgres:pw-canary-0c1d@');
+    const store = await PostgresSealedStore.open({ url, schema, current: { id: 'k1', key: randomBytes(32) } });
+    const before = await store.seal('result', 'ex_1', Buffer.from('before'));
+    await handle.shutdown();
+    try {
+      const refused = await store.seal('result', 'ex_2', Buffer.from('while down')).catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(EventStoreUnavailableError);
+      expect((refused as Error).message).toContain(`postgres://postgres@127.0.0.1:${handle.port}/postgres (schema ${schema})`);
+      expect((refused as Error).message).not.toContain('pw-canary-0c1d');
+      await expect(store.open(before.ref)).rejects.toBeInstanceOf(EventStoreUnavailableError);
+    } finally {
+      await handle.start();
+    }
+    expect((await store.open(before.ref))!.plaintext.toString()).toBe('before');
+    await store.close();
+    await withClient(handle.url(), (client) => client.query(`DROP SCHEMA IF EXISTS ${escapeIdentifier(schema)} CASCADE`));
   });
 });

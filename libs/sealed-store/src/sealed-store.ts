@@ -62,7 +62,8 @@ interface BlobRow {
   digest: string;
 }
 
-function aad(ref: string, kind: string, owner: string): Buffer {
+/** What a blob's encryption is bound to: opening it under another ref, kind or owner fails. */
+export function sealedAad(ref: string, kind: string, owner: string): Buffer {
   return Buffer.from(`${ref}\u0000${kind}\u0000${owner}`);
 }
 
@@ -89,7 +90,7 @@ export class SqliteSealedStore implements SealedStore {
 
   async seal(kind: SealedKind, owner: string, plaintext: Uint8Array): Promise<SealedRef> {
     const ref = `sealed_${randomUUID()}`;
-    const sealed = this.cipher.seal(plaintext, aad(ref, kind, owner));
+    const sealed = this.cipher.seal(plaintext, sealedAad(ref, kind, owner));
     const digest = `sha256:${createHash('sha256').update(plaintext).digest('hex')}`;
     this.insert.run(ref, kind, owner, sealed.keyId, sealed.iv, sealed.tag, sealed.ciphertext, digest, new Date().toISOString());
     return { ref, digest };
@@ -100,7 +101,7 @@ export class SqliteSealedStore implements SealedStore {
     if (row === undefined) return undefined;
     try {
       const sealed = { keyId: row.key_id, iv: asBuffer(row.iv), tag: asBuffer(row.tag), ciphertext: asBuffer(row.ciphertext) };
-      const plaintext = this.cipher.open(sealed, aad(ref, row.kind, row.owner));
+      const plaintext = this.cipher.open(sealed, sealedAad(ref, row.kind, row.owner));
       return { kind: row.kind, owner: row.owner, plaintext, digest: row.digest };
     } catch (error) {
       if (error instanceof SealedValueError) throw new SealedBlobError(ref, error.reason);

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { isExecutionId, type ExecutionId } from '@oncegate/domain';
-import { EventStoreOpenError } from '@oncegate/event-store';
+import { EventStoreOpenError, EventStoreUnavailableError } from '@oncegate/event-store';
 import { GatewayConfigError, type GatewayConfig } from '../config/gateway-config';
 import { loadGatewayConfig } from '../config/load-config';
 import { openDataFolder, type DataFolder } from '../gateway';
@@ -62,6 +62,22 @@ export function configOrExit(parsed: ParsedArguments, io: CliIo): GatewayConfig 
 }
 
 /**
+ * Opens the configuration's data folder and store, or prints why it cannot (a store that will not open or a server
+ * that cannot be reached, named without a password) and returns the exit code.
+ */
+export async function dataFolderOrExit(config: GatewayConfig, io: CliIo, options: { readonly readOnly?: boolean } = {}): Promise<DataFolder | ExitCode> {
+  try {
+    return await openDataFolder(config, options);
+  } catch (error) {
+    if (error instanceof EventStoreOpenError || error instanceof EventStoreUnavailableError) {
+      io.stderr(`${error.message}\n`);
+      return EXIT_CODES.failed;
+    }
+    throw error;
+  }
+}
+
+/**
  * Loads the configuration, opens its data folder, runs `work`, and closes the folder whatever happens; a
  * configuration problem is printed and its exit code returned without opening anything.
  */
@@ -73,16 +89,8 @@ export async function withDataFolder(
 ): Promise<ExitCode> {
   const config = configOrExit(parsed, io);
   if (typeof config === 'number') return config;
-  let folder: DataFolder;
-  try {
-    folder = openDataFolder(config, options);
-  } catch (error) {
-    if (error instanceof EventStoreOpenError) {
-      io.stderr(`${error.message}\n`);
-      return EXIT_CODES.failed;
-    }
-    throw error;
-  }
+  const folder = await dataFolderOrExit(config, io, options);
+  if (typeof folder === 'number') return folder;
   try {
     return await work(folder, config);
   } finally {

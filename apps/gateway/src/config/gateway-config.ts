@@ -16,6 +16,18 @@ import {
   type YamlContext,
 } from '@oncegate/contracts';
 import { isLoopbackAuthority, isLoopbackHost } from './loopback';
+import { isPostgresUrl } from './store-url';
+
+export const STORE_DRIVERS = ['sqlite', 'postgres'] as const;
+export type StoreDriver = (typeof STORE_DRIVERS)[number];
+
+/**
+ * Where the journal (and the sealed blobs) live: SQLite files in the data folder, or a PostgreSQL server that
+ * several processes share. The URL may hold a password: show it only through `redactedStoreUrl`.
+ */
+export type StoreConfig =
+  | { readonly driver: 'sqlite'; readonly synchronous: 'FULL' | 'EXTRA' | 'NORMAL' }
+  | { readonly driver: 'postgres'; readonly url: string };
 
 export interface GatewayConfig {
   /** Where the configuration came from, for messages. */
@@ -59,10 +71,10 @@ export interface GatewayConfig {
    * default) sends at once.
    */
   readonly holdBeforeSendMs: number;
-  /** The one data folder: event store, sealed blobs, keys. */
+  /** The one data folder: keys, vault, instance locks, SSE resumption; the event store and sealed blobs with SQLite. */
   readonly dataDir: string;
   readonly contractsFile: string;
-  readonly store: { readonly driver: 'sqlite'; readonly synchronous: 'FULL' | 'EXTRA' | 'NORMAL' };
+  readonly store: StoreConfig;
   /** How long a tools/call waits for an outcome before it answers with a pending result. */
   readonly callWaitMs: number;
   /** Largest accepted MCP request body. */
@@ -288,8 +300,60 @@ function readPolicy(ctx: YamlContext, auth: MapReader): PolicyRule[] {
   return rules;
 }
 
-/** Parses a configuration file (YAML); every problem is reported with file, line, path and reason. */
-export function parseGatewayConfig(text: string, file: string, base = DEFAULT_CONFIG): GatewayConfig {
+const STORE_URL_FORM = 'postgres://user@host:5432/database';
+
+/** `store.url`: a PostgreSQL URL; a mistake is named without repeating the value, which may hold a password. */
+function readStoreUrl(ctx: YamlContext, node: Node, path: string): string | undefined {
+  const url = readString(ctx, node, path, { nonEmpty: true });
+  if (url === undefined) return undefined;
+  if (!isPostgresUrl(url)) {
+    ctx.report(node, path, `not a PostgreSQL URL; write ${STORE_URL_FORM} (postgres:// or postgresql://)`);
+    return undefined;
+  }
+  return url;
+}
+
+/**
+ * The `store` section. `synchronous` belongs to SQLite and `url` to PostgreSQL; the URL may instead come from
+ * `ONCEGATE_STORE_URL`, so the file need not hold a password.
+ */
+function readStore(ctx: YamlContext, store: MapReader, base: StoreConfig, env: NodeJS.ProcessEnv): StoreConfig | undefined {
+  store.rejectUnknown(['driver', 'synchronous', 'url']);
+  const driverNode = store.optional('driver');
+  const driver = driverNode === undefined ? base.driver : readEnum(ctx, driverNode, 'store.driver', STORE_DRIVERS);
+  const synchronousNode = store.optional('synchronous');
+  const urlNode = store.optional('url');
+  switch (driver) {
+    case undefined:
+      return undefined;
+    case 'sqlite': {
+      if (urlNode) ctx.report(urlNode, 'store.url', 'applies to store.driver postgres only; SQLite keeps the journal in the data folder');
+      const level = synchronousNode && readEnum(ctx, synchronousNode, 'store.synchronous', ['FULL', 'EXTRA', 'NORMAL'] as const);
+      return { driver, synchronous: level ?? (base.driver === 'sqlite' ? base.synchronous : 'FULL') };
+    }
+    case 'postgres': {
+      if (synchronousNode) {
+        ctx.report(synchronousNode, 'store.synchronous', "applies to store.driver sqlite only; PostgreSQL's durability is the server's (fsync, synchronous_commit)");
+      }
+      const url = urlNode && readStoreUrl(ctx, urlNode, 'store.url');
+      if (urlNode === undefined && !env['ONCEGATE_STORE_URL']) {
+        ctx.report(store.node, 'store.url', `required with store.driver postgres: write ${STORE_URL_FORM}, or set ONCEGATE_STORE_URL to keep the password out of the file`);
+      }
+      // Without a URL in the file, ONCEGATE_STORE_URL supplies it (applyEnvironment).
+      return url === undefined && urlNode !== undefined ? undefined : { driver, url: url ?? '' };
+    }
+    default: {
+      const never: never = driver;
+      return never;
+    }
+  }
+}
+
+/**
+ * Parses a configuration file (YAML); every problem is reported with file, line, path and reason. `env` is
+ * consulted only for a field the environment may supply instead of the file (`ONCEGATE_STORE_URL`).
+ */
+export function parseGatewayConfig(text: string, file: string, base = DEFAULT_CONFIG, env: NodeJS.ProcessEnv = {}): GatewayConfig {
   const { ctx, root } = openYamlDocument(text, file);
   const config: { -readonly [K in keyof GatewayConfig]: GatewayConfig[K] } = { ...base, source: file };
   const map = root === undefined ? undefined : MapReader.of(ctx, root, '');
@@ -353,16 +417,7 @@ export function parseGatewayConfig(text: string, file: string, base = DEFAULT_CO
     if (contracts) config.contractsFile = readString(ctx, contracts, 'contracts', { nonEmpty: true }) ?? config.contractsFile;
     const storeNode = map.optional('store');
     const store = storeNode && MapReader.of(ctx, storeNode, 'store');
-    if (store) {
-      store.rejectUnknown(['driver', 'synchronous']);
-      const driver = store.optional('driver');
-      const synchronous = store.optional('synchronous');
-      if (driver) readEnum(ctx, driver, 'store.driver', ['sqlite']);
-      if (synchronous) {
-        const level = readEnum(ctx, synchronous, 'store.synchronous', ['FULL', 'EXTRA', 'NORMAL'] as const);
-        if (level) config.store = { driver: 'sqlite', synchronous: level };
-      }
-    }
+    if (store) config.store = readStore(ctx, store, config.store, env) ?? config.store;
     const wait = map.optional('call_wait');
     if (wait) config.callWaitMs = readDuration(ctx, wait, 'call_wait') ?? config.callWaitMs;
     const maxBytes = map.optional('max_request_bytes');
@@ -445,7 +500,14 @@ export function applyEnvironment(config: GatewayConfig, env: NodeJS.ProcessEnv):
   if (env['ONCEGATE_SYNCHRONOUS']) {
     const level = env['ONCEGATE_SYNCHRONOUS'];
     if (level !== 'FULL' && level !== 'EXTRA' && level !== 'NORMAL') bad('ONCEGATE_SYNCHRONOUS', 'expected FULL, EXTRA or NORMAL');
+    else if (next.store.driver !== 'sqlite') bad('ONCEGATE_SYNCHRONOUS', `applies to store.driver sqlite only; ${config.source} sets ${next.store.driver}`);
     else next.store = { driver: 'sqlite', synchronous: level };
+  }
+  if (env['ONCEGATE_STORE_URL']) {
+    // The value is never repeated in a message: it may hold a password.
+    if (next.store.driver !== 'postgres') bad('ONCEGATE_STORE_URL', `applies to store.driver postgres only; ${config.source} sets ${next.store.driver}`);
+    else if (!isPostgresUrl(env['ONCEGATE_STORE_URL'])) bad('ONCEGATE_STORE_URL', `not a PostgreSQL URL; write ${STORE_URL_FORM} (postgres:// or postgresql://)`);
+    else next.store = { driver: 'postgres', url: env['ONCEGATE_STORE_URL'] };
   }
   if (env['ONCEGATE_LOG_LEVEL']) {
     const level = env['ONCEGATE_LOG_LEVEL'] as LogLevelName;
@@ -461,6 +523,9 @@ export function applyEnvironment(config: GatewayConfig, env: NodeJS.ProcessEnv):
     const value = env['ONCEGATE_DEMO_TARGET'];
     if (!['on', 'off', '1', '0', 'true', 'false'].includes(value)) bad('ONCEGATE_DEMO_TARGET', 'expected on or off');
     else next.demoTarget = { ...next.demoTarget, enabled: ['on', '1', 'true'].includes(value) };
+  }
+  if (next.store.driver === 'postgres' && next.store.url === '') {
+    bad('ONCEGATE_STORE_URL', `store.driver postgres (${config.source}) needs a URL: write store.url, or set ONCEGATE_STORE_URL`);
   }
   if (issues.length > 0) throw new GatewayConfigError(issues);
   return next;

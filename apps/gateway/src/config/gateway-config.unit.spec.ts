@@ -200,3 +200,87 @@ describe('the test-only unauthenticated agent (testing section)', () => {
     expect(applyEnvironment(config, { ONCEGATE_HOST: '127.0.0.2' }).unauthenticatedAgent).toBe('agent:conformance');
   });
 });
+
+describe('the store section of the configuration', () => {
+  const PASSWORD = 'pw-canary-51f3';
+
+  it('keeps the journal in SQLite with synchronous=FULL unless told otherwise', () => {
+    expect(parseGatewayConfig('', 'oncegate.yaml').store).toEqual({ driver: 'sqlite', synchronous: 'FULL' });
+    expect(parseGatewayConfig('store: { synchronous: NORMAL }', 'oncegate.yaml').store).toEqual({ driver: 'sqlite', synchronous: 'NORMAL' });
+    expect(parseGatewayConfig('store: { driver: sqlite, synchronous: EXTRA }', 'oncegate.yaml').store).toEqual({ driver: 'sqlite', synchronous: 'EXTRA' });
+  });
+
+  it('given driver postgres and a URL, when parsed, then the store is that server', () => {
+    const url = `postgres://oncegate:${PASSWORD}@db.internal:5432/oncegate?sslmode=require`;
+    expect(parseGatewayConfig(['store:', '  driver: postgres', `  url: ${url}`].join('\n'), 'oncegate.yaml').store).toEqual({ driver: 'postgres', url });
+    expect(parseGatewayConfig('store: { driver: postgres, url: "postgresql://db/oncegate" }', 'oncegate.yaml').store).toEqual({
+      driver: 'postgres',
+      url: 'postgresql://db/oncegate',
+    });
+  });
+
+  it('names an unknown driver with the drivers there are', () => {
+    expect(issuesOf(['store:', '  driver: postgresql'].join('\n'))).toEqual([
+      "oncegate.yaml:2:11 store.driver: 'postgresql' is not allowed; expected one of: sqlite, postgres — did you mean 'postgres'?",
+    ]);
+  });
+
+  it('given driver postgres without a URL in the file or the environment, then the missing url is named', () => {
+    expect(issuesOf(['data_dir: ./data', 'store:', '  driver: postgres'].join('\n'))).toEqual([
+      expect.stringMatching(/^oncegate\.yaml:3:3 store\.url: required with store\.driver postgres: write postgres:\/\/user@host:5432\/database, or set ONCEGATE_STORE_URL/),
+    ]);
+  });
+
+  it('given a URL that is not a PostgreSQL URL, then it is refused without repeating the value (it may hold a password)', () => {
+    const issues = issuesOf(['store:', '  driver: postgres', `  url: mysql://oncegate:${PASSWORD}@db/oncegate`].join('\n'));
+    expect(issues).toEqual([expect.stringMatching(/^oncegate\.yaml:3:8 store\.url: not a PostgreSQL URL; write postgres:\/\/user@host:5432\/database/)]);
+    expect(issues.join('\n')).not.toContain(PASSWORD);
+    expect(issuesOf('store: { driver: postgres, url: "db.internal:5432" }')).toEqual([expect.stringMatching(/^oncegate\.yaml:1:33 store\.url: not a PostgreSQL URL/)]);
+  });
+
+  it('refuses synchronous with postgres and a url with sqlite: each belongs to the other driver', () => {
+    expect(issuesOf(['store:', '  driver: postgres', '  url: postgres://db/oncegate', '  synchronous: FULL'].join('\n'))).toEqual([
+      expect.stringMatching(/^oncegate\.yaml:4:16 store\.synchronous: applies to store\.driver sqlite only/),
+    ]);
+    expect(issuesOf(['store:', '  driver: sqlite', '  url: postgres://db/oncegate'].join('\n'))).toEqual([
+      expect.stringMatching(/^oncegate\.yaml:3:8 store\.url: applies to store\.driver postgres only/),
+    ]);
+    expect(issuesOf('store: { driver: postgres, url: postgres://db/x, pool: 3 }')).toEqual([expect.stringMatching(/store\.pool: unknown field/)]);
+  });
+
+  it('given ONCEGATE_STORE_URL, then it supplies the URL the file leaves out, or overrides the one it has', () => {
+    const url = `postgres://oncegate:${PASSWORD}@db.internal/oncegate`;
+    const env = { ONCEGATE_STORE_URL: url };
+    const withoutUrl = parseGatewayConfig('store: { driver: postgres }', 'oncegate.yaml', undefined, env);
+    expect(applyEnvironment(withoutUrl, env).store).toEqual({ driver: 'postgres', url });
+    const withUrl = parseGatewayConfig('store: { driver: postgres, url: "postgres://other/db" }', 'oncegate.yaml');
+    expect(applyEnvironment(withUrl, env).store).toEqual({ driver: 'postgres', url });
+  });
+
+  it('given the example of docs/gateway.md, when parsed with ONCEGATE_STORE_URL, then the store is that server', async () => {
+    const { readFile } = await import('node:fs/promises');
+    const doc = await readFile(new URL('../../../../docs/gateway.md', import.meta.url), 'utf8');
+    const block = [...doc.matchAll(/```yaml\n([\s\S]*?)```/g)].map((match) => match[1] ?? '').find((text) => text.includes('driver: postgres'));
+    const url = `postgres://oncegate:${PASSWORD}@db.internal:5432/oncegate?sslmode=require`;
+    const config = parseGatewayConfig(block ?? '', 'docs/gateway.md', undefined, { ONCEGATE_STORE_URL: url });
+    expect(config.store).toEqual({ driver: 'postgres', url: 'postgres://oncegate@db.internal:5432/oncegate?sslmode=require' });
+    expect(applyEnvironment(config, { ONCEGATE_STORE_URL: url }).store).toEqual({ driver: 'postgres', url });
+  });
+
+  it('refuses ONCEGATE_STORE_URL on a SQLite store, a value that is not a PostgreSQL URL, and ONCEGATE_SYNCHRONOUS on a PostgreSQL store', () => {
+    const sqlite = parseGatewayConfig('', 'oncegate.yaml');
+    expect(() => applyEnvironment(sqlite, { ONCEGATE_STORE_URL: 'postgres://db/x' })).toThrow(
+      /environment:0:0 ONCEGATE_STORE_URL: applies to store\.driver postgres only; oncegate\.yaml sets sqlite/,
+    );
+    const postgres = parseGatewayConfig('store: { driver: postgres, url: "postgres://db/x" }', 'oncegate.yaml');
+    let message = '';
+    try {
+      applyEnvironment(postgres, { ONCEGATE_STORE_URL: `mysql://u:${PASSWORD}@db/x` });
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    expect(message).toMatch(/ONCEGATE_STORE_URL: not a PostgreSQL URL/);
+    expect(message).not.toContain(PASSWORD);
+    expect(() => applyEnvironment(postgres, { ONCEGATE_SYNCHRONOUS: 'NORMAL' })).toThrow(/ONCEGATE_SYNCHRONOUS: applies to store\.driver sqlite only/);
+  });
+});

@@ -14,6 +14,6 @@ export function loadGatewayConfig(options: { file?: string; env?: NodeJS.Process
   const fromFile =
     file === undefined
       ? { ...DEFAULT_CONFIG, source: 'defaults' }
-      : parseGatewayConfig(readFileSync(resolve(cwd, file), 'utf8'), file);
+      : parseGatewayConfig(readFileSync(resolve(cwd, file), 'utf8'), file, DEFAULT_CONFIG, env);
   return absolutePaths(applyEnvironment(fromFile, env), cwd);
 }

@@ -18,9 +18,8 @@ import {
   UnsupportedRowsFormatError,
   writeRows,
 } from '@oncegate/projections';
-import { openDataFolder } from '../../gateway';
 import { EXIT_CODES, UsageError, type CliCommand, type CliIo, type ExitCode } from '../cli-command';
-import { configOrExit, parseCommandArgs, stringOption, withDataFolder } from '../command-helpers';
+import { configOrExit, dataFolderOrExit, parseCommandArgs, stringOption, withDataFolder } from '../command-helpers';
 
 /** Errors an analyst can act on: printed as they are (they name the file, line or reason), exit 2. */
 function analystError(error: unknown, io: CliIo): ExitCode {
@@ -88,7 +87,8 @@ Reads the data folder's store, or an exported journal with --journal. Progress g
     const journal = stringOption(parsed, 'journal');
     const config = journal === undefined ? configOrExit(parsed, io) : undefined;
     if (typeof config === 'number') return config;
-    const folder = config === undefined ? undefined : openDataFolder(config);
+    const folder = config === undefined ? undefined : await dataFolderOrExit(config, io);
+    if (typeof folder === 'number') return folder;
     try {
       const { projection, builtin } = await loadProjectionModule(specifier, { cwd: process.cwd() });
       let checkpointFile = stringOption(parsed, 'checkpoint');

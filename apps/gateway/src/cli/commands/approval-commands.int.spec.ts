@@ -27,7 +27,7 @@ describe('oncegate approvals and approvers (the real CLI process on a SQLite dat
     writeFileSync(join(dir, 'tools.yaml'), approvalToolsYaml(TARGET));
     writeFileSync(configFile, `data_dir: ${dataDir}\ncontracts: ${join(dir, 'tools.yaml')}\n`);
     mkdirSync(dataDir, { recursive: true });
-    folder = { dir, dataDir, configFile, port: 0, url: '', dispose: () => rmSync(dir, { recursive: true, force: true }) };
+    folder = { dir, dataDir, journal: dataDir, configFile, port: 0, url: '', dispose: () => rmSync(dir, { recursive: true, force: true }) };
     store = openSqliteEventStore({ file: join(folder.dataDir, 'events.db') });
   });
 

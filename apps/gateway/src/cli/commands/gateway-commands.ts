@@ -1,10 +1,10 @@
 import { ContractValidationError } from '@oncegate/contracts';
-import { EventStoreOpenError } from '@oncegate/event-store';
+import { EventStoreOpenError, EventStoreUnavailableError } from '@oncegate/event-store';
 import { GatewayConfigError, logLevelsUpTo } from '../../config/gateway-config';
 import { tokenRevoked } from '../../front/mcp-errors';
 import { connectMcpServer, createMcpServer } from '../../front/mcp-server';
 import { StdioConnection } from '../../front/stdio-connection';
-import { startGateway } from '../../gateway';
+import { startGateway, storeLocation } from '../../gateway';
 import { KeyFileError } from '../../infrastructure/key-files';
 import { SealKeyError } from '../../infrastructure/seal-keys';
 import { EXIT_CODES, type CliCommand, type CliIo, type ExitCode } from '../cli-command';
@@ -28,7 +28,7 @@ function startupFailure(error: unknown, io: CliIo): ExitCode {
     io.stderr(`${error.message}\nnothing was started\n`);
     return EXIT_CODES.failed;
   }
-  if (error instanceof EventStoreOpenError) {
+  if (error instanceof EventStoreOpenError || error instanceof EventStoreUnavailableError) {
     io.stderr(`${error.message}; nothing was started\n`);
     return EXIT_CODES.failed;
   }
@@ -61,7 +61,7 @@ function untilSignal(): Promise<NodeJS.Signals> {
 export const startCommand: CliCommand = {
   group: 'start',
   name: '',
-  summary: 'Run the gateway: MCP over Streamable HTTP, all services in one process on the embedded store.',
+  summary: 'Run the gateway: MCP over Streamable HTTP, all services in one process on the configured store.',
   usage: `Usage: oncegate start [--config <file>]
 
 Runs the gateway in the foreground until SIGINT or SIGTERM. Configuration: the file
@@ -80,6 +80,7 @@ Runs the gateway in the foreground until SIGINT or SIGTERM. Configuration: the f
         `Oncegate is listening on ${gateway.url}`,
         `  tools:        ${[...gateway.tools.keys()].join(', ')} (from ${config.contractsFile})`,
         `  data folder:  ${gateway.dataDir}`,
+        `  store:        ${config.store.driver} ${storeLocation(config)}`,
         `  runtime:      Node ${process.version}`,
         ...(gateway.url ? [`  console:      ${new URL('/console/', gateway.url).href}   (sign in with an approver token: oncegate approvers add <name>)`] : []),
         ...(gateway.devToken ? [`  dev token:    ${gateway.devToken}   (agent:dev; send as 'Authorization: Bearer <token>')`] : []),

@@ -39,7 +39,7 @@ describe('oncegate parked (the real CLI process on a SQLite data folder)', () =>
     writeFileSync(join(dir, 'tools.yaml'), 'tools: []\n');
     writeFileSync(configFile, `data_dir: ${dataDir}\ncontracts: ${join(dir, 'tools.yaml')}\n`);
     mkdirSync(dataDir, { recursive: true });
-    folder = { dir, dataDir, configFile, port: 0, url: '', dispose: () => rmSync(dir, { recursive: true, force: true }) };
+    folder = { dir, dataDir, journal: dataDir, configFile, port: 0, url: '', dispose: () => rmSync(dir, { recursive: true, force: true }) };
     store = openSqliteEventStore({ file: join(dataDir, 'events.db') });
   });
 
