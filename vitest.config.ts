@@ -6,6 +6,7 @@ const root = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 export default defineConfig({
   resolve: {
     alias: [
+      { find: '@oncegate/event-store/chain', replacement: root('./libs/event-store/src/chain.ts') },
       { find: '@oncegate/event-store/testing', replacement: root('./libs/event-store/src/testing/index.ts') },
       { find: '@oncegate/demo-target', replacement: root('./apps/demo-target/src/index.ts') },
       { find: /^@oncegate\/([a-z-]+)$/, replacement: root('./libs/$1/src/index.ts') },

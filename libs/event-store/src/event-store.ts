@@ -39,7 +39,7 @@ export interface RecordedEvent<Data = unknown> {
   readonly recordedAt: string;
   /** Hash of the previous event of the same stream (`GENESIS_HASH` for revision 0): the journal's chain. */
   readonly prev: string;
-  /** This event's link: `eventHash(prev, event)` from `@oncegate/journal`, computed by the store at append. */
+  /** This event's link: `eventHash(prev, event)` (`chain.ts`), computed by the store at append. */
   readonly hash: string;
 }
 

@@ -42,3 +42,7 @@ export {
 export type { SerialisedAppend, SerialisedEvent } from './append-validation';
 export { runCatchUpSubscription } from './catch-up-subscription';
 export type { LiveFeed, LiveSegment, SubscriptionSource } from './catch-up-subscription';
+export { canonicalEventText, eventHash, GENESIS_HASH, linkEvents } from './chain';
+export type { ChainableEvent, ChainedEventFields, ChainLink, ChainTip } from './chain';
+export { eventJson } from './event-json';
+export type { EventJson } from './event-json';

@@ -7,7 +7,7 @@ import {
   InvalidEventStoreArgumentError,
   WrongExpectedRevisionError,
 } from '../errors';
-import { eventHash, GENESIS_HASH } from '@oncegate/journal';
+import { eventHash, GENESIS_HASH } from '../chain';
 import type { EventStore, RecordedEvent } from '../event-store';
 import type { ChildReport, ChildTask } from './store-child';
 
