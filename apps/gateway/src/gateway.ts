@@ -14,7 +14,7 @@ import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
 import { ExecutionWatcher, systemClock, type Clock } from '@oncegate/execution-journal';
 import { keyRingFromConfig } from '@oncegate/fingerprint';
 import { EventStoreTransport } from '@oncegate/nest-event-store';
-import { BlobCipher, SqliteSealedStore } from '@oncegate/sealed-store';
+import { BlobCipher, SqliteSealedStore, type SealedBlobWriter } from '@oncegate/sealed-store';
 import { GatewayConfigError, logLevelsUpTo, unauthenticatedAgentProblem, type GatewayConfig } from './config/gateway-config';
 import { DeliveryTracker } from './front/delivery-tracker';
 import { ApprovalsApi } from './front/approvals-api';
@@ -40,9 +40,18 @@ import { initDevelopmentVault } from './vault/vault-admin';
 import { VaultService } from './vault/vault-service';
 import { PreparedCalls } from './services/prepared-calls';
 
-/** Event-store adapters by configured driver name; the rest of the gateway only sees the port. */
-const EVENT_STORE_DRIVERS: Record<GatewayConfig['store']['driver'], (config: GatewayConfig, file: string, readOnly: boolean) => EventStore> = {
-  sqlite: (config, file, readOnly) => openSqliteEventStore({ file, synchronous: config.store.synchronous, readOnly }),
+/**
+ * Event-store adapters by configured driver name; the rest of the gateway only sees the port, and the writer of
+ * the store's file when the sealed blobs are kept in it.
+ */
+const EVENT_STORE_DRIVERS: Record<
+  GatewayConfig['store']['driver'],
+  (config: GatewayConfig, file: string, readOnly: boolean) => { store: EventStore; blobWriter: SealedBlobWriter }
+> = {
+  sqlite: (config, file, readOnly) => {
+    const store = openSqliteEventStore({ file, synchronous: config.store.synchronous, readOnly });
+    return { store, blobWriter: store };
+  },
 };
 
 export interface StartOptions {
@@ -89,6 +98,8 @@ export interface RunningGateway {
 /** The stores, keys and directories of one data folder; shared by the gateway and the operator commands. */
 export interface DataFolder {
   readonly store: EventStore;
+  /** Writes the sealed blobs kept in the store's file, in the store's own commits (they never wait for its write lock). */
+  readonly blobWriter: SealedBlobWriter;
   readonly agents: AgentDirectory;
   /** Tokens of the people who decide approvals over HTTP. */
   readonly approvers: ApproverDirectory;
@@ -99,8 +110,8 @@ export interface DataFolder {
 export function openDataFolder(config: GatewayConfig, options: { readonly readOnly?: boolean } = {}): DataFolder {
   const readOnly = options.readOnly ?? false;
   if (!readOnly) mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
-  const store = EVENT_STORE_DRIVERS[config.store.driver](config, join(config.dataDir, 'events.db'), readOnly);
-  return { store, agents: new AgentDirectory(store), approvers: new ApproverDirectory(store), close: () => store.close() };
+  const { store, blobWriter } = EVENT_STORE_DRIVERS[config.store.driver](config, join(config.dataDir, 'events.db'), readOnly);
+  return { store, blobWriter, agents: new AgentDirectory(store), approvers: new ApproverDirectory(store), close: () => store.close() };
 }
 
 export function loadTools(config: GatewayConfig): Map<string, ToolContract> {
@@ -188,17 +199,17 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     throw new GatewayConfigError([{ file: config.source, path: 'testing.unauthenticated_agent', line: 0, column: 0, reason: `test only, refused: ${unauthenticated}` }]);
   }
   const folder = openDataFolder(config);
-  const { store, agents, approvers } = folder;
+  const { store, agents, approvers, blobWriter } = folder;
   const env = options.env ?? process.env;
   const { keys, migratedKeyFiles } = await loadGatewayKeys(config.dataDir, env, { dev: config.devToken });
   for (const file of migratedKeyFiles) {
     logger.log(`${file} held its key in plain (an earlier version); it is now wrapped under the master key`, 'keys');
   }
-  // Sealed blobs live in the journal's file with synchronous=NORMAL: the FULL commit of the event that
-  // references a blob syncs the shared WAL, so a referenced blob is durable without an fsync of its own.
+  // Sealed blobs live in the journal's file and are written by the event store's writer thread, in its group
+  // commits: a blob is durable when `seal` resolves, before any event can reference it.
   const sealed = new SqliteSealedStore({
     file: join(config.dataDir, 'events.db'),
-    synchronous: 'NORMAL',
+    writer: blobWriter,
     current: keys.sealing,
   });
   // Resumption messages only need to survive a process restart, not a power cut, and only for the retention:

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterEach, describe, expect, it } from 'vitest';
+import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
 import { SealedBlobError, SqliteSealedStore } from './sealed-store';
 
 const CANARY = 'canary-RESULT-9d1e';
@@ -77,5 +78,27 @@ describe('sqlite sealed store', () => {
     await expect(reopened.open(a.ref)).rejects.toBeInstanceOf(SealedBlobError);
     await expect(reopened.open(b.ref)).rejects.toThrow(/authentication failed/);
     await reopened.close();
+  });
+});
+
+describe('sqlite sealed store in the event store file', () => {
+  it('given the event store writer, when a blob is sealed and an event references it, then both are stored and read by another connection', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'oncegate-sealed-events-'));
+    const file = join(dir, 'events.db');
+    const events = openSqliteEventStore({ file });
+    const key = { id: 'k1', key: randomBytes(32) };
+    const sealed = new SqliteSealedStore({ file, current: key, writer: events });
+    const blobs = await Promise.all(Array.from({ length: 20 }, (_, i) => sealed.seal('result', `ex_${i}`, Buffer.from(`body ${i}`))));
+    await events.appendToStream('execution-ex_1', [{ type: 'OutcomeObserved', data: { resultRef: blobs[1]!.ref, digest: blobs[1]!.digest } }]);
+    await events.close();
+    await sealed.close();
+
+    const reader = new SqliteSealedStore({ file, current: key });
+    for (const [i, blob] of blobs.entries()) expect((await reader.open(blob.ref))?.plaintext.toString()).toBe(`body ${i}`);
+    await reader.close();
+    const db = new DatabaseSync(file, { readOnly: true });
+    expect(db.prepare('SELECT count(*) AS n FROM events').get()).toEqual({ n: 1 });
+    db.close();
+    rmSync(dir, { recursive: true, force: true });
   });
 });
