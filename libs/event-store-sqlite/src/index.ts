@@ -1,4 +1,4 @@
-export { SqliteEventStore, openSqliteEventStore } from './sqlite-event-store';
+export { limitWriterPages, SqliteEventStore, openSqliteEventStore } from './sqlite-event-store';
 export type { SqliteEventStoreOptions, SqliteRowWriter } from './sqlite-event-store';
 export type { SqlRow } from './writer-protocol';
 export { openSqliteEventStore as openEventStore } from './sqlite-event-store';

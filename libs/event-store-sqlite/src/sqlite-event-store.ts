@@ -1,6 +1,6 @@
 import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { basename, join } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { DatabaseSync, type SQLInputValue, type StatementResultingChanges } from 'node:sqlite';
 import { v7 as uuidv7 } from 'uuid';
 import {
@@ -254,6 +254,22 @@ class CommitFeed implements LiveFeed {
   }
 }
 
+/** The stores open in this process that may write, for {@link limitWriterPages}. */
+const writableStores = new Set<SqliteEventStore>();
+
+/**
+ * Sets `PRAGMA max_page_count` on the writer thread's connection of every store of this process open on `file`
+ * (a test's full disk: SQLite answers SQLITE_FULL once the file would grow past it); resolves once applied.
+ */
+export async function limitWriterPages(file: string, maxPageCount: number): Promise<void> {
+  const target = resolve(file);
+  await Promise.all(
+    [...writableStores]
+      .filter((store) => resolve(store.location) === target)
+      .map((store) => store.writeRows([{ sql: `PRAGMA max_page_count = ${Math.trunc(maxPageCount)}`, params: [] }])),
+  );
+}
+
 /** The smallest string greater than every string starting with `prefix` (for index range scans). */
 function prefixUpperBound(prefix: string): string {
   return prefix + '\u{10FFFF}';
@@ -366,8 +382,14 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
       readLease: prepare(this.db, 'SELECT holder, expires_at FROM leases WHERE holder = ?'),
     };
     this.dataVersionStatement = prepare<[], { data_version: number }>(this.db, 'PRAGMA data_version');
+    if (!this.readOnly) writableStores.add(this);
     this.lastDataVersion = this.dataVersion();
     this.knownHead = this.head();
+  }
+
+  /** The store's data file, as given. */
+  get location(): string {
+    return this.file;
   }
 
   private openReadOnly(file: string, timeout: number): DatabaseSync {
@@ -871,6 +893,7 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
     this.closed = true;
     this.postOutbox();
     await this.writer?.close();
+    writableStores.delete(this);
     await Promise.all([...this.subscriptions].map((subscription) => subscription.stop()));
     for (const waiter of [...this.waiters]) waiter.wake();
     if (this.pollTimer !== undefined) clearInterval(this.pollTimer);
