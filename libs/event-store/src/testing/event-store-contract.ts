@@ -761,6 +761,41 @@ export function describeEventStoreContract<Location>(adapter: string, harness: E
         }
       });
 
+      it(`${adapter}: kill -9 with many appends in flight: every acknowledged append is stored where it was acknowledged, and no batch in part`, async (context) => {
+        needsChildProcess(context);
+        const { location } = await freshStore();
+        const writer = child(location, { mode: 'write-concurrent', streamId: 'inflight', count: 100_000, writers: 48 });
+        await writer.waitForReports(400);
+        writer.process.kill('SIGKILL');
+        await writer.exited;
+        const reopened = await reopen(location);
+        const batches = new Map<string, RecordedEvent[]>();
+        let after = 0;
+        for (;;) {
+          const page = await reopened.readAll({ after, maxCount: 5000 });
+          for (const e of page.events) {
+            const batch = (e.data as { batch: string }).batch;
+            batches.set(batch, [...(batches.get(batch) ?? []), e]);
+          }
+          if (page.events.length === 0) break;
+          after = page.lastPosition;
+        }
+        // Every third append of a loop (i % 3 === 0) is a batch of three events: whole, at consecutive positions.
+        for (const [batch, events] of batches) {
+          const expected = Number(batch.split('-')[1]) % 3 === 0 ? 3 : 1;
+          expect(events, `append ${batch}`).toHaveLength(expected);
+          expect(events.map((e) => e.position), `append ${batch}`).toEqual(events.map((_, i) => events[0]!.position + i));
+        }
+        const acknowledged = writer.reports.filter((r) => r.kind === 'acked-batch');
+        expect(acknowledged.length).toBeGreaterThanOrEqual(400);
+        for (const ack of acknowledged) {
+          const events = batches.get(String(ack.batch));
+          expect(events, `acknowledged append ${ack.batch}`).toBeDefined();
+          expect(events!.map((e) => e.id)).toEqual(ack.ids);
+          expect(events!.map((e) => e.position)).toEqual(ack.positions);
+        }
+      });
+
       it(`${adapter}: every acknowledged append survives kill -9 of the writer`, async (context) => {
         needsChildProcess(context);
         const { location } = await freshStore();
