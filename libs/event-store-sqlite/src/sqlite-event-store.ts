@@ -41,7 +41,7 @@ import {
 } from '@oncegate/event-store';
 import { SCHEMA_STATEMENTS, SCHEMA_VERSION } from './schema';
 import { openFailure, sqliteCode } from './sqlite-errors';
-import type { SqlRow, WireError, WriteItem, WriterReply } from './writer-protocol';
+import { HASH_LENGTH, type CommittedReply, type SqlRow, type WireError, type WriteItem } from './writer-protocol';
 import { WriterThread } from './writer-thread';
 
 export interface SqliteEventStoreOptions {
@@ -574,51 +574,55 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
    * One transaction of the writer thread: settles its writes, hands what it appended to the live feeds (the
    * events this thread kept, with the positions and links the writer computed) and wakes waiting subscriptions.
    */
-  private onCommitted(reply: Extract<WriterReply, { kind: 'committed' }>): void {
+  private onCommitted(reply: CommittedReply): void {
     const live = this.feeds.size > 0;
     const recorded: RecordedEvent[] = [];
     const committed: Array<{ streamId: string; type: string }> = [];
-    let last = 0;
-    for (const outcome of reply.outcomes) {
-      const pending = this.pendingWrites.get(outcome.id);
-      this.lastAnsweredId = outcome.id;
-      if (pending === undefined) continue;
-      this.pendingWrites.delete(outcome.id);
-      if ('error' in outcome) {
-        pending.reject(this.storeError(outcome.error));
-        continue;
+    const errors = new Map(reply.errors);
+    const { positions, revisions, prevs, hashes } = reply;
+    /** The next event's row in the reply's columns. */
+    let n = 0;
+    reply.ids.forEach((id, index) => {
+      const pending = this.pendingWrites.get(id);
+      this.lastAnsweredId = id;
+      this.pendingWrites.delete(id);
+      const error = errors.get(index);
+      if (pending === undefined) return;
+      if (error !== undefined) {
+        pending.reject(this.storeError(error));
+        return;
       }
       if (pending.kind === 'rows') {
         pending.resolve();
-        continue;
+        return;
       }
-      const written = outcome.written!;
       const results: AppendResult[] = [];
-      let n = 0;
+      let k = 0;
       for (const entry of pending.entries) {
         entry.events.forEach((event: SerialisedEvent) => {
           committed.push({ streamId: entry.streamId, type: event.type });
           if (live) {
             recorded.push({
               streamId: entry.streamId,
-              revision: written.revisions[n]!,
-              position: written.positions[n]!,
-              id: pending.ids[n]!,
+              revision: revisions[n]!,
+              position: positions[n]!,
+              id: pending.ids[k]!,
               type: event.type,
               data: event.dataValue,
               metadata: event.metadataValue,
               recordedAt: pending.recordedAt,
-              prev: written.prevs[n]!,
-              hash: written.hashes[n]!,
+              prev: prevs.slice(n * HASH_LENGTH, (n + 1) * HASH_LENGTH),
+              hash: hashes.slice(n * HASH_LENGTH, (n + 1) * HASH_LENGTH),
             });
           }
           n += 1;
+          k += 1;
         });
-        results.push({ streamId: entry.streamId, nextExpectedRevision: written.revisions[n - 1]!, position: written.positions[n - 1]! });
+        results.push({ streamId: entry.streamId, nextExpectedRevision: revisions[n - 1]!, position: positions[n - 1]! });
       }
-      last = Math.max(last, written.positions[n - 1]!);
       pending.resolve(results);
-    }
+    });
+    const last = n > 0 ? positions[n - 1]! : 0;
     // Another process committed between this process's last known event and this transaction: waiters whose
     // filter takes nothing of ours may want its events (the feeds see the gap themselves).
     const othersBefore = reply.headBefore > this.knownHead;

@@ -9,7 +9,7 @@ import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { expectedRevisionHolds, linkEvents, type ChainTip } from '@oncegate/event-store';
 import { isUniqueViolation, isUnwritable, sqliteCode } from './sqlite-errors';
-import type { AppendWritten, WireError, WriteItem, WriteOutcome, WriterConfig, WriterReply, WriterRequest } from './writer-protocol';
+import type { CommittedReply, WireError, WriteItem, WriterConfig, WriterReply, WriterRequest } from './writer-protocol';
 
 const port = parentPort;
 if (port === null) throw new Error('sqlite-writer-worker.ts runs as a worker thread only');
@@ -49,11 +49,16 @@ function wireError(error: unknown): WireError {
   return { kind: 'failed', message: String((error as Error)?.message ?? error) };
 }
 
-function append(item: Extract<WriteItem, { kind: 'append' }>): AppendWritten {
-  const positions: number[] = [];
-  const revisions: number[] = [];
-  const prevs: string[] = [];
-  const hashes: string[] = [];
+/** What the transaction appended so far, in columns; an append rolled back is cut off again. */
+interface Written {
+  positions: number[];
+  revisions: number[];
+  prevs: string;
+  hashes: string;
+}
+
+function append(item: Extract<WriteItem, { kind: 'append' }>, written: Written): void {
+  const { positions, revisions } = written;
   for (const entry of item.entries) {
     const tip = streamTip.get(entry.streamId) as ChainTip | undefined;
     if (!expectedRevisionHolds(entry.expected, tip?.revision)) {
@@ -72,11 +77,10 @@ function append(item: Extract<WriteItem, { kind: 'append' }>): AppendWritten {
         throw error;
       }
       revisions.push(revision);
-      prevs.push(prev);
-      hashes.push(hash);
+      written.prevs += prev;
+      written.hashes += hash;
     });
   }
-  return { positions, revisions, prevs, hashes };
 }
 
 function writeRows(item: Extract<WriteItem, { kind: 'rows' }>): void {
@@ -91,27 +95,33 @@ function writeRows(item: Extract<WriteItem, { kind: 'rows' }>): void {
 }
 
 /** Writes `items` in one transaction; each on its own savepoint when several share it. */
-function commitTogether(items: readonly WriteItem[]): WriterReply {
-  const outcomes: WriteOutcome[] = [];
+function commitTogether(items: readonly WriteItem[]): CommittedReply {
+  const ids = items.map((item) => item.id);
+  const errors: Array<[number, WireError]> = [];
+  const written: Written = { positions: [], revisions: [], prevs: '', hashes: '' };
   const shared = items.length > 1;
   let headBefore = 0;
   try {
     begin.run();
     try {
       headBefore = (head.get() as { head: number | null }).head ?? 0;
-      for (const item of items) {
+      items.forEach((item, index) => {
         if (shared) savepoint.run();
+        const mark = { events: written.positions.length, text: written.hashes.length };
         try {
-          const written = item.kind === 'append' ? append(item) : (writeRows(item), null);
+          if (item.kind === 'append') append(item, written);
+          else writeRows(item);
           if (shared) release.run();
-          outcomes.push({ id: item.id, written });
         } catch (error) {
           if (!shared) throw error;
           rollbackToSavepoint.run();
           release.run();
-          outcomes.push({ id: item.id, error: wireError(error) });
+          written.positions.length = written.revisions.length = mark.events;
+          written.prevs = written.prevs.slice(0, mark.text);
+          written.hashes = written.hashes.slice(0, mark.text);
+          errors.push([index, wireError(error)]);
         }
-      }
+      });
       commit.run();
     } catch (error) {
       if (db.isTransaction) rollback.run();
@@ -119,9 +129,18 @@ function commitTogether(items: readonly WriteItem[]): WriterReply {
     }
   } catch (error) {
     const failure = wireError(error);
-    return { kind: 'committed', headBefore, outcomes: items.map((item) => ({ id: item.id, error: failure })) };
+    return { kind: 'committed', headBefore, ids, errors: ids.map((_, index) => [index, failure] as const), positions: new Float64Array(0), revisions: new Float64Array(0), prevs: '', hashes: '' };
   }
-  return { kind: 'committed', headBefore, outcomes };
+  return {
+    kind: 'committed',
+    headBefore,
+    ids,
+    errors,
+    positions: Float64Array.from(written.positions),
+    revisions: Float64Array.from(written.revisions),
+    prevs: written.prevs,
+    hashes: written.hashes,
+  };
 }
 
 const queue: WriteItem[] = [];
@@ -138,7 +157,8 @@ port.on('message', (request: WriterRequest) => {
   for (;;) {
     for (let next = receiveMessageOnPort(port); next !== undefined; next = receiveMessageOnPort(port)) accept(next.message as WriterRequest);
     if (queue.length === 0) break;
-    port.postMessage(commitTogether(queue.splice(0)));
+    const reply = commitTogether(queue.splice(0));
+    port.postMessage(reply, [reply.positions.buffer, reply.revisions.buffer]);
   }
   if (closing) {
     db.close();

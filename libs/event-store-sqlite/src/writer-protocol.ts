@@ -55,23 +55,30 @@ export type WireError =
   | { readonly kind: 'store_unavailable'; readonly detail: string }
   | { readonly kind: 'failed'; readonly message: string };
 
-/** What an append wrote, per event in batch order (every entry's events in turn). */
-export interface AppendWritten {
-  readonly positions: readonly number[];
-  readonly revisions: readonly number[];
-  readonly prevs: readonly string[];
-  readonly hashes: readonly string[];
+/** Length of an event hash in hex: `prevs` and `hashes` are these, end to end. */
+export const HASH_LENGTH = 64;
+
+/**
+ * One transaction: every write that arrived while the previous one was being committed, answered in columns (a
+ * few large values clone much faster than an object per event).
+ */
+export interface CommittedReply {
+  readonly kind: 'committed';
+  /**
+   * The store's last position when the transaction took the write lock: nothing of another process lies between it
+   * and this transaction's events.
+   */
+  readonly headBefore: number;
+  /** The writes' ids, in the order posted. */
+  readonly ids: readonly number[];
+  /** The writes that failed, by their index in `ids`; the others committed. */
+  readonly errors: ReadonlyArray<readonly [index: number, error: WireError]>;
+  /** Per event appended, in order (each committed append's events in batch order): position and revision. */
+  readonly positions: Float64Array<ArrayBuffer>;
+  readonly revisions: Float64Array<ArrayBuffer>;
+  /** Per event appended: the previous event's hash and its own, `HASH_LENGTH` characters each, end to end. */
+  readonly prevs: string;
+  readonly hashes: string;
 }
 
-export type WriteOutcome =
-  | { readonly id: number; readonly written: AppendWritten | null }
-  | { readonly id: number; readonly error: WireError };
-
-export type WriterReply =
-  /**
-   * One transaction: every write that arrived while the previous one was being committed. `headBefore` is the
-   * store's last position when the transaction took the write lock (nothing of another process lies between it
-   * and this transaction's events). One outcome per write, in the order posted.
-   */
-  | { readonly kind: 'committed'; readonly headBefore: number; readonly outcomes: readonly WriteOutcome[] }
-  | { readonly kind: 'closed' };
+export type WriterReply = CommittedReply | { readonly kind: 'closed' };

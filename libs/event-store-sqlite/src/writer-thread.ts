@@ -7,7 +7,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import type { WriterConfig, WriterReply, WriterRequest } from './writer-protocol';
+import type { CommittedReply, WriterConfig, WriterReply, WriterRequest } from './writer-protocol';
 
 /**
  * How to start the thread. From the bundle (dist/apps/gateway, built by tools/build-app.mjs with the entry
@@ -35,7 +35,7 @@ function tsxEsmApi(require: NodeRequire): string {
 
 export interface WriterThreadEvents {
   /** A transaction's answer. */
-  committed(reply: Extract<WriterReply, { kind: 'committed' }>): void;
+  committed(reply: CommittedReply): void;
   /** The thread stopped unasked (an uncaught error, or it exited): nothing more will be answered. */
   stopped(reason: string): void;
 }
@@ -57,7 +57,7 @@ export class WriterThread {
         this.onClosed?.();
         return;
       }
-      this.inFlight -= reply.outcomes.length;
+      this.inFlight -= reply.ids.length;
       if (this.inFlight === 0) this.worker.unref();
       this.events.committed(reply);
     });

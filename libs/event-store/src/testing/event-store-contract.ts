@@ -754,7 +754,7 @@ export function describeEventStoreContract<Location>(adapter: string, harness: E
         const acknowledged = writer.reports.filter((r) => r.kind === 'acked-batch');
         expect(acknowledged.length).toBeGreaterThanOrEqual(150);
         for (const ack of acknowledged) {
-          const events = batches.get(ack.batch!);
+          const events = batches.get(Number(ack.batch));
           expect(events, `acknowledged batch ${ack.batch}`).toBeDefined();
           expect(events!.map((e) => e.id)).toEqual(ack.ids);
           expect(events!.map((e) => e.position)).toEqual(ack.positions);
