@@ -9,7 +9,6 @@ import {
   EventStoreOpenError,
   EventStoreUnavailableError,
   WrongExpectedRevisionError,
-  expectedRevisionHolds,
   runCatchUpSubscription,
   validateAppend,
   validateAppendMany,
@@ -25,6 +24,7 @@ import {
   type AppendResult,
   type EventFilter,
   type EventHandler,
+  type EventLink,
   type EventStore,
   type EventToAppend,
   type Lease,
@@ -32,6 +32,7 @@ import {
   type LiveSegment,
   type ReadAllOptions,
   type ReadAllPage,
+  type ReadLinksOptions,
   type ReadStreamOptions,
   type RecordedEvent,
   type SerialisedAppend,
@@ -133,6 +134,13 @@ interface Statement<Params extends SQLInputValue[] = SQLInputValue[], Row = unkn
 
 function prepare<Params extends SQLInputValue[] = [], Row = unknown>(db: DatabaseSync, sql: string): Statement<Params, Row> {
   return db.prepare(sql) as unknown as Statement<Params, Row>;
+}
+
+/** A statement whose rows are arrays. */
+function prepareArrays<Params extends SQLInputValue[], Row extends unknown[]>(db: DatabaseSync, sql: string): Statement<Params, Row> {
+  const statement = db.prepare(sql);
+  statement.setReturnArrays(true);
+  return statement as unknown as Statement<Params, Row>;
 }
 
 /** A statement that reads whole event rows, as arrays. */
@@ -254,6 +262,8 @@ class CommitFeed implements LiveFeed {
   }
 }
 
+const POST_CHUNK = Number(process.env.POST_CHUNK ?? 1e9);
+
 /** The stores open in this process that may write, for {@link limitWriterPages}. */
 const writableStores = new Set<SqliteEventStore>();
 
@@ -332,6 +342,7 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
     readBackwards: Statement<[string, number, number], EventRow>;
     head: Statement<[], { head: number | null }>;
     readCheckpoint: Statement<[string], { position: number }>;
+    readLinks: Statement<[number, number], [position: number, hash: string]>;
     readLease: Statement<[string], { holder: string; expires_at: string }>;
   };
 
@@ -379,6 +390,7 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
       ),
       head: prepare(this.db, 'SELECT max(position) AS head FROM events'),
       readCheckpoint: prepare(this.db, 'SELECT position FROM checkpoints WHERE consumer = ?'),
+      readLinks: prepareArrays(this.db, 'SELECT position, hash FROM events WHERE position > ? ORDER BY position LIMIT ?'),
       readLease: prepare(this.db, 'SELECT holder, expires_at FROM leases WHERE holder = ?'),
     };
     this.dataVersionStatement = prepare<[], { data_version: number }>(this.db, 'PRAGMA data_version');
@@ -551,14 +563,18 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
     }
     this.pendingWrites.set(item.id, pending);
     this.outbox.push(item);
-    if (!this.postScheduled) {
+    if (this.outbox.length >= POST_CHUNK) {
+      this.postOutbox();
+    } else if (!this.postScheduled) {
       this.postScheduled = true;
-      setImmediate(() => this.postOutbox());
+      setImmediate(() => {
+        this.postScheduled = false;
+        this.postOutbox();
+      });
     }
   }
 
   private postOutbox(): void {
-    this.postScheduled = false;
     const items = this.outbox;
     if (items.length === 0) return;
     this.outbox = [];
@@ -757,6 +773,15 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
       this.readAllStatements.set(sql, statement);
     }
     return statement;
+  }
+
+  async readLinks(options: ReadLinksOptions = {}): Promise<EventLink[]> {
+    this.assertOpen();
+    const after = options.after ?? 0;
+    const maxCount = options.maxCount ?? DEFAULT_READ_ALL_COUNT;
+    validatePosition(after, 'after');
+    validateCount(maxCount, 'maxCount');
+    return this.statements.readLinks.all(after, maxCount).map(([position, hash]) => ({ position, hash }));
   }
 
   subscribeToAll(handler: EventHandler, options: SubscribeOptions = {}): Subscription {

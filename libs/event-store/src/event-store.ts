@@ -105,6 +105,19 @@ export interface ReadAllPage {
   readonly lastPosition: number;
 }
 
+export interface ReadLinksOptions {
+  /** Links of the events strictly after this global position. Default: 0 (from the start). */
+  readonly after?: number;
+  /** Default: 1000. */
+  readonly maxCount?: number;
+}
+
+/** An event's global position and its hash-chain link: all that a seal covers. */
+export interface EventLink {
+  readonly position: number;
+  readonly hash: string;
+}
+
 /** Where a catch-up subscription starts. */
 export type SubscriptionStart =
   | 'start'
@@ -167,6 +180,11 @@ export interface EventStore {
   /** Last revision of the stream, or `undefined` when it does not exist. */
   streamRevision(streamId: string): Promise<number | undefined>;
   readAll(options?: ReadAllOptions): Promise<ReadAllPage>;
+  /**
+   * The global positions and hashes of the events after `after`, in global order, without their data: what the
+   * journal's sealer reads. Optional: `readLinks` (read-links.ts) reads whole events where an adapter lacks it.
+   */
+  readLinks?(options?: ReadLinksOptions): Promise<EventLink[]>;
   /** Global position of the last committed event (0 when empty). */
   headPosition(): Promise<number>;
   subscribeToAll(handler: EventHandler, options?: SubscribeOptions): Subscription;

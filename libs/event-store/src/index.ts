@@ -5,12 +5,14 @@ export type {
   EventFilter,
   EventHandler,
   EventStore,
+  EventLink,
   EventToAppend,
   ExpectedRevision,
   Lease,
   ReadAllOptions,
   ReadAllPage,
   ReadDirection,
+  ReadLinksOptions,
   ReadStreamOptions,
   RecordedEvent,
   SubscribeOptions,
@@ -19,6 +21,7 @@ export type {
 } from './event-store';
 export { backoffMs } from './backoff';
 export { readAllFrom } from './read-all-from';
+export { readLinks } from './read-links';
 export type { AllEventsRead, ReadAllFromOptions } from './read-all-from';
 export {
   DuplicateEventIdError,

@@ -9,6 +9,7 @@ import {
 } from '../errors';
 import { eventHash, GENESIS_HASH } from '../chain';
 import type { EventStore, RecordedEvent } from '../event-store';
+import { readLinks } from '../read-links';
 import type { ChildReport, ChildTask } from './store-child';
 
 /**
@@ -589,6 +590,24 @@ export function describeEventStoreContract<Location>(adapter: string, harness: E
         await expect(subscription.done).rejects.toThrow('projection bug');
         const [good] = await store.readStream('s', { maxCount: 1 });
         expect(await store.readCheckpoint('fragile')).toBe(good!.position);
+      });
+    });
+
+    describe(`${adapter}: reading links for the seals`, () => {
+      it(`${adapter}: links are every event's position and hash after a position, in global order, a page at a time`, async () => {
+        const { store } = await freshStore();
+        await store.appendToStream('execution-a', [event('A1'), event('A2')]);
+        await store.appendMany([
+          { streamId: 'execution-b', events: [event('B1')] },
+          { streamId: 'execution-a', events: [event('A3')] },
+        ]);
+        await store.appendToStream('intent-c', [event('C1'), event('C2')]);
+        const everything = (await store.readAll()).events.map((e) => ({ position: e.position, hash: e.hash }));
+        expect(await readLinks(store)).toEqual(everything);
+        expect(await readLinks(store, { after: everything[1]!.position, maxCount: 3 })).toEqual(everything.slice(2, 5));
+        expect(await readLinks(store, { after: everything.at(-1)!.position })).toEqual([]);
+        await expect(readLinks(store, { after: -1 })).rejects.toMatchObject({ kind: 'invalid_argument', argument: 'after' });
+        await expect(readLinks(store, { maxCount: 0 })).rejects.toMatchObject({ kind: 'invalid_argument', argument: 'maxCount' });
       });
     });
 
