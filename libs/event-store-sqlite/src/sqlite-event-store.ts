@@ -262,8 +262,6 @@ class CommitFeed implements LiveFeed {
   }
 }
 
-const POST_CHUNK = Number(process.env.POST_CHUNK ?? 1e9);
-
 /** The stores open in this process that may write, for {@link limitWriterPages}. */
 const writableStores = new Set<SqliteEventStore>();
 
@@ -563,9 +561,7 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
     }
     this.pendingWrites.set(item.id, pending);
     this.outbox.push(item);
-    if (this.outbox.length >= POST_CHUNK) {
-      this.postOutbox();
-    } else if (!this.postScheduled) {
+    if (!this.postScheduled) {
       this.postScheduled = true;
       setImmediate(() => {
         this.postScheduled = false;
