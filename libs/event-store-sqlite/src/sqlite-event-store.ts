@@ -262,6 +262,14 @@ class CommitFeed implements LiveFeed {
   }
 }
 
+/**
+ * Writes of one turn posted before the turn ends once this many have gathered: the writer thread starts on them
+ * while this thread checks the rest, so a burst is committed as two overlapping transactions instead of one after
+ * all is checked (64 closed-loop writers, three interleaved rounds on a busy machine: 6 to 25 % more events/s than
+ * posting at the end of the turn alone; 16 measured no better than that).
+ */
+const POST_CHUNK = 32;
+
 /** The stores open in this process that may write, for {@link limitWriterPages}. */
 const writableStores = new Set<SqliteEventStore>();
 
@@ -551,8 +559,9 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
   }
 
   /**
-   * Queues a write for the writer thread. Writes of the same turn of the event loop go in one message; the thread
-   * writes whatever arrived while it committed the previous transaction as the next one (group commit).
+   * Queues a write for the writer thread. Writes of the same turn of the event loop go in one message (or one per
+   * `POST_CHUNK`); the thread writes whatever arrived while it committed the previous transaction as the next one
+   * (group commit).
    */
   private enqueue(item: WriteItem, pending: PendingWrite): void {
     if (this.readOnly) {
@@ -561,7 +570,9 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
     }
     this.pendingWrites.set(item.id, pending);
     this.outbox.push(item);
-    if (!this.postScheduled) {
+    if (this.outbox.length >= POST_CHUNK) {
+      this.postOutbox();
+    } else if (!this.postScheduled) {
       this.postScheduled = true;
       setImmediate(() => {
         this.postScheduled = false;
