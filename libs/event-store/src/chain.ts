@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash as digest } from 'node:crypto';
 import { canonicalEventJson } from '@oncegate/fingerprint';
 
 /**
@@ -41,9 +41,9 @@ export function eventHash(prev: string, event: ChainedEventFields): string {
   return linkHash(prev, canonical);
 }
 
-/** SHA-256 (hex) of `prev`, a newline and an event's canonical JSON: one update of the whole preimage. */
+/** SHA-256 (hex) of `prev`, a newline and an event's canonical JSON, hashed in one call (no Hash object). */
 function linkHash(prev: string, canonicalEvent: string): string {
-  return createHash('sha256').update(prev + '\n' + canonicalEvent).digest('hex');
+  return digest('sha256', prev + '\n' + canonicalEvent, 'hex');
 }
 
 /**
