@@ -599,6 +599,7 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
    */
   private onCommitted(reply: CommittedReply): void {
     const live = this.feeds.size > 0;
+    const waiting = this.waiters.size > 0;
     const recorded: RecordedEvent[] = [];
     const committed: Array<{ streamId: string; type: string }> = [];
     const errors = new Map(reply.errors);
@@ -623,7 +624,7 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
       let k = 0;
       for (const entry of pending.entries) {
         entry.events.forEach((event: SerialisedEvent) => {
-          committed.push({ streamId: entry.streamId, type: event.type });
+          if (waiting) committed.push({ streamId: entry.streamId, type: event.type });
           if (live) {
             recorded.push({
               streamId: entry.streamId,
