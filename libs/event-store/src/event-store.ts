@@ -35,7 +35,7 @@ export interface RecordedEvent<Data = unknown> {
   readonly type: string;
   readonly data: Data;
   readonly metadata: Readonly<Record<string, unknown>>;
-  /** ISO-8601 time the store committed the event. */
+  /** ISO-8601 time the store took the append (every event of one append, or one `appendMany`, shares it). */
   readonly recordedAt: string;
   /** Hash of the previous event of the same stream (`GENESIS_HASH` for revision 0): the journal's chain. */
   readonly prev: string;
