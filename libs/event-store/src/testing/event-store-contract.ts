@@ -39,6 +39,8 @@ interface RunningChild {
   readonly exited: Promise<number | null>;
   /** Resolves once `count` reports have arrived. */
   waitForReports(count: number): Promise<void>;
+  /** Resolves once a report matching `check` has arrived. */
+  waitFor(check: (report: ChildReport) => boolean): Promise<void>;
 }
 
 function startChild(task: ChildTask): RunningChild {
@@ -68,6 +70,13 @@ function startChild(task: ChildTask): RunningChild {
         const check = () => reports.length >= count && resolve();
         listeners.push(check);
         exited.then(() => (reports.length >= count ? resolve() : reject(new Error(`child exited: ${stderr}`))));
+        check();
+      }),
+    waitFor: (match) =>
+      new Promise((resolve, reject) => {
+        const check = () => reports.some(match) && resolve();
+        listeners.push(check);
+        exited.then(() => (reports.some(match) ? resolve() : reject(new Error(`child exited: ${stderr}`))));
         check();
       }),
   };
@@ -780,11 +789,13 @@ export function describeEventStoreContract<Location>(adapter: string, harness: E
         }
       });
 
-      it(`${adapter}: kill -9 with many appends in flight: every acknowledged append is stored where it was acknowledged, and no batch in part`, async (context) => {
+      it(`${adapter}: kill -9 with many appends in flight and a large batch handed over: every acknowledged append is stored where it was acknowledged, and no batch in part`, async (context) => {
         needsChildProcess(context);
         const { location } = await freshStore();
-        const writer = child(location, { mode: 'write-concurrent', streamId: 'inflight', count: 100_000, writers: 48 });
-        await writer.waitForReports(400);
+        // 48 appends always in flight; after 400 acknowledgements a batch of 2,000 events is handed to the store,
+        // and the child is killed as soon as it says so: while that batch is being written (or just before).
+        const writer = child(location, { mode: 'write-concurrent', streamId: 'inflight', count: 100_000, writers: 48, bigBatchAfter: 400 });
+        await writer.waitFor((report) => report.kind === 'issued-big');
         writer.process.kill('SIGKILL');
         await writer.exited;
         const reopened = await reopen(location);
@@ -799,9 +810,10 @@ export function describeEventStoreContract<Location>(adapter: string, harness: E
           if (page.events.length === 0) break;
           after = page.lastPosition;
         }
-        // Every third append of a loop (i % 3 === 0) is a batch of three events: whole, at consecutive positions.
+        // Every third append of a loop (i % 3 === 0) is a batch of three events, the large one 2,000: whole, at
+        // consecutive positions.
         for (const [batch, events] of batches) {
-          const expected = Number(batch.split('-')[1]) % 3 === 0 ? 3 : 1;
+          const expected = batch === 'big' ? 2000 : Number(batch.split('-')[1]) % 3 === 0 ? 3 : 1;
           expect(events, `append ${batch}`).toHaveLength(expected);
           expect(events.map((e) => e.position), `append ${batch}`).toEqual(events.map((_, i) => events[0]!.position + i));
         }

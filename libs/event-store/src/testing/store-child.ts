@@ -19,6 +19,11 @@ export interface ChildTask {
   readonly mode: 'contend' | 'write' | 'contend-many' | 'write-many' | 'write-concurrent';
   /** `write-concurrent`: how many appends are in flight at once. */
   readonly writers?: number;
+  /**
+   * `write-concurrent`: after this many acknowledgements, one more writer issues a batch of 2,000 events (stream
+   * `<streamId>-big`) and reports `issued-big` once the store has had a turn of the event loop to hand it over.
+   */
+  readonly bigBatchAfter?: number;
   readonly streamId: string;
   readonly count: number;
   /** Epoch ms to start at, so that two children start together. */
@@ -26,7 +31,7 @@ export interface ChildTask {
 }
 
 export interface ChildReport {
-  readonly kind: 'won' | 'conflict' | 'acked' | 'acked-batch';
+  readonly kind: 'won' | 'conflict' | 'acked' | 'acked-batch' | 'issued-big';
   readonly expected?: number | 'no_stream';
   readonly id?: string;
   readonly position?: number;
@@ -49,6 +54,15 @@ async function main(): Promise<void> {
   const report = (line: ChildReport) => process.stdout.write(JSON.stringify(line) + '\n');
   if (task.startAt !== undefined) await new Promise((r) => setTimeout(r, Math.max(0, task.startAt! - Date.now())));
   if (task.mode === 'write-concurrent') {
+    let acknowledged = 0;
+    let big: Promise<unknown> | undefined;
+    const issueBigBatch = () => {
+      const ids = Array.from({ length: 2000 }, () => randomUUID());
+      big = store
+        .appendMany([{ streamId: `${task.streamId}-big`, events: ids.map((id) => ({ id, type: 'Batched', data: { batch: 'big', pad: 'x'.repeat(200) } })) }])
+        .then((results) => report({ kind: 'acked-batch', batch: 'big', ids, positions: ids.map((_, i) => results[0]!.position - ids.length + 1 + i) }));
+      setImmediate(() => report({ kind: 'issued-big' }));
+    };
     await Promise.all(
       Array.from({ length: task.writers ?? 32 }, async (_, writer) => {
         for (let i = 0; i < task.count; i += 1) {
@@ -65,9 +79,12 @@ async function main(): Promise<void> {
             const result = await store.appendToStream(`${task.streamId}-s-${writer}`, [{ id, type: 'Written', data: { batch } }]);
             report({ kind: 'acked-batch', batch, ids: [id], positions: [result.position] });
           }
+          acknowledged += 1;
+          if (acknowledged === task.bigBatchAfter) issueBigBatch();
         }
       }),
     );
+    await big;
     await store.close();
     return;
   }
