@@ -585,11 +585,16 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
     const items = this.outbox;
     if (items.length === 0) return;
     this.outbox = [];
-    this.writer ??= new WriterThread(
-      { file: this.file, synchronous: this.synchronous, busyTimeoutMs: this.busyTimeoutMs },
-      { committed: (reply) => this.onCommitted(reply), stopped: (reason) => this.onWriterStopped(reason) },
-    );
     this.lastPostedId = items[items.length - 1]!.id;
+    try {
+      this.writer ??= new WriterThread(
+        { file: this.file, synchronous: this.synchronous, busyTimeoutMs: this.busyTimeoutMs },
+        { committed: (reply) => this.onCommitted(reply), stopped: (reason) => this.onWriterStopped(reason) },
+      );
+    } catch (error) {
+      this.onWriterStopped(`it could not start: ${(error as Error).message}`);
+      return;
+    }
     this.writer.post({ kind: 'write', items }, items.length);
   }
 
