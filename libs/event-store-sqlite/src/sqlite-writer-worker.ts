@@ -129,15 +129,15 @@ function commitTogether(items: readonly WriteItem[]): CommittedReply {
     }
   } catch (error) {
     const failure = wireError(error);
-    return { kind: 'committed', headBefore, ids, errors: ids.map((_, index) => [index, failure] as const), positions: new Float64Array(0), revisions: new Float64Array(0), prevs: '', hashes: '' };
+    return { kind: 'committed', headBefore, ids, errors: ids.map((_, index) => [index, failure] as const), positions: [], revisions: [], prevs: '', hashes: '' };
   }
   return {
     kind: 'committed',
     headBefore,
     ids,
     errors,
-    positions: Float64Array.from(written.positions),
-    revisions: Float64Array.from(written.revisions),
+    positions: written.positions,
+    revisions: written.revisions,
     prevs: written.prevs,
     hashes: written.hashes,
   };
@@ -158,7 +158,7 @@ port.on('message', (request: WriterRequest) => {
     for (let next = receiveMessageOnPort(port); next !== undefined; next = receiveMessageOnPort(port)) accept(next.message as WriterRequest);
     if (queue.length === 0) break;
     const reply = commitTogether(queue.splice(0));
-    port.postMessage(reply, [reply.positions.buffer, reply.revisions.buffer]);
+    port.postMessage(reply);
   }
   if (closing) {
     db.close();

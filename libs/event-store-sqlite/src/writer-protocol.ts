@@ -74,8 +74,8 @@ export interface CommittedReply {
   /** The writes that failed, by their index in `ids`; the others committed. */
   readonly errors: ReadonlyArray<readonly [index: number, error: WireError]>;
   /** Per event appended, in order (each committed append's events in batch order): position and revision. */
-  readonly positions: Float64Array<ArrayBuffer>;
-  readonly revisions: Float64Array<ArrayBuffer>;
+  readonly positions: readonly number[];
+  readonly revisions: readonly number[];
   /** Per event appended: the previous event's hash and its own, `HASH_LENGTH` characters each, end to end. */
   readonly prevs: string;
   readonly hashes: string;
