@@ -1,4 +1,5 @@
 import type * as NodeSqlite from 'node:sqlite';
+import { limitWriterPages } from '@oncegate/event-store-sqlite';
 
 type Connection = NodeSqlite.DatabaseSync;
 type SqliteModule = typeof NodeSqlite;
@@ -55,14 +56,16 @@ function writableByFile(): Map<string, Connection[]> {
 
 /**
  * Makes every open SQLite file of this process full, with real SQLite: each connection may no longer grow its
- * file (`PRAGMA max_page_count` at the current size, which SQLite answers with SQLITE_FULL), and the free room
- * left in its pages is taken by a filler table and by filler rows at the end of an `events` table.
+ * file (`PRAGMA max_page_count` at the current size, which SQLite answers with SQLITE_FULL), the writer threads'
+ * connections of the event stores included, and the free room left in its pages is taken by a filler table and
+ * by filler rows at the end of an `events` table.
  */
-export function fillDisk(): void {
-  for (const [, dbs] of writableByFile()) {
+export async function fillDisk(): Promise<void> {
+  for (const [file, dbs] of writableByFile()) {
     const first = dbs[0]!;
     first.exec('CREATE TABLE IF NOT EXISTS disk_filler (x BLOB)');
     const pages = (first.prepare('PRAGMA page_count').get() as { page_count: number }).page_count;
+    await limitWriterPages(file, pages);
     for (const db of dbs) db.exec(`PRAGMA max_page_count = ${pages}`);
     insertUntilFull(first, 'INSERT INTO disk_filler VALUES (zeroblob(?))', [4000, 1000, 250, 60, 8], (size) => [size]);
     const hasTable = (name: string) => first.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name) !== undefined;
@@ -87,8 +90,9 @@ export function fillDisk(): void {
 }
 
 /** Gives the room back: the files may grow again and the filler table is dropped. */
-export function freeDisk(): void {
-  for (const [, dbs] of writableByFile()) {
+export async function freeDisk(): Promise<void> {
+  for (const [file, dbs] of writableByFile()) {
+    await limitWriterPages(file, UNLIMITED_PAGES);
     for (const db of dbs) db.exec(`PRAGMA max_page_count = ${UNLIMITED_PAGES}`);
     dbs[0]!.exec('DROP TABLE IF EXISTS disk_filler');
   }

@@ -11,11 +11,11 @@ import { HttpDispatcher } from '@oncegate/dispatcher-http';
 import { SshDispatcher } from '@oncegate/dispatcher-ssh';
 import type { EventStore } from '@oncegate/event-store';
 import { openPostgresEventStore } from '@oncegate/event-store-postgres';
-import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
+import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-store-sqlite';
 import { ExecutionWatcher, InlineSteps, systemClock, type Clock, type InlineStep } from '@oncegate/execution-journal';
 import { keyRingFromConfig } from '@oncegate/fingerprint';
 import { EventStoreTransport } from '@oncegate/nest-event-store';
-import { BlobCipher, PostgresSealedStore, SqliteSealedStore, type SealedStore, type SealingKey } from '@oncegate/sealed-store';
+import { BlobCipher, PostgresSealedStore, SqliteSealedStore, type SealedBlobWriter, type SealedStore, type SealingKey } from '@oncegate/sealed-store';
 import { GatewayConfigError, logLevelsUpTo, unauthenticatedAgentProblem, type GatewayConfig, type StoreConfig } from './config/gateway-config';
 import { redactedStoreUrl, withoutStorePassword } from './config/store-url';
 import { DeliveryTracker } from './front/delivery-tracker';
@@ -55,7 +55,8 @@ interface StoreDriver<S extends StoreConfig> {
   /** Where the journal is, as it may be printed (a URL's password redacted). */
   where(store: S, dataDir: string): string;
   events(store: S, dataDir: string, readOnly: boolean): Promise<EventStore>;
-  sealed(store: S, dataDir: string, current: SealingKey): Promise<SealedStore>;
+  /** `events` is the event store `events` opened: where the blobs share its file, its writer writes them. */
+  sealed(store: S, dataDir: string, current: SealingKey, events: EventStore): Promise<SealedStore>;
 }
 
 /** A driver's error with the store URL's password replaced, so it can be printed. */
@@ -72,9 +73,10 @@ const STORE_DRIVERS: { readonly [D in StoreConfig['driver']]: StoreDriver<Extrac
   sqlite: {
     where: (_store, dataDir) => join(dataDir, 'events.db'),
     events: async (store, dataDir, readOnly) => openSqliteEventStore({ file: join(dataDir, 'events.db'), synchronous: store.synchronous, readOnly }),
-    // Sealed blobs live in the journal's file with synchronous=NORMAL: the FULL commit of the event that
-    // references a blob syncs the shared WAL, so a referenced blob is durable without an fsync of its own.
-    sealed: async (_store, dataDir, current) => new SqliteSealedStore({ file: join(dataDir, 'events.db'), synchronous: 'NORMAL', current }),
+    // Sealed blobs live in the journal's file and are written by the event store's writer thread, in its group
+    // commits: a blob is durable when `seal` resolves, before any event can reference it.
+    sealed: async (_store, dataDir, current, events) =>
+      new SqliteSealedStore({ file: join(dataDir, 'events.db'), writer: events as SqliteEventStore as SealedBlobWriter, current }),
   },
   postgres: {
     where: (store) => redactedStoreUrl(store.url),
@@ -265,7 +267,7 @@ async function startGatewayOn(config: GatewayConfig, options: StartOptions, open
   for (const file of migratedKeyFiles) {
     logger.log(`${file} held its key in plain (an earlier version); it is now wrapped under the master key`, 'keys');
   }
-  const sealed = await storeDriver(config.store).sealed(config.store, config.dataDir, keys.sealing);
+  const sealed = await storeDriver(config.store).sealed(config.store, config.dataDir, keys.sealing, store);
   opened.push(sealed);
   // Resumption messages only need to survive a process restart, not a power cut, and only for the retention:
   // what is older is deleted now, before the front listens, and then periodically.

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { DatabaseSync as Database } from 'node:sqlite';
 import { describe, expect, it } from 'vitest';
 import { describeEventStoreContract } from '@oncegate/event-store/testing';
-import { eventHash, GENESIS_HASH } from '@oncegate/journal';
+import { eventHash, GENESIS_HASH } from '@oncegate/event-store';
 import { openSqliteEventStore } from './sqlite-event-store';
 
 describeEventStoreContract<string>('sqlite', {

@@ -1,12 +1,23 @@
 import { InvalidEventStoreArgumentError } from './errors';
+import { eventJson, type EventJson } from './event-json';
 import type { AppendManyEntry, EventFilter, EventToAppend, ExpectedRevision } from './event-store';
 
-/** An event checked and serialised once, ready for any adapter to write. */
+/**
+ * An event checked and serialised once, ready for any adapter to write and link (`linkEvents` takes the
+ * canonical texts), with its data and metadata as a reader will parse them back (for live delivery).
+ */
 export interface SerialisedEvent {
   readonly id: string | undefined;
   readonly type: string;
+  /** `JSON.stringify` of the data: what is stored. */
   readonly data: string;
   readonly metadata: string;
+  /** RFC 8785 canonical JSON of the data as a reader parses it back: what the hash chain covers. */
+  readonly canonicalData: string;
+  readonly canonicalMetadata: string;
+  /** The data as `JSON.parse(data)` gives it (fresh objects, never the caller's). */
+  readonly dataValue: unknown;
+  readonly metadataValue: Readonly<Record<string, unknown>>;
 }
 
 const MAX_STREAM_ID_LENGTH = 512;
@@ -67,15 +78,15 @@ export function validateFilter(filter: EventFilter | undefined): void {
   }
 }
 
-function serialiseJson(value: unknown, argument: string): string {
-  let text: string | undefined;
+function serialiseJson(value: unknown, argument: string): EventJson {
+  let json: EventJson | undefined;
   try {
-    text = JSON.stringify(value);
+    json = eventJson(value);
   } catch (error) {
     throw new InvalidEventStoreArgumentError(argument, `is not JSON-serialisable: ${(error as Error).message}`);
   }
-  if (text === undefined) throw new InvalidEventStoreArgumentError(argument, 'is not JSON-serialisable');
-  return text;
+  if (json === undefined) throw new InvalidEventStoreArgumentError(argument, 'is not JSON-serialisable');
+  return json;
 }
 
 /** Checks an append's arguments up front and serialises each event once. */
@@ -106,11 +117,17 @@ export function validateAppend(
     if (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata)) {
       throw new InvalidEventStoreArgumentError(`${at}.metadata`, 'must be an object');
     }
+    const data = serialiseJson(event.data, `${at}.data`);
+    const serialisedMetadata = serialiseJson(metadata, `${at}.metadata`);
     return {
       id: event.id,
       type: event.type,
-      data: serialiseJson(event.data, `${at}.data`),
-      metadata: serialiseJson(metadata, `${at}.metadata`),
+      data: data.text,
+      metadata: serialisedMetadata.text,
+      canonicalData: data.canonical,
+      canonicalMetadata: serialisedMetadata.canonical,
+      dataValue: data.value,
+      metadataValue: serialisedMetadata.value as Readonly<Record<string, unknown>>,
     };
   });
 }

@@ -35,11 +35,11 @@ export interface RecordedEvent<Data = unknown> {
   readonly type: string;
   readonly data: Data;
   readonly metadata: Readonly<Record<string, unknown>>;
-  /** ISO-8601 time the store committed the event. */
+  /** ISO-8601 time the store took the append (every event of one append, or one `appendMany`, shares it). */
   readonly recordedAt: string;
   /** Hash of the previous event of the same stream (`GENESIS_HASH` for revision 0): the journal's chain. */
   readonly prev: string;
-  /** This event's link: `eventHash(prev, event)` from `@oncegate/journal`, computed by the store at append. */
+  /** This event's link: `eventHash(prev, event)` (`chain.ts`), computed by the store at append. */
   readonly hash: string;
 }
 
@@ -105,6 +105,19 @@ export interface ReadAllPage {
   readonly lastPosition: number;
 }
 
+export interface ReadLinksOptions {
+  /** Links of the events strictly after this global position. Default: 0 (from the start). */
+  readonly after?: number;
+  /** Default: 1000. */
+  readonly maxCount?: number;
+}
+
+/** An event's global position and its hash-chain link: all that a seal covers. */
+export interface EventLink {
+  readonly position: number;
+  readonly hash: string;
+}
+
 /** Where a catch-up subscription starts. */
 export type SubscriptionStart =
   | 'start'
@@ -167,6 +180,11 @@ export interface EventStore {
   /** Last revision of the stream, or `undefined` when it does not exist. */
   streamRevision(streamId: string): Promise<number | undefined>;
   readAll(options?: ReadAllOptions): Promise<ReadAllPage>;
+  /**
+   * The global positions and hashes of the events after `after`, in global order, without their data: what the
+   * journal's sealer reads. Optional: `readLinks` (read-links.ts) reads whole events where an adapter lacks it.
+   */
+  readLinks?(options?: ReadLinksOptions): Promise<EventLink[]>;
   /** Global position of the last committed event (0 when empty). */
   headPosition(): Promise<number>;
   subscribeToAll(handler: EventHandler, options?: SubscribeOptions): Subscription;

@@ -5,12 +5,14 @@ export type {
   EventFilter,
   EventHandler,
   EventStore,
+  EventLink,
   EventToAppend,
   ExpectedRevision,
   Lease,
   ReadAllOptions,
   ReadAllPage,
   ReadDirection,
+  ReadLinksOptions,
   ReadStreamOptions,
   RecordedEvent,
   SubscribeOptions,
@@ -20,6 +22,7 @@ export type {
 export { backoffMs } from './backoff';
 export { newEventId, pooledRandomBytes } from './event-ids';
 export { readAllFrom } from './read-all-from';
+export { readLinks } from './read-links';
 export type { AllEventsRead, ReadAllFromOptions } from './read-all-from';
 export {
   DuplicateEventIdError,
@@ -43,3 +46,7 @@ export {
 export type { SerialisedAppend, SerialisedEvent } from './append-validation';
 export { runCatchUpSubscription } from './catch-up-subscription';
 export type { LiveFeed, LiveSegment, SubscriptionSource } from './catch-up-subscription';
+export { canonicalEventText, eventHash, GENESIS_HASH, linkEvents } from './chain';
+export type { ChainableEvent, ChainedEventFields, ChainLink, ChainTip } from './chain';
+export { eventJson } from './event-json';
+export type { EventJson } from './event-json';

@@ -137,6 +137,15 @@ export function canonicalEventJson(
   );
 }
 
+/**
+ * `canonicalJsonUnchecked(value)`, by the native `JSON.stringify` over a copy whose keys are in sorted order when
+ * the value is plain JSON (as `JSON.parse` builds it), else by the general path: the output is the same either way.
+ */
+export function canonicalJsonOfPlain(value: unknown): string | undefined {
+  const sorted = sortedForStringify(value, 0);
+  return sorted === NOT_PLAIN ? canonicalJsonUnchecked(value) : JSON.stringify(sorted);
+}
+
 /** Characters JSON.stringify escapes: quote, backslash, controls, and surrogates (escaped when lone). */
 const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
 

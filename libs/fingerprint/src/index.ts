@@ -1,5 +1,5 @@
 export { canonicalJson, toJsonValue } from './canonical-json';
-export { canonicalEventJson, canonicalJsonUnchecked } from './canonical-json-writer';
+export { canonicalEventJson, canonicalJsonOfPlain, canonicalJsonUnchecked } from './canonical-json-writer';
 export type { JsonObject, JsonPrimitive, JsonValue } from './canonical-json';
 export {
   FingerprintPolicyError,

@@ -1,5 +1,6 @@
-export { eventHash, GENESIS_HASH } from './chain';
-export type { ChainedEventFields } from './chain';
+// The chain is defined beside the store port, where every adapter links events; verification uses the same definition.
+export { eventHash, GENESIS_HASH } from '@oncegate/event-store/chain';
+export type { ChainedEventFields } from '@oncegate/event-store/chain';
 export {
   isJournalSealedData,
   planSeal,

@@ -174,7 +174,7 @@ function analyzeInto(batch: AnalyzedBatch, prevs: Buffer, hashes: Buffer, i: num
   try {
     const canonical = canonicalEventJson(event.streamId, event.revision, event.id, event.type, event.data, event.metadata, event.recordedAt);
     if (canonical === undefined) throw new TypeError(`event ${event.id} of ${event.streamId} is not JSON`);
-    // The same bytes as chain.ts's eventHash: sha256(prev + "\n" + canonical JSON), hex.
+    // The same bytes as eventHash (@oncegate/event-store's chain.ts): sha256(prev + "\n" + canonical JSON), hex.
     kind = sha256('sha256', event.prev + '\n' + canonical, 'hex') === event.hash ? LINE_EVENT : LINE_EVENT_BAD_HASH;
   } catch (error) {
     // Rethrown when the verifier reaches this line's hash check, as when it hashed in place.

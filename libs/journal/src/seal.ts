@@ -1,6 +1,6 @@
 import { createHash, sign, verify, type Hash, type KeyObject } from 'node:crypto';
 import { canonicalJsonUnchecked } from '@oncegate/fingerprint';
-import { GENESIS_HASH } from './chain';
+import { GENESIS_HASH } from '@oncegate/event-store/chain';
 
 /** The stream the sealer appends to. Seal events are ordinary events: later seals cover them. */
 export const SEAL_STREAM = 'journal-seals';

@@ -1,6 +1,6 @@
 import { createHash, generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { GENESIS_HASH } from './chain';
+import { GENESIS_HASH } from '@oncegate/event-store/chain';
 import { planSeal, publicKeyId, SealDigest, SealPlanError, signSeal, verifySealSignature } from './seal';
 
 const { privateKey, publicKey } = generateKeyPairSync('ed25519');

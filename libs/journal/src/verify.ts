@@ -1,7 +1,7 @@
 import { createHash, type KeyObject } from 'node:crypto';
 import { open, type FileHandle } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
-import { GENESIS_HASH } from './chain';
+import { GENESIS_HASH } from '@oncegate/event-store/chain';
 import { JournalFormatError, parseHeader, peekPosition, type JournalExportHeader } from './export-format';
 import {
   analyzeBlock,

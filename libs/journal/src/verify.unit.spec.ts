@@ -1,6 +1,6 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { eventHash } from './chain';
+import { eventHash } from '@oncegate/event-store/chain';
 import { formatEventLine, type JournalEvent } from './export-format';
 import { SEAL_STREAM, signSeal, type JournalSealedData } from './seal';
 import { exportLines, linesOf } from './testing/export-lines';

@@ -27,7 +27,7 @@ describe('EventStoreTransport while the SQLite store cannot write (files that ca
   });
 
   afterEach(async () => {
-    freeDisk();
+    await freeDisk();
     await transport?.close();
     await store.close();
     rmSync(dir, { recursive: true, force: true });
@@ -35,7 +35,7 @@ describe('EventStoreTransport while the SQLite store cannot write (files that ca
 
   it('given a handler whose append finds the disk full, when room returns, then the event is handled, not skipped', async () => {
     await store.appendToStream('execution-1', [{ type: 'Dispatched', data: {} }]);
-    fillDisk();
+    await fillDisk();
     transport = new EventStoreTransport({ store, consumer: 'recorder', unavailableRetryMaxMs: 100 });
     transport.addHandler('Dispatched', async (event: RecordedEvent) => {
       await store.appendToStream('handled-1', [{ type: 'Handled', data: { of: event.streamId } }]);
@@ -46,14 +46,14 @@ describe('EventStoreTransport while the SQLite store cannot write (files that ca
     // Five ordinary attempts are over within about a second; a full disk must not use them up.
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     expect(await store.readStream('handled-1')).toEqual([]);
-    freeDisk();
+    await freeDisk();
     const handled = await eventually(async () => ((await store.readStream('handled-1')).length > 0 ? store.readStream('handled-1') : undefined));
     expect(handled.map((event) => event.type)).toEqual(['Handled']);
   });
 
   it('given a checkpoint that cannot be written, when the subscription goes on, then it keeps delivering and checkpoints once there is room', async () => {
     await store.appendToStream('execution-1', [{ type: 'Dispatched', data: {} }]);
-    fillDisk();
+    await fillDisk();
     const seen: string[] = [];
     const subscription = store.subscribeToAll(async (event) => void seen.push(event.streamId), {
       consumer: 'reader',
@@ -62,7 +62,7 @@ describe('EventStoreTransport while the SQLite store cannot write (files that ca
     });
     await subscription.caughtUp;
     await new Promise((resolve) => setTimeout(resolve, 200));
-    freeDisk();
+    await freeDisk();
     const second = await store.appendToStream('execution-2', [{ type: 'Dispatched', data: {} }]);
     await eventually(() => (seen.includes('execution-2') ? true : undefined), 5_000, 'the subscription to deliver after the outage');
     await eventually(async () => ((await store.readCheckpoint('reader')) === second.position ? true : undefined), 5_000, 'the checkpoint');

@@ -1,6 +1,6 @@
 export { asBuffer, BlobCipher, SealedValueError } from './blob-cipher';
 export type { SealedValue, SealingKey } from './blob-cipher';
 export { SealedBlobError, SqliteSealedStore } from './sealed-store';
-export type { OpenedBlob, SealedKind, SealedRef, SealedStore, SqliteSealedStoreOptions } from './sealed-store';
+export type { OpenedBlob, SealedBlobWriter, SealedKind, SealedRef, SealedStore, SqliteSealedStoreOptions } from './sealed-store';
 export { PostgresSealedStore } from './postgres-sealed-store';
 export type { PostgresSealedStoreOptions } from './postgres-sealed-store';

@@ -6,6 +6,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { Client, escapeIdentifier } from 'pg';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { EventStoreUnavailableError } from '@oncegate/event-store';
+import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- integration tests run the shared real-PostgreSQL harness
 import { startPostgres, type PostgresHandle } from '../../../test/support/postgres';
 import type { SealingKey } from './blob-cipher';
@@ -199,5 +200,27 @@ describe('postgres sealed store on a server that goes away', () => {
     expect((await store.open(before.ref))!.plaintext.toString()).toBe('before');
     await store.close();
     await withClient(handle.url(), (client) => client.query(`DROP SCHEMA IF EXISTS ${escapeIdentifier(schema)} CASCADE`));
+  });
+});
+
+describe('sqlite sealed store in the event store file', () => {
+  it('given the event store writer, when a blob is sealed and an event references it, then both are stored and read by another connection', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'oncegate-sealed-events-'));
+    const file = join(dir, 'events.db');
+    const events = openSqliteEventStore({ file });
+    const key = { id: 'k1', key: randomBytes(32) };
+    const sealed = new SqliteSealedStore({ file, current: key, writer: events });
+    const blobs = await Promise.all(Array.from({ length: 20 }, (_, i) => sealed.seal('result', `ex_${i}`, Buffer.from(`body ${i}`))));
+    await events.appendToStream('execution-ex_1', [{ type: 'OutcomeObserved', data: { resultRef: blobs[1]!.ref, digest: blobs[1]!.digest } }]);
+    await events.close();
+    await sealed.close();
+
+    const reader = new SqliteSealedStore({ file, current: key });
+    for (const [i, blob] of blobs.entries()) expect((await reader.open(blob.ref))?.plaintext.toString()).toBe(`body ${i}`);
+    await reader.close();
+    const db = new DatabaseSync(file, { readOnly: true });
+    expect(db.prepare('SELECT count(*) AS n FROM events').get()).toEqual({ n: 1 });
+    db.close();
+    rmSync(dir, { recursive: true, force: true });
   });
 });

@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import { asBuffer, BlobCipher, SealedValueError, type SealingKey } from './blob-cipher';
 
 /** What a sealed blob holds: a call's raw arguments or a target's response. */
@@ -42,13 +42,27 @@ export class SealedBlobError extends Error {
   }
 }
 
+/**
+ * Writes rows into the file through its owner's writer (the SQLite event store's writer thread, when the blobs
+ * live in the events' file): each call is committed on its own, and resolves once durable.
+ */
+export interface SealedBlobWriter {
+  writeRows(rows: ReadonlyArray<{ readonly sql: string; readonly params: readonly SQLInputValue[] }>): Promise<void>;
+}
+
 export interface SqliteSealedStoreOptions {
   readonly file: string;
   /** The key new blobs are sealed with; listed first. */
   readonly current: SealingKey;
   /** Older keys still accepted for opening. */
   readonly previous?: readonly SealingKey[];
-  /** Default `'FULL'`: a blob is durable before any event references it. */
+  /**
+   * Where blobs are written when the file is another store's (the event store's `events.db`): its writer, so a
+   * blob never waits for that store's write lock on the calling thread, and is durable (committed with the
+   * store's `synchronous` level) before `seal` resolves. Absent: this store's own connection writes them.
+   */
+  readonly writer?: SealedBlobWriter;
+  /** Default `'FULL'`: a blob is durable before any event references it. Only for blobs written by this store's own connection. */
   readonly synchronous?: 'FULL' | 'NORMAL';
 }
 
@@ -62,6 +76,11 @@ interface BlobRow {
   digest: string;
 }
 
+const CREATE_TABLE = `CREATE TABLE IF NOT EXISTS sealed_blobs (
+  ref TEXT PRIMARY KEY, kind TEXT NOT NULL, owner TEXT NOT NULL, key_id TEXT NOT NULL,
+  iv BLOB NOT NULL, tag BLOB NOT NULL, ciphertext BLOB NOT NULL, digest TEXT NOT NULL, created_at TEXT NOT NULL)`;
+const INSERT = 'INSERT INTO sealed_blobs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)';
+
 /** What a blob's encryption is bound to: opening it under another ref, kind or owner fails. */
 export function sealedAad(ref: string, kind: string, owner: string): Buffer {
   return Buffer.from(`${ref}\u0000${kind}\u0000${owner}`);
@@ -70,19 +89,21 @@ export function sealedAad(ref: string, kind: string, owner: string): Buffer {
 export class SqliteSealedStore implements SealedStore {
   private readonly db: DatabaseSync;
   private readonly cipher: BlobCipher;
-  private readonly insert: StatementSync;
+  private readonly writer: SealedBlobWriter | undefined;
+  private readonly insert: StatementSync | undefined;
   private readonly select: StatementSync;
 
   constructor(options: SqliteSealedStoreOptions) {
     this.cipher = new BlobCipher(options.current, options.previous);
+    this.writer = options.writer;
     // better-sqlite3 waited 5 s for another connection's lock by default; node:sqlite waits not at all unless told.
     this.db = new DatabaseSync(options.file, { timeout: 5000 });
     this.db.exec('PRAGMA journal_mode = WAL');
     this.db.exec(`PRAGMA synchronous = ${options.synchronous ?? 'FULL'}`);
-    this.db.exec(`CREATE TABLE IF NOT EXISTS sealed_blobs (
-      ref TEXT PRIMARY KEY, kind TEXT NOT NULL, owner TEXT NOT NULL, key_id TEXT NOT NULL,
-      iv BLOB NOT NULL, tag BLOB NOT NULL, ciphertext BLOB NOT NULL, digest TEXT NOT NULL, created_at TEXT NOT NULL)`);
-    this.insert = this.db.prepare('INSERT INTO sealed_blobs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)');
+    // Created once in the file's life: a file with the table is only read by this connection when a writer is given.
+    const exists = this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sealed_blobs'").get() !== undefined;
+    if (!exists) this.db.exec(CREATE_TABLE);
+    this.insert = this.writer === undefined ? this.db.prepare(INSERT) : undefined;
     this.select = this.db.prepare(
       'SELECT kind, owner, key_id, iv, tag, ciphertext, digest FROM sealed_blobs WHERE ref = ?',
     );
@@ -92,7 +113,9 @@ export class SqliteSealedStore implements SealedStore {
     const ref = `sealed_${randomUUID()}`;
     const sealed = this.cipher.seal(plaintext, sealedAad(ref, kind, owner));
     const digest = `sha256:${createHash('sha256').update(plaintext).digest('hex')}`;
-    this.insert.run(ref, kind, owner, sealed.keyId, sealed.iv, sealed.tag, sealed.ciphertext, digest, new Date().toISOString());
+    const params = [ref, kind, owner, sealed.keyId, sealed.iv, sealed.tag, sealed.ciphertext, digest, new Date().toISOString()];
+    if (this.insert !== undefined) this.insert.run(...params);
+    else await this.writer!.writeRows([{ sql: INSERT, params }]);
     return { ref, digest };
   }
 

@@ -36,7 +36,7 @@ describe('the gateway on a full disk (in-process gateway, SQLite files that cann
   });
 
   afterEach(async () => {
-    freeDisk();
+    await freeDisk();
     await gateway?.close();
     await target?.stop();
     folder?.dispose();
@@ -48,7 +48,7 @@ describe('the gateway on a full disk (in-process gateway, SQLite files that cann
     expect(first.isError).toBe(false);
     const executionsBefore = (await readJournal(gateway.dataDir, ['execution-', 'intent-'])).length;
 
-    fillDisk();
+    await fillDisk();
 
     // A request that needs no journal write is still answered (a hang would end in the client's timeout).
     const listed = await client.listTools(undefined, { timeout: 5_000 });
@@ -74,7 +74,7 @@ describe('the gateway on a full disk (in-process gateway, SQLite files that cann
     expect((await target.effects()).requestsTotal).toBe(1);
     expect((await readJournal(gateway.dataDir, ['execution-', 'intent-'])).length).toBe(executionsBefore);
 
-    freeDisk();
+    await freeDisk();
 
     const again = await client.callTool({ name: 'set_config', arguments: { name: 'while.full', value: '2' } }, undefined, { timeout: 10_000 });
     expect(again.isError).toBe(false);

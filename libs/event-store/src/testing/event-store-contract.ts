@@ -7,8 +7,9 @@ import {
   InvalidEventStoreArgumentError,
   WrongExpectedRevisionError,
 } from '../errors';
-import { eventHash, GENESIS_HASH } from '@oncegate/journal';
+import { eventHash, GENESIS_HASH } from '../chain';
 import type { EventStore, RecordedEvent } from '../event-store';
+import { readLinks } from '../read-links';
 import type { ChildReport, ChildTask } from './store-child';
 
 /**
@@ -38,6 +39,8 @@ interface RunningChild {
   readonly exited: Promise<number | null>;
   /** Resolves once `count` reports have arrived. */
   waitForReports(count: number): Promise<void>;
+  /** Resolves once a report matching `check` has arrived. */
+  waitFor(check: (report: ChildReport) => boolean): Promise<void>;
 }
 
 function startChild(task: ChildTask): RunningChild {
@@ -67,6 +70,13 @@ function startChild(task: ChildTask): RunningChild {
         const check = () => reports.length >= count && resolve();
         listeners.push(check);
         exited.then(() => (reports.length >= count ? resolve() : reject(new Error(`child exited: ${stderr}`))));
+        check();
+      }),
+    waitFor: (match) =>
+      new Promise((resolve, reject) => {
+        const check = () => reports.some(match) && resolve();
+        listeners.push(check);
+        exited.then(() => (reports.some(match) ? resolve() : reject(new Error(`child exited: ${stderr}`))));
         check();
       }),
   };
@@ -592,6 +602,24 @@ export function describeEventStoreContract<Location>(adapter: string, harness: E
       });
     });
 
+    describe(`${adapter}: reading links for the seals`, () => {
+      it(`${adapter}: links are every event's position and hash after a position, in global order, a page at a time`, async () => {
+        const { store } = await freshStore();
+        await store.appendToStream('execution-a', [event('A1'), event('A2')]);
+        await store.appendMany([
+          { streamId: 'execution-b', events: [event('B1')] },
+          { streamId: 'execution-a', events: [event('A3')] },
+        ]);
+        await store.appendToStream('intent-c', [event('C1'), event('C2')]);
+        const everything = (await store.readAll()).events.map((e) => ({ position: e.position, hash: e.hash }));
+        expect(await readLinks(store)).toEqual(everything);
+        expect(await readLinks(store, { after: everything[1]!.position, maxCount: 3 })).toEqual(everything.slice(2, 5));
+        expect(await readLinks(store, { after: everything.at(-1)!.position })).toEqual([]);
+        await expect(readLinks(store, { after: -1 })).rejects.toMatchObject({ kind: 'invalid_argument', argument: 'after' });
+        await expect(readLinks(store, { maxCount: 0 })).rejects.toMatchObject({ kind: 'invalid_argument', argument: 'maxCount' });
+      });
+    });
+
     describe(`${adapter}: liveness leases`, () => {
       it(`${adapter}: a renewed lease reads back, a renewal moves it, and holders are kept apart`, async () => {
         const { store } = await freshStore();
@@ -754,8 +782,46 @@ export function describeEventStoreContract<Location>(adapter: string, harness: E
         const acknowledged = writer.reports.filter((r) => r.kind === 'acked-batch');
         expect(acknowledged.length).toBeGreaterThanOrEqual(150);
         for (const ack of acknowledged) {
-          const events = batches.get(ack.batch!);
+          const events = batches.get(Number(ack.batch));
           expect(events, `acknowledged batch ${ack.batch}`).toBeDefined();
+          expect(events!.map((e) => e.id)).toEqual(ack.ids);
+          expect(events!.map((e) => e.position)).toEqual(ack.positions);
+        }
+      });
+
+      it(`${adapter}: kill -9 with many appends in flight and a large batch handed over: every acknowledged append is stored where it was acknowledged, and no batch in part`, async (context) => {
+        needsChildProcess(context);
+        const { location } = await freshStore();
+        // 48 appends always in flight; after 400 acknowledgements a batch of 2,000 events is handed to the store,
+        // and the child is killed as soon as it says so: while that batch is being written (or just before).
+        const writer = child(location, { mode: 'write-concurrent', streamId: 'inflight', count: 100_000, writers: 48, bigBatchAfter: 400 });
+        await writer.waitFor((report) => report.kind === 'issued-big');
+        writer.process.kill('SIGKILL');
+        await writer.exited;
+        const reopened = await reopen(location);
+        const batches = new Map<string, RecordedEvent[]>();
+        let after = 0;
+        for (;;) {
+          const page = await reopened.readAll({ after, maxCount: 5000 });
+          for (const e of page.events) {
+            const batch = (e.data as { batch: string }).batch;
+            batches.set(batch, [...(batches.get(batch) ?? []), e]);
+          }
+          if (page.events.length === 0) break;
+          after = page.lastPosition;
+        }
+        // Every third append of a loop (i % 3 === 0) is a batch of three events, the large one 2,000: whole, at
+        // consecutive positions.
+        for (const [batch, events] of batches) {
+          const expected = batch === 'big' ? 2000 : Number(batch.split('-')[1]) % 3 === 0 ? 3 : 1;
+          expect(events, `append ${batch}`).toHaveLength(expected);
+          expect(events.map((e) => e.position), `append ${batch}`).toEqual(events.map((_, i) => events[0]!.position + i));
+        }
+        const acknowledged = writer.reports.filter((r) => r.kind === 'acked-batch');
+        expect(acknowledged.length).toBeGreaterThanOrEqual(400);
+        for (const ack of acknowledged) {
+          const events = batches.get(String(ack.batch));
+          expect(events, `acknowledged append ${ack.batch}`).toBeDefined();
           expect(events!.map((e) => e.id)).toEqual(ack.ids);
           expect(events!.map((e) => e.position)).toEqual(ack.positions);
         }

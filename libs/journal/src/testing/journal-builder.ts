@@ -1,5 +1,5 @@
 import type { KeyObject } from 'node:crypto';
-import { eventHash, GENESIS_HASH } from '../chain';
+import { eventHash, GENESIS_HASH } from '@oncegate/event-store/chain';
 import type { JournalEvent } from '../export-format';
 import { planSeal, publicKeyId, SEAL_EVENT_TYPE, SEAL_STREAM, signSeal, type JournalSealedData } from '../seal';
 

@@ -31,7 +31,7 @@ describe('the journal sealer on a full disk (SQLite event store that cannot grow
   });
 
   afterEach(async () => {
-    freeDisk();
+    await freeDisk();
     vi.restoreAllMocks();
     await sealer?.stop().catch(() => undefined);
     await store.close();
@@ -42,7 +42,7 @@ describe('the journal sealer on a full disk (SQLite event store that cannot grow
     const errors = vi.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
     const logs = vi.spyOn(Logger.prototype, 'log').mockImplementation(() => undefined);
     const { publicKey, privateKey } = generateKeyPairSync('ed25519');
-    fillDisk();
+    await fillDisk();
     sealer = new JournalSealer(store, privateKey, publicKey, systemClock, 10);
     sealer.start();
 
@@ -53,7 +53,7 @@ describe('the journal sealer on a full disk (SQLite event store that cannot grow
     expect(String(errors.mock.calls[0]![0])).toMatch(/sealing failed \(1 in a row; next try in/);
     expect(await store.readStream(SEAL_STREAM)).toEqual([]);
 
-    freeDisk();
+    await freeDisk();
     await eventually(async () => ((await store.readStream(SEAL_STREAM)).length > 0 ? true : undefined), 15_000, 'a seal after the disk has room again');
     expect(logs.mock.calls.map((call) => String(call[0]))).toContainEqual(expect.stringMatching(/^sealing resumed after \d+ failed rounds$/));
   });

@@ -1,7 +1,7 @@
 import type { KeyObject } from 'node:crypto';
 import { Logger } from '@nestjs/common';
 import type { EventStore } from '@oncegate/event-store';
-import { backoffMs, newEventId, WrongExpectedRevisionError } from '@oncegate/event-store';
+import { backoffMs, newEventId, readLinks, WrongExpectedRevisionError } from '@oncegate/event-store';
 import { isoNow, type Clock } from '@oncegate/execution-journal';
 import {
   planSeal,
@@ -97,10 +97,11 @@ export class JournalSealer {
     const head = await this.store.headPosition();
     // The previous seal event itself lies after its range; sealing only it would chase its own tail forever.
     if (head <= from || (last !== undefined && head === last.position && from === last.position - 1)) return undefined;
-    const page = await this.store.readAll({ after: from, maxCount: MAX_EVENTS_PER_SEAL });
+    // Positions and hashes only: the seal covers nothing else, so no event's data is read or parsed.
+    const links = await readLinks(this.store, { after: from, maxCount: MAX_EVENTS_PER_SEAL });
     const body = planSeal({
       ...(previous ? { previous } : {}),
-      events: page.events.map((event) => ({ position: event.position, hash: event.hash })),
+      events: links,
       keyId: this.keyId,
     });
     if (body === undefined) return undefined;

@@ -1,0 +1,168 @@
+/**
+ * The writer thread of a SQLite store (`writer-thread.ts` starts it): it holds the store's only write connection,
+ * so a commit's fsync never blocks the calling thread's event loop. Whatever arrived while the previous
+ * transaction was being committed is written as one transaction (group commit); each write is checked and rolled
+ * back on its own savepoint, so a failing one never harms its neighbours. Each transaction is answered in one
+ * message. It keeps no state between transactions but its prepared statements.
+ */
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
+import { expectedRevisionHolds, linkEvents, type ChainTip } from '@oncegate/event-store';
+import { isUniqueViolation, isUnwritable, sqliteCode } from './sqlite-errors';
+import type { CommittedReply, WireError, WriteItem, WriterConfig, WriterReply, WriterRequest } from './writer-protocol';
+
+const port = parentPort;
+if (port === null) throw new Error('sqlite-writer-worker.ts runs as a worker thread only');
+const config = workerData as WriterConfig;
+
+const db = new DatabaseSync(config.file, { timeout: config.busyTimeoutMs });
+db.exec(`PRAGMA synchronous = ${config.synchronous}`);
+db.exec('PRAGMA foreign_keys = ON');
+db.exec('PRAGMA cache_size = -16000');
+
+const statement = (sql: string) => db.prepare(sql);
+const streamTip = statement('SELECT revision, hash FROM events WHERE stream_id = ? ORDER BY revision DESC LIMIT 1');
+const insert = statement(
+  `INSERT INTO events (stream_id, revision, event_id, type, data, metadata, recorded_at, prev_hash, hash)
+   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+);
+const head = statement('SELECT max(position) AS head FROM events');
+const begin = statement('BEGIN IMMEDIATE');
+const commit = statement('COMMIT');
+const rollback = statement('ROLLBACK');
+const savepoint = statement('SAVEPOINT oncegate_write');
+const release = statement('RELEASE oncegate_write');
+const rollbackToSavepoint = statement('ROLLBACK TO oncegate_write');
+/** The statements of rows that are not events, by their text (a handful: checkpoints, leases, sealed blobs). */
+const rowStatements = new Map<string, StatementSync>();
+
+/** A write refused for a reason the calling thread turns into the port's typed error. */
+class WriteRefused extends Error {
+  constructor(readonly wire: WireError) {
+    super(wire.kind);
+  }
+}
+
+function wireError(error: unknown): WireError {
+  if (error instanceof WriteRefused) return error.wire;
+  if (isUnwritable(error)) return { kind: 'store_unavailable', detail: sqliteCode(error) };
+  return { kind: 'failed', message: String((error as Error)?.message ?? error) };
+}
+
+/** What the transaction appended so far, in columns; an append rolled back is cut off again. */
+interface Written {
+  positions: number[];
+  revisions: number[];
+  prevs: string;
+  hashes: string;
+}
+
+function append(item: Extract<WriteItem, { kind: 'append' }>, written: Written): void {
+  const { positions, revisions } = written;
+  for (const entry of item.entries) {
+    const tip = streamTip.get(entry.streamId) as ChainTip | undefined;
+    if (!expectedRevisionHolds(entry.expected, tip?.revision)) {
+      throw new WriteRefused({ kind: 'wrong_expected_revision', streamId: entry.streamId, expected: entry.expected, actual: tip?.revision });
+    }
+    const links = linkEvents(entry.streamId, tip, entry.events, item.recordedAt);
+    entry.events.forEach((event, i) => {
+      const { revision, prev, hash } = links[i]!;
+      try {
+        const info = insert.run(entry.streamId, revision, event.id, event.type, event.data, event.metadata, item.recordedAt, prev, hash);
+        positions.push(Number(info.lastInsertRowid));
+      } catch (error) {
+        if (isUniqueViolation(error) && String((error as Error).message).includes('event_id')) {
+          throw new WriteRefused({ kind: 'duplicate_event_id', streamId: entry.streamId, eventId: event.id });
+        }
+        throw error;
+      }
+      revisions.push(revision);
+      written.prevs += prev;
+      written.hashes += hash;
+    });
+  }
+}
+
+function writeRows(item: Extract<WriteItem, { kind: 'rows' }>): void {
+  for (const row of item.rows) {
+    let prepared = rowStatements.get(row.sql);
+    if (prepared === undefined) {
+      prepared = db.prepare(row.sql);
+      rowStatements.set(row.sql, prepared);
+    }
+    prepared.run(...row.params);
+  }
+}
+
+/** Writes `items` in one transaction; each on its own savepoint when several share it. */
+function commitTogether(items: readonly WriteItem[]): CommittedReply {
+  const ids = items.map((item) => item.id);
+  const errors: Array<[number, WireError]> = [];
+  const written: Written = { positions: [], revisions: [], prevs: '', hashes: '' };
+  const shared = items.length > 1;
+  let headBefore = 0;
+  try {
+    begin.run();
+    try {
+      headBefore = (head.get() as { head: number | null }).head ?? 0;
+      items.forEach((item, index) => {
+        if (shared) savepoint.run();
+        const mark = { events: written.positions.length, text: written.hashes.length };
+        try {
+          if (item.kind === 'append') append(item, written);
+          else writeRows(item);
+          if (shared) release.run();
+        } catch (error) {
+          if (!shared) throw error;
+          rollbackToSavepoint.run();
+          release.run();
+          written.positions.length = written.revisions.length = mark.events;
+          written.prevs = written.prevs.slice(0, mark.text);
+          written.hashes = written.hashes.slice(0, mark.text);
+          errors.push([index, wireError(error)]);
+        }
+      });
+      commit.run();
+    } catch (error) {
+      if (db.isTransaction) rollback.run();
+      throw error;
+    }
+  } catch (error) {
+    const failure = wireError(error);
+    return { kind: 'committed', headBefore, ids, errors: ids.map((_, index) => [index, failure] as const), positions: [], revisions: [], prevs: '', hashes: '' };
+  }
+  return {
+    kind: 'committed',
+    headBefore,
+    ids,
+    errors,
+    positions: written.positions,
+    revisions: written.revisions,
+    prevs: written.prevs,
+    hashes: written.hashes,
+  };
+}
+
+const queue: WriteItem[] = [];
+let closing = false;
+
+function accept(request: WriterRequest): void {
+  if (request.kind === 'write') for (const item of request.items) queue.push(item);
+  else closing = true;
+}
+
+port.on('message', (request: WriterRequest) => {
+  accept(request);
+  // Everything that arrived while the previous transaction committed is the next one, until nothing is waiting.
+  for (;;) {
+    for (let next = receiveMessageOnPort(port); next !== undefined; next = receiveMessageOnPort(port)) accept(next.message as WriterRequest);
+    if (queue.length === 0) break;
+    const reply = commitTogether(queue.splice(0));
+    port.postMessage(reply);
+  }
+  if (closing) {
+    db.close();
+    port.postMessage({ kind: 'closed' } satisfies WriterReply);
+    port.close();
+  }
+});

@@ -1,0 +1,98 @@
+/**
+ * Starts and talks to a SQLite store's writer thread (`sqlite-writer-worker.ts`), and tells its owner when the
+ * thread stops without being asked to. The thread keeps the process alive only while writes are in flight, so a
+ * store left open never holds a finished process.
+ */
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import type { CommittedReply, WriterConfig, WriterReply, WriterRequest } from './writer-protocol';
+
+/**
+ * How to start the thread. From the bundle (dist/apps/gateway, built by tools/build-app.mjs with the entry
+ * `sqlite-writer-worker`): the `.js` file beside the bundle. From TypeScript sources (tsx, vitest): a small script
+ * that registers tsx's loader in the thread, then imports `sqlite-writer-worker.ts` (as the journal's verify pool
+ * does; a worker's `--import` hooks do not apply to its own entry file).
+ */
+function workerEntry(): { entry: URL | string; eval: boolean } {
+  const here = import.meta.url;
+  if (!/\.[cm]?ts$/.test(new URL(here).pathname)) return { entry: new URL('./sqlite-writer-worker.js', here), eval: false };
+  const tsxApi = pathToFileURL(tsxEsmApi(createRequire(here))).href;
+  const worker = new URL('./sqlite-writer-worker.ts', here).href;
+  const script = `import(${JSON.stringify(tsxApi)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(worker)}); });`;
+  return { entry: script, eval: true };
+}
+
+/** The ESM build of `tsx/esm/api` (its CommonJS build cannot register from an evaluated worker script). */
+function tsxEsmApi(require: NodeRequire): string {
+  const manifest = require.resolve('tsx/package.json');
+  const { exports } = require(manifest) as { exports: Record<string, { import?: { default?: string } }> };
+  const entry = exports['./esm/api']?.import?.default;
+  if (entry === undefined) throw new Error(`tsx (${manifest}) has no ESM export of tsx/esm/api`);
+  return join(dirname(manifest), entry);
+}
+
+export interface WriterThreadEvents {
+  /** A transaction's answer. */
+  committed(reply: CommittedReply): void;
+  /** The thread stopped unasked (an uncaught error, or it exited): nothing more will be answered. */
+  stopped(reason: string): void;
+}
+
+export class WriterThread {
+  private readonly worker: Worker;
+  private inFlight = 0;
+  private stopped = false;
+  private closing: Promise<void> | undefined;
+  private onClosed: (() => void) | undefined;
+
+  constructor(config: WriterConfig, private readonly events: WriterThreadEvents) {
+    const { entry, eval: isScript } = workerEntry();
+    this.worker = new Worker(entry, { eval: isScript, workerData: config });
+    this.worker.unref();
+    this.worker.on('message', (reply: WriterReply) => {
+      if (reply.kind === 'closed') {
+        this.stopped = true;
+        this.onClosed?.();
+        return;
+      }
+      this.inFlight -= reply.ids.length;
+      if (this.inFlight === 0) this.worker.unref();
+      this.events.committed(reply);
+    });
+    this.worker.on('error', (error) => this.stop(`it failed: ${error.message}`));
+    this.worker.on('exit', (code) => {
+      this.stop(`it exited with code ${code}`);
+      // A thread that exits while closing has answered everything it was sent, or never will.
+      this.onClosed?.();
+    });
+  }
+
+  /** Sends writes; `count` is how many answers they will get. */
+  post(request: WriterRequest, count: number): void {
+    if (this.inFlight === 0) this.worker.ref();
+    this.inFlight += count;
+    this.worker.postMessage(request);
+  }
+
+  /** Commits what was sent and stops the thread; resolves once every write sent has been answered. */
+  close(): Promise<void> {
+    this.closing ??= new Promise<void>((resolve) => {
+      if (this.stopped) {
+        resolve();
+        return;
+      }
+      this.onClosed = resolve;
+      this.worker.ref();
+      this.worker.postMessage({ kind: 'close' } satisfies WriterRequest);
+    });
+    return this.closing;
+  }
+
+  private stop(reason: string): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.events.stopped(reason);
+  }
+}
