@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto';
 import { Client, Pool, type ClientConfig, type PoolClient, type PoolConfig } from 'pg';
-import { v7 as uuidv7 } from 'uuid';
 import {
+  GENESIS_HASH,
+  linkEvents,
+  newEventId,
   DuplicateEventIdError,
   EventStoreClosedError,
   EventStoreOpenError,
@@ -31,7 +33,6 @@ import {
   type SubscribeOptions,
   type Subscription,
 } from '@oncegate/event-store';
-import { eventHash, GENESIS_HASH } from '@oncegate/journal';
 import { isUnavailable, isUniqueViolation, openFailure, unavailableOr } from './postgres-errors';
 import { quotedSchema, schemaStatements, SCHEMA_VERSION } from './schema';
 
@@ -93,14 +94,6 @@ const NO_LIMIT = Number.MAX_SAFE_INTEGER;
 
 function toRecordedEvent([position, streamId, revision, id, type, data, metadata, recordedAt, prev, hash]: EventRow): RecordedEvent {
   return { streamId, revision, position: Number(position), id, type, data, metadata, recordedAt, prev, hash };
-}
-
-/**
- * The hash-chain link of one event: the single place this adapter computes it, so moving the chain's code changes
- * one import.
- */
-function chainLink(prev: string, event: Omit<RecordedEvent, 'position' | 'prev' | 'hash'>): string {
-  return eventHash(prev, event);
 }
 
 /** A stable 32-bit key and a channel name for the schema, the same in every process. */
@@ -739,22 +732,30 @@ function planAppend(entries: readonly SerialisedAppend[], state: GroupState): { 
     const tip = state.tips.get(entry.streamId);
     const actual = tip?.revision;
     if (!expectedRevisionHolds(entry.expected, actual)) throw new WrongExpectedRevisionError(entry.streamId, entry.expected, actual);
+    const withIds = entry.events.map((event) => ({ ...event, id: event.id ?? newEventId() }));
+    const links = linkEvents(entry.streamId, tip, withIds, state.recordedAt);
     let revision = actual ?? -1;
     let prev = tip?.hash ?? GENESIS_HASH;
-    for (const event of entry.events) {
-      const id = event.id ?? uuidv7();
+    withIds.forEach((event, i) => {
+      const { id } = event;
       if (state.taken.has(id)) throw new DuplicateEventIdError(entry.streamId, id);
       ids.push(id);
-      revision += 1;
       position += 1;
-      // The link covers the event as a reader will parse it back, so verification needs nothing but the export.
-      const data: unknown = JSON.parse(event.data);
-      const metadata = JSON.parse(event.metadata) as Record<string, unknown>;
-      const fields = { streamId: entry.streamId, revision, id, type: event.type, data, metadata, recordedAt: state.recordedAt };
-      const hash = chainLink(prev, fields);
-      events.push({ ...fields, position, prev, hash });
-      prev = hash;
-    }
+      revision = links[i]!.revision;
+      prev = links[i]!.hash;
+      events.push({
+        streamId: entry.streamId,
+        revision,
+        id,
+        type: event.type,
+        data: event.dataValue,
+        metadata: event.metadataValue,
+        recordedAt: state.recordedAt,
+        position,
+        prev: links[i]!.prev,
+        hash: links[i]!.hash,
+      });
+    });
     tips.set(entry.streamId, { revision, hash: prev });
     results.push({ streamId: entry.streamId, nextExpectedRevision: revision, position });
   }

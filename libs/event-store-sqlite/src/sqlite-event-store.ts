@@ -2,8 +2,8 @@ import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { DatabaseSync, type SQLInputValue, type StatementResultingChanges } from 'node:sqlite';
-import { v7 as uuidv7 } from 'uuid';
 import {
+  newEventId,
   DuplicateEventIdError,
   EventStoreClosedError,
   EventStoreOpenError,
@@ -542,7 +542,7 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
         streamId: entry.streamId,
         expected: entry.expected,
         events: entry.events.map((event) => {
-          const eventId = event.id ?? uuidv7();
+          const eventId = event.id ?? newEventId();
           ids.push(eventId);
           return {
             id: eventId,
