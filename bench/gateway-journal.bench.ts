@@ -15,7 +15,7 @@ import {
   type Phase,
   type Server,
 } from './gateway-support';
-import { copyDataFolder, filledDataFolder } from './journal-fill';
+import { filledDataFolder, prepareSpareCopy, runCopyOf } from './journal-fill';
 import { machineLine, ms, percentile, printTable, rate } from './table';
 
 /**
@@ -35,6 +35,10 @@ export interface BigJournalOptions {
   readonly cacheDir: string | undefined;
   /** When given: a CPU profile of one more start on the filled journal (start, then stop), summarised. */
   readonly startProfDir: string | undefined;
+  /** CPU profiles of both gateways under load go here (a folder each), summarised. */
+  readonly profDir: string | undefined;
+  /** After the run, copy the filled folder for the next run (default true). */
+  readonly spare: boolean;
 }
 
 interface Measured {
@@ -81,14 +85,20 @@ export async function runBigJournal(options: BigJournalOptions): Promise<void> {
         `took ${(m.settleStartMs / 1000).toFixed(1)} s, its stop (sealing to position ${m.sealedTo.toLocaleString('en-US')}) ${(m.settleStopMs / 1000).toFixed(1)} s.`,
     );
     const bigData = join(dir, 'big', 'data');
-    const copySeconds = copyDataFolder(filled.dataDir, bigData);
-    log(`  copied for this run in ${copySeconds.toFixed(1)} s.`);
+    const copy = runCopyOf(filled, bigData);
+    log(
+      copy.spare
+        ? `  the copy the previous run prepared was taken for this run (${copy.seconds.toFixed(1)} s).`
+        : `  copied for this run in ${copy.seconds.toFixed(1)} s (a copy for the next run is made after the measurements).`,
+    );
 
     writeFileSync(join(dir, 'tools.yaml'), contractsYaml(targetUrl));
     const measure = async (journal: string, dataDir: string): Promise<Measured> => {
       const configFile = join(dir, `oncegate-${journal.replace(/\W+/g, '-')}.yaml`);
       writeFileSync(configFile, gatewayYaml(dir, options.synchronous, { dataDir }));
-      const gateway = await startGatewayProcess(configFile);
+      const profDir = options.profDir === undefined ? undefined : resolve(options.profDir, journal.replace(/\W+/g, '-'));
+      if (profDir !== undefined) mkdirSync(profDir, { recursive: true });
+      const gateway = await startGatewayProcess(configFile, profDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${profDir}`]);
       servers.push(gateway.server);
       const afterStart = procStats(gateway.server.child.pid!);
       const gatewayClients = await mcpClients(gateway.url, 32, gateway.token);
@@ -98,8 +108,11 @@ export async function runBigJournal(options: BigJournalOptions): Promise<void> {
       for (const [c, n] of [[1, options.calls1], [32, options.calls32]] as const) phases.push({ c, phase: await phase(call, c, n, options.warmup, gateway.server) });
       await Promise.all(gatewayClients.map((client) => client.close()));
       await gateway.server.stop(10 * 60_000);
+      const profile = profDir === undefined ? undefined : readdirSync(profDir).find((name) => name.endsWith('.cpuprofile'));
+      if (profile !== undefined) profiles.push({ journal, file: join(profDir!, profile) });
       return { journal, startMs: gateway.startMs, startRssKiB: afterStart.rssKiB, startPeakKiB: afterStart.peakKiB, phases };
     };
+    const profiles: Array<{ journal: string; file: string }> = [];
     const empty = await measure('empty', join(dir, 'empty', 'data'));
     const big = await measure(`${m.executions.toLocaleString('en-US')} executions`, bigData);
 
@@ -148,6 +161,8 @@ export async function runBigJournal(options: BigJournalOptions): Promise<void> {
         `wall time ${((Date.now() - startedAt) / 1000).toFixed(0)} s`,
     );
 
+    for (const { journal, file } of profiles) summariseProfile(file, `CPU profile of the gateway on the ${journal} journal (start, both phases, stop)`);
+
     if (options.startProfDir !== undefined) {
       const profDir = resolve(options.startProfDir);
       mkdirSync(profDir, { recursive: true });
@@ -160,6 +175,7 @@ export async function runBigJournal(options: BigJournalOptions): Promise<void> {
       const file = readdirSync(profDir).find((name) => name.endsWith('.cpuprofile') && !before.has(name));
       if (file !== undefined) summariseProfile(join(profDir, file), `CPU profile of one start on the large journal (${(startMs / 1000).toFixed(2)} s to listen; the profile runs to the end of the stop)`);
     }
+    if (options.spare) log(`\nA copy of the filled folder for the next run was made in ${prepareSpareCopy(filled).toFixed(1)} s.`);
   } finally {
     await Promise.all(clients.map((client) => client.close().catch(() => undefined)));
     for (const server of servers.reverse()) await server.stop(10 * 60_000);

@@ -50,6 +50,8 @@ export async function run(argv: string[]): Promise<void> {
       'cache-dir': { type: 'string' },
       /** With --journal: a CPU profile of one more start on the large journal, summarised. */
       'start-prof-dir': { type: 'string' },
+      /** With --journal: make no copy of the filled folder for the next run. */
+      'no-spare': { type: 'boolean', default: false },
       /** This many calls held in flight at the target at once. */
       'in-flight': { type: 'string' },
       /** With --in-flight: MCP client sessions the calls are spread over. */
@@ -70,6 +72,8 @@ export async function run(argv: string[]): Promise<void> {
       warmup,
       cacheDir: values['cache-dir'],
       startProfDir: values['start-prof-dir'],
+      profDir: values['gateway-prof-dir'],
+      spare: !values['no-spare'],
     });
   }
   if (values['in-flight'] !== undefined) {

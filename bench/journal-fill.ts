@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { ulid } from 'ulid';
 import { v7 as uuidv7 } from 'uuid';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -105,12 +105,45 @@ export async function filledDataFolder(options: {
   }
 }
 
-/** Copies a cached data folder for one run. */
-export function copyDataFolder(from: string, to: string): number {
+/**
+ * A copy of a cached data folder for one run at `to`: the spare copy made after the last run when there is one
+ * (moved, which takes no time on the same file system), otherwise a copy made now. Returns how it came.
+ */
+export function runCopyOf(filled: FilledFolder, to: string): { seconds: number; spare: boolean } {
   const start = process.hrtime.bigint();
+  const seconds = () => Number(process.hrtime.bigint() - start) / 1e9;
+  rmSync(to, { recursive: true, force: true });
+  mkdirSync(dirname(to), { recursive: true });
+  const spare = spareOf(filled);
+  if (existsSync(spare)) {
+    try {
+      renameSync(spare, to);
+      return { seconds: seconds(), spare: true };
+    } catch {
+      rmSync(spare, { recursive: true, force: true });
+    }
+  }
+  copyFolder(filled.dataDir, to);
+  return { seconds: seconds(), spare: false };
+}
+
+/** Copies the cached folder beside it for the next run (after the measurements, so the copy disturbs none). */
+export function prepareSpareCopy(filled: FilledFolder): number {
+  const start = process.hrtime.bigint();
+  const spare = spareOf(filled);
+  if (!existsSync(spare)) {
+    const partial = `${spare}.partial-${process.pid}`;
+    copyFolder(filled.dataDir, partial);
+    renameSync(partial, spare);
+  }
+  return Number(process.hrtime.bigint() - start) / 1e9;
+}
+
+const spareOf = (filled: FilledFolder) => join(dirname(filled.dataDir), 'spare-data');
+
+function copyFolder(from: string, to: string): void {
   rmSync(to, { recursive: true, force: true });
   cpSync(from, to, { recursive: true, filter: (source) => !source.endsWith('-shm') });
-  return Number(process.hrtime.bigint() - start) / 1e9;
 }
 
 async function build(
@@ -152,7 +185,7 @@ async function build(
       await store.appendMany(entries);
       done = end;
       const tick = process.hrtime.bigint();
-      if (Number(tick - lastReport) > 15e9 || done === options.executions) {
+      if (Number(tick - lastReport) > 60e9 || done === options.executions) {
         lastReport = tick;
         const seconds = Number(tick - fillStart) / 1e9;
         options.log(`  filled ${done.toLocaleString('en-US')} executions (${events.toLocaleString('en-US')} events) in ${seconds.toFixed(0)} s`);
