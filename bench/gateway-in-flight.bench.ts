@@ -1,4 +1,4 @@
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -23,6 +23,11 @@ export interface InFlightOptions {
   readonly dir: string;
   readonly synchronous: string;
   readonly warmup: number;
+  /**
+   * When given: heap snapshots of the gateway (`--heapsnapshot-signal`) before the calls and with every call in
+   * flight are written here, and the constructors whose objects grew most between the two are printed.
+   */
+  readonly heapSnapshotDir: string | undefined;
 }
 
 const WAIT = '10m';
@@ -56,7 +61,12 @@ export async function runInFlight(options: InFlightOptions): Promise<void> {
     };
     writeFileSync(join(dir, 'tools.yaml'), contractsYaml(targetUrl, { responseTimeout: WAIT }));
     writeFileSync(join(dir, 'oncegate.yaml'), gatewayYaml(dir, options.synchronous, { callWait: WAIT }));
-    const gateway = await startGatewayProcess(join(dir, 'oncegate.yaml'));
+    const snapshotDir = options.heapSnapshotDir === undefined ? undefined : resolve(options.heapSnapshotDir);
+    if (snapshotDir !== undefined) mkdirSync(snapshotDir, { recursive: true });
+    const gateway = await startGatewayProcess(
+      join(dir, 'oncegate.yaml'),
+      snapshotDir === undefined ? [] : ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${snapshotDir}`],
+    );
     servers.push(gateway.server);
     const pid = gateway.server.child.pid!;
     const afterStart = procStats(pid);
@@ -65,6 +75,8 @@ export async function runInFlight(options: InFlightOptions): Promise<void> {
     if (options.warmup > 0) await drive(mcpCall(clients, completed), options.clients, options.warmup);
     await control('reset-state');
     await control('hold', { match: 'PUT /config/:name' });
+    const snapshots: string[] = [];
+    if (snapshotDir !== undefined) snapshots.push(await heapSnapshot(pid, snapshotDir));
     resetPeak(pid);
     const before = procStats(pid);
 
@@ -101,6 +113,7 @@ export async function runInFlight(options: InFlightOptions): Promise<void> {
     // Let the gateway settle with everything waiting (what it holds per call, not what it allocated on the way).
     await new Promise((done) => setTimeout(done, 2000));
     const inFlight = procStats(pid);
+    if (snapshotDir !== undefined) snapshots.push(await heapSnapshot(pid, snapshotDir));
     const releasedAt = seconds();
     released = true;
     const { released: releasedCount } = (await control('release', { match: 'PUT /config/:name' })) as { released: number };
@@ -147,9 +160,76 @@ export async function runInFlight(options: InFlightOptions): Promise<void> {
         (failed.length > 0 ? `; first failure: ${JSON.stringify(failed[0])}` : '') +
         `; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')} at the end`,
     );
+    if (snapshots.length === 2) compareHeaps(snapshots[0]!, snapshots[1]!, options.calls);
   } finally {
     await Promise.all(clients.map((client) => client.close().catch(() => undefined)));
     for (const server of servers.reverse()) await server.stop();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** Signals the gateway to write a heap snapshot and waits until the file is complete; returns its path. */
+async function heapSnapshot(pid: number, dir: string): Promise<string> {
+  const before = new Set(readdirSync(dir));
+  process.kill(pid, 'SIGUSR2');
+  for (let waited = 0; waited < 120_000; waited += 250) {
+    await new Promise((done) => setTimeout(done, 250));
+    const file = readdirSync(dir).find((name) => name.endsWith('.heapsnapshot') && !before.has(name));
+    if (file === undefined) continue;
+    const path = join(dir, file);
+    // The snapshot is written as JSON ending in the strings table; complete when it parses to its last bracket.
+    const tail = readFileSync(path, 'utf8').trimEnd();
+    if (tail.endsWith(']}')) return path;
+  }
+  throw new Error('the gateway wrote no heap snapshot');
+}
+
+interface HeapSnapshot {
+  snapshot: { meta: { node_fields: string[]; node_types: [string[]] } };
+  nodes: number[];
+  strings: string[];
+}
+
+/** Self size and count per constructor (node name for objects, type otherwise). */
+function heapByConstructor(file: string): Map<string, { count: number; bytes: number }> {
+  const heap = JSON.parse(readFileSync(file, 'utf8')) as HeapSnapshot;
+  const fields = heap.snapshot.meta.node_fields;
+  const stride = fields.length;
+  const typeAt = fields.indexOf('type');
+  const nameAt = fields.indexOf('name');
+  const sizeAt = fields.indexOf('self_size');
+  const types = heap.snapshot.meta.node_types[0];
+  const out = new Map<string, { count: number; bytes: number }>();
+  for (let i = 0; i < heap.nodes.length; i += stride) {
+    const type = types[heap.nodes[i + typeAt]!]!;
+    const key = type === 'object' || type === 'closure' ? `${heap.strings[heap.nodes[i + nameAt]!]} (${type})` : `(${type})`;
+    const entry = out.get(key) ?? { count: 0, bytes: 0 };
+    entry.count += 1;
+    entry.bytes += heap.nodes[i + sizeAt]!;
+    out.set(key, entry);
+  }
+  return out;
+}
+
+function compareHeaps(beforeFile: string, afterFile: string, calls: number): void {
+  const before = heapByConstructor(beforeFile);
+  const after = heapByConstructor(afterFile);
+  const total = (map: Map<string, { bytes: number }>) => [...map.values()].reduce((sum, entry) => sum + entry.bytes, 0);
+  const rows = [...after.entries()]
+    .map(([name, entry]) => {
+      const was = before.get(name) ?? { count: 0, bytes: 0 };
+      return { name, count: entry.count - was.count, bytes: entry.bytes - was.bytes };
+    })
+    .sort((a, b) => b.bytes - a.bytes)
+    .slice(0, 20);
+  printTable(
+    `JS heap growth from before the calls (${(total(before) / 2 ** 20).toFixed(1)} MiB) to ${calls} in flight (${(total(after) / 2 ** 20).toFixed(1)} MiB), by constructor`,
+    rows.map((row) => ({
+      constructor: row.name,
+      'objects added': row.count.toLocaleString('en-US'),
+      'per call': (row.count / calls).toFixed(1),
+      'KiB added': (row.bytes / 1024).toFixed(0),
+      'bytes per call': Math.round(row.bytes / calls).toLocaleString('en-US'),
+    })),
+  );
 }

@@ -56,6 +56,8 @@ export async function run(argv: string[]): Promise<void> {
       'in-flight': { type: 'string' },
       /** With --in-flight: MCP client sessions the calls are spread over. */
       clients: { type: 'string', default: '50' },
+      /** With --in-flight: heap snapshots of the gateway before the calls and with all in flight, compared. */
+      'heap-snapshot-dir': { type: 'string' },
     },
   });
   const calls1 = Number(values.calls);
@@ -77,7 +79,14 @@ export async function run(argv: string[]): Promise<void> {
     });
   }
   if (values['in-flight'] !== undefined) {
-    return runInFlight({ calls: Number(values['in-flight']), clients: Number(values.clients), dir: values.dir!, synchronous, warmup });
+    return runInFlight({
+      calls: Number(values['in-flight']),
+      clients: Number(values.clients),
+      dir: values.dir!,
+      synchronous,
+      warmup,
+      heapSnapshotDir: values['heap-snapshot-dir'],
+    });
   }
   const dir = resolve(values.dir!, `gateway-${process.pid}`);
   mkdirSync(dir, { recursive: true });
