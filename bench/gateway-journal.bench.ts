@@ -37,6 +37,8 @@ export interface BigJournalOptions {
   readonly startProfDir: string | undefined;
   /** CPU profiles of both gateways under load go here (a folder each), summarised. */
   readonly profDir: string | undefined;
+  /** Each phase is cut into this many turns, alternating between the two gateways. */
+  readonly rounds: number;
   /** After the run, copy the filled folder for the next run (default true). */
   readonly spare: boolean;
 }
@@ -60,7 +62,8 @@ export async function runBigJournal(options: BigJournalOptions): Promise<void> {
     `Gateway on a large journal — ${machineLine()}, ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, ` +
       `load average ${loadavg().map((l) => l.toFixed(2)).join(' ')} at the start, synchronous=${options.synchronous}, data in ${dir}, cache in ${cacheRoot}\n` +
       `Setup as the gateway run: demo target and gateway in their own child processes, set_config with a new value per call, ` +
-      `one MCP client + session per concurrent worker; warm-up ${options.warmup} calls before each phase; ` +
+      `one MCP client + session per concurrent worker; warm-up ${options.warmup} calls before each phase; both gateways run at once and take turns, ` +
+      `each phase in ${options.rounds} rounds (empty, then large); ` +
       `peak RSS = VmHWM of the gateway during the phase; RSS after start = VmRSS / VmHWM once it printed its URL.`,
   );
   const servers: Server[] = [];
@@ -93,7 +96,9 @@ export async function runBigJournal(options: BigJournalOptions): Promise<void> {
     );
 
     writeFileSync(join(dir, 'tools.yaml'), contractsYaml(targetUrl));
-    const measure = async (journal: string, dataDir: string): Promise<Measured> => {
+    // Both gateways run side by side and take turns: each phase is cut into rounds, empty then large, so a change
+    // of the machine's load during the run falls on both alike.
+    const launch = async (journal: string, dataDir: string) => {
       const configFile = join(dir, `oncegate-${journal.replace(/\W+/g, '-')}.yaml`);
       writeFileSync(configFile, gatewayYaml(dir, options.synchronous, { dataDir }));
       const profDir = options.profDir === undefined ? undefined : resolve(options.profDir, journal.replace(/\W+/g, '-'));
@@ -104,17 +109,27 @@ export async function runBigJournal(options: BigJournalOptions): Promise<void> {
       const gatewayClients = await mcpClients(gateway.url, 32, gateway.token);
       clients.push(...gatewayClients);
       const call = mcpCall(gatewayClients, (text) => text.startsWith('set_config completed'));
-      const phases: Measured['phases'] = [];
-      for (const [c, n] of [[1, options.calls1], [32, options.calls32]] as const) phases.push({ c, phase: await phase(call, c, n, options.warmup, gateway.server) });
-      await Promise.all(gatewayClients.map((client) => client.close()));
-      await gateway.server.stop(10 * 60_000);
-      const profile = profDir === undefined ? undefined : readdirSync(profDir).find((name) => name.endsWith('.cpuprofile'));
-      if (profile !== undefined) profiles.push({ journal, file: join(profDir!, profile) });
-      return { journal, startMs: gateway.startMs, startRssKiB: afterStart.rssKiB, startPeakKiB: afterStart.peakKiB, phases };
+      const measured: Measured = { journal, startMs: gateway.startMs, startRssKiB: afterStart.rssKiB, startPeakKiB: afterStart.peakKiB, phases: [] };
+      const stop = async () => {
+        await Promise.all(gatewayClients.map((client) => client.close()));
+        await gateway.server.stop(10 * 60_000);
+        const profile = profDir === undefined ? undefined : readdirSync(profDir).find((name) => name.endsWith('.cpuprofile'));
+        if (profile !== undefined) profiles.push({ journal, file: join(profDir!, profile) });
+      };
+      return { gateway, call, measured, stop };
     };
     const profiles: Array<{ journal: string; file: string }> = [];
-    const empty = await measure('empty', join(dir, 'empty', 'data'));
-    const big = await measure(`${m.executions.toLocaleString('en-US')} executions`, bigData);
+    const runs = [await launch('empty', join(dir, 'empty', 'data')), await launch(`${m.executions.toLocaleString('en-US')} executions`, bigData)];
+    for (const [c, n] of [[1, options.calls1], [32, options.calls32]] as const) {
+      const parts: Phase[][] = runs.map(() => []);
+      for (let round = 0; round < options.rounds; round += 1) {
+        const calls = Math.round((n * (round + 1)) / options.rounds) - Math.round((n * round) / options.rounds);
+        for (const [i, run] of runs.entries()) parts[i]!.push(await phase(run.call, c, calls, round === 0 ? options.warmup : 0, run.gateway.server));
+      }
+      runs.forEach((run, i) => run.measured.phases.push({ c, phase: merge(parts[i]!) }));
+    }
+    for (const run of runs) await run.stop();
+    const [empty, big] = runs.map((run) => run.measured) as [Measured, Measured];
 
     const effects = (await (await fetch(`${targetUrl}/effects`)).json()) as { total: number };
     const sent = [empty, big].reduce((sum, run) => sum + run.phases.reduce((s, p) => s + p.phase.calls + options.warmup, 0), 0) + (filled.cached ? 0 : 2);
@@ -181,6 +196,19 @@ export async function runBigJournal(options: BigJournalOptions): Promise<void> {
     for (const server of servers.reverse()) await server.stop(10 * 60_000);
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** One phase from its rounds: all samples, summed time and CPU, the highest peak RSS. */
+function merge(parts: readonly Phase[]): Phase {
+  return {
+    samples: parts.flatMap((part) => part.samples).sort((a, b) => a - b),
+    seconds: parts.reduce((sum, part) => sum + part.seconds, 0),
+    calls: parts.reduce((sum, part) => sum + part.calls, 0),
+    failed: parts.reduce((sum, part) => sum + part.failed, 0),
+    peakKiB: Math.max(...parts.map((part) => part.peakKiB)),
+    cpuSeconds: parts.reduce((sum, part) => sum + part.cpuSeconds, 0),
+    clientCpuSeconds: parts.reduce((sum, part) => sum + part.clientCpuSeconds, 0),
+  };
 }
 
 interface ProfileNode {

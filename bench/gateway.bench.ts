@@ -50,6 +50,8 @@ export async function run(argv: string[]): Promise<void> {
       'cache-dir': { type: 'string' },
       /** With --journal: a CPU profile of one more start on the large journal, summarised. */
       'start-prof-dir': { type: 'string' },
+      /** With --journal: each phase in this many turns, alternating between the empty and the large journal. */
+      rounds: { type: 'string', default: '4' },
       /** With --journal: make no copy of the filled folder for the next run. */
       'no-spare': { type: 'boolean', default: false },
       /** This many calls held in flight at the target at once. */
@@ -75,6 +77,7 @@ export async function run(argv: string[]): Promise<void> {
       cacheDir: values['cache-dir'],
       startProfDir: values['start-prof-dir'],
       profDir: values['gateway-prof-dir'],
+      rounds: Number(values.rounds),
       spare: !values['no-spare'],
     });
   }
