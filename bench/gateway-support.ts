@@ -252,5 +252,9 @@ export async function startGatewayProcess(configFile: string, nodeOptions: reado
     env,
   );
   const startMs = Number(process.hrtime.bigint() - started) / 1e6;
-  return { server, url: server.matches[0]![1]!, token: server.matches[1]![1]!, startMs };
+  const url = server.matches[0]![1]!;
+  // The command prints its URL just before it starts listening for SIGTERM; a stop sent in between would end it
+  // without its shutdown (no final seal). An answer over HTTP means that moment has passed.
+  await fetch(new URL('/healthz', url));
+  return { server, url, token: server.matches[1]![1]!, startMs };
 }

@@ -212,7 +212,10 @@ async function build(
   } finally {
     await check.close();
   }
+  // Only the data folder is kept: the config names this staging folder and a target that is gone.
   rmSync(join(dataDir, 'instances'), { recursive: true, force: true });
+  rmSync(configFile);
+  rmSync(join(staging, 'tools.yaml'));
   return {
     key,
     executions: options.executions,
