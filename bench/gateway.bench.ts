@@ -32,6 +32,10 @@ import { machineLine, ms, percentile, printTable, rate } from './table';
  * process is only the load generator and each server's peak RSS (VmHWM, reset per phase through clear_refs) and
  * CPU time are its own. Every call carries a new value, so each one is a new execution the gateway journals and
  * dispatches, never a replay of a stored result.
+ *
+ * Two more runs of the same bench, chosen by an option: `--journal <executions>` (the gateway on an empty journal
+ * against one already holding that many completed executions: gateway-journal.bench.ts) and `--in-flight <calls>`
+ * (that many calls waiting inside the gateway while the target holds its answers: gateway-in-flight.bench.ts).
  */
 
 export async function run(argv: string[]): Promise<void> {

@@ -349,7 +349,6 @@ async function readTemplate(store: ReturnType<typeof openSqliteEventStore>, exec
   return {
     acceptedAt: accepted.acceptedAt,
     execution(n, at) {
-      const offsetNow = at;
       const values = {
         ulid: ulid(at),
         hex: createHash('sha256').update(`bench-fill-${n}`).digest('hex'),
@@ -367,7 +366,7 @@ async function readTemplate(store: ReturnType<typeof openSqliteEventStore>, exec
         for (const part of parts) {
           if (typeof part === 'string') out += part;
           else if (part.kind === 'event') out += values.events[part.index];
-          else if (part.kind === 'time') out += new Date(offsetNow + part.offset).toISOString();
+          else if (part.kind === 'time') out += new Date(at + part.offset).toISOString();
           else if (part.kind === 'ref') out += values.refs[part.index];
           else out += values[part.kind];
         }
