@@ -1,0 +1,260 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, fdatasyncSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { percentile } from './table';
+
+/**
+ * What the gateway benchmarks share: servers as child processes, their RSS and CPU time from /proc, load driven
+ * through the official MCP client, and the bench's tool contract and gateway config.
+ */
+
+export const ROOT = fileURLToPath(new URL('../', import.meta.url));
+export const CONFIG_NAME = 'bench.entry';
+const CLOCK_TICKS_PER_SECOND = 100;
+
+export interface Server {
+  readonly name: string;
+  readonly child: ChildProcess;
+  readonly matches: RegExpExecArray[];
+  /** SIGTERM, then SIGKILL when it has not exited after `killAfterMs` (default 10 s). */
+  stop(killAfterMs?: number): Promise<void>;
+}
+
+/** Spawns a server and waits until its stdout has printed a line matching each pattern, in order. */
+export async function spawnServer(
+  name: string,
+  args: string[],
+  patterns: RegExp[],
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<Server> {
+  const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = new Promise<void>((done) => child.once('exit', () => done()));
+  const lines = createInterface({ input: child.stdout! });
+  const matches: RegExpExecArray[] = [];
+  await new Promise<void>((done, fail) => {
+    const onExit = (code: number | null) => fail(new Error(`${name} exited with code ${code} before it was ready`));
+    child.once('exit', onExit);
+    lines.on('line', (line) => {
+      const match = matches.length < patterns.length ? patterns[matches.length]!.exec(line) : null;
+      if (match === null) return;
+      matches.push(match);
+      if (matches.length === patterns.length) {
+        child.off('exit', onExit);
+        done();
+      }
+    });
+  });
+  // Keep reading stdout (its logs) so the server never blocks on a full pipe.
+  return {
+    name,
+    child,
+    matches,
+    async stop(killAfterMs = 10_000) {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), killAfterMs);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** Resident-set figures (VmRSS now, VmHWM the peak) and CPU time of a process, from /proc (Linux only; NaN elsewhere). */
+export function procStats(pid: number): { rssKiB: number; peakKiB: number; cpuSeconds: number } {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const rssKiB = Number(/VmRSS:\s+(\d+)\s+kB/.exec(status)?.[1] ?? NaN);
+    const peakKiB = Number(/VmHWM:\s+(\d+)\s+kB/.exec(status)?.[1] ?? NaN);
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // Fields 14 and 15 of stat (utime, stime) are the 12th and 13th after the command name.
+    const cpuSeconds = (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+    return { rssKiB, peakKiB, cpuSeconds };
+  } catch {
+    return { rssKiB: NaN, peakKiB: NaN, cpuSeconds: NaN };
+  }
+}
+
+/** Resets the peak RSS the kernel reports (VmHWM) to the current RSS; false when the kernel refuses. */
+export function resetPeak(pid: number): boolean {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, '5');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export function fdatasyncFloor(dir: string, iterations: number): number {
+  const file = join(dir, 'fsync-probe.bin');
+  const fd = openSync(file, 'w');
+  const block = Buffer.alloc(4096, 7);
+  const samples: number[] = [];
+  for (let i = 0; i < iterations; i += 1) {
+    writeSync(fd, block);
+    const start = process.hrtime.bigint();
+    fdatasyncSync(fd);
+    samples.push(Number(process.hrtime.bigint() - start) / 1e6);
+  }
+  closeSync(fd);
+  rmSync(file);
+  return percentile(samples.sort((a, b) => a - b), 50);
+}
+
+export type Call = (worker: number, value: string) => Promise<boolean>;
+
+export interface Phase {
+  readonly samples: number[];
+  readonly seconds: number;
+  readonly calls: number;
+  readonly failed: number;
+  readonly peakKiB: number;
+  readonly cpuSeconds: number;
+  /** CPU time of the bench process (the clients) during the phase. */
+  readonly clientCpuSeconds: number;
+}
+
+let sequence = 0;
+const runTag = `${process.pid.toString(36)}-${Date.now().toString(36)}`;
+
+/** `total` calls spread over `concurrency` workers that each send their next call when the previous one answered. */
+export async function drive(call: Call, concurrency: number, total: number): Promise<Omit<Phase, 'peakKiB' | 'cpuSeconds' | 'clientCpuSeconds'>> {
+  const samples: number[] = [];
+  let issued = 0;
+  let failed = 0;
+  const start = process.hrtime.bigint();
+  await Promise.all(
+    Array.from({ length: concurrency }, async (_, worker) => {
+      while (issued < total) {
+        issued += 1;
+        sequence += 1;
+        const value = `v-${runTag}-${sequence}`;
+        const t0 = process.hrtime.bigint();
+        const ok = await call(worker, value).catch(() => false);
+        samples.push(Number(process.hrtime.bigint() - t0) / 1e6);
+        if (!ok) failed += 1;
+      }
+    }),
+  );
+  const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+  return { samples: samples.sort((a, b) => a - b), seconds, calls: samples.length, failed };
+}
+
+/** Warm-up at the same concurrency, then the measured calls with the serving process's peak RSS and CPU time. */
+export async function phase(call: Call, concurrency: number, total: number, warmup: number, server: Server): Promise<Phase> {
+  if (warmup > 0) await drive(call, concurrency, warmup);
+  const pid = server.child.pid!;
+  resetPeak(pid);
+  const before = procStats(pid);
+  const clientBefore = process.cpuUsage();
+  const result = await drive(call, concurrency, total);
+  const client = process.cpuUsage(clientBefore);
+  const after = procStats(pid);
+  return {
+    ...result,
+    peakKiB: after.peakKiB,
+    cpuSeconds: after.cpuSeconds - before.cpuSeconds,
+    clientCpuSeconds: (client.user + client.system) / 1e6,
+  };
+}
+
+export async function mcpClients(url: string, count: number, token?: string): Promise<Client[]> {
+  const headers: Record<string, string> = token === undefined ? {} : { authorization: `Bearer ${token}` };
+  return Promise.all(
+    Array.from({ length: count }, async (_, i) => {
+      const client = new Client({ name: `bench-${i}`, version: '0.1.0' });
+      // POSTs go without the transport's long-lived abort signal: Node 20's fetch adds a listener to it per request
+      // and frees them only at GC, which floods stderr with MaxListenersExceededWarning. The GET stream keeps it.
+      const fetchWithoutPostSignal: typeof fetch = (input, init) => fetch(input, init?.method === 'POST' ? { ...init, signal: null } : init);
+      await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers }, fetch: fetchWithoutPostSignal }));
+      return client;
+    }),
+  );
+}
+
+export function mcpCall(clients: Client[], completed: (text: string) => boolean): Call {
+  return async (worker, value) => {
+    const result = await clients[worker]!.callTool({ name: 'set_config', arguments: { name: CONFIG_NAME, value } });
+    const first = (result.content as Array<{ type: string; text?: string }>)[0];
+    return result.isError !== true && first?.type === 'text' && completed(first.text ?? '');
+  };
+}
+
+export function contractsYaml(targetUrl: string, options: { readonly responseTimeout?: string } = {}): string {
+  return `version: 1
+tools:
+  - name: set_config
+    description: Set a named configuration entry to a value; repeating it changes nothing.
+    class: idempotent_write
+    channel: http
+    target: bench/config
+    input_schema:
+      type: object
+      properties:
+        name: { type: string, pattern: "^[a-z][a-z0-9_.-]*$" }
+        value: { type: string, maxLength: 1024 }
+      required: [name, value]
+      additionalProperties: false
+    http:
+      method: PUT
+      url: ${targetUrl}/config/{{args.name}}
+      headers:
+        Content-Type: application/json
+      body:
+        value: "{{args.value}}"
+      idempotency_header: Idempotency-Key
+    correlation_window: 5m
+    redelivery_grace: 0
+    limits:
+      response_bytes: 256KiB
+      connect_timeout: 2s
+      response_timeout: ${options.responseTimeout ?? '10s'}
+`;
+}
+
+/** The gateway's config: data in `dir`/data unless `dataDir` names another folder; `callWait` sets `call_wait`. */
+export function gatewayYaml(dir: string, synchronous: string, options: { readonly dataDir?: string; readonly callWait?: string } = {}): string {
+  return `listen: { host: 127.0.0.1, port: 0, path: /mcp }
+data_dir: ${JSON.stringify(options.dataDir ?? join(dir, 'data'))}${options.callWait === undefined ? '' : `\ncall_wait: ${options.callWait}`}
+contracts: ${JSON.stringify(join(dir, 'tools.yaml'))}
+store: { driver: sqlite, synchronous: ${synchronous} }
+dev_token: true
+demo_target: { enabled: false }
+authorization:
+  allow:
+    "*": ["*"]
+`;
+}
+
+export const mib = (kib: number) => (Number.isFinite(kib) ? (kib / 1024).toFixed(1) : 'n/a');
+
+
+/** A gateway started by `node bin/oncegate.mjs start` with `configFile`, and how long it took to start. */
+export interface StartedGateway {
+  readonly server: Server;
+  readonly url: string;
+  readonly token: string;
+  /** From the spawn to the lines `oncegate start` prints once the gateway listens (URL and dev token). */
+  readonly startMs: number;
+}
+
+export async function startGatewayProcess(configFile: string, nodeOptions: readonly string[] = []): Promise<StartedGateway> {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('ONCEGATE_')));
+  const started = process.hrtime.bigint();
+  const server = await spawnServer(
+    'gateway',
+    [...nodeOptions, 'bin/oncegate.mjs', 'start', '--config', configFile],
+    [/listening on (http:\/\/\S+)/, /dev token:\s+(\S+)/],
+    env,
+  );
+  const startMs = Number(process.hrtime.bigint() - started) / 1e6;
+  const url = server.matches[0]![1]!;
+  // The command prints its URL just before it starts listening for SIGTERM; a stop sent in between would end it
+  // without its shutdown (no final seal). An answer over HTTP means that moment has passed.
+  await fetch(new URL('/healthz', url));
+  return { server, url, token: server.matches[1]![1]!, startMs };
+}
