@@ -178,17 +178,26 @@ export async function run(argv: string[]): Promise<void> {
 
     const find = (system: string, c: number) => rows.find((row) => row.system === system && row.c === c)!.phase;
     const gw1 = find('oncegate gateway', 1);
-    const added = percentile(gw1.samples, 50) - directP50(1);
+    const px1 = find('pass-through MCP proxy', 1);
     const gw32 = find('oncegate gateway', 32);
     const px32 = find('pass-through MCP proxy', 32);
+    const gwP50 = percentile(gw1.samples, 50);
+    const pxP50 = percentile(px1.samples, 50);
     const gwRate = gw32.calls / gw32.seconds;
     const pxRate = px32.calls / px32.seconds;
+    const cpuPerCall = (phase: typeof gw1) => (phase.cpuSeconds * 1000) / phase.calls;
+    const gwCpu = Math.max(cpuPerCall(gw1), cpuPerCall(gw32));
+    const gwRss = Math.max(gw1.peakKiB, gw32.peakKiB);
+    const pxRss = Math.max(px1.peakKiB, px32.peakKiB);
+    const verdict = (met: boolean) => (met ? 'met' : 'NOT met');
     process.stdout.write(
-      `\nAim 1 — at most 1.5 ms p50 added over the direct call at concurrency 1 (synchronous=${synchronous}): ` +
-        `${added <= 1.5 ? 'met' : 'NOT met'} (+${ms(added)} ms: gateway ${ms(percentile(gw1.samples, 50))} ms vs direct ${ms(directP50(1))} ms)\n` +
-        `Aim 2 — at least half the pass-through proxy's calls/s at concurrency 32: ` +
-        `${gwRate >= pxRate / 2 ? 'met' : 'NOT met'} (gateway ${rate(gw32.calls, gw32.seconds)} calls/s = ${((100 * gwRate) / pxRate).toFixed(0)}% ` +
-        `of the proxy's ${rate(px32.calls, px32.seconds)} calls/s)\n` +
+      `\nAim 1 — gateway p50 at concurrency 1 at most the proxy's + 1.0 ms (synchronous=${synchronous}): ` +
+        `${verdict(gwP50 <= pxP50 + 1)} (gateway ${ms(gwP50)} ms vs proxy ${ms(pxP50)} ms: +${ms(gwP50 - pxP50)} ms)\n` +
+        `Aim 2 — gateway calls/s at concurrency 32 at least 0.7 × the proxy's: ` +
+        `${verdict(gwRate >= 0.7 * pxRate)} (gateway ${rate(gw32.calls, gw32.seconds)} calls/s = ${(gwRate / pxRate).toFixed(2)} × ` +
+        `the proxy's ${rate(px32.calls, px32.seconds)} calls/s)\n` +
+        `Aim 3 — gateway CPU per call at most 1.5 ms: ${verdict(gwCpu <= 1.5)} (${ms(cpuPerCall(gw1))} ms at 1, ${ms(cpuPerCall(gw32))} ms at 32)\n` +
+        `Aim 4 — gateway peak RSS at most 1.3 × the proxy's: ${verdict(gwRss <= 1.3 * pxRss)} (${mib(gwRss)} MiB vs ${mib(pxRss)} MiB: ${(gwRss / pxRss).toFixed(2)} ×)\n` +
         `Target check: ${effects.total.toLocaleString('en-US')} side effects recorded for ${sent.toLocaleString('en-US')} calls sent ` +
         `(${effects.total === sent ? 'every call was a new execution' : 'MISMATCH: some calls were not executed once'}); ` +
         `wall time ${((Date.now() - startedAt) / 1000).toFixed(0)} s\n`,
