@@ -521,7 +521,8 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
 
   /**
    * Writes rows of other tables into this store's file in the writer thread's next transaction (see
-   * {@link SqliteRowWriter}): a blob an event will reference is durable once this resolves.
+   * {@link SqliteRowWriter}): once this resolves the rows are in the WAL, before any event that references them,
+   * and they are durable with the next commit of events (a transaction of rows only is not synced on its own).
    */
   writeRows(rows: readonly SqlRow[]): Promise<void> {
     if (this.closed) return Promise.reject(new EventStoreClosedError());

@@ -17,6 +17,11 @@ const config = workerData as WriterConfig;
 
 const db = new DatabaseSync(config.file, { timeout: config.busyTimeoutMs });
 db.exec(`PRAGMA synchronous = ${config.synchronous}`);
+// A transaction of rows only (sealed blobs, checkpoints, leases) is written without an fsync of its own: WAL frames
+// are appended in order, so the next commit of events (at the store's level) syncs them too, and an event that
+// references a blob is always committed after it. Its own fsync would put a second one on every call's path.
+const unsynced = db.prepare('PRAGMA synchronous = NORMAL');
+const synced = db.prepare(`PRAGMA synchronous = ${config.synchronous}`);
 db.exec('PRAGMA foreign_keys = ON');
 db.exec('PRAGMA cache_size = -16000');
 
@@ -96,6 +101,16 @@ function writeRows(item: Extract<WriteItem, { kind: 'rows' }>): void {
 
 /** Writes `items` in one transaction; each on its own savepoint when several share it. */
 function commitTogether(items: readonly WriteItem[]): CommittedReply {
+  const rowsOnly = items.every((item) => item.kind === 'rows');
+  if (rowsOnly) unsynced.run();
+  try {
+    return commitInTransaction(items);
+  } finally {
+    if (rowsOnly) synced.run();
+  }
+}
+
+function commitInTransaction(items: readonly WriteItem[]): CommittedReply {
   const ids = items.map((item) => item.id);
   const errors: Array<[number, WireError]> = [];
   const written: Written = { positions: [], revisions: [], prevs: '', hashes: '' };

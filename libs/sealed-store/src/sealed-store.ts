@@ -58,8 +58,9 @@ export interface SqliteSealedStoreOptions {
   readonly previous?: readonly SealingKey[];
   /**
    * Where blobs are written when the file is another store's (the event store's `events.db`): its writer, so a
-   * blob never waits for that store's write lock on the calling thread, and is durable (committed with the
-   * store's `synchronous` level) before `seal` resolves. Absent: this store's own connection writes them.
+   * blob never waits for that store's write lock on the calling thread; it is committed before `seal` resolves,
+   * and made durable by that store's next commit of events (the one that references it comes later). Absent: this
+   * store's own connection writes them.
    */
   readonly writer?: SealedBlobWriter;
   /** Default `'FULL'`: a blob is durable before any event references it. Only for blobs written by this store's own connection. */
