@@ -204,6 +204,24 @@ describe('postgres sealed store on a server that goes away', () => {
 });
 
 describe('sqlite sealed store in the event store file', () => {
+  it('given the event store writer, when a blob is opened right after it is sealed, then it is read before the writer answers and is in the file after', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'oncegate-sealed-unwritten-'));
+    const file = join(dir, 'events.db');
+    const events = openSqliteEventStore({ file });
+    const key = { id: 'k1', key: randomBytes(32) };
+    const sealed = new SqliteSealedStore({ file, current: key, writer: events });
+    const blob = await sealed.seal('arguments', 'ex_now', Buffer.from('opened at once'));
+    expect((await sealed.open(blob.ref))?.plaintext.toString()).toBe('opened at once');
+    // The event that references it, appended after the seal, is committed with or after the blob.
+    await events.appendToStream('execution-ex_now', [{ type: 'ExecutionAccepted', data: { argumentsRef: blob.ref } }]);
+    await sealed.close();
+    await events.close();
+    const reader = new SqliteSealedStore({ file, current: key });
+    expect((await reader.open(blob.ref))?.plaintext.toString()).toBe('opened at once');
+    await reader.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
   it('given the event store writer, when a blob is sealed and an event references it, then both are stored and read by another connection', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'oncegate-sealed-events-'));
     const file = join(dir, 'events.db');

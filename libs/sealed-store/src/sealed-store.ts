@@ -58,9 +58,8 @@ export interface SqliteSealedStoreOptions {
   readonly previous?: readonly SealingKey[];
   /**
    * Where blobs are written when the file is another store's (the event store's `events.db`): its writer, so a
-   * blob never waits for that store's write lock on the calling thread; it is committed before `seal` resolves,
-   * and made durable by that store's next commit of events (the one that references it comes later). Absent: this
-   * store's own connection writes them.
+   * blob never waits for that store's write lock on the calling thread; it is committed before (or with) any event
+   * appended after `seal` resolves, and durable with it. Absent: this store's own connection writes them.
    */
   readonly writer?: SealedBlobWriter;
   /** Default `'FULL'`: a blob is durable before any event references it. Only for blobs written by this store's own connection. */
@@ -91,12 +90,15 @@ export class SqliteSealedStore implements SealedStore {
   private readonly db: DatabaseSync;
   private readonly cipher: BlobCipher;
   private readonly writer: SealedBlobWriter | undefined;
+  /** Blobs handed to the writer and not yet answered, by ref: read from here until they are committed. */
+  private readonly unwritten: Map<string, { readonly row: BlobRow; readonly written: Promise<void> }>;
   private readonly insert: StatementSync | undefined;
   private readonly select: StatementSync;
 
   constructor(options: SqliteSealedStoreOptions) {
     this.cipher = new BlobCipher(options.current, options.previous);
     this.writer = options.writer;
+    this.unwritten = new Map();
     // better-sqlite3 waited 5 s for another connection's lock by default; node:sqlite waits not at all unless told.
     this.db = new DatabaseSync(options.file, { timeout: 5000 });
     this.db.exec('PRAGMA journal_mode = WAL');
@@ -110,18 +112,31 @@ export class SqliteSealedStore implements SealedStore {
     );
   }
 
+  /**
+   * With a writer, the blob is handed to it and the ref returned at once: the writer commits in the order it is
+   * given writes, so the blob's row is committed before (or with) any event appended after this resolves, and
+   * durable with it; until the writer answers, `open` reads the blob from memory. The call's path waits for no
+   * thread hand-off of its own. Should the row fail to commit, so does (the disk being full or failing) the append
+   * that would reference it; the ref then opens as missing.
+   */
   async seal(kind: SealedKind, owner: string, plaintext: Uint8Array): Promise<SealedRef> {
     const ref = `sealed_${randomUUID()}`;
     const sealed = this.cipher.seal(plaintext, sealedAad(ref, kind, owner));
     const digest = `sha256:${createHash('sha256').update(plaintext).digest('hex')}`;
     const params = [ref, kind, owner, sealed.keyId, sealed.iv, sealed.tag, sealed.ciphertext, digest, new Date().toISOString()];
-    if (this.insert !== undefined) this.insert.run(...params);
-    else await this.writer!.writeRows([{ sql: INSERT, params }]);
+    if (this.insert !== undefined) {
+      this.insert.run(...params);
+      return { ref, digest };
+    }
+    const row: BlobRow = { kind, owner, key_id: sealed.keyId, iv: sealed.iv, tag: sealed.tag, ciphertext: sealed.ciphertext, digest };
+    const written = this.writer!.writeRows([{ sql: INSERT, params }]).finally(() => this.unwritten.delete(ref));
+    this.unwritten.set(ref, { row, written });
+    written.catch(() => undefined);
     return { ref, digest };
   }
 
   async open(ref: string): Promise<OpenedBlob | undefined> {
-    const row = this.select.get(ref) as BlobRow | undefined;
+    const row = this.unwritten.get(ref)?.row ?? (this.select.get(ref) as BlobRow | undefined);
     if (row === undefined) return undefined;
     try {
       const sealed = { keyId: row.key_id, iv: asBuffer(row.iv), tag: asBuffer(row.tag), ciphertext: asBuffer(row.ciphertext) };
@@ -134,6 +149,7 @@ export class SqliteSealedStore implements SealedStore {
   }
 
   async close(): Promise<void> {
+    await Promise.allSettled([...this.unwritten.values()].map((blob) => blob.written));
     this.db.close();
   }
 }
