@@ -128,7 +128,9 @@ function commitInTransaction(items: readonly WriteItem[]): CommittedReply {
           else writeRows(item);
           if (shared) release.run();
         } catch (error) {
-          if (!shared) throw error;
+          // SQLite rolls the whole transaction back by itself on some errors (a full disk, an I/O error): then
+          // there is no savepoint to return to, and every write of the transaction fails with that error.
+          if (!shared || !db.isTransaction) throw error;
           rollbackToSavepoint.run();
           release.run();
           written.positions.length = written.revisions.length = mark.events;

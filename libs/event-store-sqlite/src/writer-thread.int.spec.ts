@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { EventStoreUnavailableError } from '@oncegate/event-store';
-import { openSqliteEventStore, type SqliteEventStore, type SqliteEventStoreOptions } from './sqlite-event-store';
+import { DatabaseSync } from 'node:sqlite';
+import { limitWriterPages, openSqliteEventStore, type SqliteEventStore, type SqliteEventStoreOptions } from './sqlite-event-store';
 
 const dirs: string[] = [];
 const stores: SqliteEventStore[] = [];
@@ -27,6 +28,27 @@ const writerWorkerOf = (store: SqliteEventStore) =>
   (store as unknown as { writer: { worker: { terminate(): Promise<number> } } | undefined }).writer?.worker;
 
 describe('sqlite store: the writer thread', () => {
+  it('given a full file, when writes that share a transaction meet it, then each fails as storage unavailable, not as a broken transaction', async () => {
+    const store = open();
+    await store.appendToStream('warm-up', [{ type: 'E', data: {} }]);
+    const file = store.location;
+    const pages = (new DatabaseSync(file, { readOnly: true }).prepare('PRAGMA page_count').get() as { page_count: number }).page_count;
+    await limitWriterPages(file, pages);
+    // Issued in one turn: one transaction, each write on its own savepoint. SQLite rolls a transaction back by
+    // itself on SQLITE_FULL, leaving no savepoint to return to.
+    const big = 'x'.repeat(64 * 1024);
+    const writes = [
+      store.storeCheckpoint('reader', 1),
+      store.appendToStream('full-1', [{ type: 'E', data: { big } }]),
+      store.appendToStream('full-2', [{ type: 'E', data: { big } }]),
+    ];
+    const outcomes = await Promise.allSettled(writes);
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(['rejected', 'rejected', 'rejected']);
+    for (const outcome of outcomes) expect((outcome as PromiseRejectedResult).reason).toBeInstanceOf(EventStoreUnavailableError);
+    await limitWriterPages(file, 1_000_000);
+    await store.appendToStream('full-1', [{ type: 'E', data: { big } }]);
+  });
+
   it('given synchronous=FULL and many appends in flight, when they commit, then the event loop keeps ticking', async () => {
     const store = open({ synchronous: 'FULL' });
     await store.appendToStream('warm-up', [{ type: 'E', data: {} }]);
