@@ -10,8 +10,8 @@ import {
   WrongExpectedRevisionError,
   expectedRevisionHolds,
   runCatchUpSubscription,
-  validateAppend,
-  validateAppendMany,
+  submitAppend,
+  submitAppendMany,
   validateCount,
   validateFilter,
   validateInstant,
@@ -287,25 +287,12 @@ export class PostgresEventStore implements EventStore {
 
   appendToStream(streamId: string, events: readonly EventToAppend[], options: AppendOptions = {}): Promise<AppendResult> {
     if (this.closed) return Promise.reject(new EventStoreClosedError());
-    const expected = options.expectedRevision ?? 'any';
-    let entries: SerialisedAppend[];
-    try {
-      entries = [{ streamId, events: validateAppend(streamId, events, expected), expected }];
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    return this.enqueue(entries).then(([result]) => result!);
+    return submitAppend(streamId, events, options, (entries) => this.enqueue(entries));
   }
 
   appendMany(batch: readonly AppendManyEntry[]): Promise<AppendResult[]> {
     if (this.closed) return Promise.reject(new EventStoreClosedError());
-    let entries: SerialisedAppend[];
-    try {
-      entries = validateAppendMany(batch);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    return this.enqueue(entries);
+    return submitAppendMany(batch, (entries) => this.enqueue(entries));
   }
 
   private enqueue(entries: readonly SerialisedAppend[]): Promise<AppendResult[]> {

@@ -10,8 +10,8 @@ import {
   EventStoreUnavailableError,
   WrongExpectedRevisionError,
   runCatchUpSubscription,
-  validateAppend,
-  validateAppendMany,
+  submitAppend,
+  submitAppendMany,
   validateCount,
   validateFilter,
   validateInstant,
@@ -498,25 +498,12 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
 
   appendToStream(streamId: string, events: readonly EventToAppend[], options: AppendOptions = {}): Promise<AppendResult> {
     if (this.closed) return Promise.reject(new EventStoreClosedError());
-    const expected = options.expectedRevision ?? 'any';
-    let entries: SerialisedAppend[];
-    try {
-      entries = [{ streamId, events: validateAppend(streamId, events, expected), expected }];
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    return this.enqueueAppend(entries).then(([result]) => result!);
+    return submitAppend(streamId, events, options, (entries) => this.enqueueAppend(entries));
   }
 
   appendMany(batch: readonly AppendManyEntry[]): Promise<AppendResult[]> {
     if (this.closed) return Promise.reject(new EventStoreClosedError());
-    let entries: SerialisedAppend[];
-    try {
-      entries = validateAppendMany(batch);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    return this.enqueueAppend(entries);
+    return submitAppendMany(batch, (entries) => this.enqueueAppend(entries));
   }
 
   /**

@@ -1,6 +1,6 @@
 import { InvalidEventStoreArgumentError } from './errors';
 import { eventJson, type EventJson } from './event-json';
-import type { AppendManyEntry, EventFilter, EventToAppend, ExpectedRevision } from './event-store';
+import type { AppendManyEntry, AppendOptions, AppendResult, EventFilter, EventToAppend, ExpectedRevision } from './event-store';
 
 /**
  * An event checked and serialised once, ready for any adapter to write and link (`linkEvents` takes the
@@ -192,4 +192,33 @@ export function expectedRevisionHolds(expected: ExpectedRevision, actual: number
     default:
       return actual === expected;
   }
+}
+
+/** Where an adapter commits checked appends: each call is one append (one stream, or a whole `appendMany`). */
+export type CommitAppend = (entries: readonly SerialisedAppend[]) => Promise<AppendResult[]>;
+
+/**
+ * `appendToStream` of an adapter: the arguments checked and serialised up front (a mistake is a rejected promise,
+ * as every failure of the port is), then committed by `commit`.
+ */
+export function submitAppend(streamId: string, events: readonly EventToAppend[], options: AppendOptions, commit: CommitAppend): Promise<AppendResult> {
+  const expected = options.expectedRevision ?? 'any';
+  let entries: SerialisedAppend[];
+  try {
+    entries = [{ streamId, events: validateAppend(streamId, events, expected), expected }];
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  return commit(entries).then(([result]) => result!);
+}
+
+/** `appendMany` of an adapter: the batch checked up front, then committed by `commit` as one append. */
+export function submitAppendMany(batch: readonly AppendManyEntry[], commit: CommitAppend): Promise<AppendResult[]> {
+  let entries: SerialisedAppend[];
+  try {
+    entries = validateAppendMany(batch);
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  return commit(entries);
 }

@@ -35,6 +35,8 @@ export {
 export type { EventStoreError, StoreOpenProblem } from './errors';
 export {
   expectedRevisionHolds,
+  submitAppend,
+  submitAppendMany,
   validateAppend,
   validateAppendMany,
   validateCount,
@@ -43,7 +45,7 @@ export {
   validatePosition,
   validateStreamId,
 } from './append-validation';
-export type { SerialisedAppend, SerialisedEvent } from './append-validation';
+export type { CommitAppend, SerialisedAppend, SerialisedEvent } from './append-validation';
 export { runCatchUpSubscription } from './catch-up-subscription';
 export type { LiveFeed, LiveSegment, SubscriptionSource } from './catch-up-subscription';
 export { canonicalEventText, eventHash, GENESIS_HASH, linkEvents } from './chain';
