@@ -74,7 +74,7 @@ const STORE_DRIVERS: { readonly [D in StoreConfig['driver']]: StoreDriver<Extrac
     where: (_store, dataDir) => join(dataDir, 'events.db'),
     events: async (store, dataDir, readOnly) => openSqliteEventStore({ file: join(dataDir, 'events.db'), synchronous: store.synchronous, readOnly }),
     // Sealed blobs live in the journal's file and are written by the event store's writer thread, in its group
-    // commits: a blob is written when `seal` resolves, before any event can reference it, and durable with that event.
+    // commits, in order: a blob lands before (or with) any event that references it, and is durable with it.
     sealed: async (_store, dataDir, current, events) =>
       new SqliteSealedStore({ file: join(dataDir, 'events.db'), writer: events as SqliteEventStore as SealedBlobWriter, current }),
   },
