@@ -57,7 +57,7 @@ export default [
           enforceBuildableLibDependency: false,
           // The hash chain is pure (node:crypto and the canonical writer): defined beside the store port, where every
           // adapter links events, and imported from there by the journal's verifier, a domain library.
-          allow: ['@oncegate/event-store/chain'],
+          allow: ['@oncegate/event-store/chain', '@oncegate/event-store/worker-entry'],
           depConstraints: [
             {
               sourceTag: 'type:domain',

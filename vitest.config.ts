@@ -8,6 +8,7 @@ export default defineConfig({
     alias: [
       { find: '@oncegate/domain/testing', replacement: root('./libs/domain/src/test-support/execution-fixtures.ts') },
       { find: '@oncegate/event-store/chain', replacement: root('./libs/event-store/src/chain.ts') },
+      { find: '@oncegate/event-store/worker-entry', replacement: root('./libs/event-store/src/worker-entry.ts') },
       { find: '@oncegate/event-store/testing', replacement: root('./libs/event-store/src/testing/index.ts') },
       { find: '@oncegate/demo-target', replacement: root('./apps/demo-target/src/index.ts') },
       { find: /^@oncegate\/([a-z-]+)$/, replacement: root('./libs/$1/src/index.ts') },

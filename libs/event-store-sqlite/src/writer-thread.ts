@@ -3,35 +3,9 @@
  * thread stops without being asked to. The thread keeps the process alive only while writes are in flight, so a
  * store left open never holds a finished process.
  */
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import { workerEntry } from '@oncegate/event-store/worker-entry';
 import type { CommittedReply, WriterConfig, WriterReply, WriterRequest } from './writer-protocol';
-
-/**
- * How to start the thread. From the bundle (dist/apps/gateway, built by tools/build-app.mjs with the entry
- * `sqlite-writer-worker`): the `.js` file beside the bundle. From TypeScript sources (tsx, vitest): a small script
- * that registers tsx's loader in the thread, then imports `sqlite-writer-worker.ts` (as the journal's verify pool
- * does; a worker's `--import` hooks do not apply to its own entry file).
- */
-function workerEntry(): { entry: URL | string; eval: boolean } {
-  const here = import.meta.url;
-  if (!/\.[cm]?ts$/.test(new URL(here).pathname)) return { entry: new URL('./sqlite-writer-worker.js', here), eval: false };
-  const tsxApi = pathToFileURL(tsxEsmApi(createRequire(here))).href;
-  const worker = new URL('./sqlite-writer-worker.ts', here).href;
-  const script = `import(${JSON.stringify(tsxApi)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(worker)}); });`;
-  return { entry: script, eval: true };
-}
-
-/** The ESM build of `tsx/esm/api` (its CommonJS build cannot register from an evaluated worker script). */
-function tsxEsmApi(require: NodeRequire): string {
-  const manifest = require.resolve('tsx/package.json');
-  const { exports } = require(manifest) as { exports: Record<string, { import?: { default?: string } }> };
-  const entry = exports['./esm/api']?.import?.default;
-  if (entry === undefined) throw new Error(`tsx (${manifest}) has no ESM export of tsx/esm/api`);
-  return join(dirname(manifest), entry);
-}
 
 export interface WriterThreadEvents {
   /** A transaction's answer. */
@@ -48,7 +22,7 @@ export class WriterThread {
   private onClosed: (() => void) | undefined;
 
   constructor(config: WriterConfig, private readonly events: WriterThreadEvents) {
-    const { entry, eval: isScript } = workerEntry();
+    const { entry, eval: isScript } = workerEntry(import.meta.url, 'sqlite-writer-worker');
     this.worker = new Worker(entry, { eval: isScript, workerData: config });
     this.worker.unref();
     this.worker.on('message', (reply: WriterReply) => {

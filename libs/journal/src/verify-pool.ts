@@ -2,11 +2,9 @@
  * A small pool of worker threads that parse and hash batches of export lines (`verify-worker.ts`). The
  * verifier keeps a bounded number of batches in flight and consumes the answers in line order.
  */
-import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
-import { dirname, join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import { workerEntry } from '@oncegate/event-store/worker-entry';
 import type { AnalyzedBatch } from './line-analysis';
 import type { AnalyzeRequest, AnalyzeResponse } from './verify-worker';
 
@@ -40,30 +38,6 @@ interface Pending {
   reject(error: unknown): void;
 }
 
-/**
- * How to start a worker. From compiled JavaScript: the `.js` file beside this one. From TypeScript sources
- * (tsx in development, vitest): a small script that registers tsx's loader in the worker, then imports
- * `verify-worker.ts`. (`execArgv: ['--import', 'tsx']` is not enough on Node 20: a worker's `--import` hooks
- * do not apply to its own entry file.) tsx is resolved from this package, so any working directory works.
- */
-function workerEntry(): { entry: URL | string; eval: boolean } {
-  const here = import.meta.url;
-  if (!/\.[cm]?ts$/.test(new URL(here).pathname)) return { entry: new URL('./verify-worker.js', here), eval: false };
-  const tsxApi = pathToFileURL(tsxEsmApi(createRequire(here))).href;
-  const worker = new URL('./verify-worker.ts', here).href;
-  const script = `import(${JSON.stringify(tsxApi)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(worker)}); });`;
-  return { entry: script, eval: true };
-}
-
-/** The ESM build of `tsx/esm/api` (its CommonJS build cannot register from an evaluated worker script). */
-function tsxEsmApi(require: NodeRequire): string {
-  const manifest = require.resolve('tsx/package.json');
-  const { exports } = require(manifest) as { exports: Record<string, { import?: { default?: string } }> };
-  const entry = exports['./esm/api']?.import?.default;
-  if (entry === undefined) throw new Error(`tsx (${manifest}) has no ESM export of tsx/esm/api`);
-  return join(dirname(manifest), entry);
-}
-
 export class VerifyPool {
   private readonly workers: Worker[] = [];
   private readonly pending = new Map<number, Pending>();
@@ -72,7 +46,7 @@ export class VerifyPool {
   private closing = false;
 
   constructor(size: number) {
-    const { entry, eval: isScript } = workerEntry();
+    const { entry, eval: isScript } = workerEntry(import.meta.url, 'verify-worker');
     for (let i = 0; i < size; i += 1) {
       // A larger young generation: the analysis allocates a parsed event per line, all short-lived.
       const worker = new Worker(entry, { eval: isScript, resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB, maxOldGenerationSizeMb: OLD_GENERATION_MB } });
