@@ -25,6 +25,7 @@ import {
   type EventStore,
   type EventToAppend,
   type Lease,
+  type Claim,
   type ReadAllOptions,
   type ReadAllPage,
   type ReadStreamOptions,
@@ -569,6 +570,41 @@ export class PostgresEventStore implements EventStore {
     await this.query(this.sql.releaseLease, [holder]);
   }
 
+  async readLeases(prefix: string): Promise<Lease[]> {
+    this.assertOpen();
+    validateStreamId(prefix, 'prefix');
+    const rows = await this.query<[string, string]>(this.sql.readLeases, [prefix]);
+    return rows.map(([holder, expiresAt]) => ({ holder, expiresAt }));
+  }
+
+  async claim(name: string, owner: string, expiresAt: string, now: string): Promise<Claim> {
+    this.assertOpen();
+    validateStreamId(name, 'name');
+    validateStreamId(owner, 'owner');
+    validateInstant(expiresAt, 'expiresAt');
+    validateInstant(now, 'now');
+    for (;;) {
+      // A claim another transaction inserted after this statement's snapshot took it is neither taken nor seen:
+      // the statement runs again on a newer snapshot.
+      const [row] = await this.query<[string, string, string]>(this.sql.takeClaim, [name, owner, expiresAt, now]);
+      if (row !== undefined) return { name: row[0], owner: row[1], expiresAt: row[2] };
+    }
+  }
+
+  async releaseClaim(name: string, owner: string): Promise<void> {
+    this.assertOpen();
+    validateStreamId(name, 'name');
+    validateStreamId(owner, 'owner');
+    await this.query(this.sql.releaseClaim, [name, owner]);
+  }
+
+  async readClaims(prefix: string): Promise<Claim[]> {
+    this.assertOpen();
+    validateStreamId(prefix, 'prefix');
+    const rows = await this.query<[string, string, string]>(this.sql.readClaims, [prefix]);
+    return rows.map(([name, owner, expiresAt]) => ({ name, owner, expiresAt }));
+  }
+
   /**
    * Resolves once an event after `position` may be committed. The waiter is registered (and the store listens)
    * before the head is read, so a commit after that read is always heard of, by its notification, by this
@@ -793,6 +829,17 @@ function statements(schema: string) {
       ON CONFLICT (holder) DO UPDATE SET expires_at = excluded.expires_at, renewed_at = excluded.renewed_at`,
     readLease: `SELECT holder, expires_at FROM ${schema}.leases WHERE holder = $1`,
     releaseLease: `DELETE FROM ${schema}.leases WHERE holder = $1`,
+    readLeases: `SELECT holder, expires_at FROM ${schema}.leases WHERE left(holder, length($1)) = $1 ORDER BY holder COLLATE "C"`,
+    // Takes the claim when it is free, expired, or the owner's already; another owner's live claim is left alone.
+    takeClaim: `WITH taken AS (
+        INSERT INTO ${schema}.claims (name, owner, expires_at) VALUES ($1, $2, $3)
+        ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+        WHERE ${schema}.claims.owner = excluded.owner OR ${schema}.claims.expires_at <= $4
+        RETURNING name, owner, expires_at)
+      SELECT name, owner, expires_at FROM taken
+      UNION ALL SELECT name, owner, expires_at FROM ${schema}.claims WHERE name = $1 AND NOT EXISTS (SELECT 1 FROM taken)`,
+    releaseClaim: `DELETE FROM ${schema}.claims WHERE name = $1 AND owner = $2`,
+    readClaims: `SELECT name, owner, expires_at FROM ${schema}.claims WHERE left(name, length($1)) = $1 ORDER BY name COLLATE "C"`,
   };
 }
 

@@ -35,6 +35,12 @@ export function schemaStatements(schema: string): readonly string[] {
        expires_at text NOT NULL,
        renewed_at text NOT NULL
      )`,
+    // Exclusive claims (a consumer group's partitions): one owner at a time until expiry. Not events either.
+    `CREATE TABLE IF NOT EXISTS ${schema}.claims (
+       name       text PRIMARY KEY,
+       owner      text NOT NULL,
+       expires_at text NOT NULL
+     )`,
   ];
 }
 

@@ -28,4 +28,10 @@ export const SCHEMA_STATEMENTS: readonly string[] = [
      expires_at TEXT NOT NULL,
      renewed_at TEXT NOT NULL
    )`,
+  // Exclusive claims (a consumer group's partitions): one owner at a time until expiry. Not events either.
+  `CREATE TABLE IF NOT EXISTS claims (
+     name       TEXT PRIMARY KEY,
+     owner      TEXT NOT NULL,
+     expires_at TEXT NOT NULL
+   )`,
 ];

@@ -28,6 +28,7 @@ import {
   type EventStore,
   type EventToAppend,
   type Lease,
+  type Claim,
   type LiveFeed,
   type LiveSegment,
   type ReadAllOptions,
@@ -107,6 +108,11 @@ const STORE_CHECKPOINT = `INSERT INTO checkpoints (consumer, position, updated_a
 const RENEW_LEASE = `INSERT INTO leases (holder, expires_at, renewed_at) VALUES (?, ?, ?)
   ON CONFLICT (holder) DO UPDATE SET expires_at = excluded.expires_at, renewed_at = excluded.renewed_at`;
 const RELEASE_LEASE = 'DELETE FROM leases WHERE holder = ?';
+/** Takes the claim when it is free, expired, or the owner's already; leaves another owner's live claim alone. */
+const TAKE_CLAIM = `INSERT INTO claims (name, owner, expires_at) VALUES (?, ?, ?)
+  ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+  WHERE claims.owner = excluded.owner OR claims.expires_at <= ?`;
+const RELEASE_CLAIM = 'DELETE FROM claims WHERE name = ? AND owner = ?';
 
 /**
  * An event row in the order of {@link COLUMNS}. Event reads ask node:sqlite for arrays: building an object per
@@ -350,6 +356,9 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
     readCheckpoint: Statement<[string], { position: number }>;
     readLinks: Statement<[number, number], [position: number, hash: string]>;
     readLease: Statement<[string], { holder: string; expires_at: string }>;
+    readLeases: Statement<[string, string], { holder: string; expires_at: string }>;
+    readClaim: Statement<[string], { name: string; owner: string; expires_at: string }>;
+    readClaims: Statement<[string, string], { name: string; owner: string; expires_at: string }>;
   };
 
   constructor(options: SqliteEventStoreOptions) {
@@ -398,6 +407,9 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
       readCheckpoint: prepare(this.db, 'SELECT position FROM checkpoints WHERE consumer = ?'),
       readLinks: prepareArrays(this.db, 'SELECT position, hash FROM events WHERE position > ? ORDER BY position LIMIT ?'),
       readLease: prepare(this.db, 'SELECT holder, expires_at FROM leases WHERE holder = ?'),
+      readLeases: prepare(this.db, 'SELECT holder, expires_at FROM leases WHERE substr(holder, 1, length(?)) = ? ORDER BY holder'),
+      readClaim: prepare(this.db, 'SELECT name, owner, expires_at FROM claims WHERE name = ?'),
+      readClaims: prepare(this.db, 'SELECT name, owner, expires_at FROM claims WHERE substr(name, 1, length(?)) = ? ORDER BY name'),
     };
     this.dataVersionStatement = prepare<[], { data_version: number }>(this.db, 'PRAGMA data_version');
     if (!this.readOnly) writableStores.add(this);
@@ -835,6 +847,37 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
     this.assertOpen();
     validateStreamId(holder, 'holder');
     await this.writeRows([{ sql: RELEASE_LEASE, params: [holder] }]);
+  }
+
+  async readLeases(prefix: string): Promise<Lease[]> {
+    this.assertOpen();
+    validateStreamId(prefix, 'prefix');
+    return this.statements.readLeases.all(prefix, prefix).map((row) => ({ holder: row.holder, expiresAt: row.expires_at }));
+  }
+
+  async claim(name: string, owner: string, expiresAt: string, now: string): Promise<Claim> {
+    this.assertOpen();
+    validateStreamId(name, 'name');
+    validateStreamId(owner, 'owner');
+    validateInstant(expiresAt, 'expiresAt');
+    validateInstant(now, 'now');
+    // The writer's one statement decides; what it left is read back (a live claim of another owner stays theirs).
+    await this.writeRows([{ sql: TAKE_CLAIM, params: [name, owner, expiresAt, now] }]);
+    const row = this.statements.readClaim.get(name)!;
+    return { name: row.name, owner: row.owner, expiresAt: row.expires_at };
+  }
+
+  async releaseClaim(name: string, owner: string): Promise<void> {
+    this.assertOpen();
+    validateStreamId(name, 'name');
+    validateStreamId(owner, 'owner');
+    await this.writeRows([{ sql: RELEASE_CLAIM, params: [name, owner] }]);
+  }
+
+  async readClaims(prefix: string): Promise<Claim[]> {
+    this.assertOpen();
+    validateStreamId(prefix, 'prefix');
+    return this.statements.readClaims.all(prefix, prefix).map((row) => ({ name: row.name, owner: row.owner, expiresAt: row.expires_at }));
   }
 
   private openLiveFeed(filter: EventFilter | undefined): LiveFeed {

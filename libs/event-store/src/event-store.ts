@@ -151,6 +151,17 @@ export interface Lease {
   readonly expiresAt: string;
 }
 
+/**
+ * An exclusive claim on a named resource (a partition of a consumer group): one owner at a time, until it expires
+ * unless its owner renews it.
+ */
+export interface Claim {
+  readonly name: string;
+  readonly owner: string;
+  /** ISO-8601 instant, from the claiming process's clock. */
+  readonly expiresAt: string;
+}
+
 export type EventHandler = (event: RecordedEvent) => void | Promise<void>;
 
 export interface Subscription {
@@ -200,5 +211,17 @@ export interface EventStore {
   readLease(holder: string): Promise<Lease | undefined>;
   /** Drops the holder's lease (a clean stop): from then on it counts as gone. */
   releaseLease(holder: string): Promise<void>;
+  /** The leases whose holder starts with `prefix`, expired or not, ordered by holder. */
+  readLeases(prefix: string): Promise<Lease[]>;
+  /**
+   * Takes or renews the claim `name` for `owner` until `expiresAt`, in one atomic step, when nobody holds it, when
+   * its holder's claim expired at or before `now`, or when `owner` holds it already; and returns the claim as it
+   * then stands: `owner` holds it exactly when the returned owner is `owner`. Like leases, claims are not events.
+   */
+  claim(name: string, owner: string, expiresAt: string, now: string): Promise<Claim>;
+  /** Gives the claim up when `owner` holds it (a clean hand-over); does nothing otherwise. */
+  releaseClaim(name: string, owner: string): Promise<void>;
+  /** The claims whose name starts with `prefix`, expired or not, ordered by name. */
+  readClaims(prefix: string): Promise<Claim[]>;
   close(): Promise<void>;
 }

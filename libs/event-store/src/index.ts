@@ -9,6 +9,7 @@ export type {
   EventToAppend,
   ExpectedRevision,
   Lease,
+  Claim,
   ReadAllOptions,
   ReadAllPage,
   ReadDirection,

@@ -658,6 +658,73 @@ export function describeEventStoreContract<Location>(adapter: string, harness: E
       });
     });
 
+    describe(`${adapter}: leases by prefix and exclusive claims`, () => {
+      it(`${adapter}: leases are listed by holder prefix, in holder order, expired or not`, async () => {
+        const { store } = await freshStore();
+        await store.renewLease('group:authorization:member:b', '2026-11-30T06:00:20.000Z');
+        await store.renewLease('group:authorization:member:a', '2026-11-30T06:00:10.000Z');
+        await store.renewLease('group:dispatcher-http:member:c', '2026-11-30T06:00:10.000Z');
+        await store.renewLease('group:authorization:memberx', '2026-11-30T06:00:10.000Z');
+        expect(await store.readLeases('group:authorization:member:')).toEqual([
+          { holder: 'group:authorization:member:a', expiresAt: '2026-11-30T06:00:10.000Z' },
+          { holder: 'group:authorization:member:b', expiresAt: '2026-11-30T06:00:20.000Z' },
+        ]);
+        expect(await store.readLeases('nothing-here')).toEqual([]);
+        // LIKE patterns mean nothing in a prefix.
+        expect(await store.readLeases('group:%')).toEqual([]);
+        await expect(store.readLeases('')).rejects.toMatchObject({ kind: 'invalid_argument', argument: 'prefix' });
+      });
+
+      it(`${adapter}: a claim is taken when free, kept by its owner, refused to another until it expires`, async () => {
+        const { store } = await freshStore();
+        const now = '2026-11-30T06:00:00.000Z';
+        expect(await store.claim('p/1', 'a', '2026-11-30T06:00:10.000Z', now)).toEqual({ name: 'p/1', owner: 'a', expiresAt: '2026-11-30T06:00:10.000Z' });
+        // Another owner, while it is live: refused, told who holds it.
+        expect(await store.claim('p/1', 'b', '2026-11-30T06:00:12.000Z', '2026-11-30T06:00:05.000Z')).toEqual({ name: 'p/1', owner: 'a', expiresAt: '2026-11-30T06:00:10.000Z' });
+        // The owner renews.
+        expect(await store.claim('p/1', 'a', '2026-11-30T06:00:20.000Z', '2026-11-30T06:00:05.000Z')).toMatchObject({ owner: 'a', expiresAt: '2026-11-30T06:00:20.000Z' });
+        // Expired: another takes it.
+        expect(await store.claim('p/1', 'b', '2026-11-30T06:00:30.000Z', '2026-11-30T06:00:20.000Z')).toMatchObject({ owner: 'b', expiresAt: '2026-11-30T06:00:30.000Z' });
+        // The former owner's release does nothing now; the owner's frees it.
+        await store.releaseClaim('p/1', 'a');
+        expect(await store.readClaims('p/')).toEqual([{ name: 'p/1', owner: 'b', expiresAt: '2026-11-30T06:00:30.000Z' }]);
+        await store.releaseClaim('p/1', 'b');
+        expect(await store.readClaims('p/')).toEqual([]);
+        expect(await store.claim('p/1', 'a', '2026-11-30T06:00:40.000Z', '2026-11-30T06:00:21.000Z')).toMatchObject({ owner: 'a' });
+        expect(await store.headPosition()).toBe(0);
+      });
+
+      it(`${adapter}: claims are listed by prefix in name order`, async () => {
+        const { store } = await freshStore();
+        const now = '2026-11-30T06:00:00.000Z';
+        await store.claim('g/p02', 'a', '2026-11-30T06:00:10.000Z', now);
+        await store.claim('g/p01', 'b', '2026-11-30T06:00:10.000Z', now);
+        await store.claim('h/p01', 'b', '2026-11-30T06:00:10.000Z', now);
+        expect((await store.readClaims('g/')).map((claim) => `${claim.name}=${claim.owner}`)).toEqual(['g/p01=b', 'g/p02=a']);
+      });
+
+      it(`${adapter}: owners racing for one claim from two connections: exactly one holds it`, async () => {
+        const { store, location } = await freshStore();
+        const other = await reopen(location);
+        const now = '2026-11-30T06:00:00.000Z';
+        for (let round = 0; round < 20; round += 1) {
+          const name = `race/${round}`;
+          const [a, b] = await Promise.all([store.claim(name, 'a', '2026-11-30T06:00:10.000Z', now), other.claim(name, 'b', '2026-11-30T06:00:10.000Z', now)]);
+          expect(a.owner).toBe(b.owner);
+          expect(['a', 'b']).toContain(a.owner);
+        }
+      });
+
+      it(`${adapter}: bad claim arguments are refused up front with the argument named`, async () => {
+        const { store } = await freshStore();
+        await expect(store.claim('', 'a', '2026-11-30T06:00:10.000Z', '2026-11-30T06:00:00.000Z')).rejects.toMatchObject({ argument: 'name' });
+        await expect(store.claim('p', '', '2026-11-30T06:00:10.000Z', '2026-11-30T06:00:00.000Z')).rejects.toMatchObject({ argument: 'owner' });
+        await expect(store.claim('p', 'a', 'soon', '2026-11-30T06:00:00.000Z')).rejects.toMatchObject({ argument: 'expiresAt' });
+        await expect(store.claim('p', 'a', '2026-11-30T06:00:10.000Z', 'now')).rejects.toMatchObject({ argument: 'now' });
+        await expect(store.readClaims('')).rejects.toMatchObject({ kind: 'invalid_argument', argument: 'prefix' });
+      });
+    });
+
     describe(`${adapter}: between OS processes`, () => {
       it(`${adapter}: two processes contending for one stream never both win the same revision`, async (context) => {
         needsChildProcess(context);
