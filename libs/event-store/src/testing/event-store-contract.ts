@@ -10,6 +10,7 @@ import {
 import { eventHash, GENESIS_HASH } from '../chain';
 import type { EventStore, RecordedEvent } from '../event-store';
 import { readLinks } from '../read-links';
+import { partitionOf, subscribeAsGroupMember, type GroupSubscription } from '../consumer-group';
 import type { ChildReport, ChildTask } from './store-child';
 
 /**
@@ -722,6 +723,101 @@ export function describeEventStoreContract<Location>(adapter: string, harness: E
         await expect(store.claim('p', 'a', 'soon', '2026-11-30T06:00:00.000Z')).rejects.toMatchObject({ argument: 'expiresAt' });
         await expect(store.claim('p', 'a', '2026-11-30T06:00:10.000Z', 'now')).rejects.toMatchObject({ argument: 'now' });
         await expect(store.readClaims('')).rejects.toMatchObject({ kind: 'invalid_argument', argument: 'prefix' });
+      });
+    });
+
+    describe(`${adapter}: consumer groups`, () => {
+      /** Members of one group, each on its own connection, recording what they handle. */
+      const groupOf = async (location: Location, members: readonly string[], leaseMs = 600) => {
+        const handled: Array<{ member: string; event: RecordedEvent }> = [];
+        const subscriptions = new Map<string, { store: EventStore; subscription: GroupSubscription }>();
+        const join = async (member: string) => {
+          const store = await reopen(location);
+          const subscription = subscribeAsGroupMember(store, (event) => void handled.push({ member, event }), {
+            group: 'workers',
+            member,
+            leaseMs,
+            partitions: 8,
+            checkpointEveryMs: 0,
+            filter: { streamPrefixes: ['execution-'] },
+          });
+          subscriptions.set(member, { store, subscription });
+          return subscription;
+        };
+        for (const member of members) await join(member);
+        return { handled, subscriptions, join };
+      };
+      const appendStreams = async (store: EventStore, streams: number, perStream: number, tag: string) => {
+        for (let i = 0; i < streams; i += 1) {
+          await store.appendToStream(`execution-${tag}-${i}`, Array.from({ length: perStream }, (_, n) => event(`Step${n}`)));
+        }
+      };
+      const until = async (check: () => boolean, what: string) => {
+        const deadline = Date.now() + 20_000;
+        while (!check()) {
+          if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+      };
+
+      it(`${adapter}: members share the partitions, and every event is handled once, in stream order, by its partition's owner`, async () => {
+        const { store, location } = await freshStore();
+        const group = await groupOf(location, ['m1', 'm2', 'm3']);
+        // Every member converges to its share (8 partitions over 3 members: 3, 3, 2).
+        await until(() => [...group.subscriptions.values()].map(({ subscription }) => subscription.partitions.length).sort().join() === '2,3,3', 'the shares settle');
+        const owners = new Map<number, string>();
+        for (const [member, { subscription }] of group.subscriptions) for (const partition of subscription.partitions) owners.set(partition, member);
+        expect(owners.size).toBe(8);
+        await appendStreams(store, 40, 3, 'a');
+        await until(() => group.handled.length >= 120, 'all 120 events are handled');
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        expect(group.handled).toHaveLength(120);
+        const byStream = new Map<string, Array<{ member: string; event: RecordedEvent }>>();
+        for (const entry of group.handled) byStream.set(entry.event.streamId, [...(byStream.get(entry.event.streamId) ?? []), entry]);
+        for (const [streamId, entries] of byStream) {
+          expect(entries.map((entry) => entry.event.revision)).toEqual([0, 1, 2]);
+          expect(new Set(entries.map((entry) => entry.member))).toEqual(new Set([owners.get(partitionOf(streamId, 8))]));
+        }
+        expect(new Set(group.handled.map((entry) => entry.member))).toEqual(new Set(['m1', 'm2', 'm3']));
+      });
+
+      it(`${adapter}: a member that dies without a word is replaced once its claims expire, from the partitions' checkpoints`, async () => {
+        const { store, location } = await freshStore();
+        const group = await groupOf(location, ['m1', 'm2']);
+        await until(() => [...group.subscriptions.values()].every(({ subscription }) => subscription.partitions.length === 4), 'the shares settle');
+        await appendStreams(store, 20, 2, 'b');
+        await until(() => group.handled.length >= 40, 'the first events are handled');
+        // m2's connection goes away: it can neither renew nor release; its partitions lapse.
+        const dying = group.subscriptions.get('m2')!;
+        const lost = [...dying.subscription.partitions];
+        await dying.store.close();
+        await appendStreams(store, 20, 2, 'c');
+        await until(() => group.subscriptions.get('m1')!.subscription.partitions.length === 8, 'm1 takes every partition');
+        await until(() => group.handled.filter((entry) => entry.event.streamId.startsWith('execution-c-')).length >= 40, 'the later events are handled');
+        const late = group.handled.filter((entry) => entry.event.streamId.startsWith('execution-c-'));
+        // Every later event of the lost partitions was handled by m1, and none twice.
+        expect(late.filter((entry) => lost.includes(partitionOf(entry.event.streamId, 8))).every((entry) => entry.member === 'm1')).toBe(true);
+        expect(new Set(late.map((entry) => entry.event.id)).size).toBe(40);
+        expect(late.filter((entry) => entry.member === 'm2')).toEqual([]);
+      });
+
+      it(`${adapter}: a member that joins takes partitions that others hand over, with nothing handled twice or skipped`, async () => {
+        const { store, location } = await freshStore();
+        const group = await groupOf(location, ['m1']);
+        await until(() => group.subscriptions.get('m1')!.subscription.partitions.length === 8, 'm1 holds all');
+        await appendStreams(store, 30, 2, 'd');
+        await until(() => group.handled.length >= 60, 'the first events are handled');
+        await group.join('m2');
+        await until(() => group.subscriptions.get('m2')!.subscription.partitions.length === 4 && group.subscriptions.get('m1')!.subscription.partitions.length === 4, 'the partitions are split');
+        await appendStreams(store, 30, 2, 'e');
+        await until(() => group.handled.length >= 120, 'every event is handled');
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        expect(group.handled).toHaveLength(120);
+        expect(new Set(group.handled.map((entry) => entry.event.id)).size).toBe(120);
+        expect(group.handled.some((entry) => entry.member === 'm2' && entry.event.streamId.startsWith('execution-e-'))).toBe(true);
+        // A clean stop hands everything back at once.
+        await group.subscriptions.get('m2')!.subscription.stop();
+        await until(() => group.subscriptions.get('m1')!.subscription.partitions.length === 8, 'm1 holds all again');
       });
     });
 

@@ -1,0 +1,327 @@
+import { validateCount, validateFilter, validateStreamId } from './append-validation';
+import { EventStoreClosedError } from './errors';
+import type { EventFilter, EventHandler, EventStore, RecordedEvent, Subscription } from './event-store';
+
+/**
+ * Competing consumers on one store (docs/event-store.md, "Consumer groups"). The streams a group reads are split
+ * into a fixed number of partitions by a hash of the stream id; each partition is an exclusive claim in the store
+ * (`claim`), held by one member at a time and renewed while it lives, with its own checkpoint. Members announce
+ * themselves with a liveness lease; each takes its fair share of the partitions (the members sorted by id, the
+ * first ones one more when the count does not divide), releases what is above its share after handling the event
+ * in hand, and takes partitions that are free or whose owner stopped renewing. So one execution's events are
+ * handled by one member at a time, in order, and a member that dies is replaced once its claims expire.
+ *
+ * Every member reads the group's whole filtered feed once (one subscription, from the lowest checkpoint of the
+ * partitions it holds) and hands on the events of its partitions; taking over a partition further back restarts
+ * that read from there. Delivery is at least once: what a member handled after its partition's last checkpoint
+ * is handled again by the next owner, so handlers decide from the stream's state, as every service does.
+ */
+export interface ConsumerGroupOptions {
+  /** The group's name: the service's durable consumer name. */
+  readonly group: string;
+  /** This member's id, unique per process. */
+  readonly member: string;
+  readonly filter?: EventFilter;
+  /** Partitions of the group; every member must use the same number. Default: 16. */
+  readonly partitions?: number;
+  /**
+   * How long a claim or membership lasts unless renewed (renewed every third of it): how long the partitions of a
+   * member that died stay unhandled. Default: 15 000 ms.
+   */
+  readonly leaseMs?: number;
+  /** How often, at most, a partition's checkpoint is written while it is held. Default: 1000 ms. */
+  readonly checkpointEveryMs?: number;
+  /** Called before the first event of a partition this member just took is handed on (load what it needs). */
+  readonly onAssigned?: (partition: number) => Promise<void>;
+  /** Told about claims taken, released and lost, and renewals that failed. */
+  readonly log?: (message: string) => void;
+  readonly now?: () => Date;
+}
+
+/** A member's subscription: the port's subscription, and which partitions it holds now. */
+export interface GroupSubscription extends Subscription {
+  /** Whether this member holds the partition of the stream now. */
+  owns(streamId: string): boolean;
+  /** The partitions this member holds now, in order. */
+  readonly partitions: readonly number[];
+}
+
+const DEFAULT_PARTITIONS = 16;
+const DEFAULT_LEASE_MS = 15_000;
+
+/** The partition of a stream: FNV-1a (32 bits) of its id, modulo the partition count. Every member computes the same. */
+export function partitionOf(streamId: string, partitions: number): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < streamId.length; i += 1) {
+    hash ^= streamId.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash % partitions;
+}
+
+/** The names a group keeps in the store: member leases, partition claims, partition checkpoints. */
+export function groupNames(group: string) {
+  return {
+    memberPrefix: `group:${group}:member:`,
+    member: (id: string) => `group:${group}:member:${id}`,
+    claimPrefix: `group:${group}:partition:`,
+    claim: (partition: number) => `group:${group}:partition:${String(partition).padStart(3, '0')}`,
+    checkpoint: (partition: number) => `${group}#${String(partition).padStart(3, '0')}`,
+  };
+}
+
+interface Held {
+  /** Every event of the partition at or below it has been handled. */
+  checkpoint: number;
+  /** The checkpoint as last written. */
+  written: number;
+  /** Until when the claim is held, as last renewed. */
+  until: number;
+  /** The running reader hands on every event of the partition after its checkpoint (it was at or below it). */
+  covered: boolean;
+}
+
+/** Joins the group as `member` and hands the events of the partitions it holds to `handler`, one at a time. */
+export function subscribeAsGroupMember(store: EventStore, handler: EventHandler, options: ConsumerGroupOptions): GroupSubscription {
+  return new GroupMember(store, handler, options).start();
+}
+
+class GroupMember {
+  private readonly partitionCount: number;
+  private readonly leaseMs: number;
+  private readonly checkpointEveryMs: number;
+  private readonly names: ReturnType<typeof groupNames>;
+  private readonly now: () => Date;
+  private readonly held = new Map<number, Held>();
+  private reader: Subscription | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private ticking: Promise<void> = Promise.resolve();
+  /** The handler's current event, if any: a partition is released only once it is done. */
+  private inHand: Promise<void> = Promise.resolve();
+  private stopping = false;
+  private lastFlush = Date.now();
+  private settle!: { resolve: () => void; reject: (error: unknown) => void };
+  private readonly done: Promise<void>;
+  private markCaughtUp!: () => void;
+  private readonly caughtUp = new Promise<void>((resolve) => (this.markCaughtUp = resolve));
+
+  constructor(
+    private readonly store: EventStore,
+    private readonly handler: EventHandler,
+    private readonly options: ConsumerGroupOptions,
+  ) {
+    validateStreamId(options.group, 'group');
+    validateStreamId(options.member, 'member');
+    validateFilter(options.filter);
+    this.partitionCount = options.partitions ?? DEFAULT_PARTITIONS;
+    validateCount(this.partitionCount, 'partitions');
+    this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
+    validateCount(this.leaseMs, 'leaseMs');
+    this.checkpointEveryMs = options.checkpointEveryMs ?? 1000;
+    this.names = groupNames(options.group);
+    this.now = options.now ?? (() => new Date());
+    this.done = new Promise<void>((resolve, reject) => (this.settle = { resolve, reject }));
+    this.done.catch(() => undefined);
+  }
+
+  start(): GroupSubscription {
+    // The first round takes this member's share before `caughtUp` can resolve; later rounds run on a timer.
+    this.ticking = this.round().then(
+      async () => {
+        if (this.reader === undefined) this.markCaughtUp();
+        else await this.reader.caughtUp.then(() => this.markCaughtUp());
+      },
+      (error: unknown) => this.fail(error),
+    );
+    this.timer = setInterval(() => this.tick(), Math.max(50, Math.floor(this.leaseMs / 3)));
+    this.timer.unref?.();
+    // eslint-disable-next-line @typescript-eslint/no-this-alias
+    const member = this;
+    return {
+      caughtUp: this.caughtUp,
+      done: this.done,
+      get position() {
+        return member.reader?.position ?? 0;
+      },
+      owns: (streamId) => this.held.has(partitionOf(streamId, this.partitionCount)),
+      get partitions() {
+        return [...member.held.keys()].sort((a, b) => a - b);
+      },
+      stop: () => this.stop(),
+    };
+  }
+
+  private log(message: string): void {
+    this.options.log?.(`${this.options.member}: ${message}`);
+  }
+
+  private tick(): void {
+    if (this.stopping) return;
+    this.ticking = this.ticking.then(() => this.round()).catch((error: unknown) => {
+      // The store may be away for a while: claims not renewed simply expire, and the next round tries again.
+      this.log(`could not renew its membership or claims: ${(error as Error).message}`);
+    });
+  }
+
+  /** One round: renew the membership and the claims, release what is above the share, take what is missing. */
+  private async round(): Promise<void> {
+    if (this.stopping) return;
+    const now = this.now();
+    const until = new Date(now.getTime() + this.leaseMs);
+    await this.store.renewLease(this.names.member(this.options.member), until.toISOString());
+    const members = (await this.store.readLeases(this.names.memberPrefix))
+      .filter((lease) => Date.parse(lease.expiresAt) > now.getTime())
+      .map((lease) => lease.holder.slice(this.names.memberPrefix.length));
+    if (!members.includes(this.options.member)) members.push(this.options.member);
+    members.sort();
+    const index = members.indexOf(this.options.member);
+    const share = Math.floor(this.partitionCount / members.length) + (index < this.partitionCount % members.length ? 1 : 0);
+
+    for (const [partition, held] of this.held) {
+      if (this.stopping) return;
+      const claim = await this.store.claim(this.names.claim(partition), this.options.member, until.toISOString(), now.toISOString());
+      if (claim.owner === this.options.member) held.until = until.getTime();
+      else {
+        this.held.delete(partition);
+        this.log(`lost partition ${partition} of ${this.options.group} to ${claim.owner}`);
+      }
+    }
+    const extra = [...this.held.keys()].sort((a, b) => b - a).slice(0, Math.max(0, this.held.size - share));
+    for (const partition of extra) await this.release(partition);
+
+    if (this.held.size < share) {
+      const claims = new Map((await this.store.readClaims(this.names.claimPrefix)).map((claim) => [claim.name, claim]));
+      // Start at a different place per member, so members joining together do not all race for the same ones.
+      const offset = Math.floor((index * this.partitionCount) / members.length);
+      for (let i = 0; i < this.partitionCount && this.held.size < share && !this.stopping; i += 1) {
+        const partition = (offset + i) % this.partitionCount;
+        if (this.held.has(partition)) continue;
+        const claim = claims.get(this.names.claim(partition));
+        if (claim !== undefined && claim.owner !== this.options.member && Date.parse(claim.expiresAt) > now.getTime()) continue;
+        const taken = await this.store.claim(this.names.claim(partition), this.options.member, until.toISOString(), now.toISOString());
+        if (taken.owner !== this.options.member) continue;
+        await this.take(partition, until.getTime());
+      }
+    }
+    await this.flush(false);
+    await this.read();
+  }
+
+  /** Starts handling a partition just claimed: from its checkpoint (or the group's single one, from before groups). */
+  private async take(partition: number, until: number): Promise<void> {
+    const checkpoint = (await this.store.readCheckpoint(this.names.checkpoint(partition))) ?? (await this.store.readCheckpoint(this.options.group)) ?? 0;
+    await this.options.onAssigned?.(partition);
+    // The reader skipped this partition's events up to where it is: behind that, it must read again.
+    const covered = this.reader !== undefined && checkpoint >= this.reader.position;
+    this.held.set(partition, { checkpoint, written: checkpoint, until, covered });
+    this.log(`took partition ${partition} of ${this.options.group} at position ${checkpoint}`);
+  }
+
+  /** Hands a partition over: after the event in hand, with its checkpoint written. */
+  private async release(partition: number): Promise<void> {
+    const held = this.held.get(partition);
+    if (held === undefined) return;
+    this.held.delete(partition);
+    await this.inHand;
+    this.advance(partition, held);
+    if (held.checkpoint > held.written) await this.store.storeCheckpoint(this.names.checkpoint(partition), held.checkpoint);
+    await this.store.releaseClaim(this.names.claim(partition), this.options.member);
+    this.log(`released partition ${partition} of ${this.options.group} at position ${held.checkpoint}`);
+  }
+
+  /** A held partition is caught up to wherever the reader is, when the reader covers it. */
+  private advance(_partition: number, held: Held): void {
+    if (this.reader !== undefined && held.covered && this.reader.position > held.checkpoint) held.checkpoint = this.reader.position;
+  }
+
+  private async flush(force: boolean): Promise<void> {
+    if (!force && Date.now() - this.lastFlush < this.checkpointEveryMs) return;
+    this.lastFlush = Date.now();
+    for (const [partition, held] of [...this.held]) {
+      this.advance(partition, held);
+      if (held.checkpoint <= held.written) continue;
+      const checkpoint = held.checkpoint;
+      await this.store.storeCheckpoint(this.names.checkpoint(partition), checkpoint);
+      held.written = Math.max(held.written, checkpoint);
+    }
+  }
+
+  /** (Re)starts the reader when a held partition lies behind where it started; stops it when nothing is held. */
+  private async read(): Promise<void> {
+    if (this.stopping) return;
+    if (this.held.size === 0) {
+      await this.stopReader();
+      return;
+    }
+    if (this.reader !== undefined && [...this.held.values()].every((held) => held.covered)) return;
+    await this.stopReader();
+    const from = Math.min(...[...this.held.values()].map((held) => held.checkpoint));
+    for (const held of this.held.values()) held.covered = true;
+    const reader = this.store.subscribeToAll((event) => this.deliver(event), { from: { after: from }, filter: this.options.filter });
+    this.reader = reader;
+    reader.done.then(
+      () => undefined,
+      (error: unknown) => {
+        if (this.reader === reader && !(error instanceof EventStoreClosedError && this.stopping)) this.fail(error);
+      },
+    );
+  }
+
+  private async stopReader(): Promise<void> {
+    const reader = this.reader;
+    if (reader === undefined) return;
+    // Partitions it covered keep where it got to.
+    for (const [partition, held] of this.held) this.advance(partition, held);
+    this.reader = undefined;
+    await reader.stop();
+  }
+
+  private async deliver(event: RecordedEvent): Promise<void> {
+    const partition = partitionOf(event.streamId, this.partitionCount);
+    let held = this.held.get(partition);
+    if (held === undefined || event.position <= held.checkpoint) return;
+    // A claim about to lapse (the store unreachable for renewals) is not acted on: it is renewed, or lost to the
+    // member that takes it over and handles this event from the checkpoint.
+    while (held !== undefined && held.until - this.now().getTime() < this.leaseMs / 3 && !this.stopping) {
+      if (held.until <= this.now().getTime()) {
+        // Lapsed: another member may hold it now. It is taken again (from its checkpoint) if still free.
+        this.held.delete(partition);
+        this.log(`let partition ${partition} of ${this.options.group} lapse: its claim could not be renewed`);
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      held = this.held.get(partition);
+    }
+    if (held === undefined || this.stopping) return;
+    const handled = Promise.resolve(this.handler(event));
+    this.inHand = handled.catch(() => undefined);
+    await handled;
+    held.checkpoint = Math.max(held.checkpoint, event.position);
+    if (Date.now() - this.lastFlush >= this.checkpointEveryMs) this.tick();
+  }
+
+  private fail(error: unknown): void {
+    this.settle.reject(error);
+    void this.stop();
+  }
+
+  private async stop(): Promise<void> {
+    if (this.stopping) return this.done.catch(() => undefined);
+    this.stopping = true;
+    clearInterval(this.timer);
+    await this.ticking.catch(() => undefined);
+    await this.stopReader().catch(() => undefined);
+    this.markCaughtUp();
+    try {
+      await this.flush(true);
+      for (const partition of [...this.held.keys()]) {
+        await this.store.releaseClaim(this.names.claim(partition), this.options.member);
+        this.held.delete(partition);
+      }
+      await this.store.releaseLease(this.names.member(this.options.member));
+    } catch {
+      // A store that went away keeps the claims until they expire: the next owner waits that long, nothing more.
+    }
+    this.settle.resolve();
+  }
+}
