@@ -2,7 +2,17 @@ import { Logger } from '@nestjs/common';
 import { BaseRpcContext, Server, type CustomTransportStrategy } from '@nestjs/microservices';
 import { isObservable, lastValueFrom } from 'rxjs';
 import { parkedStream } from '@oncegate/domain';
-import { backoffMs, EventStoreUnavailableError, type EventStore, type RecordedEvent, type SubscriptionStart, type Subscription } from '@oncegate/event-store';
+import {
+  backoffMs,
+  EventStoreUnavailableError,
+  partitionOf,
+  subscribeAsGroupMember,
+  type EventStore,
+  type GroupSubscription,
+  type RecordedEvent,
+  type SubscriptionStart,
+  type Subscription,
+} from '@oncegate/event-store';
 import { appendParked, PARKED_EVENT_TYPES, readParked, type EventParkedData, type ParkedEvent } from './parked-events';
 
 /** What a handler can learn about the event beyond its payload. */
@@ -31,6 +41,12 @@ export interface EventStoreTransportOptions {
   readonly attempts?: number;
   /** Longest wait between two tries while the store cannot write. Default: 5000 ms. */
   readonly unavailableRetryMaxMs?: number;
+  /**
+   * Runs as one member of the consumer's group (`libs/event-store/src/consumer-group.ts`): instances of the
+   * service share its events by partition, one execution at a time per instance. Absent: this process handles
+   * every event under the consumer's single checkpoint (the embedded gateway).
+   */
+  readonly group?: { readonly member: string; readonly partitions?: number; readonly leaseMs?: number };
 }
 
 /** Thrown into the subscription when it is closed while waiting for storage, so the event is not checkpointed. */
@@ -49,12 +65,14 @@ class StoppedWhileStorageUnavailable extends Error {
  * once: the checkpoint moves after the handler resolves.
  */
 export class EventStoreTransport extends Server implements CustomTransportStrategy {
-  private subscription: Subscription | undefined;
+  private subscription: Subscription | GroupSubscription | undefined;
   private replays: Subscription | undefined;
   private readonly log: Logger;
   private stopping = false;
   /** Streams with a parked event, and the first parked event of each: their later events wait behind it. */
   private readonly blocked = new Map<string, string>();
+  /** Ids of the events parked and not yet replayed: delivered again (after a restart or a take-over), they wait. */
+  private readonly parkedEventIds = new Set<string>();
   /** Parking and replaying take turns, so an event is never judged blocked while its stream is being unblocked. */
   private turn: Promise<unknown> = Promise.resolve();
   private replaying = false;
@@ -76,12 +94,31 @@ export class EventStoreTransport extends Server implements CustomTransportStrate
 
   private async start(eventTypes: string[]): Promise<void> {
     const { store, consumer } = this.options;
-    for (const parked of (await readParked(store, consumer)).open) this.blockBehind(parked.streamId, parked.parkedId);
-    this.subscription = store.subscribeToAll((event) => this.deliver(event), {
-      consumer,
-      from: this.options.from,
-      filter: { streamPrefixes: this.options.streamPrefixes ?? ['execution-'], eventTypes },
-    });
+    const filter = { streamPrefixes: this.options.streamPrefixes ?? ['execution-'], eventTypes };
+    const group = this.options.group;
+    if (group === undefined) {
+      for (const parked of (await readParked(store, consumer)).open) this.blockBehind(parked.streamId, parked.parkedId, parked.eventId);
+      this.subscription = store.subscribeToAll((event) => this.deliver(event), { consumer, from: this.options.from, filter });
+    } else {
+      const partitions = group.partitions ?? 16;
+      this.subscription = subscribeAsGroupMember(store, (event) => this.deliver(event), {
+        group: consumer,
+        member: group.member,
+        partitions,
+        leaseMs: group.leaseMs,
+        filter,
+        log: (message) => this.log.log(message),
+        // A partition taken over brings the parked events of its streams: their later events wait behind them.
+        onAssigned: (partition) =>
+          this.inTurn(async () => {
+            // What this instance knew of the partition may be stale: another instance may have replayed since.
+            for (const streamId of [...this.blocked.keys()]) if (partitionOf(streamId, partitions) === partition) this.blocked.delete(streamId);
+            const open = (await readParked(store, consumer)).open.filter((parked) => partitionOf(parked.streamId, partitions) === partition);
+            for (const parked of open) this.blockBehind(parked.streamId, parked.parkedId, parked.eventId);
+            if (open.some((parked) => parked.replayRequested)) setImmediate(() => this.replayRequested());
+          }),
+      });
+    }
     this.subscription.done.catch((error: unknown) => this.log.error(`subscription stopped: ${String(error)}`));
     // Replays asked for from now on; those asked while the service was down are looked at once, below.
     this.replays = store.subscribeToAll(() => this.replayRequested(), {
@@ -98,6 +135,7 @@ export class EventStoreTransport extends Server implements CustomTransportStrate
     const parkedBehind = await this.inTurn(async () => {
       const head = this.blocked.get(event.streamId);
       if (head === undefined) return false;
+      if (this.parkedEventIds.has(event.id)) return true;
       await this.park(event, `waits behind the parked event ${head} of its stream`, 0, head);
       return true;
     });
@@ -150,14 +188,15 @@ export class EventStoreTransport extends Server implements CustomTransportStrate
       behind,
     };
     const parkedId = await appendParked(store, consumer, PARKED_EVENT_TYPES.parked, data, `service:${consumer}`);
-    this.blockBehind(event.streamId, parkedId);
+    this.blockBehind(event.streamId, parkedId, event.id);
     const where = `${event.type} ${event.streamId}@${event.revision} (position ${event.position})`;
     if (behind === null) this.log.error(`parked ${where} as ${parkedId} after ${attempts} attempts: ${error}; see oncegate parked list`);
     else this.log.warn(`parked ${where} as ${parkedId}: ${error}`);
   }
 
-  private blockBehind(streamId: string, parkedId: string): void {
+  private blockBehind(streamId: string, parkedId: string, eventId: string): void {
     if (!this.blocked.has(streamId)) this.blocked.set(streamId, parkedId);
+    this.parkedEventIds.add(eventId);
   }
 
   private inTurn<T>(work: () => Promise<T>): Promise<T> {
@@ -193,7 +232,9 @@ export class EventStoreTransport extends Server implements CustomTransportStrate
    */
   private async replayRound(): Promise<void> {
     const { store, consumer } = this.options;
-    const asked = (await readParked(store, consumer)).open.filter((parked) => parked.behind === null && parked.replayRequested);
+    // In a group, each instance replays the streams of the partitions it holds.
+    const owns = (streamId: string) => !('owns' in this.subscription!) || this.subscription.owns(streamId);
+    const asked = (await readParked(store, consumer)).open.filter((parked) => parked.behind === null && parked.replayRequested && owns(parked.streamId));
     for (const streamId of new Set(asked.map((parked) => parked.streamId))) {
       if (this.stopping) return;
       await this.inTurn(async () => {
@@ -208,6 +249,7 @@ export class EventStoreTransport extends Server implements CustomTransportStrate
             return;
           }
           await appendParked(store, consumer, PARKED_EVENT_TYPES.handled, { parkedId: parked.parkedId }, `service:${consumer}`);
+          this.parkedEventIds.delete(parked.eventId);
           this.log.log(`replayed ${parked.parkedId} (${parked.type} ${parked.streamId}@${parked.revision})`);
         }
         this.blocked.delete(streamId);

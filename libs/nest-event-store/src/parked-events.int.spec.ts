@@ -9,7 +9,10 @@ import { eventually } from '../../../test/support/journal';
 import { EventStoreTransport } from './event-store.transport';
 import { ParkedReplayRefusal, readParked, requestReplay } from './parked-events';
 
-describe('EventStoreTransport parks what its handler keeps failing on (SQLite store)', () => {
+describe.each([
+  { mode: 'alone', group: undefined },
+  { mode: 'as the one member of its group', group: { member: 'only', leaseMs: 1_500 } },
+])('EventStoreTransport parks what its handler keeps failing on (SQLite store, $mode)', ({ group }) => {
   let dir: string;
   let store: SqliteEventStore;
   let transport: EventStoreTransport | undefined;
@@ -32,16 +35,21 @@ describe('EventStoreTransport parks what its handler keeps failing on (SQLite st
   });
 
   async function startTransport(): Promise<void> {
-    transport = new EventStoreTransport({ store, consumer: 'recorder', attempts: 2 });
-    transport.addHandler(
+    transport = recorder(store, group);
+    await new Promise<void>((resolve) => transport!.listen(resolve));
+  }
+
+  function recorder(on: SqliteEventStore, member: typeof group, log = handled): EventStoreTransport {
+    const running = new EventStoreTransport({ store: on, consumer: 'recorder', attempts: 2, group: member });
+    running.addHandler(
       'Step',
       async (event: RecordedEvent) => {
         if (event.streamId === failing) throw new Error(`the ${event.streamId} handler cannot reach its dependency`);
-        handled.push(`${event.streamId}@${event.revision}`);
+        log.push(`${event.streamId}@${event.revision}`);
       },
       true,
     );
-    await new Promise<void>((resolve) => transport!.listen(resolve));
+    return running;
   }
 
   const step = (stream: string) => store.appendToStream(stream, [{ type: 'Step', data: {} }]);
@@ -119,5 +127,28 @@ describe('EventStoreTransport parks what its handler keeps failing on (SQLite st
     await startTransport();
     await untilParked(0);
     expect(handled).toEqual(['execution-a@0', 'execution-a@1']);
+  });
+
+  // Only a group has other instances to take over.
+  if (group !== undefined) it('given an instance that parked an event and died, when another instance of the group takes its partition over, then the stream still waits behind it and a replay is carried out there', async () => {
+    failing = 'execution-a';
+    const first = openSqliteEventStore({ file: join(dir, 'events.db') });
+    const dying = recorder(first, { member: 'first', leaseMs: 600 });
+    await new Promise<void>((resolve) => dying.listen(resolve));
+    await step('execution-a');
+    const open = await untilParked(1);
+    // Gone without a word: its claims lapse.
+    await first.close();
+    failing = undefined;
+    const second: string[] = [];
+    transport = recorder(store, { member: 'second', leaseMs: 600 }, second);
+    await new Promise<void>((resolve) => transport!.listen(resolve));
+    await step('execution-a');
+    await untilParked(2);
+    expect(second).toEqual([]);
+    await requestReplay(store, 'recorder', [open[0]!.parkedId], 'user:alice');
+    await untilParked(0);
+    expect(second).toEqual(['execution-a@0', 'execution-a@1']);
+    await dying.close();
   });
 });
