@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -18,7 +19,7 @@ import { EventStoreTransport } from '@oncegate/nest-event-store';
 import { BlobCipher, PostgresSealedStore, SqliteSealedStore, type SealedBlobWriter, type SealedStore, type SealingKey } from '@oncegate/sealed-store';
 import { GatewayConfigError, logLevelsUpTo, unauthenticatedAgentProblem, type GatewayConfig, type StoreConfig } from './config/gateway-config';
 import { redactedStoreUrl, withoutStorePassword } from './config/store-url';
-import { DeliveryTracker } from './front/delivery-tracker';
+import { DeliveryTracker } from './services/result-delivery/callers';
 import { ApprovalsApi } from './front/approvals-api';
 import { ConsoleApi } from './front/console-api';
 import { hostRulesOf } from './front/host-origin-guard';
@@ -31,7 +32,7 @@ import { initSealKeys, loadSealPrivateKey, loadSealPublicKey, sealKeyPaths } fro
 import { JournalSealer } from './services/sealer/journal-sealer';
 import { AttemptSweeper } from './services/recovery/attempt-sweeper';
 import { dispatcherInstanceId, InstanceLeases, newInstance } from './services/recovery/instance-leases';
-import { loadGatewayKeys } from './infrastructure/key-files';
+import { loadGatewayKeys, type GatewayKeys } from './infrastructure/key-files';
 import { Policy } from './services/authorization/policy';
 import { AuthorizationController } from './services/authorization/authorization.controller';
 import { AuthorizationModule } from './services/authorization/authorization.module';
@@ -248,42 +249,51 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   }
 }
 
-async function startGatewayOn(config: GatewayConfig, options: StartOptions, opened: Array<{ close(): Promise<void> }>): Promise<RunningGateway> {
+/** The services `oncegate serve` runs, one per process; `oncegate start` runs them all in one. */
+export const SERVICES = ['gateway', 'authorization', 'dispatcher-http', 'dispatcher-ssh', 'result-delivery', 'sealer'] as const;
+export type ServiceName = (typeof SERVICES)[number];
+
+/** What the services of one process share: the configuration, the logger, the contracts, the stores and keys. */
+interface Host {
+  readonly config: GatewayConfig;
+  readonly options: StartOptions;
+  readonly clock: Clock;
+  readonly logger: LoggerService;
+  readonly tools: Map<string, ToolContract>;
+  readonly env: NodeJS.ProcessEnv;
+  readonly folder: DataFolder;
+  readonly store: EventStore;
+  readonly keys: GatewayKeys;
+  readonly sealed: SealedStore;
+  /** This process's instance id (unique per process: pid and random). */
+  readonly instance: string;
+  /** Whether each service runs as one member of its consumer group (`oncegate serve`) or alone (`oncegate start`). */
+  readonly grouped: boolean;
+  /** Closed in reverse when a start fails. */
+  readonly opened: Array<{ close(): Promise<void> }>;
+}
+
+/** Opens what every service of a process needs. */
+async function openHost(config: GatewayConfig, options: StartOptions, opened: Array<{ close(): Promise<void> }>, grouped: boolean): Promise<Host> {
   const clock = options.clock ?? systemClock;
   const logLevels = options.logLevels ?? logLevelsUpTo(config.logLevel);
   const logger: LoggerService = options.logToStderr ? new StderrLogger({ logLevels }) : new ConsoleLogger({ logLevels });
   const tools = loadTools(config);
-  const policy = policyOf(config, tools);
-  const hostRules = hostRulesOf(config);
-  const unauthenticated = config.unauthenticatedAgent === null ? undefined : unauthenticatedAgentProblem(config);
-  if (unauthenticated !== undefined) {
-    throw new GatewayConfigError([{ file: config.source, path: 'testing.unauthenticated_agent', line: 0, column: 0, reason: `test only, refused: ${unauthenticated}` }]);
-  }
   const folder = await openDataFolder(config);
-  const { store, agents, approvers } = folder;
   opened.push(folder);
   const env = options.env ?? process.env;
   const { keys, migratedKeyFiles } = await loadGatewayKeys(config.dataDir, env, { dev: config.devToken });
   for (const file of migratedKeyFiles) {
     logger.log(`${file} held its key in plain (an earlier version); it is now wrapped under the master key`, 'keys');
   }
-  const sealed = await storeDriver(config.store).sealed(config.store, config.dataDir, keys.sealing, store);
+  const sealed = await storeDriver(config.store).sealed(config.store, config.dataDir, keys.sealing, folder.store);
   opened.push(sealed);
-  // Resumption messages only need to survive a process restart, not a power cut, and only for the retention:
-  // what is older is deleted now, before the front listens, and then periodically.
-  const resumption = new SseResumptionStore({
-    file: join(config.dataDir, 'mcp-streams.db'),
-    cipher: new BlobCipher(keys.sealing),
-    clock,
-    retentionMs: config.resumptionRetentionMs,
-  });
-  await resumption.start();
-  const keyRing = keyRingFromConfig({
-    current: keys.fingerprint.id,
-    keys: [{ id: keys.fingerprint.id, secret: keys.fingerprint.secret }],
-    argumentKey: { id: keys.argument.id, secret: keys.argument.secret },
-  });
-  // Development mode: a vault under the development master key, so a fresh data folder works as it is.
+  return { config, options, clock, logger, tools, env, folder, store: folder.store, keys, sealed, instance: newInstance(), grouped, opened };
+}
+
+/** The credential vault as this process sees it; development mode makes one under the development master key. */
+async function openVault(host: Host): Promise<VaultService> {
+  const { config, store, env, tools, logger } = host;
   if (config.devToken) await initDevelopmentVault({ store, dataDir: config.dataDir, env, by: 'service:gateway' });
   const vault = new VaultService({ store, dataDir: config.dataDir, env });
   await vault.start();
@@ -293,91 +303,141 @@ async function startGatewayOn(config: GatewayConfig, options: StartOptions, open
     const effect = needing.length === 0 ? 'no tool needs a credential' : `calls of the tools that need a credential (${needing.join(', ')}) are denied`;
     logger.warn(`no vault in this data folder: ${effect} until oncegate vault init and oncegate vault set …`, 'vault');
   }
-  const deliveries = new DeliveryTracker();
-  const http = new HttpDispatcher();
-  const ssh = new SshDispatcher();
-  const watcher = new ExecutionWatcher(store);
-  await watcher.start();
-  let sealer: JournalSealer | undefined;
-  if (config.sealEveryMs > 0) {
-    initSealKeys(config.dataDir, env, { dev: config.devToken });
-    sealer = new JournalSealer(
-      store,
-      loadSealPrivateKey(config.dataDir, env),
-      loadSealPublicKey(sealKeyPaths(config.dataDir).publicKey),
-      clock,
-      config.sealEveryMs,
-    );
-    sealer.start();
-  }
+  return vault;
+}
 
-  // Dispatcher ids are unique per process; their liveness leases are held before anything can be dispatched.
-  const instance = newInstance();
-  const frontName = options.front ?? 'http';
-  const dispatcherIds = { http: dispatcherInstanceId('http', frontName, instance), ssh: dispatcherInstanceId('ssh', frontName, instance) };
-  const locksDir = join(config.dataDir, 'instances');
-  const leases = new InstanceLeases(store, clock, Object.values(dispatcherIds), config.instanceLeaseMs, { dir: locksDir, instance });
-  await leases.start();
+/** One service as a Nest microservice fed by the store: alone, or as a member of the service's consumer group. */
+async function microservice(
+  host: Host,
+  module: Parameters<typeof NestFactory.createMicroservice>[0],
+  consumer: string,
+  streamPrefixes: readonly string[] = ['execution-'],
+): Promise<INestMicroservice> {
+  const group = host.grouped ? { member: `${consumer}@${hostname()}/${host.instance}`, leaseMs: host.config.instanceLeaseMs } : undefined;
+  const app = await NestFactory.createMicroservice(module, {
+    strategy: new EventStoreTransport({ store: host.store, consumer, streamPrefixes, group }),
+    logger: host.logger,
+  });
+  await app.listen();
+  host.opened.push(app);
+  return app;
+}
 
-  // Each execution's arguments opened and request rendered once, for authorization and the HTTP dispatcher alike.
-  const prepared = new PreparedCalls(sealed);
-  const microservices: INestMicroservice[] = [];
-  const service = async (
-    module: Parameters<typeof NestFactory.createMicroservice>[0],
-    consumer: string,
-    streamPrefixes: readonly string[] = ['execution-'],
-  ) => {
-    const app = await NestFactory.createMicroservice(module, {
-      strategy: new EventStoreTransport({ store, consumer, streamPrefixes }),
-      logger,
-    });
-    await app.listen();
-    microservices.push(app);
-    opened.push(app);
-    return app;
-  };
-  // Authorization and the dispatchers of this process decide inline in the commit that accepts an execution.
-  const inlineSteps = new InlineSteps();
-  const authorization = await service(
-    AuthorizationModule.forRoot({ store, policy, vault, tools, sealed, approvalTimeoutMs: config.approvalTimeoutMs, clock, prepared }),
+async function hostAuthorization(host: Host, vault: VaultService, prepared: PreparedCalls): Promise<INestMicroservice> {
+  const { store, tools, sealed, clock, config } = host;
+  return microservice(
+    host,
+    AuthorizationModule.forRoot({ store, policy: policyOf(config, tools), vault, tools, sealed, approvalTimeoutMs: config.approvalTimeoutMs, clock, prepared }),
     SERVICE_CONSUMERS.authorization,
     // Runs are granted on their own streams, and a closed MCP session ends its run.
     ['execution-', 'run-', 'session-'],
   );
-  const dispatcher = await service(
-    DispatcherHttpModule.forRoot({
-      store,
-      tools,
-      sealed,
-      http,
-      vault,
-      dispatcherId: dispatcherIds.http,
-      clock,
-      prepared,
-    }),
-    SERVICE_CONSUMERS.dispatcherHttp,
-  );
-  const sshDispatcher = await service(
-    DispatcherSshModule.forRoot({
-      store,
-      tools,
-      sealed,
-      ssh,
-      vault,
-      dispatcherId: dispatcherIds.ssh,
-      clock,
-    }),
-    SERVICE_CONSUMERS.dispatcherSsh,
-  );
-  inlineSteps.add(authorization.get(AuthorizationController).inlineStep());
-  inlineSteps.add(heldBeforeSend(dispatcher.get(DispatcherHttpController).inlineStep(), config.holdBeforeSendMs));
-  inlineSteps.add(heldBeforeSend(sshDispatcher.get(DispatcherSshController).inlineStep(), config.holdBeforeSendMs));
-  await service(ResultDeliveryModule.forRoot({ store, deliveries, clock }), SERVICE_CONSUMERS.resultDelivery);
+}
+
+/** The dispatchers of a process, their liveness leases and the sweeper that settles lost attempts. */
+interface Dispatchers {
+  readonly http: INestMicroservice | undefined;
+  readonly ssh: INestMicroservice | undefined;
+  /** Their first dispatches, to decide inline in the accepting commit (one process). */
+  readonly inlineSteps: InlineStep[];
+  /** Stops taking work and lets attempts in flight record their outcome. */
+  drain(): Promise<void>;
+  /** After the microservices closed: nothing of this process is in flight any more. */
+  close(): Promise<void>;
+}
+
+async function hostDispatchers(host: Host, vault: VaultService, prepared: PreparedCalls, channels: ReadonlySet<'http' | 'ssh'>): Promise<Dispatchers> {
+  const { store, tools, sealed, clock, config, instance } = host;
+  // Dispatcher ids are unique per process; their liveness leases are held before anything can be dispatched.
+  const role = host.options.front ?? (host.grouped ? 'serve' : 'http');
+  const dispatcherIds = { http: dispatcherInstanceId('http', role, instance), ssh: dispatcherInstanceId('ssh', role, instance) };
+  const ownIds = [...channels].map((channel) => dispatcherIds[channel]);
+  const locksDir = join(config.dataDir, 'instances');
+  const leases = new InstanceLeases(store, clock, ownIds, config.instanceLeaseMs, { dir: locksDir, instance });
+  await leases.start();
+  host.opened.push({ close: () => leases.stop() });
+  const http = new HttpDispatcher();
+  const ssh = new SshDispatcher();
+  const inlineSteps: InlineStep[] = [];
+  const httpApp = channels.has('http')
+    ? await microservice(host, DispatcherHttpModule.forRoot({ store, tools, sealed, http, vault, dispatcherId: dispatcherIds.http, clock, prepared }), SERVICE_CONSUMERS.dispatcherHttp)
+    : undefined;
+  const sshApp = channels.has('ssh')
+    ? await microservice(host, DispatcherSshModule.forRoot({ store, tools, sealed, ssh, vault, dispatcherId: dispatcherIds.ssh, clock }), SERVICE_CONSUMERS.dispatcherSsh)
+    : undefined;
+  const controllers = [httpApp?.get(DispatcherHttpController), sshApp?.get(DispatcherSshController)].filter((controller) => controller !== undefined);
+  for (const controller of controllers) {
+    controller.limitInFlight(config.dispatchInFlight);
+    inlineSteps.push(heldBeforeSend(controller.inlineStep(), config.holdBeforeSendMs));
+  }
   // Attempts that will never report (their process gone, or past their deadline) settle by class, whoever
   // dispatched them: at start, and as long as this process runs.
-  const sweeper = new AttemptSweeper({ store, clock, ownDispatcherIds: new Set(Object.values(dispatcherIds)), locksDir, everyMs: Math.max(100, Math.floor(config.instanceLeaseMs / 3)) });
+  const sweeper = new AttemptSweeper({ store, clock, ownDispatcherIds: new Set(ownIds), locksDir, everyMs: Math.max(100, Math.floor(config.instanceLeaseMs / 3)) });
   await sweeper.start();
+  host.opened.push({ close: () => sweeper.stop() });
+  return {
+    http: httpApp,
+    ssh: sshApp,
+    inlineSteps,
+    async drain() {
+      await sweeper.stop();
+      for (const controller of controllers) await controller.drain();
+    },
+    async close() {
+      // Only now is nothing of this process in flight: from here on its attempts count as gone.
+      await leases.stop();
+      await http.close();
+      await ssh.close();
+    },
+  };
+}
 
+async function hostResultDelivery(host: Host, deliveries: DeliveryTracker): Promise<INestMicroservice> {
+  return microservice(host, ResultDeliveryModule.forRoot({ store: host.store, deliveries, clock: host.clock }), SERVICE_CONSUMERS.resultDelivery);
+}
+
+function hostSealer(host: Host): JournalSealer | undefined {
+  const { config, env, store, clock } = host;
+  if (config.sealEveryMs <= 0) return undefined;
+  initSealKeys(config.dataDir, env, { dev: config.devToken });
+  const sealer = new JournalSealer(store, loadSealPrivateKey(config.dataDir, env), loadSealPublicKey(sealKeyPaths(config.dataDir).publicKey), clock, config.sealEveryMs);
+  sealer.start();
+  host.opened.push({ close: () => sealer.stop() });
+  return sealer;
+}
+
+/** The MCP front: sessions, tool calls, the approvals API and the console. */
+interface Front {
+  readonly url: string;
+  readonly port: number;
+  readonly toolCalls: ToolCalls;
+  readonly devToken: string | undefined;
+  liveSessions(actor?: string): number;
+  close(): Promise<void>;
+}
+
+async function hostFront(host: Host, deliveries: DeliveryTracker, inlineSteps: InlineSteps): Promise<Front> {
+  const { config, options, store, sealed, tools, clock, keys, logger } = host;
+  const { agents, approvers } = host.folder;
+  const hostRules = hostRulesOf(config);
+  // Resumption messages only need to survive a process restart, not a power cut, and only for the retention:
+  // what is older is deleted now, before the front listens, and then periodically.
+  const resumption = new SseResumptionStore({
+    file: join(config.dataDir, 'mcp-streams.db'),
+    cipher: new BlobCipher(keys.sealing),
+    clock,
+    retentionMs: config.resumptionRetentionMs,
+  });
+  await resumption.start();
+  host.opened.push(resumption);
+  const keyRing = keyRingFromConfig({
+    current: keys.fingerprint.id,
+    keys: [{ id: keys.fingerprint.id, secret: keys.fingerprint.secret }],
+    argumentKey: { id: keys.argument.id, secret: keys.argument.secret },
+  });
+  const watcher = new ExecutionWatcher(store);
+  await watcher.start();
+  host.opened.push({ close: () => watcher.stop() });
   const toolCalls = new ToolCalls({ store, watcher, sealed, keyRing, tools, deliveries, clock, callWaitMs: config.callWaitMs, inlineSteps });
   const front = new McpHttpFront({
     host: config.host,
@@ -397,6 +457,7 @@ async function startGatewayOn(config: GatewayConfig, options: StartOptions, open
     unauthenticatedActor: config.unauthenticatedAgent ?? undefined,
   });
   const listening = options.front === 'none' ? { url: '', port: 0 } : await front.listen();
+  host.opened.push(front);
   if (config.unauthenticatedAgent !== null && options.front !== 'none') {
     logger.warn(
       `TEST ONLY: MCP requests without a token are served as ${config.unauthenticatedAgent} (testing.unauthenticated_agent in ` +
@@ -404,50 +465,172 @@ async function startGatewayOn(config: GatewayConfig, options: StartOptions, open
       'mcp-http',
     );
   }
-  if (config.holdBeforeSendMs > 0) {
-    logger.warn(`TEST ONLY: every attempt dispatched inline is sent ${config.holdBeforeSendMs} ms after its commit (testing.hold_before_send in ${config.source})`, 'dispatch');
-  }
   const devToken = config.devToken ? await developmentToken(config.dataDir, agents) : undefined;
   await agents.refresh();
   const agentWatch = agents.watch();
   await approvers.refresh();
   const approverWatch = approvers.watch();
-
-  const demo = config.demoTarget.enabled ? await startDemoTargetProcess(config.demoTarget.port) : undefined;
-
   return {
     url: listening.url,
     port: listening.port,
-    dataDir: config.dataDir,
-    tools,
-    devToken,
-    demoTargetUrl: demo?.url,
-    store,
-    agents,
     toolCalls,
-    vault,
+    devToken,
     liveSessions: (actor) => front.liveSessions(actor),
     async close() {
       await front.close();
       await agentWatch.stop();
       await approverWatch.stop();
-      await sweeper.stop();
-      await dispatcher.get(DispatcherHttpController).drain();
-      await sshDispatcher.get(DispatcherSshController).drain();
-      for (const app of microservices.reverse()) await app.close();
-      // Only now is nothing of this process in flight: from here on its attempts count as gone.
-      await leases.stop();
-      await vault.stop();
-      await sealer?.stop();
       await watcher.stop();
-      await http.close();
-      await ssh.close();
-      await demo?.close();
-      await sealed.close();
       await resumption.close();
-      await folder.close();
     },
   };
+}
+
+/** `testing.unauthenticated_agent` is refused outright where the configuration makes it unsafe. */
+function refuseUnsafeTesting(config: GatewayConfig): void {
+  const unauthenticated = config.unauthenticatedAgent === null ? undefined : unauthenticatedAgentProblem(config);
+  if (unauthenticated !== undefined) {
+    throw new GatewayConfigError([{ file: config.source, path: 'testing.unauthenticated_agent', line: 0, column: 0, reason: `test only, refused: ${unauthenticated}` }]);
+  }
+}
+
+async function startGatewayOn(config: GatewayConfig, options: StartOptions, opened: Array<{ close(): Promise<void> }>): Promise<RunningGateway> {
+  // The configuration is checked before anything is opened.
+  policyOf(config, loadTools(config));
+  hostRulesOf(config);
+  refuseUnsafeTesting(config);
+  const host = await openHost(config, options, opened, false);
+  const vault = await openVault(host);
+  opened.push({ close: () => vault.stop() });
+  const sealer = hostSealer(host);
+  // Each execution's arguments opened and request rendered once, for authorization and the HTTP dispatcher alike.
+  const prepared = new PreparedCalls(host.sealed);
+  // Authorization and the dispatchers of this process decide inline in the commit that accepts an execution.
+  const inlineSteps = new InlineSteps();
+  const authorization = await hostAuthorization(host, vault, prepared);
+  const dispatchers = await hostDispatchers(host, vault, prepared, new Set(['http', 'ssh'] as const));
+  inlineSteps.add(authorization.get(AuthorizationController).inlineStep());
+  for (const step of dispatchers.inlineSteps) inlineSteps.add(step);
+  const deliveries = new DeliveryTracker();
+  const resultDelivery = await hostResultDelivery(host, deliveries);
+  const front = await hostFront(host, deliveries, inlineSteps);
+  if (config.holdBeforeSendMs > 0) {
+    host.logger.warn(`TEST ONLY: every attempt dispatched inline is sent ${config.holdBeforeSendMs} ms after its commit (testing.hold_before_send in ${config.source})`, 'dispatch');
+  }
+  const demo = config.demoTarget.enabled ? await startDemoTargetProcess(config.demoTarget.port) : undefined;
+
+  return {
+    url: front.url,
+    port: front.port,
+    dataDir: config.dataDir,
+    tools: host.tools,
+    devToken: front.devToken,
+    demoTargetUrl: demo?.url,
+    store: host.store,
+    agents: host.folder.agents,
+    toolCalls: front.toolCalls,
+    vault,
+    liveSessions: (actor) => front.liveSessions(actor),
+    async close() {
+      await front.close();
+      await dispatchers.drain();
+      for (const app of [resultDelivery, dispatchers.ssh, dispatchers.http, authorization]) await app?.close();
+      await dispatchers.close();
+      await vault.stop();
+      await sealer?.stop();
+      await demo?.close();
+      await host.sealed.close();
+      await host.folder.close();
+    },
+  };
+}
+
+/** One service of `oncegate serve`, running in this process. */
+export interface RunningService {
+  readonly service: ServiceName;
+  readonly instance: string;
+  /** The MCP front's URL (the gateway service only). */
+  readonly url: string | undefined;
+  readonly devToken: string | undefined;
+  readonly store: EventStore;
+  close(): Promise<void>;
+}
+
+/**
+ * Runs one service in this process (`oncegate serve <service>`), as one instance of it among any number on the
+ * same store: the gateway (the MCP front, with the approvals API and the console), authorization, a dispatcher,
+ * result delivery, or the journal's sealer. They meet only in the store: every consumer of events runs as a member
+ * of its service's consumer group, and the front learns outcomes from the execution streams.
+ */
+export async function serveService(service: ServiceName, config: GatewayConfig, options: StartOptions = {}): Promise<RunningService> {
+  const opened: Array<{ close(): Promise<void> }> = [];
+  try {
+    return await serveServiceOn(service, config, options, opened);
+  } catch (error) {
+    for (const resource of opened.reverse()) await resource.close().catch(() => undefined);
+    throw error;
+  }
+}
+
+async function serveServiceOn(service: ServiceName, config: GatewayConfig, options: StartOptions, opened: Array<{ close(): Promise<void> }>): Promise<RunningService> {
+  if (service === 'authorization') policyOf(config, loadTools(config));
+  if (service === 'gateway') {
+    hostRulesOf(config);
+    refuseUnsafeTesting(config);
+  }
+  const host = await openHost(config, options, opened, true);
+  const running = (url: string | undefined, devToken: string | undefined, stop: () => Promise<void>): RunningService => ({
+    service,
+    instance: host.instance,
+    url,
+    devToken,
+    store: host.store,
+    async close() {
+      await stop();
+      await host.sealed.close();
+      await host.folder.close();
+    },
+  });
+  switch (service) {
+    case 'gateway': {
+      // Result delivery runs elsewhere: the callers waiting here are shown to it through the store.
+      const deliveries = new DeliveryTracker({ store: host.store, instance: `${hostname()}/${host.instance}`, leaseMs: config.callWaitMs + 30_000, clock: host.clock });
+      const front = await hostFront(host, deliveries, new InlineSteps());
+      return running(front.url, front.devToken, () => front.close());
+    }
+    case 'authorization': {
+      const vault = await openVault(host);
+      opened.push({ close: () => vault.stop() });
+      const app = await hostAuthorization(host, vault, new PreparedCalls(host.sealed));
+      return running(undefined, undefined, async () => {
+        await app.close();
+        await vault.stop();
+      });
+    }
+    case 'dispatcher-http':
+    case 'dispatcher-ssh': {
+      const vault = await openVault(host);
+      opened.push({ close: () => vault.stop() });
+      const dispatchers = await hostDispatchers(host, vault, new PreparedCalls(host.sealed), new Set([service === 'dispatcher-http' ? 'http' : 'ssh'] as const));
+      return running(undefined, undefined, async () => {
+        await dispatchers.drain();
+        await dispatchers.http?.close();
+        await dispatchers.ssh?.close();
+        await dispatchers.close();
+        await vault.stop();
+      });
+    }
+    case 'result-delivery': {
+      const deliveries = new DeliveryTracker({ store: host.store, instance: `${hostname()}/${host.instance}`, leaseMs: config.callWaitMs + 30_000, clock: host.clock });
+      const app = await hostResultDelivery(host, deliveries);
+      return running(undefined, undefined, () => app.close());
+    }
+    case 'sealer': {
+      const sealer = hostSealer(host);
+      if (sealer === undefined) host.logger.warn(`seal_every is 0 in ${config.source}: this sealer seals nothing`, 'sealer');
+      return running(undefined, undefined, async () => sealer?.stop());
+    }
+  }
 }
 
 /** `testing.hold_before_send`: the dispatch step's attempt starts that long after its commit (test only). */

@@ -9,7 +9,7 @@ import {
   approversRevokeCommand,
 } from './commands/approval-commands';
 import { contractsCheckCommand } from './commands/contracts-check';
-import { agentsAddCommand, agentsListCommand, agentsRevokeCommand, startCommand, stdioCommand } from './commands/gateway-commands';
+import { agentsAddCommand, agentsListCommand, agentsRevokeCommand, serveCommand, startCommand, stdioCommand } from './commands/gateway-commands';
 import { auditVerifyCommand, initCommand, journalExportCommand } from './commands/journal-commands';
 import { investigateCommand, projectionRunCommand } from './commands/analyst-commands';
 import { parkedListCommand, parkedReplayCommand, parkedShowCommand } from './commands/parked-commands';
@@ -21,6 +21,7 @@ import { VAULT_COMMANDS } from './commands/vault-commands';
 export const COMMANDS: readonly CliCommand[] = [
   initCommand,
   startCommand,
+  serveCommand,
   stdioCommand,
   agentsAddCommand,
   agentsListCommand,

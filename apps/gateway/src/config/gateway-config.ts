@@ -100,6 +100,11 @@ export interface GatewayConfig {
    * third of it). Attempts of a process whose lease ran out are settled as lost by whichever gateway notices.
    */
   readonly instanceLeaseMs: number;
+  /**
+   * Attempts one dispatcher process has in flight at most (`dispatch_in_flight`); past it, a dispatcher takes no
+   * new `ExecutionAuthorized` until one finishes, so instances of a consumer group share the load.
+   */
+  readonly dispatchInFlight: number;
   /** The most detailed log level written: `error`, `warn`, `log`, `debug` or `verbose`. */
   readonly logLevel: LogLevelName;
 }
@@ -156,6 +161,7 @@ export const DEFAULT_CONFIG: Omit<GatewayConfig, 'source'> = {
   devToken: false,
   sealEveryMs: 5_000,
   instanceLeaseMs: 15_000,
+  dispatchInFlight: 256,
   logLevel: 'log',
 };
 
@@ -173,6 +179,7 @@ const FIELDS = [
   'dev_token',
   'seal_every',
   'instance_lease',
+  'dispatch_in_flight',
   'log_level',
   'testing',
 ] as const;
@@ -454,6 +461,8 @@ export function parseGatewayConfig(text: string, file: string, base = DEFAULT_CO
       if (ms !== undefined && ms < 300) ctx.report(lease, 'instance_lease', 'must be at least 300ms');
       else if (ms !== undefined) config.instanceLeaseMs = ms;
     }
+    const inFlight = map.optional('dispatch_in_flight');
+    if (inFlight) config.dispatchInFlight = readInteger(ctx, inFlight, 'dispatch_in_flight', 1, 100_000) ?? config.dispatchInFlight;
     const logLevel = map.optional('log_level');
     if (logLevel) config.logLevel = readEnum(ctx, logLevel, 'log_level', LOG_LEVELS) ?? config.logLevel;
     const devToken = map.optional('dev_token');

@@ -34,7 +34,7 @@ import type { SealedStore } from '@oncegate/sealed-store';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { invalidArguments, invalidRun, toMcpError, unknownTool } from './mcp-errors';
 import { toolResult, type AnswerFlags, type StoredResult } from './tool-results';
-import type { DeliveryTracker, DeliveryWatch } from './delivery-tracker';
+import type { DeliveryTracker, DeliveryWatch } from '../services/result-delivery/callers';
 import { DECLARED_RUN, runOfCall } from '../runs/run-journal';
 
 export const META_RUN = 'io.oncegate/run';
@@ -90,7 +90,7 @@ const MAX_ROUNDS = 50;
 type ClaimRound =
   | { readonly kind: 'again' }
   | { readonly kind: 'attached'; readonly state: ExecutionState; readonly action: AttachActionKind; readonly release: () => void }
-  | { readonly kind: 'started'; readonly state: ExecutionState };
+  | { readonly kind: 'started'; readonly state: ExecutionState; readonly release: () => void };
 
 export class ToolCalls {
   /**
@@ -184,6 +184,7 @@ export class ToolCalls {
         // Registered before RetryAttached is appended, so a cancel by another caller that lands after it counts
         // this caller as waiting.
         const release = this.deps.deliveries.register(decision.executionId);
+        await this.deps.deliveries.visible(decision.executionId);
         const attached = await this.attach(decision.executionId, context).catch((error: unknown) => {
           release();
           throw error;
@@ -216,14 +217,22 @@ export class ToolCalls {
           idempotencyKeyClaimEntry(callerKey, { executionId, fingerprint: current, actor: context.actor, tool: tool.name }, keyClaim?.revision, clock),
         );
       }
-      const started = await this.start(tool, args, context, executionId, record, current, scope, now, claims);
-      return started === undefined ? { kind: 'again' } : { kind: 'started', state: started };
+      // Registered (and visible to result delivery in other processes) before the first event commits: an outcome
+      // can follow that commit at once.
+      const release = this.deps.deliveries.register(executionId);
+      await this.deps.deliveries.visible(executionId);
+      const started = await this.start(tool, args, context, executionId, record, current, scope, now, claims).catch((error: unknown) => {
+        release();
+        throw error;
+      });
+      if (started === undefined) release();
+      return started === undefined ? { kind: 'again' } : { kind: 'started', state: started, release };
     };
 
     for (let round = 0; round < MAX_ROUNDS; round += 1) {
       const step = await this.claimTurns.run(current, claimRound);
       if (step.kind === 'attached') return this.answerAttached(tool, step.state, step.action, context, step.release);
-      if (step.kind === 'started') return this.waitAndAnswer(tool, step.state, { attached: false, replayed: false }, context, () => true);
+      if (step.kind === 'started') return this.waitAndAnswer(tool, step.state, { attached: false, replayed: false }, context, () => true, step.release);
     }
     throw new Error(`could not settle the claim for ${tool.name} after ${MAX_ROUNDS} rounds`);
   }
@@ -337,20 +346,25 @@ export class ToolCalls {
     // recovery). The decider settles the race with the dispatcher.
     const onCancel = () => {
       release();
-      void runExecutionCommand(
-        this.deps.store,
-        executionId,
-        () => ({
-          type: 'RequestCancellation',
+      void (async () => {
+        // Other callers may wait in this process or, when the services run apart, in another front.
+        await this.deps.deliveries.visible(executionId);
+        const otherCallersWaiting = await this.deps.deliveries.waiting(executionId);
+        await runExecutionCommand(
+          this.deps.store,
           executionId,
-          now: isoNow(this.deps.clock),
-          trigger: 'client_notification',
-          correlation: context.correlation,
-          otherCallersWaiting: this.deps.deliveries.hasCaller(executionId),
-        }),
-        { actor: context.actor, correlation: context.correlation },
-        this.deps.clock,
-      ).catch(() => undefined);
+          () => ({
+            type: 'RequestCancellation',
+            executionId,
+            now: isoNow(this.deps.clock),
+            trigger: 'client_notification',
+            correlation: context.correlation,
+            otherCallersWaiting,
+          }),
+          { actor: context.actor, correlation: context.correlation },
+          this.deps.clock,
+        );
+      })().catch(() => undefined);
     };
     context.signal.addEventListener('abort', onCancel, { once: true });
     try {

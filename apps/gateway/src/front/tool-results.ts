@@ -1,16 +1,8 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { executionStatusView, type ExecutionState, type ExecutionStatus } from '@oncegate/domain';
+import type { StoredResult } from '../services/stored-result';
 
-/** The stored body of a target's answer (sealed; never in an event). */
-export interface StoredResult {
-  readonly status: number | null;
-  readonly exitCode: number | null;
-  readonly contentType: string | null;
-  /** UTF-8 text of the body (or base64 when `encoding` says so). */
-  readonly body: string;
-  readonly encoding: 'utf8' | 'base64';
-  readonly truncated: boolean;
-}
+export type { StoredResult } from '../services/stored-result';
 
 export interface AnswerFlags {
   /** This call matched an earlier execution instead of creating one. */

@@ -4,10 +4,10 @@ import { GatewayConfigError, logLevelsUpTo } from '../../config/gateway-config';
 import { tokenRevoked } from '../../front/mcp-errors';
 import { connectMcpServer, createMcpServer } from '../../front/mcp-server';
 import { StdioConnection } from '../../front/stdio-connection';
-import { startGateway, storeLocation } from '../../gateway';
+import { serveService, SERVICES, startGateway, storeLocation, type ServiceName } from '../../gateway';
 import { KeyFileError } from '../../infrastructure/key-files';
 import { SealKeyError } from '../../infrastructure/seal-keys';
-import { EXIT_CODES, type CliCommand, type CliIo, type ExitCode } from '../cli-command';
+import { EXIT_CODES, UsageError, type CliCommand, type CliIo, type ExitCode } from '../cli-command';
 import { configOrExit, parseCommandArgs } from '../command-helpers';
 import { tokenCommands } from './token-commands';
 
@@ -69,6 +69,8 @@ Runs the gateway in the foreground until SIGINT or SIGTERM. Configuration: the f
   async run(args, io) {
     const config = configOrExit(parseCommandArgs(args), io);
     if (typeof config === 'number') return config;
+    // Heard from now on: a signal during the start stops the gateway as soon as it is up.
+    const stopped = untilSignal();
     let gateway;
     try {
       gateway = await startGateway(config);
@@ -91,9 +93,53 @@ Runs the gateway in the foreground until SIGINT or SIGTERM. Configuration: the f
         '',
       ].join('\n'),
     );
-    const signal = await untilSignal();
+    const signal = await stopped;
     io.stdout(`${signal}: stopping\n`);
     await gateway.close();
+    return EXIT_CODES.ok;
+  },
+};
+
+export const serveCommand: CliCommand = {
+  group: 'serve',
+  name: '',
+  summary: `Run one service in this process, as one instance among any number on a shared store (${SERVICES.join(' | ')}).`,
+  usage: `Usage: oncegate serve <service> [--config <file>]
+
+Services: ${SERVICES.join(', ')}.
+Runs one service in the foreground until SIGINT or SIGTERM, with the same configuration as
+oncegate start. Instances of a service share its events (a consumer group: one execution is
+handled by one instance at a time, taken over when an instance stops renewing its claims
+within instance_lease). Meant for a store every process reaches: store.driver postgres.
+deploy/local starts every service this way; see docs/deploy.md.`,
+  async run(args, io) {
+    const parsed = parseCommandArgs(args);
+    const [service, ...rest] = parsed.positionals;
+    if (service === undefined || rest.length > 0 || !(SERVICES as readonly string[]).includes(service)) {
+      throw new UsageError(`name one service: ${SERVICES.join(', ')}${service === undefined ? '' : ` (not '${[service, ...rest].join(' ')}')`}`);
+    }
+    const config = configOrExit(parsed, io);
+    if (typeof config === 'number') return config;
+    const stopped = untilSignal();
+    let running;
+    try {
+      running = await serveService(service as ServiceName, config);
+    } catch (error) {
+      return startupFailure(error, io);
+    }
+    io.stdout(
+      [
+        `Oncegate ${service} is running (instance ${running.instance})`,
+        ...(running.url ? [`  listening on: ${running.url}`] : []),
+        `  store:        ${config.store.driver} ${storeLocation(config)}`,
+        ...(config.store.driver === 'sqlite' ? ['  note:         a SQLite store is shared by the processes of one machine only; use store.driver postgres to run services apart'] : []),
+        ...(running.devToken ? [`  dev token:    ${running.devToken}   (agent:dev)`] : []),
+        '',
+      ].join('\n'),
+    );
+    const signal = await stopped;
+    io.stdout(`${signal}: stopping\n`);
+    await running.close();
     return EXIT_CODES.ok;
   },
 };

@@ -5,7 +5,7 @@ import type { ToolContract } from '@oncegate/contracts';
 import { backoffMs, EventStoreClosedError, type EventStore, type RecordedEvent } from '@oncegate/event-store';
 import { isoNow, loadExecution, runExecutionCommand, stepTakenAlready, type Clock, type InlineStep, type LoadedExecution } from '@oncegate/execution-journal';
 import type { SealedStore } from '@oncegate/sealed-store';
-import type { StoredResult } from '../../front/tool-results';
+import type { StoredResult } from '../stored-result';
 import { recoverExecution, type MarkerFinding } from '../recovery/execution-recovery';
 import { openArguments } from '../sealed-arguments';
 import { PreparedCalls, type PreparedCall } from '../prepared-calls';
@@ -49,6 +49,8 @@ export abstract class ChannelDispatcher {
   private readonly inFlight = new Set<Promise<void>>();
   /** Set once the process stops: recording an outcome is tried again only until then. */
   private giveUpRecordingAt: number | undefined;
+  /** Attempts in flight at most before events wait (`dispatch_in_flight`); inline dispatches are not held. */
+  private maxInFlight = Number.POSITIVE_INFINITY;
 
   protected constructor(
     protected readonly channel: string,
@@ -123,10 +125,16 @@ export abstract class ChannelDispatcher {
     );
   }
 
+  /** Caps the attempts in flight: past it, the next event waits for one to finish (the instance's back-pressure). */
+  limitInFlight(max: number): void {
+    this.maxInFlight = max;
+  }
+
   /** Appends Dispatched (from `from`: `authorized` unless recovering) and, once it is durable, runs the attempt. */
   protected async dispatch(executionId: ExecutionId, cause: RecordedEvent, from: 'authorized' | 'outcome_unknown' = 'authorized'): Promise<void> {
     // Another channel's execution, or dispatched already (inline, in the commit that authorized it).
     if (stepTakenAlready(this.store, executionId, cause, (s) => this.takes(s, from))) return;
+    while (this.inFlight.size >= this.maxInFlight) await Promise.race(this.inFlight);
     if (await this.refused(executionId, cause, from)) return;
     const outcome = await runExecutionCommand(
       this.store,

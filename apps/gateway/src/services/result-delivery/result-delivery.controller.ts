@@ -4,7 +4,7 @@ import type { ExecutionId } from '@oncegate/domain';
 import type { EventStore, RecordedEvent } from '@oncegate/event-store';
 import { EVENT_STORE } from '@oncegate/nest-event-store';
 import { isoNow, runExecutionCommand, type Clock } from '@oncegate/execution-journal';
-import type { DeliveryTracker } from '../../front/delivery-tracker';
+import type { DeliveryTracker } from './callers';
 import { CLOCK, DELIVERY_TRACKER } from '../tokens';
 
 /**
@@ -23,7 +23,7 @@ export class ResultDeliveryController {
   @EventPattern('OutcomeObserved')
   async onOutcome(@Payload() event: RecordedEvent): Promise<void> {
     const executionId = event.metadata['executionId'] as ExecutionId;
-    if (this.deliveries.hasCaller(executionId)) return;
+    if (await this.deliveries.waiting(executionId)) return;
     await runExecutionCommand(
       this.store,
       executionId,

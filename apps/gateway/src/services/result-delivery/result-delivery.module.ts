@@ -2,7 +2,7 @@ import { Module, type DynamicModule } from '@nestjs/common';
 import { EventStoreModule } from '@oncegate/nest-event-store';
 import type { EventStore } from '@oncegate/event-store';
 import type { Clock } from '@oncegate/execution-journal';
-import type { DeliveryTracker } from '../../front/delivery-tracker';
+import type { DeliveryTracker } from './callers';
 import { CLOCK, DELIVERY_TRACKER } from '../tokens';
 import { ResultDeliveryController } from './result-delivery.controller';
 
