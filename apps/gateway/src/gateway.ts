@@ -291,10 +291,13 @@ async function openHost(config: GatewayConfig, options: StartOptions, opened: Ar
   return { config, options, clock, logger, tools, env, folder, store: folder.store, keys, sealed, instance: newInstance(), grouped, opened };
 }
 
-/** The credential vault as this process sees it; development mode makes one under the development master key. */
+/**
+ * The credential vault as this process sees it. Development mode makes one under the development master key: in
+ * one process at start, and among the services apart by the gateway (the one that starts first, alone).
+ */
 async function openVault(host: Host): Promise<VaultService> {
   const { config, store, env, tools, logger } = host;
-  if (config.devToken) await initDevelopmentVault({ store, dataDir: config.dataDir, env, by: 'service:gateway' });
+  if (config.devToken && !host.grouped) await initDevelopmentVault({ store, dataDir: config.dataDir, env, by: 'service:gateway' });
   const vault = new VaultService({ store, dataDir: config.dataDir, env });
   await vault.start();
   if (!vault.state().initialized) {
@@ -594,6 +597,7 @@ async function serveServiceOn(service: ServiceName, config: GatewayConfig, optio
   switch (service) {
     case 'gateway': {
       // Result delivery runs elsewhere: the callers waiting here are shown to it through the store.
+      if (config.devToken) await initDevelopmentVault({ store: host.store, dataDir: config.dataDir, env: host.env, by: 'service:gateway' });
       const deliveries = new DeliveryTracker({ store: host.store, instance: `${hostname()}/${host.instance}`, leaseMs: config.callWaitMs + 30_000, clock: host.clock });
       const front = await hostFront(host, deliveries, new InlineSteps());
       return running(front.url, front.devToken, () => front.close());

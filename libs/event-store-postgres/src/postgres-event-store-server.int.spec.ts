@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { EventStore, RecordedEvent } from '@oncegate/event-store';
+import { subscribeAsGroupMember, type EventStore, type RecordedEvent } from '@oncegate/event-store';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- integration tests run the shared real-PostgreSQL harness
 import { startPostgres, type PostgresHandle } from '../../../test/support/postgres';
 import { openPostgresEventStore, type PostgresEventStoreOptions } from './postgres-event-store';
@@ -182,6 +182,37 @@ describe('postgres: an unavailable server', () => {
       await own.start();
       await store.appendToStream('s', [event('After')], { expectedRevision: 0 });
       expect((await store.readStream('s')).map((e) => e.type)).toEqual(['Before', 'After']);
+    } finally {
+      await own.stop();
+    }
+  });
+});
+
+describe('postgres: subscriptions across a server outage', () => {
+  it('given a subscription and a consumer group member, when the server stops and starts again, then both go on and deliver what is appended after (the subscription nothing twice, the member at least once)', async () => {
+    const own = await startPostgres();
+    try {
+      const store = await openPostgresEventStore({ url: own.url(), schema: 'outage' });
+      opened.push(store);
+      const seen: string[] = [];
+      const grouped: string[] = [];
+      const subscription = store.subscribeToAll((e) => void seen.push(e.type), { filter: { streamPrefixes: ['execution-'] } });
+      const member = subscribeAsGroupMember(store, (e) => void grouped.push(e.type), { group: 'outage', member: 'only', leaseMs: 900, partitions: 4, filter: { streamPrefixes: ['execution-'] } });
+      await store.appendToStream('execution-1', [event('Before')]);
+      await eventually(() => seen.length === 1 && grouped.length === 1, 'the first event was delivered', 5000);
+      await own.shutdown();
+      // Longer than the member's claims last: it must take them again once the server is back.
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      await own.start();
+      await eventually(async () => (await store.appendToStream('execution-1', [event('After')]).then(() => true, () => false)), 'an append once the server is back', 10_000);
+      await eventually(() => seen.length === 2 && grouped.at(-1) === 'After', 'the event appended after the outage was delivered', 10_000);
+      expect(seen).toEqual(['Before', 'After']);
+      // The member's claims lapsed: it took them again from the partition's last written checkpoint, so what it
+      // handled after that may come again (at least once), in order, and nothing is lost.
+      expect(grouped.filter((type) => type === 'After')).toEqual(['After']);
+      expect(new Set(grouped)).toEqual(new Set(['Before', 'After']));
+      await subscription.stop();
+      await member.stop();
     } finally {
       await own.stop();
     }

@@ -1,5 +1,6 @@
 import { validateCount, validateFilter, validatePosition } from './append-validation';
 import type { EventFilter, EventHandler, ReadAllOptions, ReadAllPage, RecordedEvent, SubscribeOptions, Subscription } from './event-store';
+import { backoffMs } from './backoff';
 import { EventStoreUnavailableError } from './errors';
 
 /** What an adapter offers so the shared catch-up loop can run on it. */
@@ -129,9 +130,22 @@ export function runCatchUpSubscription(
         await checkpoint(false);
       }
     };
+    /** Reads the next page; while the store cannot be reached, waits and reads again (the subscription outlives an outage). */
+    const nextPage = async (): Promise<ReadAllPage | undefined> => {
+      for (let failures = 0; ; failures += 1) {
+        try {
+          return await source.readAll({ after: position, maxCount: pageSize, filter: options.filter });
+        } catch (error) {
+          if (!(error instanceof EventStoreUnavailableError) || stopper.signal.aborted) throw error;
+          await pause(backoffMs(failures, 50, 2_000), stopper.signal);
+          if (stopper.signal.aborted) return undefined;
+        }
+      }
+    };
     try {
       while (!stopper.signal.aborted) {
-        const page = await source.readAll({ after: position, maxCount: pageSize, filter: options.filter });
+        const page = await nextPage();
+        if (page === undefined) break;
         for (const event of page.events) {
           if (stopper.signal.aborted) break;
           await handler(event);
@@ -142,8 +156,12 @@ export function runCatchUpSubscription(
         await checkpoint(false);
         // A page that was not full read what was there; the wait returns at once if more was committed meanwhile.
         if (page.events.length < pageSize) {
-          if (feed === undefined) await source.waitForAppend(position, stopper.signal, options.filter, markCaughtUp);
-          else await live(feed);
+          if (feed === undefined) {
+            await source.waitForAppend(position, stopper.signal, options.filter, markCaughtUp).catch((error: unknown) => {
+              // The next read finds out whether the store is back.
+              if (!(error instanceof EventStoreUnavailableError)) throw error;
+            });
+          } else await live(feed);
         }
       }
     } finally {
@@ -168,4 +186,17 @@ export function runCatchUpSubscription(
       await done.catch(() => undefined);
     },
   };
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts. */
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
 }

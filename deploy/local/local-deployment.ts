@@ -1,0 +1,151 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const LAUNCHER = fileURLToPath(new URL('../../bin/oncegate.mjs', import.meta.url));
+const START_TIMEOUT_MS = 60_000;
+
+/** The services `oncegate serve` runs. */
+export type LocalService = 'gateway' | 'authorization' | 'dispatcher-http' | 'dispatcher-ssh' | 'result-delivery' | 'sealer';
+
+/** How many processes of each service run. */
+export type LocalLayout = Readonly<Record<LocalService, number>>;
+
+/** The layout `npm run local` starts: every service apart, the competing ones more than once. */
+export const LOCAL_LAYOUT: LocalLayout = { gateway: 2, authorization: 2, 'dispatcher-http': 3, 'dispatcher-ssh': 1, 'result-delivery': 2, sealer: 1 };
+
+/** One `oncegate serve <service>` process. */
+export interface ServiceProcess {
+  readonly service: LocalService;
+  /** The instance id it printed. */
+  readonly instance: string;
+  readonly pid: number;
+  /** The MCP endpoint (gateways only). */
+  readonly url: string | undefined;
+  /** The development token (gateways with `dev_token`). */
+  readonly devToken: string | undefined;
+  readonly child: ChildProcess;
+  /** Everything it wrote, stdout and stderr. */
+  output(): string;
+  /** SIGTERM, and waits for it to exit. */
+  stop(): Promise<void>;
+  /** kill -9, and waits for it to exit. */
+  kill(): Promise<void>;
+}
+
+export interface ServiceOptions {
+  /** The configuration file every process reads (`store.driver: postgres`). */
+  readonly configFile: string;
+  /** Added to this process's environment (the store URL, the master key). */
+  readonly env?: NodeJS.ProcessEnv;
+  /** Where it runs; relative paths of the configuration are read from here. */
+  readonly cwd?: string;
+  /** A gateway's port (`ONCEGATE_PORT`). */
+  readonly port?: number;
+}
+
+/** Starts `oncegate serve <service>` as its own process and waits until it says it runs. */
+export async function startService(service: LocalService, options: ServiceOptions): Promise<ServiceProcess> {
+  const env = { ...process.env, ...options.env, ...(options.port === undefined ? {} : { ONCEGATE_PORT: String(options.port) }) };
+  const child = spawn(process.execPath, [LAUNCHER, 'serve', service, '--config', options.configFile], {
+    cwd: options.cwd,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stderr!.on('data', (chunk) => (output += String(chunk)));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const started = await new Promise<{ instance: string; url?: string; devToken?: string }>((resolve, reject) => {
+    let instance: string | undefined;
+    let url: string | undefined;
+    const timer = setTimeout(() => reject(new Error(`${service} did not start within ${START_TIMEOUT_MS} ms:\n${output}`)), START_TIMEOUT_MS);
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      output += `${line}\n`;
+      instance ??= /is running \(instance (\S+)\)/.exec(line)?.[1];
+      url ??= /listening on: (\S+)/.exec(line)?.[1];
+      const devToken = /dev token:\s+(ogt_\S+)/.exec(line)?.[1];
+      // The summary ends with an empty line.
+      if (instance !== undefined && (line === '' || devToken !== undefined)) {
+        clearTimeout(timer);
+        resolve({ instance, url, devToken });
+      }
+    });
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`${service} exited (${code ?? signal}) before it ran:\n${output}`));
+    });
+  });
+  const running = () => child.exitCode === null && child.signalCode === null;
+  return {
+    service,
+    instance: started.instance,
+    pid: child.pid!,
+    url: started.url,
+    devToken: started.devToken,
+    child,
+    output: () => output,
+    async stop() {
+      if (running()) child.kill('SIGTERM');
+      await exited;
+    },
+    async kill() {
+      if (running()) child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
+
+export interface LocalDeploymentOptions extends Omit<ServiceOptions, 'port'> {
+  readonly layout?: Partial<LocalLayout>;
+  /** The gateways' ports, one per gateway. */
+  readonly gatewayPorts: readonly number[];
+}
+
+export interface LocalDeployment {
+  readonly processes: ServiceProcess[];
+  /** The running processes of one service. */
+  of(service: LocalService): ServiceProcess[];
+  /** Starts one more process of a service (a gateway takes the next of its ports, or `port`). */
+  add(service: LocalService, port?: number): Promise<ServiceProcess>;
+  /** Stops every process (SIGTERM), gateways first. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts every service of the layout as its own process on one machine. The first gateway starts alone (it makes
+ * the data folder's keys and the development token when there are none); the others follow together.
+ */
+export async function startLocalDeployment(options: LocalDeploymentOptions): Promise<LocalDeployment> {
+  const layout: LocalLayout = { ...LOCAL_LAYOUT, ...options.layout };
+  if (options.gatewayPorts.length < layout.gateway) throw new Error(`${layout.gateway} gateways need as many ports; ${options.gatewayPorts.length} given`);
+  const processes: ServiceProcess[] = [];
+  let gateways = 0;
+  const add = async (service: LocalService, port?: number) => {
+    const chosen = service === 'gateway' ? (port ?? options.gatewayPorts[gateways++]) : undefined;
+    const started = await startService(service, { ...options, port: chosen });
+    processes.push(started);
+    return started;
+  };
+  const stop = async () => {
+    const order: LocalService[] = ['gateway', 'authorization', 'dispatcher-http', 'dispatcher-ssh', 'result-delivery', 'sealer'];
+    for (const service of order) await Promise.all(processes.filter((process) => process.service === service).map((process) => process.stop()));
+  };
+  try {
+    const rest: LocalService[] = [];
+    for (const [service, count] of Object.entries(layout) as Array<[LocalService, number]>) {
+      for (let i = 0; i < count; i += 1) rest.push(service);
+    }
+    const first = rest.indexOf('gateway');
+    if (first >= 0) await add(rest.splice(first, 1)[0]!);
+    await Promise.all(rest.map((service) => add(service)));
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return {
+    processes,
+    of: (service) => processes.filter((process) => process.service === service && process.child.exitCode === null && process.child.signalCode === null),
+    add,
+    stop,
+  };
+}
