@@ -66,7 +66,9 @@ export default [
             },
             { sourceTag: 'type:port', onlyDependOnLibsWithTags: ['type:domain', 'type:port'] },
             { sourceTag: 'type:adapter', onlyDependOnLibsWithTags: ['type:domain', 'type:port', 'type:adapter'] },
-            { sourceTag: 'type:testing', onlyDependOnLibsWithTags: ['type:domain', 'type:port', 'type:adapter', 'type:testing'] },
+            { sourceTag: 'type:testing', onlyDependOnLibsWithTags: ['type:domain', 'type:port', 'type:adapter', 'type:testing', 'type:deploy'] },
+            // deploy/local starts processes and servers: it needs none of the code it starts.
+            { sourceTag: 'type:deploy', onlyDependOnLibsWithTags: [] },
             { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['type:domain', 'type:port', 'type:adapter', 'type:testing', 'type:app'] },
           ],
         },

@@ -58,6 +58,7 @@ export async function startService(service: LocalService, options: ServiceOption
   const started = await new Promise<{ instance: string; url?: string; devToken?: string }>((resolve, reject) => {
     let instance: string | undefined;
     let url: string | undefined;
+    let seenToken: string | undefined;
     const timer = setTimeout(() => reject(new Error(`${service} did not start within ${START_TIMEOUT_MS} ms:\n${output}`)), START_TIMEOUT_MS);
     createInterface({ input: child.stdout! }).on('line', (line) => {
       output += `${line}\n`;
@@ -65,10 +66,11 @@ export async function startService(service: LocalService, options: ServiceOption
       url ??= /listening on: (\S+)/.exec(line)?.[1];
       const devToken = /dev token:\s+(ogt_\S+)/.exec(line)?.[1];
       // The summary ends with an empty line.
-      if (instance !== undefined && (line === '' || devToken !== undefined)) {
+      if (instance !== undefined && line === '') {
         clearTimeout(timer);
-        resolve({ instance, url, devToken });
+        resolve({ instance, url, devToken: devToken ?? seenToken });
       }
+      seenToken ??= devToken;
     });
     child.once('exit', (code, signal) => {
       clearTimeout(timer);

@@ -129,6 +129,8 @@ async function launch(
     'listen_addresses=127.0.0.1',
     `unix_socket_directories=${socketDir}`,
     'max_connections=300',
+    // Profiling: `CREATE EXTENSION pg_stat_statements` then reads what the server spent its time on.
+    ...(process.env['ONCEGATE_PG_STATEMENTS'] === '1' ? ['shared_preload_libraries=pg_stat_statements'] : []),
     'shared_buffers=64MB',
     ...(fast ? ['fsync=off', 'synchronous_commit=off', 'full_page_writes=off'] : []),
   ];

@@ -1,3 +1,3 @@
 // The tests start PostgreSQL as the local deployment does: one implementation, in deploy/local.
-export { startPostgres } from '../../deploy/local/postgres';
-export type { PostgresHandle, StartPostgresOptions } from '../../deploy/local/postgres';
+export { startPostgres } from '@oncegate/deploy-local';
+export type { PostgresHandle, StartPostgresOptions } from '@oncegate/deploy-local';

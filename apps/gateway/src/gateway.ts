@@ -317,8 +317,14 @@ async function microservice(
   streamPrefixes: readonly string[] = ['execution-'],
 ): Promise<INestMicroservice> {
   const group = host.grouped ? { member: `${consumer}@${hostname()}/${host.instance}`, leaseMs: host.config.instanceLeaseMs } : undefined;
+  const failing = host.config.failHandling;
+  const fault =
+    failing?.service === consumer
+      ? () => (existsSync(failing.whileFileExists) ? `testing.fail_handling: ${failing.whileFileExists} exists (a fault made for a test)` : undefined)
+      : undefined;
+  if (fault !== undefined) host.logger.warn(`TEST ONLY: ${consumer} fails every event while ${failing!.whileFileExists} exists (testing.fail_handling in ${host.config.source})`, consumer);
   const app = await NestFactory.createMicroservice(module, {
-    strategy: new EventStoreTransport({ store: host.store, consumer, streamPrefixes, group }),
+    strategy: new EventStoreTransport({ store: host.store, consumer, streamPrefixes, group, fault }),
     logger: host.logger,
   });
   await app.listen();

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { Client, Pool, type ClientConfig, type PoolClient, type PoolConfig } from 'pg';
+import { Client, escapeLiteral, Pool, type ClientConfig, type PoolClient, type PoolConfig } from 'pg';
 import {
   GENESIS_HASH,
   linkEvents,
@@ -90,6 +90,10 @@ const COLUMNS = 'position, stream_id, revision, event_id, type, data, metadata, 
 const DEFAULT_READ_ALL_COUNT = 1000;
 /** The first key of the store's advisory lock ("once"); the second is derived from the schema's name. */
 const LOCK_CLASS = 0x6f6e6365;
+/** Pool clients that already have the error listener of `checkout`. */
+const listened = new WeakSet<PoolClient>();
+/** Raised under the lock when a stream written by a group moved since the group read it: the group is decided again. */
+const STREAM_MOVED = 'oncegate: a stream moved since it was read';
 /** Larger than any position, for reads with no scan limit. */
 const NO_LIMIT = Number.MAX_SAFE_INTEGER;
 
@@ -257,9 +261,23 @@ export class PostgresEventStore implements EventStore {
     return store;
   }
 
+  /**
+   * A client of the pool for a transaction. A connection the server ends while the client is held (a server
+   * shutting down) emits an error with nobody listening, which would end the process: the next query on it fails
+   * with that error instead.
+   */
+  private async checkout(): Promise<PoolClient> {
+    const client = await this.pool.connect();
+    if (!listened.has(client)) {
+      listened.add(client);
+      client.on('error', () => undefined);
+    }
+    return client;
+  }
+
   private async migrate(): Promise<void> {
     const schema = quotedSchema(this.schema);
-    const client = await this.pool.connect();
+    const client = await this.checkout();
     try {
       // The same lock as the writers': two processes opening a new store do not race to create it.
       await client.query(`BEGIN; SELECT pg_advisory_xact_lock(${LOCK_CLASS}, ${this.lockKey})`);
@@ -321,16 +339,19 @@ export class PostgresEventStore implements EventStore {
   }
 
   /**
-   * Writes a group of appends in one transaction under the store's advisory lock. Because every writer holds that
-   * lock from before it reads the head and the streams' tips until it commits, the checks are made here, in this
-   * process, on what the one query under the lock returned: each append is checked against the tips as the appends
-   * before it in the group left them, and one that fails writes nothing and harms no other.
+   * Writes a group of appends in one transaction. The streams' tips and the given ids are read first, without a
+   * lock, and the group is decided and hashed on them here (each append checked against the tips as the appends
+   * before it in the group left them; one that fails writes nothing and harms no other). The write is then one
+   * round trip: under the store's advisory lock, a check that no written stream moved since the read, the insert
+   * at the head's next positions, the notification and the commit. The lock is thus held for what the server does,
+   * never across a round trip; global positions still become visible in order. A stream that moved meanwhile (a
+   * writer in another process) makes the group be read and decided again.
    */
   private async commitGroup(group: readonly PendingAppend[]): Promise<void> {
     const recordedAt = this.clock().toISOString();
     let client: PoolClient;
     try {
-      client = await this.pool.connect();
+      client = await this.checkout();
     } catch (error) {
       const failure = unavailableOr(this.location, error);
       for (const request of group) request.reject(failure);
@@ -340,35 +361,62 @@ export class PostgresEventStore implements EventStore {
     let outcomes: Array<{ results: AppendResult[]; events: RecordedEvent[] } | { error: unknown }> = [];
     let lastPosition = 0;
     try {
-      // The lock is taken in a statement of its own: a statement reads from the snapshot taken when it starts, so the
-      // head and tips must be read by a later statement, which sees every commit made before the lock was granted.
-      await client.query(`BEGIN; SELECT pg_advisory_xact_lock(${LOCK_CLASS}, ${this.lockKey})`);
-      const streams = [...new Set(group.flatMap((request) => request.entries.map((entry) => entry.streamId)))];
-      const givenIds = group.flatMap((request) => request.entries.flatMap((entry) => entry.events.flatMap((event) => (event.id === undefined ? [] : [event.id]))));
-      const state = await client.query<[string, Array<[string, number, string]>, string[]]>({
-        text: this.sql.groupState,
-        values: [streams, givenIds],
-        rowMode: 'array',
-      });
-      const [headText, tipRows, takenIds] = state.rows[0]!;
-      const planned = planGroup(group, {
-        head: Number(headText),
-        tips: new Map(tipRows.map(([streamId, revision, hash]) => [streamId, { revision, hash }])),
-        taken: new Set(takenIds),
-        recordedAt,
-      });
-      outcomes = planned.outcomes;
-      lastPosition = planned.last;
-      if (planned.rows.positions.length > 0) {
-        const rows = planned.rows;
-        await client.query({
-          text: this.sql.insert,
-          values: [rows.positions, rows.streamIds, rows.revisions, rows.ids, rows.types, rows.data, rows.metadata, recordedAt, rows.prevs, rows.hashes],
+      for (;;) {
+        const streams = [...new Set(group.flatMap((request) => request.entries.map((entry) => entry.streamId)))];
+        const givenIds = group.flatMap((request) => request.entries.flatMap((entry) => entry.events.flatMap((event) => (event.id === undefined ? [] : [event.id]))));
+        const state = await client.query<[string, Array<[string, number, string]>, string[]]>({
+          text: this.sql.groupState,
+          values: [streams, givenIds],
+          rowMode: 'array',
         });
+        const [, tipRows, takenIds] = state.rows[0]!;
+        const tips = new Map(tipRows.map(([streamId, revision, hash]) => [streamId, { revision, hash }]));
+        // Positions are planned from 0 and moved to the head's once the insert has taken them.
+        // Planning moves the tips it is given on; `tips` keeps them as read, for the check under the lock.
+        const planned = planGroup(group, { head: 0, tips: new Map(tips), taken: new Set(takenIds), recordedAt });
+        outcomes = planned.outcomes;
+        if (planned.rows.positions.length === 0) break;
+        const written = [...new Set(planned.rows.streamIds)];
+        const schema = quotedSchema(this.schema);
+        const unmoved = written.map((streamId) => `(SELECT max(revision) FROM ${schema}.events WHERE stream_id = ${escapeLiteral(streamId)}) IS NOT DISTINCT FROM ${tips.get(streamId)?.revision ?? 'NULL'}`);
+        const rows = planned.rows;
+        const array = (values: readonly (string | number)[], type: string) =>
+          `ARRAY[${values.map((value) => (typeof value === 'number' ? String(value) : escapeLiteral(value))).join(',')}]::${type}[]`;
+        committing = true;
+        const results = await client
+          .query(
+            `BEGIN; SELECT pg_advisory_xact_lock(${LOCK_CLASS}, ${this.lockKey});
+            SELECT CASE WHEN ${unmoved.join(' AND ')} THEN 0 ELSE ${schema}.stream_moved('${STREAM_MOVED}') END;
+            INSERT INTO ${schema}.events (position, stream_id, revision, event_id, type, data, metadata, recorded_at, prev_hash, hash)
+              SELECT h.head + rows.n, rows.s, rows.r, rows.i, rows.t, rows.d, rows.m, ${escapeLiteral(recordedAt)}, rows.pr, rows.h
+                FROM (SELECT coalesce(max(position), 0) AS head FROM ${schema}.events) h,
+                  unnest(${array(rows.positions, 'bigint')}, ${array(rows.streamIds, 'text')}, ${array(rows.revisions, 'int')}, ${array(rows.ids, 'text')},
+                    ${array(rows.types, 'text')}, ${array(rows.data, 'json')}, ${array(rows.metadata, 'json')}, ${array(rows.prevs, 'text')}, ${array(rows.hashes, 'text')})
+                  AS rows(n, s, r, i, t, d, m, pr, h);
+            SELECT max(position)::text, pg_notify(${escapeLiteral(this.channel)}, max(position)::text) FROM ${schema}.events;
+            COMMIT`,
+          )
+          .catch(async (error: unknown) => {
+            if (!String((error as Error).message).includes(STREAM_MOVED)) throw error;
+            await client.query('ROLLBACK');
+            return undefined;
+          });
+        committing = false;
+        if (results === undefined) continue;
+        // BEGIN, the lock, the check, the insert, then the head after it.
+        const head = Number((results as unknown as Array<{ rows: Array<{ max: string }> }>)[4]!.rows[0]!.max);
+        const base = head - planned.last;
+        outcomes = outcomes.map((outcome) =>
+          'results' in outcome
+            ? {
+                results: outcome.results.map((result) => ({ ...result, position: result.position + base })),
+                events: outcome.events.map((event) => ({ ...event, position: event.position + base })),
+              }
+            : outcome,
+        );
+        lastPosition = head;
+        break;
       }
-      committing = true;
-      // The notification is sent by the commit itself, so no listener hears of events it cannot read yet.
-      await client.query(lastPosition > 0 ? `NOTIFY ${this.channel}, '${lastPosition}'; COMMIT` : 'COMMIT');
       client.release();
     } catch (error) {
       await client.query('ROLLBACK').catch(() => undefined);
@@ -401,12 +449,19 @@ export class PostgresEventStore implements EventStore {
         .then((result) => (result.rowCount ?? 0) > 0)
         .catch(() => false);
       if (found) {
+        // Planned positions are relative to the head the insert found; the stored event tells where that was.
+        const stored = await this.pool.query<[string]>({ text: `SELECT position::text FROM ${quotedSchema(this.schema)}.events WHERE event_id = $1`, values: [written[0]!.id], rowMode: 'array' });
+        const base = Number(stored.rows[0]![0]) - written[0]!.position;
         group.forEach((request, index) => {
-          const outcome = outcomes[index]!;
+          const planned = outcomes[index]!;
+          const outcome =
+            'results' in planned
+              ? { results: planned.results.map((result) => ({ ...result, position: result.position + base })), events: planned.events.map((event) => ({ ...event, position: event.position + base })) }
+              : planned;
           if ('results' in outcome) request.resolve(outcome.results);
           else request.reject(outcome.error);
         });
-        this.wakeWaiters(written.at(-1)!.position);
+        this.wakeWaiters(written.at(-1)!.position + base);
         return;
       }
     }

@@ -35,6 +35,10 @@ export function schemaStatements(schema: string): readonly string[] {
        expires_at text NOT NULL,
        renewed_at text NOT NULL
      )`,
+    // Raised by a writer under the lock when a stream it read moved meanwhile: a function, so that the check is one
+    // plain statement (not compiled again for every append) and the error is never raised while planning it.
+    `CREATE OR REPLACE FUNCTION ${schema}.stream_moved(message text) RETURNS integer LANGUAGE plpgsql VOLATILE AS $body$
+     BEGIN RAISE EXCEPTION '%', message; END $body$`,
     // Exclusive claims (a consumer group's partitions): one owner at a time until expiry. Not events either.
     `CREATE TABLE IF NOT EXISTS ${schema}.claims (
        name       text PRIMARY KEY,

@@ -31,10 +31,15 @@ export interface ConsumerGroupOptions {
   readonly leaseMs?: number;
   /** How often, at most, a partition's checkpoint is written while it is held. Default: 1000 ms. */
   readonly checkpointEveryMs?: number;
+  /**
+   * Events handed on and not yet handled, at most, over all partitions: the partitions' events are handled
+   * concurrently (each partition's in order); past this the reader waits. Default: 64.
+   */
+  readonly concurrency?: number;
   /** Called before the first event of a partition this member just took is handed on (load what it needs). */
   readonly onAssigned?: (partition: number) => Promise<void>;
-  /** Told about claims taken, released and lost, and renewals that failed. */
-  readonly log?: (message: string) => void;
+  /** Told about claims taken and released (`debug`), and claims lost and renewals that failed (`warn`). */
+  readonly log?: (message: string, level: 'debug' | 'warn') => void;
   readonly now?: () => Date;
 }
 
@@ -79,6 +84,14 @@ interface Held {
   until: number;
   /** The running reader hands on every event of the partition after its checkpoint (it was at or below it). */
   covered: boolean;
+  /** Events handed on and not handled yet, in order; the partition's runner works through them. */
+  readonly queue: RecordedEvent[];
+  /** Position of the last event queued: a reader started again further back does not queue it twice. */
+  queued: number;
+  /** The partition's runner, while it has events. */
+  running: Promise<void> | undefined;
+  /** Queued events were dropped (the partition lost or handed over): its checkpoint stays at the last handled. */
+  dropped: boolean;
 }
 
 /** Joins the group as `member` and hands the events of the partitions it holds to `handler`, one at a time. */
@@ -96,8 +109,10 @@ class GroupMember {
   private reader: Subscription | undefined;
   private timer: NodeJS.Timeout | undefined;
   private ticking: Promise<void> = Promise.resolve();
-  /** The handler's current event, if any: a partition is released only once it is done. */
-  private inHand: Promise<void> = Promise.resolve();
+  private readonly concurrency: number;
+  /** Events queued over all partitions, and the reader waiting for room. */
+  private pending = 0;
+  private readonly room: Array<() => void> = [];
   private stopping = false;
   private lastFlush = Date.now();
   private settle!: { resolve: () => void; reject: (error: unknown) => void };
@@ -118,6 +133,8 @@ class GroupMember {
     this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
     validateCount(this.leaseMs, 'leaseMs');
     this.checkpointEveryMs = options.checkpointEveryMs ?? 1000;
+    this.concurrency = options.concurrency ?? 64;
+    validateCount(this.concurrency, 'concurrency');
     this.names = groupNames(options.group);
     this.now = options.now ?? (() => new Date());
     this.done = new Promise<void>((resolve, reject) => (this.settle = { resolve, reject }));
@@ -151,15 +168,15 @@ class GroupMember {
     };
   }
 
-  private log(message: string): void {
-    this.options.log?.(`${this.options.member}: ${message}`);
+  private log(message: string, level: 'debug' | 'warn' = 'debug'): void {
+    this.options.log?.(`${this.options.member}: ${message}`, level);
   }
 
   private tick(): void {
     if (this.stopping) return;
     this.ticking = this.ticking.then(() => this.round()).catch((error: unknown) => {
       // The store may be away for a while: claims not renewed simply expire, and the next round tries again.
-      this.log(`could not renew its membership or claims: ${(error as Error).message}`);
+      this.log(`could not renew its membership or claims: ${(error as Error).message}`, 'warn');
     });
   }
 
@@ -183,7 +200,7 @@ class GroupMember {
       if (claim.owner === this.options.member) held.until = until.getTime();
       else {
         this.held.delete(partition);
-        this.log(`lost partition ${partition} of ${this.options.group} to ${claim.owner}`);
+        this.log(`lost partition ${partition} of ${this.options.group} to ${claim.owner}`, 'warn');
       }
     }
     const extra = [...this.held.keys()].sort((a, b) => b - a).slice(0, Math.max(0, this.held.size - share));
@@ -213,25 +230,30 @@ class GroupMember {
     await this.options.onAssigned?.(partition);
     // The reader skipped this partition's events up to where it is: behind that, it must read again.
     const covered = this.reader !== undefined && checkpoint >= this.reader.position;
-    this.held.set(partition, { checkpoint, written: checkpoint, until, covered });
+    this.held.set(partition, { checkpoint, written: checkpoint, until, covered, queue: [], queued: checkpoint, running: undefined, dropped: false });
     this.log(`took partition ${partition} of ${this.options.group} at position ${checkpoint}`);
   }
 
-  /** Hands a partition over: after the event in hand, with its checkpoint written. */
+  /** Hands a partition over: after the event in hand (what is queued behind it is left to the next owner), with its checkpoint written. */
   private async release(partition: number): Promise<void> {
     const held = this.held.get(partition);
     if (held === undefined) return;
     this.held.delete(partition);
-    await this.inHand;
+    await held.running;
+    this.drop(held);
     this.advance(partition, held);
     if (held.checkpoint > held.written) await this.store.storeCheckpoint(this.names.checkpoint(partition), held.checkpoint);
     await this.store.releaseClaim(this.names.claim(partition), this.options.member);
     this.log(`released partition ${partition} of ${this.options.group} at position ${held.checkpoint}`);
   }
 
-  /** A held partition is caught up to wherever the reader is, when the reader covers it. */
+  /**
+   * A held partition is caught up to wherever the reader is when the reader covers it and nothing of it waits: every
+   * event of it up to the reader's position has been handled.
+   */
   private advance(_partition: number, held: Held): void {
-    if (this.reader !== undefined && held.covered && this.reader.position > held.checkpoint) held.checkpoint = this.reader.position;
+    if (this.reader === undefined || !held.covered || held.dropped || held.queue.length > 0 || held.running !== undefined) return;
+    if (this.reader.position > held.checkpoint) held.checkpoint = this.reader.position;
   }
 
   private async flush(force: boolean): Promise<void> {
@@ -276,28 +298,73 @@ class GroupMember {
     await reader.stop();
   }
 
+  /** Queues the event on its partition (when held and not handled yet); waits while too much is queued. */
   private async deliver(event: RecordedEvent): Promise<void> {
     const partition = partitionOf(event.streamId, this.partitionCount);
-    let held = this.held.get(partition);
-    if (held === undefined || event.position <= held.checkpoint) return;
-    // A claim about to lapse (the store unreachable for renewals) is not acted on: it is renewed, or lost to the
-    // member that takes it over and handles this event from the checkpoint.
-    while (held !== undefined && held.until - this.now().getTime() < this.leaseMs / 3 && !this.stopping) {
-      if (held.until <= this.now().getTime()) {
+    const held = this.held.get(partition);
+    if (held === undefined || event.position <= Math.max(held.checkpoint, held.queued)) return;
+    held.queue.push(event);
+    held.queued = event.position;
+    this.pending += 1;
+    held.running ??= this.run(partition, held);
+    while (this.pending >= this.concurrency && !this.stopping) await new Promise<void>((resolve) => this.room.push(resolve));
+  }
+
+  /** Handles a partition's queued events in order, while the partition is held. */
+  private async run(partition: number, held: Held): Promise<void> {
+    // The caller stores this promise before the loop can end and clear it.
+    await Promise.resolve();
+    try {
+      while (held.queue.length > 0) {
+        if (!(await this.stillHeld(partition, held))) {
+          this.drop(held);
+          return;
+        }
+        const event = held.queue[0]!;
+        await this.handler(event);
+        held.queue.shift();
+        this.freed(1);
+        held.checkpoint = Math.max(held.checkpoint, event.position);
+        if (Date.now() - this.lastFlush >= this.checkpointEveryMs) this.tick();
+      }
+    } catch (error) {
+      this.drop(held);
+      this.fail(error);
+    } finally {
+      held.running = undefined;
+    }
+  }
+
+  /**
+   * Whether the partition may be acted on now. A claim about to lapse (the store unreachable for renewals) is not:
+   * it is renewed, or lost to the member that takes it over and handles its events from the checkpoint.
+   */
+  private async stillHeld(partition: number, held: Held): Promise<boolean> {
+    for (;;) {
+      if (this.held.get(partition) !== held || this.stopping) return false;
+      const left = held.until - this.now().getTime();
+      if (left >= this.leaseMs / 3) return true;
+      if (left <= 0) {
         // Lapsed: another member may hold it now. It is taken again (from its checkpoint) if still free.
         this.held.delete(partition);
-        this.log(`let partition ${partition} of ${this.options.group} lapse: its claim could not be renewed`);
-        return;
+        this.log(`let partition ${partition} of ${this.options.group} lapse: its claim could not be renewed`, 'warn');
+        return false;
       }
       await new Promise((resolve) => setTimeout(resolve, 50));
-      held = this.held.get(partition);
     }
-    if (held === undefined || this.stopping) return;
-    const handled = Promise.resolve(this.handler(event));
-    this.inHand = handled.catch(() => undefined);
-    await handled;
-    held.checkpoint = Math.max(held.checkpoint, event.position);
-    if (Date.now() - this.lastFlush >= this.checkpointEveryMs) this.tick();
+  }
+
+  /** Forgets what is queued on a partition no longer handled here. */
+  private drop(held: Held): void {
+    if (held.queue.length === 0) return;
+    held.dropped = true;
+    this.freed(held.queue.length);
+    held.queue.length = 0;
+  }
+
+  private freed(count: number): void {
+    this.pending -= count;
+    for (const resolve of this.room.splice(0)) resolve();
   }
 
   private fail(error: unknown): void {
@@ -311,6 +378,8 @@ class GroupMember {
     clearInterval(this.timer);
     await this.ticking.catch(() => undefined);
     await this.stopReader().catch(() => undefined);
+    // The events in hand finish; what is queued behind them is left to the next owner.
+    await Promise.all([...this.held.values()].map((held) => held.running));
     this.markCaughtUp();
     try {
       await this.flush(true);

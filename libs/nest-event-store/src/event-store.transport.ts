@@ -47,6 +47,11 @@ export interface EventStoreTransportOptions {
    * every event under the consumer's single checkpoint (the embedded gateway).
    */
   readonly group?: { readonly member: string; readonly partitions?: number; readonly leaseMs?: number };
+  /**
+   * Test only: asked before every handling; when it returns a reason, the handling fails with it (a dependency of
+   * the handlers gone), as a real fault would: tried again, then parked.
+   */
+  readonly fault?: () => string | undefined;
 }
 
 /** Thrown into the subscription when it is closed while waiting for storage, so the event is not checkpointed. */
@@ -107,7 +112,7 @@ export class EventStoreTransport extends Server implements CustomTransportStrate
         partitions,
         leaseMs: group.leaseMs,
         filter,
-        log: (message) => this.log.log(message),
+        log: (message, level) => (level === 'warn' ? this.log.warn(message) : this.log.debug(message)),
         // A partition taken over brings the parked events of its streams: their later events wait behind them.
         onAssigned: (partition) =>
           this.inTurn(async () => {
@@ -151,6 +156,8 @@ export class EventStoreTransport extends Server implements CustomTransportStrate
     let unavailable = 0;
     for (let attempt = 1; ; attempt += 1) {
       try {
+        const fault = this.options.fault?.();
+        if (fault !== undefined) throw new Error(fault);
         const result = await handler(event, new EventStoreContext([event, this.options.consumer]));
         if (isObservable(result)) await lastValueFrom(result, { defaultValue: undefined });
         if (unavailable > 0) this.log.log(`storage is back: handled ${event.type} ${event.streamId}@${event.revision} after ${unavailable} tries`);

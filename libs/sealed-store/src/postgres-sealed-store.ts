@@ -85,6 +85,8 @@ export class PostgresSealedStore implements SealedStore {
 
   private async migrate(schema: string): Promise<void> {
     const client = await this.pool.connect();
+    // Ended by the server while held (a shutdown): the next query fails with the error; nothing else may throw it.
+    client.on('error', () => undefined);
     try {
       // Processes opening a new store together must not race to create the table.
       const key = createHash('sha256').update(schema).digest().readInt32BE(0);

@@ -71,6 +71,11 @@ export interface GatewayConfig {
    * default) sends at once.
    */
   readonly holdBeforeSendMs: number;
+  /**
+   * Test only (`testing.fail_handling`): the named service's handlers throw while the file exists (a dependency
+   * of theirs gone), so a fault test can see events parked, fix the fault by removing the file, and replay them.
+   */
+  readonly failHandling: { readonly service: string; readonly whileFileExists: string } | null;
   /** The one data folder: keys, vault, instance locks, SSE resumption; the event store and sealed blobs with SQLite. */
   readonly dataDir: string;
   readonly contractsFile: string;
@@ -108,6 +113,9 @@ export interface GatewayConfig {
   /** The most detailed log level written: `error`, `warn`, `log`, `debug` or `verbose`. */
   readonly logLevel: LogLevelName;
 }
+
+/** The services whose handlers `testing.fail_handling` can make fail: those that consume events. */
+const HANDLING_SERVICES = ['authorization', 'dispatcher-http', 'dispatcher-ssh', 'result-delivery'] as const;
 
 export const LOG_LEVELS = ['error', 'warn', 'log', 'debug', 'verbose'] as const;
 export type LogLevelName = (typeof LOG_LEVELS)[number];
@@ -150,6 +158,7 @@ export const DEFAULT_CONFIG: Omit<GatewayConfig, 'source'> = {
   resumptionRetentionMs: 60 * 60_000,
   unauthenticatedAgent: null,
   holdBeforeSendMs: 0,
+  failHandling: null,
   dataDir: './.oncegate',
   contractsFile: 'examples/tools.yaml',
   store: { driver: 'sqlite', synchronous: 'FULL' },
@@ -471,11 +480,23 @@ export function parseGatewayConfig(text: string, file: string, base = DEFAULT_CO
     const testingNode = map.optional('testing');
     const testing = testingNode && MapReader.of(ctx, testingNode, 'testing');
     if (testing) {
-      testing.rejectUnknown(['unauthenticated_agent', 'hold_before_send']);
+      testing.rejectUnknown(['unauthenticated_agent', 'hold_before_send', 'fail_handling']);
       const agent = testing.optional('unauthenticated_agent');
       if (agent) config.unauthenticatedAgent = readUnauthenticatedAgent(ctx, agent, config);
       const hold = testing.optional('hold_before_send');
       if (hold) config.holdBeforeSendMs = readDuration(ctx, hold, 'testing.hold_before_send') ?? 0;
+      const failNode = testing.optional('fail_handling');
+      const fail = failNode && MapReader.of(ctx, failNode, 'testing.fail_handling');
+      if (fail) {
+        fail.rejectUnknown(['service', 'while_file_exists']);
+        const service = fail.optional('service');
+        const file = fail.optional('while_file_exists');
+        const name = service && readEnum(ctx, service, 'testing.fail_handling.service', HANDLING_SERVICES);
+        const path = file && readString(ctx, file, 'testing.fail_handling.while_file_exists');
+        if (service === undefined) ctx.report(failNode, 'testing.fail_handling.service', `required: one of ${HANDLING_SERVICES.join(', ')}`);
+        if (file === undefined) ctx.report(failNode, 'testing.fail_handling.while_file_exists', 'required: the file whose presence is the fault');
+        if (name && path) config.failHandling = { service: name, whileFileExists: path };
+      }
     }
   }
   if (ctx.issues.length > 0) throw new GatewayConfigError(ctx.issues);

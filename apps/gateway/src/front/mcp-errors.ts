@@ -45,7 +45,7 @@ export function invalidRun(run: string): McpError {
 
 /** What an agent is told while the journal cannot write; the file and the driver's code go to the log only. */
 export const STORAGE_UNAVAILABLE_MESSAGE =
-  'Storage unavailable: the gateway cannot write its journal right now (disk full or I/O error); nothing was accepted ' +
+  'Storage unavailable: the gateway cannot write its journal right now (its store cannot be reached, or its disk is full); nothing was accepted ' +
   'and nothing was sent. Retry later: the same call will be matched as usual.';
 
 /** The one place typed errors of a call become JSON-RPC errors; anything else is re-thrown unchanged. */

@@ -801,6 +801,32 @@ export function describeEventStoreContract<Location>(adapter: string, harness: E
         expect(late.filter((entry) => entry.member === 'm2')).toEqual([]);
       });
 
+      it(`${adapter}: a slow event holds up only its own partition: other partitions' events go on meanwhile, each stream in order`, async () => {
+        const { store, location } = await freshStore();
+        const handled: string[] = [];
+        let unblock!: () => void;
+        const blocked = new Promise<void>((resolve) => (unblock = resolve));
+        const member = await reopen(location);
+        const subscription = subscribeAsGroupMember(
+          member,
+          async (event) => {
+            if (event.streamId === 'execution-slow' && event.revision === 0) await blocked;
+            handled.push(`${event.streamId}@${event.revision}`);
+          },
+          { group: 'slow', member: 'only', leaseMs: 5_000, partitions: 8, filter: { streamPrefixes: ['execution-'] } },
+        );
+        await subscription.caughtUp;
+        await store.appendToStream('execution-slow', [event('First'), event('Second')]);
+        const others = Array.from({ length: 20 }, (_, i) => `execution-other-${i}`).filter((id) => partitionOf(id, 8) !== partitionOf('execution-slow', 8));
+        for (const id of others) await store.appendToStream(id, [event('Step')]);
+        await until(() => others.every((id) => handled.includes(`${id}@0`)), 'the other partitions are handled');
+        expect(handled.filter((entry) => entry.startsWith('execution-slow'))).toEqual([]);
+        unblock();
+        await until(() => handled.includes('execution-slow@1'), 'the slow stream is handled');
+        expect(handled.filter((entry) => entry.startsWith('execution-slow'))).toEqual(['execution-slow@0', 'execution-slow@1']);
+        await subscription.stop();
+      });
+
       it(`${adapter}: a member that joins takes partitions that others hand over, with nothing handled twice or skipped`, async () => {
         const { store, location } = await freshStore();
         const group = await groupOf(location, ['m1']);

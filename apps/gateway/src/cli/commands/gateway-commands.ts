@@ -121,10 +121,14 @@ deploy/local starts every service this way; see docs/deploy.md.`,
     const config = configOrExit(parsed, io);
     if (typeof config === 'number') return config;
     const stopped = untilSignal();
+    // A service without a listener has nothing else that keeps the process running until the signal.
+    const keepAlive = setInterval(() => undefined, 2 ** 30);
+    void stopped.then(() => clearInterval(keepAlive));
     let running;
     try {
       running = await serveService(service as ServiceName, config);
     } catch (error) {
+      clearInterval(keepAlive);
       return startupFailure(error, io);
     }
     io.stdout(
@@ -134,6 +138,8 @@ deploy/local starts every service this way; see docs/deploy.md.`,
         `  store:        ${config.store.driver} ${storeLocation(config)}`,
         ...(config.store.driver === 'sqlite' ? ['  note:         a SQLite store is shared by the processes of one machine only; use store.driver postgres to run services apart'] : []),
         ...(running.devToken ? [`  dev token:    ${running.devToken}   (agent:dev)`] : []),
+        // An empty line ends the summary: what follows is the service's log.
+        '',
         '',
       ].join('\n'),
     );

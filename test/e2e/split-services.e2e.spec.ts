@@ -1,0 +1,312 @@
+import { randomBytes } from 'node:crypto';
+import { appendFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Client as PgClient } from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startLocalDeployment, type LocalDeployment, type ServiceProcess } from '@oncegate/deploy-local';
+import { startDemoTargetProcess, type DemoTargetProcess } from '../support/demo-target-process';
+import { freePort, gatewayFolder, oncegate, type GatewayFolder } from '../support/gateway-process';
+import { foldExecution } from '@oncegate/domain';
+import { toDomainEvent } from '@oncegate/execution-journal';
+import { eventually, readJournal } from '../support/journal';
+import { markdownTable } from '../support/markdown-table';
+import { connectClient } from '../support/mcp-clients';
+import { startPostgres, type PostgresHandle } from '../support/postgres';
+import { executionOf, textOf } from '../support/scenario';
+
+type McpClient = Awaited<ReturnType<typeof connectClient>>['client'];
+
+/**
+ * The services apart (`oncegate serve`, started by deploy/local): two gateways, two authorization, three HTTP
+ * dispatchers, two result-delivery processes and a sealer, each its own OS process, on one real PostgreSQL 15, the
+ * official MCP client against the gateways, the demo target as the real HTTP target. The tests run in order on
+ * one deployment, each on calls of its own.
+ */
+describe('the services as processes of their own on PostgreSQL (deploy/local, oncegate serve)', () => {
+  let server: PostgresHandle;
+  let target: DemoTargetProcess;
+  let folder: GatewayFolder;
+  let deployment: LocalDeployment;
+  let storeUrl: string;
+  let gatewayPorts: number[];
+  let token: string;
+  /** While it exists, authorization's handlers fail (`testing.fail_handling`). */
+  let faultFile: string;
+  const clients: McpClient[] = [];
+
+  const sql = async <Row extends Record<string, unknown>>(text: string, values: unknown[] = []): Promise<Row[]> => {
+    const client = new PgClient({ connectionString: storeUrl });
+    await client.connect();
+    try {
+      return (await client.query<Row>(text, values)).rows;
+    } finally {
+      await client.end();
+    }
+  };
+  const client = async (url: string): Promise<McpClient> => {
+    const connected = (await connectClient(url, token)).client;
+    clients.push(connected);
+    return connected;
+  };
+  const setConfig = (on: McpClient, name: string, value = 'v') => on.callTool({ name: 'set_config', arguments: { name, value } });
+  /** The target's requests for one configuration entry. */
+  const requestsFor = async (name: string) => (await target.effects()).requests.filter((request) => request.path === `/config/${name}`);
+  /** An execution's status, folded from its stream in the journal. */
+  const stateOf = async (id: string): Promise<string> =>
+    foldExecution((await readJournal({ postgresUrl: storeUrl }, [`execution-${id}`])).map(toDomainEvent)).status;
+  /** Which dispatcher sent each execution's last attempt. */
+  const dispatchedBy = async (): Promise<Map<string, string>> => {
+    const rows = await sql<{ execution: string; dispatcher: string }>(
+      "SELECT stream_id AS execution, data->>'dispatcherId' AS dispatcher FROM oncegate.events WHERE type = 'Dispatched'",
+    );
+    return new Map(rows.map((row) => [row.execution.replace(/^execution-/, ''), row.dispatcher]));
+  };
+  const cli = (args: string[]) => oncegate(folder, args, { ONCEGATE_STORE_URL: storeUrl });
+
+  beforeAll(async () => {
+    server = await startPostgres();
+    target = await startDemoTargetProcess();
+    const database = `oncegate_split_${randomBytes(4).toString('hex')}`;
+    const admin = new PgClient({ connectionString: server.url() });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${database}`);
+    await admin.end();
+    storeUrl = server.url(database);
+    gatewayPorts = [await freePort(), await freePort(), await freePort()];
+    folder = await gatewayFolder(target.url, {}, [], { store: { postgresUrl: storeUrl, urlFromEnv: true } });
+    faultFile = join(folder.dir, 'authorization-fault');
+    appendFileSync(
+      folder.configFile,
+        [
+          'instance_lease: 2s',
+          'seal_every: 500ms',
+          'dispatch_in_flight: 64',
+          `testing: { fail_handling: { service: authorization, while_file_exists: '${faultFile}' } }`,
+          '',
+        ].join('\n'),
+    );
+    deployment = await startLocalDeployment({
+      configFile: folder.configFile,
+      cwd: folder.dir,
+      env: { ONCEGATE_STORE_URL: storeUrl },
+      gatewayPorts,
+      layout: { gateway: 2, authorization: 2, 'dispatcher-http': 3, 'dispatcher-ssh': 0, 'result-delivery': 2, sealer: 1 },
+    });
+    token = deployment.of('gateway')[0]!.devToken!;
+  }, 120_000);
+
+  afterAll(async () => {
+    for (const connected of clients) await connected.close().catch(() => undefined);
+    await deployment?.stop();
+    await target?.stop();
+    await server?.stop();
+    folder?.dispose();
+  });
+
+  it('given 500 identical calls spread over both gateways at once, then there is one execution, one target request, and every answer names it', async () => {
+    const [a, b] = deployment.of('gateway');
+    const sessions = await Promise.all(Array.from({ length: 10 }, (_, i) => client((i % 2 === 0 ? a : b)!.url!)));
+    await target.control('hold', { match: 'PUT /config/split-same' });
+    const calls = Array.from({ length: 500 }, (_, i) => setConfig(sessions[i % sessions.length]!, 'split-same'));
+    await eventually(async () => ((await requestsFor('split-same')).length > 0 ? true : undefined), 30_000, 'the request at the target');
+    await target.control('release', { match: 'PUT /config/split-same' });
+    const answers = (await Promise.all(calls)).map(executionOf);
+    const ids = new Set(answers.map((answer) => answer.id));
+    expect(ids.size).toBe(1);
+    expect(answers.filter((answer) => answer.attached)).toHaveLength(499);
+    expect(await requestsFor('split-same')).toHaveLength(1);
+    const executions = await sql("SELECT stream_id FROM oncegate.events WHERE type = 'ExecutionAccepted'");
+    expect(executions).toEqual([{ stream_id: `execution-${[...ids][0]}` }]);
+    expect((await sql("SELECT 1 FROM oncegate.events WHERE type = 'Dispatched' AND stream_id = $1", [`execution-${[...ids][0]}`])).length).toBe(1);
+  }, 120_000);
+
+  it('given 2,000 distinct calls over both gateways, then each reaches the target exactly once and the work is spread over all three dispatchers', async () => {
+    const gateways = deployment.of('gateway');
+    const workers = await Promise.all(Array.from({ length: 16 }, (_, i) => client(gateways[i % gateways.length]!.url!)));
+    let next = 0;
+    const started = Date.now();
+    const answers: string[] = [];
+    await Promise.all(
+      workers.map(async (worker) => {
+        for (let i = next++; i < 2000; i = next++) {
+          const answer = executionOf(await setConfig(worker, `spread-${i}`, `value-${i}`));
+          answers.push(answer.state);
+        }
+      }),
+    );
+    const seconds = (Date.now() - started) / 1000;
+    expect(answers.filter((state) => state !== 'completed' && state !== 'delivered')).toEqual([]);
+    const log = await target.effects();
+    const perName = new Map<string, number>();
+    for (const request of log.requests) if (request.path.startsWith('/config/spread-')) perName.set(request.path, (perName.get(request.path) ?? 0) + 1);
+    expect(perName.size).toBe(2000);
+    expect([...perName.values()].every((count) => count === 1)).toBe(true);
+
+    const byDispatcher = new Map<string, number>();
+    for (const dispatcher of (await dispatchedBy()).values()) byDispatcher.set(dispatcher, (byDispatcher.get(dispatcher) ?? 0) + 1);
+    const dispatchers = deployment.of('dispatcher-http');
+    const split = dispatchers.map((process) => ({
+      'dispatcher process': `pid ${process.pid} (${process.instance})`,
+      'executions dispatched': [...byDispatcher].filter(([id]) => id.endsWith(`/${process.instance}`)).reduce((sum, [, count]) => sum + count, 0),
+    }));
+    process.stdout.write(`\n2,000 distinct calls in ${seconds.toFixed(1)} s (${(2000 / seconds).toFixed(0)} calls/s), split over the HTTP dispatchers:\n${markdownTable(split)}\n`);
+    for (const row of split) expect(row['executions dispatched']).toBeGreaterThan(100);
+  }, 300_000);
+
+  it('given a dispatcher killed with -9 while it holds attempts in flight, then its partitions and attempts are taken over by class: idempotent ones sent again with the same key, irreversible ones held for review, none sent blindly twice', async () => {
+    const gateway = deployment.of('gateway')[0]!;
+    const caller = await client(gateway.url!);
+    await target.control('hold', { match: 'PUT /config/kill-' });
+    await target.control('hold', { match: 'POST /payments' });
+    const idempotent = Array.from({ length: 9 }, (_, i) => setConfig(caller, `kill-${i}`).catch((error: unknown) => error));
+    const payments = Array.from({ length: 6 }, (_, i) =>
+      caller.callTool({ name: 'send_payment', arguments: { payment_reference: `split-kill-${i}`, amount_cents: 100 + i, card_token: 'tok_split_0001' } }).catch((error: unknown) => error),
+    );
+    await eventually(async () => {
+      const log = await target.effects();
+      const held = log.requests.filter((request) => request.path.startsWith('/config/kill-') || request.path === '/payments');
+      return held.length >= 15 ? true : undefined;
+    }, 30_000, 'all 15 attempts to be in flight');
+    const dispatched = await dispatchedBy();
+    const dispatchers = deployment.of('dispatcher-http');
+    const holding = dispatchers
+      .map((process) => ({ process, ids: [...dispatched].filter(([, id]) => id.endsWith(`/${process.instance}`)).map(([execution]) => execution) }))
+      .sort((x, y) => y.ids.length - x.ids.length)[0]!;
+    const victim: ServiceProcess = holding.process;
+    const inFlight = new Set((await sql<{ id: string }>(
+      "SELECT replace(stream_id, 'execution-', '') AS id FROM oncegate.events e WHERE type = 'Dispatched' AND data->>'dispatcherId' LIKE $1 AND NOT EXISTS (SELECT 1 FROM oncegate.events o WHERE o.stream_id = e.stream_id AND o.type IN ('OutcomeObserved','OutcomeUnknown') AND o.position > e.position)",
+      [`%/${victim.instance}`],
+    )).map((row) => row.id));
+    expect(inFlight.size).toBeGreaterThan(0);
+    await victim.kill();
+    // The target answers what it held; the killed process can no longer hear it.
+    await target.control('release', { match: 'PUT /config/kill-' });
+    await target.control('release', { match: 'POST /payments' });
+    await Promise.all([...idempotent, ...payments]);
+
+    const states = await eventually(async () => {
+      const rows = await sql<{ id: string; tool: string }>(
+        "SELECT replace(stream_id, 'execution-', '') AS id, data->>'toolName' AS tool FROM oncegate.events WHERE type = 'ExecutionAccepted' AND stream_id = ANY($1)",
+        [[...inFlight].map((id) => `execution-${id}`)],
+      );
+      const views = await Promise.all(rows.map(async (row) => ({ ...row, state: await stateOf(row.id) })));
+      return views.every((view) => ['completed', 'delivered', 'completed_result_not_delivered', 'needs_review'].includes(view.state)) ? views : undefined;
+    }, 60_000, 'the attempts of the killed dispatcher to be settled');
+    for (const view of states) {
+      const requests = (await target.effects()).requests.filter((request) => request.idempotencyKey === view.id);
+      if (view.tool === 'send_payment') {
+        // Irreversible: never sent again on its own; a person decides.
+        expect(view.state).toBe('needs_review');
+        expect(requests).toHaveLength(1);
+      } else {
+        expect(['completed', 'delivered', 'completed_result_not_delivered']).toContain(view.state);
+        // Every request carries the execution id as its key, so the target applies it once.
+        expect(requests.length).toBeGreaterThanOrEqual(1);
+        expect(requests.every((request) => request.idempotencyKey === view.id)).toBe(true);
+      }
+    }
+    await deployment.add('dispatcher-http');
+  }, 180_000);
+
+  it('given a gateway killed with -9 mid-call, when the agent retries through the other gateway, then the retry attaches and gets the one outcome', async () => {
+    const [first, second] = deployment.of('gateway');
+    const dying = await client(first!.url!);
+    await target.control('hold', { match: 'PUT /config/gateway-kill' });
+    const lost = setConfig(dying, 'gateway-kill').catch((error: unknown) => error);
+    await eventually(async () => ((await requestsFor('gateway-kill')).length === 1 ? true : undefined), 30_000, 'the request at the target');
+    await first!.kill();
+    // Not waited for: the client may only give up on it after its own request timeout.
+    void lost;
+    const survivor = await client(second!.url!);
+    const retry = setConfig(survivor, 'gateway-kill');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await target.control('release', { match: 'PUT /config/gateway-kill' });
+    const answer = executionOf(await retry);
+    expect(answer).toMatchObject({ attached: true });
+    expect(['completed', 'delivered']).toContain(answer.state);
+    expect(await requestsFor('gateway-kill')).toHaveLength(1);
+    expect(answer.id).toBe((await requestsFor('gateway-kill'))[0]!.idempotencyKey);
+    await deployment.add('gateway', gatewayPorts[2]);
+  }, 120_000);
+
+  it('given authorization failing on an event, then the event is parked and listed, nothing of its execution runs, and after the fix a replay completes it', async () => {
+    writeFileSync(faultFile, 'the fault\n');
+    const caller = await client(deployment.of('gateway')[0]!.url!);
+    const waiting = setConfig(caller, 'parked-one');
+    const parked = await eventually(async () => {
+      const listed = await cli(['parked', 'list', '--consumer', 'authorization', '--json']);
+      if (listed.code !== 0) throw new Error(listed.stderr);
+      const open = JSON.parse(listed.stdout) as Array<{ parkedId: string; type: string; streamId: string; error: string }>;
+      return open.length > 0 ? open : undefined;
+    }, 30_000, 'the parked event');
+    expect(parked[0]).toMatchObject({ type: 'ExecutionAccepted' });
+    expect(parked[0]!.error).toContain('testing.fail_handling');
+    const stream = parked[0]!.streamId;
+    expect((await sql('SELECT type FROM oncegate.events WHERE stream_id = $1', [stream])).map((row) => row['type'])).not.toContain('ExecutionAuthorized');
+    expect(await requestsFor('parked-one')).toEqual([]);
+
+    rmSync(faultFile);
+    const replayed = await cli(['parked', 'replay', '--all', '--consumer', 'authorization']);
+    expect(replayed.code, replayed.stderr).toBe(0);
+    const answer = executionOf(await waiting);
+    expect(['completed', 'delivered']).toContain(answer.state);
+    expect(await requestsFor('parked-one')).toHaveLength(1);
+    await eventually(async () => {
+      const listed = await cli(['parked', 'list', '--consumer', 'authorization', '--json']);
+      return (JSON.parse(listed.stdout) as unknown[]).length === 0 ? true : undefined;
+    }, 15_000, 'nothing parked any more');
+  }, 120_000);
+
+  it('given PostgreSQL stopped mid-run, then calls are told the store is unavailable, nothing is sent without Dispatched committed, and after the restart every service goes on without losing or repeating a dispatch', async () => {
+    const gateways = deployment.of('gateway');
+    const workers = await Promise.all(gateways.map((gateway) => client(gateway.url!)));
+    let stopped = false;
+    let sequence = 0;
+    const errors: string[] = [];
+    const running = workers.map(async (worker) => {
+      while (!stopped) {
+        const name = `outage-${sequence++}`;
+        try {
+          const result = await setConfig(worker, name);
+          if ((result as { isError?: boolean }).isError) errors.push(textOf(result));
+        } catch (error) {
+          errors.push(String((error as Error).message));
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+      }
+    });
+    await eventually(async () => (sequence > 20 ? true : undefined), 30_000, 'calls before the outage');
+    await server.shutdown();
+    // A call made while the store is down is told so at once.
+    const during = await setConfig(workers[0]!, 'outage-during').then(textOf, (error: unknown) => String((error as Error).message));
+    errors.push(during);
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    await server.start();
+    const after = sequence;
+    await eventually(async () => (sequence > after + 20 ? true : undefined), 60_000, 'calls after the outage');
+    stopped = true;
+    await Promise.all(running);
+    expect(during).toMatch(/unavailable|cannot write its journal/i);
+
+    // Every request that reached the target carries an execution id whose Dispatched was committed before it.
+    const dispatched = await dispatchedBy();
+    const log = await target.effects();
+    const outage = log.requests.filter((request) => request.path.startsWith('/config/outage-'));
+    expect(outage.length).toBeGreaterThan(0);
+    for (const request of outage) expect(dispatched.has(request.idempotencyKey!)).toBe(true);
+    // Nothing is stuck: every execution accepted in the run reaches a settled state.
+    await eventually(async () => {
+      const unsettled = await sql(
+        `SELECT a.stream_id FROM oncegate.events a WHERE a.type = 'ExecutionAccepted'
+           AND a.stream_id IN (SELECT stream_id FROM oncegate.events WHERE type = 'Dispatched')
+           AND NOT EXISTS (SELECT 1 FROM oncegate.events o WHERE o.stream_id = a.stream_id AND o.type IN ('OutcomeObserved', 'ReviewRequired'))`,
+      );
+      return unsettled.length === 0 ? true : undefined;
+    }, 60_000, 'every dispatched execution to have an outcome');
+    // No dispatch repeated: one request per attempt recorded.
+    const attempts = await sql<{ id: string; n: string }>("SELECT replace(stream_id, 'execution-', '') AS id, count(*)::text AS n FROM oncegate.events WHERE type = 'Dispatched' GROUP BY stream_id");
+    const perKey = new Map<string, number>();
+    for (const request of outage) perKey.set(request.idempotencyKey!, (perKey.get(request.idempotencyKey!) ?? 0) + 1);
+    for (const { id, n } of attempts) if (perKey.has(id)) expect(perKey.get(id)).toBeLessThanOrEqual(Number(n));
+  }, 180_000);
+});
