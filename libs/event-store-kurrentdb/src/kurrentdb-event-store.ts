@@ -11,6 +11,7 @@ import {
   type JSONType,
   type ReadStreamOptions as KurrentReadOptions,
   type StreamSubscription,
+  type WrongExpectedVersionError,
 } from '@kurrent/kurrentdb-client';
 import {
   backoffMs,
@@ -432,12 +433,12 @@ export class KurrentDbEventStore implements EventStore {
    * A refusal of a group of one append on one of its streams is the port's answer when the caller's expectation
    * does not hold against the revision the server found: the append is refused with those facts, no read needed.
    */
-  private decidedByRefusal(group: readonly PendingAppend[], refusal: { readonly streamName: string; readonly actualState: unknown }): boolean {
+  private decidedByRefusal(group: readonly PendingAppend[], refusal: WrongExpectedVersionError): boolean {
     if (group.length !== 1) return false;
     const streamId = this.names.portStreamId(refusal.streamName);
     const entry = group[0]!.entries.find((candidate) => candidate.streamId === streamId);
     if (entry === undefined) return false;
-    const error = wrongExpectedRevision(refusal as Parameters<typeof wrongExpectedRevision>[0], entry.streamId, entry.expected);
+    const error = wrongExpectedRevision(refusal, entry.streamId, entry.expected);
     if (error === undefined) return false;
     group[0]!.reject(error);
     return true;
@@ -543,9 +544,10 @@ export class KurrentDbEventStore implements EventStore {
     if (options.before !== undefined) validatePosition(options.before, 'before');
     const before = options.before;
     if (before !== undefined && before <= 1) return { events: [], lastPosition: before };
-    const from = before === undefined ? await this.head() : before - 1;
-    if (from === 0) return { events: [], lastPosition: 1 };
-    return backwardPage(this.logRecords({ direction: BACKWARDS, fromRevision: logRevisionOfPosition(from), maxCount: window }), from, maxCount, filter);
+    // From the end, `from` only matters when the read finds nothing: the store is empty, its head 0.
+    const from = before === undefined ? 0 : before - 1;
+    const fromRevision = before === undefined ? END : logRevisionOfPosition(from);
+    return backwardPage(this.logRecords({ direction: BACKWARDS, fromRevision, maxCount: window }), from, maxCount, filter);
   }
 
   /** The log's records from a revision, decoded as they arrive (a page that is full stops the read). */
