@@ -5,6 +5,7 @@ const benches: Record<string, () => Promise<{ run(argv: string[]): Promise<void>
   store: () => import('./store.bench'),
   gateway: () => import('./gateway.bench'),
   journal: () => import('./journal.bench'),
+  split: () => import('./split.bench'),
 };
 
 async function main(): Promise<void> {

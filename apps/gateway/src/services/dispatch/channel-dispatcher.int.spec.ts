@@ -39,6 +39,29 @@ class AnsweringDispatcher extends ChannelDispatcher {
   }
 }
 
+/** A channel whose attempts wait until released, counting how many are in flight at once. */
+class HeldDispatcher extends ChannelDispatcher {
+  sending = 0;
+  mostSending = 0;
+  private readonly waiting: Array<() => void> = [];
+
+  constructor(store: EventStore, sealed: SqliteSealedStore) {
+    super('http', store, new Map([[TOOL.name, TOOL]]), sealed, 'dispatcher-http@test', systemClock);
+  }
+
+  releaseAll(): void {
+    for (const release of this.waiting.splice(0)) release();
+  }
+
+  protected override async attempt(_state: ExecutionState, _call: PreparedCall): Promise<AttemptRecord> {
+    this.sending += 1;
+    this.mostSending = Math.max(this.mostSending, this.sending);
+    await new Promise<void>((resolve) => this.waiting.push(resolve));
+    this.sending -= 1;
+    return { kind: 'observed', outcome: 'succeeded', targetStatus: 201, exitCode: null, result: { ...textResult('charged'), status: 201 } };
+  }
+}
+
 /** The real store, except that its first `times` appends of an outcome fail as a store held by another process would. */
 function busyForOutcomes(store: EventStore, times: number): EventStore {
   let failures = 0;
@@ -82,5 +105,29 @@ describe('channel dispatcher: recording the outcome (SQLite store)', () => {
     const { state } = await loadExecution(store, executionId);
     expect(state.status).toBe('completed');
     expect(state.outcome).toMatchObject({ outcome: 'succeeded', targetStatus: 201 });
+  });
+
+  it('given dispatch_in_flight 2 and six authorized executions handled at once, then at most two attempts are in flight, and every one is sent once the others finish', async () => {
+    const dispatcher = new HeldDispatcher(store, sealed);
+    dispatcher.limitInFlight(2);
+    const authorized = [];
+    for (let i = 0; i < 6; i += 1) {
+      const args = await sealed.seal('arguments', `ex_cap_${i}`, Buffer.from('{}'));
+      const executionId = await givenExecution(store, systemClock, { through: 'authorized', argumentsRef: args.ref });
+      authorized.push({ executionId, event: (await store.readStream(executionStream(executionId))).find((event) => event.type === 'ExecutionAuthorized')! });
+    }
+    // Handled concurrently, as a group member handles the events of different partitions.
+    const handled = Promise.all(authorized.map(({ event }) => dispatcher.onAuthorized(event)));
+    for (let round = 0; round < 3; round += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(dispatcher.sending).toBe(2);
+      dispatcher.releaseAll();
+    }
+    await handled;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    dispatcher.releaseAll();
+    await dispatcher.drain();
+    expect(dispatcher.mostSending).toBe(2);
+    for (const { executionId } of authorized) expect((await loadExecution(store, executionId)).state.status).toBe('completed');
   });
 });

@@ -51,6 +51,9 @@ export abstract class ChannelDispatcher {
   private giveUpRecordingAt: number | undefined;
   /** Attempts in flight at most before events wait (`dispatch_in_flight`); inline dispatches are not held. */
   private maxInFlight = Number.POSITIVE_INFINITY;
+  /** Slots of the cap taken (a dispatch being decided, or an attempt in flight), and who waits for one. */
+  private slotsTaken = 0;
+  private readonly slotWaiters: Array<() => void> = [];
 
   protected constructor(
     protected readonly channel: string,
@@ -125,7 +128,10 @@ export abstract class ChannelDispatcher {
     );
   }
 
-  /** Caps the attempts in flight: past it, the next event waits for one to finish (the instance's back-pressure). */
+  /**
+   * Caps the attempts this instance has in flight (`dispatch_in_flight`): past it, the next event waits for one to
+   * finish, so the instances of a consumer group share the load. Attempts dispatched inline are not counted.
+   */
   limitInFlight(max: number): void {
     this.maxInFlight = max;
   }
@@ -134,17 +140,34 @@ export abstract class ChannelDispatcher {
   protected async dispatch(executionId: ExecutionId, cause: RecordedEvent, from: 'authorized' | 'outcome_unknown' = 'authorized'): Promise<void> {
     // Another channel's execution, or dispatched already (inline, in the commit that authorized it).
     if (stepTakenAlready(this.store, executionId, cause, (s) => this.takes(s, from))) return;
-    while (this.inFlight.size >= this.maxInFlight) await Promise.race(this.inFlight);
-    if (await this.refused(executionId, cause, from)) return;
-    const outcome = await runExecutionCommand(
-      this.store,
-      executionId,
-      (state) => (this.takes(state, from) ? this.dispatchCommand(state) : undefined),
-      { actor: this.actor, causationId: cause.id, correlation: cause.metadata['correlation'] as never },
-      this.clock,
-    );
-    if (outcome.appended.length === 0) return;
-    this.start(outcome.state);
+    // A slot is taken before Dispatched is appended and held until the attempt's outcome is recorded.
+    await this.takeSlot();
+    let started = false;
+    try {
+      if (await this.refused(executionId, cause, from)) return;
+      const outcome = await runExecutionCommand(
+        this.store,
+        executionId,
+        (state) => (this.takes(state, from) ? this.dispatchCommand(state) : undefined),
+        { actor: this.actor, causationId: cause.id, correlation: cause.metadata['correlation'] as never },
+        this.clock,
+      );
+      if (outcome.appended.length === 0) return;
+      this.start(outcome.state, () => this.giveSlot());
+      started = true;
+    } finally {
+      if (!started) this.giveSlot();
+    }
+  }
+
+  private async takeSlot(): Promise<void> {
+    while (this.slotsTaken >= this.maxInFlight) await new Promise<void>((resolve) => this.slotWaiters.push(resolve));
+    this.slotsTaken += 1;
+  }
+
+  private giveSlot(): void {
+    this.slotsTaken -= 1;
+    this.slotWaiters.shift()?.();
   }
 
   private takes(state: ExecutionState, from: 'authorized' | 'outcome_unknown'): boolean {
@@ -155,13 +178,13 @@ export abstract class ChannelDispatcher {
     return { type: 'RecordDispatch', executionId: state.executionId!, now: isoNow(this.clock), dispatcherId: this.dispatcherId };
   }
 
-  /** Runs the attempt of a durable `Dispatched` of this dispatcher. */
-  private start(state: ExecutionState): void {
+  /** Runs the attempt of a durable `Dispatched` of this dispatcher; `settled` once its outcome is recorded. */
+  private start(state: ExecutionState, settled?: () => void): void {
     const executionId = state.executionId!;
     // Not awaited: one slow target never holds up the events of other executions.
-    const running = this.run(state).catch((error: unknown) =>
-      this.log.error(`${executionId}: recording the outcome failed: ${(error as Error).message}`),
-    );
+    const running = this.run(state)
+      .catch((error: unknown) => this.log.error(`${executionId}: recording the outcome failed: ${(error as Error).message}`))
+      .finally(settled);
     this.inFlight.add(running);
     void running.finally(() => this.inFlight.delete(running));
   }

@@ -1,0 +1,120 @@
+import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+import { parseArgs } from 'node:util';
+import { Client as PgClient } from 'pg';
+import { startLocalDeployment, type LocalDeployment } from '@oncegate/deploy-local';
+import { startDemoTargetProcess } from '../test/support/demo-target-process';
+import { freePort, gatewayFolder, startGatewayProcess } from '../test/support/gateway-process';
+import { startPostgres } from '../test/support/postgres';
+import { drive, mcpClients, procStats, type Call } from './gateway-support';
+import { machineLine, ms, percentile, printTable } from './table';
+
+/**
+ * The services apart (`oncegate serve`, deploy/local) on one PostgreSQL, against a target that takes 20 ms per
+ * request, with 1, 2 and 3 HTTP dispatcher processes each capped at `dispatch_in_flight` attempts: does the work
+ * spread (calls/s against one dispatcher), and what does the layout add at concurrency 1 over the embedded gateway
+ * (`oncegate start`, every step inline in one process) on the same server?
+ *
+ * `npm run bench -- split [--calls N] [--concurrency N] [--cap N] [--delay MS]`
+ */
+export async function run(argv: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args: argv,
+    options: { calls: { type: 'string' }, concurrency: { type: 'string' }, cap: { type: 'string' }, delay: { type: 'string' } },
+  });
+  const calls = Number(values.calls ?? 600);
+  const concurrency = Number(values.concurrency ?? 24);
+  const cap = Number(values.cap ?? 1);
+  const delayMs = Number(values.delay ?? 20);
+
+  // Durable like a real deployment: fsync and synchronous commit on.
+  const server = await startPostgres({ fast: false });
+  const target = await startDemoTargetProcess();
+  const admin = new PgClient({ connectionString: server.url() });
+  await admin.connect();
+  await admin.query('CREATE DATABASE bench_split');
+  await admin.end();
+  const storeUrl = server.url('bench_split');
+  const folder = await gatewayFolder(target.url, { call_wait: '60s', seal_every: '0s' }, [], { store: { postgresUrl: storeUrl, urlFromEnv: true } });
+  appendFileSync(folder.configFile, `instance_lease: 3s\ndispatch_in_flight: ${cap}\nlog_level: warn\n`);
+  const baseConfig = readFileSync(folder.configFile, 'utf8');
+  const env = { ONCEGATE_STORE_URL: storeUrl };
+  await target.control('behave', { match: 'PUT *', action: 'delay', ms: delayMs });
+  const call = (clients: Awaited<ReturnType<typeof mcpClients>>): Call => async (worker, value) => {
+    const result = await clients[worker % clients.length]!.callTool({ name: 'set_config', arguments: { name: 'bench-split', value } });
+    return result.isError !== true;
+  };
+  const rows: Array<Record<string, string | number>> = [];
+  const load = loadavg()[0]!;
+  try {
+    // Concurrency 1: the embedded gateway, then the split layout with one of each service.
+    writeFileSync(folder.configFile, baseConfig);
+    const embedded = await startGatewayProcess(folder, env);
+    const embeddedClients = await mcpClients(embedded.url, 1, embedded.devToken);
+    await drive(call(embeddedClients), 1, 30);
+    const single = await drive(call(embeddedClients), 1, 150);
+    await Promise.all(embeddedClients.map((client) => client.close()));
+    await embedded.stop();
+
+    let singleSplit: Awaited<ReturnType<typeof drive>> | undefined;
+    let oneDispatcher = 0;
+    for (const dispatchers of [1, 2, 3]) {
+      const deployment: LocalDeployment = await startLocalDeployment({
+        configFile: folder.configFile,
+        cwd: folder.dir,
+        env,
+        gatewayPorts: [await freePort()],
+        layout: { gateway: 1, authorization: 1, 'dispatcher-http': dispatchers, 'dispatcher-ssh': 0, 'result-delivery': 1, sealer: 0 },
+      });
+      try {
+        const gateway = deployment.of('gateway')[0]!;
+        const clients = await mcpClients(gateway.url!, concurrency, gateway.devToken);
+        if (dispatchers === 1) {
+          await drive(call(clients), 1, 30);
+          singleSplit = await drive(call(clients), 1, 150);
+        }
+        await drive(call(clients), concurrency, Math.min(100, calls / 4));
+        const cpuBefore = deployment.processes.map((process) => procStats(process.pid).cpuSeconds);
+        const measured = await drive(call(clients), concurrency, calls);
+        const cpu = deployment.processes.map((process, i) => procStats(process.pid).cpuSeconds - cpuBefore[i]!);
+        const throughput = measured.calls / measured.seconds;
+        if (dispatchers === 1) oneDispatcher = throughput;
+        const dispatcherCpu = deployment.processes.flatMap((process, i) => (process.service === 'dispatcher-http' ? [cpu[i]!] : []));
+        rows.push({
+          'HTTP dispatchers': dispatchers,
+          'calls/s': throughput.toFixed(1),
+          'vs 1 dispatcher': `${(throughput / oneDispatcher).toFixed(2)}×`,
+          'p50 ms': ms(percentile(measured.samples, 50)),
+          'p99 ms': ms(percentile(measured.samples, 99)),
+          failed: measured.failed,
+          'CPU ms/call (all services)': ((cpu.reduce((sum, value) => sum + value, 0) * 1000) / measured.calls).toFixed(1),
+          'dispatcher CPU s each': dispatcherCpu.map((value) => value.toFixed(1)).join(' / '),
+        });
+        await Promise.all(clients.map((client) => client.close()));
+      } finally {
+        await deployment.stop();
+      }
+    }
+    process.stdout.write(
+      `\nmachine: ${machineLine()}, ${cpus().length} CPUs, load average ${load.toFixed(2)} at start; PostgreSQL 15 with fsync on, on this machine; ` +
+        `target delay ${delayMs} ms per request; ${concurrency} MCP sessions; dispatch_in_flight ${cap} per dispatcher process; ` +
+        `one gateway, authorization and result-delivery process each\n`,
+    );
+    printTable(`calls/s by HTTP dispatcher processes (${calls} distinct calls each)`, rows);
+    const p50 = (samples: readonly number[]) => percentile(samples, 50);
+    printTable('concurrency 1: what the split layout adds over the embedded gateway (same PostgreSQL, same target)', [
+      { layout: 'embedded (oncegate start)', 'p50 ms': ms(p50(single.samples)), 'p99 ms': ms(percentile(single.samples, 99)) },
+      {
+        layout: 'split (oncegate serve, one of each)',
+        'p50 ms': ms(p50(singleSplit!.samples)),
+        'p99 ms': ms(percentile(singleSplit!.samples, 99)),
+      },
+      { layout: 'added by the split layout', 'p50 ms': ms(p50(singleSplit!.samples) - p50(single.samples)), 'p99 ms': '' },
+    ]);
+    process.stdout.write('\naims: 3 dispatchers at least 2.5× one; the split layout adds at most 5 ms p50 at concurrency 1\n');
+  } finally {
+    await target.stop();
+    await server.stop();
+    folder.dispose();
+  }
+}
