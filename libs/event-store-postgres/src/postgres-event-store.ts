@@ -90,6 +90,12 @@ const COLUMNS = 'position, stream_id, revision, event_id, type, data, metadata, 
 const DEFAULT_READ_ALL_COUNT = 1000;
 /** The first key of the store's advisory lock ("once"); the second is derived from the schema's name. */
 const LOCK_CLASS = 0x6f6e6365;
+/** The event types a commit notification names: as many as fit in a notification's payload, else none (wake all). */
+function notifiedTypes(types: readonly string[]): string {
+  const text = [...new Set(types)].join(',');
+  return text.length < 7000 && !/[ ,]/.test([...new Set(types)].join('')) ? text : '*';
+}
+
 /** Pool clients that already have the error listener of `checkout`. */
 const listened = new WeakSet<PoolClient>();
 /** Raised under the lock when a stream written by a group moved since the group read it: the group is decided again. */
@@ -124,6 +130,8 @@ function describeLocation(config: PoolConfig, schema: string): string {
 
 interface Waiter {
   readonly position: number;
+  /** Event types the waiting subscription takes (absent: every type). */
+  readonly types: ReadonlySet<string> | undefined;
   readonly wake: () => void;
 }
 
@@ -139,9 +147,17 @@ class CommitListener {
   constructor(
     private readonly config: ClientConfig,
     private readonly channel: string,
-    /** A commit up to `last` was notified; `undefined`: anything may have been committed. */
-    private readonly onCommit: (last: number | undefined) => void,
+    /**
+     * A commit up to `last` was notified, with the types of its events when the notification names them;
+     * `undefined`: anything may have been committed.
+     */
+    private readonly onCommit: (last: number | undefined, types?: readonly string[]) => void,
   ) {}
+
+  /** Whether the listening connection is up: every commit from now on is notified. */
+  get listening(): boolean {
+    return this.client !== undefined;
+  }
 
   /** Resolves once the store listens, or once connecting failed (the poll then stands in until a later try succeeds). */
   ensure(): Promise<void> {
@@ -155,8 +171,10 @@ class CommitListener {
     client.on('error', () => this.lost(client));
     client.on('end', () => this.lost(client));
     client.on('notification', (message) => {
-      const last = Number(message.payload);
-      this.onCommit(Number.isSafeInteger(last) ? last : undefined);
+      // `<last position> <type>,<type>…`; a bare position (a writer of an earlier version) names no types.
+      const [position, types] = (message.payload ?? '').split(' ', 2);
+      const last = Number(position);
+      this.onCommit(Number.isSafeInteger(last) ? last : undefined, types === undefined || types === '*' ? undefined : types.split(','));
     });
     try {
       await client.connect();
@@ -212,6 +230,14 @@ export class PostgresEventStore implements EventStore {
   private writing: Promise<void> | undefined;
   private closed = false;
   private readonly waiters = new Set<Waiter>();
+  /**
+   * While the listener is connected: the last position notified for each event type (`*` for commits whose types
+   * were not named). A waiter behind one of its types needs no read of the head to know it must read.
+   */
+  private notified = new Map<string, number>();
+  /** Whether `notified` covers every commit: set once the head as of the listener's connection was read. */
+  private notifiedComplete = false;
+  private notifiedEpoch = 0;
   private pollTimer: NodeJS.Timeout | undefined;
   private readonly subscriptions = new Set<Subscription>();
   private readonly readAllStatements = new Map<string, string>();
@@ -245,7 +271,11 @@ export class PostgresEventStore implements EventStore {
     this.listener = new CommitListener(
       { ...clientConfig, application_name: `${config.application_name ?? 'oncegate-event-store'}-listener` },
       this.channel,
-      (last) => this.wakeWaiters(last),
+      (last, types) => {
+        if (last === undefined) this.forgetNotified();
+        else for (const type of types ?? ['*']) this.notified.set(type, Math.max(last, this.notified.get(type) ?? 0));
+        this.wakeWaiters(last, types);
+      },
     );
   }
 
@@ -393,7 +423,7 @@ export class PostgresEventStore implements EventStore {
                   unnest(${array(rows.positions, 'bigint')}, ${array(rows.streamIds, 'text')}, ${array(rows.revisions, 'int')}, ${array(rows.ids, 'text')},
                     ${array(rows.types, 'text')}, ${array(rows.data, 'json')}, ${array(rows.metadata, 'json')}, ${array(rows.prevs, 'text')}, ${array(rows.hashes, 'text')})
                   AS rows(n, s, r, i, t, d, m, pr, h);
-            SELECT max(position)::text, pg_notify(${escapeLiteral(this.channel)}, max(position)::text) FROM ${schema}.events;
+            SELECT max(position)::text, pg_notify(${escapeLiteral(this.channel)}, max(position)::text || ${escapeLiteral(` ${notifiedTypes(rows.types)}`)}) FROM ${schema}.events;
             COMMIT`,
           )
           .catch(async (error: unknown) => {
@@ -429,7 +459,7 @@ export class PostgresEventStore implements EventStore {
       if ('results' in outcome) request.resolve(outcome.results);
       else request.reject(outcome.error);
     });
-    if (lastPosition > 0) this.wakeWaiters(lastPosition);
+    if (lastPosition > 0) this.wakeWaiters(lastPosition, [...new Set(outcomes.flatMap((outcome) => ('events' in outcome ? outcome.events.map((event) => event.type) : [])))]);
   }
 
   /**
@@ -581,7 +611,7 @@ export class PostgresEventStore implements EventStore {
         headPosition: () => this.headPosition(),
         readCheckpoint: (consumer) => this.readCheckpoint(consumer),
         storeCheckpoint: (consumer, position) => this.storeCheckpoint(consumer, position),
-        waitForAppend: (position, signal, _filter, onIdle) => this.waitForAppend(position, signal, onIdle),
+        waitForAppend: (position, signal, filter, onIdle) => this.waitForAppend(position, signal, filter, onIdle),
       },
       handler,
       options,
@@ -665,12 +695,13 @@ export class PostgresEventStore implements EventStore {
    * before the head is read, so a commit after that read is always heard of, by its notification, by this
    * process's own commit or, if the notification was lost, by the poll.
    */
-  private async waitForAppend(position: number, signal: AbortSignal, onIdle?: () => void): Promise<void> {
+  private async waitForAppend(position: number, signal: AbortSignal, filter: EventFilter | undefined, onIdle?: () => void): Promise<void> {
     if (signal.aborted || this.closed) return;
     await this.listener.ensure();
     await new Promise<void>((resolve, reject) => {
       const waiter: Waiter = {
         position,
+        types: filter?.eventTypes === undefined ? undefined : new Set(filter.eventTypes),
         wake: () => {
           this.waiters.delete(waiter);
           signal.removeEventListener('abort', waiter.wake);
@@ -680,6 +711,14 @@ export class PostgresEventStore implements EventStore {
       this.waiters.add(waiter);
       signal.addEventListener('abort', waiter.wake, { once: true });
       this.ensurePolling();
+      if (this.listener.listening && this.notifiedComplete) {
+        // Every commit since the listener connected is notified: what was notified before this waiter says whether
+        // it must read now; a later commit wakes it.
+        const behind = (type: string) => (this.notified.get(type) ?? 0) > position;
+        if (behind('*') || (waiter.types === undefined ? [...this.notified.keys()].some(behind) : [...waiter.types].some(behind))) waiter.wake();
+        else onIdle?.();
+        return;
+      }
       this.head().then(
         (head) => {
           if (head > position || this.closed) waiter.wake();
@@ -694,10 +733,35 @@ export class PostgresEventStore implements EventStore {
     });
   }
 
-  /** Wakes the waiters behind `last` (every waiter when it is unknown). */
-  private wakeWaiters(last: number | undefined): void {
+  /**
+   * The listener (re)connected or dropped: notifications may have been missed. The head read now stands for every
+   * commit before it; commits after it are notified.
+   */
+  private forgetNotified(): void {
+    this.notified = new Map();
+    this.notifiedComplete = false;
+    const epoch = ++this.notifiedEpoch;
+    if (this.closed || !this.listener.listening) return;
+    this.head().then(
+      (head) => {
+        if (epoch !== this.notifiedEpoch) return;
+        this.notified.set('*', Math.max(head, this.notified.get('*') ?? 0));
+        this.notifiedComplete = true;
+      },
+      () => undefined,
+    );
+  }
+
+  /**
+   * Wakes the waiters behind `last` (every waiter when it is unknown). A commit whose event types are known wakes
+   * only the subscriptions that take one of them: the others would read nothing, and their next read, woken by a
+   * commit they take (or by the poll), covers this one too.
+   */
+  private wakeWaiters(last: number | undefined, types?: readonly string[]): void {
     for (const waiter of [...this.waiters]) {
-      if (last === undefined || waiter.position < last) waiter.wake();
+      if (last !== undefined && waiter.position >= last) continue;
+      if (last !== undefined && types !== undefined && waiter.types !== undefined && !types.some((type) => waiter.types!.has(type))) continue;
+      waiter.wake();
     }
   }
 

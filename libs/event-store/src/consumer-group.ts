@@ -180,6 +180,14 @@ class GroupMember {
     });
   }
 
+  /** Writes the checkpoints that are due, in turn with the rounds (never two writers of one checkpoint at once). */
+  private flushSoon(): void {
+    if (this.stopping) return;
+    this.ticking = this.ticking.then(() => this.flush(false)).catch((error: unknown) => {
+      this.log(`could not write its checkpoints: ${(error as Error).message}`, 'warn');
+    });
+  }
+
   /** One round: renew the membership and the claims, release what is above the share, take what is missing. */
   private async round(): Promise<void> {
     if (this.stopping) return;
@@ -325,7 +333,7 @@ class GroupMember {
         held.queue.shift();
         this.freed(1);
         held.checkpoint = Math.max(held.checkpoint, event.position);
-        if (Date.now() - this.lastFlush >= this.checkpointEveryMs) this.tick();
+        if (Date.now() - this.lastFlush >= this.checkpointEveryMs) this.flushSoon();
       }
     } catch (error) {
       this.drop(held);
