@@ -15,20 +15,22 @@ import { machineLine, ms, percentile, printTable } from './table';
  * spread (calls/s against one dispatcher), and what does the layout add at concurrency 1 over the embedded gateway
  * (`oncegate start`, every step inline in one process) on the same server?
  *
- * `npm run bench -- split [--calls N] [--concurrency N] [--cap N] [--delay MS]`
+ * `npm run bench -- split [--calls N] [--concurrency N] [--cap N] [--delay MS] [--no-fsync]`
  */
 export async function run(argv: string[]): Promise<void> {
   const { values } = parseArgs({
     args: argv,
-    options: { calls: { type: 'string' }, concurrency: { type: 'string' }, cap: { type: 'string' }, delay: { type: 'string' } },
+    options: { calls: { type: 'string' }, concurrency: { type: 'string' }, cap: { type: 'string' }, delay: { type: 'string' }, 'no-fsync': { type: 'boolean' } },
   });
   const calls = Number(values.calls ?? 600);
   const concurrency = Number(values.concurrency ?? 24);
   const cap = Number(values.cap ?? 1);
   const delayMs = Number(values.delay ?? 20);
 
-  // Durable like a real deployment: fsync and synchronous commit on.
-  const server = await startPostgres({ fast: false });
+  // Durable like a real deployment: fsync and synchronous commit on (`--no-fsync` turns them off, to see what the
+  // layout does when the server's WAL flushes are not what bounds it).
+  const durable = values['no-fsync'] !== true;
+  const server = await startPostgres({ fast: !durable });
   const target = await startDemoTargetProcess();
   const admin = new PgClient({ connectionString: server.url() });
   await admin.connect();
@@ -96,7 +98,7 @@ export async function run(argv: string[]): Promise<void> {
       }
     }
     process.stdout.write(
-      `\nmachine: ${machineLine()}, ${cpus().length} CPUs, load average ${load.toFixed(2)} at start; PostgreSQL 15 with fsync on, on this machine; ` +
+      `\nmachine: ${machineLine()}, ${cpus().length} CPUs, load average ${load.toFixed(2)} at start; PostgreSQL 15 with fsync ${durable ? 'on' : 'OFF'}, on this machine; ` +
         `target delay ${delayMs} ms per request; ${concurrency} MCP sessions; dispatch_in_flight ${cap} per dispatcher process; ` +
         `one gateway, authorization and result-delivery process each\n`,
     );

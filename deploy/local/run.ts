@@ -1,0 +1,75 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { Client } from 'pg';
+import { LOCAL_LAYOUT, startLocalDeployment, type LocalLayout, type LocalService } from './local-deployment';
+import { startPostgres } from './postgres';
+
+/**
+ * `npm run local [-- --dispatcher-http 3 …]`: PostgreSQL 15 in .oncegate-local/postgres (kept between runs), the demo
+ * target on 127.0.0.1:8790, and every service of LOCAL_LAYOUT as its own `oncegate serve` process, until Ctrl-C.
+ */
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const CONFIG = fileURLToPath(new URL('./oncegate.yaml', import.meta.url));
+const LAUNCHER = fileURLToPath(new URL('../../bin/oncegate.mjs', import.meta.url));
+const SERVICES = Object.keys(LOCAL_LAYOUT) as LocalService[];
+
+const { values } = parseArgs({
+  options: {
+    ...Object.fromEntries(SERVICES.map((service) => [service, { type: 'string' as const }])),
+    'postgres-port': { type: 'string', default: '54329' },
+  },
+});
+const layout: LocalLayout = Object.fromEntries(SERVICES.map((service) => [service, Number((values as Record<string, string | undefined>)[service] ?? LOCAL_LAYOUT[service])])) as LocalLayout;
+
+const postgres = await startPostgres({ dir: `${ROOT}.oncegate-local/postgres`, port: Number(values['postgres-port']), fast: false });
+const admin = new Client({ connectionString: postgres.url() });
+await admin.connect();
+if ((await admin.query("SELECT 1 FROM pg_database WHERE datname = 'oncegate'")).rowCount === 0) await admin.query('CREATE DATABASE oncegate');
+await admin.end();
+const env = { ONCEGATE_STORE_URL: postgres.url('oncegate'), ONCEGATE_DEMO_CREDENTIAL: process.env['ONCEGATE_DEMO_CREDENTIAL'] ?? 'demo-credential-not-secret' };
+
+// The demo's vault, as `npm start` makes it (examples/demo-vault.sh), on first use.
+const oncegate = (...args: string[]) => spawnSync(process.execPath, [LAUNCHER, ...args, '--config', CONFIG], { cwd: ROOT, env: { ...process.env, ...env }, encoding: 'utf8' });
+if (oncegate('vault', 'status', '--json').stdout.includes('"initialized": false')) {
+  oncegate('vault', 'init', '--dev');
+  for (const ref of ['demo-config-writer', 'demo-payments', 'demo-admin']) {
+    oncegate('vault', 'set', ref, '--kind', 'bearer', '--bind', '127.0.0.1:8790', '--from-env', 'ONCEGATE_DEMO_CREDENTIAL');
+  }
+}
+
+const demoMain = `${ROOT}dist/apps/demo-target/main.js`;
+if (!existsSync(demoMain)) throw new Error('not built: run npm run build');
+const demo = spawn(process.execPath, [demoMain, '--port', '8790'], { stdio: ['ignore', 'pipe', 'inherit'] });
+await new Promise<void>((resolve) => createInterface({ input: demo.stdout! }).once('line', () => resolve()));
+
+const gatewayPorts = Array.from({ length: layout.gateway }, (_, i) => 8787 + i);
+const deployment = await startLocalDeployment({ configFile: CONFIG, cwd: ROOT, env, layout, gatewayPorts });
+for (const process of deployment.processes) {
+  // Their logs go on to this terminal, each line marked with the service.
+  for (const stream of [process.child.stdout!, process.child.stderr!]) {
+    createInterface({ input: stream }).on('line', (line) => globalThis.process.stdout.write(`[${process.service} ${process.pid}] ${line}\n`));
+  }
+}
+const gateways = deployment.of('gateway');
+globalThis.process.stdout.write(
+  [
+    '',
+    `Oncegate, every service its own process (${Object.entries(layout).map(([service, count]) => `${count} ${service}`).join(', ')})`,
+    ...gateways.map((gateway) => `  MCP:          ${gateway.url}`),
+    `  store:        ${postgres.url('oncegate')} (PostgreSQL 15, data in .oncegate-local/postgres)`,
+    `  demo target:  http://127.0.0.1:8790   (GET /effects counts side effects)`,
+    ...(gateways[0]?.devToken ? [`  dev token:    ${gateways[0].devToken}   (agent:dev)`] : []),
+    '  Ctrl-C stops every process.',
+    '',
+  ].join('\n'),
+);
+await new Promise<void>((resolve) => {
+  globalThis.process.once('SIGINT', () => resolve());
+  globalThis.process.once('SIGTERM', () => resolve());
+});
+await deployment.stop();
+demo.kill('SIGTERM');
+await postgres.stop();
