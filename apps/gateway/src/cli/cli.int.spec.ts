@@ -74,6 +74,17 @@ describe('oncegate contracts check', () => {
     expect(option.err()).toMatch(/unknown option '--strict'/);
   });
 
+  it('given serve without a service, or one that does not exist, when run, then it is a usage error naming the services', async () => {
+    const none = captureIo();
+    expect(await runCli(['serve'], none)).toBe(EXIT_CODES.usage);
+    expect(none.err()).toMatch(/name one service: gateway, authorization, dispatcher-http, dispatcher-ssh, result-delivery, sealer/);
+    const typo = captureIo();
+    expect(await runCli(['serve', 'dispatcher-htp'], typo)).toBe(EXIT_CODES.usage);
+    expect(typo.err()).toMatch(/\(not 'dispatcher-htp'\)/);
+    const two = captureIo();
+    expect(await runCli(['serve', 'gateway', 'sealer'], two)).toBe(EXIT_CODES.usage);
+  });
+
   it('given --help, when run, then the usage is printed and it exits 0', async () => {
     const io = captureIo();
     expect(await runCli(['contracts', 'check', '--help'], io)).toBe(EXIT_CODES.ok);
