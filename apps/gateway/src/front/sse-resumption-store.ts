@@ -53,7 +53,7 @@ CREATE INDEX IF NOT EXISTS sse_messages_stored_at ON sse_messages (stored_at);
 `;
 
 /** Tables of the event-store file earlier versions kept these messages in; they held nothing else. */
-const LEGACY_TABLES = ['events', 'checkpoints', 'store_meta', 'leases'];
+const LEGACY_TABLES = ['events', 'checkpoints', 'store_meta', 'leases', 'claims'];
 
 /** Rows deleted per statement, so a large sweep never holds the write lock (or the event loop) for long. */
 const SWEEP_BATCH = 500;
