@@ -138,6 +138,8 @@ async function launch(
     ...(owner ?? {}),
     cwd: socketDir,
     stdio: ['ignore', 'ignore', 'pipe'],
+    // A group of its own: a Ctrl-C in the terminal reaches the services, which stop first, and not the server under them.
+    detached: true,
   });
   const log: string[] = [];
   return new Promise<ChildProcess>((resolve, reject) => {

@@ -1,5 +1,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -8,7 +10,7 @@ import { LOCAL_LAYOUT, startLocalDeployment, type LocalLayout, type LocalService
 import { startPostgres } from './postgres';
 
 /**
- * `npm run local [-- --dispatcher-http 3 …]`: PostgreSQL 15 in .oncegate-local/postgres (kept between runs), the demo
+ * `npm run local [-- --dispatcher-http 3 …]`: PostgreSQL 15 in <tmp>/oncegate-local-postgres (kept between runs), the demo
  * target on 127.0.0.1:8790, and every service of LOCAL_LAYOUT as its own `oncegate serve` process, until Ctrl-C.
  */
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -24,7 +26,9 @@ const { values } = parseArgs({
 });
 const layout: LocalLayout = Object.fromEntries(SERVICES.map((service) => [service, Number((values as Record<string, string | undefined>)[service] ?? LOCAL_LAYOUT[service])])) as LocalLayout;
 
-const postgres = await startPostgres({ dir: `${ROOT}.oncegate-local/postgres`, port: Number(values['postgres-port']), fast: false });
+// Under the temporary folder (kept until it is cleaned), where the `postgres` user can reach it when this runs as root.
+const postgresDir = process.env['ONCEGATE_LOCAL_POSTGRES_DIR'] ?? join(tmpdir(), 'oncegate-local-postgres');
+const postgres = await startPostgres({ dir: postgresDir, port: Number(values['postgres-port']), fast: false });
 const admin = new Client({ connectionString: postgres.url() });
 await admin.connect();
 if ((await admin.query("SELECT 1 FROM pg_database WHERE datname = 'oncegate'")).rowCount === 0) await admin.query('CREATE DATABASE oncegate');
@@ -59,7 +63,7 @@ globalThis.process.stdout.write(
     '',
     `Oncegate, every service its own process (${Object.entries(layout).map(([service, count]) => `${count} ${service}`).join(', ')})`,
     ...gateways.map((gateway) => `  MCP:          ${gateway.url}`),
-    `  store:        ${postgres.url('oncegate')} (PostgreSQL 15, data in .oncegate-local/postgres)`,
+    `  store:        ${postgres.url('oncegate')} (PostgreSQL 15, data in ${postgresDir})`,
     `  demo target:  http://127.0.0.1:8790   (GET /effects counts side effects)`,
     ...(gateways[0]?.devToken ? [`  dev token:    ${gateways[0].devToken}   (agent:dev)`] : []),
     '  Ctrl-C stops every process.',

@@ -594,11 +594,7 @@ async function serveServiceOn(service: ServiceName, config: GatewayConfig, optio
     url,
     devToken,
     store: host.store,
-    async close() {
-      await stop();
-      await host.sealed.close();
-      await host.folder.close();
-    },
+    close: () => closeInOrder(stop, () => host.sealed.close(), () => host.folder.close()),
   });
   switch (service) {
     case 'gateway': {
@@ -612,23 +608,27 @@ async function serveServiceOn(service: ServiceName, config: GatewayConfig, optio
       const vault = await openVault(host);
       opened.push({ close: () => vault.stop() });
       const app = await hostAuthorization(host, vault, new PreparedCalls(host.sealed));
-      return running(undefined, undefined, async () => {
-        await app.close();
-        await vault.stop();
-      });
+      return running(undefined, undefined, () =>
+        closeInOrder(
+          () => app.close(),
+          () => vault.stop(),
+        ),
+      );
     }
     case 'dispatcher-http':
     case 'dispatcher-ssh': {
       const vault = await openVault(host);
       opened.push({ close: () => vault.stop() });
       const dispatchers = await hostDispatchers(host, vault, new PreparedCalls(host.sealed), new Set([service === 'dispatcher-http' ? 'http' : 'ssh'] as const));
-      return running(undefined, undefined, async () => {
-        await dispatchers.drain();
-        await dispatchers.http?.close();
-        await dispatchers.ssh?.close();
-        await dispatchers.close();
-        await vault.stop();
-      });
+      return running(undefined, undefined, () =>
+        closeInOrder(
+          () => dispatchers.drain(),
+          async () => dispatchers.http?.close(),
+          async () => dispatchers.ssh?.close(),
+          () => dispatchers.close(),
+          () => vault.stop(),
+        ),
+      );
     }
     case 'result-delivery': {
       const deliveries = new DeliveryTracker({ store: host.store, instance: `${hostname()}/${host.instance}`, leaseMs: config.callWaitMs + 30_000, clock: host.clock });
@@ -641,6 +641,22 @@ async function serveServiceOn(service: ServiceName, config: GatewayConfig, optio
       return running(undefined, undefined, async () => sealer?.stop());
     }
   }
+}
+
+/**
+ * Runs every step of a stop in order, each even when one before it failed (a store gone first fails a release, and
+ * the connections must still be closed); then fails with the first failure.
+ */
+async function closeInOrder(...steps: ReadonlyArray<() => Promise<unknown>>): Promise<void> {
+  let failure: { error: unknown } | undefined;
+  for (const step of steps) {
+    try {
+      await step();
+    } catch (error) {
+      failure ??= { error };
+    }
+  }
+  if (failure !== undefined) throw failure.error;
 }
 
 /** `testing.hold_before_send`: the dispatch step's attempt starts that long after its commit (test only). */
