@@ -415,6 +415,14 @@ function hostSealer(host: Host): JournalSealer | undefined {
   return sealer;
 }
 
+/**
+ * Callers as the services apart see them: a gateway shows the callers waiting on it through the store's leases, and
+ * result delivery reads them there. A lease outlives the longest wait of a call.
+ */
+function sharedCallers(host: Host): DeliveryTracker {
+  return new DeliveryTracker({ store: host.store, instance: `${hostname()}/${host.instance}`, leaseMs: host.config.callWaitMs + 30_000, clock: host.clock });
+}
+
 /** The MCP front: sessions, tool calls, the approvals API and the console. */
 interface Front {
   readonly url: string;
@@ -600,7 +608,7 @@ async function serveServiceOn(service: ServiceName, config: GatewayConfig, optio
     case 'gateway': {
       // Result delivery runs elsewhere: the callers waiting here are shown to it through the store.
       if (config.devToken) await initDevelopmentVault({ store: host.store, dataDir: config.dataDir, env: host.env, by: 'service:gateway' });
-      const deliveries = new DeliveryTracker({ store: host.store, instance: `${hostname()}/${host.instance}`, leaseMs: config.callWaitMs + 30_000, clock: host.clock });
+      const deliveries = sharedCallers(host);
       const front = await hostFront(host, deliveries, new InlineSteps());
       return running(front.url, front.devToken, () => front.close());
     }
@@ -631,7 +639,7 @@ async function serveServiceOn(service: ServiceName, config: GatewayConfig, optio
       );
     }
     case 'result-delivery': {
-      const deliveries = new DeliveryTracker({ store: host.store, instance: `${hostname()}/${host.instance}`, leaseMs: config.callWaitMs + 30_000, clock: host.clock });
+      const deliveries = sharedCallers(host);
       const app = await hostResultDelivery(host, deliveries);
       return running(undefined, undefined, () => app.close());
     }

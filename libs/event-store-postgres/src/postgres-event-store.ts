@@ -394,12 +394,12 @@ export class PostgresEventStore implements EventStore {
       for (;;) {
         const streams = [...new Set(group.flatMap((request) => request.entries.map((entry) => entry.streamId)))];
         const givenIds = group.flatMap((request) => request.entries.flatMap((entry) => entry.events.flatMap((event) => (event.id === undefined ? [] : [event.id]))));
-        const state = await client.query<[string, Array<[string, number, string]>, string[]]>({
+        const state = await client.query<[Array<[string, number, string]>, string[]]>({
           text: this.sql.groupState,
           values: [streams, givenIds],
           rowMode: 'array',
         });
-        const [, tipRows, takenIds] = state.rows[0]!;
+        const [tipRows, takenIds] = state.rows[0]!;
         const tips = new Map(tipRows.map(([streamId, revision, hash]) => [streamId, { revision, hash }]));
         // Positions are planned from 0 and moved to the head's once the insert has taken them.
         // Planning moves the tips it is given on; `tips` keeps them as read, for the check under the lock.
@@ -435,15 +435,7 @@ export class PostgresEventStore implements EventStore {
         if (results === undefined) continue;
         // BEGIN, the lock, the check, the insert, then the head after it.
         const head = Number((results as unknown as Array<{ rows: Array<{ max: string }> }>)[4]!.rows[0]!.max);
-        const base = head - planned.last;
-        outcomes = outcomes.map((outcome) =>
-          'results' in outcome
-            ? {
-                results: outcome.results.map((result) => ({ ...result, position: result.position + base })),
-                events: outcome.events.map((event) => ({ ...event, position: event.position + base })),
-              }
-            : outcome,
-        );
+        outcomes = shifted(outcomes, head - planned.last);
         lastPosition = head;
         break;
       }
@@ -474,20 +466,15 @@ export class PostgresEventStore implements EventStore {
   ): Promise<void> {
     const written = outcomes.flatMap((outcome) => ('events' in outcome ? outcome.events : []));
     if (committing && isUnavailable(error) && written.length > 0) {
-      const found = await this.pool
-        .query({ text: this.sql.eventIdExists, values: [written[0]!.id] })
-        .then((result) => (result.rowCount ?? 0) > 0)
-        .catch(() => false);
-      if (found) {
+      const stored = await this.pool
+        .query<[string]>({ text: this.sql.eventPosition, values: [written[0]!.id], rowMode: 'array' })
+        .then((result) => result.rows[0]?.[0])
+        .catch(() => undefined);
+      if (stored !== undefined) {
         // Planned positions are relative to the head the insert found; the stored event tells where that was.
-        const stored = await this.pool.query<[string]>({ text: `SELECT position::text FROM ${quotedSchema(this.schema)}.events WHERE event_id = $1`, values: [written[0]!.id], rowMode: 'array' });
-        const base = Number(stored.rows[0]![0]) - written[0]!.position;
-        group.forEach((request, index) => {
-          const planned = outcomes[index]!;
-          const outcome =
-            'results' in planned
-              ? { results: planned.results.map((result) => ({ ...result, position: result.position + base })), events: planned.events.map((event) => ({ ...event, position: event.position + base })) }
-              : planned;
+        const base = Number(stored) - written[0]!.position;
+        shifted(outcomes, base).forEach((outcome, index) => {
+          const request = group[index]!;
           if ('results' in outcome) request.resolve(outcome.results);
           else request.reject(outcome.error);
         });
@@ -907,21 +894,30 @@ function planAppend(entries: readonly SerialisedAppend[], state: GroupState): { 
   return { results, events };
 }
 
+type GroupOutcome = { results: AppendResult[]; events: RecordedEvent[] } | { error: unknown };
+
+/** A group's outcomes planned from position 0, moved to the positions the insert took (`base` added). */
+function shifted(outcomes: readonly GroupOutcome[], base: number): GroupOutcome[] {
+  return outcomes.map((outcome) =>
+    'results' in outcome
+      ? {
+          results: outcome.results.map((result) => ({ ...result, position: result.position + base })),
+          events: outcome.events.map((event) => ({ ...event, position: event.position + base })),
+        }
+      : outcome,
+  );
+}
+
 /** The store's statements for one schema (already quoted). */
 function statements(schema: string) {
   return {
-    /** Under the lock: the head, the tip of each stream named in `$1`, and which of the ids in `$2` are stored. */
+    /** Before the lock: the tip of each stream named in `$1`, and which of the ids in `$2` are stored. */
     groupState: `SELECT
-        (SELECT coalesce(max(position), 0) FROM ${schema}.events)::text,
         (SELECT coalesce(json_agg(json_build_array(s.id, t.revision, t.hash)), '[]'::json)
            FROM unnest($1::text[]) AS s(id)
            CROSS JOIN LATERAL (SELECT revision, hash FROM ${schema}.events WHERE stream_id = s.id ORDER BY revision DESC LIMIT 1) t),
         (SELECT coalesce(array_agg(event_id), '{}') FROM ${schema}.events WHERE event_id = ANY($2::text[]))`,
-    insert: `INSERT INTO ${schema}.events (position, stream_id, revision, event_id, type, data, metadata, recorded_at, prev_hash, hash)
-      SELECT p, s, r, i, t, d, m, $8::text, pr, h
-        FROM unnest($1::bigint[], $2::text[], $3::int[], $4::text[], $5::text[], $6::json[], $7::json[], $9::text[], $10::text[])
-          AS rows(p, s, r, i, t, d, m, pr, h)`,
-    eventIdExists: `SELECT 1 FROM ${schema}.events WHERE event_id = $1`,
+    eventPosition: `SELECT position::text FROM ${schema}.events WHERE event_id = $1`,
     readForwards: `SELECT ${COLUMNS} FROM ${schema}.events WHERE stream_id = $1 AND revision >= $2::bigint ORDER BY revision ASC LIMIT $3`,
     readBackwards: `SELECT ${COLUMNS} FROM ${schema}.events WHERE stream_id = $1 AND revision <= $2::bigint ORDER BY revision DESC LIMIT $3`,
     streamRevision: `SELECT max(revision) FROM ${schema}.events WHERE stream_id = $1`,

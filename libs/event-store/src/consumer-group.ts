@@ -249,7 +249,7 @@ class GroupMember {
     this.held.delete(partition);
     await held.running;
     this.drop(held);
-    this.advance(partition, held);
+    this.advance(held);
     if (held.checkpoint > held.written) await this.store.storeCheckpoint(this.names.checkpoint(partition), held.checkpoint);
     await this.store.releaseClaim(this.names.claim(partition), this.options.member);
     this.log(`released partition ${partition} of ${this.options.group} at position ${held.checkpoint}`);
@@ -259,7 +259,7 @@ class GroupMember {
    * A held partition is caught up to wherever the reader is when the reader covers it and nothing of it waits: every
    * event of it up to the reader's position has been handled.
    */
-  private advance(_partition: number, held: Held): void {
+  private advance(held: Held): void {
     if (this.reader === undefined || !held.covered || held.dropped || held.queue.length > 0 || held.running !== undefined) return;
     if (this.reader.position > held.checkpoint) held.checkpoint = this.reader.position;
   }
@@ -268,7 +268,7 @@ class GroupMember {
     if (!force && Date.now() - this.lastFlush < this.checkpointEveryMs) return;
     this.lastFlush = Date.now();
     for (const [partition, held] of [...this.held]) {
-      this.advance(partition, held);
+      this.advance(held);
       if (held.checkpoint <= held.written) continue;
       const checkpoint = held.checkpoint;
       await this.store.storeCheckpoint(this.names.checkpoint(partition), checkpoint);
@@ -301,7 +301,7 @@ class GroupMember {
     const reader = this.reader;
     if (reader === undefined) return;
     // Partitions it covered keep where it got to.
-    for (const [partition, held] of this.held) this.advance(partition, held);
+    for (const held of this.held.values()) this.advance(held);
     this.reader = undefined;
     await reader.stop();
   }
