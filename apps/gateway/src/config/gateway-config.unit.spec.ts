@@ -87,6 +87,25 @@ describe('the instance lease of the configuration', () => {
   });
 });
 
+describe('the services apart: dispatch_in_flight and the test-only fail_handling', () => {
+  it('caps a dispatcher at 256 attempts in flight unless configured, and refuses a cap below one', () => {
+    expect(parseGatewayConfig('', 'oncegate.yaml').dispatchInFlight).toBe(256);
+    expect(parseGatewayConfig('dispatch_in_flight: 4\n', 'oncegate.yaml').dispatchInFlight).toBe(4);
+    expect(issuesOf('dispatch_in_flight: 0\n')).toEqual([expect.stringMatching(/dispatch_in_flight/)]);
+  });
+
+  it('reads fail_handling with its service and file, and names what is missing or unknown', () => {
+    expect(parseGatewayConfig('', 'oncegate.yaml').failHandling).toBeNull();
+    expect(parseGatewayConfig('testing: { fail_handling: { service: authorization, while_file_exists: /tmp/fault } }\n', 'oncegate.yaml').failHandling).toEqual({
+      service: 'authorization',
+      whileFileExists: '/tmp/fault',
+    });
+    expect(issuesOf('testing: { fail_handling: { service: authorization } }\n')).toEqual([expect.stringMatching(/testing\.fail_handling\.while_file_exists: required/)]);
+    expect(issuesOf('testing: { fail_handling: { while_file_exists: /tmp/fault } }\n')).toEqual([expect.stringMatching(/testing\.fail_handling\.service: required: one of authorization, dispatcher-http/)]);
+    expect(issuesOf('testing: { fail_handling: { service: sealer, while_file_exists: /tmp/fault } }\n')).toEqual([expect.stringMatching(/testing\.fail_handling\.service/)]);
+  });
+});
+
 describe('docs/authorization.md', () => {
   it('given the policy the doc shows, when parsed, then it is valid and reads as the doc says', async () => {
     const { readFile } = await import('node:fs/promises');
