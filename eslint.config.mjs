@@ -66,10 +66,12 @@ export default [
             },
             { sourceTag: 'type:port', onlyDependOnLibsWithTags: ['type:domain', 'type:port'] },
             { sourceTag: 'type:adapter', onlyDependOnLibsWithTags: ['type:domain', 'type:port', 'type:adapter'] },
-            { sourceTag: 'type:testing', onlyDependOnLibsWithTags: ['type:domain', 'type:port', 'type:adapter', 'type:testing', 'type:deploy'] },
+            // The services' libraries: each service's Nest module and how a process hosts it, on the shared host.
+            { sourceTag: 'type:service', onlyDependOnLibsWithTags: ['type:domain', 'type:port', 'type:adapter', 'type:service'] },
+            { sourceTag: 'type:testing', onlyDependOnLibsWithTags: ['type:domain', 'type:port', 'type:adapter', 'type:service', 'type:testing', 'type:deploy'] },
             // deploy/local starts processes and servers: it needs none of the code it starts.
             { sourceTag: 'type:deploy', onlyDependOnLibsWithTags: [] },
-            { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['type:domain', 'type:port', 'type:adapter', 'type:testing', 'type:app'] },
+            { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['type:domain', 'type:port', 'type:adapter', 'type:service', 'type:testing', 'type:app'] },
           ],
         },
       ],

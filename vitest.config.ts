@@ -12,6 +12,7 @@ export default defineConfig({
       { find: '@oncegate/event-store/testing', replacement: root('./libs/event-store/src/testing/index.ts') },
       { find: '@oncegate/demo-target', replacement: root('./apps/demo-target/src/index.ts') },
       { find: '@oncegate/deploy-local', replacement: root('./deploy/local/index.ts') },
+      { find: /^@oncegate\/service-host\/(.+)$/, replacement: `${root('./libs/service-host/src/')}$1` },
       { find: /^@oncegate\/([a-z-]+)$/, replacement: root('./libs/$1/src/index.ts') },
     ],
   },

@@ -3,6 +3,15 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
 const LAUNCHER = fileURLToPath(new URL('../../bin/oncegate.mjs', import.meta.url));
+
+/**
+ * How a service's process starts: each service but the gateway is an app of its own (`npm run build` writes
+ * dist/apps/<service>/main.js); the gateway's app is the CLI, whose `serve gateway` runs the MCP front alone.
+ */
+function serviceCommand(service: LocalService): string[] {
+  if (service === 'gateway') return [LAUNCHER, 'serve', 'gateway'];
+  return [fileURLToPath(new URL(`../../dist/apps/${service}/main.js`, import.meta.url))];
+}
 const START_TIMEOUT_MS = 60_000;
 
 /** The services `oncegate serve` runs. */
@@ -14,7 +23,7 @@ export type LocalLayout = Readonly<Record<LocalService, number>>;
 /** The layout `npm run local` starts: every service apart, the competing ones more than once. */
 export const LOCAL_LAYOUT: LocalLayout = { gateway: 2, authorization: 2, 'dispatcher-http': 3, 'dispatcher-ssh': 1, 'result-delivery': 2, sealer: 1 };
 
-/** One `oncegate serve <service>` process. */
+/** One service's process (`oncegate serve <service>`, or the service's own app). */
 export interface ServiceProcess {
   readonly service: LocalService;
   /** The instance id it printed. */
@@ -44,10 +53,10 @@ export interface ServiceOptions {
   readonly port?: number;
 }
 
-/** Starts `oncegate serve <service>` as its own process and waits until it says it runs. */
+/** Starts a service as its own process and waits until it says it runs. */
 export async function startService(service: LocalService, options: ServiceOptions): Promise<ServiceProcess> {
   const env = { ...process.env, ...options.env, ...(options.port === undefined ? {} : { ONCEGATE_PORT: String(options.port) }) };
-  const child = spawn(process.execPath, [LAUNCHER, 'serve', service, '--config', options.configFile], {
+  const child = spawn(process.execPath, [...serviceCommand(service), '--config', options.configFile], {
     cwd: options.cwd,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

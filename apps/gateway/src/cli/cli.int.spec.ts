@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { runCli } from './cli';
-import { EXIT_CODES, type CliCommand, type CliIo } from './cli-command';
+import { EXIT_CODES, type CliCommand, type CliIo } from '@oncegate/service-host/cli-command';
 
 const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 const TYPOS = 'libs/contracts/fixtures/typos.yaml';

@@ -1,5 +1,5 @@
 import { closestMatch } from '@oncegate/contracts';
-import { EXIT_CODES, UsageError, type CliCommand, type CliIo, type ExitCode } from './cli-command';
+import { EXIT_CODES, UsageError, type CliCommand, type CliIo, type ExitCode } from '@oncegate/service-host/cli-command';
 import { COMMANDS } from './commands';
 
 const HELP_FLAGS = ['--help', '-h', 'help'];

@@ -1,4 +1,4 @@
-import type { CliCommand } from './cli-command';
+import type { CliCommand } from '@oncegate/service-host/cli-command';
 import {
   approvalsApproveCommand,
   approvalsDenyCommand,

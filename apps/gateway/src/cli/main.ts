@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { runCli } from './cli';
-import type { CliIo } from './cli-command';
+import type { CliIo } from '@oncegate/service-host/cli-command';
 
 const io: CliIo = {
   stdout: (text) => void process.stdout.write(text),

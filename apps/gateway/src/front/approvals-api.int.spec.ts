@@ -7,10 +7,10 @@ import { executionIdFromUlid, executionStream, type ExecutionId } from '@oncegat
 import type { EventStore } from '@oncegate/event-store';
 import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
 import { newUlid } from '@oncegate/execution-journal';
-import { ManualClock, approvalTools, deniedOnTimeout, paymentAwaitingApproval, retryAttached } from '../approvals/approval-fixtures';
-import type { ApprovalView, PendingApproval } from '../approvals/approval-queue';
-import { AgentDirectory } from '../infrastructure/agent-directory';
-import { ApproverDirectory } from '../infrastructure/approver-directory';
+import { ManualClock, approvalTools, deniedOnTimeout, paymentAwaitingApproval, retryAttached } from '@oncegate/service-host/approvals/approval-fixtures';
+import type { ApprovalView, PendingApproval } from '@oncegate/service-host/approvals/approval-queue';
+import { AgentDirectory } from '@oncegate/service-host/infrastructure/agent-directory';
+import { ApproverDirectory } from '@oncegate/service-host/infrastructure/approver-directory';
 import { APPROVALS_PATH, ApprovalsApi } from './approvals-api';
 import { McpHttpFront } from './mcp-http-front';
 import type { SseResumptionStore } from './sse-resumption-store';

@@ -11,8 +11,8 @@ import {
   pending,
   show,
   type ApprovalDecision,
-} from '../approvals/approval-queue';
-import type { ApproverDirectory } from '../infrastructure/approver-directory';
+} from '@oncegate/service-host/approvals/approval-queue';
+import type { ApproverDirectory } from '@oncegate/service-host/infrastructure/approver-directory';
 
 /** Where the API is mounted on the gateway's listener. */
 export const APPROVALS_PATH = '/approvals';

@@ -7,9 +7,9 @@ import { isExecutionId, type ExecutionId, type ReviewResolution } from '@oncegat
 import type { EventStore } from '@oncegate/event-store';
 import type { Clock } from '@oncegate/execution-journal';
 import { gatherInvestigationEvents, investigate } from '@oncegate/projections';
-import { decide, isApprovalRefusal, pending, show, type ApprovalDecision } from '../approvals/approval-queue';
-import type { ApproverDirectory } from '../infrastructure/approver-directory';
-import { held, isReviewRefusal, resolveReview, showReview } from '../review/review-queue';
+import { decide, isApprovalRefusal, pending, show, type ApprovalDecision } from '@oncegate/service-host/approvals/approval-queue';
+import type { ApproverDirectory } from '@oncegate/service-host/infrastructure/approver-directory';
+import { held, isReviewRefusal, resolveReview, showReview } from '@oncegate/service-host/review/review-queue';
 import {
   CONSOLE_COOKIE,
   ConsoleSessions,

@@ -1,5 +1,5 @@
 import { canonicalJson, toJsonValue } from '@oncegate/fingerprint';
-import type { DeliverySettlement, DeliveryWatch } from '../services/result-delivery/callers';
+import type { DeliverySettlement, DeliveryWatch } from '@oncegate/service-result-delivery';
 import { parseEventId } from './sse-event-id';
 
 type RequestId = string | number;

@@ -1,7 +1,7 @@
-import { GatewayConfigError, type GatewayConfig } from '../config/gateway-config';
-import { isLoopbackHost, LOOPBACK_HOSTS } from '../config/loopback';
+import { GatewayConfigError, type GatewayConfig } from '@oncegate/service-host/config/gateway-config';
+import { isLoopbackHost, LOOPBACK_HOSTS } from '@oncegate/service-host/config/loopback';
 
-export { isLoopbackHost, LOOPBACK_HOSTS } from '../config/loopback';
+export { isLoopbackHost, LOOPBACK_HOSTS } from '@oncegate/service-host/config/loopback';
 
 /**
  * DNS-rebinding protection for every endpoint on the gateway's listener: the `Host` a request names must be one

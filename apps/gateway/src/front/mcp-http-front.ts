@@ -16,7 +16,7 @@ import { sessionStream } from '@oncegate/domain';
 import type { ToolContract } from '@oncegate/contracts';
 import { EventStoreUnavailableError, newEventId, type EventStore } from '@oncegate/event-store';
 import { isoNow, type Clock } from '@oncegate/execution-journal';
-import type { AgentDirectory } from '../infrastructure/agent-directory';
+import type { AgentDirectory } from '@oncegate/service-host/infrastructure/agent-directory';
 import { requestKey, SessionDeliveries } from './delivery-evidence';
 import { checkHostAndOrigin, type HostOriginRules } from './host-origin-guard';
 import { initializeProblem } from './incoming-checks';

@@ -9,7 +9,7 @@ import {
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import { annotationsOf, type ToolContract } from '@oncegate/contracts';
-import type { DeliveryWatch } from '../services/result-delivery/callers';
+import type { DeliveryWatch } from '@oncegate/service-result-delivery';
 import { refuseMalformedCall } from './incoming-checks';
 import { ONCEGATE_ERROR_CODES } from './mcp-errors';
 import { META_RUN, type ToolCalls } from './tool-calls';

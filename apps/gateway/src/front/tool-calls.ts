@@ -34,8 +34,8 @@ import type { SealedStore } from '@oncegate/sealed-store';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { invalidArguments, invalidRun, toMcpError, unknownTool } from './mcp-errors';
 import { toolResult, type AnswerFlags, type StoredResult } from './tool-results';
-import type { DeliveryTracker, DeliveryWatch } from '../services/result-delivery/callers';
-import { DECLARED_RUN, runOfCall } from '../runs/run-journal';
+import type { DeliveryTracker, DeliveryWatch } from '@oncegate/service-result-delivery';
+import { DECLARED_RUN, runOfCall } from '@oncegate/service-host/runs/run-journal';
 
 export const META_RUN = 'io.oncegate/run';
 export const META_IDEMPOTENCY_KEY = 'io.oncegate/idempotency-key';

@@ -18,7 +18,7 @@ import {
   UnsupportedRowsFormatError,
   writeRows,
 } from '@oncegate/projections';
-import { EXIT_CODES, UsageError, type CliCommand, type CliIo, type ExitCode } from '../cli-command';
+import { EXIT_CODES, UsageError, type CliCommand, type CliIo, type ExitCode } from '@oncegate/service-host/cli-command';
 import { configOrExit, dataFolderOrExit, parseCommandArgs, stringOption, withDataFolder } from '../command-helpers';
 
 /** Errors an analyst can act on: printed as they are (they name the file, line or reason), exit 2. */

@@ -8,8 +8,8 @@ import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
 import { newUlid, systemClock } from '@oncegate/execution-journal';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- the CLI runs as its own process, as the end-to-end suites run it
 import { oncegate, type GatewayFolder } from '../../../../../test/support/gateway-process';
-import { CARD_TOKEN_HMAC, approvalToolsYaml, deniedOnTimeout, paymentAwaitingApproval, retryAttached } from '../../approvals/approval-fixtures';
-import type { ApprovalView, PendingApproval } from '../../approvals/approval-queue';
+import { CARD_TOKEN_HMAC, approvalToolsYaml, deniedOnTimeout, paymentAwaitingApproval, retryAttached } from '@oncegate/service-host/approvals/approval-fixtures';
+import type { ApprovalView, PendingApproval } from '@oncegate/service-host/approvals/approval-queue';
 
 const TARGET = 'https://payments.example';
 

@@ -1,9 +1,9 @@
 import type { ToolContract } from '@oncegate/contracts';
 import { systemClock } from '@oncegate/execution-journal';
-import { decide, isApprovalRefusal, pending, show, type ApprovalDecision, type ApprovalView } from '../../approvals/approval-queue';
-import type { GatewayConfig } from '../../config/gateway-config';
-import { loadTools } from '../../gateway';
-import { EXIT_CODES, UsageError, type CliCommand, type CliIo, type ExitCode } from '../cli-command';
+import { decide, isApprovalRefusal, pending, show, type ApprovalDecision, type ApprovalView } from '@oncegate/service-host/approvals/approval-queue';
+import type { GatewayConfig } from '@oncegate/service-host/config/gateway-config';
+import { loadTools } from '@oncegate/service-host/host';
+import { EXIT_CODES, UsageError, type CliCommand, type CliIo, type ExitCode } from '@oncegate/service-host/cli-command';
 import { byOption, executionIdArgument, parseCommandArgs, stringOption, withDataFolder } from '../command-helpers';
 import { tokenCommands } from './token-commands';
 

@@ -1,6 +1,6 @@
 import { OPERATION_CLASSES } from '@oncegate/domain';
 import { checkContractFile, formatIssue, type ContractFile } from '@oncegate/contracts';
-import { EXIT_CODES, UsageError, type CliCommand, type CliIo, type ExitCode } from '../cli-command';
+import { EXIT_CODES, UsageError, type CliCommand, type CliIo, type ExitCode } from '@oncegate/service-host/cli-command';
 
 const USAGE = `Usage: oncegate contracts check <file...>
 

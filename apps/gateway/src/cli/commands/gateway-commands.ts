@@ -1,77 +1,13 @@
-import { ContractValidationError } from '@oncegate/contracts';
-import { EventStoreOpenError, EventStoreUnavailableError } from '@oncegate/event-store';
-import { GatewayConfigError, logLevelsUpTo } from '../../config/gateway-config';
+import { logLevelsUpTo } from '@oncegate/service-host/config/gateway-config';
+import { EXIT_CODES, UsageError, type CliCommand } from '@oncegate/service-host/cli-command';
+import { storeLocation } from '@oncegate/service-host/host';
+import { runServiceProcess, SERVICE_PROCESS_HELP, startupFailure, stoppedCleanly, untilSignal } from '@oncegate/service-host/service-process';
 import { tokenRevoked } from '../../front/mcp-errors';
 import { connectMcpServer, createMcpServer } from '../../front/mcp-server';
 import { StdioConnection } from '../../front/stdio-connection';
-import { serveService, SERVICES, startGateway, storeLocation, type ServiceName } from '../../gateway';
-import { KeyFileError } from '../../infrastructure/key-files';
-import { SealKeyError } from '../../infrastructure/seal-keys';
-import { EXIT_CODES, UsageError, type CliCommand, type CliIo, type ExitCode } from '../cli-command';
+import { SERVICES, startGateway } from '../../gateway';
 import { configOrExit, parseCommandArgs } from '../command-helpers';
 import { tokenCommands } from './token-commands';
-
-function startupFailure(error: unknown, io: CliIo): ExitCode {
-  if (error instanceof SealKeyError) {
-    io.stderr(`cannot seal the journal: ${error.message}; nothing was started\n`);
-    return EXIT_CODES.failed;
-  }
-  if (error instanceof KeyFileError) {
-    io.stderr(`cannot open the gateway's keys: ${error.message}; nothing was started\n`);
-    return EXIT_CODES.failed;
-  }
-  if (error instanceof ContractValidationError) {
-    io.stderr(`the contract file is invalid; nothing was started:\n${error.format()}\n`);
-    return EXIT_CODES.failed;
-  }
-  if (error instanceof GatewayConfigError) {
-    io.stderr(`${error.message}\nnothing was started\n`);
-    return EXIT_CODES.failed;
-  }
-  if (error instanceof EventStoreOpenError || error instanceof EventStoreUnavailableError) {
-    io.stderr(`${error.message}; nothing was started\n`);
-    return EXIT_CODES.failed;
-  }
-  const code = (error as NodeJS.ErrnoException).code;
-  if (code === 'EADDRINUSE') {
-    io.stderr(`cannot listen: ${(error as Error).message}; set listen.port or ONCEGATE_PORT\n`);
-    return EXIT_CODES.failed;
-  }
-  if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') {
-    io.stderr(
-      `cannot write ${(error as NodeJS.ErrnoException).path ?? 'the data folder'} (${code}): the gateway needs write access to its data folder; ` +
-        'nothing was started\n',
-    );
-    return EXIT_CODES.failed;
-  }
-  if (code === 'ENOENT') {
-    io.stderr(`file not found: ${(error as NodeJS.ErrnoException).path}\n`);
-    return EXIT_CODES.failed;
-  }
-  throw error;
-}
-
-/**
- * Stops what runs; a store gone meanwhile (a server shut down first) leaves leases and claims to expire rather than
- * be released, which is said in one line instead of a stack.
- */
-async function stoppedCleanly(close: () => Promise<void>, io: CliIo): Promise<ExitCode> {
-  try {
-    await close();
-    return EXIT_CODES.ok;
-  } catch (error) {
-    if (!(error instanceof EventStoreUnavailableError)) throw error;
-    io.stderr(`stopped without releasing its leases and claims (they expire after instance_lease): ${error.message}\n`);
-    return EXIT_CODES.failed;
-  }
-}
-
-function untilSignal(): Promise<NodeJS.Signals> {
-  return new Promise((resolve) => {
-    process.once('SIGINT', () => resolve('SIGINT'));
-    process.once('SIGTERM', () => resolve('SIGTERM'));
-  });
-}
 
 export const startCommand: CliCommand = {
   group: 'start',
@@ -117,49 +53,19 @@ Runs the gateway in the foreground until SIGINT or SIGTERM. Configuration: the f
 export const serveCommand: CliCommand = {
   group: 'serve',
   name: '',
-  summary: `Run one service in this process, as one instance among any number on a shared store (${SERVICES.join(' | ')}).`,
+  summary: `Run one service in this process, as one instance among any number on a shared store (${[...SERVICES.keys()].join(' | ')}).`,
   usage: `Usage: oncegate serve <service> [--config <file>]
 
-Services: ${SERVICES.join(', ')}.
-Runs one service in the foreground until SIGINT or SIGTERM, with the same configuration as
-oncegate start. Instances of a service share its events (a consumer group: one execution is
-handled by one instance at a time, taken over when an instance stops renewing its claims
-within instance_lease). Meant for a store every process reaches: store.driver postgres.
-deploy/local starts every service this way; see docs/deploy.md.`,
+Services: ${[...SERVICES.keys()].join(', ')}.
+${SERVICE_PROCESS_HELP}`,
   async run(args, io) {
     const parsed = parseCommandArgs(args);
-    const [service, ...rest] = parsed.positionals;
-    if (service === undefined || rest.length > 0 || !(SERVICES as readonly string[]).includes(service)) {
-      throw new UsageError(`name one service: ${SERVICES.join(', ')}${service === undefined ? '' : ` (not '${[service, ...rest].join(' ')}')`}`);
+    const [name, ...rest] = parsed.positionals;
+    const service = name === undefined ? undefined : SERVICES.get(name);
+    if (service === undefined || rest.length > 0) {
+      throw new UsageError(`name one service: ${[...SERVICES.keys()].join(', ')}${name === undefined ? '' : ` (not '${[name, ...rest].join(' ')}')`}`);
     }
-    const config = configOrExit(parsed, io);
-    if (typeof config === 'number') return config;
-    const stopped = untilSignal();
-    // A service without a listener has nothing else that keeps the process running until the signal.
-    const keepAlive = setInterval(() => undefined, 2 ** 30);
-    void stopped.then(() => clearInterval(keepAlive));
-    let running;
-    try {
-      running = await serveService(service as ServiceName, config);
-    } catch (error) {
-      clearInterval(keepAlive);
-      return startupFailure(error, io);
-    }
-    io.stdout(
-      [
-        `Oncegate ${service} is running (instance ${running.instance})`,
-        ...(running.url ? [`  listening on: ${running.url}`] : []),
-        `  store:        ${config.store.driver} ${storeLocation(config)}`,
-        ...(config.store.driver === 'sqlite' ? ['  note:         a SQLite store is shared by the processes of one machine only; use store.driver postgres to run services apart'] : []),
-        ...(running.devToken ? [`  dev token:    ${running.devToken}   (agent:dev)`] : []),
-        // An empty line ends the summary: what follows is the service's log.
-        '',
-        '',
-      ].join('\n'),
-    );
-    const signal = await stopped;
-    io.stdout(`${signal}: stopping\n`);
-    return stoppedCleanly(() => running.close(), io);
+    return runServiceProcess(service, parsed, io);
   },
 };
 

@@ -1,9 +1,9 @@
 import { existsSync } from 'node:fs';
 import { readAllFrom } from '@oncegate/event-store';
 import { formatEventLine, formatHeader, publicKeyId, verifyJournalFile, type VerifyReport } from '@oncegate/journal';
-import { KeyFileError, loadGatewayKeys } from '../../infrastructure/key-files';
-import { initSealKeys, loadSealPublicKey, SealKeyError, sealKeyPaths } from '../../infrastructure/seal-keys';
-import { EXIT_CODES, UsageError, type CliCommand } from '../cli-command';
+import { KeyFileError, loadGatewayKeys } from '@oncegate/service-host/infrastructure/key-files';
+import { initSealKeys, loadSealPublicKey, SealKeyError, sealKeyPaths } from '@oncegate/service-host/infrastructure/seal-keys';
+import { EXIT_CODES, UsageError, type CliCommand } from '@oncegate/service-host/cli-command';
 import { configOrExit, parseCommandArgs, stringOption, withDataFolder } from '../command-helpers';
 
 /** Events read per page by `journal export`, and lines written to stdout at once. */

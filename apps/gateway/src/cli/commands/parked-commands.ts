@@ -1,7 +1,7 @@
 import { userInfo } from 'node:os';
 import { ParkedReplayRefusal, readParked, requestReplay, type ParkedEvent } from '@oncegate/nest-event-store';
-import { SERVICE_CONSUMERS } from '../../gateway';
-import { EXIT_CODES, UsageError, type CliCommand } from '../cli-command';
+import { SERVICE_CONSUMERS } from '@oncegate/service-host/host';
+import { EXIT_CODES, UsageError, type CliCommand } from '@oncegate/service-host/cli-command';
 import { byOption, parseCommandArgs, stringOption, withDataFolder, type ParsedArguments } from '../command-helpers';
 
 const CONSUMERS: readonly string[] = Object.values(SERVICE_CONSUMERS);

@@ -1,8 +1,8 @@
 import { userInfo } from 'node:os';
 import type { ReviewResolution } from '@oncegate/domain';
 import { loadExecution, systemClock, type LoadedExecution } from '@oncegate/execution-journal';
-import { held, isReviewRefusal, resolveReview, reviewViewOf } from '../../review/review-queue';
-import { EXIT_CODES, UsageError, type CliCommand } from '../cli-command';
+import { held, isReviewRefusal, resolveReview, reviewViewOf } from '@oncegate/service-host/review/review-queue';
+import { EXIT_CODES, UsageError, type CliCommand } from '@oncegate/service-host/cli-command';
 import { byOption, executionIdArgument, parseCommandArgs, stringOption, withDataFolder } from '../command-helpers';
 
 const RESOLUTIONS: Record<string, ReviewResolution> = {

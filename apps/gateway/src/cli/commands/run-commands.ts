@@ -1,7 +1,7 @@
 import { userInfo } from 'node:os';
 import { systemClock } from '@oncegate/execution-journal';
-import { endRun, executionsOfRun, grantedTools, listRuns, readRun, RunNotFoundError, type RunView } from '../../runs/run-journal';
-import { EXIT_CODES, UsageError, type CliCommand } from '../cli-command';
+import { endRun, executionsOfRun, grantedTools, listRuns, readRun, RunNotFoundError, type RunView } from '@oncegate/service-host/runs/run-journal';
+import { EXIT_CODES, UsageError, type CliCommand } from '@oncegate/service-host/cli-command';
 import { byOption, parseCommandArgs, stringOption, withDataFolder, type ParsedArguments } from '../command-helpers';
 
 function runIdArgument(parsed: ParsedArguments): string {

@@ -1,6 +1,6 @@
-import type { DataFolder } from '../../gateway';
-import { PrincipalNameError, type PrincipalDirectory } from '../../infrastructure/principal-directory';
-import { EXIT_CODES, UsageError, type CliCommand, type CliIo, type ExitCode } from '../cli-command';
+import type { DataFolder } from '@oncegate/service-host/host';
+import { PrincipalNameError, type PrincipalDirectory } from '@oncegate/service-host/infrastructure/principal-directory';
+import { EXIT_CODES, UsageError, type CliCommand, type CliIo, type ExitCode } from '@oncegate/service-host/cli-command';
 import { parseCommandArgs, withDataFolder } from '../command-helpers';
 
 /** What differs between the token commands of agents and of approvers. */

@@ -1,6 +1,6 @@
-import type { GatewayConfig } from '../../config/gateway-config';
-import type { DataFolder } from '../../gateway';
-import { lockVault, initVault, removeCredential, storeCredential, unlockVault, vaultStatus, type VaultContext } from '../../vault/vault-admin';
+import type { GatewayConfig } from '@oncegate/service-host/config/gateway-config';
+import type { DataFolder } from '@oncegate/service-host/host';
+import { lockVault, initVault, removeCredential, storeCredential, unlockVault, vaultStatus, type VaultContext } from '@oncegate/service-host/vault/vault-admin';
 import {
   CredentialInputError,
   credentialMetadata,
@@ -8,9 +8,9 @@ import {
   CredentialValueError,
   CREDENTIAL_KINDS,
   type CredentialInput,
-} from '../../vault/vault-entry';
-import { VaultKeyError, VaultStateError } from '../../vault/vault-errors';
-import { EXIT_CODES, UsageError, type CliCommand, type CliIo, type ExitCode } from '../cli-command';
+} from '@oncegate/service-host/vault/vault-entry';
+import { VaultKeyError, VaultStateError } from '@oncegate/service-host/vault/vault-errors';
+import { EXIT_CODES, UsageError, type CliCommand, type CliIo, type ExitCode } from '@oncegate/service-host/cli-command';
 import { byOption, parseCommandArgs, stringListOption, stringOption, withDataFolder, type ParsedArguments } from '../command-helpers';
 
 const DEFAULT_BY = 'operator:cli';

@@ -1,0 +1,3 @@
+export { DispatcherSshController } from './dispatcher-ssh.controller';
+export { DispatcherSshModule, type DispatcherSshDependencies } from './dispatcher-ssh.module';
+export { dispatcherSshService, sshChannel } from './ssh-channel';

@@ -1,0 +1,15 @@
+import { CredentialBindingError, CredentialUnavailableError, VaultLockedError } from '../vault/vault-errors';
+import type { DispatchRefusal } from './channel-dispatcher';
+
+/**
+ * A failure to obtain a credential from the vault, as a dispatcher records it: a locked vault is `vault_locked`;
+ * anything else (unknown, not bound to this target, an entry that does not authenticate, a vault file that
+ * cannot be read) is `credential_unresolved`. The vault's errors never hold a value, so their message is the reason.
+ */
+export function vaultRefusal(error: unknown): DispatchRefusal {
+  if (error instanceof VaultLockedError) return { basis: 'vault_locked', reason: error.message };
+  if (error instanceof CredentialUnavailableError || error instanceof CredentialBindingError) {
+    return { basis: 'credential_unresolved', reason: error.message };
+  }
+  return { basis: 'credential_unresolved', reason: `the vault could not be read: ${(error as Error).name}` };
+}

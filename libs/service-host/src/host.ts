@@ -1,0 +1,276 @@
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { NestFactory } from '@nestjs/core';
+import type { INestMicroservice, LoggerService, LogLevel } from '@nestjs/common';
+import { ConsoleLogger } from '@nestjs/common';
+import { parseContractFile, type ToolContract } from '@oncegate/contracts';
+import type { EventStore } from '@oncegate/event-store';
+import { openPostgresEventStore } from '@oncegate/event-store-postgres';
+import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-store-sqlite';
+import { systemClock, type Clock, type InlineStep } from '@oncegate/execution-journal';
+import { EventStoreTransport } from '@oncegate/nest-event-store';
+import { PostgresSealedStore, SqliteSealedStore, type SealedBlobWriter, type SealedStore, type SealingKey } from '@oncegate/sealed-store';
+import { logLevelsUpTo, type GatewayConfig, type StoreConfig } from './config/gateway-config';
+import { redactedStoreUrl, withoutStorePassword } from './config/store-url';
+import { AgentDirectory } from './infrastructure/agent-directory';
+import { ApproverDirectory } from './infrastructure/approver-directory';
+import { loadGatewayKeys, type GatewayKeys } from './infrastructure/key-files';
+import { newInstance } from './recovery/instance-leases';
+import { initDevelopmentVault } from './vault/vault-admin';
+import { VaultService } from './vault/vault-service';
+
+/** How one `store.driver` opens the event store and the sealed store; the rest of the gateway only sees the ports. */
+interface StoreDriver<S extends StoreConfig> {
+  /** Where the journal is, as it may be printed (a URL's password redacted). */
+  where(store: S, dataDir: string): string;
+  events(store: S, dataDir: string, readOnly: boolean): Promise<EventStore>;
+  /** `events` is the event store `events` opened: where the blobs share its file, its writer writes them. */
+  sealed(store: S, dataDir: string, current: SealingKey, events: EventStore): Promise<SealedStore>;
+}
+
+/** A driver's error with the store URL's password replaced, so it can be printed. */
+function scrubbed(url: string, error: unknown): unknown {
+  if (error instanceof Error) {
+    error.message = withoutStorePassword(error.message, url);
+    if (error.stack !== undefined) error.stack = withoutStorePassword(error.stack, url);
+  }
+  return error;
+}
+
+/** Store adapters by configured driver name. */
+const STORE_DRIVERS: { readonly [D in StoreConfig['driver']]: StoreDriver<Extract<StoreConfig, { driver: D }>> } = {
+  sqlite: {
+    where: (_store, dataDir) => join(dataDir, 'events.db'),
+    events: async (store, dataDir, readOnly) => openSqliteEventStore({ file: join(dataDir, 'events.db'), synchronous: store.synchronous, readOnly }),
+    // Sealed blobs live in the journal's file and are written by the event store's writer thread, in its group
+    // commits, in order: a blob lands before (or with) any event that references it, and is durable with it.
+    sealed: async (_store, dataDir, current, events) =>
+      new SqliteSealedStore({ file: join(dataDir, 'events.db'), writer: events as SqliteEventStore as SealedBlobWriter, current }),
+  },
+  postgres: {
+    where: (store) => redactedStoreUrl(store.url),
+    events: (store) => openPostgresEventStore({ url: store.url }).catch((error: unknown) => Promise.reject(scrubbed(store.url, error))),
+    // Every process on the server reads the blobs; each seal is committed before the event referencing it is appended.
+    sealed: (store, _dataDir, current) => PostgresSealedStore.open({ url: store.url, current }).catch((error: unknown) => Promise.reject(scrubbed(store.url, error))),
+  },
+};
+
+function storeDriver<S extends StoreConfig>(store: S): StoreDriver<S> {
+  return STORE_DRIVERS[store.driver] as unknown as StoreDriver<S>;
+}
+
+/** Where the configured journal is, as it may be printed: the SQLite file, or the PostgreSQL URL without its password. */
+export function storeLocation(config: GatewayConfig): string {
+  return storeDriver(config.store).where(config.store, config.dataDir);
+}
+
+export interface StartOptions {
+  readonly clock?: Clock;
+  /** Nest log levels; default: every level up to the configured `log_level`. */
+  readonly logLevels?: LogLevel[];
+  /** Write every log line to stderr (stdio mode: stdout carries the protocol). */
+  readonly logToStderr?: boolean;
+  readonly env?: NodeJS.ProcessEnv;
+  /** Which front runs: the Streamable HTTP listener (default) or none (the caller attaches stdio). */
+  readonly front?: 'http' | 'none';
+}
+
+/** Nest's console logger, with every level sent to stderr. */
+class StderrLogger extends ConsoleLogger {
+  protected override printMessages(
+    messages: unknown[],
+    context?: string,
+    logLevel?: LogLevel,
+    _writeStreamType?: 'stdout' | 'stderr',
+  ): void {
+    super.printMessages(messages, context, logLevel, 'stderr');
+  }
+}
+
+/** The stores, keys and directories of one data folder; shared by the gateway and the operator commands. */
+export interface DataFolder {
+  readonly store: EventStore;
+  readonly agents: AgentDirectory;
+  /** Tokens of the people who decide approvals over HTTP. */
+  readonly approvers: ApproverDirectory;
+  close(): Promise<void>;
+}
+
+/** The durable consumer (subscription) name of each service: its checkpoint and its parked events go by it. */
+export const SERVICE_CONSUMERS = {
+  authorization: 'authorization',
+  dispatcherHttp: 'dispatcher-http',
+  dispatcherSsh: 'dispatcher-ssh',
+  resultDelivery: 'result-delivery',
+} as const;
+
+/**
+ * Opens the configured store beside the data folder; `readOnly` creates and writes nothing in a SQLite folder (a
+ * copied or mounted folder may be read-only).
+ */
+export async function openDataFolder(config: GatewayConfig, options: { readonly readOnly?: boolean } = {}): Promise<DataFolder> {
+  const readOnly = options.readOnly ?? false;
+  if (!readOnly) mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  const store = await storeDriver(config.store).events(config.store, config.dataDir, readOnly);
+  return { store, agents: new AgentDirectory(store), approvers: new ApproverDirectory(store), close: () => store.close() };
+}
+
+export function loadTools(config: GatewayConfig): Map<string, ToolContract> {
+  const contract = parseContractFile(readFileSync(config.contractsFile, 'utf8'), config.contractsFile);
+  return new Map(contract.tools.map((tool) => [tool.name, tool]));
+}
+
+/** What the services of one process share: the configuration, the logger, the contracts, the stores and keys. */
+export interface Host {
+  readonly config: GatewayConfig;
+  readonly options: StartOptions;
+  readonly clock: Clock;
+  readonly logger: LoggerService;
+  readonly tools: Map<string, ToolContract>;
+  readonly env: NodeJS.ProcessEnv;
+  readonly folder: DataFolder;
+  readonly store: EventStore;
+  readonly keys: GatewayKeys;
+  readonly sealed: SealedStore;
+  /** This process's instance id (unique per process: pid and random). */
+  readonly instance: string;
+  /** Whether each service runs as one member of its consumer group (`oncegate serve`) or alone (`oncegate start`). */
+  readonly grouped: boolean;
+  /** Closed in reverse when a start fails. */
+  readonly opened: Array<{ close(): Promise<void> }>;
+}
+
+/** Opens what every service of a process needs. */
+export async function openHost(config: GatewayConfig, options: StartOptions, opened: Array<{ close(): Promise<void> }>, grouped: boolean): Promise<Host> {
+  const clock = options.clock ?? systemClock;
+  const logLevels = options.logLevels ?? logLevelsUpTo(config.logLevel);
+  const logger: LoggerService = options.logToStderr ? new StderrLogger({ logLevels }) : new ConsoleLogger({ logLevels });
+  const tools = loadTools(config);
+  const folder = await openDataFolder(config);
+  opened.push(folder);
+  const env = options.env ?? process.env;
+  const { keys, migratedKeyFiles } = await loadGatewayKeys(config.dataDir, env, { dev: config.devToken });
+  for (const file of migratedKeyFiles) {
+    logger.log(`${file} held its key in plain (an earlier version); it is now wrapped under the master key`, 'keys');
+  }
+  const sealed = await storeDriver(config.store).sealed(config.store, config.dataDir, keys.sealing, folder.store);
+  opened.push(sealed);
+  return { config, options, clock, logger, tools, env, folder, store: folder.store, keys, sealed, instance: newInstance(), grouped, opened };
+}
+
+/**
+ * The credential vault as this process sees it. Development mode makes one under the development master key: in
+ * one process at start, and among the services apart by the gateway (the one that starts first, alone).
+ */
+export async function openVault(host: Host): Promise<VaultService> {
+  const { config, store, env, tools, logger } = host;
+  if (config.devToken && !host.grouped) await initDevelopmentVault({ store, dataDir: config.dataDir, env, by: 'service:gateway' });
+  const vault = new VaultService({ store, dataDir: config.dataDir, env });
+  await vault.start();
+  host.opened.push({ close: () => vault.stop() });
+  if (!vault.state().initialized) {
+    // Not a reason to stop: tools without a credential work, and the vault can be made while the gateway runs.
+    const needing = [...tools.values()].filter((tool) => tool.credentialRef !== null).map((tool) => tool.name);
+    const effect = needing.length === 0 ? 'no tool needs a credential' : `calls of the tools that need a credential (${needing.join(', ')}) are denied`;
+    logger.warn(`no vault in this data folder: ${effect} until oncegate vault init and oncegate vault set …`, 'vault');
+  }
+  return vault;
+}
+
+/** One service as a Nest microservice fed by the store: alone, or as a member of the service's consumer group. */
+export async function microservice(
+  host: Host,
+  module: Parameters<typeof NestFactory.createMicroservice>[0],
+  consumer: string,
+  streamPrefixes: readonly string[] = ['execution-'],
+): Promise<INestMicroservice> {
+  const group = host.grouped ? { member: `${consumer}@${hostname()}/${host.instance}`, leaseMs: host.config.instanceLeaseMs } : undefined;
+  const failing = host.config.failHandling;
+  const fault =
+    failing?.service === consumer
+      ? () => (existsSync(failing.whileFileExists) ? `testing.fail_handling: ${failing.whileFileExists} exists (a fault made for a test)` : undefined)
+      : undefined;
+  if (fault !== undefined) host.logger.warn(`TEST ONLY: ${consumer} fails every event while ${failing!.whileFileExists} exists (testing.fail_handling in ${host.config.source})`, consumer);
+  const app = await NestFactory.createMicroservice(module, {
+    strategy: new EventStoreTransport({ store: host.store, consumer, streamPrefixes, group, fault }),
+    logger: host.logger,
+  });
+  await app.listen();
+  host.opened.push(app);
+  return app;
+}
+
+/**
+ * Runs every step of a stop in order, each even when one before it failed (a store gone first fails a release, and
+ * the connections must still be closed); then fails with the first failure.
+ */
+export async function closeInOrder(...steps: ReadonlyArray<() => Promise<unknown>>): Promise<void> {
+  let failure: { error: unknown } | undefined;
+  for (const step of steps) {
+    try {
+      await step();
+    } catch (error) {
+      failure ??= { error };
+    }
+  }
+  if (failure !== undefined) throw failure.error;
+}
+
+/** One service as `oncegate serve` runs it, after the process's host opened. */
+export interface ServedService {
+  /** The MCP front's URL (the gateway only). */
+  readonly url?: string;
+  readonly devToken?: string;
+  /** Stops the service; the host's stores are closed after it. */
+  close(): Promise<void>;
+}
+
+/** A service that runs as a process of its own: its name and how it starts on an opened host. */
+export interface ServiceDefinition {
+  readonly name: string;
+  /** Checks of the configuration this service needs, made before anything is opened; throws `GatewayConfigError`. */
+  check?(config: GatewayConfig): void;
+  serve(host: Host): Promise<ServedService>;
+}
+
+/** One service of `oncegate serve`, running in this process. */
+export interface RunningService {
+  readonly service: string;
+  readonly instance: string;
+  /** The MCP front's URL (the gateway service only). */
+  readonly url: string | undefined;
+  readonly devToken: string | undefined;
+  readonly store: EventStore;
+  close(): Promise<void>;
+}
+
+/**
+ * Runs one service in this process, as one instance of it among any number on the same store. The services meet
+ * only in the store: every consumer of events runs as a member of its service's consumer group.
+ */
+export async function serveService(definition: ServiceDefinition, config: GatewayConfig, options: StartOptions = {}): Promise<RunningService> {
+  const opened: Array<{ close(): Promise<void> }> = [];
+  try {
+    definition.check?.(config);
+    const host = await openHost(config, options, opened, true);
+    const served = await definition.serve(host);
+    return {
+      service: definition.name,
+      instance: host.instance,
+      url: served.url,
+      devToken: served.devToken,
+      store: host.store,
+      close: () => closeInOrder(() => served.close(), () => host.sealed.close(), () => host.folder.close()),
+    };
+  } catch (error) {
+    for (const resource of opened.reverse()) await resource.close().catch(() => undefined);
+    throw error;
+  }
+}
+
+/** `testing.hold_before_send`: the dispatch step's attempt starts that long after its commit (test only). */
+export function heldBeforeSend(step: InlineStep, holdMs: number): InlineStep {
+  if (holdMs === 0) return step;
+  return { ...step, committed: (state) => void setTimeout(() => step.committed?.(state), holdMs) };
+}

@@ -1,0 +1,137 @@
+import { ContractValidationError } from '@oncegate/contracts';
+import { EventStoreOpenError, EventStoreUnavailableError } from '@oncegate/event-store';
+import { EXIT_CODES, UsageError, type CliIo, type ExitCode } from './cli-command';
+import { configOrExit, parseCommandArgs, type ParsedArguments } from './command-args';
+import { GatewayConfigError } from './config/gateway-config';
+import { serveService, storeLocation, type ServiceDefinition } from './host';
+import { KeyFileError } from './infrastructure/key-files';
+import { SealKeyError } from './infrastructure/seal-keys';
+
+/** How a failed start is told: one line naming the cause and that nothing was started; an unknown error is thrown. */
+export function startupFailure(error: unknown, io: CliIo): ExitCode {
+  if (error instanceof SealKeyError) {
+    io.stderr(`cannot seal the journal: ${error.message}; nothing was started\n`);
+    return EXIT_CODES.failed;
+  }
+  if (error instanceof KeyFileError) {
+    io.stderr(`cannot open the gateway's keys: ${error.message}; nothing was started\n`);
+    return EXIT_CODES.failed;
+  }
+  if (error instanceof ContractValidationError) {
+    io.stderr(`the contract file is invalid; nothing was started:\n${error.format()}\n`);
+    return EXIT_CODES.failed;
+  }
+  if (error instanceof GatewayConfigError) {
+    io.stderr(`${error.message}\nnothing was started\n`);
+    return EXIT_CODES.failed;
+  }
+  if (error instanceof EventStoreOpenError || error instanceof EventStoreUnavailableError) {
+    io.stderr(`${error.message}; nothing was started\n`);
+    return EXIT_CODES.failed;
+  }
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code === 'EADDRINUSE') {
+    io.stderr(`cannot listen: ${(error as Error).message}; set listen.port or ONCEGATE_PORT\n`);
+    return EXIT_CODES.failed;
+  }
+  if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') {
+    io.stderr(
+      `cannot write ${(error as NodeJS.ErrnoException).path ?? 'the data folder'} (${code}): the gateway needs write access to its data folder; ` +
+        'nothing was started\n',
+    );
+    return EXIT_CODES.failed;
+  }
+  if (code === 'ENOENT') {
+    io.stderr(`file not found: ${(error as NodeJS.ErrnoException).path}\n`);
+    return EXIT_CODES.failed;
+  }
+  throw error;
+}
+
+/**
+ * Stops what runs; a store gone meanwhile (a server shut down first) leaves leases and claims to expire rather than
+ * be released, which is said in one line instead of a stack.
+ */
+export async function stoppedCleanly(close: () => Promise<void>, io: CliIo): Promise<ExitCode> {
+  try {
+    await close();
+    return EXIT_CODES.ok;
+  } catch (error) {
+    if (!(error instanceof EventStoreUnavailableError)) throw error;
+    io.stderr(`stopped without releasing its leases and claims (they expire after instance_lease): ${error.message}\n`);
+    return EXIT_CODES.failed;
+  }
+}
+
+export function untilSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    process.once('SIGINT', () => resolve('SIGINT'));
+    process.once('SIGTERM', () => resolve('SIGTERM'));
+  });
+}
+
+/** What every service process's help says about how it runs. */
+export const SERVICE_PROCESS_HELP = `Runs one service in the foreground until SIGINT or SIGTERM, with the same configuration as
+oncegate start. Instances of a service share its events (a consumer group: one execution is
+handled by one instance at a time, taken over when an instance stops renewing its claims
+within instance_lease). Meant for a store every process reaches: store.driver postgres.
+deploy/local starts every service this way; see docs/deploy.md.`;
+
+/**
+ * Runs one service as this process until SIGINT or SIGTERM: prints a summary that ends with an empty line (what
+ * follows is the service's log), then stops in order.
+ */
+export async function runServiceProcess(service: ServiceDefinition, parsed: ParsedArguments, io: CliIo): Promise<ExitCode> {
+  const config = configOrExit(parsed, io);
+  if (typeof config === 'number') return config;
+  const stopped = untilSignal();
+  // A service without a listener has nothing else that keeps the process running until the signal.
+  const keepAlive = setInterval(() => undefined, 2 ** 30);
+  void stopped.then(() => clearInterval(keepAlive));
+  let running;
+  try {
+    running = await serveService(service, config);
+  } catch (error) {
+    clearInterval(keepAlive);
+    return startupFailure(error, io);
+  }
+  io.stdout(
+    [
+      `Oncegate ${service.name} is running (instance ${running.instance})`,
+      ...(running.url ? [`  listening on: ${running.url}`] : []),
+      `  store:        ${config.store.driver} ${storeLocation(config)}`,
+      ...(config.store.driver === 'sqlite' ? ['  note:         a SQLite store is shared by the processes of one machine only; use store.driver postgres to run services apart'] : []),
+      ...(running.devToken ? [`  dev token:    ${running.devToken}   (agent:dev)`] : []),
+      // An empty line ends the summary: what follows is the service's log.
+      '',
+      '',
+    ].join('\n'),
+  );
+  const signal = await stopped;
+  io.stdout(`${signal}: stopping\n`);
+  return stoppedCleanly(() => running.close(), io);
+}
+
+const processIo: CliIo = {
+  stdout: (text) => void process.stdout.write(text),
+  stderr: (text) => void process.stderr.write(text),
+  readFile: async (path) => (await import('node:fs/promises')).readFile(path, 'utf8'),
+};
+
+/** The main of a service's own app (apps/<service>): `node main.js [--config <file>]`, as `oncegate serve <service>`. */
+export async function serviceMain(service: ServiceDefinition, argv: readonly string[] = process.argv.slice(2)): Promise<void> {
+  const usage = `Usage: ${service.name} [--config <file>]\n\n${SERVICE_PROCESS_HELP}\n`;
+  if (argv.includes('--help') || argv.includes('-h')) {
+    processIo.stdout(usage);
+    return;
+  }
+  try {
+    const parsed = parseCommandArgs(argv);
+    if (parsed.positionals.length > 0) throw new UsageError(`unexpected argument '${parsed.positionals[0]}'`);
+    process.exitCode = await runServiceProcess(service, parsed, processIo);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    processIo.stderr(`${service.name}: ${error.message}\n${usage}`);
+    process.exitCode = EXIT_CODES.usage;
+  }
+}

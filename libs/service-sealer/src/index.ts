@@ -1,0 +1,2 @@
+export { JournalSealer } from './journal-sealer';
+export { hostSealer, sealerService } from './sealer-service';
