@@ -415,7 +415,7 @@ export class PostgresEventStore implements EventStore {
         committing = true;
         const results = await client
           .query(
-            `BEGIN; SELECT pg_advisory_xact_lock(${LOCK_CLASS}, ${this.lockKey});
+            `BEGIN; SET LOCAL synchronous_commit = off; SELECT pg_advisory_xact_lock(${LOCK_CLASS}, ${this.lockKey});
             SELECT CASE WHEN ${unmoved.join(' AND ')} THEN 0 ELSE ${schema}.stream_moved('${STREAM_MOVED}') END;
             INSERT INTO ${schema}.events (position, stream_id, revision, event_id, type, data, metadata, recorded_at, prev_hash, hash)
               SELECT h.head + rows.n, rows.s, rows.r, rows.i, rows.t, rows.d, rows.m, ${escapeLiteral(recordedAt)}, rows.pr, rows.h
@@ -423,7 +423,7 @@ export class PostgresEventStore implements EventStore {
                   unnest(${array(rows.positions, 'bigint')}, ${array(rows.streamIds, 'text')}, ${array(rows.revisions, 'int')}, ${array(rows.ids, 'text')},
                     ${array(rows.types, 'text')}, ${array(rows.data, 'json')}, ${array(rows.metadata, 'json')}, ${array(rows.prevs, 'text')}, ${array(rows.hashes, 'text')})
                   AS rows(n, s, r, i, t, d, m, pr, h);
-            SELECT max(position)::text, pg_notify(${escapeLiteral(this.channel)}, max(position)::text || ${escapeLiteral(` ${notifiedTypes(rows.types)}`)}) FROM ${schema}.events;
+            SELECT max(position)::text FROM ${schema}.events;
             COMMIT`,
           )
           .catch(async (error: unknown) => {
@@ -431,10 +431,18 @@ export class PostgresEventStore implements EventStore {
             await client.query('ROLLBACK');
             return undefined;
           });
+        if (results === undefined) {
+          committing = false;
+          continue;
+        }
+        // BEGIN, the setting, the lock, the check, the insert, then the head after it.
+        const head = Number((results as unknown as Array<{ rows: Array<{ max: string }> }>)[5]!.rows[0]!.max);
+        // The transaction above committed without waiting for its WAL to reach the disk, so the lock was held only
+        // while the server inserted. This notification is a transaction of its own that does wait: its commit
+        // record comes after the insert's, so once it is flushed the insert is durable, and only then are the
+        // appends answered and the listeners told. Concurrent writers' flushes are shared by the server.
+        await client.query({ text: 'SELECT pg_notify($1, $2)', values: [this.channel, `${head} ${notifiedTypes(rows.types)}`] });
         committing = false;
-        if (results === undefined) continue;
-        // BEGIN, the lock, the check, the insert, then the head after it.
-        const head = Number((results as unknown as Array<{ rows: Array<{ max: string }> }>)[4]!.rows[0]!.max);
         outcomes = shifted(outcomes, head - planned.last);
         lastPosition = head;
         break;
@@ -467,7 +475,7 @@ export class PostgresEventStore implements EventStore {
     const written = outcomes.flatMap((outcome) => ('events' in outcome ? outcome.events : []));
     if (committing && isUnavailable(error) && written.length > 0) {
       const stored = await this.pool
-        .query<[string]>({ text: this.sql.eventPosition, values: [written[0]!.id], rowMode: 'array' })
+        .query<[string]>({ text: this.sql.eventPosition, values: [written[0]!.id, this.channel], rowMode: 'array' })
         .then((result) => result.rows[0]?.[0])
         .catch(() => undefined);
       if (stored !== undefined) {
@@ -917,7 +925,8 @@ function statements(schema: string) {
            FROM unnest($1::text[]) AS s(id)
            CROSS JOIN LATERAL (SELECT revision, hash FROM ${schema}.events WHERE stream_id = s.id ORDER BY revision DESC LIMIT 1) t),
         (SELECT coalesce(array_agg(event_id), '{}') FROM ${schema}.events WHERE event_id = ANY($2::text[]))`,
-    eventPosition: `SELECT position::text FROM ${schema}.events WHERE event_id = $1`,
+    // With a notification, so that the event found is durable once the answer comes (see commitGroup).
+    eventPosition: `SELECT position::text, pg_notify($2, position::text || ' *') FROM ${schema}.events WHERE event_id = $1`,
     readForwards: `SELECT ${COLUMNS} FROM ${schema}.events WHERE stream_id = $1 AND revision >= $2::bigint ORDER BY revision ASC LIMIT $3`,
     readBackwards: `SELECT ${COLUMNS} FROM ${schema}.events WHERE stream_id = $1 AND revision <= $2::bigint ORDER BY revision DESC LIMIT $3`,
     streamRevision: `SELECT max(revision) FROM ${schema}.events WHERE stream_id = $1`,

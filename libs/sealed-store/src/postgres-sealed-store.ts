@@ -48,8 +48,9 @@ function describeLocation(url: string | undefined, schema: string): string {
 
 /**
  * Sealed blobs in a PostgreSQL table beside the event store's, encrypted exactly as `SqliteSealedStore` does
- * (AES-256-GCM, bound to ref, kind and owner). A seal is one autocommitted INSERT: it is committed, with the
- * server's durability, before `seal` resolves, so before any event that references it is appended. A server that
+ * (AES-256-GCM, bound to ref, kind and owner). A seal is one autocommitted INSERT: it is committed (visible) before
+ * `seal` resolves, so before any event that references it is appended, and durable once that event is: the insert does
+ * not wait for its own WAL flush, the event's append on the same server waits for a later one. A server that
  * cannot be reached is the event store's `EventStoreUnavailableError`, as for the journal beside it.
  */
 export class PostgresSealedStore implements SealedStore {
@@ -110,7 +111,11 @@ export class PostgresSealedStore implements SealedStore {
     const digest = `sha256:${createHash('sha256').update(plaintext).digest('hex')}`;
     await this.pool
       .query({
-        text: `INSERT INTO ${this.table} (ref, kind, owner, key_id, iv, tag, ciphertext, digest, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+        // Committed without waiting for the WAL flush: the event that will reference the blob is appended after it
+        // on the same server, whose WAL is written in order, and its append waits for a flush that covers this one.
+        text: `WITH asynchronous AS (SELECT set_config('synchronous_commit', 'off', true))
+          INSERT INTO ${this.table} (ref, kind, owner, key_id, iv, tag, ciphertext, digest, created_at)
+          SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9 FROM asynchronous`,
         values: [ref, kind, owner, sealed.keyId, sealed.iv, sealed.tag, sealed.ciphertext, digest, new Date().toISOString()],
       })
       .catch((error: unknown) => Promise.reject(unavailableOr(this.location, error)));

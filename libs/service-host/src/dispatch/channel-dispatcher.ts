@@ -140,11 +140,12 @@ export abstract class ChannelDispatcher {
   protected async dispatch(executionId: ExecutionId, cause: RecordedEvent, from: 'authorized' | 'outcome_unknown' = 'authorized'): Promise<void> {
     // Another channel's execution, or dispatched already (inline, in the commit that authorized it).
     if (stepTakenAlready(this.store, executionId, cause, (s) => this.takes(s, from))) return;
-    // A slot is taken before Dispatched is appended and held until the attempt's outcome is recorded.
+    // The call is prepared and checked first; a slot is then taken before Dispatched is appended and held until the
+    // attempt's outcome is recorded.
+    if (await this.refused(executionId, cause, from)) return;
     await this.takeSlot();
     let started = false;
     try {
-      if (await this.refused(executionId, cause, from)) return;
       const outcome = await runExecutionCommand(
         this.store,
         executionId,
