@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { Client } from 'pg';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Client, Pool } from 'pg';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { subscribeAsGroupMember, type EventStore, type RecordedEvent } from '@oncegate/event-store';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- integration tests run the shared real-PostgreSQL harness
 import { startPostgres, type PostgresHandle } from '../../../test/support/postgres';
@@ -47,6 +47,46 @@ async function eventually(check: () => boolean | Promise<boolean>, what: string,
 }
 
 const event = (type: string, data: unknown = {}) => ({ type, data });
+
+describe('postgres: reads that follow its own commits', () => {
+  it('given a store object that has just committed, when it reads forwards from inside its own latest commits, then it answers without asking the server', async () => {
+    const store = await open(freshSchema());
+    const first = (await store.appendToStream('s-1', [event('One'), event('Two')])).position - 1;
+    await store.appendToStream('s-2', [event('Three')]);
+    const queries = vi.spyOn(Pool.prototype, 'query');
+    try {
+      const page = await store.readAll({ after: first });
+      const filtered = await store.readAll({ after: 0, filter: { eventTypes: ['Three'] } });
+      expect(queries).not.toHaveBeenCalled();
+      expect(page.events.map((e) => e.type)).toEqual(['Two', 'Three']);
+      expect(page.lastPosition).toBe(first + 2);
+      expect(filtered.events.map((e) => [e.type, e.position])).toEqual([['Three', first + 2]]);
+      // The same events a read of the server returns, field for field.
+      const fromServer = await openPostgresEventStore({ url: server.url(), schema: (store as unknown as { schema: string }).schema });
+      opened.push(fromServer);
+      expect((await fromServer.readAll({ after: first })).events).toEqual(page.events);
+    } finally {
+      queries.mockRestore();
+    }
+  });
+
+  it('given another writer commits after it, when it reads forwards again, then it reads the server and misses nothing, before and after its own next commit', async () => {
+    const schema = freshSchema();
+    const [mine, theirs] = [await open(schema), await open(schema)];
+    const subscribed: string[] = [];
+    const subscription = mine.subscribeToAll((e) => void subscribed.push(e.type), { from: 'start' });
+    await subscription.caughtUp;
+    const mine1 = (await mine.appendToStream('s-1', [event('Mine1')])).position;
+    await theirs.appendToStream('s-2', [event('Theirs')]);
+    // Told by the notification: its latest commit is no longer the head, so the next read goes to the server.
+    await eventually(async () => (await mine.readAll({ after: mine1 })).events.some((e) => e.type === 'Theirs'), 'the other writer\'s event is read');
+    await mine.appendToStream('s-1', [event('Mine2')]);
+    expect((await mine.readAll({ after: mine1 })).events.map((e) => e.type)).toEqual(['Theirs', 'Mine2']);
+    await eventually(() => subscribed.length === 3, 'the subscription has all three');
+    expect(subscribed).toEqual(['Mine1', 'Theirs', 'Mine2']);
+    await subscription.stop();
+  });
+});
 
 describe('postgres: gap safety', () => {
   it('given writers on separate connections whose transactions are held open after taking a position, when a reader follows them, then it ends with every position exactly once and in order', async () => {

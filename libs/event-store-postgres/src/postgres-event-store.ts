@@ -3,6 +3,7 @@ import { Client, escapeLiteral, Pool, type ClientConfig, type PoolClient, type P
 import {
   GENESIS_HASH,
   linkEvents,
+  matchesFilter,
   newEventId,
   DuplicateEventIdError,
   EventStoreClosedError,
@@ -102,6 +103,9 @@ const listened = new WeakSet<PoolClient>();
 const STREAM_MOVED = 'oncegate: a stream moved since it was read';
 /** Larger than any position, for reads with no scan limit. */
 const NO_LIMIT = Number.MAX_SAFE_INTEGER;
+
+/** How many of this process's latest committed events a store object keeps to answer forward reads. */
+const RECENT_LIMIT = 10_000;
 
 function toRecordedEvent([position, streamId, revision, id, type, data, metadata, recordedAt, prev, hash]: EventRow): RecordedEvent {
   return { streamId, revision, position: Number(position), id, type, data, metadata, recordedAt, prev, hash };
@@ -228,6 +232,14 @@ export class PostgresEventStore implements EventStore {
   private readonly schema: string;
   private pending: PendingAppend[] = [];
   private writing: Promise<void> | undefined;
+  /**
+   * This process's latest commits as one complete run of positions `(after, last]` (no other writer's position lies
+   * in it), kept to answer a forward read that starts in it without a round trip, while nothing beyond `last` is
+   * known to be committed. At most {@link RECENT_LIMIT} events.
+   */
+  private recent: { after: number; last: number; events: RecordedEvent[] } | undefined;
+  /** The highest position this object knows is committed: its own commits, notifications, heads read. */
+  private highestKnown = 0;
   private closed = false;
   private readonly waiters = new Set<Waiter>();
   /**
@@ -272,6 +284,7 @@ export class PostgresEventStore implements EventStore {
       { ...clientConfig, application_name: `${config.application_name ?? 'oncegate-event-store'}-listener` },
       this.channel,
       (last, types) => {
+        if (last !== undefined) this.learnHead(last);
         if (last === undefined) this.forgetNotified();
         else for (const type of types ?? ['*']) this.notified.set(type, Math.max(last, this.notified.get(type) ?? 0));
         this.wakeWaiters(last, types);
@@ -390,6 +403,7 @@ export class PostgresEventStore implements EventStore {
     let committing = false;
     let outcomes: Array<{ results: AppendResult[]; events: RecordedEvent[] } | { error: unknown }> = [];
     let lastPosition = 0;
+    let afterPosition = 0;
     try {
       for (;;) {
         const streams = [...new Set(group.flatMap((request) => request.entries.map((entry) => entry.streamId)))];
@@ -445,6 +459,7 @@ export class PostgresEventStore implements EventStore {
         committing = false;
         outcomes = shifted(outcomes, head - planned.last);
         lastPosition = head;
+        afterPosition = head - planned.last;
         break;
       }
       client.release();
@@ -459,7 +474,43 @@ export class PostgresEventStore implements EventStore {
       if ('results' in outcome) request.resolve(outcome.results);
       else request.reject(outcome.error);
     });
-    if (lastPosition > 0) this.wakeWaiters(lastPosition, [...new Set(outcomes.flatMap((outcome) => ('events' in outcome ? outcome.events.map((event) => event.type) : [])))]);
+    if (lastPosition > 0) {
+      const committed = outcomes.flatMap((outcome) => ('events' in outcome ? outcome.events : []));
+      this.remember(afterPosition, lastPosition, committed);
+      this.wakeWaiters(lastPosition, [...new Set(committed.map((event) => event.type))]);
+    }
+  }
+
+  /** Keeps a durable commit of this process for forward reads (see `recent`). */
+  private remember(after: number, last: number, events: readonly RecordedEvent[]): void {
+    this.learnHead(last);
+    const recent = this.recent !== undefined && this.recent.last === after ? this.recent : { after, last, events: [] as RecordedEvent[] };
+    recent.last = last;
+    for (const event of events) recent.events.push(event);
+    if (recent.events.length > RECENT_LIMIT) {
+      const dropped = recent.events.splice(0, recent.events.length - RECENT_LIMIT);
+      recent.after = dropped.at(-1)!.position;
+    }
+    this.recent = recent;
+  }
+
+  private learnHead(position: number): void {
+    if (position > this.highestKnown) this.highestKnown = position;
+  }
+
+  /**
+   * A forward read answered from this process's latest commits: it starts in their run and nothing beyond it is
+   * known to be committed, so the answer is what a read would have returned just after the last of them committed.
+   */
+  private readRecent(after: number, maxCount: number, filter: EventFilter | undefined): ReadAllPage | undefined {
+    const recent = this.recent;
+    if (recent === undefined || after < recent.after || after > recent.last || this.highestKnown > recent.last) return undefined;
+    const events: RecordedEvent[] = [];
+    for (let index = after - recent.after; index < recent.events.length && events.length < maxCount; index += 1) {
+      const event = recent.events[index]!;
+      if (filter === undefined || matchesFilter(filter, event)) events.push(event);
+    }
+    return { events, lastPosition: events.length === maxCount ? events.at(-1)!.position : recent.last };
   }
 
   /**
@@ -529,7 +580,9 @@ export class PostgresEventStore implements EventStore {
 
   private async head(): Promise<number> {
     const [row] = await this.query<[string]>(this.sql.head, []);
-    return Number(row![0]);
+    const head = Number(row![0]);
+    this.learnHead(head);
+    return head;
   }
 
   /** Runs one statement on any pooled connection, rows as arrays; an unavailable server is `store_unavailable`. */
@@ -558,9 +611,12 @@ export class PostgresEventStore implements EventStore {
     if (direction === 'forwards') {
       const after = options.after ?? 0;
       validatePosition(after, 'after');
+      const recent = this.readRecent(after, maxCount, options.filter);
+      if (recent !== undefined) return recent;
       const limit = filtered ? after + window : NO_LIMIT;
       const rows = await this.query<[string, ...Partial<EventRow>]>(sql, [after, limit, maxCount, ...params]);
       const head = Number(rows[0]![0]);
+      this.learnHead(head);
       const events = eventsOf(rows);
       const high = Math.min(head, limit);
       const full = events.length === maxCount;

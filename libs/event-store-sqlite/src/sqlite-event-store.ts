@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { DatabaseSync, type SQLInputValue, type StatementResultingChanges } from 'node:sqlite';
 import {
+  matchesFilter,
   newEventId,
   DuplicateEventIdError,
   EventStoreClosedError,
@@ -161,15 +162,6 @@ const DEFAULT_READ_ALL_COUNT = 1000;
 
 function toRecordedEvent([position, streamId, revision, id, type, data, metadata, recordedAt, prev, hash]: EventRow): RecordedEvent {
   return { streamId, revision, position, id, type, data: JSON.parse(data), metadata: JSON.parse(metadata), recordedAt, prev, hash };
-}
-
-function matchesFilter(filter: EventFilter, event: { streamId: string; type: string }): boolean {
-  const prefixes = filter.streamPrefixes ?? [];
-  const types = filter.eventTypes ?? [];
-  return (
-    (prefixes.length === 0 || prefixes.some((prefix) => event.streamId.startsWith(prefix))) &&
-    (types.length === 0 || types.includes(event.type))
-  );
 }
 
 interface QueuedSegment {

@@ -21,6 +21,7 @@ export type {
   SubscriptionStart,
 } from './event-store';
 export { backoffMs } from './backoff';
+export { matchesFilter } from './event-filter';
 export { newEventId, pooledRandomBytes } from './event-ids';
 export { readAllFrom } from './read-all-from';
 export { readLinks } from './read-links';
