@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Client, Pool } from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { subscribeAsGroupMember, type EventStore, type RecordedEvent } from '@oncegate/event-store';
+import { DuplicateEventIdError, subscribeAsGroupMember, WrongExpectedRevisionError, type EventStore, type RecordedEvent } from '@oncegate/event-store';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- integration tests run the shared real-PostgreSQL harness
 import { startPostgres, type PostgresHandle } from '../../../test/support/postgres';
 import { openPostgresEventStore, type PostgresEventStoreOptions } from './postgres-event-store';
@@ -85,6 +85,57 @@ describe('postgres: reads that follow its own commits', () => {
     await eventually(() => subscribed.length === 3, 'the subscription has all three');
     expect(subscribed).toEqual(['Mine1', 'Theirs', 'Mine2']);
     await subscription.stop();
+  });
+});
+
+describe('postgres: appends on the tips a store object saw', () => {
+  const stateReads = (spy: { mock: { calls: unknown[][] } }) => spy.mock.calls.filter(([config]) => String((config as { text?: string })?.text ?? config).includes('json_agg')).length;
+
+  it('given the tip of a stream it read or wrote, when it appends after it, then no read precedes the transaction and the chain continues', async () => {
+    const schema = freshSchema();
+    const [store, other] = [await open(schema), await open(schema)];
+    await other.appendToStream('s-1', [event('One')]);
+    const [read] = await store.readStream('s-1');
+    const queries = vi.spyOn(Client.prototype, 'query');
+    try {
+      const first = await store.appendToStream('s-1', [event('Two')], { expectedRevision: read!.revision });
+      await store.appendToStream('s-1', [event('Three')], { expectedRevision: first.nextExpectedRevision });
+      await store.appendToStream('s-new', [event('Fresh')], { expectedRevision: 'no_stream' });
+      expect(stateReads(queries)).toBe(0);
+    } finally {
+      queries.mockRestore();
+    }
+    const events = await other.readStream('s-1');
+    expect(events.map((e) => e.type)).toEqual(['One', 'Two', 'Three']);
+    expect(events[1]!.prev).toBe(events[0]!.hash);
+    expect(events[2]!.prev).toBe(events[1]!.hash);
+  });
+
+  it('given its guess is stale (another writer appended since), when it appends, then the expected revision is judged on the stream as it is and the chain links to the other writer\'s event', async () => {
+    const schema = freshSchema();
+    const [store, other] = [await open(schema), await open(schema)];
+    const mine = await store.appendToStream('s-1', [event('Mine')]);
+    await other.appendToStream('s-1', [event('Theirs')], { expectedRevision: mine.nextExpectedRevision });
+    const refused = await store.appendToStream('s-1', [event('Late')], { expectedRevision: mine.nextExpectedRevision }).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(WrongExpectedRevisionError);
+    expect((refused as WrongExpectedRevisionError).actual).toBe(1);
+    await store.appendToStream('s-1', [event('Any')], { expectedRevision: 'any' });
+    const events = await other.readStream('s-1');
+    expect(events.map((e) => e.type)).toEqual(['Mine', 'Theirs', 'Any']);
+    expect(events[2]!.prev).toBe(events[1]!.hash);
+  });
+
+  it('given an event id already stored, when it appends on a guessed tip, then the append alone is refused as a duplicate and nothing of it is written', async () => {
+    const store = await open(freshSchema());
+    const id = '0192f3a0-0000-7000-8000-000000000001';
+    const first = await store.appendToStream('s-1', [{ ...event('One'), id }]);
+    const [duplicate, other] = await Promise.allSettled([
+      store.appendToStream('s-1', [{ ...event('Again'), id }], { expectedRevision: first.nextExpectedRevision }),
+      store.appendToStream('s-2', [event('Other')], { expectedRevision: 'no_stream' }),
+    ]);
+    expect(duplicate.status === 'rejected' && duplicate.reason).toBeInstanceOf(DuplicateEventIdError);
+    expect(other.status).toBe('fulfilled');
+    expect((await store.readStream('s-1')).map((e) => e.type)).toEqual(['One']);
   });
 });
 

@@ -107,6 +107,9 @@ const NO_LIMIT = Number.MAX_SAFE_INTEGER;
 /** How many of this process's latest committed events a store object keeps to answer forward reads. */
 const RECENT_LIMIT = 10_000;
 
+/** How many streams' tips a store object keeps as guesses. */
+const TIPS_LIMIT = 10_000;
+
 function toRecordedEvent([position, streamId, revision, id, type, data, metadata, recordedAt, prev, hash]: EventRow): RecordedEvent {
   return { streamId, revision, position: Number(position), id, type, data, metadata, recordedAt, prev, hash };
 }
@@ -240,6 +243,11 @@ export class PostgresEventStore implements EventStore {
   private recent: { after: number; last: number; events: RecordedEvent[] } | undefined;
   /** The highest position this object knows is committed: its own commits, notifications, heads read. */
   private highestKnown = 0;
+  /**
+   * The newest event this object saw of each stream (read or committed), at most {@link TIPS_LIMIT}: the guess of the
+   * stream's tip for the next append, which then needs no read before its transaction (see `commitGroup`).
+   */
+  private readonly tips = new Map<string, { revision: number; hash: string }>();
   private closed = false;
   private readonly waiters = new Set<Waiter>();
   /**
@@ -404,17 +412,27 @@ export class PostgresEventStore implements EventStore {
     let outcomes: Array<{ results: AppendResult[]; events: RecordedEvent[] } | { error: unknown }> = [];
     let lastPosition = 0;
     let afterPosition = 0;
+    // The tips are first taken from what this object last saw of each stream, when it saw every one the group
+    // writes; the check under the lock finds a guess that was wrong, and the group is then read and decided again.
+    let guess = true;
     try {
       for (;;) {
         const streams = [...new Set(group.flatMap((request) => request.entries.map((entry) => entry.streamId)))];
-        const givenIds = group.flatMap((request) => request.entries.flatMap((entry) => entry.events.flatMap((event) => (event.id === undefined ? [] : [event.id]))));
-        const state = await client.query<[Array<[string, number, string]>, string[]]>({
-          text: this.sql.groupState,
-          values: [streams, givenIds],
-          rowMode: 'array',
-        });
-        const [tipRows, takenIds] = state.rows[0]!;
-        const tips = new Map(tipRows.map(([streamId, revision, hash]) => [streamId, { revision, hash }]));
+        const guessed = guess ? this.guessedTips(group, streams) : undefined;
+        let tips: Map<string, { revision: number; hash: string }>;
+        let takenIds: string[] = [];
+        if (guessed !== undefined) tips = guessed;
+        else {
+          const givenIds = group.flatMap((request) => request.entries.flatMap((entry) => entry.events.flatMap((event) => (event.id === undefined ? [] : [event.id]))));
+          const state = await client.query<[Array<[string, number, string]>, string[]]>({
+            text: this.sql.groupState,
+            values: [streams, givenIds],
+            rowMode: 'array',
+          });
+          const [tipRows, taken] = state.rows[0]!;
+          tips = new Map(tipRows.map(([streamId, revision, hash]) => [streamId, { revision, hash }]));
+          takenIds = taken;
+        }
         // Positions are planned from 0 and moved to the head's once the insert has taken them.
         // Planning moves the tips it is given on; `tips` keeps them as read, for the check under the lock.
         const planned = planGroup(group, { head: 0, tips: new Map(tips), taken: new Set(takenIds), recordedAt });
@@ -441,12 +459,16 @@ export class PostgresEventStore implements EventStore {
             COMMIT`,
           )
           .catch(async (error: unknown) => {
-            if (!String((error as Error).message).includes(STREAM_MOVED)) throw error;
+            // A guessed group also learns here whether one of its given ids is stored already (the unique index).
+            const duplicate = guessed !== undefined && isUniqueViolation(error, 'events_event_id');
+            if (!duplicate && !String((error as Error).message).includes(STREAM_MOVED)) throw error;
             await client.query('ROLLBACK');
             return undefined;
           });
         if (results === undefined) {
           committing = false;
+          for (const streamId of streams) this.tips.delete(streamId);
+          guess = false;
           continue;
         }
         // BEGIN, the setting, the lock, the check, the insert, then the head after it.
@@ -484,6 +506,7 @@ export class PostgresEventStore implements EventStore {
   /** Keeps a durable commit of this process for forward reads (see `recent`). */
   private remember(after: number, last: number, events: readonly RecordedEvent[]): void {
     this.learnHead(last);
+    this.learnTips(events);
     const recent = this.recent !== undefined && this.recent.last === after ? this.recent : { after, last, events: [] as RecordedEvent[] };
     recent.last = last;
     for (const event of events) recent.events.push(event);
@@ -492,6 +515,31 @@ export class PostgresEventStore implements EventStore {
       recent.after = dropped.at(-1)!.position;
     }
     this.recent = recent;
+  }
+
+  /** Keeps the newest event seen of each stream as the guess of its tip (see `tips`). */
+  private learnTips(events: readonly RecordedEvent[]): void {
+    for (const event of events) {
+      const known = this.tips.get(event.streamId);
+      if (known !== undefined && known.revision >= event.revision) continue;
+      this.tips.delete(event.streamId);
+      this.tips.set(event.streamId, { revision: event.revision, hash: event.hash });
+    }
+    while (this.tips.size > TIPS_LIMIT) this.tips.delete(this.tips.keys().next().value!);
+  }
+
+  /**
+   * The tips of a group's streams as this object last saw them, when it has a guess for each (a stream it never saw
+   * is guessed absent only when every append to it expects no stream); otherwise `undefined`, and they are read.
+   */
+  private guessedTips(group: readonly PendingAppend[], streams: readonly string[]): Map<string, { revision: number; hash: string }> | undefined {
+    const tips = new Map<string, { revision: number; hash: string }>();
+    for (const streamId of streams) {
+      const known = this.tips.get(streamId);
+      if (known !== undefined) tips.set(streamId, known);
+      else if (!group.every((request) => request.entries.every((entry) => entry.streamId !== streamId || entry.expected === 'no_stream'))) return undefined;
+    }
+    return tips;
   }
 
   private learnHead(position: number): void {
@@ -563,7 +611,9 @@ export class PostgresEventStore implements EventStore {
       from,
       options.maxCount ?? null,
     ]);
-    return rows.map(toRecordedEvent);
+    const events = rows.map(toRecordedEvent);
+    this.learnTips(events);
+    return events;
   }
 
   async streamRevision(streamId: string): Promise<number | undefined> {
@@ -618,6 +668,7 @@ export class PostgresEventStore implements EventStore {
       const head = Number(rows[0]![0]);
       this.learnHead(head);
       const events = eventsOf(rows);
+      this.learnTips(events);
       const high = Math.min(head, limit);
       const full = events.length === maxCount;
       return { events, lastPosition: full ? events.at(-1)!.position : Math.max(after, high) };
