@@ -39,7 +39,8 @@ describe('runExecutionCommand (SQLite store)', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  async function dispatchedExecution(store: EventStore): Promise<ExecutionId> {
+  /** An execution taken through its first `steps` commands: accepted, authorized, dispatched. */
+  async function dispatchedExecution(store: EventStore, steps = 3): Promise<ExecutionId> {
     const executionId = executionIdFromUlid(newUlid());
     const now = isoNow(systemClock);
     const commands: ExecutionCommand[] = [
@@ -60,9 +61,46 @@ describe('runExecutionCommand (SQLite store)', () => {
       { type: 'AuthorizeExecution', executionId, now, basis: 'policy' },
       { type: 'RecordDispatch', executionId, now, dispatcherId: 'dispatcher-http@test' },
     ];
-    for (const command of commands) await runExecutionCommand(store, executionId, () => command, { actor: 'agent:test' }, systemClock);
+    for (const command of commands.slice(0, steps)) await runExecutionCommand(store, executionId, () => command, { actor: 'agent:test' }, systemClock);
     return executionId;
   }
+
+  const authorizeIfAccepted = (executionId: ExecutionId) => (state: { status: string }) =>
+    state.status === 'accepted' ? ({ type: 'AuthorizeExecution', executionId, now: isoNow(systemClock), basis: 'policy' } as const) : undefined;
+
+  it('given a cached fold that is current, when a command decides from the cache, then it appends without reading the stream', async () => {
+    const executionId = await dispatchedExecution(sqlite, 1);
+    let reads = 0;
+    const counting = Object.create(sqlite) as EventStore;
+    counting.readStream = (...args) => {
+      reads += 1;
+      return sqlite.readStream(...args);
+    };
+    // The cache is kept per store object: this one folds the execution once.
+    await loadExecution(counting, executionId);
+    reads = 0;
+    const outcome = await runExecutionCommand(counting, executionId, authorizeIfAccepted(executionId), { actor: 'service:authorization' }, systemClock, { fromCache: true });
+    expect(outcome.appended.map((event) => event.type)).toEqual(['ExecutionAuthorized']);
+    expect(reads).toBe(0);
+  });
+
+  it('given a cached fold behind the stream (another process decided meanwhile), when a command decides from the cache, then the append conflicts and it is decided again on the stream: one verdict', async () => {
+    const executionId = await dispatchedExecution(sqlite, 1);
+    const { store, conflicts } = countingConflicts(sqlite);
+    await loadExecution(store, executionId);
+    const other = openSqliteEventStore({ file: join(dir, 'events.db') });
+    try {
+      await runExecutionCommand(other, executionId, authorizeIfAccepted(executionId), { actor: 'service:authorization' }, systemClock);
+    } finally {
+      await other.close();
+    }
+    const outcome = await runExecutionCommand(store, executionId, authorizeIfAccepted(executionId), { actor: 'service:authorization' }, systemClock, { fromCache: true });
+    expect(conflicts()).toBe(1);
+    expect(outcome.appended).toEqual([]);
+    expect(outcome.state.status).toBe('authorized');
+    const { events } = await loadExecution(sqlite, executionId);
+    expect(events.map((event) => event.type)).toEqual(['ExecutionAccepted', 'ExecutionAuthorized']);
+  });
 
   it('given 300 retries attaching and the outcome in one process, when all are issued at once, then none is refused for a stale revision and the outcome lands', async () => {
     const { store, conflicts } = countingConflicts(sqlite);

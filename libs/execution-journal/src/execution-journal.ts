@@ -79,6 +79,16 @@ function remember(cache: Map<ExecutionId, LoadedExecution>, execution: LoadedExe
  * event of a stream starts a fold of its own; `undefined` when the event does not follow the cached revision (or
  * nothing is cached and it is not the first): the stream must be read then.
  */
+/**
+ * The execution as far as `event` at least: the cached fold when it already holds the event (a handler's
+ * `stepTakenAlready` folded it), else read. A fold that is behind the stream only makes the next append conflict.
+ */
+export async function executionAsOf(store: EventStore, executionId: ExecutionId, event: RecordedEvent): Promise<LoadedExecution> {
+  const cached = folded.get(store)?.get(executionId);
+  if (cached?.revision !== undefined && event.streamId === executionStream(executionId) && cached.revision >= event.revision) return cached;
+  return loadExecution(store, executionId);
+}
+
 export function foldRecorded(store: EventStore, executionId: ExecutionId, event: RecordedEvent): LoadedExecution | undefined {
   let cache = folded.get(store);
   const cached = cache?.get(executionId);
@@ -157,6 +167,11 @@ export interface CommandOptions {
    * conflict never reaches an agent as an error.
    */
   readonly maxConflicts?: number;
+  /**
+   * Decide first on this process's cached fold, without reading the stream (a handler that has just folded the
+   * event it was given): a fold that is behind makes the append conflict, and the loop then reads and decides again.
+   */
+  readonly fromCache?: boolean;
 }
 
 /** Commands of one process on one execution take turns; see `KeyedTurns`. */
@@ -182,7 +197,7 @@ export function runExecutionCommand(
 ): Promise<CommandOutcome> {
   let streams = turns.get(store);
   if (streams === undefined) turns.set(store, (streams = new KeyedTurns()));
-  return streams.run(executionId, () => decideAndAppend(store, executionId, build, context, clock, options.maxConflicts ?? Infinity));
+  return streams.run(executionId, () => decideAndAppend(store, executionId, build, context, clock, options.maxConflicts ?? Infinity, options.fromCache ?? false));
 }
 
 async function decideAndAppend(
@@ -192,9 +207,11 @@ async function decideAndAppend(
   context: AppendContext,
   clock: Clock,
   maxConflicts: number,
+  fromCache: boolean,
 ): Promise<CommandOutcome> {
   for (let conflicts = 0; ; conflicts += 1) {
-    const execution = await loadExecution(store, executionId);
+    const cached = fromCache && conflicts === 0 ? folded.get(store)?.get(executionId) : undefined;
+    const execution = cached ?? (await loadExecution(store, executionId));
     const command = build(execution.state, execution);
     const unchanged = { state: execution.state, revision: execution.revision, appended: [] };
     if (command === undefined) return unchanged;

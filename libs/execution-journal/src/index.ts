@@ -1,6 +1,6 @@
 export { isoNow, systemClock } from './clock';
 export type { Clock } from './clock';
-export { eventsToAppend, foldRecorded, loadExecution, runExecutionCommand, stepTakenAlready, toDomainEvent } from './execution-journal';
+export { eventsToAppend, executionAsOf, foldRecorded, loadExecution, runExecutionCommand, stepTakenAlready, toDomainEvent } from './execution-journal';
 export type { AppendContext, CommandOptions, CommandOutcome, LoadedExecution } from './execution-journal';
 export {
   idempotencyKeyClaimEntry,

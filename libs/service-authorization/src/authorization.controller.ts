@@ -4,7 +4,7 @@ import type { DenialBasis, ExecutionAcceptedData, ExecutionCommand, ExecutionId,
 import type { ToolContract } from '@oncegate/contracts';
 import type { EventStore, RecordedEvent } from '@oncegate/event-store';
 import { EVENT_STORE } from '@oncegate/nest-event-store';
-import { executionsWithEvent, isoNow, loadExecution, runExecutionCommand, stepTakenAlready, type Clock, type InlineStep } from '@oncegate/execution-journal';
+import { executionAsOf, executionsWithEvent, isoNow, loadExecution, runExecutionCommand, stepTakenAlready, type Clock, type InlineStep } from '@oncegate/execution-journal';
 import type { SealedStore } from '@oncegate/sealed-store';
 import { grantRun, grantedTools, readRun, sessionRunId, startRun, endRun, type RunGrantedData } from '@oncegate/service-host/runs/run-journal';
 import { noVault, type BindingTarget, type VaultService, type VaultState } from '@oncegate/service-host/vault/vault-service';
@@ -70,10 +70,12 @@ export class AuthorizationController implements OnApplicationBootstrap, OnApplic
     const { executionId } = event.data;
     // Decided already, by the inline chain of the process that accepted it or by an earlier delivery.
     if (stepTakenAlready(this.store, executionId, event, (s) => s.status === 'accepted')) return;
-    const { state } = await loadExecution(this.store, executionId);
+    // The fold that holds the delivered event is enough to decide on: if the stream moved on, the append conflicts
+    // and is decided again on what it holds.
+    const { state } = await executionAsOf(this.store, executionId, event);
     if (state.status !== 'accepted') return;
     const command = await this.verdictOn(state, event.data.correlation.sessionId);
-    const outcome = await this.apply(executionId, (s) => (s.status === 'accepted' ? command : undefined), event);
+    const outcome = await this.apply(executionId, (s) => (s.status === 'accepted' ? command : undefined), event, true);
     this.settled(outcome);
   }
 
@@ -320,6 +322,7 @@ export class AuthorizationController implements OnApplicationBootstrap, OnApplic
     executionId: ExecutionId,
     build: (state: ExecutionState) => ExecutionCommand | undefined,
     cause?: RecordedEvent,
+    fromCache = false,
   ): Promise<ExecutionState> {
     const outcome = await runExecutionCommand(
       this.store,
@@ -327,6 +330,7 @@ export class AuthorizationController implements OnApplicationBootstrap, OnApplic
       build,
       { actor: ACTOR, ...(cause ? { causationId: cause.id, correlation: cause.metadata['correlation'] as never } : {}) },
       this.clock,
+      { fromCache },
     );
     return outcome.state;
   }

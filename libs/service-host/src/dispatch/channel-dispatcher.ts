@@ -3,7 +3,7 @@ import { EventPattern, Payload } from '@nestjs/microservices';
 import { DomainError, type DefiniteOutcome, type ExecutionCommand, type ExecutionId, type ExecutionState, type UnknownOutcomeReason } from '@oncegate/domain';
 import type { ToolContract } from '@oncegate/contracts';
 import { backoffMs, EventStoreClosedError, type EventStore, type RecordedEvent } from '@oncegate/event-store';
-import { isoNow, loadExecution, runExecutionCommand, stepTakenAlready, type Clock, type InlineStep, type LoadedExecution } from '@oncegate/execution-journal';
+import { executionAsOf, isoNow, loadExecution, runExecutionCommand, stepTakenAlready, type Clock, type InlineStep, type LoadedExecution } from '@oncegate/execution-journal';
 import type { SealedStore } from '@oncegate/sealed-store';
 import type { StoredResult } from '../stored-result';
 import { recoverExecution, type MarkerFinding } from '../recovery/execution-recovery';
@@ -152,6 +152,8 @@ export abstract class ChannelDispatcher {
         (state) => (this.takes(state, from) ? this.dispatchCommand(state) : undefined),
         { actor: this.actor, causationId: cause.id, correlation: cause.metadata['correlation'] as never },
         this.clock,
+        // The fold that holds the delivered event decides first; a stream that moved on makes the append conflict.
+        { fromCache: true },
       );
       if (outcome.appended.length === 0) return;
       this.start(outcome.state, () => this.giveSlot());
@@ -224,7 +226,7 @@ export abstract class ChannelDispatcher {
   /** Runs the channel's preflight; on a refusal records it (first attempt) or logs it (recovery). True when refused. */
   private async refused(executionId: ExecutionId, cause: RecordedEvent, from: 'authorized' | 'outcome_unknown'): Promise<boolean> {
     if (this.preflight === undefined) return false;
-    const { state } = await loadExecution(this.store, executionId);
+    const { state } = await executionAsOf(this.store, executionId, cause);
     if (!this.takes(state, from)) return false;
     const refusal = await this.refusalOf(state);
     if (refusal === undefined) return false;
