@@ -8,12 +8,12 @@ import type { EventStore } from '@oncegate/event-store';
 import { ExecutionWatcher, InlineSteps } from '@oncegate/execution-journal';
 import { keyRingFromConfig } from '@oncegate/fingerprint';
 import { BlobCipher } from '@oncegate/sealed-store';
-import { AuthorizationController, authorizationService, hostAuthorization, policyOf } from '@oncegate/service-authorization';
+import { AuthorizationController, authorizationService, hostAuthorization } from '@oncegate/service-authorization';
 import { dispatcherHttpService, httpChannel } from '@oncegate/service-dispatcher-http';
 import { dispatcherSshService, sshChannel } from '@oncegate/service-dispatcher-ssh';
 import { GatewayConfigError, unauthenticatedAgentProblem, type GatewayConfig } from '@oncegate/service-host/config/gateway-config';
 import { hostDispatchers, type DispatchChannel } from '@oncegate/service-host/dispatch/dispatchers';
-import { loadTools, openHost, openVault, type Host, type ServiceDefinition, type StartOptions } from '@oncegate/service-host/host';
+import { openHost, openVault, startOrUndo, type Host, type ServiceDefinition, type StartOptions } from '@oncegate/service-host/host';
 import type { AgentDirectory } from '@oncegate/service-host/infrastructure/agent-directory';
 import { PreparedCalls } from '@oncegate/service-host/prepared-calls';
 import { initDevelopmentVault } from '@oncegate/service-host/vault/vault-admin';
@@ -101,15 +101,8 @@ async function developmentToken(dataDir: string, agents: AgentDirectory): Promis
 }
 
 /** Starts every service of the embedded gateway in this process, on one data folder and the configured store. */
-export async function startGateway(config: GatewayConfig, options: StartOptions = {}): Promise<RunningGateway> {
-  const opened: Array<{ close(): Promise<void> }> = [];
-  try {
-    return await startGatewayOn(config, options, opened);
-  } catch (error) {
-    // A start that fails closes the services and stores it opened: a server connection left open would keep the process alive.
-    for (const store of opened.reverse()) await store.close().catch(() => undefined);
-    throw error;
-  }
+export function startGateway(config: GatewayConfig, options: StartOptions = {}): Promise<RunningGateway> {
+  return startOrUndo((opened) => startGatewayOn(config, options, opened));
 }
 
 /** The MCP front: sessions, tool calls, the approvals API and the console. */
@@ -202,8 +195,7 @@ function refuseUnsafeTesting(config: GatewayConfig): void {
 
 async function startGatewayOn(config: GatewayConfig, options: StartOptions, opened: Array<{ close(): Promise<void> }>): Promise<RunningGateway> {
   // The configuration is checked before anything is opened.
-  policyOf(config, loadTools(config));
-  gatewayService.check!(config);
+  for (const service of [authorizationService, gatewayService]) service.check?.(config);
   const host = await openHost(config, options, opened, false);
   const vault = await openVault(host);
   const sealer = hostSealer(host);

@@ -21,6 +21,7 @@ import {
   type AppendManyEntry,
   type AppendOptions,
   type AppendResult,
+  type ChainTip,
   type EventFilter,
   type EventHandler,
   type EventStore,
@@ -247,7 +248,7 @@ export class PostgresEventStore implements EventStore {
    * The newest event this object saw of each stream (read or committed), at most {@link TIPS_LIMIT}: the guess of the
    * stream's tip for the next append, which then needs no read before its transaction (see `commitGroup`).
    */
-  private readonly tips = new Map<string, { revision: number; hash: string }>();
+  private readonly tips = new Map<string, ChainTip>();
   private closed = false;
   private readonly waiters = new Set<Waiter>();
   /**
@@ -292,9 +293,11 @@ export class PostgresEventStore implements EventStore {
       { ...clientConfig, application_name: `${config.application_name ?? 'oncegate-event-store'}-listener` },
       this.channel,
       (last, types) => {
-        if (last !== undefined) this.learnHead(last);
         if (last === undefined) this.forgetNotified();
-        else for (const type of types ?? ['*']) this.notified.set(type, Math.max(last, this.notified.get(type) ?? 0));
+        else {
+          this.learnHead(last);
+          for (const type of types ?? ['*']) this.notified.set(type, Math.max(last, this.notified.get(type) ?? 0));
+        }
         this.wakeWaiters(last, types);
       },
     );
@@ -411,7 +414,6 @@ export class PostgresEventStore implements EventStore {
     let committing = false;
     let outcomes: Array<{ results: AppendResult[]; events: RecordedEvent[] } | { error: unknown }> = [];
     let lastPosition = 0;
-    let afterPosition = 0;
     // The tips are first taken from what this object last saw of each stream, when it saw every one the group
     // writes; the check under the lock finds a guess that was wrong, and the group is then read and decided again.
     let guess = true;
@@ -419,7 +421,7 @@ export class PostgresEventStore implements EventStore {
       for (;;) {
         const streams = [...new Set(group.flatMap((request) => request.entries.map((entry) => entry.streamId)))];
         const guessed = guess ? this.guessedTips(group, streams) : undefined;
-        let tips: Map<string, { revision: number; hash: string }>;
+        let tips: Map<string, ChainTip>;
         let takenIds: string[] = [];
         if (guessed !== undefined) tips = guessed;
         else {
@@ -481,7 +483,6 @@ export class PostgresEventStore implements EventStore {
         committing = false;
         outcomes = shifted(outcomes, head - planned.last);
         lastPosition = head;
-        afterPosition = head - planned.last;
         break;
       }
       client.release();
@@ -498,7 +499,8 @@ export class PostgresEventStore implements EventStore {
     });
     if (lastPosition > 0) {
       const committed = outcomes.flatMap((outcome) => ('events' in outcome ? outcome.events : []));
-      this.remember(afterPosition, lastPosition, committed);
+      // Positions are dense: the group's events are exactly those after `lastPosition - committed.length`.
+      this.remember(lastPosition - committed.length, lastPosition, committed);
       this.wakeWaiters(lastPosition, [...new Set(committed.map((event) => event.type))]);
     }
   }
@@ -532,8 +534,8 @@ export class PostgresEventStore implements EventStore {
    * The tips of a group's streams as this object last saw them, when it has a guess for each (a stream it never saw
    * is guessed absent only when every append to it expects no stream); otherwise `undefined`, and they are read.
    */
-  private guessedTips(group: readonly PendingAppend[], streams: readonly string[]): Map<string, { revision: number; hash: string }> | undefined {
-    const tips = new Map<string, { revision: number; hash: string }>();
+  private guessedTips(group: readonly PendingAppend[], streams: readonly string[]): Map<string, ChainTip> | undefined {
+    const tips = new Map<string, ChainTip>();
     for (const streamId of streams) {
       const known = this.tips.get(streamId);
       if (known !== undefined) tips.set(streamId, known);
@@ -914,7 +916,7 @@ function eventsOf(rows: ReadonlyArray<[string, ...Partial<EventRow>]>): Recorded
 
 interface GroupState {
   head: number;
-  readonly tips: Map<string, { revision: number; hash: string }>;
+  readonly tips: Map<string, ChainTip>;
   readonly taken: Set<string>;
   readonly recordedAt: string;
 }
@@ -967,7 +969,7 @@ function planGroup(
 
 /** One append (every entry of it, or none): checks, then moves the group's state on only when all entries hold. */
 function planAppend(entries: readonly SerialisedAppend[], state: GroupState): { results: AppendResult[]; events: RecordedEvent[] } {
-  const tips = new Map<string, { revision: number; hash: string }>();
+  const tips = new Map<string, ChainTip>();
   const ids: string[] = [];
   const events: RecordedEvent[] = [];
   const results: AppendResult[] = [];

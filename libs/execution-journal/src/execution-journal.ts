@@ -73,22 +73,27 @@ function remember(cache: Map<ExecutionId, LoadedExecution>, execution: LoadedExe
   if (cache.size > CACHE_LIMIT) cache.delete(cache.keys().next().value!);
 }
 
+/** This process's latest fold of the execution on `store`, without reading; `undefined` when none is cached. */
+function cachedExecution(store: EventStore, executionId: ExecutionId): LoadedExecution | undefined {
+  return folded.get(store)?.get(executionId);
+}
+
+/**
+ * The execution as far as `event` at least: the cached fold when it already holds the event (a handler's
+ * `stepTakenAlready` folded it), else read. A fold that is behind the stream only makes the next append conflict.
+ */
+export async function executionAsOf(store: EventStore, executionId: ExecutionId, event: RecordedEvent): Promise<LoadedExecution> {
+  const cached = cachedExecution(store, executionId);
+  if (cached?.revision !== undefined && event.streamId === executionStream(executionId) && cached.revision >= event.revision) return cached;
+  return loadExecution(store, executionId);
+}
+
 /**
  * Folds a recorded event of an execution stream (as a subscription delivers it) into the store's cached execution,
  * without reading. Returns the cached execution when it already holds the event or now ends with it — the first
  * event of a stream starts a fold of its own; `undefined` when the event does not follow the cached revision (or
  * nothing is cached and it is not the first): the stream must be read then.
  */
-/**
- * The execution as far as `event` at least: the cached fold when it already holds the event (a handler's
- * `stepTakenAlready` folded it), else read. A fold that is behind the stream only makes the next append conflict.
- */
-export async function executionAsOf(store: EventStore, executionId: ExecutionId, event: RecordedEvent): Promise<LoadedExecution> {
-  const cached = folded.get(store)?.get(executionId);
-  if (cached?.revision !== undefined && event.streamId === executionStream(executionId) && cached.revision >= event.revision) return cached;
-  return loadExecution(store, executionId);
-}
-
 export function foldRecorded(store: EventStore, executionId: ExecutionId, event: RecordedEvent): LoadedExecution | undefined {
   let cache = folded.get(store);
   const cached = cache?.get(executionId);
@@ -210,7 +215,7 @@ async function decideAndAppend(
   fromCache: boolean,
 ): Promise<CommandOutcome> {
   for (let conflicts = 0; ; conflicts += 1) {
-    const cached = fromCache && conflicts === 0 ? folded.get(store)?.get(executionId) : undefined;
+    const cached = fromCache && conflicts === 0 ? cachedExecution(store, executionId) : undefined;
     const execution = cached ?? (await loadExecution(store, executionId));
     const command = build(execution.state, execution);
     const unchanged = { state: execution.state, revision: execution.revision, appended: [] };

@@ -1,3 +1,5 @@
+import { readFile } from 'node:fs/promises';
+
 /** What a command may touch: output streams and file reading. Tests pass in-memory ones. */
 export interface CliIo {
   stdout(text: string): void;
@@ -7,6 +9,18 @@ export interface CliIo {
   /** Reads standard input to its end (a secret piped in); absent where there is no standard input. */
   readStdin?(): Promise<string>;
 }
+
+/** The process's own streams and files, for a command or a service run from a main. */
+export const PROCESS_IO: CliIo = {
+  stdout: (text) => void process.stdout.write(text),
+  stderr: (text) => void process.stderr.write(text),
+  readFile: (path) => readFile(path, 'utf8'),
+  async readStdin() {
+    const chunks: Buffer[] = [];
+    for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks).toString('utf8');
+  },
+};
 
 /** Process exit codes of every command. */
 export const EXIT_CODES = {

@@ -249,9 +249,8 @@ export interface RunningService {
  * Runs one service in this process, as one instance of it among any number on the same store. The services meet
  * only in the store: every consumer of events runs as a member of its service's consumer group.
  */
-export async function serveService(definition: ServiceDefinition, config: GatewayConfig, options: StartOptions = {}): Promise<RunningService> {
-  const opened: Array<{ close(): Promise<void> }> = [];
-  try {
+export function serveService(definition: ServiceDefinition, config: GatewayConfig, options: StartOptions = {}): Promise<RunningService> {
+  return startOrUndo(async (opened) => {
     definition.check?.(config);
     const host = await openHost(config, options, opened, true);
     const served = await definition.serve(host);
@@ -263,6 +262,17 @@ export async function serveService(definition: ServiceDefinition, config: Gatewa
       store: host.store,
       close: () => closeInOrder(() => served.close(), () => host.sealed.close(), () => host.folder.close()),
     };
+  });
+}
+
+/**
+ * Runs a start that pushes what it opens onto `opened`; when the start fails, closes those in reverse before failing
+ * (a server connection left open would keep the process alive).
+ */
+export async function startOrUndo<T>(start: (opened: Array<{ close(): Promise<void> }>) => Promise<T>): Promise<T> {
+  const opened: Array<{ close(): Promise<void> }> = [];
+  try {
+    return await start(opened);
   } catch (error) {
     for (const resource of opened.reverse()) await resource.close().catch(() => undefined);
     throw error;

@@ -1,6 +1,6 @@
 import { ContractValidationError } from '@oncegate/contracts';
 import { EventStoreOpenError, EventStoreUnavailableError } from '@oncegate/event-store';
-import { EXIT_CODES, UsageError, type CliIo, type ExitCode } from './cli-command';
+import { EXIT_CODES, PROCESS_IO, UsageError, type CliIo, type ExitCode } from './cli-command';
 import { configOrExit, parseCommandArgs, type ParsedArguments } from './command-args';
 import { GatewayConfigError } from './config/gateway-config';
 import { serveService, storeLocation, type ServiceDefinition } from './host';
@@ -112,26 +112,20 @@ export async function runServiceProcess(service: ServiceDefinition, parsed: Pars
   return stoppedCleanly(() => running.close(), io);
 }
 
-const processIo: CliIo = {
-  stdout: (text) => void process.stdout.write(text),
-  stderr: (text) => void process.stderr.write(text),
-  readFile: async (path) => (await import('node:fs/promises')).readFile(path, 'utf8'),
-};
-
 /** The main of a service's own app (apps/<service>): `node main.js [--config <file>]`, as `oncegate serve <service>`. */
 export async function serviceMain(service: ServiceDefinition, argv: readonly string[] = process.argv.slice(2)): Promise<void> {
   const usage = `Usage: ${service.name} [--config <file>]\n\n${SERVICE_PROCESS_HELP}\n`;
   if (argv.includes('--help') || argv.includes('-h')) {
-    processIo.stdout(usage);
+    PROCESS_IO.stdout(usage);
     return;
   }
   try {
     const parsed = parseCommandArgs(argv);
     if (parsed.positionals.length > 0) throw new UsageError(`unexpected argument '${parsed.positionals[0]}'`);
-    process.exitCode = await runServiceProcess(service, parsed, processIo);
+    process.exitCode = await runServiceProcess(service, parsed, PROCESS_IO);
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
-    processIo.stderr(`${service.name}: ${error.message}\n${usage}`);
+    PROCESS_IO.stderr(`${service.name}: ${error.message}\n${usage}`);
     process.exitCode = EXIT_CODES.usage;
   }
 }

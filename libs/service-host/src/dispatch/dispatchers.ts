@@ -65,10 +65,13 @@ export async function hostDispatchers(host: Host, vault: VaultService, prepared:
   const sweeper = new AttemptSweeper({ store, clock, ownDispatcherIds: new Set(ids), locksDir, everyMs: Math.max(100, Math.floor(config.instanceLeaseMs / 3)) });
   await sweeper.start();
   host.opened.push({ close: () => sweeper.stop() });
-  const drain = async () => {
-    await sweeper.stop();
-    for (const { controller } of started) await controller.drain();
-  };
+  // Once: `oncegate start` drains before it closes result delivery, and `close` drains again for the services apart.
+  let drained: Promise<void> | undefined;
+  const drain = () =>
+    (drained ??= (async () => {
+      await sweeper.stop();
+      for (const { controller } of started) await controller.drain();
+    })());
   return {
     inlineSteps,
     drain,
