@@ -6,6 +6,7 @@ const benches: Record<string, () => Promise<{ run(argv: string[]): Promise<void>
   gateway: () => import('./gateway.bench'),
   journal: () => import('./journal.bench'),
   split: () => import('./split.bench'),
+  relay: () => import('./relay.bench'),
 };
 
 async function main(): Promise<void> {

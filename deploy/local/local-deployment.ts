@@ -15,13 +15,16 @@ function serviceCommand(service: LocalService): string[] {
 const START_TIMEOUT_MS = 60_000;
 
 /** The services `oncegate serve` runs. */
-export type LocalService = 'gateway' | 'authorization' | 'dispatcher-http' | 'dispatcher-ssh' | 'result-delivery' | 'sealer';
+export type LocalService = 'gateway' | 'authorization' | 'dispatcher-http' | 'dispatcher-ssh' | 'result-delivery' | 'sealer' | 'relay-kafka';
 
 /** How many processes of each service run. */
 export type LocalLayout = Readonly<Record<LocalService, number>>;
 
-/** The layout `npm run local` starts: every service apart, the competing ones more than once. */
-export const LOCAL_LAYOUT: LocalLayout = { gateway: 2, authorization: 2, 'dispatcher-http': 3, 'dispatcher-ssh': 1, 'result-delivery': 2, sealer: 1 };
+/**
+ * The layout `npm run local` starts: every service apart, the competing ones more than once; the Kafka relay only with
+ * a broker (`npm run local -- --kafka`).
+ */
+export const LOCAL_LAYOUT: LocalLayout = { gateway: 2, authorization: 2, 'dispatcher-http': 3, 'dispatcher-ssh': 1, 'result-delivery': 2, sealer: 1, 'relay-kafka': 0 };
 
 /** One service's process (`oncegate serve <service>`, or the service's own app). */
 export interface ServiceProcess {
@@ -138,7 +141,7 @@ export async function startLocalDeployment(options: LocalDeploymentOptions): Pro
     return started;
   };
   const stop = async () => {
-    const order: LocalService[] = ['gateway', 'authorization', 'dispatcher-http', 'dispatcher-ssh', 'result-delivery', 'sealer'];
+    const order: LocalService[] = ['gateway', 'authorization', 'dispatcher-http', 'dispatcher-ssh', 'result-delivery', 'sealer', 'relay-kafka'];
     for (const service of order) await Promise.all(processes.filter((process) => process.service === service).map((process) => process.stop()));
   };
   try {

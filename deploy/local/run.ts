@@ -7,11 +7,13 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Client } from 'pg';
 import { LOCAL_LAYOUT, startLocalDeployment, type LocalLayout, type LocalService } from './local-deployment';
+import { startKafka, type KafkaHandle } from './kafka';
 import { startPostgres } from './postgres';
 
 /**
- * `npm run local [-- --dispatcher-http 3 …]`: PostgreSQL 15 in <tmp>/oncegate-local-postgres (kept between runs), the demo
- * target on 127.0.0.1:8790, and every service of LOCAL_LAYOUT as its own `oncegate serve` process, until Ctrl-C.
+ * `npm run local [-- --dispatcher-http 3 … --kafka]`: PostgreSQL 15 in <tmp>/oncegate-local-postgres (kept between runs),
+ * the demo target on 127.0.0.1:8790, and every service of LOCAL_LAYOUT as its own `oncegate serve` process, until
+ * Ctrl-C. With `--kafka`, also an Apache Kafka broker (KRaft, one node, in <tmp>/oncegate-local-kafka) and one relay.
  */
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const CONFIG = fileURLToPath(new URL('./oncegate.yaml', import.meta.url));
@@ -22,9 +24,12 @@ const { values } = parseArgs({
   options: {
     ...Object.fromEntries(SERVICES.map((service) => [service, { type: 'string' as const }])),
     'postgres-port': { type: 'string', default: '54329' },
+    kafka: { type: 'boolean', default: false },
+    'kafka-port': { type: 'string', default: '19092' },
   },
 });
-const layout: LocalLayout = Object.fromEntries(SERVICES.map((service) => [service, Number((values as Record<string, string | undefined>)[service] ?? LOCAL_LAYOUT[service])])) as LocalLayout;
+const defaults: LocalLayout = { ...LOCAL_LAYOUT, 'relay-kafka': values.kafka ? 1 : 0 };
+const layout: LocalLayout = Object.fromEntries(SERVICES.map((service) => [service, Number((values as unknown as Record<string, string | undefined>)[service] ?? defaults[service])])) as LocalLayout;
 
 // Under the temporary folder (kept until it is cleaned), where the `postgres` user can reach it when this runs as root.
 const postgresDir = process.env['ONCEGATE_LOCAL_POSTGRES_DIR'] ?? join(tmpdir(), 'oncegate-local-postgres');
@@ -33,7 +38,13 @@ const admin = new Client({ connectionString: postgres.url() });
 await admin.connect();
 if ((await admin.query("SELECT 1 FROM pg_database WHERE datname = 'oncegate'")).rowCount === 0) await admin.query('CREATE DATABASE oncegate');
 await admin.end();
-const env = { ONCEGATE_STORE_URL: postgres.url('oncegate'), ONCEGATE_DEMO_CREDENTIAL: process.env['ONCEGATE_DEMO_CREDENTIAL'] ?? 'demo-credential-not-secret' };
+const kafkaDir = process.env['ONCEGATE_LOCAL_KAFKA_DIR'] ?? join(tmpdir(), 'oncegate-local-kafka');
+const kafka: KafkaHandle | undefined = values.kafka ? await startKafka({ dir: kafkaDir, port: Number(values['kafka-port']) }) : undefined;
+const env = {
+  ONCEGATE_STORE_URL: postgres.url('oncegate'),
+  ONCEGATE_DEMO_CREDENTIAL: process.env['ONCEGATE_DEMO_CREDENTIAL'] ?? 'demo-credential-not-secret',
+  ...(kafka === undefined ? {} : { ONCEGATE_KAFKA_BROKERS: kafka.brokers.join(',') }),
+};
 
 // The demo's vault, as `npm start` makes it (examples/demo-vault.sh), on first use.
 const oncegate = (...args: string[]) => spawnSync(process.execPath, [LAUNCHER, ...args, '--config', CONFIG], { cwd: ROOT, env: { ...process.env, ...env }, encoding: 'utf8' });
@@ -65,6 +76,7 @@ globalThis.process.stdout.write(
     ...gateways.map((gateway) => `  MCP:          ${gateway.url}`),
     `  store:        ${postgres.url('oncegate')} (PostgreSQL 15, data in ${postgresDir})`,
     `  demo target:  http://127.0.0.1:8790   (GET /effects counts side effects)`,
+    ...(kafka === undefined ? [] : [`  kafka:        ${kafka.brokers.join(',')} (Apache Kafka 4.1.1, KRaft; data in ${kafkaDir}); every event on oncegate.events`]),
     ...(gateways[0]?.devToken ? [`  dev token:    ${gateways[0].devToken}   (agent:dev)`] : []),
     '  Ctrl-C stops every process.',
     '',
@@ -76,4 +88,5 @@ await new Promise<void>((resolve) => {
 });
 await deployment.stop();
 demo.kill('SIGTERM');
+await kafka?.stop();
 await postgres.stop();

@@ -9,7 +9,7 @@ import { gatewayFolder, type GatewayFolder } from '../support/gateway-process';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 /** The services that are apps of their own (the gateway's app is the CLI, whose `serve gateway` runs the front). */
-const SERVICE_APPS = ['authorization', 'dispatcher-http', 'dispatcher-ssh', 'result-delivery', 'sealer'] as const;
+const SERVICE_APPS = ['authorization', 'dispatcher-http', 'dispatcher-ssh', 'result-delivery', 'sealer', 'relay-kafka'] as const;
 
 const main = (service: string) => join(ROOT, 'dist/apps', service, 'main.js');
 const run = (service: string, args: readonly string[]) => spawnSync(process.execPath, [main(service), ...args], { cwd: ROOT, encoding: 'utf8', timeout: 30_000 });
@@ -36,6 +36,7 @@ describe('each service as an app of its own (apps/<service>, built to dist/apps/
       'dispatcher-ssh': /\bDispatcherSshController\b/,
       'result-delivery': /\bResultDeliveryController\b/,
       sealer: /\bJournalSealer\b/,
+      'relay-kafka': /\bEventRelay\b/,
     };
     for (const service of SERVICE_APPS) {
       const bundle = readFileSync(main(service), 'utf8');

@@ -18,6 +18,7 @@ import type { AgentDirectory } from '@oncegate/service-host/infrastructure/agent
 import { PreparedCalls } from '@oncegate/service-host/prepared-calls';
 import { initDevelopmentVault } from '@oncegate/service-host/vault/vault-admin';
 import type { VaultService } from '@oncegate/service-host/vault/vault-service';
+import { hostRelay, relayKafkaService } from '@oncegate/service-relay-kafka';
 import { DeliveryTracker, hostResultDelivery, resultDeliveryService, sharedCallers } from '@oncegate/service-result-delivery';
 import { hostSealer, sealerService } from '@oncegate/service-sealer';
 import { ApprovalsApi } from './front/approvals-api';
@@ -210,6 +211,8 @@ async function startGatewayOn(config: GatewayConfig, options: StartOptions, open
   const deliveries = new DeliveryTracker();
   const resultDelivery = await hostResultDelivery(host, deliveries);
   const front = await hostFront(host, deliveries, inlineSteps);
+  // With a kafka section, this process also relays every event to the bus and takes decisions from it.
+  const relay = await hostRelay(host);
   if (config.holdBeforeSendMs > 0) {
     host.logger.warn(`TEST ONLY: every attempt dispatched inline is sent ${config.holdBeforeSendMs} ms after its commit (testing.hold_before_send in ${config.source})`, 'dispatch');
   }
@@ -229,6 +232,7 @@ async function startGatewayOn(config: GatewayConfig, options: StartOptions, open
     liveSessions: (actor) => front.liveSessions(actor),
     async close() {
       await front.close();
+      await relay?.close();
       await dispatchers.drain();
       await resultDelivery.close();
       await dispatchers.close();
@@ -265,5 +269,5 @@ export const gatewayService: ServiceDefinition = {
 
 /** The services `oncegate serve` runs, one per process (each also its own app, apps/<service>); `oncegate start` runs them all in one. */
 export const SERVICES: ReadonlyMap<string, ServiceDefinition> = new Map(
-  [gatewayService, authorizationService, dispatcherHttpService, dispatcherSshService, resultDeliveryService, sealerService].map((service) => [service.name, service]),
+  [gatewayService, authorizationService, dispatcherHttpService, dispatcherSshService, resultDeliveryService, sealerService, relayKafkaService].map((service) => [service.name, service]),
 );

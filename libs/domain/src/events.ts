@@ -23,7 +23,8 @@ export interface RedactedCanonicalRecord {
   /** `http`, `ssh` or a plugin channel's name. */
   readonly channel: string;
   readonly target: string;
-  readonly credential_ref: string;
+  /** The contract's credential reference; `null` when the tool uses none (the key is always present). */
+  readonly credential_ref: string | null;
   /** HTTP method for HTTP targets; absent for channels without one. */
   readonly method?: string;
   readonly arguments: JsonObject;

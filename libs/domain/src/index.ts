@@ -122,6 +122,15 @@ export {
 } from './events';
 
 export {
+  SEAL_STREAM_CATEGORY,
+  STORED_EVENT_TYPES,
+  isStoredEventType,
+  storedEventType,
+  type StoredEventCategory,
+  type StoredEventType,
+} from './event-catalog';
+
+export {
   EXECUTION_COMMAND_TYPES,
   type AcceptExecution,
   type AttachRetry,

@@ -9,7 +9,7 @@ export {
   readIntentClaim,
   startClaimedExecution,
 } from './intent-claims';
-export type { IntentClaim, ReadClaim } from './intent-claims';
+export type { IdempotencyKeyClaimedData, IntentClaim, ReadClaim } from './intent-claims';
 export { ExecutionWatcher } from './execution-watcher';
 export { executionsWithEvent } from './execution-scan';
 export { KeyedTurns } from './keyed-turns';

@@ -26,6 +26,11 @@ export interface IntentClaim {
   readonly claimedAt: IsoInstant;
 }
 
+/** Data of an `IdempotencyKeyClaimed` event: the claim of a caller's idempotency key (never the key itself). */
+export interface IdempotencyKeyClaimedData extends IdempotencyKeyClaim {
+  readonly claimedAt: IsoInstant;
+}
+
 export interface ReadClaim<TClaim> {
   /** The latest claim, if any. */
   readonly claim: TClaim | undefined;
@@ -86,10 +91,11 @@ export function idempotencyKeyClaimEntry(
   expectedRevision: number | undefined,
   clock: Clock,
 ): AppendManyEntry {
+  const data: IdempotencyKeyClaimedData = { ...claim, claimedAt: isoNow(clock) };
   return claimEntry(
     keyStream(claim.actor, claim.tool, key),
     'IdempotencyKeyClaimed',
-    { ...claim, claimedAt: isoNow(clock) },
+    data,
     expectedRevision,
     claim.actor,
     clock,

@@ -3,4 +3,12 @@ export type { EventStoreModuleOptions } from './event-store.module';
 export { EventStoreContext, EventStoreTransport } from './event-store.transport';
 export type { EventStoreTransportOptions } from './event-store.transport';
 export { foldParked, PARKED_EVENT_TYPES, ParkedReplayRefusal, readParked, requestReplay } from './parked-events';
-export type { EventParkedData, ParkedEvent, ParkedState } from './parked-events';
+export type {
+  EventParkedData,
+  ParkedEvent,
+  ParkedEventDataOf,
+  ParkedEventHandledData,
+  ParkedReplayFailedData,
+  ParkedReplayRequestedData,
+  ParkedState,
+} from './parked-events';

@@ -29,6 +29,33 @@ export interface EventParkedData {
   readonly behind: string | null;
 }
 
+/** Data of a `ParkedReplayRequested` event: an operator asks the consumer to handle these parked events again. */
+export interface ParkedReplayRequestedData {
+  /** Ids of the `EventParked` events to replay, each the first parked event of its stream. */
+  readonly parkedIds: readonly string[];
+  readonly by: string;
+}
+
+/** Data of a `ParkedEventHandled` event: a replay of the parked event succeeded; it is parked no more. */
+export interface ParkedEventHandledData {
+  readonly parkedId: string;
+}
+
+/** Data of a `ParkedReplayFailed` event: a replay failed again; the event stays parked. */
+export interface ParkedReplayFailedData {
+  readonly parkedId: string;
+  /** The handler's error on the replay. */
+  readonly error: string;
+}
+
+/** The data each record of a parked stream carries. */
+export interface ParkedEventDataOf {
+  readonly EventParked: EventParkedData;
+  readonly ParkedReplayRequested: ParkedReplayRequestedData;
+  readonly ParkedEventHandled: ParkedEventHandledData;
+  readonly ParkedReplayFailed: ParkedReplayFailedData;
+}
+
 /** One parked event as an operator sees it; `parkedId` is the id of its `EventParked`. */
 export interface ParkedEvent extends EventParkedData {
   readonly parkedId: string;
@@ -82,7 +109,13 @@ export function foldParked(events: readonly RecordedEvent[]): ParkedState {
 }
 
 /** Appends one record to the consumer's parked stream. */
-export async function appendParked(store: EventStore, consumer: string, type: string, data: object, actor: string): Promise<string> {
+export async function appendParked<TType extends keyof ParkedEventDataOf>(
+  store: EventStore,
+  consumer: string,
+  type: TType,
+  data: ParkedEventDataOf[TType],
+  actor: string,
+): Promise<string> {
   const eventId = newEventId();
   await store.appendToStream(parkedStream(consumer), [
     { id: eventId, type, data, metadata: { eventId, actor, recordedAt: new Date().toISOString(), schemaVersion: 1 } },

@@ -77,7 +77,7 @@ describe('oncegate contracts check', () => {
   it('given serve without a service, or one that does not exist, when run, then it is a usage error naming the services', async () => {
     const none = captureIo();
     expect(await runCli(['serve'], none)).toBe(EXIT_CODES.usage);
-    expect(none.err()).toMatch(/name one service: gateway, authorization, dispatcher-http, dispatcher-ssh, result-delivery, sealer/);
+    expect(none.err()).toMatch(/name one service: gateway, authorization, dispatcher-http, dispatcher-ssh, result-delivery, sealer, relay-kafka/);
     const typo = captureIo();
     expect(await runCli(['serve', 'dispatcher-htp'], typo)).toBe(EXIT_CODES.usage);
     expect(typo.err()).toMatch(/\(not 'dispatcher-htp'\)/);

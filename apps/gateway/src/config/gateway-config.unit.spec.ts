@@ -303,3 +303,72 @@ describe('the store section of the configuration', () => {
     expect(() => applyEnvironment(postgres, { ONCEGATE_SYNCHRONOUS: 'NORMAL' })).toThrow(/ONCEGATE_SYNCHRONOUS: applies to store\.driver sqlite only/);
   });
 });
+
+describe('the kafka section of the configuration', () => {
+  it('given brokers, topic rules, a default topic and decisions, when parsed, then each is read and the rest defaults', () => {
+    const config = parseGatewayConfig(
+      [
+        'kafka:',
+        '  brokers: [kafka-1.example.com:9092, "[::1]:9093"]',
+        '  source: //oncegate.example.com/prod',
+        '  topics:',
+        '    - { topic: oncegate.approvals, events: [ApprovalRequested, ApprovalGranted, ApprovalDenied] }',
+        '    - { topic: oncegate.vault, streams: [vault] }',
+        '  default_topic: oncegate.all',
+        '  lease: 4s',
+        '  decisions: { topic: oncegate.decisions, replies: oncegate.decision-outcomes }',
+      ].join('\n'),
+      'oncegate.yaml',
+    );
+    expect(config.kafka).toEqual({
+      brokers: ['kafka-1.example.com:9092', '[::1]:9093'],
+      clientId: 'oncegate',
+      source: '//oncegate.example.com/prod',
+      routes: [
+        { topic: 'oncegate.approvals', eventTypes: ['ApprovalRequested', 'ApprovalGranted', 'ApprovalDenied'], streams: null },
+        { topic: 'oncegate.vault', eventTypes: null, streams: ['vault'] },
+      ],
+      defaultTopic: 'oncegate.all',
+      leaseMs: 4_000,
+      decisions: { topic: 'oncegate.decisions', replies: 'oncegate.decision-outcomes', group: 'oncegate-decisions' },
+    });
+    expect(parseGatewayConfig('call_wait: 5s\n', 'oncegate.yaml').kafka).toBeNull();
+  });
+
+  it('given typos in the kafka section, when parsed, then each is refused with its line, path and reason', () => {
+    const issues = issuesOf(
+      [
+        'kafka:',
+        '  brokers: [kafka-1.example.com]',
+        '  topics:',
+        '    - { topic: oncegate.approvals, events: [ApprovalGrantd] }',
+        '    - { topic: "bad topic", streams: [executions] }',
+        '    - { topic: oncegate.x, events: [Dispatched], streams: [execution] }',
+        '  decisions: { topic: oncegate.decisions }',
+        '  lease: 10ms',
+        '  partitions: 3',
+      ].join('\n'),
+    );
+    expect(issues).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^oncegate\.yaml:2:\d+ kafka\.brokers: 'kafka-1\.example\.com' is not host:port/),
+        expect.stringMatching(/^oncegate\.yaml:4:\d+ kafka\.topics\[0\]\.events: 'ApprovalGrantd' is not an event type of the journal/),
+        expect.stringMatching(/^oncegate\.yaml:5:\d+ kafka\.topics\[1\]\.topic: 'bad topic' is not a Kafka topic name/),
+        expect.stringMatching(/^oncegate\.yaml:5:\d+ kafka\.topics\[1\]\.streams: 'executions' is not a stream category; one of .*execution/),
+        expect.stringMatching(/^oncegate\.yaml:6:\d+ kafka\.topics\[2\]: name either events .* or streams/),
+        expect.stringMatching(/^oncegate\.yaml:7:\d+ kafka\.decisions\.replies: /),
+        expect.stringMatching(/^oncegate\.yaml:8:\d+ kafka\.lease: must be at least 300ms/),
+        expect.stringMatching(/^oncegate\.yaml:9:\d+ kafka\.partitions: /),
+      ]),
+    );
+  });
+
+  it('given ONCEGATE_KAFKA_BROKERS, then it names the brokers the file leaves out, and a bad value is refused', () => {
+    const env = { ONCEGATE_KAFKA_BROKERS: '127.0.0.1:9092,127.0.0.1:9093' };
+    const config = applyEnvironment(parseGatewayConfig('kafka: { default_topic: oncegate.all }\n', 'oncegate.yaml', undefined, env), env);
+    expect(config.kafka).toMatchObject({ brokers: ['127.0.0.1:9092', '127.0.0.1:9093'], defaultTopic: 'oncegate.all' });
+    expect(applyEnvironment(parseGatewayConfig('', 'oncegate.yaml'), env).kafka).toMatchObject({ brokers: ['127.0.0.1:9092', '127.0.0.1:9093'], defaultTopic: 'oncegate.events' });
+    expect(() => applyEnvironment(parseGatewayConfig('', 'oncegate.yaml'), { ONCEGATE_KAFKA_BROKERS: 'nope' })).toThrow(/ONCEGATE_KAFKA_BROKERS: expected host:port/);
+    expect(issuesOf('kafka: { default_topic: x }\n')).toEqual([expect.stringMatching(/kafka\.brokers: .*ONCEGATE_KAFKA_BROKERS/)]);
+  });
+});

@@ -79,11 +79,20 @@ interface Session {
   protocolVersion: string | undefined;
 }
 
-interface SessionStartedData {
+/** Data of a `SessionStarted` event: how an MCP session was initialised, so a restart can restore it. */
+export interface SessionStartedData {
   readonly sessionId: string;
   readonly actor: string;
+  /** The client's `initialize` request, as it arrived. */
   readonly initialize: JSONRPCMessage;
+  /** The protocol version the client asked for; `null` when it named none. */
   readonly protocolVersion: string | null;
+}
+
+/** Data of a `SessionClosed` event: the client ended the session (HTTP DELETE); it is never restored. */
+export interface SessionClosedData {
+  readonly sessionId: string;
+  readonly closedAt: string;
 }
 
 class HttpError extends Error {
@@ -418,7 +427,8 @@ export class McpHttpFront {
     const response = await session.transport.handleRequest(toWebRequest(req, undefined));
     if (req.method === 'DELETE' && response.ok) {
       this.sessions.delete(session.id);
-      await this.appendSessionEvent(session.id, 'SessionClosed', { sessionId: session.id, closedAt: isoNow(this.options.clock) }, actor);
+      const closed: SessionClosedData = { sessionId: session.id, closedAt: isoNow(this.options.clock) };
+      await this.appendSessionEvent(session.id, 'SessionClosed', closed, actor);
     }
     await pipeResponse(response, res);
   }

@@ -15,6 +15,7 @@ import {
   type ContractIssue,
   type YamlContext,
 } from '@oncegate/contracts';
+import { isStoredEventType, STORED_EVENT_TYPES } from '@oncegate/domain';
 import { isLoopbackAuthority, isLoopbackHost } from './loopback';
 import { isPostgresUrl } from './store-url';
 
@@ -112,6 +113,39 @@ export interface GatewayConfig {
   readonly dispatchInFlight: number;
   /** The most detailed log level written: `error`, `warn`, `log`, `debug` or `verbose`. */
   readonly logLevel: LogLevelName;
+  /** The organisation's Kafka bus (`kafka`): where the relay publishes every event, and where decisions arrive; `null` without one. */
+  readonly kafka: KafkaConfig | null;
+}
+
+/** One rule of `kafka.topics`: events of these types, or of streams of these categories, go to `topic`. */
+export interface KafkaRoute {
+  readonly topic: string;
+  /** Event types; `null` when the rule names stream categories instead. */
+  readonly eventTypes: readonly string[] | null;
+  /** Stream categories (the part of a stream name before its first `-`); `null` when the rule names event types. */
+  readonly streams: readonly string[] | null;
+}
+
+/** Decisions taken from the bus (`kafka.decisions`): approval decisions and review resolutions, answered on `replies`. */
+export interface KafkaDecisionsConfig {
+  readonly topic: string;
+  readonly replies: string;
+  /** The Kafka consumer group the relays share the decisions topic in. */
+  readonly group: string;
+}
+
+export interface KafkaConfig {
+  /** `host:port` of brokers to bootstrap from. */
+  readonly brokers: readonly string[];
+  readonly clientId: string;
+  /** CloudEvents `source` of every relayed event. */
+  readonly source: string;
+  /** First matching rule wins; an event no rule takes goes to `defaultTopic`. */
+  readonly routes: readonly KafkaRoute[];
+  readonly defaultTopic: string;
+  /** How long the relay's claim on publishing lasts unless renewed: a standby relay takes over that long after a crash. */
+  readonly leaseMs: number;
+  readonly decisions: KafkaDecisionsConfig | null;
 }
 
 /** The services whose handlers `testing.fail_handling` can make fail: those that consume events. */
@@ -172,6 +206,7 @@ export const DEFAULT_CONFIG: Omit<GatewayConfig, 'source'> = {
   instanceLeaseMs: 15_000,
   dispatchInFlight: 256,
   logLevel: 'log',
+  kafka: null,
 };
 
 const FIELDS = [
@@ -190,6 +225,7 @@ const FIELDS = [
   'instance_lease',
   'dispatch_in_flight',
   'log_level',
+  'kafka',
   'testing',
 ] as const;
 
@@ -297,9 +333,9 @@ function readPolicy(ctx: YamlContext, auth: MapReader): PolicyRule[] {
     const rule = item.node && MapReader.of(ctx, item.node, item.path);
     if (!rule) continue;
     rule.rejectUnknown(['tools', 'actors', 'decision']);
-    const toolsNode = rule.required('tools', "a list of tool names or '*'");
-    const actorsNode = rule.required('actors', "a list of agent:<name> or '*'");
-    const decisionNode = rule.required('decision', 'allow, run_grant or deny');
+    const toolsNode = rule.required('tools', ": a list of tool names or '*'");
+    const actorsNode = rule.required('actors', ": a list of agent:<name> or '*'");
+    const decisionNode = rule.required('decision', ': allow, run_grant or deny');
     const tools = toolsNode && readStringList(ctx, toolsNode, rule.fieldPath('tools'));
     const actors = actorsNode && readActors(ctx, actorsNode, rule.fieldPath('actors'));
     const decision = decisionNode && readEnum(ctx, decisionNode, rule.fieldPath('decision'), ['allow', 'run_grant', 'deny'] as const);
@@ -314,6 +350,103 @@ function readPolicy(ctx: YamlContext, auth: MapReader): PolicyRule[] {
     if (actors) rules.push({ tools: [tool], actors, decision: 'allow', source: path, at: ctx.positionOf(node!.range?.[0] ?? 0) });
   }
   return rules;
+}
+
+/** Kafka's own rule for topic names. */
+const TOPIC_NAME = /^[a-zA-Z0-9._-]{1,249}$/;
+const BROKER = /^([a-z0-9-]+\.)*[a-z0-9-]+:\d{1,5}$|^\[[0-9a-f:.]+\]:\d{1,5}$/i;
+
+function readTopic(ctx: YamlContext, node: Node, path: string): string | undefined {
+  const topic = readString(ctx, node, path, { nonEmpty: true });
+  if (topic === undefined) return undefined;
+  if (!TOPIC_NAME.test(topic) || topic === '.' || topic === '..') {
+    ctx.report(node, path, `'${topic}' is not a Kafka topic name; use 1 to 249 of a-z A-Z 0-9 . _ -`);
+    return undefined;
+  }
+  return topic;
+}
+
+function readBrokers(ctx: YamlContext, node: Node, path: string): string[] | undefined {
+  const brokers = readStringList(ctx, node, path);
+  if (brokers === undefined) return undefined;
+  if (brokers.length === 0) ctx.report(node, path, 'name at least one broker, e.g. [kafka-1.example.com:9092]');
+  const bad = brokers.filter((broker) => !BROKER.test(broker));
+  for (const broker of bad) ctx.report(node, path, `'${broker}' is not host:port, e.g. kafka-1.example.com:9092`);
+  return bad.length === 0 && brokers.length > 0 ? brokers : undefined;
+}
+
+/** The categories of the streams the journal holds. */
+function storedStreamCategories(): string[] {
+  return [...new Set(STORED_EVENT_TYPES.map((entry) => entry.category))].sort();
+}
+
+/** `kafka.topics`: each rule names event types (`events`) or stream categories (`streams`), and a topic. */
+function readRoutes(ctx: YamlContext, node: Node): KafkaRoute[] {
+  const routes: KafkaRoute[] = [];
+  for (const item of readList(ctx, node, 'kafka.topics') ?? []) {
+    const rule = item.node && MapReader.of(ctx, item.node, item.path);
+    if (!rule) continue;
+    rule.rejectUnknown(['topic', 'events', 'streams']);
+    const topicNode = rule.required('topic', ': the Kafka topic these events go to');
+    const topic = topicNode && readTopic(ctx, topicNode, rule.fieldPath('topic'));
+    const eventsNode = rule.optional('events');
+    const streamsNode = rule.optional('streams');
+    if ((eventsNode === undefined) === (streamsNode === undefined)) {
+      ctx.report(item.node!, item.path, 'name either events (event types) or streams (stream categories), not both and not neither');
+      continue;
+    }
+    const eventTypes = eventsNode && readStringList(ctx, eventsNode, rule.fieldPath('events'));
+    for (const type of eventTypes ?? []) {
+      if (!isStoredEventType(type)) ctx.report(eventsNode!, rule.fieldPath('events'), `'${type}' is not an event type of the journal (docs/events/ lists them)`);
+    }
+    const streams = streamsNode && readStringList(ctx, streamsNode, rule.fieldPath('streams'));
+    const categories = storedStreamCategories();
+    for (const category of streams ?? []) {
+      if (!categories.includes(category)) ctx.report(streamsNode!, rule.fieldPath('streams'), `'${category}' is not a stream category; one of ${categories.join(', ')}`);
+    }
+    if (topic !== undefined && (eventTypes !== undefined || streams !== undefined)) {
+      routes.push({ topic, eventTypes: eventTypes ?? null, streams: streams ?? null });
+    }
+  }
+  return routes;
+}
+
+const KAFKA_DEFAULTS = { clientId: 'oncegate', source: 'oncegate', defaultTopic: 'oncegate.events', leaseMs: 10_000, group: 'oncegate-decisions' } as const;
+
+/** The `kafka` section: the bus the relay publishes to and takes decisions from. */
+function readKafka(ctx: YamlContext, kafka: MapReader, env: NodeJS.ProcessEnv): KafkaConfig | undefined {
+  kafka.rejectUnknown(['brokers', 'client_id', 'source', 'topics', 'default_topic', 'lease', 'decisions']);
+  // Without brokers in the file, ONCEGATE_KAFKA_BROKERS names them (applyEnvironment).
+  const fromEnv = Boolean(env['ONCEGATE_KAFKA_BROKERS']);
+  const brokersNode = fromEnv ? kafka.optional('brokers') : kafka.required('brokers', ': a list of host:port, e.g. [kafka-1.example.com:9092], or set ONCEGATE_KAFKA_BROKERS');
+  const brokers = brokersNode ? readBrokers(ctx, brokersNode, 'kafka.brokers') : fromEnv ? [] : undefined;
+  const clientIdNode = kafka.optional('client_id');
+  const sourceNode = kafka.optional('source');
+  const topicsNode = kafka.optional('topics');
+  const defaultNode = kafka.optional('default_topic');
+  const leaseNode = kafka.optional('lease');
+  const lease = leaseNode && readDuration(ctx, leaseNode, 'kafka.lease');
+  if (lease !== undefined && lease < 300) ctx.report(leaseNode!, 'kafka.lease', 'must be at least 300ms');
+  const decisionsNode = kafka.optional('decisions');
+  const decisionsMap = decisionsNode && MapReader.of(ctx, decisionsNode, 'kafka.decisions');
+  let decisions: KafkaDecisionsConfig | null = null;
+  if (decisionsMap) {
+    decisionsMap.rejectUnknown(['topic', 'replies', 'group']);
+    const topicNode = decisionsMap.required('topic', ': the topic decisions arrive on');
+    const repliesNode = decisionsMap.required('replies', ': the topic outcomes of decisions go to');
+    const groupNode = decisionsMap.optional('group');
+    const topic = topicNode && readTopic(ctx, topicNode, 'kafka.decisions.topic');
+    const replies = repliesNode && readTopic(ctx, repliesNode, 'kafka.decisions.replies');
+    const group = (groupNode && readString(ctx, groupNode, 'kafka.decisions.group', { nonEmpty: true })) ?? KAFKA_DEFAULTS.group;
+    if (topic !== undefined && replies !== undefined) decisions = { topic, replies, group };
+  }
+  // Every field is read (and every mistake reported) before the section is given up for a missing one.
+  const clientId = (clientIdNode && readString(ctx, clientIdNode, 'kafka.client_id', { nonEmpty: true })) ?? KAFKA_DEFAULTS.clientId;
+  const source = (sourceNode && readString(ctx, sourceNode, 'kafka.source', { nonEmpty: true })) ?? KAFKA_DEFAULTS.source;
+  const routes = topicsNode ? readRoutes(ctx, topicsNode) : [];
+  const defaultTopic = (defaultNode && readTopic(ctx, defaultNode, 'kafka.default_topic')) ?? KAFKA_DEFAULTS.defaultTopic;
+  if (brokers === undefined) return undefined;
+  return { brokers, clientId, source, routes, defaultTopic, leaseMs: lease !== undefined && lease >= 300 ? lease : KAFKA_DEFAULTS.leaseMs, decisions };
 }
 
 const STORE_URL_FORM = 'postgres://user@host:5432/database';
@@ -474,6 +607,9 @@ export function parseGatewayConfig(text: string, file: string, base = DEFAULT_CO
     if (inFlight) config.dispatchInFlight = readInteger(ctx, inFlight, 'dispatch_in_flight', 1, 100_000) ?? config.dispatchInFlight;
     const logLevel = map.optional('log_level');
     if (logLevel) config.logLevel = readEnum(ctx, logLevel, 'log_level', LOG_LEVELS) ?? config.logLevel;
+    const kafkaNode = map.optional('kafka');
+    const kafka = kafkaNode && MapReader.of(ctx, kafkaNode, 'kafka');
+    if (kafka) config.kafka = readKafka(ctx, kafka, env) ?? config.kafka;
     const devToken = map.optional('dev_token');
     if (devToken) config.devToken = readBoolean(ctx, devToken, 'dev_token') ?? config.devToken;
     // Read last: whether it may be on depends on the listen section.
@@ -553,6 +689,11 @@ export function applyEnvironment(config: GatewayConfig, env: NodeJS.ProcessEnv):
     const value = env['ONCEGATE_DEMO_TARGET'];
     if (!['on', 'off', '1', '0', 'true', 'false'].includes(value)) bad('ONCEGATE_DEMO_TARGET', 'expected on or off');
     else next.demoTarget = { ...next.demoTarget, enabled: ['on', '1', 'true'].includes(value) };
+  }
+  if (env['ONCEGATE_KAFKA_BROKERS']) {
+    const brokers = env['ONCEGATE_KAFKA_BROKERS'].split(',').map((broker) => broker.trim());
+    if (brokers.some((broker) => !BROKER.test(broker))) bad('ONCEGATE_KAFKA_BROKERS', 'expected host:port[,host:port…]');
+    else next.kafka = { ...(next.kafka ?? { clientId: KAFKA_DEFAULTS.clientId, source: KAFKA_DEFAULTS.source, routes: [], defaultTopic: KAFKA_DEFAULTS.defaultTopic, leaseMs: KAFKA_DEFAULTS.leaseMs, decisions: null }), brokers };
   }
   if (next.store.driver === 'postgres' && next.store.url === '') {
     bad('ONCEGATE_STORE_URL', `store.driver postgres (${config.source}) needs a URL: write store.url, or set ONCEGATE_STORE_URL`);

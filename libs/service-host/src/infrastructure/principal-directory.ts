@@ -48,6 +48,26 @@ function hashToken(token: string): Buffer {
   return createHash('sha256').update(token).digest();
 }
 
+/** Data of a token-issued event (`AgentTokenIssued`, `ApproverTokenIssued`): the token itself is never stored. */
+export interface PrincipalTokenIssuedData {
+  /** The principal's name (the actor is `<kind>:<name>`). */
+  readonly name: string;
+  /** Id of the token, a UUIDv7; revocations name it. */
+  readonly tokenId: string;
+  /** SHA-256 of the token, lower-case hex. */
+  readonly tokenSha256: string;
+  readonly issuedAt: string;
+}
+
+/** Data of a token-revoked event (`AgentTokenRevoked`, `ApproverTokenRevoked`). */
+export interface PrincipalTokenRevokedData {
+  readonly name: string;
+  /** The token revoked (its `tokenId` when issued). */
+  readonly tokenId: string;
+  readonly revokedAt: string;
+}
+
+/** Either event's data as read back: only the fields both carry are certain. */
 interface TokenEventData {
   readonly name: string;
   readonly tokenId: string;
@@ -137,7 +157,7 @@ export class PrincipalDirectory {
     if (!NAME.test(name)) throw new PrincipalNameError(this.kind.label, name);
   }
 
-  private async append(name: string, type: string, data: TokenEventData, now: Date): Promise<void> {
+  private async append(name: string, type: string, data: PrincipalTokenIssuedData | PrincipalTokenRevokedData, now: Date): Promise<void> {
     const eventId = newEventId();
     await this.store.appendToStream(this.kind.stream(name), [
       { id: eventId, type, data, metadata: { eventId, actor: 'operator:cli', recordedAt: now.toISOString(), schemaVersion: 1 } },

@@ -1,0 +1,116 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Logger } from '@nestjs/common';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { executionIdFromUlid, executionStream, type ExecutionId } from '@oncegate/domain';
+import type { EventStore } from '@oncegate/event-store';
+import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
+import { newUlid } from '@oncegate/execution-journal';
+import { approvalTools, ManualClock, paymentAwaitingApproval } from '@oncegate/service-host/approvals/approval-fixtures';
+import { ApproverDirectory } from '@oncegate/service-host/infrastructure/approver-directory';
+import type { Kafka } from 'kafkajs';
+import type { BusProducer } from './bus-client';
+import { BusDecisions } from './bus-decisions';
+import DECISION_SCHEMA from './decision.schema.json' with { type: 'json' };
+
+/** Decisions as they come off the bus, applied to a real store (the Kafka side is covered by the relay's e2e test). */
+describe('decisions taken from the bus (SQLite event store)', () => {
+  let dir: string;
+  let store: EventStore;
+  let clock: ManualClock;
+  let decisions: BusDecisions;
+  let approvers: ApproverDirectory;
+
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'oncegate-bus-decisions-'));
+    store = openSqliteEventStore({ file: join(dir, 'events.db') });
+    clock = new ManualClock();
+    approvers = new ApproverDirectory(store);
+    await approvers.issue('alice');
+    await approvers.issue('mallory');
+    await approvers.revoke('mallory');
+    decisions = new BusDecisions({
+      kafka: {} as Kafka,
+      producer: {} as BusProducer,
+      config: { topic: 'oncegate.decisions', replies: 'oncegate.decision-outcomes', group: 'g' },
+      source: 'oncegate-test',
+      store,
+      approvers,
+      tools: approvalTools('http://127.0.0.1:9'),
+      clock,
+      logger: new Logger('test'),
+    });
+  });
+
+  afterEach(async () => {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const message = (body: unknown) => Buffer.from(JSON.stringify(body));
+  const approve = (executionId: string, by = 'approver:alice', id = 'd-1') => message({ kind: 'approval', id, execution_id: executionId, decision: 'approve', by, reason: 'checked the invoice' });
+  const decided = async (id: ExecutionId) => (await store.readStream(executionStream(id))).filter((event) => event.type === 'ApprovalGranted' || event.type === 'ApprovalDenied');
+
+  it('given a pending approval, when an approver approves it on the bus, then one ApprovalGranted is recorded by that approver and the reply says applied', async () => {
+    const id = await paymentAwaitingApproval(store, clock);
+    const reply = await decisions.apply(approve(id), 'oncegate.decisions/0/7');
+    expect(reply).toMatchObject({ in_reply_to: 'd-1', kind: 'approval', execution_id: id, outcome: 'applied', refusal: null, state: 'awaiting_approval' });
+    expect(reply.message).toMatch(/^approval granted by approver:alice at /);
+    const events = await decided(id);
+    expect(events.map((event) => [event.type, (event.data as { by: string }).by, event.metadata['actor']])).toEqual([['ApprovalGranted', 'approver:alice', 'approver:alice']]);
+  });
+
+  it('given a decision already recorded, when a second one (or the same one delivered again) arrives, then it is refused naming the first and nothing is appended', async () => {
+    const id = await paymentAwaitingApproval(store, clock);
+    await decisions.apply(approve(id), 'p/0/1');
+    const again = await decisions.apply(approve(id, 'approver:alice', 'd-2'), 'p/0/2');
+    expect(again).toMatchObject({ in_reply_to: 'd-2', outcome: 'refused', refusal: 'not_pending' });
+    expect(again.message).toMatch(/already granted by approver:alice/);
+    const deny = await decisions.apply(message({ kind: 'approval', execution_id: id, decision: 'deny', by: 'approver:alice', reason: 'no' }), 'p/0/3');
+    expect(deny).toMatchObject({ in_reply_to: 'p/0/3', outcome: 'refused', refusal: 'not_pending' });
+    expect(await decided(id)).toHaveLength(1);
+  });
+
+  it('given an approver who does not exist or whose tokens are revoked, when they decide, then it is refused and nothing is appended', async () => {
+    const id = await paymentAwaitingApproval(store, clock);
+    for (const by of ['approver:eve', 'approver:mallory']) {
+      const reply = await decisions.apply(approve(id, by), 'p/0/1');
+      expect(reply).toMatchObject({ outcome: 'refused', refusal: 'unknown_approver', execution_id: id });
+      expect(reply.message).toContain(`${by} is not an approver of this journal`);
+    }
+    expect(await decided(id)).toEqual([]);
+  });
+
+  it.each([
+    ['empty', Buffer.alloc(0), /an empty message/],
+    ['not JSON', Buffer.from('{"kind": "approval",'), /^not JSON/],
+    ['an agent as decider', message({ kind: 'approval', execution_id: 'ex_01JZ0000000000000000000000', decision: 'approve', by: 'agent:dev', reason: 'x' }), /not a decision .*\/by/],
+    ['an unknown field', message({ kind: 'approval', execution_id: 'x', decision: 'approve', by: 'approver:alice', reason: 'x', extra: 1 }), /not a decision/],
+    ['a decision that is neither', message({ kind: 'approval', execution_id: 'x', decision: 'maybe', by: 'approver:alice', reason: 'x' }), /not a decision/],
+    ['a bad execution id', message({ kind: 'approval', execution_id: "x' OR 1=1", decision: 'approve', by: 'approver:alice', reason: 'x' }), /is not an execution id/],
+    ['too large', Buffer.alloc(70_000, 0x20), /at most 65536 bytes/],
+  ])('given a message that is %s, when taken, then it is refused as malformed with the reason and nothing is appended', async (_name, value, reason) => {
+    const head = await store.headPosition();
+    const reply = await decisions.apply(value, 'oncegate.decisions/2/40');
+    expect(reply).toMatchObject({ outcome: 'refused', refusal: 'malformed' });
+    expect(reply.message).toMatch(reason);
+    expect(await store.headPosition()).toBe(head);
+  });
+
+  it('given an execution that does not exist, when approved, then it is refused as not found', async () => {
+    const id = executionIdFromUlid(newUlid());
+    expect(await decisions.apply(approve(id), 'p/0/1')).toMatchObject({ outcome: 'refused', refusal: 'not_found', state: null });
+  });
+
+  it('given an execution not held for review, when a review resolution arrives, then it is refused as not held', async () => {
+    const id = await paymentAwaitingApproval(store, clock);
+    const reply = await decisions.apply(message({ kind: 'review', execution_id: id, resolution: 'completed', by: 'approver:alice', reason: 'seen it' }), 'p/0/1');
+    expect(reply).toMatchObject({ kind: 'review', outcome: 'refused', refusal: 'not_held', state: 'awaiting_approval' });
+  });
+
+  it('given the schema in docs/events, then it is the one decisions are checked against', () => {
+    const documented = JSON.parse(readFileSync(new URL('../../../docs/events/bus-decision.schema.json', import.meta.url), 'utf8')) as unknown;
+    expect(documented).toEqual(DECISION_SCHEMA);
+  });
+});

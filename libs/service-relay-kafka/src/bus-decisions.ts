@@ -1,0 +1,167 @@
+import { randomUUID } from 'node:crypto';
+import type { LoggerService } from '@nestjs/common';
+import { Ajv } from 'ajv';
+import type { Consumer, Kafka } from 'kafkajs';
+import type { ToolContract } from '@oncegate/contracts';
+import { executionStream, isExecutionId, type ExecutionId, type ReviewResolution } from '@oncegate/domain';
+import type { EventStore } from '@oncegate/event-store';
+import type { Clock } from '@oncegate/execution-journal';
+import { decide, isApprovalRefusal, type ApprovalDecision } from '@oncegate/service-host/approvals/approval-queue';
+import type { KafkaDecisionsConfig } from '@oncegate/service-host/config/gateway-config';
+import type { ApproverDirectory } from '@oncegate/service-host/infrastructure/approver-directory';
+import { isReviewRefusal, resolveReview } from '@oncegate/service-host/review/review-queue';
+import type { BusProducer } from './bus-client';
+import type { BusMessage } from './cloud-events';
+import DECISION_SCHEMA from './decision.schema.json' with { type: 'json' };
+
+/** A decision as it arrives on `kafka.decisions.topic` (docs/events/bus-decision.schema.json). */
+export type BusDecision =
+  | { readonly kind: 'approval'; readonly id?: string; readonly execution_id: string; readonly decision: ApprovalDecision; readonly by: string; readonly reason: string }
+  | { readonly kind: 'review'; readonly id?: string; readonly execution_id: string; readonly resolution: ReviewResolution; readonly by: string; readonly reason: string };
+
+export type DecisionRefusal =
+  | 'malformed'
+  | 'unknown_approver'
+  | 'not_found'
+  | 'not_pending'
+  | 'not_held'
+  | 'invalid_decision'
+  | 'invalid_resolution';
+
+/** What the relay answers on `kafka.decisions.replies` for each decision it took from the bus. */
+export interface DecisionReply {
+  /** The decision's `id`, or `<topic>/<partition>/<offset>` when it had none (or could not be read). */
+  readonly in_reply_to: string;
+  readonly kind: 'approval' | 'review' | null;
+  readonly execution_id: string | null;
+  readonly outcome: 'applied' | 'refused';
+  readonly refusal: DecisionRefusal | null;
+  /** Said plainly: what was recorded, or why nothing was. */
+  readonly message: string;
+  /** The execution's state after the decision, when there is one. */
+  readonly state: string | null;
+}
+
+/** Largest decision message read; a larger one is refused unread. */
+const MAX_DECISION_BYTES = 64 * 1024;
+
+const validate = new Ajv({ allErrors: false }).compile<BusDecision>(DECISION_SCHEMA);
+
+export interface BusDecisionsOptions {
+  readonly kafka: Kafka;
+  readonly producer: BusProducer;
+  readonly config: KafkaDecisionsConfig;
+  readonly source: string;
+  readonly store: EventStore;
+  readonly approvers: ApproverDirectory;
+  readonly tools: ReadonlyMap<string, ToolContract>;
+  readonly clock: Clock;
+  readonly logger: LoggerService;
+}
+
+/**
+ * Approval decisions and review resolutions taken from the bus, applied through the same queues as the CLI, the
+ * approvals API and the console: each is decided on one read of the execution's stream and appended with its
+ * expected revision, so a late or repeated decision is refused, never recorded twice. The decider named in `by` must
+ * be an approver of this journal with a token that is not revoked. Every decision gets one reply: applied, or refused
+ * and why. A decision the relay took but did not answer (it crashed) is taken again from the last committed offset;
+ * if it was recorded the first time, the second answer says it was refused as already decided.
+ */
+export class BusDecisions {
+  private consumer: Consumer | undefined;
+
+  constructor(private readonly options: BusDecisionsOptions) {}
+
+  async start(): Promise<void> {
+    const { kafka, config, logger } = this.options;
+    // A relay killed without a word leaves the group within 10 s, so its partitions of the decisions topic move on soon.
+    const consumer = kafka.consumer({ groupId: config.group, allowAutoTopicCreation: true, sessionTimeout: 10_000, rebalanceTimeout: 20_000 });
+    this.consumer = consumer;
+    consumer.on(consumer.events.CRASH, (event) => {
+      const { error, restart } = event.payload as { error: Error; restart: boolean };
+      if (!restart) logger.error(`decisions consumer stopped: ${error.message}`, 'relay-decisions');
+    });
+    await consumer.connect();
+    await consumer.subscribe({ topics: [config.topic], fromBeginning: true });
+    await consumer.run({
+      eachMessage: async ({ topic, partition, message }) => {
+        const reply = await this.apply(message.value, `${topic}/${partition}/${message.offset}`);
+        await this.options.producer.send([{ topic: config.replies, message: this.replyMessage(reply) }]);
+        const about = reply.execution_id ?? reply.in_reply_to;
+        logger.log(`decision ${reply.in_reply_to} on ${about}: ${reply.outcome}${reply.refusal ? ` (${reply.refusal})` : ''}`, 'relay-decisions');
+      },
+    });
+  }
+
+  /** Applies one decision message; never throws for anything the message says. */
+  async apply(value: Buffer | null, where: string): Promise<DecisionReply> {
+    const refused = (refusal: DecisionRefusal, message: string, decision?: BusDecision, state: string | null = null): DecisionReply => ({
+      in_reply_to: decision?.id ?? where,
+      kind: decision?.kind ?? null,
+      execution_id: decision?.execution_id ?? null,
+      outcome: 'refused',
+      refusal,
+      message,
+      state,
+    });
+    if (value === null || value.length === 0) return refused('malformed', 'an empty message is not a decision');
+    if (value.length > MAX_DECISION_BYTES) return refused('malformed', `a decision is at most ${MAX_DECISION_BYTES} bytes (got ${value.length})`);
+    let body: unknown;
+    try {
+      body = JSON.parse(value.toString('utf8'));
+    } catch (error) {
+      return refused('malformed', `not JSON: ${(error as Error).message}`);
+    }
+    if (!validate(body)) {
+      const [first] = validate.errors ?? [];
+      return refused('malformed', `not a decision (docs/events/bus-decision.schema.json): ${first?.instancePath || '/'} ${first?.message ?? 'is invalid'}`);
+    }
+    const decision = body;
+    if (!isExecutionId(decision.execution_id)) return refused('malformed', `execution_id '${decision.execution_id.slice(0, 64)}' is not an execution id (ex_ followed by a ULID)`, decision);
+    const executionId: ExecutionId = decision.execution_id;
+    if (!(await this.isApprover(decision.by))) {
+      return refused('unknown_approver', `${decision.by.slice(0, 80)} is not an approver of this journal (or every token of theirs is revoked): oncegate approvers add <name>`, decision);
+    }
+    const { store, clock, tools } = this.options;
+    try {
+      if (decision.kind === 'approval') {
+        const view = await decide(store, clock, executionId, decision.decision, decision.by, decision.reason, tools);
+        return { in_reply_to: decision.id ?? where, kind: 'approval', execution_id: executionId, outcome: 'applied', refusal: null, message: `approval ${view.summary}`, state: view.state };
+      }
+      const view = await resolveReview(store, clock, executionId, decision.resolution, decision.by, decision.reason);
+      return { in_reply_to: decision.id ?? where, kind: 'review', execution_id: executionId, outcome: 'applied', refusal: null, message: `review resolved as ${decision.resolution} by ${decision.by}`, state: view.state };
+    } catch (error) {
+      if (isApprovalRefusal(error) || isReviewRefusal(error)) {
+        const state = 'status' in error && typeof error.status === 'string' ? error.status : null;
+        return refused(error.kind, error.message, decision, state === 'initial' ? null : state);
+      }
+      throw error;
+    }
+  }
+
+  private async isApprover(by: string): Promise<boolean> {
+    const records = await this.options.approvers.list();
+    return records.some((record) => record.actor === by && record.revokedAt === null);
+  }
+
+  private replyMessage(reply: DecisionReply): BusMessage {
+    return {
+      key: reply.execution_id ?? reply.in_reply_to,
+      value: JSON.stringify(reply),
+      headers: {
+        ce_specversion: '1.0',
+        ce_id: randomUUID(),
+        ce_source: this.options.source,
+        ce_type: reply.outcome === 'applied' ? 'DecisionApplied' : 'DecisionRefused',
+        ...(reply.execution_id === null ? {} : { ce_subject: executionStream(reply.execution_id as ExecutionId) }),
+        ce_time: this.options.clock.now().toISOString(),
+        'content-type': 'application/json',
+      },
+    };
+  }
+
+  async stop(): Promise<void> {
+    await this.consumer?.disconnect().catch(() => undefined);
+    this.consumer = undefined;
+  }
+}

@@ -1,0 +1,128 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConsoleLogger } from '@nestjs/common';
+import { Kafka, logLevel, type KafkaMessage } from 'kafkajs';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { EventStore } from '@oncegate/event-store';
+import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
+import { systemClock } from '@oncegate/execution-journal';
+import type { KafkaConfig } from '@oncegate/service-host/config/gateway-config';
+/* eslint-disable @nx/enforce-module-boundaries -- the broker the tests run, and the polling every suite uses */
+import { eventually } from '../../../test/support/journal';
+import { startKafka, type KafkaHandle } from '../../../test/support/kafka';
+/* eslint-enable @nx/enforce-module-boundaries */
+import { BusProducer, busClient } from './bus-client';
+import { readCloudEvent } from './cloud-events';
+import { EventRelay, RELAY_CONSUMER } from './event-relay';
+
+const logger = new ConsoleLogger({ logLevels: ['error', 'warn'] });
+
+describe('the event relay (SQLite event store, a real Kafka broker)', () => {
+  let broker: KafkaHandle;
+  let dir: string;
+  let store: EventStore;
+  let config: KafkaConfig;
+  let topic: string;
+  const running: Array<{ relay: EventRelay; producer: BusProducer }> = [];
+
+  beforeAll(async () => {
+    broker = await startKafka();
+  }, 180_000);
+  afterAll(async () => broker?.stop());
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'oncegate-relay-'));
+    store = openSqliteEventStore({ file: join(dir, 'events.db') });
+    topic = `relay-${randomUUID().slice(0, 8)}`;
+    config = { brokers: broker.brokers, clientId: 'relay-test', source: 'oncegate-test', routes: [{ topic: `${topic}.vault`, eventTypes: null, streams: ['vault'] }], defaultTopic: topic, leaseMs: 600, decisions: null };
+  });
+  afterEach(async () => {
+    for (const { relay, producer } of running.splice(0)) {
+      await relay.stop();
+      await producer.close();
+    }
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const relayOn = (owner: string) => {
+    const producer = new BusProducer(busClient(config, logger, 'relay-test'));
+    const relay = new EventRelay({ store, producer, config, clock: systemClock, logger, owner });
+    relay.start();
+    running.push({ relay, producer });
+    return relay;
+  };
+
+  const consume = async (topics: string[], count: number): Promise<Array<{ topic: string; message: KafkaMessage }>> => {
+    const kafka = new Kafka({ clientId: 'relay-check', brokers: broker.brokers, logLevel: logLevel.NOTHING });
+    const consumer = kafka.consumer({ groupId: `check-${randomUUID()}` });
+    const received: Array<{ topic: string; message: KafkaMessage }> = [];
+    await consumer.connect();
+    await consumer.subscribe({ topics, fromBeginning: true });
+    await consumer.run({ eachMessage: async ({ topic: from, message }) => void received.push({ topic: from, message }) });
+    try {
+      await eventually(() => (received.length >= count ? true : undefined), 30_000, `${count} messages on ${topics.join(', ')}`);
+      return received;
+    } finally {
+      await consumer.disconnect();
+    }
+  };
+
+  it('given events on several streams, when relayed, then each arrives once as a CloudEvent on its topic, in order per stream, and the checkpoint is the head', async () => {
+    for (let i = 0; i < 30; i += 1) {
+      await store.appendToStream(`execution-ex_01JZ8Q4V5W6X7Y8Z9A0B1C2D${String(i % 3).padStart(2, '0')}`, [{ type: 'Dispatched', data: { i }, metadata: { actor: 'service:dispatcher-http', schemaVersion: 1 } }]);
+      if (i % 10 === 0) await store.appendToStream('vault-main', [{ type: 'VaultUnlocked', data: { i } }]);
+    }
+    const relay = relayOn('relay-a');
+    const head = await store.headPosition();
+    await eventually(() => (relay.progress().relayed === head ? true : undefined), 30_000, 'the relay to reach the head');
+    expect(await store.readCheckpoint(RELAY_CONSUMER)).toBe(head);
+
+    const received = await consume([topic, `${topic}.vault`], head);
+    const events = received.map(({ topic: from, message }) => ({ from, event: readCloudEvent(message) }));
+    expect(events).toHaveLength(33);
+    expect(new Set(events.map(({ event }) => event.id)).size).toBe(33);
+    expect(events.filter(({ from }) => from === `${topic}.vault`).map(({ event }) => event.type)).toEqual(['VaultUnlocked', 'VaultUnlocked', 'VaultUnlocked']);
+    for (const key of new Set(events.map(({ event }) => event.key))) {
+      const positions = events.filter(({ event }) => event.key === key).map(({ event }) => event.position);
+      expect(positions).toEqual([...positions].sort((a, b) => a - b));
+    }
+    expect(events.find(({ event }) => event.type === 'Dispatched')!.event).toMatchObject({ key: expect.stringMatching(/^ex_/), subject: expect.stringMatching(/^execution-ex_/), source: 'oncegate-test' });
+  });
+
+  it('given two relays on one store, then one publishes; when it stops, the other takes over from the checkpoint and nothing is lost or sent twice', async () => {
+    for (let i = 0; i < 20; i += 1) await store.appendToStream(`run-r${i % 4}`, [{ type: 'RunStarted', data: { i } }]);
+    const first = relayOn('relay-a');
+    await eventually(() => (first.progress().relayed === 20 ? true : undefined), 30_000, 'the first relay to publish');
+    const second = relayOn('relay-b');
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(second.progress().publishing).toBe(false);
+
+    await first.stop();
+    for (let i = 20; i < 40; i += 1) await store.appendToStream(`run-r${i % 4}`, [{ type: 'RunStarted', data: { i } }]);
+    await eventually(() => (second.progress().relayed === 40 ? true : undefined), 30_000, 'the second relay to take over');
+    expect(second.progress()).toMatchObject({ publishing: true, sent: 20 });
+    const received = await consume([topic], 40);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(received.map(({ message }) => readCloudEvent(message).position).sort((a, b) => a - b)).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
+  });
+
+  it('given the broker away, when events are appended, then the checkpoint stays where the broker last acknowledged, and moves on once it is back', async () => {
+    await store.appendToStream('run-r1', [{ type: 'RunStarted', data: {} }]);
+    const relay = relayOn('relay-a');
+    await eventually(() => (relay.progress().relayed === 1 ? true : undefined), 30_000, 'the first event relayed');
+    await broker.shutdown();
+    try {
+      for (let i = 0; i < 5; i += 1) await store.appendToStream('run-r1', [{ type: 'RunGranted', data: { i } }]);
+      await new Promise((resolve) => setTimeout(resolve, 3_000));
+      expect(await store.readCheckpoint(RELAY_CONSUMER)).toBe(1);
+    } finally {
+      await broker.start();
+    }
+    await eventually(() => (relay.progress().relayed === 6 ? true : undefined), 60_000, 'the relay to catch up');
+    const positions = (await consume([topic], 6)).map(({ message }) => readCloudEvent(message).position);
+    expect(new Set(positions)).toEqual(new Set([1, 2, 3, 4, 5, 6]));
+  }, 120_000);
+});

@@ -1,0 +1,57 @@
+import { hostname } from 'node:os';
+import { GatewayConfigError, type GatewayConfig } from '@oncegate/service-host/config/gateway-config';
+import type { Host, ServiceDefinition } from '@oncegate/service-host/host';
+import { BusProducer, busClient } from './bus-client';
+import { BusDecisions } from './bus-decisions';
+import { EventRelay, RELAY_CONSUMER } from './event-relay';
+
+/** The relay and the decisions consumer of one process. */
+export interface HostedRelay {
+  readonly relay: EventRelay;
+  readonly decisions: BusDecisions | undefined;
+  close(): Promise<void>;
+}
+
+/** The relay (and, with `kafka.decisions`, the decisions consumer) in this process, when `kafka` is configured. */
+export async function hostRelay(host: Host): Promise<HostedRelay | undefined> {
+  const { config, store, clock, logger } = host;
+  const kafkaConfig = config.kafka;
+  if (kafkaConfig === null) return undefined;
+  const kafka = busClient(kafkaConfig, logger, RELAY_CONSUMER);
+  const producer = new BusProducer(kafka);
+  const relay = new EventRelay({ store, producer, config: kafkaConfig, clock, logger, owner: `${RELAY_CONSUMER}@${hostname()}/${host.instance}` });
+  relay.start();
+  const decisions =
+    kafkaConfig.decisions === null
+      ? undefined
+      : new BusDecisions({ kafka, producer, config: kafkaConfig.decisions, source: kafkaConfig.source, store, approvers: host.folder.approvers, tools: host.tools, clock, logger });
+  // The consumer joins its group in the background: a broker that is not there yet must not stop the process.
+  decisions?.start().catch((error: unknown) => logger.error(`decisions consumer: ${(error as Error).message}`, 'relay-decisions'));
+  const hosted: HostedRelay = {
+    relay,
+    decisions,
+    async close() {
+      await decisions?.stop();
+      await relay.stop();
+      await producer.close();
+    },
+  };
+  host.opened.push(hosted);
+  return hosted;
+}
+
+/** `oncegate serve relay-kafka`. */
+export const relayKafkaService: ServiceDefinition = {
+  name: 'relay-kafka',
+  check(config: GatewayConfig) {
+    if (config.kafka === null) {
+      throw new GatewayConfigError([
+        { file: config.source, path: 'kafka.brokers', line: 0, column: 0, reason: 'relay-kafka needs a kafka section (brokers at least), or ONCEGATE_KAFKA_BROKERS' },
+      ]);
+    }
+  },
+  async serve(host) {
+    const hosted = await hostRelay(host);
+    return { close: async () => hosted?.close() };
+  },
+};
