@@ -17,7 +17,7 @@ export default defineConfig({
     ],
   },
   test: {
-    include: ['libs/**/*.spec.ts', 'apps/**/*.spec.ts', 'test/**/*.spec.ts', 'tools/**/*.spec.ts'],
+    include: ['libs/**/*.spec.ts', 'apps/**/*.spec.ts', 'test/**/*.spec.ts', 'tools/**/*.spec.ts', 'deploy/**/*.spec.ts'],
     reporters: ['default', './tools/summary-reporter.ts'],
     globalSetup: ['./tools/vitest-build.ts'],
     testTimeout: 30_000,

@@ -2,3 +2,5 @@ export { LOCAL_LAYOUT, startLocalDeployment, startService } from './local-deploy
 export type { LocalDeployment, LocalDeploymentOptions, LocalLayout, LocalService, ServiceOptions, ServiceProcess } from './local-deployment';
 export { startPostgres } from './postgres';
 export type { PostgresHandle, StartPostgresOptions } from './postgres';
+export { startKafka, ensureKafkaJars } from './kafka';
+export type { KafkaHandle, StartKafkaOptions } from './kafka';

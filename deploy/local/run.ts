@@ -39,7 +39,7 @@ await admin.connect();
 if ((await admin.query("SELECT 1 FROM pg_database WHERE datname = 'oncegate'")).rowCount === 0) await admin.query('CREATE DATABASE oncegate');
 await admin.end();
 const kafkaDir = process.env['ONCEGATE_LOCAL_KAFKA_DIR'] ?? join(tmpdir(), 'oncegate-local-kafka');
-const kafka: KafkaHandle | undefined = values.kafka ? await startKafka({ dir: kafkaDir, port: Number(values['kafka-port']) }) : undefined;
+const kafka: KafkaHandle | undefined = values.kafka ? await startKafka({ dir: kafkaDir, port: Number(values['kafka-port']), controllerPort: Number(values['kafka-port']) + 1 }) : undefined;
 const env = {
   ONCEGATE_STORE_URL: postgres.url('oncegate'),
   ONCEGATE_DEMO_CREDENTIAL: process.env['ONCEGATE_DEMO_CREDENTIAL'] ?? 'demo-credential-not-secret',

@@ -7,7 +7,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, type ServiceProcess } from '@oncegate/deploy-local';
 import type { RecordedEvent } from '@oncegate/event-store';
 import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
-import { readCloudEvent, RELAY_CONSUMER, type ReceivedCloudEvent } from '@oncegate/service-relay-kafka';
 import { startDemoTargetProcess, type DemoTargetProcess } from '../support/demo-target-process';
 import { CREDENTIAL_CANARY, gatewayFolder, oncegate, startGatewayProcess, type GatewayFolder, type GatewayProcess } from '../support/gateway-process';
 import { eventually, readJournal } from '../support/journal';
@@ -24,6 +23,38 @@ const DONE = ['completed', 'delivered'];
 const CONCURRENCY = 24;
 
 const quiet = { logLevel: logLevel.NOTHING };
+/** The relay's checkpoint in the store (docs/bus.md). */
+const RELAY_CONSUMER = 'relay-kafka';
+
+/** A relayed event as any consumer of the bus reads it: CloudEvents attributes from the ce_ headers, data from the value. */
+interface ReceivedCloudEvent {
+  readonly id: string;
+  readonly type: string;
+  readonly subject: string;
+  readonly position: number;
+  readonly chainHash: string;
+  readonly key: string;
+  readonly data: unknown;
+}
+
+function readCloudEvent(message: KafkaMessage): ReceivedCloudEvent {
+  const header = (name: string) => {
+    const value = message.headers?.[name];
+    if (value === undefined) throw new Error(`no ${name} header`);
+    return String(value);
+  };
+  expect(header('ce_specversion')).toBe('1.0');
+  expect(header('content-type')).toBe('application/json');
+  return {
+    id: header('ce_id'),
+    type: header('ce_type'),
+    subject: header('ce_subject'),
+    position: Number(header('ce_position')),
+    chainHash: header('ce_chainhash'),
+    key: message.key?.toString() ?? '',
+    data: JSON.parse(message.value!.toString()),
+  };
+}
 
 /** Every prefix of a secret long enough to say something of it (6 characters and more). */
 function prefixesOf(secret: string): string[] {
@@ -77,6 +108,12 @@ describe('the Kafka relay (a real Apache Kafka 4.1.1 broker, KRaft, one node; th
   beforeAll(async () => {
     [broker, target] = await Promise.all([startKafka(), startDemoTargetProcess()]);
     bus = new Kafka({ clientId: 'e2e-check', brokers: broker.brokers, ...quiet });
+    // The topics exist before anything is published, as an organisation's bus has them (a consumer of a topic
+    // nobody has written to yet would fail).
+    const admin = bus.admin();
+    await admin.connect();
+    await admin.createTopics({ waitForLeaders: true, topics: Object.values(TOPICS).map((topic) => ({ topic, numPartitions: 4, replicationFactor: 1 })) });
+    await admin.disconnect();
     folder = await gatewayFolder(target.url, { call_wait: '20s', seal_every: '1s' });
     // The gateway runs without the kafka section; the relay is its own process on the same data folder.
     relayConfig = join(folder.dir, 'relay.yaml');
@@ -149,9 +186,14 @@ describe('the Kafka relay (a real Apache Kafka 4.1.1 broker, KRaft, one node; th
         return relayed >= head - 2 ? true : undefined;
       }, 120_000, 'the relay to reach the head');
       const { relayed } = await checkpoint();
+      // The sealer goes on appending seals, and the relay relaying them: the journal is read after the topics.
       const journal: RecordedEvent[] = (await readJournal(folder.dataDir)).filter((event) => event.position <= relayed);
-      const byId = new Map(journal.map((event) => [event.id, event]));
-      const received = await consumeAll(bus, [TOPICS.executions, TOPICS.approvals, TOPICS.all], (messages) => new Set(messages.map(({ message }) => String(message.headers?.['ce_id']))).size >= byId.size, 120_000);
+      const wanted = new Set(journal.map((event) => event.id));
+      const received = await consumeAll(bus, [TOPICS.executions, TOPICS.approvals, TOPICS.all], (messages) => {
+        const ids = new Set(messages.map(({ message }) => String(message.headers?.['ce_id'])));
+        return [...wanted].every((id) => ids.has(id));
+      }, 120_000);
+      const byId = new Map((await readJournal(folder.dataDir)).map((event) => [event.id, event]));
       const events = received.map(({ topic, partition, message }) => ({ topic, partition, event: readCloudEvent(message), raw: message }));
 
       // Every event at least once, and nothing that is not in the journal.

@@ -222,6 +222,8 @@ export interface ServedService {
   /** The MCP front's URL (the gateway only). */
   readonly url?: string;
   readonly devToken?: string;
+  /** Lines the process's summary shows about this service (already indented and labelled). */
+  readonly summary?: readonly string[];
   /** Stops the service; the host's stores are closed after it. */
   close(): Promise<void>;
 }
@@ -241,6 +243,7 @@ export interface RunningService {
   /** The MCP front's URL (the gateway service only). */
   readonly url: string | undefined;
   readonly devToken: string | undefined;
+  readonly summary: readonly string[];
   readonly store: EventStore;
   close(): Promise<void>;
 }
@@ -259,6 +262,7 @@ export function serveService(definition: ServiceDefinition, config: GatewayConfi
       instance: host.instance,
       url: served.url,
       devToken: served.devToken,
+      summary: served.summary ?? [],
       store: host.store,
       close: () => closeInOrder(() => served.close(), () => host.sealed.close(), () => host.folder.close()),
     };

@@ -102,6 +102,7 @@ export async function runServiceProcess(service: ServiceDefinition, parsed: Pars
       `  store:        ${config.store.driver} ${storeLocation(config)}`,
       ...(config.store.driver === 'sqlite' ? ['  note:         a SQLite store is shared by the processes of one machine only; use store.driver postgres to run services apart'] : []),
       ...(running.devToken ? [`  dev token:    ${running.devToken}   (agent:dev)`] : []),
+      ...running.summary,
       // An empty line ends the summary: what follows is the service's log.
       '',
       '',

@@ -7,7 +7,7 @@ import { executionIdFromUlid, executionStream, type ExecutionId } from '@oncegat
 import type { EventStore } from '@oncegate/event-store';
 import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
 import { newUlid } from '@oncegate/execution-journal';
-import { approvalTools, ManualClock, paymentAwaitingApproval } from '@oncegate/service-host/approvals/approval-fixtures';
+import { acceptedPayment, approvalTools, command, ManualClock, paymentAwaitingApproval } from '@oncegate/service-host/approvals/approval-fixtures';
 import { ApproverDirectory } from '@oncegate/service-host/infrastructure/approver-directory';
 import type { Kafka } from 'kafkajs';
 import type { BusProducer } from './bus-client';
@@ -107,6 +107,21 @@ describe('decisions taken from the bus (SQLite event store)', () => {
     const id = await paymentAwaitingApproval(store, clock);
     const reply = await decisions.apply(message({ kind: 'review', execution_id: id, resolution: 'completed', by: 'approver:alice', reason: 'seen it' }), 'p/0/1');
     expect(reply).toMatchObject({ kind: 'review', outcome: 'refused', refusal: 'not_held', state: 'awaiting_approval' });
+  });
+
+  it('given a payment held for review, when an approver resolves it on the bus, then one ReviewResolved is recorded and a second resolution is refused', async () => {
+    const id = await acceptedPayment(store, clock);
+    await command(store, clock, id, (now) => ({ type: 'AuthorizeExecution', executionId: id, now, basis: 'policy' }));
+    await command(store, clock, id, (now) => ({ type: 'RecordDispatch', executionId: id, now, dispatcherId: 'dispatcher-http@test' }), 'service:dispatcher-http');
+    await command(store, clock, id, (now) => ({ type: 'RecordUnknownOutcome', executionId: id, now, attempt: 1, reason: 'timeout_after_send' }), 'service:dispatcher-http');
+    await command(store, clock, id, (now) => ({ type: 'RequireReview', executionId: id, now, reason: 'irreversible_outcome_unknown' }), 'service:dispatcher-http');
+    const resolve = (id2: string) => message({ kind: 'review', id: id2, execution_id: id, resolution: 'not_executed', by: 'approver:alice', reason: 'the provider shows no charge' });
+    expect(await decisions.apply(resolve('r-1'), 'p/0/1')).toMatchObject({ in_reply_to: 'r-1', kind: 'review', outcome: 'applied', refusal: null });
+    const again = await decisions.apply(resolve('r-2'), 'p/0/2');
+    expect(again).toMatchObject({ in_reply_to: 'r-2', outcome: 'refused', refusal: 'not_held' });
+    expect(again.message).toMatch(/already resolved as not_executed by approver:alice/);
+    const resolved = (await store.readStream(executionStream(id))).filter((event) => event.type === 'ReviewResolved');
+    expect(resolved.map((event) => event.metadata['actor'])).toEqual(['approver:alice']);
   });
 
   it('given the schema in docs/events, then it is the one decisions are checked against', () => {

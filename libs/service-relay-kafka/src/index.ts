@@ -2,4 +2,4 @@ export { busClient, BusProducer } from './bus-client';
 export { BusDecisions, type BusDecision, type DecisionRefusal, type DecisionReply } from './bus-decisions';
 export { cloudEventMessage, readCloudEvent, topicOf, type BusMessage, type ReceivedCloudEvent } from './cloud-events';
 export { EventRelay, RELAY_CONSUMER, type RelayProgress } from './event-relay';
-export { hostRelay, relayKafkaService, type HostedRelay } from './relay-service';
+export { hostRelay, relayKafkaService, relaySummary, type HostedRelay } from './relay-service';

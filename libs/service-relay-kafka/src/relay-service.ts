@@ -52,6 +52,18 @@ export const relayKafkaService: ServiceDefinition = {
   },
   async serve(host) {
     const hosted = await hostRelay(host);
-    return { close: async () => hosted?.close() };
+    return { summary: relaySummary(host.config), close: async () => hosted?.close() };
   },
 };
+
+/** What `oncegate serve relay-kafka` says about where events go and where decisions come from. */
+export function relaySummary(config: GatewayConfig): string[] {
+  const kafka = config.kafka;
+  if (kafka === null) return [];
+  const topics = [...new Set([...kafka.routes.map((route) => route.topic), kafka.defaultTopic])];
+  return [
+    `  kafka:        ${kafka.brokers.join(', ')} (client id ${kafka.clientId}, source ${kafka.source})`,
+    `  events to:    ${topics.join(', ')}; one relay publishes at a time (claim ${RELAY_CONSUMER}, lease ${kafka.leaseMs / 1000}s)`,
+    ...(kafka.decisions ? [`  decisions:    from ${kafka.decisions.topic} (group ${kafka.decisions.group}), answers to ${kafka.decisions.replies}`] : []),
+  ];
+}

@@ -5,6 +5,7 @@ import { runServiceProcess, SERVICE_PROCESS_HELP, startupFailure, stoppedCleanly
 import { tokenRevoked } from '../../front/mcp-errors';
 import { connectMcpServer, createMcpServer } from '../../front/mcp-server';
 import { StdioConnection } from '../../front/stdio-connection';
+import { relaySummary } from '@oncegate/service-relay-kafka';
 import { SERVICES, startGateway } from '../../gateway';
 import { configOrExit, parseCommandArgs } from '../command-helpers';
 import { tokenCommands } from './token-commands';
@@ -38,6 +39,7 @@ Runs the gateway in the foreground until SIGINT or SIGTERM. Configuration: the f
         ...(gateway.url ? [`  console:      ${new URL('/console/', gateway.url).href}   (sign in with an approver token: oncegate approvers add <name>)`] : []),
         ...(gateway.devToken ? [`  dev token:    ${gateway.devToken}   (agent:dev; send as 'Authorization: Bearer <token>')`] : []),
         ...(gateway.demoTargetUrl ? [`  demo target:  ${gateway.demoTargetUrl}   (GET /effects counts side effects)`] : []),
+        ...relaySummary(config),
         ...(config.unauthenticatedAgent !== null
           ? [`  NO TOKEN:     requests without a token are served as ${config.unauthenticatedAgent} (testing.unauthenticated_agent: TEST ONLY)`]
           : []),

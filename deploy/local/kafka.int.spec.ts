@@ -1,0 +1,113 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Kafka, logLevel, type IHeaders, type KafkaMessage } from 'kafkajs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startKafka, type KafkaHandle } from './kafka';
+
+const client = (brokers: string[]) =>
+  new Kafka({ clientId: 'kafka-int-spec', brokers, logLevel: logLevel.NOTHING, retry: { retries: 8, initialRetryTime: 100 } });
+
+async function send(brokers: string[], topic: string, messages: Array<{ key: string; value: string; headers?: IHeaders }>): Promise<void> {
+  const producer = client(brokers).producer({ idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+  try {
+    await producer.send({ topic, acks: -1, messages });
+  } finally {
+    await producer.disconnect();
+  }
+}
+
+/** Reads `count` messages of `topic` from its beginning as a new consumer group. */
+async function read(brokers: string[], topic: string, count: number, timeoutMs = 20_000): Promise<KafkaMessage[]> {
+  // A fresh broker may make the first group member crash while it creates __consumer_offsets: it restarts.
+  const consumer = client(brokers).consumer({
+    groupId: `group-${randomUUID()}`,
+    // A fetch that finds too little waits this long for more (5 s by default).
+    maxWaitTimeInMs: 100,
+    retry: { retries: 8, restartOnFailure: async () => true },
+  });
+  const received: KafkaMessage[] = [];
+  await consumer.connect();
+  try {
+    await consumer.subscribe({ topics: [topic], fromBeginning: true });
+    await consumer.run({ eachMessage: async ({ message }) => void received.push(message) });
+    const deadline = Date.now() + timeoutMs;
+    while (received.length < count) {
+      if (Date.now() > deadline) throw new Error(`read ${received.length} of ${count} messages of ${topic} within ${timeoutMs} ms`);
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    return received;
+  } finally {
+    await consumer.disconnect();
+  }
+}
+
+const text = (value: Buffer | string | null | undefined) => (value === null || value === undefined ? value : value.toString());
+const values = (messages: KafkaMessage[]) => messages.map((message) => text(message.value)).sort();
+
+describe('kafka: a real Apache Kafka 4.1.1 broker (KRaft, one node)', () => {
+  let broker: KafkaHandle;
+
+  // The first start may copy the jars from Maven Central.
+  beforeAll(async () => {
+    broker = await startKafka();
+  }, 180_000);
+  afterAll(async () => broker?.stop(), 60_000);
+
+  it('given a fresh broker, when an idempotent producer sends messages with headers to a new topic, then a consumer group reads each back once with its headers', async () => {
+    const topic = `spec-${randomUUID().slice(0, 8)}`;
+    expect(broker.brokers).toEqual([`127.0.0.1:${broker.port}`]);
+    const sent = Array.from({ length: 12 }, (_, i) => ({ key: `k-${i % 3}`, value: `message-${String(i).padStart(2, '0')}`, headers: { 'ce-id': `id-${i}`, trace: 'abc' } }));
+
+    await send(broker.brokers, topic, sent);
+    const received = await read(broker.brokers, topic, sent.length);
+
+    expect(values(received)).toEqual(sent.map((message) => message.value));
+    for (const message of received) {
+      const i = Number(text(message.value)!.slice('message-'.length));
+      expect(text(message.key)).toBe(`k-${i % 3}`);
+      expect(text(message.headers?.['ce-id'] as Buffer)).toBe(`id-${i}`);
+      expect(text(message.headers?.['trace'] as Buffer)).toBe('abc');
+    }
+  }, 60_000);
+
+  it('given messages sent before a shutdown, when the broker is started again, then they are still there, on the same port, and a new send works', async () => {
+    const topic = `restart-${randomUUID().slice(0, 8)}`;
+    await send(broker.brokers, topic, [{ key: 'a', value: 'before-1' }, { key: 'b', value: 'before-2' }]);
+
+    await broker.shutdown();
+    const admin = new Kafka({ clientId: 'kafka-int-spec', brokers: broker.brokers, logLevel: logLevel.NOTHING, retry: { retries: 0 } }).admin();
+    await expect(admin.connect()).rejects.toThrow();
+    await broker.start();
+
+    expect(values(await read(broker.brokers, topic, 2))).toEqual(['before-1', 'before-2']);
+    await send(broker.brokers, topic, [{ key: 'a', value: 'after-1' }]);
+    expect(values(await read(broker.brokers, topic, 3))).toEqual(['after-1', 'before-1', 'before-2']);
+  }, 90_000);
+});
+
+describe('kafka: a kept folder', () => {
+  it('given a broker in a kept folder, when it is stopped and started anew there (on a new free controller port), then its messages are still there and the folder is kept', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'oncegate-kafka-kept-'));
+    try {
+      const first = await startKafka({ dir });
+      const topic = `kept-${randomUUID().slice(0, 8)}`;
+      try {
+        await send(first.brokers, topic, [{ key: 'a', value: 'kept-1' }]);
+      } finally {
+        await first.stop();
+      }
+
+      const second = await startKafka({ dir, port: first.port });
+      try {
+        expect(values(await read(second.brokers, topic, 1))).toEqual(['kept-1']);
+      } finally {
+        await second.stop();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
+});
