@@ -290,7 +290,9 @@ describe('the Kafka relay (a real Apache Kafka 4.1.1 broker, KRaft, one node; th
       const caughtUp = await eventually(async () => {
         const { relayed, head } = await checkpoint();
         return relayed >= head - 2 ? Date.now() : undefined;
-      }, 90_000, 'the relay to catch up after the broker came back');
+      }, 90_000, 'the relay to catch up after the broker came back').catch((error: unknown) => {
+        throw new Error(`${(error as Error).message}; the relay said:\n${relays.at(-1)?.output().slice(-4_000)}`);
+      });
       const { relayed } = await checkpoint();
       const journal = (await readJournal(folder.dataDir)).filter((event) => event.position > before && event.position <= relayed);
       const wanted = new Set(journal.map((event) => event.id));

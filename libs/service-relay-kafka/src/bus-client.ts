@@ -20,16 +20,24 @@ export function busClient(config: KafkaConfig, logger: LoggerService, context: s
   });
 }
 
+/** Longest a send may take before it counts as failed, whatever the client is waiting for. */
+const SEND_BOUND_MS = 60_000;
+
 /**
  * An idempotent producer (`acks=all`, one request in flight, so the broker drops a batch it already has from this
- * producer and keeps the order), connected on first use and again after a failure.
+ * producer and keeps the order), connected on first use. After a failed send the producer is let go and the next
+ * send starts a new one: a client left waiting on a broker that went away never holds the relay up.
  */
 export class BusProducer {
-  private readonly producer: Producer;
+  private producer: Producer;
   private connected: Promise<void> | undefined;
 
-  constructor(kafka: Kafka) {
-    this.producer = kafka.producer({
+  constructor(private readonly kafka: Kafka) {
+    this.producer = this.newProducer();
+  }
+
+  private newProducer(): Producer {
+    return this.kafka.producer({
       idempotent: true,
       maxInFlightRequests: 1,
       // The producer gives up on a batch within the client's retry bound; the relay retries it from its checkpoint
@@ -46,15 +54,28 @@ export class BusProducer {
       if (list === undefined) byTopic.set(topic, (list = []));
       list.push({ key: message.key, value: message.value, headers: { ...message.headers } });
     }
+    const producer = this.producer;
+    let timer: NodeJS.Timeout | undefined;
     try {
-      this.connected ??= this.producer.connect();
-      await this.connected;
-      await this.producer.sendBatch({ acks: -1, timeout: 30_000, topicMessages: [...byTopic].map(([topic, list]) => ({ topic, messages: list })) });
+      this.connected ??= producer.connect();
+      const sent = this.connected.then(() =>
+        producer.sendBatch({ acks: -1, timeout: 30_000, topicMessages: [...byTopic].map(([topic, list]) => ({ topic, messages: list })) }),
+      );
+      // A send that settles after the bound is let go: its failure is not the process's.
+      sent.catch(() => undefined);
+      const bound = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no acknowledgement within ${SEND_BOUND_MS / 1000} s`)), SEND_BOUND_MS);
+      });
+      await Promise.race([sent, bound]);
     } catch (error) {
-      // Connect again before the next send: a broker that went away may have closed the producer's connections.
-      this.connected = undefined;
-      await this.producer.disconnect().catch(() => undefined);
+      if (this.producer === producer) {
+        this.producer = this.newProducer();
+        this.connected = undefined;
+        void producer.disconnect().catch(() => undefined);
+      }
       throw error;
+    } finally {
+      clearTimeout(timer);
     }
   }
 
