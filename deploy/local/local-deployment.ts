@@ -36,6 +36,8 @@ export interface ServiceProcess {
   readonly url: string | undefined;
   /** The development token (gateways with `dev_token`). */
   readonly devToken: string | undefined;
+  /** Its operations listener (`/metrics`, `/healthz`, `/readyz`), when configured. */
+  readonly operationsUrl: string | undefined;
   readonly child: ChildProcess;
   /** Everything it wrote, stdout and stderr. */
   output(): string;
@@ -67,20 +69,22 @@ export async function startService(service: LocalService, options: ServiceOption
   let output = '';
   child.stderr!.on('data', (chunk) => (output += String(chunk)));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const started = await new Promise<{ instance: string; url?: string; devToken?: string }>((resolve, reject) => {
+  const started = await new Promise<{ instance: string; url?: string; devToken?: string; operationsUrl?: string }>((resolve, reject) => {
     let instance: string | undefined;
     let url: string | undefined;
+    let operationsUrl: string | undefined;
     let seenToken: string | undefined;
     const timer = setTimeout(() => reject(new Error(`${service} did not start within ${START_TIMEOUT_MS} ms:\n${output}`)), START_TIMEOUT_MS);
     createInterface({ input: child.stdout! }).on('line', (line) => {
       output += `${line}\n`;
       instance ??= /is running \(instance (\S+)\)/.exec(line)?.[1];
       url ??= /listening on: (\S+)/.exec(line)?.[1];
+      operationsUrl ??= /operations:\s+(\S+)/.exec(line)?.[1];
       const devToken = /dev token:\s+(ogt_\S+)/.exec(line)?.[1];
       // The summary ends with an empty line.
       if (instance !== undefined && line === '') {
         clearTimeout(timer);
-        resolve({ instance, url, devToken: devToken ?? seenToken });
+        resolve({ instance, url, devToken: devToken ?? seenToken, operationsUrl });
       }
       seenToken ??= devToken;
     });
@@ -96,6 +100,7 @@ export async function startService(service: LocalService, options: ServiceOption
     pid: child.pid!,
     url: started.url,
     devToken: started.devToken,
+    operationsUrl: started.operationsUrl,
     child,
     output: () => output,
     async stop() {

@@ -15,6 +15,7 @@ import { GatewayConfigError, unauthenticatedAgentProblem, type GatewayConfig } f
 import { hostDispatchers, type DispatchChannel } from '@oncegate/service-host/dispatch/dispatchers';
 import { openHost, openVault, startOrUndo, type Host, type ServiceDefinition, type StartOptions } from '@oncegate/service-host/host';
 import type { AgentDirectory } from '@oncegate/service-host/infrastructure/agent-directory';
+import { queueGauges } from '@oncegate/service-host/operations/queue-gauges';
 import { PreparedCalls } from '@oncegate/service-host/prepared-calls';
 import { initDevelopmentVault } from '@oncegate/service-host/vault/vault-admin';
 import type { VaultService } from '@oncegate/service-host/vault/vault-service';
@@ -42,6 +43,8 @@ export interface RunningGateway {
   /** The development token (only when `dev_token` is on). */
   readonly devToken: string | undefined;
   readonly demoTargetUrl: string | undefined;
+  /** The operations listener (`/metrics`, `/healthz`, `/readyz`), when configured. */
+  readonly operationsUrl: string | undefined;
   readonly store: EventStore;
   readonly agents: AgentDirectory;
   readonly toolCalls: ToolCalls;
@@ -120,6 +123,7 @@ async function hostFront(host: Host, deliveries: DeliveryTracker, inlineSteps: I
   const { config, options, store, sealed, tools, clock, keys, logger } = host;
   const { agents, approvers } = host.folder;
   const hostRules = hostRulesOf(config);
+  queueGauges(host);
   // Resumption messages only need to survive a process restart, not a power cut, and only for the retention:
   // what is older is deleted now, before the front listens, and then periodically.
   const resumption = new SseResumptionStore({
@@ -225,6 +229,7 @@ async function startGatewayOn(config: GatewayConfig, options: StartOptions, open
     tools: host.tools,
     devToken: front.devToken,
     demoTargetUrl: demo?.url,
+    operationsUrl: host.operationsUrl,
     store: host.store,
     agents: host.folder.agents,
     toolCalls: front.toolCalls,
@@ -240,6 +245,7 @@ async function startGatewayOn(config: GatewayConfig, options: StartOptions, open
       await vault.stop();
       await sealer?.stop();
       await demo?.close();
+      await host.operations?.close();
       await host.sealed.close();
       await host.folder.close();
     },

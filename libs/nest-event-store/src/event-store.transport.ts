@@ -52,6 +52,8 @@ export interface EventStoreTransportOptions {
    * the handlers gone), as a real fault would: tried again, then parked.
    */
   readonly fault?: () => string | undefined;
+  /** Told of every event this consumer took: handled, or parked (its own failure, or behind a parked event). */
+  readonly took?: (result: 'handled' | 'parked') => void;
 }
 
 /** Thrown into the subscription when it is closed while waiting for storage, so the event is not checkpointed. */
@@ -144,9 +146,13 @@ export class EventStoreTransport extends Server implements CustomTransportStrate
       await this.park(event, `waits behind the parked event ${head} of its stream`, 0, head);
       return true;
     });
-    if (parkedBehind) return;
+    if (parkedBehind) {
+      this.options.took?.('parked');
+      return;
+    }
     const outcome = await this.handle(event);
     if (!outcome.ok) await this.inTurn(() => this.park(event, outcome.error, outcome.attempts, null));
+    this.options.took?.(outcome.ok ? 'handled' : 'parked');
   }
 
   /** Runs the event's handler, trying again with a pause; never rejects for the handler's own failure. */

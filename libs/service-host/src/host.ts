@@ -16,6 +16,9 @@ import { redactedStoreUrl, withoutStorePassword } from './config/store-url';
 import { AgentDirectory } from './infrastructure/agent-directory';
 import { ApproverDirectory } from './infrastructure/approver-directory';
 import { loadGatewayKeys, type GatewayKeys } from './infrastructure/key-files';
+import { meteredStore } from './operations/metered-store';
+import { OperationsServer } from './operations/operations-server';
+import { processMetrics, type ProcessMetrics } from './operations/process-metrics';
 import { newInstance } from './recovery/instance-leases';
 import { initDevelopmentVault } from './vault/vault-admin';
 import { VaultService } from './vault/vault-service';
@@ -139,6 +142,12 @@ export interface Host {
   readonly grouped: boolean;
   /** Closed in reverse when a start fails. */
   readonly opened: Array<{ close(): Promise<void> }>;
+  /** This process's metrics (`/metrics` of the operations listener). */
+  readonly metrics: ProcessMetrics;
+  /** The operations listener (`operations` in the configuration), to which services add their readiness checks. */
+  readonly operations: OperationsServer | undefined;
+  /** Where the operations listener listens, for the summary. */
+  readonly operationsUrl: string | undefined;
 }
 
 /** Opens what every service of a process needs. */
@@ -156,7 +165,23 @@ export async function openHost(config: GatewayConfig, options: StartOptions, ope
   }
   const sealed = await storeDriver(config.store).sealed(config.store, config.dataDir, keys.sealing, folder.store);
   opened.push(sealed);
-  return { config, options, clock, logger, tools, env, folder, store: folder.store, keys, sealed, instance: newInstance(), grouped, opened };
+  const metrics = processMetrics();
+  const store = meteredStore(folder.store, metrics);
+  let operations: OperationsServer | undefined;
+  let operationsUrl: string | undefined;
+  if (config.operations !== null) {
+    operations = new OperationsServer(metrics, config.operations.host, config.operations.port);
+    operations.ready({
+      name: 'store',
+      check: async () => {
+        await store.headPosition();
+        return undefined;
+      },
+    });
+    operationsUrl = await operations.listen();
+    opened.push(operations);
+  }
+  return { config, options, clock, logger, tools, env, folder, store, keys, sealed, instance: newInstance(), grouped, opened, metrics, operations, operationsUrl };
 }
 
 /**
@@ -169,6 +194,7 @@ export async function openVault(host: Host): Promise<VaultService> {
   const vault = new VaultService({ store, dataDir: config.dataDir, env });
   await vault.start();
   host.opened.push({ close: () => vault.stop() });
+  host.operations?.ready({ name: 'vault', check: async () => (vault.state().locked ? `locked: ${vault.state().reason}` : undefined) });
   if (!vault.state().initialized) {
     // Not a reason to stop: tools without a credential work, and the vault can be made while the gateway runs.
     const needing = [...tools.values()].filter((tool) => tool.credentialRef !== null).map((tool) => tool.name);
@@ -193,7 +219,7 @@ export async function microservice(
       : undefined;
   if (fault !== undefined) host.logger.warn(`TEST ONLY: ${consumer} fails every event while ${failing!.whileFileExists} exists (testing.fail_handling in ${host.config.source})`, consumer);
   const app = await NestFactory.createMicroservice(module, {
-    strategy: new EventStoreTransport({ store: host.store, consumer, streamPrefixes, group, fault }),
+    strategy: new EventStoreTransport({ store: host.store, consumer, streamPrefixes, group, fault, took: (result) => host.metrics.eventsHandled.inc({ consumer, result }) }),
     logger: host.logger,
   });
   await app.listen();
@@ -244,6 +270,7 @@ export interface RunningService {
   readonly url: string | undefined;
   readonly devToken: string | undefined;
   readonly summary: readonly string[];
+  readonly operationsUrl: string | undefined;
   readonly store: EventStore;
   close(): Promise<void>;
 }
@@ -263,8 +290,9 @@ export function serveService(definition: ServiceDefinition, config: GatewayConfi
       url: served.url,
       devToken: served.devToken,
       summary: served.summary ?? [],
+      operationsUrl: host.operationsUrl,
       store: host.store,
-      close: () => closeInOrder(() => served.close(), () => host.sealed.close(), () => host.folder.close()),
+      close: () => closeInOrder(() => served.close(), () => host.operations?.close() ?? Promise.resolve(), () => host.sealed.close(), () => host.folder.close()),
     };
   });
 }

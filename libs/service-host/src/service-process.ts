@@ -103,6 +103,7 @@ export async function runServiceProcess(service: ServiceDefinition, parsed: Pars
       ...(config.store.driver === 'sqlite' ? ['  note:         a SQLite store is shared by the processes of one machine only; use store.driver postgres to run services apart'] : []),
       ...(running.devToken ? [`  dev token:    ${running.devToken}   (agent:dev)`] : []),
       ...running.summary,
+      ...(running.operationsUrl ? [`  operations:   ${running.operationsUrl}   (/metrics, /healthz, /readyz)`] : []),
       // An empty line ends the summary: what follows is the service's log.
       '',
       '',

@@ -21,6 +21,10 @@ export async function hostRelay(host: Host): Promise<HostedRelay | undefined> {
   const producer = new BusProducer(kafka);
   const relay = new EventRelay({ store, producer, config: kafkaConfig, clock, logger, owner: `${RELAY_CONSUMER}@${hostname()}/${host.instance}` });
   relay.start();
+  host.metrics.gauge('oncegate_relay_lag_events', 'Events committed to the journal that the broker has not acknowledged yet (on the relay that publishes).', async () =>
+    relay.progress().publishing ? Math.max(0, (await store.headPosition()) - relay.progress().relayed) : undefined,
+  );
+  host.metrics.gauge('oncegate_relay_publishing', '1 when this relay holds the claim and publishes, 0 while it stands by.', async () => (relay.progress().publishing ? 1 : 0));
   const decisions =
     kafkaConfig.decisions === null
       ? undefined

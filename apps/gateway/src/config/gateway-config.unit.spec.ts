@@ -372,3 +372,18 @@ describe('the kafka section of the configuration', () => {
     expect(issuesOf('kafka: { default_topic: x }\n')).toEqual([expect.stringMatching(/kafka\.brokers: .*ONCEGATE_KAFKA_BROKERS/)]);
   });
 });
+
+describe('the operations section of the configuration', () => {
+  it('given no section, then no operations listener; given one, then its address, and ONCEGATE_OPS_PORT sets the port', () => {
+    expect(parseGatewayConfig('', 'oncegate.yaml').operations).toBeNull();
+    expect(parseGatewayConfig('operations: { port: 0 }\n', 'oncegate.yaml').operations).toEqual({ host: '127.0.0.1', port: 0 });
+    expect(parseGatewayConfig('operations: { host: 0.0.0.0, port: 9500 }\n', 'oncegate.yaml').operations).toEqual({ host: '0.0.0.0', port: 9500 });
+    expect(applyEnvironment(parseGatewayConfig('', 'oncegate.yaml'), { ONCEGATE_OPS_PORT: '9464' }).operations).toEqual({ host: '127.0.0.1', port: 9464 });
+    expect(() => applyEnvironment(parseGatewayConfig('', 'oncegate.yaml'), { ONCEGATE_OPS_PORT: 'x' })).toThrow(/ONCEGATE_OPS_PORT: 'x' is not a port/);
+  });
+
+  it('given a typo or a bad port, then it is refused with its line and path', () => {
+    expect(issuesOf('operations: { prot: 9464 }\n')).toEqual([expect.stringMatching(/^oncegate\.yaml:1:\d+ operations\.prot: unknown field 'prot'/)]);
+    expect(issuesOf('operations: { port: 70000 }\n')).toEqual([expect.stringMatching(/^oncegate\.yaml:1:\d+ operations\.port: must be between 0 and 65535/)]);
+  });
+});

@@ -1,3 +1,4 @@
+import { processMetrics } from '@oncegate/service-host/operations/process-metrics';
 import {
   executionIdFromUlid,
   isExecutionId,
@@ -108,9 +109,14 @@ export class ToolCalls {
     const violations = validateArguments(tool, args);
     if (violations.length > 0) throw invalidArguments(name, violations);
     if (context.declaredRun !== undefined && !DECLARED_RUN.test(context.declaredRun)) throw invalidRun(context.declaredRun);
+    const counted = { tool: tool.name, class: tool.operationClass };
     try {
-      return await this.matchOrCreate(tool, args, context);
+      const result = await this.matchOrCreate(tool, args, context);
+      const execution = (result.structuredContent as { execution?: { state: string; attached: boolean; replayed: boolean } } | undefined)?.execution;
+      processMetrics().toolCalls.inc({ ...counted, match: execution?.replayed ? 'replayed' : execution?.attached ? 'attached' : 'new', state: execution?.state ?? 'unknown' });
+      return result;
     } catch (error) {
+      processMetrics().toolCalls.inc({ ...counted, match: 'none', state: 'error' });
       throw toMcpError(error);
     }
   }

@@ -34,6 +34,7 @@ import {
   type LoadedExecution,
 } from '@oncegate/execution-journal';
 import type { EventStore } from '@oncegate/event-store';
+import { processMetrics } from '../operations/process-metrics';
 
 /** Longest decision reason accepted; reasons are recorded in the journal for good. */
 export const MAX_APPROVAL_REASON_LENGTH = 1000;
@@ -248,7 +249,12 @@ export async function decide(
     clock,
   );
   if (refusal !== undefined || outcome.appended.length === 0) throw refusal ?? new Error(`no decision was recorded for ${executionId}`);
-  return show(store, executionId, { clock, ...(tools ? { tools } : {}) });
+  const view = await show(store, executionId, { clock, ...(tools ? { tools } : {}) });
+  if (view.approval.decidedAt !== null) {
+    const waited = (Date.parse(view.approval.decidedAt) - Date.parse(view.approval.requestedAt)) / 1000;
+    processMetrics().approvalDecisionSeconds.observe({ decision: view.approval.decision }, Math.max(0, waited));
+  }
+  return view;
 }
 
 /** Is the execution waiting for a decision on its approval request? */

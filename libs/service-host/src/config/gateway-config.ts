@@ -113,6 +113,11 @@ export interface GatewayConfig {
   readonly dispatchInFlight: number;
   /** The most detailed log level written: `error`, `warn`, `log`, `debug` or `verbose`. */
   readonly logLevel: LogLevelName;
+  /**
+   * The operations listener of every process (`operations`): `/metrics`, `/healthz`, `/readyz` on an address of its
+   * own, apart from the MCP endpoint; `null` (the default) starts none.
+   */
+  readonly operations: { readonly host: string; readonly port: number } | null;
   /** The organisation's Kafka bus (`kafka`): where the relay publishes every event, and where decisions arrive; `null` without one. */
   readonly kafka: KafkaConfig | null;
 }
@@ -206,6 +211,7 @@ export const DEFAULT_CONFIG: Omit<GatewayConfig, 'source'> = {
   instanceLeaseMs: 15_000,
   dispatchInFlight: 256,
   logLevel: 'log',
+  operations: null,
   kafka: null,
 };
 
@@ -226,6 +232,7 @@ const FIELDS = [
   'dispatch_in_flight',
   'log_level',
   'kafka',
+  'operations',
   'testing',
 ] as const;
 
@@ -607,6 +614,17 @@ export function parseGatewayConfig(text: string, file: string, base = DEFAULT_CO
     if (inFlight) config.dispatchInFlight = readInteger(ctx, inFlight, 'dispatch_in_flight', 1, 100_000) ?? config.dispatchInFlight;
     const logLevel = map.optional('log_level');
     if (logLevel) config.logLevel = readEnum(ctx, logLevel, 'log_level', LOG_LEVELS) ?? config.logLevel;
+    const operationsNode = map.optional('operations');
+    const operations = operationsNode && MapReader.of(ctx, operationsNode, 'operations');
+    if (operations) {
+      operations.rejectUnknown(['host', 'port']);
+      const host = operations.optional('host');
+      const port = operations.optional('port');
+      config.operations = {
+        host: (host && readString(ctx, host, 'operations.host', { nonEmpty: true })) ?? '127.0.0.1',
+        port: (port && readInteger(ctx, port, 'operations.port', 0, 65535)) ?? 9464,
+      };
+    }
     const kafkaNode = map.optional('kafka');
     const kafka = kafkaNode && MapReader.of(ctx, kafkaNode, 'kafka');
     if (kafka) config.kafka = readKafka(ctx, kafka, env) ?? config.kafka;
@@ -689,6 +707,11 @@ export function applyEnvironment(config: GatewayConfig, env: NodeJS.ProcessEnv):
     const value = env['ONCEGATE_DEMO_TARGET'];
     if (!['on', 'off', '1', '0', 'true', 'false'].includes(value)) bad('ONCEGATE_DEMO_TARGET', 'expected on or off');
     else next.demoTarget = { ...next.demoTarget, enabled: ['on', '1', 'true'].includes(value) };
+  }
+  if (env['ONCEGATE_OPS_PORT'] !== undefined && env['ONCEGATE_OPS_PORT'] !== '') {
+    const port = Number(env['ONCEGATE_OPS_PORT']);
+    if (!Number.isInteger(port) || port < 0 || port > 65535) bad('ONCEGATE_OPS_PORT', `'${env['ONCEGATE_OPS_PORT']}' is not a port`);
+    else next.operations = { host: next.operations?.host ?? '127.0.0.1', port };
   }
   if (env['ONCEGATE_KAFKA_BROKERS']) {
     const brokers = env['ONCEGATE_KAFKA_BROKERS'].split(',').map((broker) => broker.trim());

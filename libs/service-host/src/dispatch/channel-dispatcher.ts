@@ -8,6 +8,7 @@ import type { SealedStore } from '@oncegate/sealed-store';
 import type { StoredResult } from '../stored-result';
 import { recoverExecution, type MarkerFinding } from '../recovery/execution-recovery';
 import { openArguments } from '../sealed-arguments';
+import { processMetrics } from '../operations/process-metrics';
 import { PreparedCalls, type PreparedCall } from '../prepared-calls';
 
 /** The longest pause between two tries at recording an outcome. */
@@ -251,10 +252,13 @@ export abstract class ChannelDispatcher {
   private async run(state: ExecutionState): Promise<void> {
     const tool = this.tools.get(state.accepted!.toolName);
     const call = tool === undefined ? undefined : await this.prepared.get(state, tool);
+    const timer = processMetrics().dispatchSeconds.startTimer({ channel: this.channel });
     const record: AttemptRecord =
       call === undefined
         ? notSent(tool === undefined ? 'the tool is no longer in the contract file' : 'the arguments are missing')
         : await this.attempt(state, call);
+    timer({ outcome: record.kind === 'unknown' ? 'unknown' : record.notSentReason !== undefined ? 'not_sent' : record.outcome });
+    if (record.kind === 'unknown') processMetrics().unknownOutcomes.inc({ channel: this.channel, reason: record.reason });
     await this.record(state.executionId!, state.attempts, record);
     // Settled: no attempt of it follows. After an unknown outcome, recovery may send it again from the same call.
     if (record.kind === 'observed') this.prepared.forget(state.executionId!);

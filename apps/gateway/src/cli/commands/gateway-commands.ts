@@ -40,6 +40,7 @@ Runs the gateway in the foreground until SIGINT or SIGTERM. Configuration: the f
         ...(gateway.devToken ? [`  dev token:    ${gateway.devToken}   (agent:dev; send as 'Authorization: Bearer <token>')`] : []),
         ...(gateway.demoTargetUrl ? [`  demo target:  ${gateway.demoTargetUrl}   (GET /effects counts side effects)`] : []),
         ...relaySummary(config),
+        ...(gateway.operationsUrl ? [`  operations:   ${gateway.operationsUrl}   (/metrics, /healthz, /readyz)`] : []),
         ...(config.unauthenticatedAgent !== null
           ? [`  NO TOKEN:     requests without a token are served as ${config.unauthenticatedAgent} (testing.unauthenticated_agent: TEST ONLY)`]
           : []),
