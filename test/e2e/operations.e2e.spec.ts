@@ -8,7 +8,9 @@ import { CREDENTIAL_CANARY, freePort, gatewayFolder, type GatewayFolder } from '
 import { eventually } from '../support/journal';
 import { connectClient, droppableFetch } from '../support/mcp-clients';
 import { startPostgres, type PostgresHandle } from '../support/postgres';
+import { startCollector, type CollectorHandle, type ReceivedSpan } from '../support/otel-collector';
 import { parseExposition, type ParsedSample } from '../support/prometheus';
+import { readJournal } from '../support/journal';
 import { executionOf } from '../support/scenario';
 
 /** A secret argument (`send_payment`'s card_token): never in a metric, a label or a readiness answer, nor any prefix of it. */
@@ -34,6 +36,8 @@ describe('operating the services apart: /metrics, /healthz and /readyz of every 
   let folder: GatewayFolder;
   let deployment: LocalDeployment;
   let token: string;
+  let collector: CollectorHandle;
+  let storeUrl: string;
 
   const scrape = async (process: ServiceProcess): Promise<{ text: string; samples: ParsedSample[] }> => {
     const { status, body } = await get(process.operationsUrl!, '/metrics');
@@ -44,16 +48,15 @@ describe('operating the services apart: /metrics, /healthz and /readyz of every 
     samples.filter((sample) => sample.family === family && Object.entries(labels).every(([name, value]) => sample.labels[name] === value)).reduce((sum, sample) => sum + sample.value, 0);
 
   beforeAll(async () => {
-    server = await startPostgres();
-    target = await startDemoTargetProcess();
+    [server, target, collector] = await Promise.all([startPostgres(), startDemoTargetProcess(), startCollector()]);
     const database = `oncegate_ops_${randomBytes(4).toString('hex')}`;
     const admin = new PgClient({ connectionString: server.url() });
     await admin.connect();
     await admin.query(`CREATE DATABASE ${database}`);
     await admin.end();
-    const storeUrl = server.url(database);
+    storeUrl = server.url(database);
     folder = await gatewayFolder(target.url, { call_wait: '20s' }, [], { store: { postgresUrl: storeUrl, urlFromEnv: true } });
-    appendFileSync(folder.configFile, ['instance_lease: 2s', 'seal_every: 500ms', 'operations: { host: 127.0.0.1, port: 0 }', ''].join('\n'));
+    appendFileSync(folder.configFile, ['instance_lease: 2s', 'seal_every: 500ms', 'operations: { host: 127.0.0.1, port: 0 }', `tracing: { endpoint: '${collector.endpoint}' }`, ''].join('\n'));
     deployment = await startLocalDeployment({
       configFile: folder.configFile,
       cwd: folder.dir,
@@ -70,6 +73,7 @@ describe('operating the services apart: /metrics, /healthz and /readyz of every 
     await deployment?.stop();
     await target?.stop();
     await server?.stop();
+    await collector?.stop();
     folder?.dispose();
   });
 
@@ -132,6 +136,44 @@ describe('operating the services apart: /metrics, /healthz and /readyz of every 
     }
     const all = everything.join('\n');
     for (const secret of [CREDENTIAL_CANARY, CARD_CANARY]) for (const prefix of prefixesOf(secret)) expect(all.includes(prefix), prefix).toBe(false);
+  }, 120_000);
+
+  it('given a call carrying a traceparent, then one trace across the gateway, authorization, the dispatcher and result delivery reaches a real OpenTelemetry Collector, each span the child of the step before, and the target gets the attempt as parent', async () => {
+    const traceId = randomBytes(16).toString('hex');
+    const callerSpan = randomBytes(8).toString('hex');
+    const { client } = await connectClient(deployment.of('gateway')[0]!.url!, token);
+    const result = await client.callTool({ name: 'send_payment', arguments: { payment_reference: 'ops-traced-01', amount_cents: 700, card_token: CARD_CANARY }, _meta: { traceparent: `00-${traceId}-${callerSpan}-01` } });
+    await client.close();
+    const executionId = executionOf(result).id;
+    const spans = await eventually(() => {
+      const ofTrace = collector.spans().filter((span) => span.traceId === traceId);
+      return ofTrace.some((span) => span.name === 'result-delivery OutcomeObserved') ? ofTrace : undefined;
+    }, 30_000, 'the trace at the collector');
+    const one = (name: string): ReceivedSpan => {
+      const found = spans.filter((span) => span.name === name);
+      expect(found.map((span) => span.name), name).toEqual([name]);
+      return found[0]!;
+    };
+    const call = one('tools/call send_payment');
+    const authorize = one('authorization ExecutionAccepted');
+    const dispatch = one('dispatcher-http ExecutionAuthorized');
+    const attempt = one('attempt http');
+    const deliver = one('result-delivery OutcomeObserved');
+    expect(call).toMatchObject({ service: 'oncegate-gateway', parentSpanId: callerSpan, attributes: { 'oncegate.tool': 'send_payment', 'oncegate.execution.id': executionId } });
+    expect(authorize).toMatchObject({ service: 'oncegate-authorization', parentSpanId: call.spanId });
+    expect(dispatch).toMatchObject({ service: 'oncegate-dispatcher-http', parentSpanId: authorize.spanId });
+    expect(attempt).toMatchObject({ service: 'oncegate-dispatcher-http', parentSpanId: dispatch.spanId, attributes: { 'oncegate.outcome': 'succeeded' } });
+    expect(deliver.service).toBe('oncegate-result-delivery');
+    expect([dispatch.spanId, attempt.spanId]).toContain(deliver.parentSpanId);
+    expect(new Set(spans.map((span) => span.service)).size).toBeGreaterThanOrEqual(4);
+    // The target was told the attempt's span; the journal keeps the trace in the events' metadata.
+    const [payment] = (await target.effects()).requests.filter((request) => request.idempotencyKey === executionId);
+    expect(payment?.traceparent).toBe(`00-${traceId}-${attempt.spanId}-01`);
+    const accepted = (await readJournal({ postgresUrl: storeUrl }, [`execution-${executionId}`])).find((event) => event.type === 'ExecutionAccepted');
+    expect(accepted?.metadata['traceparent']).toBe(`00-${traceId}-${call.spanId}-01`);
+    // No secret in any span the collector received.
+    const everything = collector.bodies().join('\n');
+    for (const secret of [CREDENTIAL_CANARY, CARD_CANARY]) for (const prefix of prefixesOf(secret)) expect(everything.includes(prefix), prefix).toBe(false);
   }, 120_000);
 
   it('given PostgreSQL stopped, then every process stays alive but says it is not ready because of the store, and is ready again once the server is back', async () => {

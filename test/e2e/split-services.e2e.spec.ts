@@ -167,16 +167,17 @@ describe('the services as processes of their own on PostgreSQL (deploy/local, on
       const held = log.requests.filter((request) => request.path.startsWith('/config/kill-') || request.path === '/payments');
       return held.length >= 15 ? true : undefined;
     }, 30_000, 'all 15 attempts to be in flight');
-    const dispatched = await dispatchedBy();
-    const dispatchers = deployment.of('dispatcher-http');
-    const holding = dispatchers
-      .map((process) => ({ process, ids: [...dispatched].filter(([, id]) => id.endsWith(`/${process.instance}`)).map(([execution]) => execution) }))
-      .sort((x, y) => y.ids.length - x.ids.length)[0]!;
+    // The victim is the dispatcher with the most of these attempts in flight (dispatched, no outcome yet), not the one
+    // that dispatched the most over the earlier tests.
+    const inFlightOf = async (instance: string) =>
+      new Set((await sql<{ id: string }>(
+        "SELECT replace(stream_id, 'execution-', '') AS id FROM oncegate.events e WHERE type = 'Dispatched' AND data->>'dispatcherId' LIKE $1 AND NOT EXISTS (SELECT 1 FROM oncegate.events o WHERE o.stream_id = e.stream_id AND o.type IN ('OutcomeObserved','OutcomeUnknown') AND o.position > e.position)",
+        [`%/${instance}`],
+      )).map((row) => row.id));
+    const holding = (await Promise.all(deployment.of('dispatcher-http').map(async (process) => ({ process, inFlight: await inFlightOf(process.instance) }))))
+      .sort((x, y) => y.inFlight.size - x.inFlight.size)[0]!;
     const victim: ServiceProcess = holding.process;
-    const inFlight = new Set((await sql<{ id: string }>(
-      "SELECT replace(stream_id, 'execution-', '') AS id FROM oncegate.events e WHERE type = 'Dispatched' AND data->>'dispatcherId' LIKE $1 AND NOT EXISTS (SELECT 1 FROM oncegate.events o WHERE o.stream_id = e.stream_id AND o.type IN ('OutcomeObserved','OutcomeUnknown') AND o.position > e.position)",
-      [`%/${victim.instance}`],
-    )).map((row) => row.id));
+    const inFlight = holding.inFlight;
     expect(inFlight.size).toBeGreaterThan(0);
     await victim.kill();
     // The target answers what it held; the killed process can no longer hear it.

@@ -15,6 +15,7 @@ export interface EffectLog {
     readonly idempotencyKey: string | null;
     /** SHA-256 (hex) of the Authorization header that arrived, `null` for none. */
     readonly authorizationSha256: string | null;
+    readonly traceparent?: string;
     readonly effect: boolean;
     readonly status: number | null;
   }>;

@@ -28,6 +28,8 @@ export interface RecordedRequest {
    * without the log holding it.
    */
   readonly authorizationSha256: string | null;
+  /** The W3C `traceparent` header, when the request carried one (a traced gateway sends its attempt's span). */
+  readonly traceparent?: string;
   /** ISO 8601. */
   readonly at: string;
   /** True when the request changed state: a payment, a rotation, a config or stock write. */
@@ -182,6 +184,8 @@ export async function startDemoTarget(options: DemoTargetOptions = {}): Promise<
     const idempotencyKey = typeof header === 'string' ? header : null;
     const authorization = request.headers.authorization;
     const authorizationSha256 = authorization === undefined ? null : createHash('sha256').update(authorization).digest('hex');
+    const traceHeader = request.headers.traceparent;
+    const traced = typeof traceHeader === 'string' ? { traceparent: traceHeader } : {};
     const at = now();
     const route = endpoints.route(method, path);
     if (route === undefined) {
@@ -192,7 +196,7 @@ export async function startDemoTarget(options: DemoTargetOptions = {}): Promise<
     const rule = rules.take(method, path, route.endpoint);
     const skipEndpoint = rule?.action === 'status' && rule.applyEffect !== true;
     const decided: DemoAnswer = skipEndpoint ? { status: 0, body: null, effect: false } : route.answer({ method, path, idempotencyKey, body, at });
-    const recorded = { method, path, endpoint: route.endpoint, idempotencyKey, authorizationSha256, at: at.toISOString(), effect: decided.effect, status: null, fault: rule?.action ?? null };
+    const recorded = { method, path, endpoint: route.endpoint, idempotencyKey, authorizationSha256, ...traced, at: at.toISOString(), effect: decided.effect, status: null, fault: rule?.action ?? null };
     const index = requests.push(recorded) - 1;
     const answer = (status: number, answerBody: unknown, headers?: Readonly<Record<string, string>>): void => {
       const entry = requests[index];

@@ -201,7 +201,7 @@ function refuseUnsafeTesting(config: GatewayConfig): void {
 async function startGatewayOn(config: GatewayConfig, options: StartOptions, opened: Array<{ close(): Promise<void> }>): Promise<RunningGateway> {
   // The configuration is checked before anything is opened.
   for (const service of [authorizationService, gatewayService]) service.check?.(config);
-  const host = await openHost(config, options, opened, false);
+  const host = await openHost(config, options, opened, false, 'oncegate');
   const vault = await openVault(host);
   const sealer = hostSealer(host);
   // Each execution's arguments opened and request rendered once, for authorization and the HTTP dispatcher alike.

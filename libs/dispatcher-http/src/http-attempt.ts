@@ -40,6 +40,8 @@ export interface HttpAttempt {
    */
   readonly rendered?: RenderedHttpRequest;
   readonly credential?: HttpCredential | HttpCredentialBuffer;
+  /** The W3C trace context of the attempt's span, sent as `traceparent` unless the contract sets that header itself. */
+  readonly traceparent?: string;
 }
 
 /** The target answered. `succeeded` for 2xx; `failed` for 3xx (never followed), 4xx and 5xx other than 502/504. */

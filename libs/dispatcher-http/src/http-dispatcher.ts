@@ -67,6 +67,7 @@ export class HttpDispatcher {
     }
     const headers = { ...rendered.headers };
     if (!Object.keys(headers).some((name) => name.toLowerCase() === 'user-agent')) headers['user-agent'] = this.userAgent;
+    if (attempt.traceparent !== undefined && !Object.keys(headers).some((name) => name.toLowerCase() === 'traceparent')) headers['traceparent'] = attempt.traceparent;
     // Last, so a contract header can never replace the credential, and only here, so it is in no rendered value.
     if (credential !== undefined && 'value' in credential) {
       // The one string the secret must become: undici takes header values as strings.

@@ -447,6 +447,8 @@ export interface EventMetadata {
   readonly actor: string;
   readonly recordedAt: IsoInstant;
   readonly schemaVersion: number;
+  /** The W3C trace context of the span that appended it, when tracing is on (docs/operations.md). */
+  readonly traceparent?: string;
   readonly prev?: string;
   readonly hash?: string;
 }

@@ -1,3 +1,4 @@
+import { activeTraceparent } from './trace-context';
 import {
   decide,
   evolve,
@@ -138,6 +139,8 @@ export function eventsToAppend(
   clock: Clock,
 ): EventToAppend[] {
   const recordedAt = isoNow(clock);
+  // The trace of the call or the step that appends: the next service's span is its child, in whatever process.
+  const traceparent = activeTraceparent();
   return events.map((event) => {
     const eventId = newEventId();
     return {
@@ -152,6 +155,7 @@ export function eventsToAppend(
         actor: context.actor,
         recordedAt,
         schemaVersion: event.schemaVersion,
+        ...(traceparent === undefined ? {} : { traceparent }),
       },
     };
   });

@@ -16,3 +16,4 @@ export { KeyedTurns } from './keyed-turns';
 export { newUlid } from './ulid';
 export { InlineSteps } from './inline-steps';
 export type { InlineStep } from './inline-steps';
+export { activeTraceparent, traceContextFrom } from './trace-context';

@@ -54,6 +54,8 @@ export interface EventStoreTransportOptions {
   readonly fault?: () => string | undefined;
   /** Told of every event this consumer took: handled, or parked (its own failure, or behind a parked event). */
   readonly took?: (result: 'handled' | 'parked') => void;
+  /** Wraps each handling of an event (a trace span around it, say); it must call `handle` once and return its promise. */
+  readonly around?: <T>(event: RecordedEvent, handle: () => Promise<T>) => Promise<T>;
 }
 
 /** Thrown into the subscription when it is closed while waiting for storage, so the event is not checkpointed. */
@@ -164,8 +166,11 @@ export class EventStoreTransport extends Server implements CustomTransportStrate
       try {
         const fault = this.options.fault?.();
         if (fault !== undefined) throw new Error(fault);
-        const result = await handler(event, new EventStoreContext([event, this.options.consumer]));
-        if (isObservable(result)) await lastValueFrom(result, { defaultValue: undefined });
+        const run = async () => {
+          const result = await handler(event, new EventStoreContext([event, this.options.consumer]));
+          if (isObservable(result)) await lastValueFrom(result, { defaultValue: undefined });
+        };
+        await (this.options.around ? this.options.around(event, run) : run());
         if (unavailable > 0) this.log.log(`storage is back: handled ${event.type} ${event.streamId}@${event.revision} after ${unavailable} tries`);
         return { ok: true };
       } catch (error) {

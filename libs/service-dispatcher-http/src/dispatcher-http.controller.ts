@@ -5,7 +5,7 @@ import type { ToolContract } from '@oncegate/contracts';
 import { renderHttpRequest, type HttpCredential, type HttpCredentialBuffer, type HttpDispatcher } from '@oncegate/dispatcher-http';
 import type { EventStore, RecordedEvent } from '@oncegate/event-store';
 import { EVENT_STORE } from '@oncegate/nest-event-store';
-import type { Clock } from '@oncegate/execution-journal';
+import { activeTraceparent, type Clock } from '@oncegate/execution-journal';
 import type { SealedStore } from '@oncegate/sealed-store';
 import type { VaultService } from '@oncegate/service-host/vault/vault-service';
 import { ChannelDispatcher, notSent, type AttemptRecord, type DispatchRefusal } from '@oncegate/service-host/dispatch/channel-dispatcher';
@@ -103,7 +103,8 @@ export class DispatcherHttpController extends ChannelDispatcher {
     }
     let result;
     try {
-      result = await this.http.send({ executionId: state.executionId!, tool, arguments: args, rendered, ...(credential ? { credential } : {}) });
+      const traceparent = activeTraceparent();
+      result = await this.http.send({ executionId: state.executionId!, tool, arguments: args, rendered, ...(credential ? { credential } : {}), ...(traceparent ? { traceparent } : {}) });
     } finally {
       credential?.value.fill(0);
       for (const secret of credential?.secrets ?? []) secret.fill(0);

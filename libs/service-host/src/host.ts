@@ -5,10 +5,10 @@ import { NestFactory } from '@nestjs/core';
 import type { INestMicroservice, LoggerService, LogLevel } from '@nestjs/common';
 import { ConsoleLogger } from '@nestjs/common';
 import { parseContractFile, type ToolContract } from '@oncegate/contracts';
-import type { EventStore } from '@oncegate/event-store';
+import type { EventStore, RecordedEvent } from '@oncegate/event-store';
 import { openPostgresEventStore } from '@oncegate/event-store-postgres';
 import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-store-sqlite';
-import { systemClock, type Clock, type InlineStep } from '@oncegate/execution-journal';
+import { systemClock, traceContextFrom, type Clock, type InlineStep } from '@oncegate/execution-journal';
 import { EventStoreTransport } from '@oncegate/nest-event-store';
 import { PostgresSealedStore, SqliteSealedStore, type SealedBlobWriter, type SealedStore, type SealingKey } from '@oncegate/sealed-store';
 import { logLevelsUpTo, type GatewayConfig, type StoreConfig } from './config/gateway-config';
@@ -19,6 +19,7 @@ import { loadGatewayKeys, type GatewayKeys } from './infrastructure/key-files';
 import { meteredStore } from './operations/metered-store';
 import { OperationsServer } from './operations/operations-server';
 import { processMetrics, type ProcessMetrics } from './operations/process-metrics';
+import { inSpan, SpanKind, startTracing } from './operations/tracing';
 import { newInstance } from './recovery/instance-leases';
 import { initDevelopmentVault } from './vault/vault-admin';
 import { VaultService } from './vault/vault-service';
@@ -151,7 +152,7 @@ export interface Host {
 }
 
 /** Opens what every service of a process needs. */
-export async function openHost(config: GatewayConfig, options: StartOptions, opened: Array<{ close(): Promise<void> }>, grouped: boolean): Promise<Host> {
+export async function openHost(config: GatewayConfig, options: StartOptions, opened: Array<{ close(): Promise<void> }>, grouped: boolean, service: string): Promise<Host> {
   const clock = options.clock ?? systemClock;
   const logLevels = options.logLevels ?? logLevelsUpTo(config.logLevel);
   const logger: LoggerService = options.logToStderr ? new StderrLogger({ logLevels }) : new ConsoleLogger({ logLevels });
@@ -167,6 +168,8 @@ export async function openHost(config: GatewayConfig, options: StartOptions, ope
   opened.push(sealed);
   const metrics = processMetrics();
   const store = meteredStore(folder.store, metrics);
+  const instance = newInstance();
+  if (config.tracing !== null) opened.push(startTracing(config.tracing, service, instance));
   let operations: OperationsServer | undefined;
   let operationsUrl: string | undefined;
   if (config.operations !== null) {
@@ -181,7 +184,7 @@ export async function openHost(config: GatewayConfig, options: StartOptions, ope
     operationsUrl = await operations.listen();
     opened.push(operations);
   }
-  return { config, options, clock, logger, tools, env, folder, store, keys, sealed, instance: newInstance(), grouped, opened, metrics, operations, operationsUrl };
+  return { config, options, clock, logger, tools, env, folder, store, keys, sealed, instance, grouped, opened, metrics, operations, operationsUrl };
 }
 
 /**
@@ -219,12 +222,32 @@ export async function microservice(
       : undefined;
   if (fault !== undefined) host.logger.warn(`TEST ONLY: ${consumer} fails every event while ${failing!.whileFileExists} exists (testing.fail_handling in ${host.config.source})`, consumer);
   const app = await NestFactory.createMicroservice(module, {
-    strategy: new EventStoreTransport({ store: host.store, consumer, streamPrefixes, group, fault, took: (result) => host.metrics.eventsHandled.inc({ consumer, result }) }),
+    strategy: new EventStoreTransport({
+      store: host.store,
+      consumer,
+      streamPrefixes,
+      group,
+      fault,
+      took: (result) => host.metrics.eventsHandled.inc({ consumer, result }),
+      // Each handling is a span of the trace the event was appended in (its metadata's traceparent).
+      around: host.config.tracing === null ? undefined : (event, handle) =>
+        inSpan(`${consumer} ${event.type}`, { kind: SpanKind.CONSUMER, parent: traceContextFrom(event.metadata['traceparent']), attributes: spanAttributesOf(event) }, handle),
+    }),
     logger: host.logger,
   });
   await app.listen();
   host.opened.push(app);
   return app;
+}
+
+/** What a consumer's span says of the event it handles: its type, stream, position and execution; never its data. */
+function spanAttributesOf(event: RecordedEvent): Record<string, string | number> {
+  const executionId = event.metadata['executionId'];
+  return {
+    'oncegate.event.type': event.type,
+    'oncegate.event.position': event.position,
+    ...(typeof executionId === 'string' ? { 'oncegate.execution.id': executionId } : {}),
+  };
 }
 
 /**
@@ -282,7 +305,7 @@ export interface RunningService {
 export function serveService(definition: ServiceDefinition, config: GatewayConfig, options: StartOptions = {}): Promise<RunningService> {
   return startOrUndo(async (opened) => {
     definition.check?.(config);
-    const host = await openHost(config, options, opened, true);
+    const host = await openHost(config, options, opened, true, definition.name);
     const served = await definition.serve(host);
     return {
       service: definition.name,

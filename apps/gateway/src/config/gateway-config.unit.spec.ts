@@ -387,3 +387,21 @@ describe('the operations section of the configuration', () => {
     expect(issuesOf('operations: { port: 70000 }\n')).toEqual([expect.stringMatching(/^oncegate\.yaml:1:\d+ operations\.port: must be between 0 and 65535/)]);
   });
 });
+
+describe('the tracing section of the configuration', () => {
+  it('given an endpoint, then spans go there, every trace by default; ONCEGATE_OTLP_ENDPOINT sets it without the file', () => {
+    expect(parseGatewayConfig('', 'oncegate.yaml').tracing).toBeNull();
+    expect(parseGatewayConfig('tracing: { endpoint: "http://otel-collector:4318", sample_ratio: 0.25 }\n', 'oncegate.yaml').tracing).toEqual({ endpoint: 'http://otel-collector:4318', sampleRatio: 0.25 });
+    expect(applyEnvironment(parseGatewayConfig('', 'oncegate.yaml'), { ONCEGATE_OTLP_ENDPOINT: 'https://otel.example.com' }).tracing).toEqual({ endpoint: 'https://otel.example.com', sampleRatio: 1 });
+    expect(() => applyEnvironment(parseGatewayConfig('', 'oncegate.yaml'), { ONCEGATE_OTLP_ENDPOINT: 'otel:4318' })).toThrow(/ONCEGATE_OTLP_ENDPOINT: not an http\(s\) URL/);
+  });
+
+  it('given no endpoint, an endpoint that is not a URL or holds a password, or a ratio out of range, then each is refused with its line and path', () => {
+    expect(issuesOf('tracing: { sample_ratio: 1 }\n')).toEqual([expect.stringMatching(/^oncegate\.yaml:1:\d+ tracing\.endpoint: missing required field 'endpoint': /)]);
+    expect(issuesOf('tracing: { endpoint: "otel:4318" }\n')).toEqual([expect.stringMatching(/tracing\.endpoint: not an http\(s\) URL without a user or password/)]);
+    const withPassword = issuesOf('tracing: { endpoint: "http://collector:hunter2-secret@otel:4318" }\n');
+    expect(withPassword).toEqual([expect.stringMatching(/tracing\.endpoint: not an http\(s\) URL without a user or password/)]);
+    expect(withPassword.join('\n')).not.toContain('hunter2');
+    expect(issuesOf('tracing: { endpoint: "http://otel:4318", sample_ratio: 2 }\n')).toEqual([expect.stringMatching(/tracing\.sample_ratio: must be a number from 0 to 1/)]);
+  });
+});

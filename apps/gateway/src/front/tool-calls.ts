@@ -1,4 +1,5 @@
 import { processMetrics } from '@oncegate/service-host/operations/process-metrics';
+import { inSpan, SpanKind } from '@oncegate/service-host/operations/tracing';
 import {
   executionIdFromUlid,
   isExecutionId,
@@ -26,6 +27,7 @@ import {
   readIntentClaim,
   runExecutionCommand,
   startClaimedExecution,
+  traceContextFrom,
   type Clock,
   type ExecutionWatcher,
   type InlineSteps,
@@ -110,15 +112,27 @@ export class ToolCalls {
     if (violations.length > 0) throw invalidArguments(name, violations);
     if (context.declaredRun !== undefined && !DECLARED_RUN.test(context.declaredRun)) throw invalidRun(context.declaredRun);
     const counted = { tool: tool.name, class: tool.operationClass };
-    try {
-      const result = await this.matchOrCreate(tool, args, context);
-      const execution = (result.structuredContent as { execution?: { state: string; attached: boolean; replayed: boolean } } | undefined)?.execution;
-      processMetrics().toolCalls.inc({ ...counted, match: execution?.replayed ? 'replayed' : execution?.attached ? 'attached' : 'new', state: execution?.state ?? 'unknown' });
-      return result;
-    } catch (error) {
-      processMetrics().toolCalls.inc({ ...counted, match: 'none', state: 'error' });
-      throw toMcpError(error);
-    }
+    // One span per call, continuing the caller's trace when its request carries a traceparent in `_meta`; the
+    // events this call appends carry the span on, so every service's work on it joins the same trace.
+    const callerTrace = context.meta['traceparent'];
+    const spanOptions = {
+      kind: SpanKind.SERVER,
+      attributes: { 'mcp.method.name': 'tools/call', 'oncegate.tool': tool.name, 'oncegate.operation_class': tool.operationClass },
+      ...(callerTrace === undefined ? {} : { parent: traceContextFrom(callerTrace) }),
+    };
+    return inSpan(`tools/call ${tool.name}`, spanOptions, async (span) => {
+      try {
+        const result = await this.matchOrCreate(tool, args, context);
+        const execution = (result.structuredContent as { execution?: { id: string; state: string; attached: boolean; replayed: boolean } } | undefined)?.execution;
+        const match = execution?.replayed ? 'replayed' : execution?.attached ? 'attached' : 'new';
+        processMetrics().toolCalls.inc({ ...counted, match, state: execution?.state ?? 'unknown' });
+        span.setAttributes({ 'oncegate.match': match, 'oncegate.execution.state': execution?.state ?? 'unknown', ...(execution ? { 'oncegate.execution.id': execution.id } : {}) });
+        return result;
+      } catch (error) {
+        processMetrics().toolCalls.inc({ ...counted, match: 'none', state: 'error' });
+        throw toMcpError(error);
+      }
+    });
   }
 
   private scopeOf(tool: ToolContract, args: Readonly<Record<string, unknown>>, context: CallContext): IntentScope {

@@ -1,5 +1,5 @@
 import { isAbsolute, resolve } from 'node:path';
-import type { Node } from 'yaml';
+import { isScalar, type Node } from 'yaml';
 import {
   DURATION_FORMS,
   MapReader,
@@ -118,6 +118,11 @@ export interface GatewayConfig {
    * own, apart from the MCP endpoint; `null` (the default) starts none.
    */
   readonly operations: { readonly host: string; readonly port: number } | null;
+  /**
+   * Traces (`tracing`): every process exports its spans over OTLP/HTTP to `endpoint`; one trace per tool call across
+   * the services, carried in the events' metadata. `null` (the default) records none.
+   */
+  readonly tracing: { readonly endpoint: string; readonly sampleRatio: number } | null;
   /** The organisation's Kafka bus (`kafka`): where the relay publishes every event, and where decisions arrive; `null` without one. */
   readonly kafka: KafkaConfig | null;
 }
@@ -212,6 +217,7 @@ export const DEFAULT_CONFIG: Omit<GatewayConfig, 'source'> = {
   dispatchInFlight: 256,
   logLevel: 'log',
   operations: null,
+  tracing: null,
   kafka: null,
 };
 
@@ -233,6 +239,7 @@ const FIELDS = [
   'log_level',
   'kafka',
   'operations',
+  'tracing',
   'testing',
 ] as const;
 
@@ -357,6 +364,35 @@ function readPolicy(ctx: YamlContext, auth: MapReader): PolicyRule[] {
     if (actors) rules.push({ tools: [tool], actors, decision: 'allow', source: path, at: ctx.positionOf(node!.range?.[0] ?? 0) });
   }
   return rules;
+}
+
+function readOtlpEndpoint(ctx: YamlContext, node: Node, path: string): string | undefined {
+  const text = readString(ctx, node, path, { nonEmpty: true });
+  if (text === undefined) return undefined;
+  if (!isHttpUrl(text)) {
+    // The value is not repeated: a URL with a user and password would put the password in the message.
+    ctx.report(node, path, 'not an http(s) URL without a user or password, e.g. http://otel-collector:4318');
+    return undefined;
+  }
+  return text;
+}
+
+function isHttpUrl(text: string): boolean {
+  try {
+    const url = new URL(text);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.username === '' && url.password === '';
+  } catch {
+    return false;
+  }
+}
+
+function readRatio(ctx: YamlContext, node: Node, path: string): number | undefined {
+  const value = isScalar(node) ? node.value : undefined;
+  if (typeof value !== 'number' || !(value >= 0 && value <= 1)) {
+    ctx.report(node, path, 'must be a number from 0 to 1 (the share of new traces recorded)');
+    return undefined;
+  }
+  return value;
 }
 
 /** Kafka's own rule for topic names. */
@@ -625,6 +661,16 @@ export function parseGatewayConfig(text: string, file: string, base = DEFAULT_CO
         port: (port && readInteger(ctx, port, 'operations.port', 0, 65535)) ?? 9464,
       };
     }
+    const tracingNode = map.optional('tracing');
+    const tracing = tracingNode && MapReader.of(ctx, tracingNode, 'tracing');
+    if (tracing) {
+      tracing.rejectUnknown(['endpoint', 'sample_ratio']);
+      const endpointNode = tracing.required('endpoint', ': the OTLP/HTTP endpoint spans are sent to, e.g. http://otel-collector:4318');
+      const endpoint = endpointNode && readOtlpEndpoint(ctx, endpointNode, 'tracing.endpoint');
+      const ratioNode = tracing.optional('sample_ratio');
+      const ratio = ratioNode && readRatio(ctx, ratioNode, 'tracing.sample_ratio');
+      if (endpoint !== undefined) config.tracing = { endpoint, sampleRatio: ratio ?? 1 };
+    }
     const kafkaNode = map.optional('kafka');
     const kafka = kafkaNode && MapReader.of(ctx, kafkaNode, 'kafka');
     if (kafka) config.kafka = readKafka(ctx, kafka, env) ?? config.kafka;
@@ -712,6 +758,10 @@ export function applyEnvironment(config: GatewayConfig, env: NodeJS.ProcessEnv):
     const port = Number(env['ONCEGATE_OPS_PORT']);
     if (!Number.isInteger(port) || port < 0 || port > 65535) bad('ONCEGATE_OPS_PORT', `'${env['ONCEGATE_OPS_PORT']}' is not a port`);
     else next.operations = { host: next.operations?.host ?? '127.0.0.1', port };
+  }
+  if (env['ONCEGATE_OTLP_ENDPOINT']) {
+    if (!isHttpUrl(env['ONCEGATE_OTLP_ENDPOINT'])) bad('ONCEGATE_OTLP_ENDPOINT', 'not an http(s) URL without a user or password, e.g. http://otel-collector:4318');
+    else next.tracing = { endpoint: env['ONCEGATE_OTLP_ENDPOINT'], sampleRatio: next.tracing?.sampleRatio ?? 1 };
   }
   if (env['ONCEGATE_KAFKA_BROKERS']) {
     const brokers = env['ONCEGATE_KAFKA_BROKERS'].split(',').map((broker) => broker.trim());

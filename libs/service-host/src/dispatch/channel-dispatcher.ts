@@ -9,6 +9,7 @@ import type { StoredResult } from '../stored-result';
 import { recoverExecution, type MarkerFinding } from '../recovery/execution-recovery';
 import { openArguments } from '../sealed-arguments';
 import { processMetrics } from '../operations/process-metrics';
+import { inSpan, SpanKind } from '../operations/tracing';
 import { PreparedCalls, type PreparedCall } from '../prepared-calls';
 
 /** The longest pause between two tries at recording an outcome. */
@@ -253,10 +254,16 @@ export abstract class ChannelDispatcher {
     const tool = this.tools.get(state.accepted!.toolName);
     const call = tool === undefined ? undefined : await this.prepared.get(state, tool);
     const timer = processMetrics().dispatchSeconds.startTimer({ channel: this.channel });
-    const record: AttemptRecord =
-      call === undefined
-        ? notSent(tool === undefined ? 'the tool is no longer in the contract file' : 'the arguments are missing')
-        : await this.attempt(state, call);
+    // The attempt is a span of the call's trace; the channel passes it on to the target where it can (HTTP: traceparent).
+    const attributes = { 'oncegate.channel': this.channel, 'oncegate.execution.id': state.executionId!, 'oncegate.attempt': state.attempts };
+    const record: AttemptRecord = await inSpan(`attempt ${this.channel}`, { kind: SpanKind.CLIENT, attributes }, async (span) => {
+      const made =
+        call === undefined
+          ? notSent(tool === undefined ? 'the tool is no longer in the contract file' : 'the arguments are missing')
+          : await this.attempt(state, call);
+      span.setAttribute('oncegate.outcome', made.kind === 'unknown' ? `unknown: ${made.reason}` : made.notSentReason !== undefined ? 'not_sent' : made.outcome);
+      return made;
+    });
     timer({ outcome: record.kind === 'unknown' ? 'unknown' : record.notSentReason !== undefined ? 'not_sent' : record.outcome });
     if (record.kind === 'unknown') processMetrics().unknownOutcomes.inc({ channel: this.channel, reason: record.reason });
     await this.record(state.executionId!, state.attempts, record);

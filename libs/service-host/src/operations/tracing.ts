@@ -1,0 +1,65 @@
+import { context, propagation, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, TracerProvider } from '@opentelemetry/sdk-trace';
+
+/** The tracer every span of Oncegate comes from (a no-op until `startTracing`). */
+const tracer = () => trace.getTracer('oncegate');
+
+export interface TracingConfig {
+  /** OTLP/HTTP endpoint; spans go to `<endpoint>/v1/traces`. */
+  readonly endpoint: string;
+  /** Share of new traces recorded (a trace the caller started follows the caller's decision). */
+  readonly sampleRatio: number;
+}
+
+/**
+ * Starts exporting this process's spans over OTLP/HTTP: a W3C trace-context propagator (so a `traceparent` from an
+ * MCP request or an event's metadata continues its trace), the async-local context of Node, and a batch processor.
+ * The resource names the service (`service.name` `oncegate-<service>`) and this process's instance.
+ */
+export function startTracing(config: TracingConfig, service: string, instance: string): { close(): Promise<void> } {
+  const provider = new TracerProvider({
+    resource: resourceFromAttributes({ 'service.name': `oncegate-${service}`, 'service.namespace': 'oncegate', 'service.instance.id': instance }),
+    sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(config.sampleRatio) }),
+    spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url: `${config.endpoint.replace(/\/$/, '')}/v1/traces` }), scheduledDelayMillis: 500 })],
+  });
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+  trace.setGlobalTracerProvider(provider);
+  return {
+    async close() {
+      await provider.shutdown().catch(() => undefined);
+      trace.disable();
+      propagation.disable();
+      context.disable();
+    },
+  };
+}
+
+export interface SpanOptions {
+  readonly kind?: SpanKind;
+  /** Ids, names and states only: never an argument value, a token or a credential. */
+  readonly attributes?: Attributes;
+  /** The span's parent (an event's or a request's trace context); default: the active span. */
+  readonly parent?: Context;
+}
+
+/** Runs `work` in a span, ended when the work settles; a failure is recorded on the span (its message only) and thrown on. */
+export async function inSpan<T>(name: string, options: SpanOptions, work: (span: Span) => Promise<T>): Promise<T> {
+  const parent = options.parent ?? context.active();
+  return tracer().startActiveSpan(name, { kind: options.kind ?? SpanKind.INTERNAL, ...(options.attributes ? { attributes: options.attributes } : {}) }, parent, async (span) => {
+    try {
+      return await work(span);
+    } catch (error) {
+      span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).name });
+      throw error;
+    } finally {
+      span.end();
+    }
+  });
+}
+
+export { SpanKind };
