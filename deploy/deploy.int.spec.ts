@@ -111,7 +111,7 @@ describe('deploy/: the image definitions, the Compose file and the Helm chart, c
   });
 
   it('given the chart in split mode, when rendered, then each service is a Deployment running its documented command as non-root on a read-only root, probed on /healthz and /readyz, with only documented variables', async () => {
-    const manifests = await render('kafka.brokers=kafka:9092', 'services.relay-kafka.replicas=1');
+    const manifests = await render('kafka.brokers=kafka:9092', 'services.relay-kafka.replicas=1', 'tracing.endpoint=http://otel-collector:4318');
     const deployments = manifests.filter((manifest) => manifest.kind === 'Deployment');
     expect(deployments.map((deployment) => deployment.metadata.labels!['app.kubernetes.io/component']).sort()).toEqual([...services].sort());
     for (const deployment of deployments) {
@@ -126,6 +126,7 @@ describe('deploy/: the image definitions, the Compose file and the Helm chart, c
       expect(container!.livenessProbe).toMatchObject({ httpGet: { path: '/healthz' } });
       expect(container!.readinessProbe).toMatchObject({ httpGet: { path: '/readyz' } });
       for (const variable of container!.env ?? []) expect(environment.has(variable.name), `${service}: ${variable.name} is documented`).toBe(true);
+      expect((container!.env ?? []).map((variable) => variable.name), service).toEqual(expect.arrayContaining(['ONCEGATE_MASTER_KEY_FILE', 'ONCEGATE_STORE_URL', 'ONCEGATE_OTLP_ENDPOINT', 'ONCEGATE_KAFKA_BROKERS']));
     }
     expect(deployments.find((deployment) => deployment.metadata.name === 'demo-authorization')!.spec!.replicas).toBe(2);
     const config = manifests.find((manifest) => manifest.kind === 'ConfigMap')!.data!;

@@ -28,6 +28,10 @@ containers:
         valueFrom:
           secretKeyRef: { name: {{ .root.Values.secrets.storeUrl.name }}, key: {{ .root.Values.secrets.storeUrl.key }} }
       {{- end }}
+      {{- if .root.Values.tracing.endpoint }}
+      - name: ONCEGATE_OTLP_ENDPOINT
+        value: {{ .root.Values.tracing.endpoint | quote }}
+      {{- end }}
       {{- if .root.Values.kafka.brokers }}
       - name: ONCEGATE_KAFKA_BROKERS
         value: {{ .root.Values.kafka.brokers | quote }}
