@@ -242,13 +242,13 @@ export interface StartedGateway {
   readonly startMs: number;
 }
 
-export async function startGatewayProcess(configFile: string, nodeOptions: readonly string[] = []): Promise<StartedGateway> {
+export async function startGatewayProcess(configFile: string, nodeOptions: readonly string[] = [], morePatterns: readonly RegExp[] = []): Promise<StartedGateway> {
   const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('ONCEGATE_')));
   const started = process.hrtime.bigint();
   const server = await spawnServer(
     'gateway',
     [...nodeOptions, 'bin/oncegate.mjs', 'start', '--config', configFile],
-    [/listening on (http:\/\/\S+)/, /dev token:\s+(\S+)/],
+    [/listening on (http:\/\/\S+)/, /dev token:\s+(\S+)/, ...morePatterns],
     env,
   );
   const startMs = Number(process.hrtime.bigint() - started) / 1e6;

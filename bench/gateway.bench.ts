@@ -21,6 +21,7 @@ import {
 } from './gateway-support';
 import { runInFlight } from './gateway-in-flight.bench';
 import { runBigJournal } from './gateway-journal.bench';
+import { startCollector } from '../test/support/otel-collector';
 import { targetAgent, targetRequest } from './passthrough-proxy';
 import { machineLine, ms, percentile, printTable, rate } from './table';
 
@@ -64,6 +65,11 @@ export async function run(argv: string[]): Promise<void> {
       clients: { type: 'string', default: '50' },
       /** With --in-flight: heap snapshots of the gateway before the calls and with all in flight, compared. */
       'heap-snapshot-dir': { type: 'string' },
+      /**
+       * Also a gateway with the operations listener (scraped every second) and tracing to a real OpenTelemetry
+       * Collector (tools/otelcol), side by side with the plain one: what metrics and traces cost.
+       */
+      observed: { type: 'boolean', default: false },
     },
   });
   const calls1 = Number(values.calls);
@@ -155,6 +161,41 @@ export async function run(argv: string[]): Promise<void> {
     await Promise.all(gatewayClients.map((client) => client.close()));
     await gateway.stop();
 
+    if (values.observed) {
+      const collector = await startCollector();
+      const observedDir = join(dir, 'observed');
+      mkdirSync(observedDir, { recursive: true });
+      writeFileSync(
+        join(observedDir, 'oncegate.yaml'),
+        `${gatewayYaml(dir, synchronous, { dataDir: join(observedDir, 'data') })}operations: { host: 127.0.0.1, port: 0 }\ntracing: { endpoint: '${collector.endpoint}' }\n`,
+      );
+      const observed = await startGatewayProcess(join(observedDir, 'oncegate.yaml'), [], [/operations:\s+(\S+)/]);
+      servers.push(observed.server);
+      const operations = observed.server.matches[2]?.[1];
+      let scraping = true;
+      let scrapes = 0;
+      const scraper = (async () => {
+        while (scraping && operations !== undefined) {
+          await fetch(new URL('/metrics', operations)).then((response) => response.text()).then(() => (scrapes += 1), () => undefined);
+          await new Promise((resolve) => setTimeout(resolve, 1_000));
+        }
+      })();
+      const observedClients = await mcpClients(observed.url, 32, observed.token);
+      clients.push(...observedClients);
+      const viaObserved = mcpCall(observedClients, (text) => text.startsWith('set_config completed'));
+      for (const [c, n] of [[1, calls1], [32, calls32]] as const) {
+        rows.push({ system: 'oncegate gateway, metrics + tracing', c, phase: await phase(viaObserved, c, n, warmup, observed.server) });
+      }
+      scraping = false;
+      await scraper;
+      await Promise.all(observedClients.map((client) => client.close()));
+      await observed.server.stop();
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      const spans = collector.spans().length;
+      await collector.stop();
+      process.stdout.write(`\nMetrics + tracing: /metrics scraped ${scrapes} times during the phases; the collector received ${spans.toLocaleString('en-US')} spans.\n`);
+    }
+
     const effects = (await (await fetch(`${targetUrl}/effects`)).json()) as { total: number; requestsTotal: number };
     const sent = rows.reduce((sum, row) => sum + row.phase.calls, 0) + rows.length * warmup;
 
@@ -198,6 +239,17 @@ export async function run(argv: string[]): Promise<void> {
         `the proxy's ${rate(px32.calls, px32.seconds)} calls/s)\n` +
         `Aim 3 — gateway CPU per call at most 1.5 ms: ${verdict(gwCpu <= 1.5)} (${ms(cpuPerCall(gw1))} ms at 1, ${ms(cpuPerCall(gw32))} ms at 32)\n` +
         `Aim 4 — gateway peak RSS at most 1.3 × the proxy's: ${verdict(gwRss <= 1.3 * pxRss)} (${mib(gwRss)} MiB vs ${mib(pxRss)} MiB: ${(gwRss / pxRss).toFixed(2)} ×)\n` +
+        (values.observed
+          ? (() => {
+              const ob32 = find('oncegate gateway, metrics + tracing', 32);
+              const ob1 = find('oncegate gateway, metrics + tracing', 1);
+              const obRate = ob32.calls / ob32.seconds;
+              return (
+                `Metrics + tracing cost — aim at most 5 % fewer calls/s: ${verdict(obRate >= 0.95 * gwRate)} (${rate(ob32.calls, ob32.seconds)} against ${rate(gw32.calls, gw32.seconds)} calls/s at 32: ` +
+                `${(((gwRate - obRate) / gwRate) * 100).toFixed(1)} % fewer; p50 at 1 ${ms(percentile(ob1.samples, 50))} against ${ms(gwP50)} ms)\n`
+              );
+            })()
+          : '') +
         `Target check: ${effects.total.toLocaleString('en-US')} side effects recorded for ${sent.toLocaleString('en-US')} calls sent ` +
         `(${effects.total === sent ? 'every call was a new execution' : 'MISMATCH: some calls were not executed once'}); ` +
         `wall time ${((Date.now() - startedAt) / 1000).toFixed(0)} s\n`,

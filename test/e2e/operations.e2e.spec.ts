@@ -125,6 +125,7 @@ describe('operating the services apart: /metrics, /healthz and /readyz of every 
     const authorization = await scrape(deployment.of('authorization')[0]!);
     expect(valueOf(authorization.samples, 'oncegate_consumer_events_total', { consumer: 'authorization', result: 'handled' })).toBeGreaterThanOrEqual(2);
     expect(valueOf(authorization.samples, 'oncegate_consumer_events_total', { consumer: 'authorization', result: 'parked' })).toBe(0);
+    expect(authorization.samples.find((sample) => sample.family === 'oncegate_parked_events' && sample.labels['consumer'] === 'authorization')?.value).toBe(0);
 
     // Every process's exposition parses, its labels come from bounded sets, and no secret is in it.
     const everything: string[] = [];

@@ -9,7 +9,7 @@ import type { EventStore, RecordedEvent } from '@oncegate/event-store';
 import { openPostgresEventStore } from '@oncegate/event-store-postgres';
 import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-store-sqlite';
 import { systemClock, traceContextFrom, type Clock, type InlineStep } from '@oncegate/execution-journal';
-import { EventStoreTransport } from '@oncegate/nest-event-store';
+import { EventStoreTransport, readParked } from '@oncegate/nest-event-store';
 import { PostgresSealedStore, SqliteSealedStore, type SealedBlobWriter, type SealedStore, type SealingKey } from '@oncegate/sealed-store';
 import { logLevelsUpTo, type GatewayConfig, type StoreConfig } from './config/gateway-config';
 import { redactedStoreUrl, withoutStorePassword } from './config/store-url';
@@ -221,6 +221,7 @@ export async function microservice(
       ? () => (existsSync(failing.whileFileExists) ? `testing.fail_handling: ${failing.whileFileExists} exists (a fault made for a test)` : undefined)
       : undefined;
   if (fault !== undefined) host.logger.warn(`TEST ONLY: ${consumer} fails every event while ${failing!.whileFileExists} exists (testing.fail_handling in ${host.config.source})`, consumer);
+  watchParked(host, consumer);
   const app = await NestFactory.createMicroservice(module, {
     strategy: new EventStoreTransport({
       store: host.store,
@@ -238,6 +239,18 @@ export async function microservice(
   await app.listen();
   host.opened.push(app);
   return app;
+}
+
+/** The consumers of this process whose parked events `/metrics` counts. */
+const parkedConsumers = new Map<string, EventStore>();
+
+/** Counts, when scraped, the events each consumer of this process has parked and not yet replayed. */
+function watchParked(host: Host, consumer: string): void {
+  if (host.operations === undefined) return;
+  parkedConsumers.set(consumer, host.store);
+  host.metrics.labelledGauge('oncegate_parked_events', 'Events a consumer set aside after its handler kept failing, not yet replayed (oncegate parked list).', ['consumer'], async () =>
+    Promise.all([...parkedConsumers].map(async ([name, store]) => ({ labels: { consumer: name }, value: (await readParked(store, name)).open.length }))),
+  );
 }
 
 /** What a consumer's span says of the event it handles: its type, stream, position and execution; never its data. */
