@@ -1,14 +1,11 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { freePort } from './gateway-process';
-
-const SOURCE = fileURLToPath(new URL('../../tools/otelcol/', import.meta.url));
+import { goTool } from './go-tools';
 
 /** One span as the collector passed it on (OTLP/JSON), with the service that sent it. */
 export interface ReceivedSpan {
@@ -32,23 +29,6 @@ export interface CollectorHandle {
   stop(): Promise<void>;
 }
 
-let built: Promise<string> | undefined;
-
-/** tools/otelcol built once per test process (the collector's modules come from the Go module proxy). */
-function collectorBinary(): Promise<string> {
-  built ??= (async () => {
-    const binary = join(mkdtempSync(join(tmpdir(), 'oncegate-otelcol-')), 'otelcol');
-    try {
-      await promisify(execFile)('go', ['build', '-o', binary, '.'], { cwd: SOURCE, timeout: 600_000 });
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new Error('go not found: the traces are received by an OpenTelemetry Collector built from tools/otelcol with Go (https://go.dev/dl)');
-      throw error;
-    }
-    return binary;
-  })();
-  return built;
-}
-
 interface OtlpJson {
   resourceSpans?: Array<{
     resource?: { attributes?: Array<{ key: string; value: Record<string, unknown> }> };
@@ -63,7 +43,7 @@ const valueOf = (value: Record<string, unknown>): unknown => Object.values(value
  * OTLP/JSON over HTTP, to a server of this test process: the spans are read as the collector passed them on.
  */
 export async function startCollector(): Promise<CollectorHandle> {
-  const binary = await collectorBinary();
+  const binary = await goTool('otelcol', 'the traces are received by an OpenTelemetry Collector');
   const spans: ReceivedSpan[] = [];
   const bodies: string[] = [];
   const sink: Server = createServer((req, res) => {
