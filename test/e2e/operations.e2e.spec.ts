@@ -126,6 +126,12 @@ describe('operating the services apart: /metrics, /healthz and /readyz of every 
     expect(valueOf(authorization.samples, 'oncegate_consumer_events_total', { consumer: 'authorization', result: 'handled' })).toBeGreaterThanOrEqual(2);
     expect(valueOf(authorization.samples, 'oncegate_consumer_events_total', { consumer: 'authorization', result: 'parked' })).toBe(0);
     expect(authorization.samples.find((sample) => sample.family === 'oncegate_parked_events' && sample.labels['consumer'] === 'authorization')?.value).toBe(0);
+    expect(authorization.samples.find((sample) => sample.family === 'oncegate_consumer_lag_events' && sample.labels['consumer'] === 'authorization')?.value).toBeGreaterThanOrEqual(0);
+    // Executions by where they went: the gateway accepts, authorization authorizes, the dispatcher dispatches and observes.
+    expect(valueOf(gatewayMetrics.samples, 'oncegate_execution_events_total', { type: 'ExecutionAccepted' })).toBe(2);
+    expect(valueOf(authorization.samples, 'oncegate_execution_events_total', { type: 'ExecutionAuthorized' })).toBe(2);
+    expect(valueOf(dispatcher.samples, 'oncegate_execution_events_total', { type: 'Dispatched' })).toBe(2);
+    expect(valueOf(dispatcher.samples, 'oncegate_execution_events_total', { type: 'OutcomeObserved' })).toBe(2);
 
     // Every process's exposition parses, its labels come from bounded sets, and no secret is in it.
     const everything: string[] = [];

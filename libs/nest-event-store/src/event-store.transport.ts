@@ -280,6 +280,11 @@ export class EventStoreTransport extends Server implements CustomTransportStrate
     return event?.id === parked.eventId ? event : undefined;
   }
 
+  /** How far this consumer has read the store: the position of the last event it handled or passed over. */
+  readPosition(): number {
+    return this.subscription?.position ?? 0;
+  }
+
   /** The subscription does not emit transport events. */
   on(): void {}
 

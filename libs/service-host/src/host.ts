@@ -222,20 +222,19 @@ export async function microservice(
       : undefined;
   if (fault !== undefined) host.logger.warn(`TEST ONLY: ${consumer} fails every event while ${failing!.whileFileExists} exists (testing.fail_handling in ${host.config.source})`, consumer);
   watchParked(host, consumer);
-  const app = await NestFactory.createMicroservice(module, {
-    strategy: new EventStoreTransport({
-      store: host.store,
-      consumer,
-      streamPrefixes,
-      group,
-      fault,
-      took: (result) => host.metrics.eventsHandled.inc({ consumer, result }),
-      // Each handling is a span of the trace the event was appended in (its metadata's traceparent).
-      around: host.config.tracing === null ? undefined : (event, handle) =>
+  const strategy = new EventStoreTransport({
+    store: host.store,
+    consumer,
+    streamPrefixes,
+    group,
+    fault,
+    took: (result) => host.metrics.eventsHandled.inc({ consumer, result }),
+    // Each handling is a span of the trace the event was appended in (its metadata's traceparent).
+    around: host.config.tracing === null ? undefined : (event, handle) =>
         inSpan(`${consumer} ${event.type}`, { kind: SpanKind.CONSUMER, parent: traceContextFrom(event.metadata['traceparent']), attributes: spanAttributesOf(event) }, handle),
-    }),
-    logger: host.logger,
   });
+  watchLag(host, consumer, strategy);
+  const app = await NestFactory.createMicroservice(module, { strategy, logger: host.logger });
   await app.listen();
   host.opened.push(app);
   return app;
@@ -243,6 +242,17 @@ export async function microservice(
 
 /** The consumers of this process whose parked events `/metrics` counts. */
 const parkedConsumers = new Map<string, EventStore>();
+/** The consumers of this process whose lag `/metrics` shows. */
+const readers = new Map<string, { store: EventStore; transport: EventStoreTransport }>();
+
+/** How many committed events each consumer of this process has not read yet (its reader behind the store's head). */
+function watchLag(host: Host, consumer: string, transport: EventStoreTransport): void {
+  if (host.operations === undefined) return;
+  readers.set(consumer, { store: host.store, transport });
+  host.metrics.labelledGauge('oncegate_consumer_lag_events', "Committed events a consumer's reader has not reached yet (the store's head minus its read position).", ['consumer'], async () =>
+    Promise.all([...readers].map(async ([name, reader]) => ({ labels: { consumer: name }, value: Math.max(0, (await reader.store.headPosition()) - reader.transport.readPosition()) }))),
+  );
+}
 
 /** Counts, when scraped, the events each consumer of this process has parked and not yet replayed. */
 function watchParked(host: Host, consumer: string): void {

@@ -46,6 +46,13 @@ export class ProcessMetrics {
     registers: [this.registry],
   });
 
+  readonly executionEvents = new Counter({
+    name: 'oncegate_execution_events_total',
+    help: "Execution events this process appended, by type: the executions' transitions (ExecutionAccepted, ExecutionAuthorized, Dispatched, OutcomeObserved, OutcomeUnknown, ReviewRequired…).",
+    labelNames: ['type'] as const,
+    registers: [this.registry],
+  });
+
   readonly approvalDecisionSeconds = new Histogram({
     name: 'oncegate_approval_decision_seconds',
     help: 'Time from an approval request to its decision, by decision (granted, denied).',
