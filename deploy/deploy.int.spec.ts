@@ -180,7 +180,7 @@ describe('deploy/: the image definitions, the Compose file and the Helm chart, c
       .filter((file) => file.endsWith('.ts') && !file.endsWith('.spec.ts'))
       .map((file) => readFileSync(join(ROOT, 'libs', file), 'utf8'))
       .join('\n');
-    const defined = new Set([...sources.matchAll(/(?:name: |gauge\()'(oncegate_[a-z_]+)'/g)].map((match) => match[1]!));
+    const defined = new Set([...sources.matchAll(/(?:name: |[gG]auge\()'(oncegate_[a-z_]+)'/g)].map((match) => match[1]!));
     const queried = new Set(dashboard.panels.flatMap((panel) => panel.targets.flatMap((target) => [...target.expr.matchAll(/oncegate_[a-z_]+/g)].map((match) => match[0].replace(/_(bucket|sum|count)$/, '')))));
     expect(queried.size).toBeGreaterThan(8);
     expect([...queried].filter((name) => !defined.has(name))).toEqual([]);
