@@ -87,6 +87,7 @@ describe('operating the services apart: /metrics, /healthz and /readyz of every 
       expect(ready.body).toContain('ok store');
     }
     for (const service of ['authorization', 'dispatcher-http'] as const) expect((await get(deployment.of(service)[0]!.operationsUrl!, '/readyz')).body).toContain('ok vault');
+    expect((await get(deployment.of('result-delivery')[0]!.operationsUrl!, '/readyz')).body).toContain('ok consumer result-delivery');
     expect((await get(deployment.of('gateway')[0]!.operationsUrl!, '/nothing')).status).toBe(404);
     expect((await fetch(new URL('/metrics', deployment.of('gateway')[0]!.operationsUrl!), { method: 'POST' })).status).toBe(405);
   });

@@ -75,6 +75,7 @@ class StoppedWhileStorageUnavailable extends Error {
  */
 export class EventStoreTransport extends Server implements CustomTransportStrategy {
   private subscription: Subscription | GroupSubscription | undefined;
+  private caughtUpOnce = false;
   private replays: Subscription | undefined;
   private readonly log: Logger;
   private stopping = false;
@@ -129,6 +130,7 @@ export class EventStoreTransport extends Server implements CustomTransportStrate
       });
     }
     this.subscription.done.catch((error: unknown) => this.log.error(`subscription stopped: ${String(error)}`));
+    void this.subscription.caughtUp.then(() => (this.caughtUpOnce = true), () => undefined);
     // Replays asked for from now on; those asked while the service was down are looked at once, below.
     this.replays = store.subscribeToAll(() => this.replayRequested(), {
       from: 'end',
@@ -278,6 +280,11 @@ export class EventStoreTransport extends Server implements CustomTransportStrate
   private async eventOf(parked: ParkedEvent): Promise<RecordedEvent | undefined> {
     const [event] = (await this.options.store.readAll({ after: parked.position - 1, maxCount: 1 })).events;
     return event?.id === parked.eventId ? event : undefined;
+  }
+
+  /** Whether the subscription has read, since the start, everything that was committed when it started. */
+  hasCaughtUp(): boolean {
+    return this.caughtUpOnce;
   }
 
   /** How far this consumer has read the store: the position of the last event it handled or passed over. */

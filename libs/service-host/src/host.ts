@@ -249,6 +249,11 @@ const readers = new Map<string, { store: EventStore; transport: EventStoreTransp
 function watchLag(host: Host, consumer: string, transport: EventStoreTransport): void {
   if (host.operations === undefined) return;
   readers.set(consumer, { store: host.store, transport });
+  host.operations.ready({
+    name: `consumer ${consumer}`,
+    check: async () =>
+      transport.hasCaughtUp() ? undefined : `catching up: ${Math.max(0, (await host.store.headPosition()) - transport.readPosition())} events behind the head`,
+  });
   host.metrics.labelledGauge('oncegate_consumer_lag_events', "Committed events a consumer's reader has not reached yet (the store's head minus its read position).", ['consumer'], async () =>
     Promise.all([...readers].map(async ([name, reader]) => ({ labels: { consumer: name }, value: Math.max(0, (await reader.store.headPosition()) - reader.transport.readPosition()) }))),
   );
