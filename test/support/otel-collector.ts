@@ -40,9 +40,11 @@ const valueOf = (value: Record<string, unknown>): unknown => Object.values(value
 
 /**
  * Starts the collector with an OTLP receiver (HTTP, on a free loopback port) whose traces pipeline exports, as
- * OTLP/JSON over HTTP, to a server of this test process: the spans are read as the collector passed them on.
+ * OTLP/JSON over HTTP, to a server of this test process: the spans are read as the collector passed them on. With
+ * `forward: false` it drops what it receives (a benchmark's receiver, costing the machine as little as it can).
  */
-export async function startCollector(): Promise<CollectorHandle> {
+export async function startCollector(options: { readonly forward?: boolean } = {}): Promise<CollectorHandle> {
+  const forward = options.forward ?? true;
   const binary = await goTool('otelcol', 'the traces are received by an OpenTelemetry Collector');
   const spans: ReceivedSpan[] = [];
   const bodies: string[] = [];
@@ -85,6 +87,7 @@ export async function startCollector(): Promise<CollectorHandle> {
       '    protocols:',
       `      http: { endpoint: "127.0.0.1:${port}" }`,
       'exporters:',
+      '  nop: {}',
       '  otlp_http:',
       `    endpoint: "http://127.0.0.1:${sinkPort}"`,
       '    encoding: json',
@@ -94,7 +97,7 @@ export async function startCollector(): Promise<CollectorHandle> {
       '  telemetry:',
       '    metrics: { level: none }',
       '  pipelines:',
-      '    traces: { receivers: [otlp], exporters: [otlp_http] }',
+      `    traces: { receivers: [otlp], exporters: [${forward ? 'otlp_http' : 'nop'}] }`,
       '',
     ].join('\n'),
   );

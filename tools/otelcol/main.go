@@ -1,6 +1,7 @@
 // otelcol is an OpenTelemetry Collector with only what the tests need, built from the collector's own modules
-// (go.opentelemetry.io/collector): the OTLP receiver (gRPC and HTTP) and the OTLP/HTTP exporter. The tests run it
-// as the real receiver of the spans the services export, and forward what it received, as OTLP/JSON, to themselves.
+// (go.opentelemetry.io/collector): the OTLP receiver (gRPC and HTTP), the OTLP/HTTP exporter and the nop exporter.
+// The tests run it as the real receiver of the spans the services export, and forward what it received, as OTLP/JSON,
+// to themselves; the benchmark lets it drop what it received.
 package main
 
 import (
@@ -10,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/provider/fileprovider"
 	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/collector/exporter/nopexporter"
 	"go.opentelemetry.io/collector/exporter/otlphttpexporter"
 	"go.opentelemetry.io/collector/otelcol"
 	"go.opentelemetry.io/collector/receiver"
@@ -20,7 +22,10 @@ import (
 func components() (otelcol.Factories, error) {
 	return otelcol.Factories{
 		Receivers: map[component.Type]receiver.Factory{otlpreceiver.NewFactory().Type(): otlpreceiver.NewFactory()},
-		Exporters: map[component.Type]exporter.Factory{otlphttpexporter.NewFactory().Type(): otlphttpexporter.NewFactory()},
+		Exporters: map[component.Type]exporter.Factory{
+			otlphttpexporter.NewFactory().Type(): otlphttpexporter.NewFactory(),
+			nopexporter.NewFactory().Type():      nopexporter.NewFactory(),
+		},
 		Telemetry: otelconftelemetry.NewFactory(),
 	}, nil
 }
