@@ -4,3 +4,4 @@ export { startPostgres } from './postgres';
 export type { PostgresHandle, StartPostgresOptions } from './postgres';
 export { startKafka, ensureKafkaJars } from './kafka';
 export type { KafkaHandle, StartKafkaOptions } from './kafka';
+export type { LocalServer } from './local-server';

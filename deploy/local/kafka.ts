@@ -7,6 +7,7 @@ import { homedir, tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import type { LocalServer } from './local-server';
 
 const KAFKA_VERSION = '4.1.1';
 /** The Maven project whose dependencies are the broker's classpath: kafka_2.13 and slf4j-simple. */
@@ -28,19 +29,13 @@ const MVN_MISSING =
 const run = promisify(execFile);
 
 /** A real Apache Kafka 4.1.1 broker on 127.0.0.1: one KRaft node that is both broker and controller, in a folder of its own (temporary unless kept). */
-export interface KafkaHandle {
+export interface KafkaHandle extends LocalServer {
   /** Bootstrap servers for a client: `['127.0.0.1:PORT']`. */
   readonly brokers: string[];
   /** The PLAINTEXT listener clients connect to. */
   readonly port: number;
   /** The KRaft controller's listener (clients never use it). */
   readonly controllerPort: number;
-  /** Shuts the broker down gracefully (SIGTERM; killed after 20 s) and keeps its data: connections fail until `start`. */
-  shutdown(): Promise<void>;
-  /** Starts the broker again after `shutdown`, on the same ports with the same data. */
-  start(): Promise<void>;
-  /** Stops the broker at once and removes its folder; a kept folder (`dir`) is shut down gracefully and kept. */
-  stop(): Promise<void>;
 }
 
 export interface StartKafkaOptions {

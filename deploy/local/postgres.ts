@@ -6,6 +6,7 @@ import { createServer } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import type { LocalServer } from './local-server';
 
 const BIN = '/usr/lib/postgresql/15/bin';
 const INITDB = join(BIN, 'initdb');
@@ -16,19 +17,13 @@ const PORT_ATTEMPTS = 5;
 const run = promisify(execFile);
 
 /** A real PostgreSQL 15 server on 127.0.0.1, in a data folder of its own (temporary unless kept). */
-export interface PostgresHandle {
+export interface PostgresHandle extends LocalServer {
   readonly host: '127.0.0.1';
   readonly port: number;
   /** The superuser `postgres`, trusted from 127.0.0.1 without a password. */
   readonly user: 'postgres';
   /** Connection URL of the database `postgres` (or of `database`). */
   url(database?: string): string;
-  /** Shuts the server down (fast shutdown) and keeps its folder: connections fail until `start`. */
-  shutdown(): Promise<void>;
-  /** Starts the server again after `shutdown`, on the same port with the same data. */
-  start(): Promise<void>;
-  /** Stops the server at once (immediate shutdown) and removes its folder; a kept folder (`dir`) is shut down and kept. */
-  stop(): Promise<void>;
 }
 
 export interface StartPostgresOptions {
