@@ -169,7 +169,7 @@ export async function run(argv: string[]): Promise<void> {
         join(observedDir, 'oncegate.yaml'),
         `${gatewayYaml(dir, synchronous, { dataDir: join(observedDir, 'data') })}operations: { host: 127.0.0.1, port: 0 }\ntracing: { endpoint: '${collector.endpoint}' }\n`,
       );
-      const observed = await startGatewayProcess(join(observedDir, 'oncegate.yaml'), [], [/operations:\s+(\S+)/]);
+      const observed = await startGatewayProcess(join(observedDir, 'oncegate.yaml'), prof, [/operations:\s+(\S+)/]);
       servers.push(observed.server);
       const operations = observed.server.matches[2]?.[1];
       let scraping = true;

@@ -135,6 +135,13 @@ describe('deploy/: the image definitions, the Compose file and the Helm chart, c
     expect(() => parseContractFile(config['tools.yaml']!, 'ConfigMap demo-config tools.yaml')).not.toThrow();
     const init = manifests.find((manifest) => manifest.kind === 'Job')!;
     expect(init.metadata.annotations!['helm.sh/hook']).toBe('post-install,post-upgrade');
+    // Approvers and agents from Secrets: each registered by the init Job with its token from the environment.
+    const bootstrapped = await render('bootstrap.approvers[0].name=alice', 'bootstrap.approvers[0].secret.name=oncegate-approver-alice', 'bootstrap.approvers[0].secret.key=token', 'bootstrap.agents[0].name=ci', 'bootstrap.agents[0].secret.name=oncegate-agent-ci', 'bootstrap.agents[0].secret.key=token');
+    const job = bootstrapped.find((manifest) => manifest.kind === 'Job')! as unknown as { spec: { template: { spec: { containers: Array<{ args: string[]; env: Array<{ name: string; valueFrom?: { secretKeyRef: { name: string } } }> }> } } } };
+    const [initContainer] = job.spec.template.spec.containers;
+    expect(initContainer!.args[0]).toContain('node bin/oncegate.mjs approvers add alice --token-from-env ONCEGATE_BOOTSTRAP_APPROVER_0 --config /etc/oncegate/oncegate.yaml');
+    expect(initContainer!.args[0]).toContain('node bin/oncegate.mjs agents add ci --token-from-env ONCEGATE_BOOTSTRAP_AGENT_0');
+    expect(initContainer!.env.find((variable) => variable.name === 'ONCEGATE_BOOTSTRAP_APPROVER_0')?.valueFrom?.secretKeyRef.name).toBe('oncegate-approver-alice');
   });
 
   it('given the chart in embedded mode, when rendered, then one Deployment runs oncegate start on SQLite in the claimed volume', async () => {

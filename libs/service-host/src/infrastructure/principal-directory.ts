@@ -41,6 +41,15 @@ export class PrincipalNameError extends Error {
   }
 }
 
+/** A token given to register (`--token-from-env`) that does not have its kind's shape; the value is never repeated. */
+export class PrincipalTokenError extends Error {
+  readonly kind = 'principal_token_invalid' as const;
+  constructor(label: string, prefix: string) {
+    super(`not a valid ${label} token: it must be ${prefix} followed by 43 characters of A-Z a-z 0-9 _ - (32 random bytes, base64url)`);
+    this.name = 'PrincipalTokenError';
+  }
+}
+
 const NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/;
 const TOKEN_BODY = /^[A-Za-z0-9_-]{43}$/;
 
@@ -88,10 +97,16 @@ export class PrincipalDirectory {
     readonly kind: PrincipalKind,
   ) {}
 
-  /** Issues a new token for `name`; the returned token is the only copy. */
-  async issue(name: string, now: Date = new Date()): Promise<{ token: string; record: PrincipalRecord }> {
+  /**
+   * Issues a new token for `name`; the returned token is the only copy. With `given` (a token made elsewhere, e.g. a
+   * deployment's Secret), that token is registered instead: it must have this kind's shape.
+   */
+  async issue(name: string, now: Date = new Date(), given?: string): Promise<{ token: string; record: PrincipalRecord }> {
     this.requireName(name);
-    const token = `${this.kind.tokenPrefix}${randomBytes(32).toString('base64url')}`;
+    if (given !== undefined && !this.wellFormed(given)) {
+      throw new PrincipalTokenError(this.kind.label, this.kind.tokenPrefix);
+    }
+    const token = given ?? `${this.kind.tokenPrefix}${randomBytes(32).toString('base64url')}`;
     const tokenId = newEventId();
     await this.append(name, this.kind.events.issued, { name, tokenId, tokenSha256: hashToken(token).toString('hex'), issuedAt: now.toISOString() }, now);
     await this.refresh();
@@ -113,6 +128,13 @@ export class PrincipalDirectory {
   async list(): Promise<PrincipalRecord[]> {
     await this.refresh();
     return [...this.records.values()].sort((a, b) => a.name.localeCompare(b.name) || a.issuedAt.localeCompare(b.issuedAt));
+  }
+
+  /** The active record of `token` when it is registered for `name`, else `undefined` (a bootstrap run again finds it). */
+  async registered(name: string, token: string): Promise<PrincipalRecord | undefined> {
+    await this.refresh();
+    const found = this.byHash.get(hashToken(token).toString('hex'));
+    return found !== undefined && found.record.name === name && found.record.revokedAt === null ? found.record : undefined;
   }
 
   /** The actor a bearer token belongs to, or `undefined` (unknown, malformed, of another kind, or revoked). */

@@ -8,6 +8,7 @@ import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
 import { newUlid, systemClock } from '@oncegate/execution-journal';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- the CLI runs as its own process, as the end-to-end suites run it
 import { oncegate, type GatewayFolder } from '../../../../../test/support/gateway-process';
+import { ApproverDirectory } from '@oncegate/service-host/infrastructure/approver-directory';
 import { CARD_TOKEN_HMAC, approvalToolsYaml, deniedOnTimeout, paymentAwaitingApproval, retryAttached } from '@oncegate/service-host/approvals/approval-fixtures';
 import type { ApprovalView, PendingApproval } from '@oncegate/service-host/approvals/approval-queue';
 
@@ -148,5 +149,29 @@ describe('oncegate approvals and approvers (the real CLI process on a SQLite dat
       .join('');
     expect(bytes).toContain('ApproverTokenIssued');
     expect(bytes).not.toContain(token);
+  });
+
+  it('given a token made elsewhere (a deployment Secret), when registered with --token-from-env, then it authenticates that approver, is printed nowhere, and registering it again changes nothing', async () => {
+    const given = `oga_${'Zq9_'.repeat(10)}abc`;
+    const env = { BOOTSTRAP_TOKEN: given };
+    const registered = await oncegate(folder, ['approvers', 'add', 'carol', '--token-from-env', 'BOOTSTRAP_TOKEN'], env);
+    expect(registered).toMatchObject({ code: 0, stdout: '' });
+    expect(registered.stderr).toMatch(/^registered the token from BOOTSTRAP_TOKEN for approver:carol \(token id \S+\)\n$/);
+    const again = await oncegate(folder, ['approvers', 'add', 'carol', '--token-from-env', 'BOOTSTRAP_TOKEN'], env);
+    expect(again).toMatchObject({ code: 0, stdout: '' });
+    expect(again.stderr).toMatch(/^approver:carol already holds this token/);
+    expect((await run('approvers', 'list')).stdout.split('\n').filter((line) => line.startsWith('approver:carol\t'))).toHaveLength(1);
+    const store = openSqliteEventStore({ file: join(folder.dataDir, 'events.db') });
+    try {
+      expect(await new ApproverDirectory(store).authenticate(given)).toBe('approver:carol');
+    } finally {
+      await store.close();
+    }
+    const malformed = await oncegate(folder, ['approvers', 'add', 'dave', '--token-from-env', 'BOOTSTRAP_TOKEN'], { BOOTSTRAP_TOKEN: 'oga_short-and-secret' });
+    expect(malformed.code).toBe(1);
+    expect(malformed.stderr).toMatch(/not a valid approver token: it must be oga_ followed by 43 characters/);
+    expect(malformed.stderr).not.toContain('short-and-secret');
+    expect((await oncegate(folder, ['approvers', 'add', 'dave', '--token-from-env', 'NOT_SET_ANYWHERE'])).stderr).toMatch(/--token-from-env: NOT_SET_ANYWHERE is not set/);
+    for (const output of [registered, again]) expect(`${output.stdout}${output.stderr}`).not.toContain(given);
   });
 });

@@ -1,5 +1,5 @@
 import type { DataFolder } from '@oncegate/service-host/host';
-import { PrincipalNameError, type PrincipalDirectory } from '@oncegate/service-host/infrastructure/principal-directory';
+import { PrincipalNameError, PrincipalTokenError, type PrincipalDirectory } from '@oncegate/service-host/infrastructure/principal-directory';
 import { EXIT_CODES, UsageError, type CliCommand, type CliIo, type ExitCode } from '@oncegate/service-host/cli-command';
 import { parseCommandArgs, withDataFolder } from '../command-helpers';
 
@@ -20,19 +20,21 @@ export function tokenCommands(spec: TokenCommandsSpec): { add: CliCommand; list:
     name: string,
     summary: string,
     usage: string,
-    run: (directory: PrincipalDirectory, positionals: string[], io: CliIo) => Promise<ExitCode>,
+    run: (directory: PrincipalDirectory, positionals: string[], io: CliIo, options: { readonly tokenFromEnv?: string }) => Promise<ExitCode>,
+    withOptions: Record<string, { type: 'string' }> = {},
   ): CliCommand => ({
     group,
     name,
     summary,
     usage,
     async run(args, io) {
-      const parsed = parseCommandArgs(args);
+      const parsed = parseCommandArgs(args, withOptions);
+      const tokenFromEnv = typeof parsed.values['token-from-env'] === 'string' ? parsed.values['token-from-env'] : undefined;
       return withDataFolder(parsed, io, async (folder) => {
         try {
-          return await run(spec.directory(folder), [...parsed.positionals], io);
+          return await run(spec.directory(folder), [...parsed.positionals], io, tokenFromEnv === undefined ? {} : { tokenFromEnv });
         } catch (error) {
-          if (error instanceof PrincipalNameError) {
+          if (error instanceof PrincipalNameError || error instanceof PrincipalTokenError) {
             io.stderr(`${error.message}\n`);
             return EXIT_CODES.failed;
           }
@@ -51,13 +53,29 @@ export function tokenCommands(spec: TokenCommandsSpec): { add: CliCommand; list:
     add: command(
       'add',
       spec.summaries.add,
-      `Usage: oncegate ${group} add <name> [--config <file>]\n\nPrints the new token once; the data folder keeps only its SHA-256.`,
-      async (directory, positionals, io) => {
-        const { token, record } = await directory.issue(oneName(positionals));
+      `Usage: oncegate ${group} add <name> [--token-from-env <VARIABLE>] [--config <file>]\n\nPrints the new token once; the data folder keeps only its SHA-256.\n` +
+        `--token-from-env registers the token held in that environment variable instead (made elsewhere, e.g. kept in a\n` +
+        `deployment's Secret) and prints nothing of it; run again with the same token, it changes nothing.`,
+      async (directory, positionals, io, options) => {
+        const name = oneName(positionals);
+        if (options.tokenFromEnv !== undefined) {
+          const given = process.env[options.tokenFromEnv];
+          if (given === undefined || given === '') throw new UsageError(`--token-from-env: ${options.tokenFromEnv} is not set`);
+          const already = await directory.registered(name, given.trim());
+          if (already !== undefined) {
+            io.stderr(`${already.actor} already holds this token (token id ${already.tokenId}); nothing changed\n`);
+            return EXIT_CODES.ok;
+          }
+          const { record } = await directory.issue(name, new Date(), given.trim());
+          io.stderr(`registered the token from ${options.tokenFromEnv} for ${record.actor} (token id ${record.tokenId})\n`);
+          return EXIT_CODES.ok;
+        }
+        const { token, record } = await directory.issue(name);
         io.stdout(`${token}\n`);
         io.stderr(`issued a token for ${record.actor} (token id ${record.tokenId}); it is not shown again\n`);
         return EXIT_CODES.ok;
       },
+      { 'token-from-env': { type: 'string' } },
     ),
     list: command('list', spec.summaries.list, `Usage: oncegate ${group} list [--config <file>]`, async (directory, positionals, io) => {
       if (positionals.length > 0) throw new UsageError('takes no arguments');
