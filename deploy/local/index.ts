@@ -5,3 +5,4 @@ export type { PostgresHandle, StartPostgresOptions } from './postgres';
 export { startKafka, ensureKafkaJars } from './kafka';
 export type { KafkaHandle, StartKafkaOptions } from './kafka';
 export type { LocalServer } from './local-server';
+export { freePort } from './free-port';

@@ -2,12 +2,12 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { accessSync, constants, existsSync, readFileSync, rmSync } from 'node:fs';
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { LocalServer } from './local-server';
+import { freePort } from './free-port';
 
 const KAFKA_VERSION = '4.1.1';
 /** The Maven project whose dependencies are the broker's classpath: kafka_2.13 and slf4j-simple. */
@@ -236,18 +236,6 @@ function clusterId(): string {
 
 /** slf4j-simple at WARN, with the one INFO line that says the broker is ready. */
 const QUIET = ['-Dorg.slf4j.simpleLogger.defaultLogLevel=warn', '-Djava.awt.headless=true'];
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** Brokers still running, killed when this process exits however the tests end, and the temporary folders then removed. */
 const running = new Set<ChildProcess>();

@@ -2,11 +2,11 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { chown, mkdir, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { LocalServer } from './local-server';
+import { freePort } from './free-port';
 
 const BIN = '/usr/lib/postgresql/15/bin';
 const INITDB = join(BIN, 'initdb');
@@ -98,18 +98,6 @@ function processOwner(): { uid: number; gid: number } | undefined {
   if (line === undefined) throw new Error('no postgres user: install postgresql-15, which creates it');
   const [, , uid, gid] = line.split(':');
   return { uid: Number(uid), gid: Number(gid) };
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** Starts `postgres` in the foreground and waits for "database system is ready to accept connections". */

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { freePort } from '@oncegate/deploy-local';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -9,16 +9,11 @@ import type { JournalLocation } from './journal';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const LAUNCHER = join(ROOT, 'bin/oncegate.mjs');
+/** A free loopback port (so a restarted gateway can come back on the same URL): deploy/local's helper. */
+export { freePort };
+
 const TOOLS_TEMPLATE = fileURLToPath(new URL('./test-tools.yaml', import.meta.url));
 
-/** A free loopback port, so a restarted gateway can come back on the same URL. */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as { port: number }).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 export interface GatewayFolder {
   readonly dir: string;

@@ -3,10 +3,10 @@ import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { freePort } from '@oncegate/deploy-local';
 
 const SSHD = '/usr/sbin/sshd';
 const SSH_KEYGEN = 'ssh-keygen';
@@ -161,18 +161,6 @@ function sshdConfig(root: string, port: number, user: string, execHook: string |
     'LogLevel VERBOSE',
     '',
   ].join('\n');
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** Starts sshd in the foreground and waits for "Server listening on 127.0.0.1 port N". */
