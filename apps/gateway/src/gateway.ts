@@ -13,7 +13,7 @@ import { dispatcherHttpService, httpChannel } from '@oncegate/service-dispatcher
 import { dispatcherSshService, sshChannel } from '@oncegate/service-dispatcher-ssh';
 import { GatewayConfigError, unauthenticatedAgentProblem, type GatewayConfig } from '@oncegate/service-host/config/gateway-config';
 import { hostDispatchers, type DispatchChannel } from '@oncegate/service-host/dispatch/dispatchers';
-import { openHost, openVault, startOrUndo, type Host, type ServiceDefinition, type StartOptions } from '@oncegate/service-host/host';
+import { closeHost, openHost, openVault, startOrUndo, type Host, type ServiceDefinition, type StartOptions } from '@oncegate/service-host/host';
 import type { AgentDirectory } from '@oncegate/service-host/infrastructure/agent-directory';
 import { queueGauges } from '@oncegate/service-host/operations/queue-gauges';
 import { PreparedCalls } from '@oncegate/service-host/prepared-calls';
@@ -245,9 +245,7 @@ async function startGatewayOn(config: GatewayConfig, options: StartOptions, open
       await vault.stop();
       await sealer?.stop();
       await demo?.close();
-      await host.operations?.close();
-      await host.sealed.close();
-      await host.folder.close();
+      await closeHost(host);
     },
   };
 }

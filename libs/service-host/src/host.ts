@@ -149,6 +149,8 @@ export interface Host {
   readonly operations: OperationsServer | undefined;
   /** Where the operations listener listens, for the summary. */
   readonly operationsUrl: string | undefined;
+  /** The span exporter when tracing is on: shut down (its last batch flushed) when the host closes. */
+  readonly tracing: { close(): Promise<void> } | undefined;
 }
 
 /** Opens what every service of a process needs. */
@@ -169,7 +171,8 @@ export async function openHost(config: GatewayConfig, options: StartOptions, ope
   const metrics = processMetrics();
   const store = meteredStore(folder.store, metrics);
   const instance = newInstance();
-  if (config.tracing !== null) opened.push(startTracing(config.tracing, service, instance));
+  const tracing = config.tracing === null ? undefined : startTracing(config.tracing, service, instance);
+  if (tracing !== undefined) opened.push(tracing);
   let operations: OperationsServer | undefined;
   let operationsUrl: string | undefined;
   if (config.operations !== null) {
@@ -184,7 +187,17 @@ export async function openHost(config: GatewayConfig, options: StartOptions, ope
     operationsUrl = await operations.listen();
     opened.push(operations);
   }
-  return { config, options, clock, logger, tools, env, folder, store, keys, sealed, instance, grouped, opened, metrics, operations, operationsUrl };
+  return { config, options, clock, logger, tools, env, folder, store, keys, sealed, instance, grouped, opened, metrics, operations, operationsUrl, tracing };
+}
+
+/** Closes what `openHost` opened, after the services: the operations listener, the span exporter, the stores. */
+export function closeHost(host: Host): Promise<void> {
+  return closeInOrder(
+    () => host.operations?.close() ?? Promise.resolve(),
+    () => host.tracing?.close() ?? Promise.resolve(),
+    () => host.sealed.close(),
+    () => host.folder.close(),
+  );
 }
 
 /**
@@ -343,7 +356,7 @@ export function serveService(definition: ServiceDefinition, config: GatewayConfi
       summary: served.summary ?? [],
       operationsUrl: host.operationsUrl,
       store: host.store,
-      close: () => closeInOrder(() => served.close(), () => host.operations?.close() ?? Promise.resolve(), () => host.sealed.close(), () => host.folder.close()),
+      close: () => closeInOrder(() => served.close(), () => closeHost(host)),
     };
   });
 }

@@ -15,17 +15,24 @@ export function meteredStore<S extends EventStore>(store: S, metrics: ProcessMet
     for (const event of events) if (EXECUTION_TYPES.has(event.type)) metrics.executionEvents.inc({ type: event.type });
     return result;
   };
+  // The two appends are timed; every other method is the store's own, bound once (the store is on every call's path).
+  const methods = new Map<PropertyKey, unknown>([
+    [
+      'appendToStream',
+      (streamId: string, events: Parameters<EventStore['appendToStream']>[1], options?: Parameters<EventStore['appendToStream']>[2]) =>
+        timed(events, () => store.appendToStream(streamId, events, options)),
+    ],
+    ['appendMany', (batch: Parameters<EventStore['appendMany']>[0]) => timed(batch.flatMap((entry) => entry.events), () => store.appendMany(batch))],
+  ]);
   return new Proxy(store, {
-    get(target, property, receiver) {
-      if (property === 'appendToStream') {
-        return (streamId: string, events: Parameters<EventStore['appendToStream']>[1], options?: Parameters<EventStore['appendToStream']>[2]) =>
-          timed(events, () => target.appendToStream(streamId, events, options));
-      }
-      if (property === 'appendMany') {
-        return (batch: Parameters<EventStore['appendMany']>[0]) => timed(batch.flatMap((entry) => entry.events), () => target.appendMany(batch));
-      }
-      const value: unknown = Reflect.get(target, property, receiver);
-      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    get(target, property) {
+      const method = methods.get(property);
+      if (method !== undefined) return method;
+      const value: unknown = Reflect.get(target, property, target);
+      if (typeof value !== 'function') return value;
+      const bound = (value as (...args: unknown[]) => unknown).bind(target);
+      methods.set(property, bound);
+      return bound;
     },
   });
 }
