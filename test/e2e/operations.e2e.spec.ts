@@ -153,9 +153,11 @@ describe('operating the services apart: /metrics, /healthz and /readyz of every 
     const result = await client.callTool({ name: 'send_payment', arguments: { payment_reference: 'ops-traced-01', amount_cents: 700, card_token: CARD_CANARY }, _meta: { traceparent: `00-${traceId}-${callerSpan}-01` } });
     await client.close();
     const executionId = executionOf(result).id;
+    // Each process exports its spans on its own schedule: wait until every step's span has arrived.
+    const steps = ['tools/call send_payment', 'authorization ExecutionAccepted', 'dispatcher-http ExecutionAuthorized', 'attempt http', 'result-delivery OutcomeObserved'];
     const spans = await eventually(() => {
       const ofTrace = collector.spans().filter((span) => span.traceId === traceId);
-      return ofTrace.some((span) => span.name === 'result-delivery OutcomeObserved') ? ofTrace : undefined;
+      return steps.every((step) => ofTrace.some((span) => span.name === step)) ? ofTrace : undefined;
     }, 30_000, 'the trace at the collector');
     const one = (name: string): ReceivedSpan => {
       const found = spans.filter((span) => span.name === name);
