@@ -149,9 +149,17 @@ describe('marker probe', () => {
   it('given a done marker whose output files are still on the host, then it says they are kept', () => {
     wrapper({ attempt: '2' }, '/bin/true');
     writeFileSync(join(markers, `${ID}.2.stdout`), 'lost on the way\n');
-    writeFileSync(join(markers, `${ID}.2.stderr`), '');
+    writeFileSync(join(markers, `${ID}.2.stderr`), 'warning\n');
 
     expect(probe()).toEqual({ status: 0, stdout: 'completed\nexit_status=0\nattempt=2\nstdout_kept=yes\nstderr_kept=yes\n', stderr: '' });
+  });
+
+  it('given a done marker whose kept output file is empty, then that file is not named: it holds nothing to read', () => {
+    wrapper({ attempt: '2' }, '/bin/true');
+    writeFileSync(join(markers, `${ID}.2.stdout`), 'lost on the way\n');
+    writeFileSync(join(markers, `${ID}.2.stderr`), '');
+
+    expect(probe()).toEqual({ status: 0, stdout: 'completed\nexit_status=0\nattempt=2\nstdout_kept=yes\n', stderr: '' });
   });
 
   it('given only a claim (an attempt between its claim and its started marker), then started, never absent', () => {

@@ -93,7 +93,8 @@ exit "$status"
 /**
  * `oncegate-probe <marker dir> <execution id>`: prints `completed`, `started` or `absent` on the first line,
  * then the marker file's `key=value` lines; for `completed`, `stdout_kept=yes` / `stderr_kept=yes` when that
- * attempt's output files are still on the host (the connection that should have carried them was lost). A claim
+ * attempt's output files are still on the host and hold something (the connection that should have carried them
+ * was lost; an empty file says nothing, and whether the wrapper removed it before the connection went is timing). A claim
  * without `.started` (an attempt between its claim and its marker) is `started`. Exits 125 when the directory
  * exists but cannot be searched, so an unreadable directory is never reported as an absent marker.
  */
@@ -108,8 +109,8 @@ if [ -f "$dir/$id.done" ]; then
   cat -- "$dir/$id.done"
   n=$(sed -n "s/^attempt=//p" <"$dir/$id.done")
   case $n in "" | *[!0-9]*) n= ;; esac
-  if [ -n "$n" ] && [ -f "$dir/$id.$n.stdout" ]; then echo stdout_kept=yes; fi
-  if [ -n "$n" ] && [ -f "$dir/$id.$n.stderr" ]; then echo stderr_kept=yes; fi
+  if [ -n "$n" ] && [ -s "$dir/$id.$n.stdout" ]; then echo stdout_kept=yes; fi
+  if [ -n "$n" ] && [ -s "$dir/$id.$n.stderr" ]; then echo stderr_kept=yes; fi
 elif [ -f "$dir/$id.started" ]; then
   echo started
   cat -- "$dir/$id.started"
