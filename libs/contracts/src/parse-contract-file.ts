@@ -1,4 +1,4 @@
-import { isMap, isScalar, type Node } from 'yaml';
+import { isMap, isScalar, isSeq, type Node } from 'yaml';
 import { OPERATION_CLASSES, recoveryPolicyOf, type OperationClass } from '@oncegate/domain';
 import { ContractValidationError, type ContractIssue } from './contract-issue';
 import { CREDENTIAL_REF_RULE, isCredentialRef } from './credential-ref';
@@ -64,6 +64,21 @@ const FINGERPRINT_FIELDS = ['exclude'] as const;
 
 const BUILT_IN_CHANNELS = ['http', 'ssh'];
 
+/**
+ * How a plugin channel checks its `plugin:` section (the dispatcher kit's `contract.check`): it reports each problem
+ * at a path inside the section, and the file's check places it at that node's line and column like any other issue.
+ */
+export type PluginSectionCheck = (
+  section: Readonly<Record<string, unknown>>,
+  report: (path: ReadonlyArray<string | number>, reason: string) => void,
+  tool: { readonly name: string; readonly operationClass: OperationClass | undefined; readonly hasArgument: (name: string) => boolean },
+) => void;
+
+/** What a contract file is checked with beyond the built-in channels: the sections of the plugin channels known here. */
+export interface ContractCheckOptions {
+  readonly pluginChannels?: ReadonlyMap<string, PluginSectionCheck>;
+}
+
 export type ContractCheck =
   | { readonly ok: true; readonly contract: ContractFile }
   | { readonly ok: false; readonly issues: readonly ContractIssue[] };
@@ -72,7 +87,7 @@ export type ContractCheck =
  * Parses and validates the text of a tool contract file. Every problem is collected in one pass; the
  * result is either the whole normalised contract or the list of issues, in file order.
  */
-export function checkContractFile(text: string, file: string): ContractCheck {
+export function checkContractFile(text: string, file: string, options: ContractCheckOptions = {}): ContractCheck {
   const { ctx, root: rootNode } = openYamlDocument(text, file);
   const fail = (): ContractCheck => ({ ok: false, issues: sortIssues(ctx.issues) });
 
@@ -98,7 +113,7 @@ export function checkContractFile(text: string, file: string): ContractCheck {
   if (toolsNode !== undefined && items !== undefined && items.length === 0) ctx.report(toolsNode, 'tools', 'declares no tools');
   const firstByName = new Map<string, { path: string; line: number }>();
   items?.forEach((item) => {
-    const parsed = parseTool(ctx, item.node, item.path, toolsNode ?? null);
+    const parsed = parseTool(ctx, item.node, item.path, toolsNode ?? null, options);
     checkUniqueName(ctx, item.node, item.path, firstByName);
     if (parsed === undefined) return;
     tools.push(parsed.tool);
@@ -116,8 +131,8 @@ export function checkContractFile(text: string, file: string): ContractCheck {
 }
 
 /** Like `checkContractFile`, but throws `ContractValidationError` carrying every issue. */
-export function parseContractFile(text: string, file: string): ContractFile {
-  const result = checkContractFile(text, file);
+export function parseContractFile(text: string, file: string, options: ContractCheckOptions = {}): ContractFile {
+  const result = checkContractFile(text, file, options);
   if (!result.ok) throw new ContractValidationError(file, result.issues);
   return result.contract;
 }
@@ -158,6 +173,7 @@ function parseTool(
   node: Node | null,
   path: string,
   listNode: Node | null,
+  options: ContractCheckOptions,
 ): { tool: ToolContract; validator: CheckedInputSchema['validator'] } | undefined {
   const tool = MapReader.of(ctx, node, path, node ?? listNode);
   if (tool === undefined) return undefined;
@@ -217,7 +233,7 @@ function parseTool(
     } else if (durable !== undefined) durableKeyArgument = durable;
   }
 
-  const request = readRequest(scope, tool, channel);
+  const request = readRequest(scope, tool, channel, { check: channel === undefined ? undefined : options.pluginChannels?.get(channel), name: str('name', tool.optional('name')), operationClass });
   const exclude = readFingerprint(ctx, tool, args);
 
   const windowNode = tool.required('correlation_window', `: a duration (${DURATION_FORMS}) or until_confirmed`);
@@ -295,7 +311,12 @@ function readChannel(ctx: YamlContext, tool: MapReader, operationClass: Operatio
   return channel;
 }
 
-function readRequest(scope: ToolScope, tool: MapReader, channel: string | undefined): RequestTemplate | undefined {
+function readRequest(
+  scope: ToolScope,
+  tool: MapReader,
+  channel: string | undefined,
+  plugin: { check: PluginSectionCheck | undefined; name: string | undefined; operationClass: OperationClass | undefined },
+): RequestTemplate | undefined {
   const { ctx } = scope;
   if (channel === undefined) return undefined;
   const blocks = ['http', 'ssh', 'plugin'] as const;
@@ -308,9 +329,32 @@ function readRequest(scope: ToolScope, tool: MapReader, channel: string | undefi
   const path = tool.fieldPath(wanted);
   if (wanted === 'http') return readHttp(scope, node, path);
   if (wanted === 'ssh') return readSsh(scope, node, path);
-  const plugin = MapReader.of(ctx, node, path);
-  if (plugin === undefined || !checkJsonTemplate(scope, plugin.node, path)) return undefined;
-  return { kind: 'plugin', channel, config: ctx.toJS(plugin.node) as Record<string, unknown> };
+  const section = MapReader.of(ctx, node, path);
+  if (section === undefined || !checkJsonTemplate(scope, section.node, path)) return undefined;
+  const config = ctx.toJS(section.node) as Record<string, unknown>;
+  if (plugin.check !== undefined) {
+    const before = ctx.issues.length;
+    plugin.check(
+      config,
+      (at, reason) => {
+        ctx.report(nodeAt(ctx, section.node, at), at.reduce<string>((parent, key) => childPath(parent, key), path), reason);
+      },
+      { name: plugin.name ?? '', operationClass: plugin.operationClass, hasArgument: (name) => scope.args?.has(name) ?? true },
+    );
+    if (ctx.issues.length > before) return undefined;
+  }
+  return { kind: 'plugin', channel, config };
+}
+
+/** The node at `path` below `node`, or the deepest one on the way that exists (a missing field is reported at its mapping). */
+function nodeAt(ctx: YamlContext, node: Node, path: ReadonlyArray<string | number>): Node {
+  let current = node;
+  for (const key of path) {
+    const next = isMap(current) ? ctx.resolve(current.get(key, true)) : isSeq(current) && typeof key === 'number' ? ctx.resolve(current.items[key]) : null;
+    if (next === null) break;
+    current = next;
+  }
+  return current;
 }
 
 function readHttp(scope: ToolScope, node: Node, path: string): RequestTemplate | undefined {

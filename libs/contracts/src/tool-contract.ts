@@ -114,6 +114,15 @@ export interface PluginRequestTemplate {
   readonly config: Readonly<Record<string, unknown>>;
 }
 
+/**
+ * The server a plugin channel's tool goes to, when its section names one (`host` and `port`): where a credential
+ * of the tool must be bound (checked at authorization and again before the channel sends). `undefined` otherwise.
+ */
+export function pluginServerOf(request: PluginRequestTemplate): { readonly host: string; readonly port: number } | undefined {
+  const { host, port } = request.config;
+  return typeof host === 'string' && host !== '' && Number.isInteger(port) ? { host, port: port as number } : undefined;
+}
+
 /** How a conditional write finds out whether an attempt with an unknown outcome took effect. */
 export interface StatusQuery {
   readonly http: {

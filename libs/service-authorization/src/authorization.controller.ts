@@ -1,7 +1,7 @@
 import { Controller, Inject, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { EventPattern, Payload } from '@nestjs/microservices';
 import type { DenialBasis, ExecutionAcceptedData, ExecutionCommand, ExecutionId, ExecutionState, IsoInstant } from '@oncegate/domain';
-import type { ToolContract } from '@oncegate/contracts';
+import { pluginServerOf, type ToolContract } from '@oncegate/contracts';
 import type { EventStore, RecordedEvent } from '@oncegate/event-store';
 import { EVENT_STORE } from '@oncegate/nest-event-store';
 import { executionAsOf, executionsWithEvent, isoNow, loadExecution, runExecutionCommand, stepTakenAlready, type Clock, type InlineStep } from '@oncegate/execution-journal';
@@ -249,6 +249,14 @@ export class AuthorizationController implements OnApplicationBootstrap, OnApplic
   private async targetOf(state: ExecutionState, tool: ToolContract): Promise<{ target: BindingTarget; call?: PreparedCall } | string> {
     const request = tool.request;
     if (request.kind === 'ssh') return { target: { channel: 'ssh', host: request.host, port: request.port } };
+    if (request.kind === 'plugin') {
+      // A plugin channel's server is named in its section; a tool without a credential needs none.
+      const server = pluginServerOf(request);
+      if (server !== undefined) return { target: { channel: 'host', ...server } };
+      return tool.credentialRef === null
+        ? { target: { channel: 'host', host: '', port: 0 } }
+        : `tool ${tool.name} names credential '${tool.credentialRef}' but its ${request.channel} section names no host and port to bind it to`;
+    }
     const call = await this.prepared.get(state, tool);
     if (call === undefined) return 'the call arguments are missing';
     if (call.http === undefined || 'error' in call.http) {

@@ -626,7 +626,7 @@ export function parseGatewayConfig(text: string, file: string, base = DEFAULT_CO
         else if (ms !== undefined) config.approvalTimeoutMs = ms;
       }
     }
-    map.forbid('credentials', 'credentials live in the vault now: oncegate vault set <ref> --kind bearer|basic|header|ssh_key --bind <host[:port][/path]> (see docs/gateway.md)');
+    map.forbid('credentials', 'credentials live in the vault now: oncegate vault set <ref> --kind bearer|basic|header|ssh_key|password --bind <host[:port][/path]> (see docs/gateway.md)');
     const demoNode = map.optional('demo_target');
     const demo = demoNode && MapReader.of(ctx, demoNode, 'demo_target');
     if (demo) {

@@ -7,11 +7,12 @@
  *   path, and a path holding an encoded separator (`%2F`, `%5C`) or a backslash never matches a prefix: a server
  *   that decodes it would see another path than the one checked; the query is not part of the match.
  * - SSH: `host[:port]`, default port 22, never a path.
+ * - A plugin channel's server (`host`: a database, a broker): `host:port`, the port always named, never a path.
  *
  * Pure: no I/O.
  */
 
-export type BindingChannel = 'http' | 'ssh';
+export type BindingChannel = 'http' | 'ssh' | 'host';
 
 export interface Binding {
   /** Lower case, without a trailing dot; an IPv6 address keeps its brackets. */
@@ -25,7 +26,8 @@ export interface Binding {
 /** Where a credential is about to be sent. */
 export type BindingTarget =
   | { readonly channel: 'http'; readonly url: string }
-  | { readonly channel: 'ssh'; readonly host: string; readonly port: number };
+  | { readonly channel: 'ssh'; readonly host: string; readonly port: number }
+  | { readonly channel: 'host'; readonly host: string; readonly port: number };
 
 export class BindingSyntaxError extends Error {
   readonly kind = 'binding_invalid' as const;
@@ -56,6 +58,7 @@ export function parseBinding(text: string, channel: BindingChannel): Binding {
   const port = portText === undefined ? null : Number(portText);
   if (port !== null && (port < 1 || port > 65535)) throw new BindingSyntaxError(text, `port ${portText} is out of range 1-65535`);
   if (path !== undefined && channel === 'ssh') throw new BindingSyntaxError(text, 'an SSH key is bound to host[:port], without a path');
+  if (channel === 'host' && (path !== undefined || port === null)) throw new BindingSyntaxError(text, 'a password is bound to host:port, the port named and without a path');
   if (path !== undefined && !PATH.test(path)) throw new BindingSyntaxError(text, 'the path prefix may hold no spaces, query or fragment');
   if (path !== undefined && path.split('/').some((segment) => segment === '.' || segment === '..')) {
     throw new BindingSyntaxError(text, "the path prefix may hold no '.' or '..' segment");
@@ -80,6 +83,7 @@ interface ResolvedTarget {
 
 function resolveTarget(target: BindingTarget): ResolvedTarget | undefined {
   if (target.channel === 'ssh') return { host: normaliseHost(target.host), port: target.port, path: null, defaultPort: 22 };
+  if (target.channel === 'host') return { host: normaliseHost(target.host), port: target.port, path: null, defaultPort: null };
   let url: URL;
   try {
     url = new URL(target.url);
@@ -119,6 +123,6 @@ export function bindingMatches(binding: Binding, target: BindingTarget): boolean
   return (
     binding.host === resolved.host &&
     (binding.port ?? resolved.defaultPort) === resolved.port &&
-    (target.channel === 'ssh' ? binding.pathPrefix === null : pathMatches(binding.pathPrefix, resolved.path))
+    (target.channel === 'http' ? pathMatches(binding.pathPrefix, resolved.path) : binding.pathPrefix === null)
   );
 }

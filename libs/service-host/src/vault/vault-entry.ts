@@ -8,9 +8,10 @@ import { VaultReasonError } from './vault-errors';
  * - `bearer`: sent as `Authorization: Bearer <value>`;
  * - `basic`: `username` and the value as password, sent as `Authorization: Basic base64(username:password)`;
  * - `header`: the value in the header `header`, after `scheme` and a space when one is given;
- * - `ssh_key`: an OpenSSH or PEM private key for SSH key authentication.
+ * - `ssh_key`: an OpenSSH or PEM private key for SSH key authentication;
+ * - `password`: a secret a plugin channel logs in with (a database user's password), bound to `host:port`.
  */
-export const CREDENTIAL_KINDS = ['bearer', 'basic', 'header', 'ssh_key'] as const;
+export const CREDENTIAL_KINDS = ['bearer', 'basic', 'header', 'ssh_key', 'password'] as const;
 export type CredentialKind = (typeof CREDENTIAL_KINDS)[number];
 
 /** `per_use`: every use of the credential needs an approval first (the authorization ladder reads it). */
@@ -65,7 +66,7 @@ const GATEWAY_HEADERS = new Set(['content-type', 'idempotency-key']);
 const PRIVATE_KEY = /^-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----\r?\n[\s\S]+\r?\n-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----\s*$/;
 
 export function channelOf(kind: CredentialKind): BindingChannel {
-  return kind === 'ssh_key' ? 'ssh' : 'http';
+  return kind === 'ssh_key' ? 'ssh' : kind === 'password' ? 'host' : 'http';
 }
 
 function refuseOption(kind: CredentialKind, name: string, value: string | undefined): void {
@@ -103,6 +104,7 @@ export function credentialMetadata(input: CredentialInput, version: number): Cre
   switch (kind) {
     case 'bearer':
     case 'ssh_key':
+    case 'password':
       refuseOption(kind, 'header', input.header);
       refuseOption(kind, 'scheme', input.scheme);
       refuseOption(kind, 'username', input.username);
@@ -145,7 +147,7 @@ export function credentialValue(kind: CredentialKind, raw: string): string {
     }
     return value;
   }
-  if (/[\r\n\0]/.test(value)) throw new CredentialValueError('the value holds a line break or NUL, which a header cannot carry');
+  if (/[\r\n\0]/.test(value)) throw new CredentialValueError(`the value holds a line break or NUL, which ${kind === 'password' ? 'a password' : 'a header'} cannot carry`);
   return value;
 }
 

@@ -195,6 +195,8 @@ export class VaultService {
           return { headers: { [metadata.header ?? 'Authorization']: metadata.scheme ? `${metadata.scheme} ${text}` : text }, secrets: [text] };
         case 'ssh_key':
           throw new CredentialUnavailableError(ref, 'it is an SSH key');
+        case 'password':
+          throw new CredentialUnavailableError(ref, 'it is a password for a plugin channel');
         default:
           return metadata.kind satisfies never;
       }
@@ -246,6 +248,8 @@ export class VaultService {
           }
           case 'ssh_key':
             throw new CredentialUnavailableError(ref, 'it is an SSH key');
+          case 'password':
+            throw new CredentialUnavailableError(ref, 'it is a password for a plugin channel');
           default:
             return metadata.kind satisfies never;
         }
@@ -261,6 +265,19 @@ export class VaultService {
    */
   sshCredential(ref: string, host: string, port: number): Promise<SshCredential> {
     return this.reveal(ref, { channel: 'ssh', host, port }, (_metadata, value) => ({ privateKey: value.toString('utf8') }));
+  }
+
+  /**
+   * The secret of a `password` credential to log in to `host:port` with (a plugin channel's server), as a copy the
+   * caller zero-fills once it is used.
+   *
+   * @throws VaultLockedError, CredentialUnavailableError, CredentialBindingError
+   */
+  secret(ref: string, host: string, port: number): Promise<Buffer> {
+    return this.reveal(ref, { channel: 'host', host, port }, (metadata, value) => {
+      if (metadata.kind !== 'password') throw new CredentialUnavailableError(ref, `it is a ${metadata.kind} credential, not a password`);
+      return Buffer.from(value);
+    });
   }
 
   private async reveal<T>(ref: string, target: BindingTarget, use: (metadata: CredentialMetadata, value: Buffer) => T, checked?: HttpBindingChecked): Promise<T> {

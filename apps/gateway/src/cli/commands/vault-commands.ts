@@ -173,7 +173,7 @@ export const vaultSetCommand: CliCommand = {
   group: 'vault',
   name: 'set',
   summary: 'Store a credential (a new version) with its kind and the hosts it may be sent to.',
-  usage: `Usage: oncegate vault set <ref> --kind bearer|basic|header|ssh_key --bind <host[:port][/path-prefix]> [--bind …]
+  usage: `Usage: oncegate vault set <ref> --kind bearer|basic|header|ssh_key|password --bind <host[:port][/path-prefix]> [--bind …]
          [--header <name>] [--scheme <word>] [--username <user>] [--approval none|per_use]
          [--from-env VAR | --from-file PATH] [--by <name>] [--config <file>]
 
@@ -183,8 +183,9 @@ or file named. A value is never taken from the command line. Kinds:
   basic     Authorization: Basic base64(<username>:<value>)   (--username required)
   header    <header>: [<scheme> ]<value>                     (--header required, --scheme optional)
   ssh_key   an OpenSSH or PEM private key
+  password  a secret a plugin channel logs in with (a database user's password)
 A credential is sent only to a target matching one of its bindings (HTTP: host case-insensitive, default port
-from the URL scheme, the path prefix by whole segments; SSH: host[:port], default 22).
+from the URL scheme, the path prefix by whole segments; SSH: host[:port], default 22; password: host:port).
 --approval per_use makes every use wait for an approval. Needs the master key, not an unlocked vault.`,
   async run(args, io) {
     if (args.some((arg) => arg === '--value' || arg.startsWith('--value='))) {
