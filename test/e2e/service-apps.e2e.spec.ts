@@ -32,8 +32,8 @@ describe('each service as an app of its own (apps/<service>, built to dist/apps/
     const others = (service: string) => SERVICE_APPS.filter((other) => other !== service);
     const marks: Record<(typeof SERVICE_APPS)[number], RegExp> = {
       authorization: /\bAuthorizationController\b/,
-      'dispatcher-http': /\bDispatcherHttpController\b/,
-      'dispatcher-ssh': /\bDispatcherSshController\b/,
+      'dispatcher-http': /\bHttpChannelDriver\b/,
+      'dispatcher-ssh': /\bSshChannelDriver\b/,
       'result-delivery': /\bResultDeliveryController\b/,
       sealer: /\bJournalSealer\b/,
       'relay-kafka': /\bEventRelay\b/,

@@ -17,7 +17,7 @@ import { formatReview } from './cli/commands/review-commands';
 import { toolResult } from './front/tool-results';
 import { initVault, storeCredential, type VaultContext } from '@oncegate/service-host/vault/vault-admin';
 import { VaultService } from '@oncegate/service-host/vault/vault-service';
-import { DispatcherSshController } from '@oncegate/service-dispatcher-ssh';
+import { sshDispatcher } from '@oncegate/service-dispatcher-ssh';
 
 const MASTER = { ONCEGATE_MASTER_KEY: 'a master key for the SSH dispatcher tests' };
 
@@ -89,7 +89,7 @@ limits: { connect_timeout: 2s, response_timeout: 10s }`,
   }
 
   const controllerFor = (tool: ToolContract) =>
-    new DispatcherSshController(store, new Map([[tool.name, tool]]), sealed, ssh, vault, 'dispatcher-ssh@test', systemClock);
+    sshDispatcher({ store, tools: new Map([[tool.name, tool]]), sealed, ssh, vault, dispatcherId: 'dispatcher-ssh@test', clock: systemClock });
 
   const append = (executionId: ExecutionId, command: (now: ReturnType<typeof isoNow>) => ExecutionCommand) =>
     runExecutionCommand(store, executionId, () => command(isoNow(systemClock)), { actor: 'agent:test' }, systemClock);

@@ -11,7 +11,7 @@ import { isoNow, runExecutionCommand, systemClock } from '@oncegate/execution-jo
 import { initVault, lockVault, storeCredential, type VaultContext } from '@oncegate/service-host/vault/vault-admin';
 import { VaultService } from '@oncegate/service-host/vault/vault-service';
 import { acceptHttpCall, openHttpCallWorld, type HttpCallWorld } from './testing/http-call-world';
-import { DispatcherHttpController } from './dispatcher-http.controller';
+import { httpDispatcher } from './http-channel';
 
 const MASTER = { ONCEGATE_MASTER_KEY: 'a master key for the dispatcher tests' };
 const VALUE = 'dispatch-canary-3f81c6a2';
@@ -53,7 +53,7 @@ describe('dispatcher-http preflight against the vault (SQLite store, loopback ta
     await runExecutionCommand(store, executionId, () => ({ type: 'AuthorizeExecution', executionId, now: isoNow(systemClock), basis: 'policy' }), { actor: 'agent:test' }, systemClock);
     await beforeDispatch();
     const authorized = (await store.readStream(executionStream(executionId))).find((event) => event.type === 'ExecutionAuthorized')!;
-    const controller = new DispatcherHttpController(store, new Map([[tool.name, tool]]), sealed, http, vault, 'dispatcher-http@test', systemClock);
+    const controller = httpDispatcher({ store, tools: new Map([[tool.name, tool]]), sealed, http, vault, dispatcherId: 'dispatcher-http@test', clock: systemClock });
     await controller.onAuthorized(authorized);
     await controller.drain();
     return store.readStream(executionStream(executionId));

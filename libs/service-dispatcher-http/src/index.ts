@@ -1,3 +1,1 @@
-export { DispatcherHttpController } from './dispatcher-http.controller';
-export { DispatcherHttpModule, type DispatcherHttpDependencies } from './dispatcher-http.module';
-export { dispatcherHttpService, httpChannel } from './http-channel';
+export { dispatcherHttpService, httpChannel, HttpChannelDriver, httpDispatcher, httpKit } from './http-channel';

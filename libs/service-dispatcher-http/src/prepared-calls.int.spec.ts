@@ -6,7 +6,8 @@ import * as vaultCrypto from '@oncegate/service-host/vault/vault-crypto';
 import { storeCredential } from '@oncegate/service-host/vault/vault-admin';
 import { AuthorizationController } from '@oncegate/service-authorization';
 import { Policy } from '@oncegate/service-authorization';
-import { DispatcherHttpController } from './dispatcher-http.controller';
+import { httpDispatcher } from './http-channel';
+import type { KitDispatcher } from '@oncegate/dispatcher-kit';
 import { acceptHttpCall, openHttpCallWorld, type HttpCallWorld } from './testing/http-call-world';
 import { PreparedCalls } from '@oncegate/service-host/prepared-calls';
 
@@ -58,7 +59,7 @@ describe('a prepared call (authorization and the HTTP dispatcher, SQLite store, 
   let tools: ReadonlyMap<string, ToolContract>;
   let prepared: PreparedCalls;
   let authorization: AuthorizationController;
-  let dispatcher: DispatcherHttpController;
+  let dispatcher: KitDispatcher;
 
   beforeEach(async () => {
     world = await openHttpCallWorld({ masterKey: MASTER.ONCEGATE_MASTER_KEY, credential: VALUE, echoAuthorization: true });
@@ -68,7 +69,7 @@ describe('a prepared call (authorization and the HTTP dispatcher, SQLite store, 
     prepared = new PreparedCalls(sealed);
     const policy = new Policy([{ tools: ['*'], actors: ['*'], decision: 'allow', source: 'authorization.rules[0]' } as never]);
     authorization = new AuthorizationController(store, policy, vault, tools, sealed, 60_000, systemClock, prepared);
-    dispatcher = new DispatcherHttpController(store, tools, sealed, world.http, vault, 'dispatcher-http@test', systemClock, prepared);
+    dispatcher = httpDispatcher({ store, tools, sealed, http: world.http, vault, dispatcherId: 'dispatcher-http@test', clock: systemClock, prepared });
     rendering.renderHttpRequest.mockClear();
     vi.mocked(vaultCrypto.open).mockClear();
   });

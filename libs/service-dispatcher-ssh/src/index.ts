@@ -1,3 +1,1 @@
-export { DispatcherSshController } from './dispatcher-ssh.controller';
-export { DispatcherSshModule, type DispatcherSshDependencies } from './dispatcher-ssh.module';
-export { dispatcherSshService, sshChannel } from './ssh-channel';
+export { dispatcherSshService, sshChannel, SshChannelDriver, sshDispatcher, sshKit } from './ssh-channel';

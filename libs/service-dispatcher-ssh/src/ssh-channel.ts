@@ -1,19 +1,143 @@
-import { SshDispatcher } from '@oncegate/dispatcher-ssh';
-import { microservice, SERVICE_CONSUMERS } from '@oncegate/service-host/host';
-import { dispatcherService, type DispatchChannel } from '@oncegate/service-host/dispatch/dispatchers';
-import { DispatcherSshController } from './dispatcher-ssh.controller';
-import { DispatcherSshModule } from './dispatcher-ssh.module';
+import { Logger } from '@nestjs/common';
+import type { ToolContract } from '@oncegate/contracts';
+import { SshDispatcher, type SshCredential } from '@oncegate/dispatcher-ssh';
+import type { EventStore } from '@oncegate/event-store';
+import type { Clock } from '@oncegate/execution-journal';
+import type { SealedStore } from '@oncegate/sealed-store';
+import { defineChannel, KitDispatcher, type ChannelAttempt, type ChannelDriver, type DispatchRefusal, type MarkerFinding, type SendOutcome } from '@oncegate/dispatcher-kit';
+import { vaultRefusal } from '@oncegate/service-host/dispatch/vault-refusal';
+import { PreparedCalls } from '@oncegate/service-host/prepared-calls';
+import type { VaultService } from '@oncegate/service-host/vault/vault-service';
 
-/** The SSH channel: its dispatcher service on the process's vault. */
-export const sshChannel: DispatchChannel = {
-  channel: 'ssh',
-  async start({ host, vault, dispatcherId }) {
-    const { store, tools, sealed, clock } = host;
-    const ssh = new SshDispatcher();
-    const app = await microservice(host, DispatcherSshModule.forRoot({ store, tools, sealed, ssh, vault, dispatcherId, clock }), SERVICE_CONSUMERS.dispatcherSsh);
-    return { app, controller: app.get(DispatcherSshController), close: () => ssh.close() };
-  },
-};
+/**
+ * Runs SSH tools (remote commands) through the durable marker protocol: after an unknown outcome the marker on the
+ * host decides (docs/design.md section 6). The key comes from the vault at connect time, only for the host and port
+ * it is bound to.
+ */
+export class SshChannelDriver implements ChannelDriver {
+  constructor(
+    private readonly ssh: SshDispatcher,
+    private readonly vault: VaultService,
+    private readonly log: { warn(message: string): void },
+  ) {}
+
+  /** The vault is unlocked and the key opens and is bound to the contract's host and port. */
+  async preflight({ tool }: Omit<ChannelAttempt, 'secret'>): Promise<DispatchRefusal | undefined> {
+    const found = await this.keyFor(tool);
+    return 'refusal' in found ? found.refusal : undefined;
+  }
+
+  /** The key to log in to the tool's host with, or why there is none. */
+  private async keyFor(tool: ToolContract): Promise<{ credential: SshCredential } | { refusal: DispatchRefusal }> {
+    if (tool.request.kind !== 'ssh') return { refusal: { basis: 'credential_unresolved', reason: `tool ${tool.name} is not an SSH tool` } };
+    if (tool.credentialRef === null) return { refusal: { basis: 'credential_unresolved', reason: `tool ${tool.name} names no credential for its SSH key` } };
+    try {
+      return { credential: await this.vault.sshCredential(tool.credentialRef, tool.request.host, tool.request.port) };
+    } catch (error) {
+      return { refusal: vaultRefusal(error) };
+    }
+  }
+
+  async send({ executionId, attempt, tool, args }: ChannelAttempt): Promise<SendOutcome> {
+    const found = await this.keyFor(tool);
+    if ('refusal' in found) return { kind: 'not_sent', reason: found.refusal.reason };
+    const result = await this.ssh.run({ executionId, attempt, tool, arguments: args as Record<string, unknown>, credential: found.credential });
+    switch (result.kind) {
+      case 'unknown':
+        return { kind: 'unknown', reason: result.reason };
+      case 'claimed':
+        // Nothing of this attempt ran; another attempt holds the execution, and its marker will tell the outcome.
+        this.log.warn(`${executionId}: ${result.reason}`);
+        return { kind: 'unknown', reason: 'claimed_by_another_attempt' };
+      case 'not_sent':
+        return { kind: 'not_sent', reason: result.reason };
+      case 'denied':
+        // The host is not the one the contract pinned: nothing was sent past the key exchange, and it is not retried.
+        return { kind: 'not_sent', reason: result.reason, text: `denied, nothing was run: ${result.reason}` };
+      case 'exited': {
+        const stdout = Buffer.from(result.stdout).toString('utf8');
+        const stderr = Buffer.from(result.stderr).toString('utf8');
+        return {
+          kind: 'observed',
+          outcome: result.outcome,
+          exitCode: result.exitCode,
+          contentType: 'text/plain',
+          body: stderr === '' ? stdout : `${stdout}\n--- stderr ---\n${stderr}`,
+          truncated: result.truncated,
+        };
+      }
+    }
+  }
+
+  /**
+   * Reads the marker. A command that started and has not finished gets the contract's `started_wait` to finish
+   * before the probe reports it as started (which holds it for review). A host that cannot be asked is recorded as
+   * `probe_failed` with the reason — at once for a host key that is not the pinned one, after `started_wait` for a
+   * host that may come back — never as a marker state it did not show.
+   */
+  async probeMarker({ executionId, tool }: ChannelAttempt): Promise<MarkerFinding> {
+    if (tool.request.kind !== 'ssh') {
+      return { marker: 'probe_failed', exitStatus: null, failure: `tool ${tool.name} is no longer an SSH tool in the contract file` };
+    }
+    const found = await this.keyFor(tool);
+    if ('refusal' in found) return { marker: 'probe_failed', exitStatus: null, failure: `no key to ask the host with: ${found.refusal.reason}` };
+    const { credential } = found;
+    const host = `${tool.request.user}@${tool.request.host}:${tool.request.port}`;
+    const deadline = Date.now() + (tool.marker?.startedWaitMs ?? 5_000);
+    for (;;) {
+      const probe = await this.ssh.probeMarker({ executionId, tool, credential });
+      const waitedOut = Date.now() >= deadline;
+      switch (probe.kind) {
+        case 'completed':
+          return {
+            marker: 'completed',
+            exitStatus: probe.exitStatus,
+            markerAttempt: probe.attempt,
+            keptOutput: probe.keptOutput.length > 0 ? { host, paths: probe.keptOutput } : null,
+          };
+        case 'absent':
+          return { marker: 'absent', exitStatus: null };
+        case 'started':
+          if (waitedOut) return { marker: 'started', exitStatus: null, markerAttempt: probe.attempt };
+          break;
+        case 'denied':
+          return { marker: 'probe_failed', exitStatus: null, failure: probe.reason };
+        case 'not_sent':
+        case 'unknown':
+          if (waitedOut) return { marker: 'probe_failed', exitStatus: null, failure: probe.reason };
+          break;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  }
+
+  close(): Promise<void> {
+    return this.ssh.close();
+  }
+}
+
+/** The SSH channel on the dispatcher kit. */
+export const sshKit = defineChannel({ name: 'ssh', open: ({ vault, log }) => new SshChannelDriver(new SshDispatcher(), vault, log) });
+
+/** The SSH channel's dispatcher among the dispatchers of a process. */
+export const sshChannel = sshKit.channel;
 
 /** `oncegate serve dispatcher-ssh`. */
-export const dispatcherSshService = dispatcherService(sshChannel);
+export const dispatcherSshService = sshKit.service;
+
+/** The SSH dispatcher on its own, outside a Nest application (integration tests drive it by hand). */
+export function sshDispatcher(deps: {
+  readonly store: EventStore;
+  readonly tools: ReadonlyMap<string, ToolContract>;
+  readonly sealed: SealedStore;
+  readonly ssh: SshDispatcher;
+  readonly vault: VaultService;
+  readonly dispatcherId: string;
+  readonly clock: Clock;
+}): KitDispatcher {
+  const driver = new SshChannelDriver(deps.ssh, deps.vault, new Logger('dispatcher-ssh'));
+  return new KitDispatcher(deps.store, deps.tools, deps.sealed, deps.vault, deps.dispatcherId, deps.clock, new PreparedCalls(deps.sealed), {
+    definition: sshKit.definition,
+    driver,
+  });
+}

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { NestFactory } from '@nestjs/core';
 import type { INestMicroservice, LoggerService, LogLevel } from '@nestjs/common';
 import { ConsoleLogger } from '@nestjs/common';
-import { parseContractFile, type ToolContract } from '@oncegate/contracts';
+import { parseContractFile, type PluginSectionCheck, type ToolContract } from '@oncegate/contracts';
 import type { EventStore, RecordedEvent } from '@oncegate/event-store';
 import { openPostgresEventStore } from '@oncegate/event-store-postgres';
 import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-store-sqlite';
@@ -120,8 +120,9 @@ export async function openDataFolder(config: GatewayConfig, options: { readonly 
   return { store, agents: new AgentDirectory(store), approvers: new ApproverDirectory(store), close: () => store.close() };
 }
 
-export function loadTools(config: GatewayConfig): Map<string, ToolContract> {
-  const contract = parseContractFile(readFileSync(config.contractsFile, 'utf8'), config.contractsFile);
+/** The contracts of the configuration, each plugin channel's section checked by `pluginChannels` when it is given. */
+export function loadTools(config: GatewayConfig, pluginChannels?: ReadonlyMap<string, PluginSectionCheck>): Map<string, ToolContract> {
+  const contract = parseContractFile(readFileSync(config.contractsFile, 'utf8'), config.contractsFile, pluginChannels === undefined ? {} : { pluginChannels });
   return new Map(contract.tools.map((tool) => [tool.name, tool]));
 }
 
@@ -154,11 +155,18 @@ export interface Host {
 }
 
 /** Opens what every service of a process needs. */
-export async function openHost(config: GatewayConfig, options: StartOptions, opened: Array<{ close(): Promise<void> }>, grouped: boolean, service: string): Promise<Host> {
+export async function openHost(
+  config: GatewayConfig,
+  options: StartOptions,
+  opened: Array<{ close(): Promise<void> }>,
+  grouped: boolean,
+  service: string,
+  pluginChannels?: ReadonlyMap<string, PluginSectionCheck>,
+): Promise<Host> {
   const clock = options.clock ?? systemClock;
   const logLevels = options.logLevels ?? logLevelsUpTo(config.logLevel);
   const logger: LoggerService = options.logToStderr ? new StderrLogger({ logLevels }) : new ConsoleLogger({ logLevels });
-  const tools = loadTools(config);
+  const tools = loadTools(config, pluginChannels);
   const folder = await openDataFolder(config);
   opened.push(folder);
   const env = options.env ?? process.env;
@@ -323,6 +331,8 @@ export interface ServiceDefinition {
   readonly name: string;
   /** Checks of the configuration this service needs, made before anything is opened; throws `GatewayConfigError`. */
   check?(config: GatewayConfig): void;
+  /** The plugin channels this service hosts: their tools' sections are checked when the contract file is loaded. */
+  readonly pluginChannels?: ReadonlyMap<string, PluginSectionCheck>;
   serve(host: Host): Promise<ServedService>;
 }
 
@@ -346,7 +356,7 @@ export interface RunningService {
 export function serveService(definition: ServiceDefinition, config: GatewayConfig, options: StartOptions = {}): Promise<RunningService> {
   return startOrUndo(async (opened) => {
     definition.check?.(config);
-    const host = await openHost(config, options, opened, true, definition.name);
+    const host = await openHost(config, options, opened, true, definition.name, definition.pluginChannels);
     const served = await definition.serve(host);
     return {
       service: definition.name,

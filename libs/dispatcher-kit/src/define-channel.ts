@@ -1,0 +1,97 @@
+import { Logger, Module, type DynamicModule } from '@nestjs/common';
+import type { PluginSectionCheck, ToolContract } from '@oncegate/contracts';
+import type { EventStore } from '@oncegate/event-store';
+import type { Clock } from '@oncegate/execution-journal';
+import { EventStoreModule } from '@oncegate/nest-event-store';
+import type { SealedStore } from '@oncegate/sealed-store';
+import { dispatcherService, type DispatchChannel } from '@oncegate/service-host/dispatch/dispatchers';
+import { microservice, type ServiceDefinition } from '@oncegate/service-host/host';
+import type { PreparedCalls } from '@oncegate/service-host/prepared-calls';
+import { serviceMain } from '@oncegate/service-host/service-process';
+import { CLOCK, DISPATCHER_ID, PREPARED_CALLS, SEALED_STORE, TOOLS, VAULT } from '@oncegate/service-host/tokens';
+import type { VaultService } from '@oncegate/service-host/vault/vault-service';
+import type { ChannelDefinition } from './channel-definition';
+import { KitDispatcher, OPENED_CHANNEL, type OpenedChannel } from './kit-dispatcher';
+
+interface KitDependencies {
+  readonly store: EventStore;
+  readonly tools: ReadonlyMap<string, ToolContract>;
+  readonly sealed: SealedStore;
+  readonly vault: VaultService;
+  readonly dispatcherId: string;
+  readonly clock: Clock;
+  readonly prepared: PreparedCalls;
+  readonly opened: OpenedChannel;
+}
+
+@Module({})
+export class KitDispatcherModule {
+  static forRoot(deps: KitDependencies): DynamicModule {
+    return {
+      module: KitDispatcherModule,
+      imports: [EventStoreModule.forRoot({ open: () => deps.store })],
+      controllers: [KitDispatcher],
+      providers: [
+        { provide: TOOLS, useValue: deps.tools },
+        { provide: SEALED_STORE, useValue: deps.sealed },
+        { provide: VAULT, useValue: deps.vault },
+        { provide: DISPATCHER_ID, useValue: deps.dispatcherId },
+        { provide: CLOCK, useValue: deps.clock },
+        { provide: PREPARED_CALLS, useValue: deps.prepared },
+        { provide: OPENED_CHANNEL, useValue: deps.opened },
+      ],
+    };
+  }
+}
+
+/** A channel built on the kit: how a process hosts its dispatcher, and its service to run as a process of its own. */
+export interface KitChannel {
+  readonly definition: ChannelDefinition;
+  /** Its dispatcher among the dispatchers of a process (`oncegate start` hosts the built-in channels this way). */
+  readonly channel: DispatchChannel;
+  /** `dispatcher-<name>`: the channel's service, one instance of its consumer group per process. */
+  readonly service: ServiceDefinition;
+  /** The main of the channel's own app: `node main.js [--config <file>]`. */
+  main(argv?: readonly string[]): Promise<void>;
+}
+
+const CHANNEL_NAME = /^[a-z][a-z0-9-]*$/;
+
+/** Makes a channel's dispatcher and service from its definition (docs/dispatchers.md). */
+export function defineChannel(definition: ChannelDefinition): KitChannel {
+  if (!CHANNEL_NAME.test(definition.name)) throw new Error(`'${definition.name}' is not a channel name ([a-z][a-z0-9-]*)`);
+  if (definition.contract === undefined && definition.credentialKinds !== undefined) {
+    throw new Error(`channel ${definition.name}: credentialKinds needs a contract section (its host and port bind the credential)`);
+  }
+  const channel: DispatchChannel = {
+    channel: definition.name,
+    async start({ host, vault, prepared, dispatcherId }) {
+      const { store, tools, sealed, clock } = host;
+      const driver = await definition.open({ log: new Logger(`dispatcher-${definition.name}`), tools, vault, sealed });
+      try {
+        const module = KitDispatcherModule.forRoot({ store, tools, sealed, vault, dispatcherId, clock, prepared, opened: { definition, driver } });
+        const app = await microservice(host, module, `dispatcher-${definition.name}`);
+        return { app, controller: app.get(KitDispatcher), close: () => driver.close?.() ?? Promise.resolve() };
+      } catch (error) {
+        await driver.close?.().catch(() => undefined);
+        throw error;
+      }
+    },
+  };
+  const sections = sectionChecks(definition);
+  const service: ServiceDefinition = { ...dispatcherService(channel), ...(sections === undefined ? {} : { pluginChannels: sections }) };
+  return { definition, channel, service, main: (argv) => serviceMain(service, argv) };
+}
+
+/** The check a process hosting the channel applies to its tools' sections: the classes it supports, then its own. */
+function sectionChecks(definition: ChannelDefinition): ReadonlyMap<string, PluginSectionCheck> | undefined {
+  const { contract, classes } = definition;
+  if (contract === undefined) return undefined;
+  const check: PluginSectionCheck = (section, report, tool) => {
+    if (classes !== undefined && tool.operationClass !== undefined && !classes.includes(tool.operationClass)) {
+      report([], `channel ${definition.name} recovers ${classes.join(', ')} calls; class ${tool.operationClass} is not one of them`);
+    }
+    contract.check(section, report, tool);
+  };
+  return new Map([[definition.name, check]]);
+}

@@ -1,0 +1,18 @@
+/** What stands where a secret was. */
+export const HIDDEN = '[redacted]';
+
+/**
+ * Replaces every whole occurrence of each secret in `text` (longest first, so a secret is hidden before a part of it
+ * that is another secret). Only whole values are hidden: a body is hidden before it is cut, so no cut leaves the
+ * start of a secret behind, and a text merely starting like a secret says nothing about it.
+ */
+export function hideSecrets(text: string, secrets: readonly string[]): { text: string; hid: number } {
+  let hid = 0;
+  let shown = text;
+  for (const secret of [...secrets].filter((value) => value !== '').sort((a, b) => b.length - a.length)) {
+    const parts = shown.split(secret);
+    hid += parts.length - 1;
+    shown = parts.join(HIDDEN);
+  }
+  return { text: shown, hid };
+}

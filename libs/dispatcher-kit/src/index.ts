@@ -1,0 +1,6 @@
+export type { ChannelAttempt, ChannelContext, ChannelDefinition, ChannelDriver, DispatchRefusal, MarkerFinding, SendOutcome, StatusFinding } from './channel-definition';
+export { defineChannel, KitDispatcherModule, type KitChannel } from './define-channel';
+export { KitDispatcher } from './kit-dispatcher';
+export { hideSecrets, HIDDEN } from './hide-secrets';
+export { templateValue, templatedSection, TemplateError } from './templates';
+export type { PluginSectionCheck } from '@oncegate/contracts';

@@ -1,0 +1,195 @@
+import { Controller, Inject } from '@nestjs/common';
+import { EventPattern, Payload } from '@nestjs/microservices';
+import { pluginServerOf, type ToolContract } from '@oncegate/contracts';
+import type { ExecutionState } from '@oncegate/domain';
+import type { EventStore, RecordedEvent } from '@oncegate/event-store';
+import type { Clock } from '@oncegate/execution-journal';
+import { EVENT_STORE } from '@oncegate/nest-event-store';
+import type { SealedStore } from '@oncegate/sealed-store';
+import { ChannelDispatcher, notSent, type AttemptRecord, type DispatchRefusal } from '@oncegate/service-host/dispatch/channel-dispatcher';
+import { vaultRefusal } from '@oncegate/service-host/dispatch/vault-refusal';
+import type { PreparedCall, PreparedCalls } from '@oncegate/service-host/prepared-calls';
+import type { MarkerFinding } from '@oncegate/service-host/recovery/execution-recovery';
+import { CLOCK, DISPATCHER_ID, PREPARED_CALLS, SEALED_STORE, TOOLS, VAULT } from '@oncegate/service-host/tokens';
+import type { VaultService } from '@oncegate/service-host/vault/vault-service';
+import type { ChannelAttempt, ChannelDefinition, ChannelDriver, SendOutcome, StatusFinding } from './channel-definition';
+import { hideSecrets } from './hide-secrets';
+
+/** The channel this dispatcher runs: its definition and the driver it opened in this process. */
+export const OPENED_CHANNEL = Symbol('oncegate:opened-channel');
+
+export interface OpenedChannel {
+  readonly definition: ChannelDefinition;
+  readonly driver: ChannelDriver;
+}
+
+/**
+ * The dispatcher of any channel: the kit's side (ChannelDispatcher: `Dispatched` durable first, outcomes recorded
+ * until they land, recovery by class) around the channel's driver. One class for every channel; each channel's
+ * service hosts it in its own Nest microservice with its own consumer group.
+ */
+@Controller()
+export class KitDispatcher extends ChannelDispatcher {
+  private readonly definition: ChannelDefinition;
+  private readonly driver: ChannelDriver;
+
+  constructor(
+    @Inject(EVENT_STORE) store: EventStore,
+    @Inject(TOOLS) tools: ReadonlyMap<string, ToolContract>,
+    @Inject(SEALED_STORE) sealed: SealedStore,
+    @Inject(VAULT) private readonly vault: VaultService,
+    @Inject(DISPATCHER_ID) dispatcherId: string,
+    @Inject(CLOCK) clock: Clock,
+    @Inject(PREPARED_CALLS) prepared: PreparedCalls,
+    @Inject(OPENED_CHANNEL) opened: OpenedChannel,
+  ) {
+    super(opened.definition.name, store, tools, sealed, dispatcherId, clock, prepared);
+    this.definition = opened.definition;
+    this.driver = opened.driver;
+    const { driver } = opened;
+    if (driver.queryStatus !== undefined) {
+      this.queryStatus = (state) => this.withEvidence(state, (attempt) => driver.queryStatus!(attempt), (reason) => ({ preconditionHolds: false, observedStatus: `not asked: ${reason}`.slice(0, 200) }));
+    }
+    if (driver.probeMarker !== undefined) {
+      this.probeMarker = (state) => this.withEvidence(state, (attempt) => driver.probeMarker!(attempt), (reason) => ({ marker: 'probe_failed', exitStatus: null, failure: reason }));
+    }
+  }
+
+  /** Recovery goes on after the evidence a status query or a marker probe recorded. */
+  @EventPattern('StatusQueried')
+  onStatusQueried(@Payload() event: RecordedEvent): Promise<void> {
+    return this.recover(event);
+  }
+
+  @EventPattern('MarkerProbed')
+  onMarkerProbed(@Payload() event: RecordedEvent): Promise<void> {
+    return this.recover(event);
+  }
+
+  /** The kit's checks of the credential (plugin channels), then the channel's own. Nothing is decrypted here. */
+  protected override async preflight(state: ExecutionState, call: PreparedCall): Promise<DispatchRefusal | undefined> {
+    const refusal = this.definition.credentialKinds === undefined ? undefined : await this.credentialRefusal(call.tool);
+    return refusal ?? this.driver.preflight?.(this.attemptOf(state, call));
+  }
+
+  protected async attempt(state: ExecutionState, call: PreparedCall): Promise<AttemptRecord> {
+    const attempt = this.attemptOf(state, call);
+    let secret: Buffer | undefined;
+    try {
+      secret = await this.secretFor(call.tool);
+    } catch (error) {
+      return notSent(vaultRefusal(error).reason);
+    }
+    const hidden = this.hiddenIn(call, secret);
+    let outcome: SendOutcome;
+    try {
+      outcome = await this.driver.send(secret === undefined ? attempt : { ...attempt, secret });
+    } catch (error) {
+      // The channel broke its promise to resolve: whether anything left is not known, so recovery by class decides.
+      this.log.error(`${state.executionId}: the ${this.definition.name} channel's send failed: ${hideSecrets(String((error as Error).message), hidden).text}`);
+      outcome = { kind: 'unknown', reason: 'connection_reset' };
+    } finally {
+      secret?.fill(0);
+    }
+    return recordOf(outcome, hidden, attempt.limits.responseBytes);
+  }
+
+  /** Evidence after an unknown outcome, with the credential as an attempt has it. */
+  private async withEvidence<T>(state: ExecutionState, ask: (attempt: ChannelAttempt) => Promise<T>, unasked: (reason: string) => T): Promise<T> {
+    const tool = this.tools.get(state.accepted!.toolName);
+    if (tool === undefined) return unasked(`tool ${state.accepted!.toolName} is no longer in the contract file`);
+    const call = await this.prepared.get(state, tool);
+    if (call === undefined) return unasked('the arguments are missing');
+    let secret: Buffer | undefined;
+    try {
+      secret = await this.secretFor(tool);
+      const attempt = this.attemptOf(state, call);
+      return await ask(secret === undefined ? attempt : { ...attempt, secret });
+    } catch (error) {
+      return unasked(hideSecrets(vaultRefusal(error).reason, this.hiddenIn(call, secret)).text);
+    } finally {
+      secret?.fill(0);
+    }
+  }
+
+  private attemptOf(state: ExecutionState, call: PreparedCall): ChannelAttempt {
+    const { tool } = call;
+    return {
+      executionId: state.executionId!,
+      attempt: state.attempts,
+      operationClass: state.accepted!.operationClass,
+      tool,
+      section: tool.request.kind === 'plugin' ? tool.request.config : {},
+      args: call.args,
+      limits: tool.limits,
+      call,
+      state,
+    };
+  }
+
+  /** The credential's secret for a channel that declares `credentialKinds`; the kind was checked by the preflight. */
+  private async secretFor(tool: ToolContract): Promise<Buffer | undefined> {
+    if (this.definition.credentialKinds === undefined || tool.credentialRef === null || tool.request.kind !== 'plugin') return undefined;
+    const server = pluginServerOf(tool.request);
+    if (server === undefined) throw new Error(`the ${this.definition.name} section of ${tool.name} names no host and port for credential '${tool.credentialRef}'`);
+    return this.vault.secret(tool.credentialRef, server.host, server.port);
+  }
+
+  /** The vault unlocked; the tool's credential of a kind the channel takes, bound to the server its section names. */
+  private async credentialRefusal(tool: ToolContract): Promise<DispatchRefusal | undefined> {
+    const vault = await this.vault.refresh();
+    if (vault.locked) return { basis: 'vault_locked', reason: `the vault is locked: ${vault.reason}` };
+    const ref = tool.credentialRef;
+    if (ref === null) return undefined;
+    const entry = this.vault.describe(ref);
+    if (entry === undefined) return { basis: 'credential_unresolved', reason: `credential '${ref}' is not in the vault` };
+    const kinds = this.definition.credentialKinds ?? [];
+    if (!kinds.includes(entry.kind)) {
+      return { basis: 'credential_unresolved', reason: `credential '${ref}' is a ${entry.kind} credential; the ${this.definition.name} channel takes ${kinds.join(' or ')}` };
+    }
+    const server = tool.request.kind === 'plugin' ? pluginServerOf(tool.request) : undefined;
+    if (server === undefined) return { basis: 'credential_unresolved', reason: `the ${this.definition.name} section of ${tool.name} names no host and port for credential '${ref}'` };
+    const binding = this.vault.checkBinding(ref, { channel: 'host', ...server });
+    return binding.ok ? undefined : { basis: 'credential_unresolved', reason: binding.reason };
+  }
+
+  /** What must not reach the agent from a plugin channel: the credential, and the arguments the contract marks secret. */
+  private hiddenIn(call: PreparedCall, secret: Buffer | undefined): string[] {
+    if (this.definition.contract === undefined) return [];
+    const values = call.tool.secretArguments.map((name) => call.args[name]).filter((value): value is string => typeof value === 'string' && value !== '');
+    return secret === undefined ? values : [secret.toString('utf8'), ...values];
+  }
+}
+
+/** The attempt's outcome in the journal's terms: secrets hidden first, then the body cut to `responseBytes`. */
+function recordOf(outcome: SendOutcome, hidden: readonly string[], responseBytes: number): AttemptRecord {
+  switch (outcome.kind) {
+    case 'unknown':
+      return outcome;
+    case 'not_sent':
+      return notSent(hideSecrets(outcome.reason, hidden).text, outcome.text === undefined ? undefined : hideSecrets(outcome.text, hidden).text);
+    case 'observed': {
+      const encoding = outcome.encoding ?? 'utf8';
+      let body = outcome.body;
+      let truncated = outcome.truncated ?? false;
+      if (encoding === 'utf8') {
+        // Hidden before it is cut: the cut then falls in hidden text, never inside a secret.
+        body = hideSecrets(body, hidden).text;
+        const bytes = Buffer.from(body, 'utf8');
+        if (bytes.length > responseBytes) {
+          body = bytes.subarray(0, responseBytes).toString('utf8').replace(/\uFFFD$/, '');
+          truncated = true;
+        }
+      }
+      return {
+        kind: 'observed',
+        outcome: outcome.outcome,
+        targetStatus: outcome.status ?? null,
+        exitCode: outcome.exitCode ?? null,
+        result: { status: outcome.status ?? null, exitCode: outcome.exitCode ?? null, contentType: outcome.contentType ?? 'text/plain', body, encoding, truncated },
+      };
+    }
+  }
+}
+
+export type { StatusFinding, MarkerFinding };
