@@ -39,6 +39,11 @@ export interface StartPostgresOptions {
   readonly dir?: string;
   /** The port to listen on. Default: a free one. */
   readonly port?: number;
+  /**
+   * Users other than `postgres` log in over TCP with their password (scram-sha-256) instead of being trusted: for
+   * the tests of a credential a dispatcher takes from the vault. Applies to a data folder made by this start.
+   */
+  readonly passwordLogins?: boolean;
 }
 
 /**
@@ -68,7 +73,8 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
         cwd: root,
       });
       // Trust on the loopback address and the private socket only; nothing else may connect.
-      await writeFile(join(data, 'pg_hba.conf'), 'local all all trust\nhost all all 127.0.0.1/32 trust\n');
+      const others = options.passwordLogins === true ? 'host all postgres 127.0.0.1/32 trust\nhost all all 127.0.0.1/32 scram-sha-256\n' : 'host all all 127.0.0.1/32 trust\n';
+      await writeFile(join(data, 'pg_hba.conf'), `local all all trust\n${others}`);
     }
     let lastError: Error | undefined;
     for (let tries = 0; tries < (options.port === undefined ? PORT_ATTEMPTS : 1); tries += 1) {

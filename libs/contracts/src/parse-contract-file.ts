@@ -254,7 +254,10 @@ function parseTool(
   const approval = approvalNode === undefined ? 'none' : readEnum(ctx, approvalNode, tool.fieldPath('approval'), APPROVAL_MODES);
 
   let statusQuery: StatusQuery | null | undefined = null;
-  if (operationClass === 'conditional_write') {
+  if (channel !== undefined && !BUILT_IN_CHANNELS.includes(channel)) {
+    // A plugin channel reads its own evidence, named in its section (and checked by the channel, when known here).
+    tool.forbid('status_query', `a tool on plugin channel '${channel}' names its status query inside its plugin: section`);
+  } else if (operationClass === 'conditional_write') {
     const queryNode = tool.required('status_query', ': a conditional write needs it to decide whether an unknown outcome took effect');
     statusQuery = queryNode === undefined ? undefined : readStatusQuery(scope, queryNode, tool.fieldPath('status_query'));
   } else if (operationClass !== undefined) {

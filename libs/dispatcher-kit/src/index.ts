@@ -4,3 +4,4 @@ export { KitDispatcher } from './kit-dispatcher';
 export { hideSecrets, HIDDEN } from './hide-secrets';
 export { templateValue, templatedSection, TemplateError } from './templates';
 export type { PluginSectionCheck } from '@oncegate/contracts';
+export { sectionSchema } from './section-schema';

@@ -1,0 +1,91 @@
+import { createServer, connect, type Server, type Socket } from 'node:net';
+
+/**
+ * A TCP proxy on 127.0.0.1 in front of a channel's real target, to make the faults the conformance suite needs
+ * without touching the target: refuse every connection (nothing reaches the target), cut every open connection,
+ * or let the next request through and lose its answer (the target acts; the dispatcher never hears of it).
+ */
+export class FaultProxy {
+  private server: Server | undefined;
+  private readonly pairs = new Set<{ client: Socket; upstream: Socket }>();
+  /** Armed: the next client data holding this marker goes through, and the answer to it is swallowed and both ends cut. */
+  private loseAnswerAfter: Buffer | undefined;
+  port = 0;
+
+  private constructor(private readonly targetPort: number) {}
+
+  static async start(targetPort: number): Promise<FaultProxy> {
+    const proxy = new FaultProxy(targetPort);
+    await proxy.listen(0);
+    return proxy;
+  }
+
+  private listen(port: number): Promise<void> {
+    const server = createServer((client) => this.accept(client));
+    this.server = server;
+    return new Promise((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, '127.0.0.1', () => {
+        this.port = (server.address() as { port: number }).port;
+        resolve();
+      });
+    });
+  }
+
+  private accept(client: Socket): void {
+    const upstream = connect(this.targetPort, '127.0.0.1');
+    const pair = { client, upstream };
+    this.pairs.add(pair);
+    let swallowing = false;
+    const cut = () => {
+      client.destroy();
+      upstream.destroy();
+      this.pairs.delete(pair);
+    };
+    client.on('data', (chunk: Buffer) => {
+      if (this.loseAnswerAfter !== undefined && chunk.includes(this.loseAnswerAfter)) {
+        this.loseAnswerAfter = undefined;
+        swallowing = true;
+      }
+      upstream.write(chunk);
+    });
+    upstream.on('data', (chunk: Buffer) => {
+      if (swallowing) cut();
+      else client.write(chunk);
+    });
+    client.on('error', cut);
+    upstream.on('error', cut);
+    client.on('close', cut);
+    upstream.on('close', cut);
+  }
+
+  /** The next request whose bytes hold `marker` reaches the target; its answer is lost and the connection cut. */
+  loseNextAnswer(marker: string | Buffer): void {
+    this.loseAnswerAfter = Buffer.isBuffer(marker) ? marker : Buffer.from(marker, 'utf8');
+  }
+
+  /** Cuts every open connection (as a network that drops them would). */
+  cutAll(): void {
+    for (const { client, upstream } of this.pairs) {
+      client.destroy();
+      upstream.destroy();
+    }
+    this.pairs.clear();
+  }
+
+  /** While on, nothing listens on the proxy's port: a connection is refused and nothing reaches the target. */
+  async refuse(on: boolean): Promise<void> {
+    if (on && this.server !== undefined) {
+      const server = this.server;
+      this.server = undefined;
+      this.cutAll();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    } else if (!on && this.server === undefined) {
+      await this.listen(this.port);
+    }
+  }
+
+  async stop(): Promise<void> {
+    await this.refuse(true);
+  }
+}
