@@ -37,9 +37,13 @@ export function statementShape(text: string): StatementShape {
       let depth = 1;
       i += 2;
       while (i < n && depth > 0) {
-        if (text[i] === '/' && text[i + 1] === '*') (depth += 1), (i += 2);
-        else if (text[i] === '*' && text[i + 1] === '/') (depth -= 1), (i += 2);
-        else i += 1;
+        if (text[i] === '/' && text[i + 1] === '*') {
+          depth += 1;
+          i += 2;
+        } else if (text[i] === '*' && text[i + 1] === '/') {
+          depth -= 1;
+          i += 2;
+        } else i += 1;
       }
       if (depth > 0) unterminated ??= 'a /* comment';
       continue;

@@ -7,7 +7,7 @@ import { closestMatch, type PluginSectionCheck } from '@oncegate/contracts';
  * field with the nearest known one, a missing field, a wrong type or value.
  */
 export function sectionSchema(schema: Record<string, unknown>, also?: PluginSectionCheck): PluginSectionCheck {
-  const validate = new Ajv({ allErrors: true, strict: false }).compile(schema);
+  const validate = new Ajv({ allErrors: true, strict: false, verbose: true }).compile(schema);
   return (section, report, tool) => {
     if (!validate(section)) {
       for (const error of validate.errors ?? []) {

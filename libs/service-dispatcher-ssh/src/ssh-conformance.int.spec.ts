@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describeDispatcherConformance, FaultProxy } from '@oncegate/dispatcher-kit/testing';
+// eslint-disable-next-line @nx/enforce-module-boundaries -- the conformance run uses the shared real-sshd harness
 import { startSshd } from '../../../test/support/sshd';
 import { sshKit } from './ssh-channel';
 

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { FaultProxy } from '@oncegate/dispatcher-kit/testing';
+// eslint-disable-next-line @nx/enforce-module-boundaries -- the tests run the shared real-PostgreSQL harness
 import { startPostgres, type PostgresHandle } from '../../../../test/support/postgres';
 
 /**

@@ -143,6 +143,12 @@ export class DispatcherWorld {
     return (await this.last(executionId, 'RetryAttached'))!;
   }
 
+  /** An operator resolves the execution's review (`oncegate review resolve`). */
+  async resolveReview(executionId: ExecutionId, resolution: 'completed' | 'not_executed' | 'abandoned', reason: string): Promise<RecordedEvent> {
+    await this.append(executionId, { type: 'ResolveReview', executionId, now: isoNow(systemClock), resolution, by: 'operator:test', reason });
+    return (await this.last(executionId, 'ReviewResolved'))!;
+  }
+
   /** Hands the first attempt to `dispatcher` and waits for its outcome to be recorded. */
   async dispatch(executionId: ExecutionId, dispatcher: KitDispatcher): Promise<void> {
     await dispatcher.onAuthorized((await this.last(executionId, 'ExecutionAuthorized'))!);
