@@ -32,7 +32,7 @@ export const CREDENTIAL_CANARY = 'cred-canary-7d41f0c2b9';
 /** A credential the test folder's vault holds, stored with `oncegate vault set` as an operator would. */
 export interface TestCredential {
   readonly ref: string;
-  readonly kind: 'bearer' | 'basic' | 'header' | 'ssh_key';
+  readonly kind: 'bearer' | 'basic' | 'header' | 'ssh_key' | 'password';
   /** `host[:port][/path-prefix]` bindings. */
   readonly bind: readonly string[];
   /** A file holding the value (an SSH key); otherwise the value is `CREDENTIAL_CANARY`, passed in the environment. */
