@@ -100,6 +100,9 @@ describe('deploy/: the image definitions, the Compose file and the Helm chart, c
       expect(existsSync(join(ROOT, expectedCommand(service)[1]!)), `${service}: ${expectedCommand(service)[1]} is built`).toBe(true);
     }
     expect(entrypoints.get('cli')).toEqual(['node', 'bin/oncegate.mjs']);
+    // A channel on the dispatcher kit is a service of its own, though the gateway's CLI does not know it.
+    expect(entrypoints.get('dispatcher-sql')).toEqual(expectedCommand('dispatcher-sql'));
+    expect(existsSync(join(ROOT, 'dist/apps/dispatcher-sql/main.js'))).toBe(true);
     const dockerfile = readFileSync(join(ROOT, 'deploy/images/Dockerfile'), 'utf8');
     expect(dockerfile).toMatch(/^USER node$/m);
     expect(dockerfile).toMatch(/^FROM \$\{NODE_IMAGE\} AS build$/m);
