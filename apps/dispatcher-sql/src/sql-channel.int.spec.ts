@@ -84,8 +84,7 @@ describe('the SQL channel against a real PostgreSQL 15', () => {
 
     expect(state.status).toBe('completed');
     expect((await world.last(executionId, 'OutcomeObserved'))!.data).toMatchObject({ attempt: 2, outcome: 'succeeded', source: 'response' });
-    const answer = JSON.parse((await world.sealed.open((await world.last(executionId, 'OutcomeObserved'))!.data['resultRef'] as string))!.plaintext.toString('utf8')) as { body: string };
-    expect(JSON.parse(answer.body)).toMatchObject({ command: 'UPDATE', rowCount: 1, recorded: { byAttempt: 1, note: 'this execution had already taken effect; it was not run again' } });
+    expect(JSON.parse((await world.resultBody(executionId))!)).toMatchObject({ command: 'UPDATE', rowCount: 1, recorded: { byAttempt: 1, note: 'this execution had already taken effect; it was not run again' } });
     expect(await shop.effects(executionId)).toBe(1);
     expect(await recorded(executionId)).toEqual([{ attempt: 1 }]);
     expect((await shop.query('SELECT cents FROM prices WHERE sku = $1', ['sku-150'])).rows).toEqual([{ cents: 4242 }]);
@@ -120,8 +119,7 @@ describe('the SQL channel against a real PostgreSQL 15', () => {
       await world.dispatch(executionId, dispatcher);
 
       expect((await world.last(executionId, 'OutcomeObserved'))!.data).toMatchObject({ attempt: 1, outcome: 'failed', source: 'response' });
-      const answer = (await world.sealed.open((await world.last(executionId, 'OutcomeObserved'))!.data['resultRef'] as string))!.plaintext.toString('utf8');
-      expect(answer).toContain('the statement timed out (statement_timeout); rolled back, nothing changed');
+      expect(await world.resultBody(executionId)).toContain('the statement timed out (statement_timeout); rolled back, nothing changed');
       expect(await shop.effects(executionId)).toBe(0);
       expect(await recorded(executionId)).toEqual([]);
     } finally {
@@ -136,8 +134,7 @@ describe('the SQL channel against a real PostgreSQL 15', () => {
     await world.dispatch(executionId, dispatcher);
 
     expect((await world.last(executionId, 'OutcomeObserved'))!.data).toMatchObject({ outcome: 'failed' });
-    const answer = (await world.sealed.open((await world.last(executionId, 'OutcomeObserved'))!.data['resultRef'] as string))!.plaintext.toString('utf8');
-    expect(answer).toContain('expected 1 row affected, 0 were: rolled back, nothing changed');
+    expect(await world.resultBody(executionId)).toContain('expected 1 row affected, 0 were: rolled back, nothing changed');
     expect(await recorded(executionId)).toEqual([]);
   });
 

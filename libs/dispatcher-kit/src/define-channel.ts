@@ -6,11 +6,11 @@ import { EventStoreModule } from '@oncegate/nest-event-store';
 import type { SealedStore } from '@oncegate/sealed-store';
 import { dispatcherService, type DispatchChannel } from '@oncegate/service-host/dispatch/dispatchers';
 import { microservice, type ServiceDefinition } from '@oncegate/service-host/host';
-import type { PreparedCalls } from '@oncegate/service-host/prepared-calls';
+import { PreparedCalls } from '@oncegate/service-host/prepared-calls';
 import { serviceMain } from '@oncegate/service-host/service-process';
 import { CLOCK, DISPATCHER_ID, PREPARED_CALLS, SEALED_STORE, TOOLS, VAULT } from '@oncegate/service-host/tokens';
 import type { VaultService } from '@oncegate/service-host/vault/vault-service';
-import type { ChannelDefinition } from './channel-definition';
+import type { ChannelDefinition, ChannelDriver } from './channel-definition';
 import { KitDispatcher, OPENED_CHANNEL, type OpenedChannel } from './kit-dispatcher';
 
 interface KitDependencies {
@@ -53,6 +53,20 @@ export interface KitChannel {
   readonly service: ServiceDefinition;
   /** The main of the channel's own app: `node main.js [--config <file>]`. */
   main(argv?: readonly string[]): Promise<void>;
+  /** The channel's dispatcher on `driver` outside a Nest application, for tests that hand it events by hand. */
+  standalone(driver: ChannelDriver, deps: StandaloneDependencies): KitDispatcher;
+}
+
+/** What a dispatcher outside a Nest application runs on (its service gets them from the process's host). */
+export interface StandaloneDependencies {
+  readonly store: EventStore;
+  readonly tools: ReadonlyMap<string, ToolContract>;
+  readonly sealed: SealedStore;
+  readonly vault: VaultService;
+  readonly dispatcherId: string;
+  readonly clock: Clock;
+  /** Shared with authorization when it runs beside; a new cache by default. */
+  readonly prepared?: PreparedCalls;
 }
 
 const CHANNEL_NAME = /^[a-z][a-z0-9-]*$/;
@@ -80,7 +94,14 @@ export function defineChannel(definition: ChannelDefinition): KitChannel {
   };
   const sections = sectionChecks(definition);
   const service: ServiceDefinition = { ...dispatcherService(channel), ...(sections === undefined ? {} : { pluginChannels: sections }) };
-  return { definition, channel, service, main: (argv) => serviceMain(service, argv) };
+  return {
+    definition,
+    channel,
+    service,
+    main: (argv) => serviceMain(service, argv),
+    standalone: (driver, deps) =>
+      new KitDispatcher(deps.store, deps.tools, deps.sealed, deps.vault, deps.dispatcherId, deps.clock, deps.prepared ?? new PreparedCalls(deps.sealed), { definition, driver }),
+  };
 }
 
 /** The check a process hosting the channel applies to its tools' sections: the classes it supports, then its own. */

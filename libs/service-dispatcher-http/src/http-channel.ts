@@ -1,11 +1,17 @@
 import { renderHttpRequest, HttpDispatcher, type HttpCredential, type HttpCredentialBuffer } from '@oncegate/dispatcher-http';
 import type { ToolContract } from '@oncegate/contracts';
-import type { EventStore } from '@oncegate/event-store';
-import { activeTraceparent, type Clock } from '@oncegate/execution-journal';
-import type { SealedStore } from '@oncegate/sealed-store';
-import { defineChannel, KitDispatcher, type ChannelAttempt, type ChannelDriver, type DispatchRefusal, type SendOutcome, type StatusFinding } from '@oncegate/dispatcher-kit';
+import { activeTraceparent } from '@oncegate/execution-journal';
+import {
+  defineChannel,
+  type ChannelAttempt,
+  type ChannelDriver,
+  type DispatchRefusal,
+  type KitDispatcher,
+  type SendOutcome,
+  type StandaloneDependencies,
+  type StatusFinding,
+} from '@oncegate/dispatcher-kit';
 import { vaultRefusal } from '@oncegate/service-host/dispatch/vault-refusal';
-import { PreparedCalls } from '@oncegate/service-host/prepared-calls';
 import type { VaultService } from '@oncegate/service-host/vault/vault-service';
 
 /**
@@ -168,19 +174,6 @@ export const httpChannel = httpKit.channel;
 export const dispatcherHttpService = httpKit.service;
 
 /** The HTTP dispatcher on its own, outside a Nest application (the services' integration tests drive it by hand). */
-export function httpDispatcher(deps: {
-  readonly store: EventStore;
-  readonly tools: ReadonlyMap<string, ToolContract>;
-  readonly sealed: SealedStore;
-  readonly http: HttpDispatcher;
-  readonly vault: VaultService;
-  readonly dispatcherId: string;
-  readonly clock: Clock;
-  readonly prepared?: PreparedCalls;
-}): KitDispatcher {
-  const driver = new HttpChannelDriver(deps.http, deps.vault);
-  return new KitDispatcher(deps.store, deps.tools, deps.sealed, deps.vault, deps.dispatcherId, deps.clock, deps.prepared ?? new PreparedCalls(deps.sealed), {
-    definition: httpKit.definition,
-    driver,
-  });
+export function httpDispatcher(deps: StandaloneDependencies & { readonly http: HttpDispatcher }): KitDispatcher {
+  return httpKit.standalone(new HttpChannelDriver(deps.http, deps.vault), deps);
 }

@@ -1,12 +1,17 @@
 import { Logger } from '@nestjs/common';
 import type { ToolContract } from '@oncegate/contracts';
 import { SshDispatcher, type SshCredential } from '@oncegate/dispatcher-ssh';
-import type { EventStore } from '@oncegate/event-store';
-import type { Clock } from '@oncegate/execution-journal';
-import type { SealedStore } from '@oncegate/sealed-store';
-import { defineChannel, KitDispatcher, type ChannelAttempt, type ChannelDriver, type DispatchRefusal, type MarkerFinding, type SendOutcome } from '@oncegate/dispatcher-kit';
+import {
+  defineChannel,
+  type ChannelAttempt,
+  type ChannelDriver,
+  type DispatchRefusal,
+  type KitDispatcher,
+  type MarkerFinding,
+  type SendOutcome,
+  type StandaloneDependencies,
+} from '@oncegate/dispatcher-kit';
 import { vaultRefusal } from '@oncegate/service-host/dispatch/vault-refusal';
-import { PreparedCalls } from '@oncegate/service-host/prepared-calls';
 import type { VaultService } from '@oncegate/service-host/vault/vault-service';
 
 /**
@@ -126,18 +131,6 @@ export const sshChannel = sshKit.channel;
 export const dispatcherSshService = sshKit.service;
 
 /** The SSH dispatcher on its own, outside a Nest application (integration tests drive it by hand). */
-export function sshDispatcher(deps: {
-  readonly store: EventStore;
-  readonly tools: ReadonlyMap<string, ToolContract>;
-  readonly sealed: SealedStore;
-  readonly ssh: SshDispatcher;
-  readonly vault: VaultService;
-  readonly dispatcherId: string;
-  readonly clock: Clock;
-}): KitDispatcher {
-  const driver = new SshChannelDriver(deps.ssh, deps.vault, new Logger('dispatcher-ssh'));
-  return new KitDispatcher(deps.store, deps.tools, deps.sealed, deps.vault, deps.dispatcherId, deps.clock, new PreparedCalls(deps.sealed), {
-    definition: sshKit.definition,
-    driver,
-  });
+export function sshDispatcher(deps: StandaloneDependencies & { readonly ssh: SshDispatcher }): KitDispatcher {
+  return sshKit.standalone(new SshChannelDriver(deps.ssh, deps.vault, new Logger('dispatcher-ssh')), deps);
 }

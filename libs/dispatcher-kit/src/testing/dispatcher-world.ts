@@ -9,14 +9,13 @@ import type { EventStore, RecordedEvent } from '@oncegate/event-store';
 import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-store-sqlite';
 import { isoNow, loadExecution, newUlid, runExecutionCommand, systemClock } from '@oncegate/execution-journal';
 import { SqliteSealedStore } from '@oncegate/sealed-store';
-import { PreparedCalls } from '@oncegate/service-host/prepared-calls';
 import { AttemptSweeper } from '@oncegate/service-host/recovery/attempt-sweeper';
 import { initVault, storeCredential, type VaultContext } from '@oncegate/service-host/vault/vault-admin';
 import type { CredentialKind } from '@oncegate/service-host/vault/vault-entry';
 import { VaultService } from '@oncegate/service-host/vault/vault-service';
 import type { ChannelDriver } from '../channel-definition';
 import type { KitChannel } from '../define-channel';
-import { KitDispatcher } from '../kit-dispatcher';
+import type { KitDispatcher } from '../kit-dispatcher';
 
 /** A credential the world's vault holds; its value is what must never be seen again. */
 export interface WorldCredential {
@@ -108,7 +107,7 @@ export class DispatcherWorld {
     const store = killable(this.store, () => killed, () => {
       if (afterDispatched) killed = true;
     });
-    const dispatcher = new KitDispatcher(store, this.tools, this.sealed, this.vault, id, systemClock, new PreparedCalls(this.sealed), { definition: this.kit.definition, driver });
+    const dispatcher = this.kit.standalone(driver, { store, tools: this.tools, sealed: this.sealed, vault: this.vault, dispatcherId: id, clock: systemClock });
     return { dispatcher, id, kill: () => (killed = true), killAfterDispatched: () => (afterDispatched = true) };
   }
 
@@ -183,6 +182,14 @@ export class DispatcherWorld {
 
   async last(executionId: ExecutionId, type: string): Promise<RecordedEvent | undefined> {
     return (await this.events(executionId)).findLast((event) => event.type === type);
+  }
+
+  /** The body of the result the last `OutcomeObserved` sealed (what the agent reads), or `undefined`. */
+  async resultBody(executionId: ExecutionId): Promise<string | undefined> {
+    const ref = ((await this.last(executionId, 'OutcomeObserved'))?.data as { resultRef?: unknown } | undefined)?.resultRef;
+    if (typeof ref !== 'string') return undefined;
+    const opened = await this.sealed.open(ref);
+    return opened === undefined ? undefined : (JSON.parse(opened.plaintext.toString('utf8')) as { body: string }).body;
   }
 
   async state(executionId: ExecutionId): Promise<ExecutionState> {
