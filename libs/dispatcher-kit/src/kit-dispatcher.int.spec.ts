@@ -1,0 +1,117 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { ChannelAttempt, SendOutcome } from './channel-definition';
+import { defineChannel } from './define-channel';
+import { DispatcherWorld } from './testing/dispatcher-world';
+
+const SECRET = 'kit-canary-6f1e9a2b7c3d';
+const CARD = 'card-canary-90ab12cd34';
+
+/** A channel whose target echoes whatever it is given: the credential, the arguments, around a padding the agent chose. */
+function echoChannel(seen: { secret?: string; afterSend?: Buffer }, answer: (attempt: ChannelAttempt) => SendOutcome) {
+  return defineChannel({
+    name: 'echo',
+    classes: ['idempotent_write'],
+    contract: { check: () => undefined },
+    credentialKinds: ['password'],
+    open: () => ({
+      async send(attempt) {
+        seen.secret = attempt.secret?.toString('utf8');
+        seen.afterSend = attempt.secret;
+        return answer(attempt);
+      },
+    }),
+  });
+}
+
+function contract(responseBytes: number): string {
+  return `version: 1
+tools:
+  - name: echo
+    description: Echo what the target got.
+    class: idempotent_write
+    channel: echo
+    target: test/echo
+    credential_ref: echo-secret
+    correlation_window: 10m
+    secret_arguments: [card]
+    input_schema: { type: object, properties: { pad: { type: integer }, card: { type: string } }, required: [pad, card], additionalProperties: false }
+    plugin: { host: 127.0.0.1, port: 7001 }
+    limits: { response_bytes: ${responseBytes}B }
+`;
+}
+
+/** The kit's own side of a plugin channel: the credential handed over once and wiped, secrets hidden before the cut. */
+describe('the dispatcher kit around a plugin channel (SQLite journal, real vault)', () => {
+  let world: DispatcherWorld | undefined;
+
+  afterEach(async () => {
+    await world?.close();
+    world = undefined;
+  });
+
+  const open = async (kit: ReturnType<typeof echoChannel>, responseBytes = 1_000_000, bindings = ['127.0.0.1:7001']) =>
+    (world = await DispatcherWorld.open({ kit, contract: contract(responseBytes), credential: { ref: 'echo-secret', kind: 'password', bindings, value: SECRET } }));
+
+  it('given a tool naming a password bound to its section, then the driver gets it for the send and it is zero-filled after', async () => {
+    const seen: { secret?: string; afterSend?: Buffer } = {};
+    const w = await open(echoChannel(seen, () => ({ kind: 'observed', outcome: 'succeeded', body: 'ok' })));
+    const { dispatcher } = await w.dispatcher();
+    const { executionId } = await w.call('echo', { pad: 0, card: CARD });
+    await w.dispatch(executionId, dispatcher);
+
+    expect(seen.secret).toBe(SECRET);
+    expect([...seen.afterSend!].every((byte) => byte === 0)).toBe(true);
+    expect(await w.resultBody(executionId)).toBe('ok');
+  });
+
+  it.each([0, 3, 9, 17, 40])('given a target that echoes the credential and a secret argument after %i bytes of padding, then neither reaches the agent, whole or cut', async (pad) => {
+    const w = await open(
+      echoChannel({}, (attempt) => ({ kind: 'observed', outcome: 'succeeded', body: `${'.'.repeat(attempt.args['pad'] as number)}${attempt.secret!.toString('utf8')} and ${String(attempt.args['card'])}` })),
+      24,
+    );
+    const { dispatcher } = await w.dispatcher();
+    const { executionId } = await w.call('echo', { pad, card: CARD });
+    await w.dispatch(executionId, dispatcher);
+
+    const body = (await w.resultBody(executionId))!;
+    expect(Buffer.byteLength(body)).toBeLessThanOrEqual(24);
+    for (const secret of [SECRET, CARD]) {
+      for (let length = 6; length <= secret.length; length += 1) expect(body, body).not.toContain(secret.slice(0, length));
+    }
+    expect(await w.everythingWritten()).not.toContain(SECRET.slice(0, 6));
+  });
+
+  it('given the credential bound to another port, then the call is denied before Dispatched and the driver is never asked', async () => {
+    const seen: { secret?: string } = {};
+    const w = await open(echoChannel(seen, () => ({ kind: 'observed', outcome: 'succeeded', body: 'sent' })), 1_000, ['127.0.0.1:7002']);
+    const { dispatcher } = await w.dispatcher();
+    const { executionId } = await w.call('echo', { pad: 0, card: CARD });
+    await w.dispatch(executionId, dispatcher);
+
+    expect((await w.events(executionId)).map((event) => event.type)).toEqual(['ExecutionAccepted', 'ExecutionAuthorized', 'ExecutionDenied']);
+    expect((await w.last(executionId, 'ExecutionDenied'))!.data).toMatchObject({ basis: 'credential_unresolved' });
+    expect(seen.secret).toBeUndefined();
+  });
+
+  it('given a driver whose send throws, then the outcome is recorded as unknown, never as a failure it cannot vouch for', async () => {
+    const w = await open(
+      echoChannel({}, () => {
+        throw new Error(`socket closed while holding ${SECRET}`);
+      }),
+    );
+    const { dispatcher } = await w.dispatcher();
+    const { executionId } = await w.call('echo', { pad: 0, card: CARD });
+    await w.dispatch(executionId, dispatcher);
+
+    expect((await w.last(executionId, 'OutcomeUnknown'))!.data).toMatchObject({ attempt: 1, reason: 'connection_reset' });
+    expect(w.logs.join('\n')).toContain('the echo channel');
+    expect(w.logs.join('\n')).not.toContain(SECRET);
+  });
+
+  it('given a channel name that is not one, or credential kinds without a section, then defineChannel refuses it', () => {
+    expect(() => defineChannel({ name: 'Bad Name', open: () => ({ send: async () => ({ kind: 'not_sent', reason: 'x' }) }) })).toThrow("'Bad Name' is not a channel name");
+    expect(() => defineChannel({ name: 'nosection', credentialKinds: ['password'], open: () => ({ send: async () => ({ kind: 'not_sent', reason: 'x' }) }) })).toThrow(
+      'credentialKinds needs a contract section',
+    );
+  });
+});
