@@ -12,7 +12,7 @@ import { AuthorizationController, authorizationService, hostAuthorization } from
 import { dispatcherHttpService, httpChannel } from '@oncegate/service-dispatcher-http';
 import { dispatcherSshService, sshChannel } from '@oncegate/service-dispatcher-ssh';
 import { GatewayConfigError, unauthenticatedAgentProblem, type GatewayConfig } from '@oncegate/service-host/config/gateway-config';
-import { hostDispatchers, type DispatchChannel } from '@oncegate/service-host/dispatch/dispatchers';
+import { hostDispatchers, type DispatchChannel } from '@oncegate/dispatcher-kit';
 import { closeHost, openHost, openVault, startOrUndo, type Host, type ServiceDefinition, type StartOptions } from '@oncegate/service-host/host';
 import type { AgentDirectory } from '@oncegate/service-host/infrastructure/agent-directory';
 import { queueGauges } from '@oncegate/service-host/operations/queue-gauges';

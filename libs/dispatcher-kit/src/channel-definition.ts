@@ -2,7 +2,7 @@ import type { Logger } from '@nestjs/common';
 import type { ToolContract, ToolLimits, PluginSectionCheck } from '@oncegate/contracts';
 import type { DefiniteOutcome, ExecutionId, ExecutionState, OperationClass, UnknownOutcomeReason } from '@oncegate/domain';
 import type { SealedStore } from '@oncegate/sealed-store';
-import type { DispatchRefusal } from '@oncegate/service-host/dispatch/channel-dispatcher';
+import type { DispatchRefusal } from './channel-dispatcher';
 import type { PreparedCall } from '@oncegate/service-host/prepared-calls';
 import type { MarkerFinding } from '@oncegate/service-host/recovery/execution-recovery';
 import type { CredentialKind } from '@oncegate/service-host/vault/vault-entry';

@@ -4,7 +4,7 @@ import type { EventStore } from '@oncegate/event-store';
 import type { Clock } from '@oncegate/execution-journal';
 import { EventStoreModule } from '@oncegate/nest-event-store';
 import type { SealedStore } from '@oncegate/sealed-store';
-import { dispatcherService, type DispatchChannel } from '@oncegate/service-host/dispatch/dispatchers';
+import { dispatcherService, type DispatchChannel } from './dispatchers';
 import { microservice, type ServiceDefinition } from '@oncegate/service-host/host';
 import { PreparedCalls } from '@oncegate/service-host/prepared-calls';
 import { serviceMain } from '@oncegate/service-host/service-process';

@@ -9,9 +9,9 @@ import {
   type KitDispatcher,
   type SendOutcome,
   type StandaloneDependencies,
+  vaultRefusal,
   type StatusFinding,
 } from '@oncegate/dispatcher-kit';
-import { vaultRefusal } from '@oncegate/service-host/dispatch/vault-refusal';
 import type { VaultService } from '@oncegate/service-host/vault/vault-service';
 
 /**

@@ -10,8 +10,8 @@ import {
   type MarkerFinding,
   type SendOutcome,
   type StandaloneDependencies,
+  vaultRefusal,
 } from '@oncegate/dispatcher-kit';
-import { vaultRefusal } from '@oncegate/service-host/dispatch/vault-refusal';
 import type { VaultService } from '@oncegate/service-host/vault/vault-service';
 
 /**

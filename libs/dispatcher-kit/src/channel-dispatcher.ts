@@ -5,12 +5,12 @@ import type { ToolContract } from '@oncegate/contracts';
 import { backoffMs, EventStoreClosedError, type EventStore, type RecordedEvent } from '@oncegate/event-store';
 import { executionAsOf, isoNow, loadExecution, runExecutionCommand, stepTakenAlready, type Clock, type InlineStep, type LoadedExecution } from '@oncegate/execution-journal';
 import type { SealedStore } from '@oncegate/sealed-store';
-import type { StoredResult } from '../stored-result';
-import { recoverExecution, type MarkerFinding } from '../recovery/execution-recovery';
-import { openArguments } from '../sealed-arguments';
-import { processMetrics } from '../operations/process-metrics';
-import { inSpan, SpanKind } from '../operations/tracing';
-import { PreparedCalls, type PreparedCall } from '../prepared-calls';
+import type { StoredResult } from '@oncegate/service-host/stored-result';
+import { recoverExecution, type MarkerFinding } from '@oncegate/service-host/recovery/execution-recovery';
+import { openArguments } from '@oncegate/service-host/sealed-arguments';
+import { processMetrics } from '@oncegate/service-host/operations/process-metrics';
+import { inSpan, SpanKind } from '@oncegate/service-host/operations/tracing';
+import { PreparedCalls, type PreparedCall } from '@oncegate/service-host/prepared-calls';
 
 /** The longest pause between two tries at recording an outcome. */
 const RECORD_RETRY_MAX_MS = 2_000;
