@@ -16,6 +16,8 @@ describeDispatcherConformance(
         effects: (executionId) => shop.effects(executionId),
         // COMMIT reaches the server and commits; its answer is lost.
         loseNextAnswer: () => shop.proxy.loseNextAnswer('COMMIT\0'),
+        // COMMIT reaches the server and commits; its answer is held back until the channel's deadline cuts it.
+        withholdNextAnswer: () => shop.proxy.withholdNextAnswer('COMMIT\0'),
         unreachable: (on) => shop.proxy.refuse(on),
       },
       args: (operationClass, n) => {

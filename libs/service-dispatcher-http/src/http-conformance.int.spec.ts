@@ -87,6 +87,7 @@ describeDispatcherConformance(
         effects: async (executionId) => target.effects.get(executionId) ?? 0,
         // The request reaches the target and takes effect; its answer is lost.
         loseNextAnswer: () => proxy.loseNextAnswer('HTTP/1.1\r\n'),
+        withholdNextAnswer: () => proxy.withholdNextAnswer('HTTP/1.1\r\n'),
         unreachable: (on) => proxy.refuse(on),
       },
       args: (operationClass, n) => {

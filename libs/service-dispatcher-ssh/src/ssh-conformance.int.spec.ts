@@ -37,7 +37,7 @@ tools:
     input_schema: { type: object, properties: { step: { type: integer } }, required: [step], additionalProperties: false }
     ssh: ${JSON.stringify(ssh)}
     marker: ${JSON.stringify({ directory: join(sshd.workDir, 'markers'), written_before_work: true, started_wait: '5s' })}
-    limits: { connect_timeout: 2s, response_timeout: 10s }
+    limits: { connect_timeout: 2s, response_timeout: 4s }
 `;
     return {
       kit: sshKit,
@@ -53,6 +53,16 @@ tools:
             if (lines().length === before) return;
             clearInterval(watcher);
             void sshd.killConnections();
+          }, 20);
+        },
+        // Once the command has taken effect, nothing more of the host reaches the dispatcher; the connection stays.
+        withholdNextAnswer: () => {
+          const before = lines().length;
+          clearInterval(watcher);
+          watcher = setInterval(() => {
+            if (lines().length === before) return;
+            clearInterval(watcher);
+            proxy.withholdAll();
           }, 20);
         },
         unreachable: (on) => proxy.refuse(on),

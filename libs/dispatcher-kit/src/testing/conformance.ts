@@ -9,6 +9,11 @@ export interface ConformanceTarget {
   effects(executionId: ExecutionId): Promise<number>;
   /** The next attempt takes effect at the target and its answer never reaches the dispatcher (the connection breaks). */
   loseNextAnswer(): void | Promise<void>;
+  /**
+   * The next attempt takes effect at the target and its answer is held back on a connection left open: only the
+   * dispatcher's response timeout (the contract's `limits.response_timeout`) ends the wait.
+   */
+  withholdNextAnswer(): void | Promise<void>;
   /** While on, nothing reaches the target (a connection is refused). */
   unreachable(on: boolean): void | Promise<void>;
 }
@@ -51,8 +56,9 @@ const AFTER_LOST_ANSWER: Record<OperationClass, { status: string; dispatches: nu
 /**
  * The dispatcher kit's conformance suite (docs/dispatchers.md): for each class the channel declares, against its
  * real target, it checks that `Dispatched` is durable before anything is sent, that the execution id is the
- * idempotency key, that definite and unknown outcomes are told apart (target down: nothing sent; answer lost:
- * unknown), that recovery by class after a lost answer, a retry and a killed dispatcher leaves exactly one effect,
+ * idempotency key, that definite and unknown outcomes are told apart (target down: nothing sent; answer lost or
+ * late past the response timeout: unknown), that recovery by class after a lost answer, a timeout, a retry and a
+ * killed dispatcher leaves exactly one effect,
  * and that the credential's canary — nor any prefix of it — appears in the journal, the sealed results or the logs.
  */
 export function describeDispatcherConformance(name: string, open: () => Promise<ConformanceSubject>, options: ConformanceOptions): void {
@@ -129,6 +135,21 @@ export function describeDispatcherConformance(name: string, open: () => Promise<
         if (expected.evidence !== undefined) expect(await count(executionId, expected.evidence)).toBe(1);
         expect(await subject.target.effects(executionId)).toBe(operationClass === 'read_only' ? 0 : 1);
       });
+
+      it('given the answer never comes on a connection left open, then the response timeout makes the outcome unknown, and recovery by class leaves one effect', async () => {
+        const { dispatcher } = await world.dispatcher();
+        const { executionId } = await call(operationClass);
+        await subject.target.withholdNextAnswer();
+        await world.dispatch(executionId, dispatcher);
+        expect((await world.last(executionId, 'OutcomeUnknown'))?.data).toMatchObject({ attempt: 1 });
+
+        await world.retry(executionId);
+        const state = await world.recover(executionId, dispatcher);
+        const expected = AFTER_LOST_ANSWER[operationClass];
+        expect(state.status, (await types(executionId)).join(' → ')).toBe(expected.status);
+        expect(await count(executionId, 'Dispatched')).toBe(expected.dispatches);
+        expect(await subject.target.effects(executionId)).toBe(operationClass === 'read_only' ? 0 : 1);
+      }, 60_000);
 
       it('given the dispatcher is killed with its attempt in flight, when the sweeper finds it gone and the agent retries, then one effect', async () => {
         const first = await world.dispatcher();

@@ -3,13 +3,14 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 /**
  * A TCP proxy on 127.0.0.1 in front of a channel's real target, to make the faults the conformance suite needs
  * without touching the target: refuse every connection (nothing reaches the target), cut every open connection,
- * or let the next request through and lose its answer (the target acts; the dispatcher never hears of it).
+ * let the next request through and lose its answer (the target acts; the dispatcher never hears of it), or let it
+ * through and keep its answer back on a connection left open (the dispatcher's own timeout must end the wait).
  */
 export class FaultProxy {
   private server: Server | undefined;
-  private readonly pairs = new Set<{ client: Socket; upstream: Socket }>();
-  /** Armed: the next client data holding this marker goes through, and the answer to it is swallowed and both ends cut. */
-  private loseAnswerAfter: Buffer | undefined;
+  private readonly pairs = new Set<{ client: Socket; upstream: Socket; answers: 'forward' | 'cut' | 'withhold' }>();
+  /** Armed: the next client data holding `marker` goes through, and the answer to it is lost (`cut`) or withheld. */
+  private armed: { marker: Buffer; then: 'cut' | 'withhold' } | undefined;
   port = 0;
 
   private constructor(private readonly targetPort: number) {}
@@ -34,24 +35,23 @@ export class FaultProxy {
 
   private accept(client: Socket): void {
     const upstream = connect(this.targetPort, '127.0.0.1');
-    const pair = { client, upstream };
+    const pair: { client: Socket; upstream: Socket; answers: 'forward' | 'cut' | 'withhold' } = { client, upstream, answers: 'forward' };
     this.pairs.add(pair);
-    let swallowing = false;
     const cut = () => {
       client.destroy();
       upstream.destroy();
       this.pairs.delete(pair);
     };
     client.on('data', (chunk: Buffer) => {
-      if (this.loseAnswerAfter !== undefined && chunk.includes(this.loseAnswerAfter)) {
-        this.loseAnswerAfter = undefined;
-        swallowing = true;
+      if (this.armed !== undefined && chunk.includes(this.armed.marker)) {
+        pair.answers = this.armed.then;
+        this.armed = undefined;
       }
       upstream.write(chunk);
     });
     upstream.on('data', (chunk: Buffer) => {
-      if (swallowing) cut();
-      else client.write(chunk);
+      if (pair.answers === 'cut') cut();
+      else if (pair.answers === 'forward') client.write(chunk);
     });
     client.on('error', cut);
     upstream.on('error', cut);
@@ -61,7 +61,17 @@ export class FaultProxy {
 
   /** The next request whose bytes hold `marker` reaches the target; its answer is lost and the connection cut. */
   loseNextAnswer(marker: string | Buffer): void {
-    this.loseAnswerAfter = Buffer.isBuffer(marker) ? marker : Buffer.from(marker, 'utf8');
+    this.armed = { marker: Buffer.isBuffer(marker) ? marker : Buffer.from(marker, 'utf8'), then: 'cut' };
+  }
+
+  /** The next request whose bytes hold `marker` reaches the target; its answer is held back, the connection left open. */
+  withholdNextAnswer(marker: string | Buffer): void {
+    this.armed = { marker: Buffer.isBuffer(marker) ? marker : Buffer.from(marker, 'utf8'), then: 'withhold' };
+  }
+
+  /** From now on nothing the target sends on the connections open now reaches the client; they stay open. */
+  withholdAll(): void {
+    for (const pair of this.pairs) pair.answers = 'withhold';
   }
 
   /** Cuts every open connection (as a network that drops them would). */
