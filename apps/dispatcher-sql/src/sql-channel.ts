@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import pg from 'pg';
 import { defineChannel, templateValue, type ChannelAttempt, type ChannelDriver, type SendOutcome, type StatusFinding } from '@oncegate/dispatcher-kit';
@@ -46,6 +47,7 @@ class Session {
       database: section.database,
       user: section.user,
       ...(password === undefined ? {} : { password }),
+      ssl: tlsOf(section),
       connectionTimeoutMillis: attempt.limits.connectTimeoutMs,
       application_name: `oncegate ${attempt.executionId}`,
     });
@@ -68,16 +70,37 @@ class Session {
   }
 }
 
+/** How the connection is protected: `verify-full` checks the server's certificate and name (the default off loopback). */
+function tlsOf(section: SqlSection): false | { rejectUnauthorized: boolean; servername?: string; ca?: string } {
+  switch (section.tls) {
+    case 'disable':
+      return false;
+    case 'require':
+      return { rejectUnauthorized: false };
+    case 'verify-full':
+      return { rejectUnauthorized: true, servername: section.host, ...(section.tls_ca === null ? {} : { ca: readFileSync(section.tls_ca, 'utf8') }) };
+  }
+}
+
 /** A PostgreSQL error the server answered with (it has a SQLSTATE), as opposed to a connection that broke. */
 function sqlState(error: unknown): string | undefined {
-  const code = (error as { code?: unknown }).code;
-  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
+  return error instanceof pg.DatabaseError && typeof error.code === 'string' ? error.code : undefined;
+}
+
+/** At COMMIT, only these answers prove the transaction rolled back: an integrity violation or a serialization failure. */
+function rolledBackAtCommit(state: string): boolean {
+  return state.startsWith('23') || state.startsWith('40');
 }
 
 function describeError(error: unknown): string {
   const state = sqlState(error);
   const message = (error as Error).message ?? String(error);
   return state === undefined ? message : `SQLSTATE ${state}: ${message}`;
+}
+
+/** Sent with the extended protocol (node-postgres's `queryMode`, missing from its types): the server refuses a second statement. */
+function extended(text: string, values: unknown[]): pg.QueryConfig {
+  return { text, values, queryMode: 'extended' } as pg.QueryConfig;
 }
 
 function bound(statement: SqlStatement, attempt: ChannelAttempt): unknown[] {
@@ -123,18 +146,21 @@ export class SqlChannelDriver implements ChannelDriver {
       session.deadline(attempt.limits.responseTimeoutMs + ANSWER_MARGIN_MS);
       const reading = attempt.operationClass === 'read_only';
       if (!reading) await this.ensureTable(session.client, section);
-      await session.client.query(reading ? 'BEGIN READ ONLY' : 'BEGIN');
+      // READ COMMITTED whatever the database's default: the look-up after the lock must see a row committed while it waited.
+      await session.client.query(reading ? 'BEGIN ISOLATION LEVEL READ COMMITTED READ ONLY' : 'BEGIN ISOLATION LEVEL READ COMMITTED');
       await session.client.query(`SET LOCAL statement_timeout = ${Math.max(1, attempt.limits.responseTimeoutMs)}`);
       if (!reading) {
         await session.client.query(LOCK, [attempt.executionId]);
         const found = await session.client.query<StoredRecord>(LOOK_UP, [attempt.executionId]);
+        // Recorded: it took effect already, whatever becomes of this connection (closing it rolls back this read).
         if (found.rows[0] !== undefined) {
-          await session.client.query('ROLLBACK');
+          await session.client.query('ROLLBACK').catch(() => undefined);
           return storedAnswer(found.rows[0]);
         }
       }
       phase = 'statement';
-      const result = await session.client.query({ text: section.statement, values: parameters });
+      // The extended protocol: the server itself refuses a text holding more than one statement.
+      const result = await session.client.query(extended(section.statement, parameters));
       if (section.expect_rows !== null && result.rowCount !== section.expect_rows) {
         await session.client.query('ROLLBACK');
         const body = { ...answer(result), rolledBack: `expected ${section.expect_rows} row${section.expect_rows === 1 ? '' : 's'} affected, ${result.rowCount ?? 0} were: rolled back, nothing changed` };
@@ -153,22 +179,25 @@ export class SqlChannelDriver implements ChannelDriver {
       await session.client.query('COMMIT');
       return { kind: 'observed', outcome: 'succeeded', contentType: 'application/json', body: JSON.stringify(body) };
     } catch (error) {
-      return this.failure(error, phase, session, where);
+      return this.failure(error, phase, session, where, attempt.attempt);
     } finally {
       await session.end();
     }
   }
 
   /** What a failure in `phase` means. */
-  private async failure(error: unknown, phase: 'connect' | 'prepare' | 'statement' | 'commit', session: Session, where: string): Promise<SendOutcome> {
+  private async failure(error: unknown, phase: 'connect' | 'prepare' | 'statement' | 'commit', session: Session, where: string, attempt: number): Promise<SendOutcome> {
     const state = sqlState(error);
-    if (phase === 'connect') return { kind: 'not_sent', reason: `could not connect to ${where}: ${describeError(error)}` };
-    if (phase === 'commit' && state === undefined) {
-      // COMMIT was sent and no answer came: it may have committed. The execution id's record will tell.
+    if (phase === 'commit' && (state === undefined || !rolledBackAtCommit(state))) {
+      // COMMIT was sent and no answer proves it rolled back: it may have committed. The execution id's record will tell.
       return { kind: 'unknown', reason: session.timedOut ? 'timeout_after_send' : 'connection_reset' };
     }
     if (state !== undefined) await session.client.query('ROLLBACK').catch(() => undefined);
-    if (phase === 'prepare') return { kind: 'not_sent', reason: `the statement was not run on ${where}: ${describeError(error)}` };
+    if (phase === 'connect' || phase === 'prepare') {
+      const reason = phase === 'connect' ? `could not connect to ${where}: ${describeError(error)}` : `the statement was not run on ${where}: ${describeError(error)}`;
+      // A later attempt follows one whose outcome is unknown: failing before its look-up, it cannot say that one did not commit.
+      return attempt > 1 ? { kind: 'unknown', reason: session.timedOut ? 'timeout_after_send' : 'connection_reset' } : { kind: 'not_sent', reason };
+    }
     // The statement failed, or the connection broke before COMMIT was sent: the transaction rolled back.
     const cause = state === '57014' ? 'the statement timed out (statement_timeout)' : state === undefined ? `the connection broke before COMMIT (${describeError(error)})` : describeError(error);
     return { kind: 'observed', outcome: 'failed', contentType: 'text/plain', body: `${cause}; rolled back, nothing changed` };
@@ -187,7 +216,7 @@ export class SqlChannelDriver implements ChannelDriver {
       await session.client.connect();
       session.deadline(attempt.limits.responseTimeoutMs + ANSWER_MARGIN_MS);
       await this.ensureTable(session.client, section);
-      await session.client.query('BEGIN READ ONLY');
+      await session.client.query('BEGIN ISOLATION LEVEL READ COMMITTED READ ONLY');
       await session.client.query(`SET LOCAL lock_timeout = ${Math.max(1, attempt.limits.responseTimeoutMs)}`);
       await session.client.query(LOCK, [attempt.executionId]);
       const found = await session.client.query<StoredRecord>(LOOK_UP, [attempt.executionId]);
@@ -195,7 +224,7 @@ export class SqlChannelDriver implements ChannelDriver {
       if (record !== undefined) {
         return { preconditionHolds: false, observedStatus: `execution recorded by attempt ${record.attempt}: the write took effect` };
       }
-      const result = await session.client.query({ text: query.statement, values: bound(query, attempt) });
+      const result = await session.client.query(extended(query.statement, bound(query, attempt)));
       const row = result.rows[0] as Record<string, unknown> | undefined;
       const observed = row?.[query.column];
       const expected = typeof query.equals === 'string' ? templateValue(query.equals, attempt.args, attempt.executionId) : query.equals;
@@ -210,7 +239,8 @@ export class SqlChannelDriver implements ChannelDriver {
   }
 
   private ensureTable(client: pg.Client, section: SqlSection): Promise<void> {
-    const key = `${section.host}:${section.port}/${section.database}`;
+    // Per user too: the unqualified name is found on the user's search_path, as every attempt of a tool finds it.
+    const key = `${section.user}@${section.host}:${section.port}/${section.database}`;
     let ready = this.tables.get(key);
     if (ready === undefined) {
       ready = client.query(CREATE_TABLE).then(

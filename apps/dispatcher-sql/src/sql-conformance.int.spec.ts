@@ -18,6 +18,7 @@ describeDispatcherConformance(
         loseNextAnswer: () => shop.proxy.loseNextAnswer('COMMIT\0'),
         // COMMIT reaches the server and commits; its answer is held back until the channel's deadline cuts it.
         withholdNextAnswer: () => shop.proxy.withholdNextAnswer('COMMIT\0'),
+        faultStruck: () => shop.proxy.whenFired(),
         unreachable: (on) => shop.proxy.refuse(on),
       },
       args: (operationClass, n) => {

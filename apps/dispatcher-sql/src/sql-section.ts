@@ -1,5 +1,4 @@
-import { scanTemplates, type PluginSectionCheck } from '@oncegate/contracts';
-import { sectionSchema } from '@oncegate/dispatcher-kit';
+import { scanTemplates, sectionSchema, type PluginSectionCheck } from '@oncegate/dispatcher-kit';
 import { statementShape } from './sql-text';
 
 /** One statement of a SQL tool: its text with `$1`…`$n` and the values bound to them. */
@@ -17,9 +16,15 @@ export interface SqlSection extends SqlStatement {
   readonly user: string;
   /** The rows the statement must affect; another count rolls it back as a failure. `null`: any. */
   readonly expect_rows: number | null;
+  /** `verify-full` (the default off loopback), `require` (encrypted, not verified) or `disable` (the default on loopback). */
+  readonly tls: 'disable' | 'require' | 'verify-full';
+  /** A PEM file of the certificate authorities `verify-full` trusts; `null`: the system's. */
+  readonly tls_ca: string | null;
   /** Conditional writes: what is read after an unknown outcome to decide whether the write may be sent again. */
   readonly status_query: (SqlStatement & { readonly column: string; readonly equals: unknown }) | null;
 }
+
+const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
 
 const PARAMETERS = { type: 'array', maxItems: 100, items: { type: ['string', 'number', 'boolean', 'null'] } };
 
@@ -35,6 +40,8 @@ const SCHEMA = {
     statement: { type: 'string', minLength: 1 },
     parameters: PARAMETERS,
     expect_rows: { type: 'integer', minimum: 0 },
+    tls: { enum: ['disable', 'require', 'verify-full'] },
+    tls_ca: { type: 'string', pattern: '^/' },
     status_query: {
       type: 'object',
       additionalProperties: false,
@@ -82,6 +89,9 @@ export const checkSqlSection: PluginSectionCheck = sectionSchema(SCHEMA, (raw, r
   if (tool.operationClass === 'conditional_write' && section.status_query === null) {
     report(['status_query'], 'a conditional_write needs a status_query: after an unknown outcome it decides whether the write may be sent again');
   }
+  if (section.tls === 'disable' && !LOOPBACK.has(section.host)) {
+    report(['tls'], `the password would cross the network to ${section.host} in clear; use require or verify-full`);
+  }
   if (tool.operationClass !== 'conditional_write' && section.status_query !== null) {
     report(['status_query'], `only a conditional_write has a status query (this tool is ${tool.operationClass ?? 'of no class'})`);
   }
@@ -98,6 +108,8 @@ export function sqlSection(raw: Readonly<Record<string, unknown>>): SqlSection {
     statement: raw['statement'] as string,
     parameters: (raw['parameters'] as unknown[] | undefined) ?? [],
     expect_rows: (raw['expect_rows'] as number | undefined) ?? null,
+    tls: (raw['tls'] as SqlSection['tls'] | undefined) ?? (LOOPBACK.has(String(raw['host'])) ? 'disable' : 'verify-full'),
+    tls_ca: (raw['tls_ca'] as string | undefined) ?? null,
     status_query:
       query === undefined
         ? null

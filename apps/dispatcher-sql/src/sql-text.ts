@@ -17,6 +17,9 @@ export interface StatementShape {
   readonly unterminated: string | undefined;
 }
 
+/** What PostgreSQL reads as part of an identifier: a `$` or `E'` right after one is not the start of anything. */
+const IDENTIFIER = /[A-Za-z0-9_$\u0080-\uFFFF]/;
+
 export function statementShape(text: string): StatementShape {
   const used: number[] = [];
   let severalStatements = false;
@@ -29,8 +32,9 @@ export function statementShape(text: string): StatementShape {
     const c = text[i]!;
     const next = text[i + 1];
     if (c === '-' && next === '-') {
-      const end = text.indexOf('\n', i);
-      i = end === -1 ? n : end + 1;
+      // A line comment ends at a line feed or a carriage return.
+      const end = text.slice(i).search(/[\r\n]/);
+      i = end === -1 ? n : i + end + 1;
       continue;
     }
     if (c === '/' && next === '*') {
@@ -50,7 +54,7 @@ export function statementShape(text: string): StatementShape {
     }
     if (sawEnd && !/\s/.test(c)) severalStatements = true;
     if (c === "'" || c === '"') {
-      const escapes = c === "'" && i > 0 && /[eE]/.test(text[i - 1]!) && !/[A-Za-z0-9_]/.test(text[i - 2] ?? ' ');
+      const escapes = c === "'" && i > 0 && /[eE]/.test(text[i - 1]!) && !IDENTIFIER.test(text[i - 2] ?? ' ');
       i += 1;
       let closed = false;
       while (i < n) {
@@ -74,14 +78,14 @@ export function statementShape(text: string): StatementShape {
     }
     if (c === '$') {
       const parameter = /^\$(\d+)/.exec(text.slice(i));
-      if (parameter !== null && !/[A-Za-z0-9_]/.test(text[i - 1] ?? ' ')) {
+      if (parameter !== null && !IDENTIFIER.test(text[i - 1] ?? ' ')) {
         const number = Number(parameter[1]);
         if (!used.includes(number)) used.push(number);
         i += parameter[0].length;
         continue;
       }
       const tag = /^\$([A-Za-z_][A-Za-z0-9_]*)?\$/.exec(text.slice(i));
-      if (tag !== null && !/[A-Za-z0-9_]/.test(text[i - 1] ?? ' ')) {
+      if (tag !== null && !IDENTIFIER.test(text[i - 1] ?? ' ')) {
         const end = text.indexOf(tag[0], i + tag[0].length);
         if (end === -1) {
           unterminated ??= 'a dollar-quoted string';

@@ -15,6 +15,11 @@ describe('statementShape (how the SQL channel reads a statement text)', () => {
     ['UPDATE t SET a = 1; DELETE FROM t', 0, true, 'UPDATE'],
     ['  with x as (select 1) select * from x', 0, false, 'WITH'],
     ['SELECT a$1 FROM t', 0, false, 'SELECT'],
+    // A carriage return ends a line comment, as it does for PostgreSQL.
+    ['UPDATE t SET a = 1; --x\rCOMMIT', 0, true, 'UPDATE'],
+    // `$` after an identifier character (a `$` or a letter beyond ASCII) continues the identifier.
+    ['SELECT 1 AS a$$$; COMMIT; DELETE FROM payments; SELECT 1 AS b$$$', 0, true, 'SELECT'],
+    ['SELECT 1 AS é$1', 0, false, 'SELECT'],
   ])('%j: highest $%s, several statements %s, first word %s', (text, highest, several, first) => {
     const shape = statementShape(text);
     expect(shape.highestParameter).toBe(highest);

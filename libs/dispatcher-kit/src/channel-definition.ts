@@ -33,7 +33,7 @@ export interface ChannelDefinition {
    * binding to the section's `host` and `port` before `Dispatched`, decrypts the secret once just before `send`,
    * hands it over as `ChannelAttempt.secret`, zero-fills it after, and hides it in whatever the attempt returns.
    */
-  readonly credentialKinds?: readonly CredentialKind[];
+  readonly credentialKinds?: readonly Extract<CredentialKind, 'password'>[];
   /** Opens the channel's connections in this process; called once when its dispatcher starts. */
   open(context: ChannelContext): ChannelDriver | Promise<ChannelDriver>;
 }
@@ -105,8 +105,8 @@ export interface StatusFinding {
 /**
  * The channel's side of dispatching. `send` must resolve (never reject) within the contract's timeouts with what
  * happened; evidence after an unknown outcome comes from `queryStatus` (conditional writes) or `probeMarker`
- * (remote commands), whichever the channel's classes need. Without them, an unknown outcome of such a class is
- * held for review.
+ * (remote commands), whichever the channel's classes need. Without them, the kit records a finding that proves
+ * nothing, and an unknown outcome of such a class is held for review.
  */
 export interface ChannelDriver {
   /** Why this call must not be sent (checked before `Dispatched`; a refusal of a first attempt is a denial). */

@@ -16,3 +16,19 @@ export function hideSecrets(text: string, secrets: readonly string[]): { text: s
   }
   return { text: shown, hid };
 }
+
+/** `hideSecrets` on bytes (a body that is not text): each secret's UTF-8 bytes, wherever they stand. */
+export function hideSecretBytes(bytes: Buffer, secrets: readonly string[]): Buffer {
+  let shown = bytes;
+  for (const secret of [...secrets].filter((value) => value !== '').sort((a, b) => b.length - a.length)) {
+    const needle = Buffer.from(secret, 'utf8');
+    const parts: Buffer[] = [];
+    let from = 0;
+    for (let at = shown.indexOf(needle); at !== -1; at = shown.indexOf(needle, from)) {
+      parts.push(shown.subarray(from, at), Buffer.from(HIDDEN, 'utf8'));
+      from = at + needle.length;
+    }
+    if (parts.length > 0) shown = Buffer.concat([...parts, shown.subarray(from)]);
+  }
+  return shown;
+}

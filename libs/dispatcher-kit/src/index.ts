@@ -3,7 +3,7 @@ export { defineChannel, KitDispatcherModule, type KitChannel, type StandaloneDep
 export { KitDispatcher } from './kit-dispatcher';
 export { hideSecrets, HIDDEN } from './hide-secrets';
 export { templateValue, templatedSection, TemplateError } from './templates';
-export type { PluginSectionCheck } from '@oncegate/contracts';
+export { scanTemplates, type PluginSectionCheck } from '@oncegate/contracts';
 export { sectionSchema } from './section-schema';
 export { ChannelDispatcher, notSent, textResult, type AttemptRecord } from './channel-dispatcher';
 export { dispatcherService, hostDispatchers, type ChannelStart, type DispatchChannel, type Dispatchers, type StartedChannel } from './dispatchers';

@@ -108,6 +108,30 @@ describe('the dispatcher kit around a plugin channel (SQLite journal, real vault
     expect(w.logs.join('\n')).not.toContain(SECRET);
   });
 
+  it.each([
+    ['a channel that gathers no status', undefined, 'not asked: the echo channel gathers no such evidence'],
+    ['a status that quotes the credential and a secret argument', `seen ${SECRET} for ${CARD}`, 'seen [redacted] for [redacted]'],
+  ])('given a conditional write whose outcome is unknown and %s, when the agent retries, then it is held for review and the finding holds no secret', async (_what, observed, recorded) => {
+    const kit = defineChannel({
+      name: 'echo',
+      contract: { check: () => undefined },
+      credentialKinds: ['password'],
+      open: () => ({
+        send: async () => ({ kind: 'unknown', reason: 'connection_reset' }),
+        ...(observed === undefined ? {} : { queryStatus: async () => ({ preconditionHolds: false, observedStatus: observed }) }),
+      }),
+    });
+    const conditional = contract(1_000).replace('class: idempotent_write', 'class: conditional_write');
+    world = await DispatcherWorld.open({ kit, contract: conditional, credential: { ref: 'echo-secret', kind: 'password', bindings: ['127.0.0.1:7001'], value: SECRET } });
+    const { dispatcher } = await world.dispatcher();
+    const { executionId } = await world.call('echo', { pad: 0, card: CARD });
+    await world.dispatch(executionId, dispatcher);
+    await world.retry(executionId);
+
+    expect((await world.recover(executionId, dispatcher)).status).toBe('needs_review');
+    expect((await world.last(executionId, 'StatusQueried'))!.data).toMatchObject({ preconditionHolds: false, observedStatus: recorded });
+  });
+
   it('given a channel name that is not one, or credential kinds without a section, then defineChannel refuses it', () => {
     expect(() => defineChannel({ name: 'Bad Name', open: () => ({ send: async () => ({ kind: 'not_sent', reason: 'x' }) }) })).toThrow("'Bad Name' is not a channel name");
     expect(() => defineChannel({ name: 'nosection', credentialKinds: ['password'], open: () => ({ send: async () => ({ kind: 'not_sent', reason: 'x' }) }) })).toThrow(

@@ -7,13 +7,13 @@ import type { Clock } from '@oncegate/execution-journal';
 import { EVENT_STORE } from '@oncegate/nest-event-store';
 import type { SealedStore } from '@oncegate/sealed-store';
 import { ChannelDispatcher, notSent, type AttemptRecord, type DispatchRefusal } from './channel-dispatcher';
-import { vaultRefusal } from './vault-refusal';
+import { isVaultError, vaultRefusal } from './vault-refusal';
 import type { PreparedCall, PreparedCalls } from '@oncegate/service-host/prepared-calls';
 import type { MarkerFinding } from '@oncegate/service-host/recovery/execution-recovery';
 import { CLOCK, DISPATCHER_ID, PREPARED_CALLS, SEALED_STORE, TOOLS, VAULT } from '@oncegate/service-host/tokens';
 import type { VaultService } from '@oncegate/service-host/vault/vault-service';
 import type { ChannelAttempt, ChannelDefinition, ChannelDriver, SendOutcome, StatusFinding } from './channel-definition';
-import { hideSecrets } from './hide-secrets';
+import { hideSecretBytes, hideSecrets } from './hide-secrets';
 
 /** The channel this dispatcher runs: its definition and the driver it opened in this process. */
 export const OPENED_CHANNEL = Symbol('oncegate:opened-channel');
@@ -47,12 +47,22 @@ export class KitDispatcher extends ChannelDispatcher {
     this.definition = opened.definition;
     this.driver = opened.driver;
     const { driver } = opened;
-    if (driver.queryStatus !== undefined) {
-      this.queryStatus = (state) => this.withEvidence(state, (attempt) => driver.queryStatus!(attempt), (reason) => ({ preconditionHolds: false, observedStatus: `not asked: ${reason}`.slice(0, 200) }));
-    }
-    if (driver.probeMarker !== undefined) {
-      this.probeMarker = (state) => this.withEvidence(state, (attempt) => driver.probeMarker!(attempt), (reason) => ({ marker: 'probe_failed', exitStatus: null, failure: reason }));
-    }
+    // A channel that cannot gather a class's evidence records a finding that proves nothing: the call is held for
+    // review, never left unknown. What a finding says is shown with the secrets hidden, then cut.
+    this.queryStatus = (state) =>
+      this.withEvidence<StatusFinding>(
+        state,
+        driver.queryStatus?.bind(driver),
+        (reason) => ({ preconditionHolds: false, observedStatus: `not asked: ${reason}` }),
+        (found, hide) => ({ preconditionHolds: found.preconditionHolds, observedStatus: found.observedStatus === null ? null : hide(found.observedStatus).slice(0, 200) }),
+      );
+    this.probeMarker = (state) =>
+      this.withEvidence<MarkerFinding>(
+        state,
+        driver.probeMarker?.bind(driver),
+        (reason) => ({ marker: 'probe_failed', exitStatus: null, failure: reason }),
+        (found, hide) => (found.failure == null ? found : { ...found, failure: hide(found.failure) }),
+      );
   }
 
   /** Recovery goes on after the evidence a status query or a marker probe recorded. */
@@ -94,19 +104,29 @@ export class KitDispatcher extends ChannelDispatcher {
     return recordOf(outcome, hidden, attempt.limits.responseBytes);
   }
 
-  /** Evidence after an unknown outcome, with the credential as an attempt has it. */
-  private async withEvidence<T>(state: ExecutionState, ask: (attempt: ChannelAttempt) => Promise<T>, unasked: (reason: string) => T): Promise<T> {
+  /** Evidence after an unknown outcome, with the credential as an attempt has it; `shown` hides secrets in what it says. */
+  private async withEvidence<T>(
+    state: ExecutionState,
+    ask: ((attempt: ChannelAttempt) => Promise<T>) | undefined,
+    unasked: (reason: string) => T,
+    shown: (found: T, hide: (text: string) => string) => T,
+  ): Promise<T> {
     const tool = this.tools.get(state.accepted!.toolName);
     if (tool === undefined) return unasked(`tool ${state.accepted!.toolName} is no longer in the contract file`);
+    if (ask === undefined) return unasked(`the ${this.definition.name} channel gathers no such evidence`);
     const call = await this.prepared.get(state, tool);
     if (call === undefined) return unasked('the arguments are missing');
     let secret: Buffer | undefined;
+    let hidden: string[] = [];
+    const hide = (text: string) => hideSecrets(text, hidden).text;
     try {
       secret = await this.secretFor(tool);
+      hidden = this.hiddenIn(call, secret);
       const attempt = this.attemptOf(state, call);
-      return await ask(secret === undefined ? attempt : { ...attempt, secret });
+      return shown(await ask(secret === undefined ? attempt : { ...attempt, secret }), hide);
     } catch (error) {
-      return unasked(hideSecrets(vaultRefusal(error).reason, this.hiddenIn(call, secret)).text);
+      const reason = isVaultError(error) ? vaultRefusal(error).reason : `${(error as Error).name}: ${(error as Error).message}`;
+      return shown(unasked(reason), hide);
     } finally {
       secret?.fill(0);
     }
@@ -143,7 +163,7 @@ export class KitDispatcher extends ChannelDispatcher {
     if (ref === null) return undefined;
     const entry = this.vault.describe(ref);
     if (entry === undefined) return { basis: 'credential_unresolved', reason: `credential '${ref}' is not in the vault` };
-    const kinds = this.definition.credentialKinds ?? [];
+    const kinds: readonly string[] = this.definition.credentialKinds ?? [];
     if (!kinds.includes(entry.kind)) {
       return { basis: 'credential_unresolved', reason: `credential '${ref}' is a ${entry.kind} credential; the ${this.definition.name} channel takes ${kinds.join(' or ')}` };
     }
@@ -153,11 +173,20 @@ export class KitDispatcher extends ChannelDispatcher {
     return binding.ok ? undefined : { basis: 'credential_unresolved', reason: binding.reason };
   }
 
-  /** What must not reach the agent from a plugin channel: the credential, and the arguments the contract marks secret. */
+  /**
+   * What must not reach the agent from a plugin channel: the credential, and the arguments the contract marks secret
+   * (strings, and numbers of six digits or more), each also as it reads escaped inside a JSON string.
+   */
   private hiddenIn(call: PreparedCall, secret: Buffer | undefined): string[] {
     if (this.definition.contract === undefined) return [];
-    const values = call.tool.secretArguments.map((name) => call.args[name]).filter((value): value is string => typeof value === 'string' && value !== '');
-    return secret === undefined ? values : [secret.toString('utf8'), ...values];
+    const values = call.tool.secretArguments
+      .map((name) => call.args[name])
+      .flatMap((value) => (typeof value === 'string' && value !== '' ? [value] : typeof value === 'number' && String(value).length >= 6 ? [String(value)] : []));
+    const all = secret === undefined ? values : [secret.toString('utf8'), ...values];
+    return all.flatMap((value) => {
+      const escaped = JSON.stringify(value).slice(1, -1);
+      return escaped === value ? [value] : [value, escaped];
+    });
   }
 }
 
@@ -172,14 +201,18 @@ function recordOf(outcome: SendOutcome, hidden: readonly string[], responseBytes
       const encoding = outcome.encoding ?? 'utf8';
       let body = outcome.body;
       let truncated = outcome.truncated ?? false;
+      // Hidden before it is cut: the cut then falls in hidden text, never inside a secret.
       if (encoding === 'utf8') {
-        // Hidden before it is cut: the cut then falls in hidden text, never inside a secret.
         body = hideSecrets(body, hidden).text;
         const bytes = Buffer.from(body, 'utf8');
         if (bytes.length > responseBytes) {
           body = bytes.subarray(0, responseBytes).toString('utf8').replace(/\uFFFD$/, '');
           truncated = true;
         }
+      } else if (hidden.length > 0 || !truncated) {
+        const bytes = hideSecretBytes(Buffer.from(body, 'base64'), hidden);
+        if (bytes.length > responseBytes) truncated = true;
+        body = bytes.subarray(0, responseBytes).toString('base64');
       }
       return {
         kind: 'observed',

@@ -13,3 +13,8 @@ export function vaultRefusal(error: unknown): DispatchRefusal {
   }
   return { basis: 'credential_unresolved', reason: `the vault could not be read: ${(error as Error).name}` };
 }
+
+/** Whether the error is the vault's own refusal (locked, unknown or unbound credential). */
+export function isVaultError(error: unknown): boolean {
+  return error instanceof VaultLockedError || error instanceof CredentialUnavailableError || error instanceof CredentialBindingError;
+}

@@ -88,6 +88,7 @@ describeDispatcherConformance(
         // The request reaches the target and takes effect; its answer is lost.
         loseNextAnswer: () => proxy.loseNextAnswer('HTTP/1.1\r\n'),
         withholdNextAnswer: () => proxy.withholdNextAnswer('HTTP/1.1\r\n'),
+        faultStruck: () => proxy.whenFired(),
         unreachable: (on) => proxy.refuse(on),
       },
       args: (operationClass, n) => {

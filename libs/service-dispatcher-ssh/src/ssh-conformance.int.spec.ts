@@ -15,6 +15,19 @@ describeDispatcherConformance(
     const effectsFile = join(sshd.workDir, 'effects');
     const lines = () => (existsSync(effectsFile) ? readFileSync(effectsFile, 'utf8').split('\n').filter(Boolean) : []);
     let watcher: NodeJS.Timeout | undefined;
+    let struck: Promise<void> = Promise.resolve();
+    /** Once the next effect shows on the host, `fault` strikes. */
+    const afterNextEffect = (fault: () => unknown) => {
+      const before = lines().length;
+      clearInterval(watcher);
+      let done: () => void = () => undefined;
+      struck = new Promise((resolve) => (done = resolve));
+      watcher = setInterval(() => {
+        if (lines().length === before) return;
+        clearInterval(watcher);
+        void Promise.resolve(fault()).then(done);
+      }, 20);
+    };
     // The effect, then a second's work: the connection can be lost while the command still runs.
     const script = join(sshd.workDir, 'migrate.sh');
     writeFileSync(script, `echo "$1" >> ${effectsFile}\nsleep 1\necho migrated\n`, { mode: 0o755 });
@@ -46,25 +59,10 @@ tools:
       target: {
         effects: async (executionId) => lines().filter((line) => line === executionId).length,
         // Once the command has taken effect, the connection goes; the command runs on to its marker.
-        loseNextAnswer: () => {
-          const before = lines().length;
-          clearInterval(watcher);
-          watcher = setInterval(() => {
-            if (lines().length === before) return;
-            clearInterval(watcher);
-            void sshd.killConnections();
-          }, 20);
-        },
+        loseNextAnswer: () => afterNextEffect(() => sshd.killConnections()),
         // Once the command has taken effect, nothing more of the host reaches the dispatcher; the connection stays.
-        withholdNextAnswer: () => {
-          const before = lines().length;
-          clearInterval(watcher);
-          watcher = setInterval(() => {
-            if (lines().length === before) return;
-            clearInterval(watcher);
-            proxy.withholdAll();
-          }, 20);
-        },
+        withholdNextAnswer: () => afterNextEffect(() => proxy.withholdAll()),
+        faultStruck: () => struck,
         unreachable: (on) => proxy.refuse(on),
       },
       args: (_operationClass, n) => ({ step: n }),

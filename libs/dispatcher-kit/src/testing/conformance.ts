@@ -16,6 +16,8 @@ export interface ConformanceTarget {
   withholdNextAnswer(): void | Promise<void>;
   /** While on, nothing reaches the target (a connection is refused). */
   unreachable(on: boolean): void | Promise<void>;
+  /** Resolves once the fault armed last (`loseNextAnswer`, `withholdNextAnswer`) has struck. */
+  faultStruck(): Promise<void>;
 }
 
 /** A channel under the suite: its kit, a contract with one tool per class it declares, its vault credential and target. */
@@ -159,6 +161,8 @@ export function describeDispatcherConformance(name: string, open: () => Promise<
         first.killAfterDispatched();
         await first.dispatcher.onAuthorized(authorized);
         expect(await count(executionId, 'Dispatched')).toBe(1);
+        // The first attempt reached the target and lost its answer before anything else is sent.
+        await subject.target.faultStruck();
         if (operationClass !== 'read_only') await until(async () => (await subject.target.effects(executionId)) === 1);
 
         await world.sweep();

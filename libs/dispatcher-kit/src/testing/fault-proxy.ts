@@ -10,7 +10,8 @@ export class FaultProxy {
   private server: Server | undefined;
   private readonly pairs = new Set<{ client: Socket; upstream: Socket; answers: 'forward' | 'cut' | 'withhold' }>();
   /** Armed: the next client data holding `marker` goes through, and the answer to it is lost (`cut`) or withheld. */
-  private armed: { marker: Buffer; then: 'cut' | 'withhold' } | undefined;
+  private armed: { marker: Buffer; then: 'cut' | 'withhold'; fire: () => void } | undefined;
+  private fired: Promise<void> = Promise.resolve();
   port = 0;
 
   private constructor(private readonly targetPort: number) {}
@@ -45,6 +46,7 @@ export class FaultProxy {
     client.on('data', (chunk: Buffer) => {
       if (this.armed !== undefined && chunk.includes(this.armed.marker)) {
         pair.answers = this.armed.then;
+        this.armed.fire();
         this.armed = undefined;
       }
       upstream.write(chunk);
@@ -61,12 +63,23 @@ export class FaultProxy {
 
   /** The next request whose bytes hold `marker` reaches the target; its answer is lost and the connection cut. */
   loseNextAnswer(marker: string | Buffer): void {
-    this.armed = { marker: Buffer.isBuffer(marker) ? marker : Buffer.from(marker, 'utf8'), then: 'cut' };
+    this.arm(marker, 'cut');
   }
 
   /** The next request whose bytes hold `marker` reaches the target; its answer is held back, the connection left open. */
   withholdNextAnswer(marker: string | Buffer): void {
-    this.armed = { marker: Buffer.isBuffer(marker) ? marker : Buffer.from(marker, 'utf8'), then: 'withhold' };
+    this.arm(marker, 'withhold');
+  }
+
+  /** Resolves once the fault armed last has struck (at once when it has, or when none was armed). */
+  whenFired(): Promise<void> {
+    return this.fired;
+  }
+
+  private arm(marker: string | Buffer, then: 'cut' | 'withhold'): void {
+    let fire: () => void = () => undefined;
+    this.fired = new Promise((resolve) => (fire = resolve));
+    this.armed = { marker: Buffer.isBuffer(marker) ? marker : Buffer.from(marker, 'utf8'), then, fire };
   }
 
   /** From now on nothing the target sends on the connections open now reaches the client; they stay open. */
