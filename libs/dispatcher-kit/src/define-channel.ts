@@ -13,13 +13,7 @@ import type { VaultService } from '@oncegate/service-host/vault/vault-service';
 import type { ChannelDefinition, ChannelDriver } from './channel-definition';
 import { KitDispatcher, OPENED_CHANNEL, type OpenedChannel } from './kit-dispatcher';
 
-interface KitDependencies {
-  readonly store: EventStore;
-  readonly tools: ReadonlyMap<string, ToolContract>;
-  readonly sealed: SealedStore;
-  readonly vault: VaultService;
-  readonly dispatcherId: string;
-  readonly clock: Clock;
+interface KitDependencies extends StandaloneDependencies {
   readonly prepared: PreparedCalls;
   readonly opened: OpenedChannel;
 }
