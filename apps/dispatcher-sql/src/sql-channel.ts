@@ -179,25 +179,23 @@ export class SqlChannelDriver implements ChannelDriver {
       await session.client.query('COMMIT');
       return { kind: 'observed', outcome: 'succeeded', contentType: 'application/json', body: JSON.stringify(body) };
     } catch (error) {
-      return this.failure(error, phase, session, where, attempt.attempt);
+      return this.failure(error, phase, session, where);
     } finally {
       await session.end();
     }
   }
 
   /** What a failure in `phase` means. */
-  private async failure(error: unknown, phase: 'connect' | 'prepare' | 'statement' | 'commit', session: Session, where: string, attempt: number): Promise<SendOutcome> {
+  private async failure(error: unknown, phase: 'connect' | 'prepare' | 'statement' | 'commit', session: Session, where: string): Promise<SendOutcome> {
     const state = sqlState(error);
     if (phase === 'commit' && (state === undefined || !rolledBackAtCommit(state))) {
       // COMMIT was sent and no answer proves it rolled back: it may have committed. The execution id's record will tell.
       return { kind: 'unknown', reason: session.timedOut ? 'timeout_after_send' : 'connection_reset' };
     }
     if (state !== undefined) await session.client.query('ROLLBACK').catch(() => undefined);
-    if (phase === 'connect' || phase === 'prepare') {
-      const reason = phase === 'connect' ? `could not connect to ${where}: ${describeError(error)}` : `the statement was not run on ${where}: ${describeError(error)}`;
-      // A later attempt follows one whose outcome is unknown: failing before its look-up, it cannot say that one did not commit.
-      return attempt > 1 ? { kind: 'unknown', reason: session.timedOut ? 'timeout_after_send' : 'connection_reset' } : { kind: 'not_sent', reason };
-    }
+    // Nothing of the statement ran. (After an earlier attempt's unknown outcome the kit keeps the execution unknown.)
+    if (phase === 'connect') return { kind: 'not_sent', reason: `could not connect to ${where}: ${describeError(error)}` };
+    if (phase === 'prepare') return { kind: 'not_sent', reason: `the statement was not run on ${where}: ${describeError(error)}` };
     // The statement failed, or the connection broke before COMMIT was sent: the transaction rolled back.
     const cause = state === '57014' ? 'the statement timed out (statement_timeout)' : state === undefined ? `the connection broke before COMMIT (${describeError(error)})` : describeError(error);
     return { kind: 'observed', outcome: 'failed', contentType: 'text/plain', body: `${cause}; rolled back, nothing changed` };

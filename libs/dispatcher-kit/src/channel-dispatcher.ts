@@ -256,15 +256,19 @@ export abstract class ChannelDispatcher {
     const timer = processMetrics().dispatchSeconds.startTimer({ channel: this.channel });
     // The attempt is a span of the call's trace; the channel passes it on to the target where it can (HTTP: traceparent).
     const attributes = { 'oncegate.channel': this.channel, 'oncegate.execution.id': state.executionId!, 'oncegate.attempt': state.attempts };
-    const record: AttemptRecord = await inSpan(`attempt ${this.channel}`, { kind: SpanKind.CLIENT, attributes }, async (span) => {
-      const made =
+    const made: AttemptRecord = await inSpan(`attempt ${this.channel}`, { kind: SpanKind.CLIENT, attributes }, async (span) => {
+      const attempted =
         call === undefined
           ? notSent(tool === undefined ? 'the tool is no longer in the contract file' : 'the arguments are missing')
           : await this.attempt(state, call);
-      span.setAttribute('oncegate.outcome', made.kind === 'unknown' ? `unknown: ${made.reason}` : made.notSentReason !== undefined ? 'not_sent' : made.outcome);
-      return made;
+      span.setAttribute('oncegate.outcome', attempted.kind === 'unknown' ? `unknown: ${attempted.reason}` : attempted.notSentReason !== undefined ? 'not_sent' : attempted.outcome);
+      return attempted;
     });
-    timer({ outcome: record.kind === 'unknown' ? 'unknown' : record.notSentReason !== undefined ? 'not_sent' : record.outcome });
+    timer({ outcome: made.kind === 'unknown' ? 'unknown' : made.notSentReason !== undefined ? 'not_sent' : made.outcome });
+    // Nothing left on this attempt, but an earlier one may have acted: the execution's outcome stays unknown.
+    const record: AttemptRecord =
+      made.kind === 'observed' && made.notSentReason !== undefined && earlierAttemptMayHaveActed(state) ? { kind: 'unknown', reason: 'not_sent_after_unknown' } : made;
+    if (record !== made) this.log.warn(`${state.executionId}: attempt ${state.attempts} sent nothing (${made.kind === 'observed' ? made.notSentReason : ''}); attempt ${state.unknownOutcome!.attempt}'s outcome is still unknown`);
     if (record.kind === 'unknown') processMetrics().unknownOutcomes.inc({ channel: this.channel, reason: record.reason });
     await this.record(state.executionId!, state.attempts, record);
     // Settled: no attempt of it follows. After an unknown outcome, recovery may send it again from the same call.
@@ -325,6 +329,17 @@ export abstract class ChannelDispatcher {
     this.giveUpRecordingAt = Date.now() + DRAIN_RECORD_GRACE_MS;
     await Promise.allSettled([...this.inFlight]);
   }
+}
+
+/**
+ * Whether an earlier attempt's outcome is still unknown: it was recorded unknown and no review since resolved it as not
+ * executed. A later attempt that sent nothing then proves nothing about the execution.
+ */
+export function earlierAttemptMayHaveActed(state: ExecutionState): boolean {
+  const unknown = state.unknownOutcome;
+  if (unknown === null || unknown.attempt >= state.attempts) return false;
+  const review = state.review;
+  return !(review !== null && review.resolution === 'not_executed' && review.attempt >= unknown.attempt);
 }
 
 /** A definite failure in which nothing left: recorded with source `not_sent` and the reason; the agent reads `text`. */

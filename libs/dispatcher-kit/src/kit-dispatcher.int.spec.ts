@@ -132,6 +132,56 @@ describe('the dispatcher kit around a plugin channel (SQLite journal, real vault
     expect((await world.last(executionId, 'StatusQueried'))!.data).toMatchObject({ preconditionHolds: false, observedStatus: recorded });
   });
 
+  /** A channel whose first attempt ends unknown and whose later attempts find the target refusing connections. */
+  const unknownThenRefused = (counter: { attempts: number }) =>
+    defineChannel({
+      name: 'echo',
+      contract: { check: () => undefined },
+      credentialKinds: ['password'],
+      open: () => ({
+        send: async () => ((counter.attempts += 1) === 1 ? { kind: 'unknown', reason: 'connection_reset' } : { kind: 'not_sent', reason: 'connection refused' }),
+      }),
+    });
+
+  it('given attempt 1 unknown, when the agent retries and attempt 2 sends nothing, then the execution stays unknown: attempt 1 may have taken effect', async () => {
+    const counter = { attempts: 0 };
+    const w = await open(unknownThenRefused(counter) as ReturnType<typeof echoChannel>);
+    const { dispatcher } = await w.dispatcher();
+    const { executionId } = await w.call('echo', { pad: 0, card: CARD });
+    await w.dispatch(executionId, dispatcher);
+    await w.retry(executionId);
+
+    const state = await w.recover(executionId, dispatcher);
+
+    expect(counter.attempts).toBe(2);
+    expect(state.status).toBe('outcome_unknown');
+    expect((await w.last(executionId, 'OutcomeUnknown'))!.data).toMatchObject({ attempt: 2, reason: 'not_sent_after_unknown' });
+    expect(await w.last(executionId, 'OutcomeObserved')).toBeUndefined();
+  });
+
+  it('given attempt 1 unknown and held for review, when an operator resolves it as not executed and attempt 2 sends nothing, then that failure is definite', async () => {
+    const counter = { attempts: 0 };
+    const kit = unknownThenRefused(counter);
+    world = await DispatcherWorld.open({
+      kit,
+      contract: contract(1_000).replace('class: idempotent_write', 'class: irreversible'),
+      credential: { ref: 'echo-secret', kind: 'password', bindings: ['127.0.0.1:7001'], value: SECRET },
+    });
+    const w = world;
+    const { dispatcher } = await w.dispatcher();
+    const { executionId } = await w.call('echo', { pad: 0, card: CARD });
+    await w.dispatch(executionId, dispatcher);
+    await w.retry(executionId);
+    expect((await w.recover(executionId, dispatcher)).status).toBe('needs_review');
+
+    await w.resolveReview(executionId, 'not_executed', 'the target shows nothing of it');
+    const state = await w.recover(executionId, dispatcher);
+
+    expect(counter.attempts).toBe(2);
+    expect(state.status).toBe('failed');
+    expect((await w.last(executionId, 'OutcomeObserved'))!.data).toMatchObject({ attempt: 2, source: 'not_sent', notSentReason: 'connection refused' });
+  });
+
   it('given a channel name that is not one, or credential kinds without a section, then defineChannel refuses it', () => {
     expect(() => defineChannel({ name: 'Bad Name', open: () => ({ send: async () => ({ kind: 'not_sent', reason: 'x' }) }) })).toThrow("'Bad Name' is not a channel name");
     expect(() => defineChannel({ name: 'nosection', credentialKinds: ['password'], open: () => ({ send: async () => ({ kind: 'not_sent', reason: 'x' }) }) })).toThrow(

@@ -125,7 +125,12 @@ export type UnknownOutcomeReason =
    * Remote commands: the host refused this attempt because another attempt of the execution had already claimed
    * it (the marker protocol's claim). This attempt ran nothing; the other attempt's marker holds the outcome.
    */
-  | 'claimed_by_another_attempt';
+  | 'claimed_by_another_attempt'
+  /**
+   * This attempt sent nothing, but an earlier attempt's outcome is still unknown (no review vouched that it did
+   * nothing): the execution cannot be called a failure on this attempt's word.
+   */
+  | 'not_sent_after_unknown';
 
 /** What the probe found on the host; `probe_failed`: the host could not be asked, so nothing was found out. */
 export type MarkerState = 'completed' | 'started' | 'absent' | 'probe_failed';
