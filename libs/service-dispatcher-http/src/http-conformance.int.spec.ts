@@ -21,6 +21,7 @@ async function startTarget(): Promise<{ port: number; effects: Map<string, numbe
       const reply = (status: number, value: unknown) => response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(value));
       const [, kind, id] = (request.url ?? '').split('/');
       if (request.method === 'GET' && kind === 'items') return reply(200, { id, price: 100 });
+      if (request.method === 'GET' && kind === 'echo') return response.writeHead(200, { 'content-type': 'text/plain' }).end(`${'.'.repeat(Number(id))}seen ${String(request.headers['authorization'])}`);
       if (request.method === 'GET' && kind === 'versions') return reply(200, { version: versions.get(id!) ?? 1 });
       if (request.method === 'PUT' && kind === 'items') {
         const key = String(request.headers['idempotency-key']);
@@ -59,6 +60,8 @@ function contract(origin: string): string {
 ${lines}`;
   return `version: 1
 tools:
+${tool('read_only', `    input_schema: { type: object, properties: { pad: { type: integer } }, required: [pad], additionalProperties: false }
+    http: { method: GET, url: "${origin}/echo/{{args.pad}}" }`).replace('conformance_read_only', 'conformance_echo').replace('limits: { connect_timeout: 2s, response_timeout: 2s }', 'limits: { connect_timeout: 2s, response_timeout: 2s, response_bytes: 40B }')}
 ${tool('read_only', `    input_schema: { type: object, properties: { id: { type: string } }, required: [id], additionalProperties: false }
     http: { method: GET, url: "${origin}/items/{{args.id}}" }`)}
 ${tool('idempotent_write', `    input_schema: { type: object, properties: { id: { type: string }, price: { type: integer } }, required: [id, price], additionalProperties: false }
@@ -81,6 +84,8 @@ describeDispatcherConformance(
     const proxy = await FaultProxy.start(target.port);
     return {
       kit: httpKit,
+      // The answer is cut at 40 bytes, somewhere inside the echoed credential: no piece of it may be left.
+      echo: { args: { pad: 17 } },
       contract: contract(`http://127.0.0.1:${proxy.port}`),
       credential: { ref: 'conformance-token', kind: 'bearer', bindings: [`127.0.0.1:${proxy.port}`], value: `http-canary-${randomBytes(9).toString('hex')}` },
       target: {

@@ -31,6 +31,11 @@ export interface ConformanceSubject {
   /** The vault credential the tools name; its value holds the canary that must never be seen again. */
   readonly credential: WorldCredential;
   readonly target: ConformanceTarget;
+  /**
+   * A tool `conformance_echo` (class read_only) whose target answers with the credential as it received it, when the
+   * channel's target can do that: its answer must reach the agent without the credential or any prefix of it.
+   */
+  readonly echo?: { readonly args: Record<string, unknown> };
   /** Arguments for the `n`th call of a class's tool: each call a distinct intent. */
   args(operationClass: OperationClass, n: number): Record<string, unknown>;
   close(): Promise<void>;
@@ -168,18 +173,35 @@ export function describeDispatcherConformance(name: string, open: () => Promise<
       });
     });
 
+    it('given a target that echoes the credential, then the answer holds neither it nor any prefix of it', async (context) => {
+      if (subject.echo === undefined) {
+        context.skip(`${name}: the target cannot echo the credential`);
+        return;
+      }
+      const { dispatcher } = await world.dispatcher();
+      const { executionId } = await world.call('conformance_echo', subject.echo.args);
+      await world.dispatch(executionId, dispatcher);
+      const body = (await world.resultBody(executionId)) ?? '';
+      expect(body.length).toBeGreaterThan(0);
+      for (const prefix of prefixesOf(subject.credential.value)) expect(body.includes(prefix), `the answer holds ${prefix.length} characters of the credential: ${body}`).toBe(false);
+    });
+
     it('given every case above, then neither the credential nor any prefix of it is in the journal, a sealed result or a log line', async () => {
       const secret = subject.credential.value;
       const written = await world.everythingWritten();
       const logged = world.logs.join('\n');
       expect(written.length).toBeGreaterThan(0);
-      for (let length = MIN_PREFIX; length <= secret.length; length += 1) {
-        const prefix = secret.slice(0, length);
-        expect(written.includes(prefix), `the journal or a sealed result holds ${length} characters of the credential`).toBe(false);
-        expect(logged.includes(prefix), `a log line holds ${length} characters of the credential`).toBe(false);
+      for (const prefix of prefixesOf(secret)) {
+        expect(written.includes(prefix), `the journal or a sealed result holds ${prefix.length} characters of the credential`).toBe(false);
+        expect(logged.includes(prefix), `a log line holds ${prefix.length} characters of the credential`).toBe(false);
       }
     });
   });
+}
+
+/** Every prefix of a secret long enough to say something of it. */
+function prefixesOf(secret: string): string[] {
+  return Array.from({ length: Math.max(0, secret.length - MIN_PREFIX + 1) }, (_, i) => secret.slice(0, MIN_PREFIX + i));
 }
 
 async function until(condition: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
