@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { EventPattern, Payload } from '@nestjs/microservices';
-import { DomainError, type DefiniteOutcome, type ExecutionCommand, type ExecutionId, type ExecutionState, type UnknownOutcomeReason } from '@oncegate/domain';
+import { DomainError, earlierAttemptMayHaveActed, type DefiniteOutcome, type ExecutionCommand, type ExecutionId, type ExecutionState, type UnknownOutcomeReason } from '@oncegate/domain';
 import type { ToolContract } from '@oncegate/contracts';
 import { backoffMs, EventStoreClosedError, type EventStore, type RecordedEvent } from '@oncegate/event-store';
 import { executionAsOf, isoNow, loadExecution, runExecutionCommand, stepTakenAlready, type Clock, type InlineStep, type LoadedExecution } from '@oncegate/execution-journal';
@@ -329,17 +329,6 @@ export abstract class ChannelDispatcher {
     this.giveUpRecordingAt = Date.now() + DRAIN_RECORD_GRACE_MS;
     await Promise.allSettled([...this.inFlight]);
   }
-}
-
-/**
- * Whether an earlier attempt's outcome is still unknown: it was recorded unknown and no review since resolved it as not
- * executed. A later attempt that sent nothing then proves nothing about the execution.
- */
-export function earlierAttemptMayHaveActed(state: ExecutionState): boolean {
-  const unknown = state.unknownOutcome;
-  if (unknown === null || unknown.attempt >= state.attempts) return false;
-  const review = state.review;
-  return !(review !== null && review.resolution === 'not_executed' && review.attempt >= unknown.attempt);
 }
 
 /** A definite failure in which nothing left: recorded with source `not_sent` and the reason; the agent reads `text`. */

@@ -36,7 +36,7 @@ import {
 import { isFingerprint } from './fingerprint-value';
 import { EXPIRABLE, matchRetry, retryReturnOf } from './matching';
 import { isOperationClass } from './operation-class';
-import { nextRecoveryStep } from './recovery';
+import { earlierAttemptMayHaveActed, nextRecoveryStep } from './recovery';
 import { isExecutionId, type ExecutionId } from './streams';
 
 export interface Decider<TCommand, TEvent, TState> {
@@ -294,6 +294,8 @@ export function decide(command: ExecutionCommand, state: ExecutionState): Execut
           // Nothing left: the only outcome it can prove is a failure, and it says why.
           if (command.outcome !== 'failed') throw new InvalidCommandError(command.type, 'outcome', "a 'not_sent' outcome is 'failed'");
           requireText(command.type, 'notSentReason', command.notSentReason ?? '');
+          // An earlier attempt may have acted: this attempt's failure to send says nothing of the execution.
+          if (earlierAttemptMayHaveActed(state)) throw refuse('outcome_not_proven');
         }
       } else if (state.status === 'outcome_unknown') {
         requireCurrentAttempt(command.type, executionId, state, command.attempt);

@@ -718,6 +718,18 @@ describe('given an outcome-unknown execution', () => {
   });
 });
 
+describe('given attempt 1 unknown and attempt 2 dispatched after the agent retried', () => {
+  const state = given(...unknown('idempotent_write'), attachRetry(at(600)), dispatch(at(700)));
+
+  it('when attempt 2 reports it sent nothing, then it is refused: attempt 1 may have acted, so no failure is proven', () => {
+    expectIllegal(state, observe({ attempt: 2, outcome: 'failed', source: 'not_sent', targetStatus: null, resultRef: null, resultDigest: null, notSentReason: 'refused' }), 'outcome_not_proven');
+  });
+
+  it('when attempt 2 records its outcome as unknown instead, then the execution stays unknown', () => {
+    expect(when(state, unknownOutcome(2, at(800))).state.status).toBe('outcome_unknown');
+  });
+});
+
 describe('given an execution that needs review', () => {
   const state = given(...unknown('irreversible'), requireReview());
 
@@ -745,6 +757,12 @@ describe('given an execution that needs review', () => {
 
   it('when resolved as not executed then a strict cancel is still refused because a Dispatched was appended', () => {
     expectIllegal(when(state, resolveReview('not_executed')).state, cancel(at(900)), 'already_dispatched');
+  });
+
+  it('when resolved as not executed and attempt 2 sends nothing, then that failure is definite: the operator vouched for attempt 1', () => {
+    const second = when(when(state, resolveReview('not_executed')).state, dispatch(at(1_000))).state;
+    const { state: next } = when(second, observe({ attempt: 2, outcome: 'failed', source: 'not_sent', targetStatus: null, resultRef: null, resultDigest: null, notSentReason: 'refused' }));
+    expect(next.status).toBe('failed');
   });
 
   it('when resolved as abandoned then it is abandoned and never dispatched again', () => {

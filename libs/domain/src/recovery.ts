@@ -117,6 +117,17 @@ function reportFromMarker(evidence: RecoveryEvidence): RecoveryStep {
   return { kind: 'report_outcome_from_marker', outcome: exitStatus === 0 ? 'succeeded' : 'failed', exitStatus };
 }
 
+/**
+ * Whether an earlier attempt's outcome is still unknown: it was recorded unknown and no review since resolved it as
+ * not executed. A later attempt that sent nothing then proves nothing of the execution: it cannot be a failure.
+ */
+export function earlierAttemptMayHaveActed(state: ExecutionState): boolean {
+  const unknown = state.unknownOutcome;
+  if (unknown === null || unknown.attempt >= state.attempts) return false;
+  const review = state.review;
+  return !(review !== null && review.resolution === 'not_executed' && review.attempt >= unknown.attempt);
+}
+
 /** Evidence recorded in the state for the current attempt; evidence about an earlier attempt does not count. */
 export function recoveryEvidenceOf(state: ExecutionState): RecoveryEvidence {
   if (state.statusQuery && state.statusQuery.attempt === state.attempts) {
