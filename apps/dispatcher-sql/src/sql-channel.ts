@@ -166,18 +166,18 @@ export class SqlChannelDriver implements ChannelDriver {
         const body = { ...answer(result), rolledBack: `expected ${section.expect_rows} row${section.expect_rows === 1 ? '' : 's'} affected, ${result.rowCount ?? 0} were: rolled back, nothing changed` };
         return { kind: 'observed', outcome: 'failed', contentType: 'application/json', body: JSON.stringify(body) };
       }
-      const body = answer(result);
+      const body = JSON.stringify(answer(result));
       if (!reading) {
         await session.client.query(`INSERT INTO ${IDEMPOTENCY_TABLE} (execution_id, attempt, tool, outcome, result) VALUES ($1, $2, $3, 'succeeded', $4)`, [
           attempt.executionId,
           attempt.attempt,
           attempt.tool.name,
-          JSON.stringify(body),
+          body,
         ]);
       }
       phase = 'commit';
       await session.client.query('COMMIT');
-      return { kind: 'observed', outcome: 'succeeded', contentType: 'application/json', body: JSON.stringify(body) };
+      return { kind: 'observed', outcome: 'succeeded', contentType: 'application/json', body };
     } catch (error) {
       return this.failure(error, phase, session, where);
     } finally {

@@ -71,7 +71,7 @@ const BUILT_IN_CHANNELS = ['http', 'ssh'];
 export type PluginSectionCheck = (
   section: Readonly<Record<string, unknown>>,
   report: (path: ReadonlyArray<string | number>, reason: string) => void,
-  tool: { readonly name: string; readonly operationClass: OperationClass | undefined; readonly hasArgument: (name: string) => boolean },
+  tool: { readonly operationClass: OperationClass | undefined },
 ) => void;
 
 /** What a contract file is checked with beyond the built-in channels: the sections of the plugin channels known here. */
@@ -233,7 +233,7 @@ function parseTool(
     } else if (durable !== undefined) durableKeyArgument = durable;
   }
 
-  const request = readRequest(scope, tool, channel, { check: channel === undefined ? undefined : options.pluginChannels?.get(channel), name: str('name', tool.optional('name')), operationClass });
+  const request = readRequest(scope, tool, channel, { check: channel === undefined ? undefined : options.pluginChannels?.get(channel), operationClass });
   const exclude = readFingerprint(ctx, tool, args);
 
   const windowNode = tool.required('correlation_window', `: a duration (${DURATION_FORMS}) or until_confirmed`);
@@ -318,7 +318,7 @@ function readRequest(
   scope: ToolScope,
   tool: MapReader,
   channel: string | undefined,
-  plugin: { check: PluginSectionCheck | undefined; name: string | undefined; operationClass: OperationClass | undefined },
+  plugin: { check: PluginSectionCheck | undefined; operationClass: OperationClass | undefined },
 ): RequestTemplate | undefined {
   const { ctx } = scope;
   if (channel === undefined) return undefined;
@@ -342,7 +342,7 @@ function readRequest(
       (at, reason) => {
         ctx.report(nodeAt(ctx, section.node, at), at.reduce<string>((parent, key) => childPath(parent, key), path), reason);
       },
-      { name: plugin.name ?? '', operationClass: plugin.operationClass, hasArgument: (name) => scope.args?.has(name) ?? true },
+      { operationClass: plugin.operationClass },
     );
     if (ctx.issues.length > before) return undefined;
   }

@@ -7,7 +7,6 @@ import { executionAsOf, isoNow, loadExecution, runExecutionCommand, stepTakenAlr
 import type { SealedStore } from '@oncegate/sealed-store';
 import type { StoredResult } from '@oncegate/service-host/stored-result';
 import { recoverExecution, type MarkerFinding } from '@oncegate/service-host/recovery/execution-recovery';
-import { openArguments } from '@oncegate/service-host/sealed-arguments';
 import { processMetrics } from '@oncegate/service-host/operations/process-metrics';
 import { inSpan, SpanKind } from '@oncegate/service-host/operations/tracing';
 import { PreparedCalls, type PreparedCall } from '@oncegate/service-host/prepared-calls';
@@ -318,10 +317,6 @@ export abstract class ChannelDispatcher {
         await new Promise((resolve) => setTimeout(resolve, backoffMs(failures, 50, RECORD_RETRY_MAX_MS)));
       }
     }
-  }
-
-  protected argumentsOf(state: ExecutionState): Promise<Record<string, unknown> | undefined> {
-    return openArguments(this.sealed, state);
   }
 
   /** Lets in-flight attempts record their outcome before the process stops. */

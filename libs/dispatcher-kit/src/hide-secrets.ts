@@ -6,21 +6,20 @@ export const HIDDEN = '[redacted]';
  * that is another secret). Only whole values are hidden: a body is hidden before it is cut, so no cut leaves the
  * start of a secret behind, and a text merely starting like a secret says nothing about it.
  */
-export function hideSecrets(text: string, secrets: readonly string[]): { text: string; hid: number } {
-  let hid = 0;
+export function hideSecrets(text: string, secrets: readonly string[]): string {
   let shown = text;
-  for (const secret of [...secrets].filter((value) => value !== '').sort((a, b) => b.length - a.length)) {
-    const parts = shown.split(secret);
-    hid += parts.length - 1;
-    shown = parts.join(HIDDEN);
-  }
-  return { text: shown, hid };
+  for (const secret of longestFirst(secrets)) shown = shown.replaceAll(secret, HIDDEN);
+  return shown;
+}
+
+function longestFirst(secrets: readonly string[]): string[] {
+  return secrets.filter((value) => value !== '').sort((a, b) => b.length - a.length);
 }
 
 /** `hideSecrets` on bytes (a body that is not text): each secret's UTF-8 bytes, wherever they stand. */
 export function hideSecretBytes(bytes: Buffer, secrets: readonly string[]): Buffer {
   let shown = bytes;
-  for (const secret of [...secrets].filter((value) => value !== '').sort((a, b) => b.length - a.length)) {
+  for (const secret of longestFirst(secrets)) {
     const needle = Buffer.from(secret, 'utf8');
     const parts: Buffer[] = [];
     let from = 0;

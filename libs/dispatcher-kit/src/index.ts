@@ -2,7 +2,7 @@ export type { ChannelAttempt, ChannelContext, ChannelDefinition, ChannelDriver, 
 export { defineChannel, KitDispatcherModule, type KitChannel, type StandaloneDependencies } from './define-channel';
 export { KitDispatcher } from './kit-dispatcher';
 export { hideSecrets, HIDDEN } from './hide-secrets';
-export { templateValue, templatedSection, TemplateError } from './templates';
+export { templateValue, TemplateError } from './templates';
 export { scanTemplates, type PluginSectionCheck } from '@oncegate/contracts';
 export { sectionSchema } from './section-schema';
 export { ChannelDispatcher, notSent, textResult, type AttemptRecord } from './channel-dispatcher';

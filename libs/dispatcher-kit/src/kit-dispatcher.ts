@@ -96,7 +96,7 @@ export class KitDispatcher extends ChannelDispatcher {
       outcome = await this.driver.send(secret === undefined ? attempt : { ...attempt, secret });
     } catch (error) {
       // The channel broke its promise to resolve: whether anything left is not known, so recovery by class decides.
-      this.log.error(`${state.executionId}: the ${this.definition.name} channel's send failed: ${hideSecrets(String((error as Error).message), hidden).text}`);
+      this.log.error(`${state.executionId}: the ${this.definition.name} channel's send failed: ${hideSecrets(String((error as Error).message), hidden)}`);
       outcome = { kind: 'unknown', reason: 'connection_reset' };
     } finally {
       secret?.fill(0);
@@ -118,7 +118,7 @@ export class KitDispatcher extends ChannelDispatcher {
     if (call === undefined) return unasked('the arguments are missing');
     let secret: Buffer | undefined;
     let hidden: string[] = [];
-    const hide = (text: string) => hideSecrets(text, hidden).text;
+    const hide = (text: string) => hideSecrets(text, hidden);
     try {
       secret = await this.secretFor(tool);
       hidden = this.hiddenIn(call, secret);
@@ -196,20 +196,20 @@ function recordOf(outcome: SendOutcome, hidden: readonly string[], responseBytes
     case 'unknown':
       return outcome;
     case 'not_sent':
-      return notSent(hideSecrets(outcome.reason, hidden).text, outcome.text === undefined ? undefined : hideSecrets(outcome.text, hidden).text);
+      return notSent(hideSecrets(outcome.reason, hidden), outcome.text === undefined ? undefined : hideSecrets(outcome.text, hidden));
     case 'observed': {
       const encoding = outcome.encoding ?? 'utf8';
       let body = outcome.body;
       let truncated = outcome.truncated ?? false;
-      // Hidden before it is cut: the cut then falls in hidden text, never inside a secret.
+      // Hidden before it is cut: the cut then falls in hidden text, never inside a secret. A body is copied only to
+      // hide or cut it: the built-in channels hand over bodies already hidden and within their limit.
       if (encoding === 'utf8') {
-        body = hideSecrets(body, hidden).text;
-        const bytes = Buffer.from(body, 'utf8');
-        if (bytes.length > responseBytes) {
-          body = bytes.subarray(0, responseBytes).toString('utf8').replace(/\uFFFD$/, '');
+        body = hideSecrets(body, hidden);
+        if (Buffer.byteLength(body, 'utf8') > responseBytes) {
+          body = Buffer.from(body, 'utf8').subarray(0, responseBytes).toString('utf8').replace(/\uFFFD$/, '');
           truncated = true;
         }
-      } else if (hidden.length > 0 || !truncated) {
+      } else if (hidden.length > 0 || Buffer.byteLength(body, 'base64') > responseBytes) {
         const bytes = hideSecretBytes(Buffer.from(body, 'base64'), hidden);
         if (bytes.length > responseBytes) truncated = true;
         body = bytes.subarray(0, responseBytes).toString('base64');

@@ -33,13 +33,3 @@ export function templateValue(text: string, args: Readonly<Record<string, unknow
     return typeof value === 'string' ? value : JSON.stringify(value);
   });
 }
-
-/** Fills every string of a section (mappings and lists alike) with `templateValue`. */
-export function templatedSection(value: unknown, args: Readonly<Record<string, unknown>>, executionId: string): unknown {
-  if (typeof value === 'string') return templateValue(value, args, executionId);
-  if (Array.isArray(value)) return value.map((item) => templatedSection(item, args, executionId));
-  if (value !== null && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, templatedSection(item, args, executionId)]));
-  }
-  return value;
-}

@@ -8,13 +8,11 @@ import type { DispatchRefusal } from './channel-dispatcher';
  */
 export function vaultRefusal(error: unknown): DispatchRefusal {
   if (error instanceof VaultLockedError) return { basis: 'vault_locked', reason: error.message };
-  if (error instanceof CredentialUnavailableError || error instanceof CredentialBindingError) {
-    return { basis: 'credential_unresolved', reason: error.message };
-  }
+  if (isVaultError(error)) return { basis: 'credential_unresolved', reason: error.message };
   return { basis: 'credential_unresolved', reason: `the vault could not be read: ${(error as Error).name}` };
 }
 
 /** Whether the error is the vault's own refusal (locked, unknown or unbound credential). */
-export function isVaultError(error: unknown): boolean {
+export function isVaultError(error: unknown): error is VaultLockedError | CredentialUnavailableError | CredentialBindingError {
   return error instanceof VaultLockedError || error instanceof CredentialUnavailableError || error instanceof CredentialBindingError;
 }
