@@ -138,6 +138,24 @@ describe('the SQL channel against a real PostgreSQL 15', () => {
     expect(await recorded(executionId)).toEqual([]);
   });
 
+  it('given a tool whose tls_ca file cannot be read, then nothing is sent and the failure is definite, naming the file', async () => {
+    const other = await DispatcherWorld.open({
+      kit: sqlKit,
+      contract: shopContract(shop, { prefix: '' }).replaceAll('database: shop, user: shop_writer', 'database: shop, user: shop_writer, tls: verify-full, tls_ca: /nonexistent/oncegate-ca.pem'),
+      credential: { ref: 'shop-db', kind: 'password', bindings: [`127.0.0.1:${shop.port}`], value: shop.password },
+    });
+    try {
+      const { dispatcher } = await other.dispatcher();
+      const { executionId } = await other.call('idempotent_write', { sku: 'sku-171', cents: 5 });
+      await other.dispatch(executionId, dispatcher);
+      expect((await other.last(executionId, 'OutcomeObserved'))!.data).toMatchObject({ attempt: 1, outcome: 'failed', source: 'not_sent' });
+      expect((await other.last(executionId, 'OutcomeObserved'))!.data).toMatchObject({ notSentReason: expect.stringContaining('/nonexistent/oncegate-ca.pem') });
+      expect(await shop.effects(executionId)).toBe(0);
+    } finally {
+      await other.close();
+    }
+  });
+
   it('given the vault holds another kind of credential under the name, then the call is denied before anything is sent', async () => {
     const other = await DispatcherWorld.open({
       kit: sqlKit,

@@ -40,14 +40,14 @@ class Session {
   private timer: NodeJS.Timeout | undefined;
   timedOut = false;
 
-  constructor(section: SqlSection, password: string | undefined, attempt: ChannelAttempt) {
+  constructor(section: SqlSection, ssl: TlsOptions, password: string | undefined, attempt: ChannelAttempt) {
     this.client = new pg.Client({
       host: section.host,
       port: section.port,
       database: section.database,
       user: section.user,
       ...(password === undefined ? {} : { password }),
-      ssl: tlsOf(section),
+      ssl,
       connectionTimeoutMillis: attempt.limits.connectTimeoutMs,
       application_name: `oncegate ${attempt.executionId}`,
     });
@@ -70,17 +70,7 @@ class Session {
   }
 }
 
-/** How the connection is protected: `verify-full` checks the server's certificate and name (the default off loopback). */
-function tlsOf(section: SqlSection): false | { rejectUnauthorized: boolean; servername?: string; ca?: string } {
-  switch (section.tls) {
-    case 'disable':
-      return false;
-    case 'require':
-      return { rejectUnauthorized: false };
-    case 'verify-full':
-      return { rejectUnauthorized: true, servername: section.host, ...(section.tls_ca === null ? {} : { ca: readFileSync(section.tls_ca, 'utf8') }) };
-  }
-}
+type TlsOptions = false | { rejectUnauthorized: boolean; servername?: string; ca?: string };
 
 /** A PostgreSQL error the server answered with (it has a SQLSTATE), as opposed to a connection that broke. */
 function sqlState(error: unknown): string | undefined {
@@ -128,6 +118,33 @@ function storedAnswer(record: StoredRecord): SendOutcome {
 export class SqlChannelDriver implements ChannelDriver {
   /** Databases whose idempotency table exists, by host:port/database. */
   private readonly tables = new Map<string, Promise<void>>();
+  /** The `tls_ca` files, read once each. */
+  private readonly authorities = new Map<string, string>();
+
+  /**
+   * How the connection is protected: `verify-full` checks the server's certificate and name (the default off
+   * loopback), with the authorities of `tls_ca` when given.
+   *
+   * @throws Error when the `tls_ca` file cannot be read
+   */
+  private tlsOf(section: SqlSection): TlsOptions {
+    switch (section.tls) {
+      case 'disable':
+        return false;
+      case 'require':
+        return { rejectUnauthorized: false };
+      case 'verify-full': {
+        const file = section.tls_ca;
+        if (file === null) return { rejectUnauthorized: true, servername: section.host };
+        let ca = this.authorities.get(file);
+        if (ca === undefined) {
+          ca = readFileSync(file, 'utf8');
+          this.authorities.set(file, ca);
+        }
+        return { rejectUnauthorized: true, servername: section.host, ca };
+      }
+    }
+  }
 
   async send(attempt: ChannelAttempt): Promise<SendOutcome> {
     const section = sqlSection(attempt.section);
@@ -137,8 +154,14 @@ export class SqlChannelDriver implements ChannelDriver {
     } catch (error) {
       return { kind: 'not_sent', reason: `the parameters cannot be filled: ${(error as Error).message}` };
     }
-    const session = new Session(section, attempt.secret?.toString('utf8'), attempt);
     const where = `${section.user}@${section.host}:${section.port}/${section.database}`;
+    let ssl: TlsOptions;
+    try {
+      ssl = this.tlsOf(section);
+    } catch (error) {
+      return { kind: 'not_sent', reason: `could not connect to ${where}: the tls_ca file cannot be read: ${(error as Error).message}` };
+    }
+    const session = new Session(section, ssl, attempt.secret?.toString('utf8'), attempt);
     let phase: 'connect' | 'prepare' | 'statement' | 'commit' = 'connect';
     try {
       await session.client.connect();
@@ -209,7 +232,7 @@ export class SqlChannelDriver implements ChannelDriver {
     const section = sqlSection(attempt.section);
     const query = section.status_query;
     if (query === null) return { preconditionHolds: false, observedStatus: 'no status query in the contract' };
-    const session = new Session(section, attempt.secret?.toString('utf8'), attempt);
+    const session = new Session(section, this.tlsOf(section), attempt.secret?.toString('utf8'), attempt);
     try {
       await session.client.connect();
       session.deadline(attempt.limits.responseTimeoutMs + ANSWER_MARGIN_MS);
