@@ -302,8 +302,10 @@ describe('the services as processes of their own on PostgreSQL (deploy/local, on
            AND a.stream_id IN (SELECT stream_id FROM oncegate.events WHERE type = 'Dispatched')
            AND NOT EXISTS (SELECT 1 FROM oncegate.events o WHERE o.stream_id = a.stream_id AND o.type IN ('OutcomeObserved', 'ReviewRequired'))`,
       );
-    // An attempt the outage left unknown is settled by recovery after its response timeout (20 s) and the grace: give
-    // it that more than once; when it does not settle, say which executions and what their streams hold.
+    // Leases go unrenewed while the store is away, so another instance may give an attempt up for lost
+    // (dispatcher_lost) while its dispatcher holds the answer: that answer still settles it once it lands. An
+    // attempt still in flight has its response timeout (20 s) and the grace: wait for that more than once; when
+    // one does not settle, say which executions and what their streams hold.
     await eventually(async () => ((await unsettled()).length === 0 ? true : undefined), 120_000, 'every dispatched execution to have an outcome').catch(async (error: unknown) => {
       const stuck = await Promise.all(
         (await unsettled()).slice(0, 5).map(async (row) => `${row.stream_id}: ${(await sql<{ type: string }>('SELECT type FROM oncegate.events WHERE stream_id = $1 ORDER BY position', [row.stream_id])).map((event) => event.type).join(' → ')}`),

@@ -7,7 +7,7 @@ import { parseContractFile, type ToolContract } from '@oncegate/contracts';
 import { executionStream, type ExecutionState } from '@oncegate/domain';
 import type { EventStore } from '@oncegate/event-store';
 import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-store-sqlite';
-import { loadExecution, systemClock } from '@oncegate/execution-journal';
+import { loadExecution, runExecutionCommand, systemClock } from '@oncegate/execution-journal';
 import { SqliteSealedStore } from '@oncegate/sealed-store';
 import { givenExecution } from '@oncegate/service-host/test-support/execution-histories';
 import { ChannelDispatcher, textResult, type AttemptRecord } from './channel-dispatcher';
@@ -105,6 +105,41 @@ describe('channel dispatcher: recording the outcome (SQLite store)', () => {
     const { state } = await loadExecution(store, executionId);
     expect(state.status).toBe('completed');
     expect(state.outcome).toMatchObject({ outcome: 'succeeded', targetStatus: 201 });
+  });
+
+  it('given another instance gave the attempt up for lost while the answer was on its way (leases unrenewed in a store outage), when the answer comes, then it is recorded and settles the execution held for review', async () => {
+    const args = await sealed.seal('arguments', 'ex_late', Buffer.from('{}'));
+    const executionId = await givenExecution(store, systemClock, { through: 'authorized', argumentsRef: args.ref });
+    const dispatcher = new HeldDispatcher(store, sealed);
+    const authorized = (await store.readStream(executionStream(executionId))).find((event) => event.type === 'ExecutionAuthorized')!;
+    await dispatcher.onAuthorized(authorized);
+    while (dispatcher.sending === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    // What a sweeper elsewhere does when the dispatcher's lease looks expired; recovery then holds the payment for review.
+    await runExecutionCommand(
+      store,
+      executionId,
+      (s) => ({ type: 'RecordUnknownOutcome', executionId, now: new Date().toISOString() as never, attempt: s.attempts, reason: 'dispatcher_lost' }),
+      { actor: 'service:attempt-sweeper' },
+      systemClock,
+    );
+    const lost = (await store.readStream(executionStream(executionId))).find((event) => event.type === 'OutcomeUnknown')!;
+    await dispatcher.onOutcomeUnknown(lost);
+    expect((await loadExecution(store, executionId)).state.status).toBe('needs_review');
+
+    dispatcher.releaseAll();
+    await dispatcher.drain();
+
+    const { state } = await loadExecution(store, executionId);
+    expect(state.status).toBe('completed');
+    expect(state.outcome).toMatchObject({ attempt: 1, source: 'response', targetStatus: 201 });
+    expect((await store.readStream(executionStream(executionId))).map((event) => event.type)).toEqual([
+      'ExecutionAccepted',
+      'ExecutionAuthorized',
+      'Dispatched',
+      'OutcomeUnknown',
+      'ReviewRequired',
+      'OutcomeObserved',
+    ]);
   });
 
   it('given dispatch_in_flight 2 and six authorized executions handled at once, then at most two attempts are in flight, and every one is sent once the others finish', async () => {

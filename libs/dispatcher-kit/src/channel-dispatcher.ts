@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { EventPattern, Payload } from '@nestjs/microservices';
-import { DomainError, earlierAttemptMayHaveActed, type DefiniteOutcome, type ExecutionCommand, type ExecutionId, type ExecutionState, type UnknownOutcomeReason } from '@oncegate/domain';
+import { awaitsLateReport, DomainError, earlierAttemptMayHaveActed, type DefiniteOutcome, type ExecutionCommand, type ExecutionId, type ExecutionState, type UnknownOutcomeReason } from '@oncegate/domain';
 import type { ToolContract } from '@oncegate/contracts';
 import { backoffMs, EventStoreClosedError, type EventStore, type RecordedEvent } from '@oncegate/event-store';
 import { executionAsOf, isoNow, loadExecution, runExecutionCommand, stepTakenAlready, type Clock, type InlineStep, type LoadedExecution } from '@oncegate/execution-journal';
@@ -285,7 +285,10 @@ export abstract class ChannelDispatcher {
       record.kind === 'observed'
         ? await this.untilItLands(executionId, attempt, () => this.sealed.seal('result', executionId, Buffer.from(JSON.stringify(record.result))))
         : undefined;
-    const stillDispatched = (s: ExecutionState) => s.status === 'dispatched' && s.attempts === attempt;
+    // Another instance may have given the attempt up for lost meanwhile (its lease looked expired while the store
+    // was away): the answer is still recorded, as the evidence it is; a 'not sent' or unknown then adds nothing.
+    const answered = record.kind === 'observed' && record.notSentReason === undefined;
+    const stillDispatched = (s: ExecutionState) => (s.status === 'dispatched' && s.attempts === attempt) || (answered && awaitsLateReport(s, attempt));
     const command = (): ExecutionCommand =>
       record.kind === 'unknown'
         ? { type: 'RecordUnknownOutcome', executionId, now: isoNow(this.clock), attempt, reason: record.reason }

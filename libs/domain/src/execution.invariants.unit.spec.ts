@@ -60,7 +60,7 @@ const BUILDERS: ReadonlyArray<{ readonly weight: number; readonly build: Builder
     build: (now, v, attempt) =>
       observe({ now, attempt, outcome: v % 2 ? 'failed' : 'succeeded', source: v % 3 ? 'response' : 'marker', exitCode: v % 2 }),
   },
-  { weight: 6, build: (now, _v, attempt) => unknownOutcome(attempt, now) },
+  { weight: 6, build: (now, v, attempt) => unknownOutcome(attempt, now, pickOf(['timeout_after_send', 'dispatcher_lost', 'attempt_deadline_passed'], v)) },
   { weight: 3, build: (now, v, attempt) => ({ ...statusQuery(v % 2 === 0, attempt), now }) },
   {
     weight: 3,
@@ -208,6 +208,27 @@ describe('invariants over any history the decider accepts', () => {
         expect(state.attempts).toBe(events.filter((event) => event.type === 'Dispatched').length);
       }),
       { numRuns: 200 },
+    );
+  });
+
+  it('an outcome is observed at most once, only for the latest attempt, and nothing is dispatched after it', () => {
+    fc.assert(
+      fc.property(scenario, ({ operationClass, markerBeforeWork, steps, windowMs }) => {
+        const { events } = simulate(operationClass, markerBeforeWork, steps, windowMs);
+        let attempt = 0;
+        let observed = false;
+        for (const event of events) {
+          if (event.type === 'Dispatched') {
+            expect(observed).toBe(false);
+            attempt = event.data.attempt;
+          } else if (event.type === 'OutcomeObserved') {
+            expect(observed).toBe(false);
+            expect(event.data.attempt).toBe(attempt);
+            observed = true;
+          }
+        }
+      }),
+      { numRuns: 400 },
     );
   });
 

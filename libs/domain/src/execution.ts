@@ -36,7 +36,7 @@ import {
 import { isFingerprint } from './fingerprint-value';
 import { EXPIRABLE, matchRetry, retryReturnOf } from './matching';
 import { isOperationClass } from './operation-class';
-import { earlierAttemptMayHaveActed, nextRecoveryStep } from './recovery';
+import { awaitsLateReport, earlierAttemptMayHaveActed, nextRecoveryStep } from './recovery';
 import { isExecutionId, type ExecutionId } from './streams';
 
 export interface Decider<TCommand, TEvent, TState> {
@@ -297,6 +297,8 @@ export function decide(command: ExecutionCommand, state: ExecutionState): Execut
           // An earlier attempt may have acted: this attempt's failure to send says nothing of the execution.
           if (earlierAttemptMayHaveActed(state)) throw refuse('outcome_not_proven');
         }
+      } else if (command.source === 'response' && awaitsLateReport(state, command.attempt)) {
+        // The attempt's own answer, after another instance gave it up for lost: the answer is the evidence.
       } else if (state.status === 'outcome_unknown') {
         requireCurrentAttempt(command.type, executionId, state, command.attempt);
         if (command.source !== 'marker') throw refuse('wrong_outcome_source');

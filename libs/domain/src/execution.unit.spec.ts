@@ -730,6 +730,45 @@ describe('given attempt 1 unknown and attempt 2 dispatched after the agent retri
   });
 });
 
+describe('given an attempt another instance gave up for lost while its dispatcher still had it', () => {
+  describe.each(['dispatcher_lost', 'attempt_deadline_passed'] as const)('recorded unknown as %s', (reason) => {
+    const lost = given(...dispatched({ operationClass: 'irreversible' }), unknownOutcome(1, at(500), reason));
+
+    it('when the attempt\'s own answer arrives then it is recorded and settles the execution', () => {
+      const { events, state } = when(lost, observe({ now: at(900) }));
+      expect(events).toHaveLength(1);
+      expect(events[0]).toMatchObject({ type: 'OutcomeObserved', data: { attempt: 1, outcome: 'succeeded', source: 'response', targetStatus: 201 } });
+      expect(state.status).toBe('completed');
+    });
+
+    it('when the answer arrives while the review it led to is pending then it settles the execution', () => {
+      expect(when(given(...dispatched({ operationClass: 'irreversible' }), unknownOutcome(1, at(500), reason), requireReview()), observe({ now: at(900) })).state.status).toBe('completed');
+    });
+
+    it('when the answer arrives after a person resolved the review then it is refused', () => {
+      const resolved = given(...dispatched({ operationClass: 'irreversible' }), unknownOutcome(1, at(500), reason), requireReview(), resolveReview('abandoned'));
+      expectIllegal(resolved, observe({ now: at(900) }), 'state_does_not_allow');
+    });
+
+    it('when the answer of attempt 1 arrives after attempt 2 was dispatched then it is refused as stale', () => {
+      const again = given(...dispatched({ operationClass: 'idempotent_write' }), unknownOutcome(1, at(500), reason), attachRetry(at(600)), dispatch(at(700)));
+      expect(thrownBy(() => decide(observe({ now: at(900) }), again))).toBeInstanceOf(StaleAttemptError);
+    });
+
+    it('when the attempt reports instead that it sent nothing then it is refused: only an answer is evidence', () => {
+      expectIllegal(lost, observe({ outcome: 'failed', source: 'not_sent', targetStatus: null, resultRef: null, resultDigest: null, notSentReason: 'refused' }), 'wrong_outcome_source');
+    });
+
+    it('when a second answer arrives then it is refused', () => {
+      expectIllegal(when(lost, observe({ now: at(900) })).state, observe({ now: at(950) }), 'state_does_not_allow');
+    });
+  });
+
+  it('when the dispatcher itself recorded the outcome unknown (no answer in time) then a later answer is refused', () => {
+    expectIllegal(given(...unknown('irreversible')), observe({ now: at(900) }), 'wrong_outcome_source');
+  });
+});
+
 describe('given an execution that needs review', () => {
   const state = given(...unknown('irreversible'), requireReview());
 

@@ -201,6 +201,7 @@ export {
 export {
   ATTEMPT_REPORT_MARGIN_MS,
   attemptDeadline,
+  awaitsLateReport,
   earlierAttemptMayHaveActed,
   nextRecoveryStep,
   recoveryEvidenceOf,

@@ -117,6 +117,23 @@ function reportFromMarker(evidence: RecoveryEvidence): RecoveryStep {
   return { kind: 'report_outcome_from_marker', outcome: exitStatus === 0 ? 'succeeded' : 'failed', exitStatus };
 }
 
+/** Unknown outcomes recorded by bookkeeping, not by the attempt's own dispatcher, which may still report. */
+const RECORDED_BY_BOOKKEEPING: ReadonlySet<UnknownOutcomeReason> = new Set<UnknownOutcomeReason>(['dispatcher_lost', 'attempt_deadline_passed']);
+
+/**
+ * Whether the response of `attempt` may still be recorded though the attempt is no longer dispatched: another
+ * instance declared it unknown because its dispatcher looked gone or it outlived its deadline (a store outage
+ * stops leases being renewed and outcomes being written), while the dispatcher was alive and had the answer.
+ * The answer is evidence and settles the execution, as long as nothing was decided on the unknown outcome
+ * since: no later attempt and no resolved review.
+ */
+export function awaitsLateReport(state: ExecutionState, attempt: number): boolean {
+  const unknown = state.unknownOutcome;
+  if (unknown === null || unknown.attempt !== attempt || state.attempts !== attempt) return false;
+  if (!RECORDED_BY_BOOKKEEPING.has(unknown.reason)) return false;
+  return state.status === 'outcome_unknown' || (state.status === 'needs_review' && state.review?.resolution === null);
+}
+
 /**
  * Whether an earlier attempt's outcome is still unknown: it was recorded unknown and no review since resolved it as
  * not executed. A later attempt that sent nothing then proves nothing of the execution: it cannot be a failure.

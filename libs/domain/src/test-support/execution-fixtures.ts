@@ -137,12 +137,16 @@ export const observe = (overrides: Partial<ObserveOutcome> = {}): ObserveOutcome
   resultDigest: `sha256:${'0f'.repeat(32)}`,
   ...overrides,
 });
-export const unknownOutcome = (attempt = 1, now: IsoInstant = at(500)): RecordUnknownOutcome => ({
+export const unknownOutcome = (
+  attempt = 1,
+  now: IsoInstant = at(500),
+  reason: RecordUnknownOutcome['reason'] = 'timeout_after_send',
+): RecordUnknownOutcome => ({
   type: 'RecordUnknownOutcome',
   executionId: id,
   now,
   attempt,
-  reason: 'timeout_after_send',
+  reason,
 });
 export const statusQuery = (preconditionHolds: boolean, attempt = 1): RecordStatusQuery => ({
   type: 'RecordStatusQuery',
