@@ -1,7 +1,10 @@
 import { fileURLToPath } from 'node:url';
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernStreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+
+export { ModernClient };
 
 export interface DroppableFetch {
   readonly fetch: typeof fetch;
@@ -121,4 +124,22 @@ export async function connectClient(url: string, token: string, options: ClientO
   const client = new Client({ name: 'oncegate-e2e', version: '1.0.0' });
   await client.connect(transport);
   return { client, transport };
+}
+
+/**
+ * The official v2 client (`@modelcontextprotocol/client`) over Streamable HTTP with version negotiation on
+ * (`auto`): it probes with `server/discover` and speaks the 2026-07-28 revision when the server offers it.
+ */
+export async function connectModernClient(
+  url: string,
+  token: string,
+  options: { readonly fetch?: typeof fetch; readonly headers?: Record<string, string> } = {},
+): Promise<ModernClient> {
+  const transport = new ModernStreamableHTTPClientTransport(new URL(url), {
+    requestInit: { headers: { Authorization: `Bearer ${token}`, ...options.headers } },
+    ...(options.fetch ? { fetch: options.fetch } : {}),
+  });
+  const client = new ModernClient({ name: 'oncegate-e2e-v2', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
+  await client.connect(transport);
+  return client;
 }

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Logger } from '@nestjs/common';
+import { isLegacyRequest, type McpHttpHandler } from '@modelcontextprotocol/server';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
   isInitializeRequest,
@@ -19,10 +20,11 @@ import { isoNow, type Clock } from '@oncegate/execution-journal';
 import type { AgentDirectory } from '@oncegate/service-host/infrastructure/agent-directory';
 import { requestKey, SessionDeliveries } from './delivery-evidence';
 import { checkHostAndOrigin, type HostOriginRules } from './host-origin-guard';
-import { initializeProblem } from './incoming-checks';
+import { initializeProblem, refuseMalformedCall } from './incoming-checks';
 import { LiveSessions, type LiveSessionLimits } from './live-sessions';
 import { ONCEGATE_ERROR_CODES, STORAGE_UNAVAILABLE_MESSAGE } from './mcp-errors';
 import { connectMcpServer, createMcpServer, type ConnectionFacts } from './mcp-server';
+import { modernAuthInfo, modernMcpHandler } from './modern-mcp';
 import { ResumedCalls } from './resumed-calls';
 import { SessionTransport } from './session-transport';
 import { parseEventId, STANDALONE_STREAM_ID } from './sse-event-id';
@@ -153,7 +155,7 @@ function negotiatedVersion(requested: unknown): string {
  * client cannot resume. The session's version decides instead: the client said at initialize that it reads
  * priming events. An unsupported header is left for the SDK to refuse.
  */
-function toWebRequest(req: IncomingMessage, body: Buffer | undefined, negotiated?: string): Request {
+function toWebRequest(req: IncomingMessage, body: Buffer | undefined, negotiated?: string, signal?: AbortSignal): Request {
   const headers = new Headers();
   for (const [name, value] of Object.entries(req.headers)) {
     if (Array.isArray(value)) for (const item of value) headers.append(name, item);
@@ -170,7 +172,7 @@ function toWebRequest(req: IncomingMessage, body: Buffer | undefined, negotiated
     headers.set('mcp-protocol-version', negotiated);
   }
   const url = `http://${req.headers.host ?? 'localhost'}${req.url ?? '/'}`;
-  return new Request(url, { method: req.method, headers, ...(body && body.length > 0 ? { body } : {}) });
+  return new Request(url, { method: req.method, headers, ...(body && body.length > 0 ? { body } : {}), ...(signal ? { signal } : {}) });
 }
 
 /** Writes a web `Response` to a Node response; resolves with whether the whole body was handed to the socket. */
@@ -211,12 +213,18 @@ export class McpHttpFront {
   /** The tools/calls of the POST being handled, for its response stream's priming event. */
   private readonly postCalls = new AsyncLocalStorage<StreamCalls | undefined>();
   private readonly resumed: ResumedCalls;
+  /** The 2026-07-28 revision: no sessions; requests without a session that carry its envelope go here. */
+  private readonly modern: McpHttpHandler;
   private http: HttpServer | undefined;
   private storageLoggedAt = 0;
 
   constructor(private readonly options: McpHttpFrontOptions) {
     this.sessions = new LiveSessions(this.sessionLimits(), () => options.clock.now().getTime(), (session) => session.transport.close());
     this.resumed = new ResumedCalls(options.store, options.resumption, options.toolCalls);
+    this.modern = modernMcpHandler(options.tools, options.toolCalls, {
+      maxRequestBytes: options.maxRequestBytes,
+      onerror: (error) => this.log.warn(`2026-07-28 request: ${error.message}`),
+    });
   }
 
   /** Sessions held in memory (of one agent, or all); the rest of the journal's sessions are restored on demand. */
@@ -245,6 +253,7 @@ export class McpHttpFront {
   }
 
   async close(): Promise<void> {
+    await this.modern.close().catch(() => undefined);
     this.sessions.stop();
     for (const session of this.sessions.values()) await session.transport.close().catch(() => undefined);
     this.sessions.clear();
@@ -312,6 +321,12 @@ export class McpHttpFront {
     }
     const messages = Array.isArray(parsed) ? parsed : [parsed];
     const sessionHeader = req.headers['mcp-session-id'];
+    if (sessionHeader === undefined && !messages.some((m) => isInitializeRequest(m))) {
+      // Without a session: a request of the 2026-07-28 revision (it carries the revision's envelope), else a
+      // 2025-era request that forgot its initialize. The SDK's own classification decides.
+      const request = toWebRequest(req, body);
+      if (!(await isLegacyRequest(request, parsed, { maxRequestBodySize: this.options.maxRequestBytes }))) return this.postModern(req, res, actor, body, parsed, messages);
+    }
     let session: Session;
     if (sessionHeader === undefined) {
       if (!messages.some((m) => isInitializeRequest(m))) {
@@ -350,6 +365,28 @@ export class McpHttpFront {
       this.sessions.set(session);
       res.once('close', this.sessions.use(session.id));
     }
+    await pipeResponse(response, res);
+  }
+
+  /**
+   * A request of the 2026-07-28 revision: served by the v2 SDK's per-request handler, as the authenticated agent.
+   * A malformed tools/call is refused before the SDK parses it, as on a session. The request's signal aborts when
+   * the client closes the response stream before the answer was written: the revision's cancellation.
+   */
+  private async postModern(req: IncomingMessage, res: ServerResponse, actor: string, body: Buffer, parsed: unknown, messages: unknown[]): Promise<void> {
+    for (const message of messages) {
+      const refused = refuseMalformedCall(message);
+      if (refused === undefined) continue;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ jsonrpc: '2.0', id: (message as { id: unknown }).id, error: { code: refused.code, message: refused.message, ...(refused.data === undefined ? {} : { data: refused.data }) } }));
+      return;
+    }
+    const closed = new AbortController();
+    res.once('close', () => {
+      if (!res.writableFinished) closed.abort();
+    });
+    const request = toWebRequest(req, body, undefined, closed.signal);
+    const response = await this.modern.fetch(request, { parsedBody: parsed, authInfo: modernAuthInfo(actor) });
     await pipeResponse(response, res);
   }
 

@@ -9,9 +9,11 @@ import {
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import { annotationsOf, type ToolContract } from '@oncegate/contracts';
+import type { CancellationTrigger } from '@oncegate/domain';
 import type { DeliveryWatch } from '@oncegate/service-result-delivery';
 import { refuseMalformedCall } from './incoming-checks';
 import { ONCEGATE_ERROR_CODES } from './mcp-errors';
+import { progressReporter } from './call-progress';
 import { META_RUN, type ToolCalls } from './tool-calls';
 
 export const GATEWAY_NAME = 'oncegate';
@@ -57,57 +59,96 @@ export interface ConnectionFacts {
   recheckCredentials?(): Promise<void>;
 }
 
+export const INSTRUCTIONS =
+  'Every side-effecting tool call here gets an execution id. Retrying the same call attaches to the earlier ' +
+  'execution instead of running it again; an unknown outcome is reported, never silently re-sent.';
+
+/** Everything MCP lists: the contracts' tools, then `execution_status`. */
+export function toolsListing(tools: ReadonlyMap<string, ToolContract>): Tool[] {
+  return [...[...tools.values()].map(toolListing), EXECUTION_STATUS];
+}
+
+/** What one tools/call request carries besides its params, whichever protocol revision it came on. */
+export interface CallRequestFacts {
+  readonly requestId: string | number;
+  readonly sessionId?: string;
+  readonly headers?: Record<string, string | string[] | undefined>;
+  /** Aborts when the client gives up on this request. */
+  readonly signal: AbortSignal;
+  /** What an abort of `signal` means: a `notifications/cancelled`, or (2026-07-28) a closed response stream. */
+  readonly cancelTrigger: CancellationTrigger;
+  /** Sends a `notifications/progress` for this request, when the client asked for progress. */
+  readonly notify?: (notification: { method: 'notifications/progress'; params: Record<string, unknown> }) => Promise<void>;
+}
+
 /**
- * One MCP server per session, on the official SDK's low-level `Server`: tool schemas are the contracts' JSON
- * Schemas as written, and each call goes to the execution layer. The layer adds no protocol behaviour.
+ * One tools/call, the same on every transport and protocol revision: `execution_status` answers from the journal;
+ * every other tool goes to the execution layer. The layer adds no protocol behaviour.
+ */
+export async function answerToolCall(
+  toolCalls: ToolCalls,
+  connection: ConnectionFacts,
+  params: { readonly name: string; readonly arguments?: Record<string, unknown>; readonly _meta?: Record<string, unknown> },
+  facts: CallRequestFacts,
+): Promise<CallToolResult> {
+  await connection.recheckCredentials?.();
+  const { name, _meta } = params;
+  const args = (params.arguments ?? {}) as Record<string, unknown>;
+  if (name === 'execution_status') {
+    const id = args['execution_id'];
+    if (typeof id !== 'string') throw new McpError(ErrorCode.InvalidParams, 'execution_status needs execution_id (a string)');
+    const status = await toolCalls.status(id, connection.actor);
+    if (status === undefined) {
+      throw new McpError(ONCEGATE_ERROR_CODES.notFound, `No execution ${id} of yours is known to this gateway`);
+    }
+    return status;
+  }
+  const meta = (_meta ?? {}) as Record<string, unknown>;
+  const declaredRun = typeof meta[META_RUN] === 'string' ? (meta[META_RUN] as string) : connection.runHeader({ headers: facts.headers ?? {} });
+  const progressToken = meta['progressToken'];
+  return toolCalls.call(name, args, {
+    actor: connection.actor,
+    declaredRun,
+    meta,
+    correlation: {
+      jsonRpcId: facts.requestId,
+      ...(facts.sessionId ? { sessionId: facts.sessionId } : {}),
+      transport: connection.transport,
+    },
+    signal: facts.signal,
+    cancelTrigger: facts.cancelTrigger,
+    delivery: connection.deliveryOf(facts.sessionId, facts.requestId),
+    ...((typeof progressToken === 'string' || typeof progressToken === 'number') && facts.notify !== undefined
+      ? { progress: progressReporter(progressToken, facts.notify) }
+      : {}),
+  });
+}
+
+/**
+ * One MCP server per session (2025-11-25 and earlier), on the official SDK's low-level `Server`: tool schemas are
+ * the contracts' JSON Schemas as written, and each call goes to `answerToolCall`.
  */
 export function createMcpServer(
   tools: ReadonlyMap<string, ToolContract>,
   toolCalls: ToolCalls,
   connection: ConnectionFacts,
 ): Server {
-  const server = new Server(
-    { name: GATEWAY_NAME, version: GATEWAY_VERSION },
-    {
-      capabilities: { tools: { listChanged: false } },
-      instructions:
-        'Every side-effecting tool call here gets an execution id. Retrying the same call attaches to the earlier ' +
-        'execution instead of running it again; an unknown outcome is reported, never silently re-sent.',
-    },
-  );
-  const listing = [...[...tools.values()].map(toolListing), EXECUTION_STATUS];
+  const server = new Server({ name: GATEWAY_NAME, version: GATEWAY_VERSION }, { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS });
+  const listing = toolsListing(tools);
   server.setRequestHandler(ListToolsRequestSchema, async () => {
     await connection.recheckCredentials?.();
     return { tools: listing };
   });
-  server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
-    await connection.recheckCredentials?.();
-    const { name, _meta } = request.params;
-    const args = (request.params.arguments ?? {}) as Record<string, unknown>;
-    if (name === 'execution_status') {
-      const id = args['execution_id'];
-      if (typeof id !== 'string') throw new McpError(ErrorCode.InvalidParams, 'execution_status needs execution_id (a string)');
-      const status = await toolCalls.status(id, connection.actor);
-      if (status === undefined) {
-        throw new McpError(ONCEGATE_ERROR_CODES.notFound, `No execution ${id} of yours is known to this gateway`);
-      }
-      return status;
-    }
-    const meta = (_meta ?? {}) as Record<string, unknown>;
-    const declaredRun = typeof meta[META_RUN] === 'string' ? (meta[META_RUN] as string) : connection.runHeader(extra.requestInfo);
-    return toolCalls.call(name, args, {
-      actor: connection.actor,
-      declaredRun,
-      meta,
-      correlation: {
-        jsonRpcId: extra.requestId,
-        ...(extra.sessionId ? { sessionId: extra.sessionId } : {}),
-        transport: connection.transport,
-      },
+  server.setRequestHandler(CallToolRequestSchema, (request, extra): Promise<CallToolResult> =>
+    answerToolCall(toolCalls, connection, request.params as Parameters<typeof answerToolCall>[2], {
+      requestId: extra.requestId,
+      ...(extra.sessionId ? { sessionId: extra.sessionId } : {}),
+      headers: extra.requestInfo?.headers ?? {},
       signal: extra.signal,
-      delivery: connection.deliveryOf(extra.sessionId, extra.requestId),
-    });
-  });
+      cancelTrigger: 'client_notification',
+      notify: (notification) => extra.sendNotification(notification as never),
+    }),
+  );
   return server;
 }
 

@@ -7,6 +7,7 @@ import {
   matchRetry,
   checkIdempotencyKey,
   type AttachActionKind,
+  type CancellationTrigger,
   type ExecutionId,
   type ExecutionState,
   type ExecutionStatus,
@@ -35,6 +36,7 @@ import {
 } from '@oncegate/execution-journal';
 import type { SealedStore } from '@oncegate/sealed-store';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallProgress } from './call-progress';
 import { invalidArguments, invalidRun, toMcpError, unknownTool } from './mcp-errors';
 import { toolResult, type AnswerFlags, type StoredResult } from './tool-results';
 import type { DeliveryTracker, DeliveryWatch } from '@oncegate/service-result-delivery';
@@ -53,6 +55,10 @@ export interface CallContext {
   readonly correlation: ProtocolCorrelation;
   /** Aborts when the client cancels; it only ever stops waiting, never a dispatched request. */
   readonly signal: AbortSignal;
+  /** What an abort of `signal` is recorded as; `client_notification` when not said. */
+  readonly cancelTrigger?: CancellationTrigger;
+  /** Told of each state the call waits in (progress notifications), when the client asked for progress. */
+  readonly progress?: CallProgress;
   /** Reports what the transport proved about this call's response; absent when it cannot tell (nothing is recorded). */
   readonly delivery: DeliveryWatch | undefined;
 }
@@ -377,7 +383,7 @@ export class ToolCalls {
             type: 'RequestCancellation',
             executionId,
             now: isoNow(this.deps.clock),
-            trigger: 'client_notification',
+            trigger: context.cancelTrigger ?? 'client_notification',
             correlation: context.correlation,
             otherCallersWaiting,
           }),
@@ -388,7 +394,12 @@ export class ToolCalls {
     };
     context.signal.addEventListener('abort', onCancel, { once: true });
     try {
-      const ready = (s: ExecutionState) => ANSWERABLE.has(s.status) && extra(s);
+      // Each state the call still waits in is reported to a client that asked for progress.
+      const ready = (s: ExecutionState) => {
+        const answerable = ANSWERABLE.has(s.status) && extra(s);
+        if (!answerable) context.progress?.(s);
+        return answerable;
+      };
       const latest = ready(state)
         ? state
         : (await this.deps.watcher.waitUntil(executionId, ready, this.deps.callWaitMs, context.signal)).state;
