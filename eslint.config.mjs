@@ -68,10 +68,12 @@ export default [
             { sourceTag: 'type:adapter', onlyDependOnLibsWithTags: ['type:domain', 'type:port', 'type:adapter'] },
             // The services' libraries: each service's Nest module and how a process hosts it, on the shared host.
             { sourceTag: 'type:service', onlyDependOnLibsWithTags: ['type:domain', 'type:port', 'type:adapter', 'type:service'] },
-            { sourceTag: 'type:testing', onlyDependOnLibsWithTags: ['type:domain', 'type:port', 'type:adapter', 'type:service', 'type:testing', 'type:deploy'] },
+            { sourceTag: 'type:testing', onlyDependOnLibsWithTags: ['type:domain', 'type:port', 'type:adapter', 'type:service', 'type:testing', 'type:deploy', 'type:client'] },
+            // The agents' client helper stands on the official MCP client alone.
+            { sourceTag: 'type:client', onlyDependOnLibsWithTags: [] },
             // deploy/local starts processes and servers: it needs none of the code it starts.
             { sourceTag: 'type:deploy', onlyDependOnLibsWithTags: [] },
-            { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['type:domain', 'type:port', 'type:adapter', 'type:service', 'type:testing', 'type:app'] },
+            { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['type:domain', 'type:port', 'type:adapter', 'type:service', 'type:testing', 'type:app', 'type:client'] },
           ],
         },
       ],
