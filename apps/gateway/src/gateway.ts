@@ -25,6 +25,7 @@ import { hostSealer, sealerService } from '@oncegate/service-sealer';
 import { ApprovalsApi } from './front/approvals-api';
 import { ConsoleApi } from './front/console-api';
 import { hostRulesOf } from './front/host-origin-guard';
+import { OAuthResource } from './front/oauth-resource';
 import { McpHttpFront } from './front/mcp-http-front';
 import { SseResumptionStore } from './front/sse-resumption-store';
 import { ToolCalls } from './front/tool-calls';
@@ -143,6 +144,8 @@ async function hostFront(host: Host, deliveries: DeliveryTracker, inlineSteps: I
   await watcher.start();
   host.opened.push({ close: () => watcher.stop() });
   const toolCalls = new ToolCalls({ store, watcher, sealed, keyRing, tools, deliveries, clock, callWaitMs: config.callWaitMs, inlineSteps });
+  // The identity provider's access tokens, beside the agent and approver tokens of the journal (`oauth`).
+  const withOAuth = config.oauth === null ? {} : { oauth: new OAuthResource(config.oauth) };
   const front = new McpHttpFront({
     host: config.host,
     port: config.port,
@@ -155,7 +158,8 @@ async function hostFront(host: Host, deliveries: DeliveryTracker, inlineSteps: I
     resumption,
     clock,
     hostRules,
-    mounted: [new ApprovalsApi({ store, approvers, tools, clock }), new ConsoleApi({ store, approvers, tools, clock, assetsDir: CONSOLE_ASSETS_DIR })],
+    mounted: [new ApprovalsApi({ store, approvers, tools, clock, ...withOAuth }), new ConsoleApi({ store, approvers, tools, clock, assetsDir: CONSOLE_ASSETS_DIR, ...withOAuth })],
+    ...withOAuth,
     sessionLimits: config.sessions,
     sseRetryMs: config.sseRetryMs,
     unauthenticatedActor: config.unauthenticatedAgent ?? undefined,

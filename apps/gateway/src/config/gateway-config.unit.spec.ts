@@ -373,6 +373,67 @@ describe('the kafka section of the configuration', () => {
   });
 });
 
+describe('the oauth section of the configuration', () => {
+  it('given an issuer and a resource, when parsed, then the rest defaults (agent from sub, no scopes, no approvers)', () => {
+    const config = parseGatewayConfig('oauth: { issuer: https://idp.example.com/realms/agents, resource: https://gateway.example.com/mcp }\n', 'oncegate.yaml');
+    expect(config.oauth).toEqual({
+      issuer: 'https://idp.example.com/realms/agents',
+      resource: 'https://gateway.example.com/mcp',
+      jwksUri: null,
+      agentClaim: 'sub',
+      scopes: [],
+      approver: null,
+    });
+    expect(parseGatewayConfig('call_wait: 5s\n', 'oncegate.yaml').oauth).toBeNull();
+    expect(
+      parseGatewayConfig(
+        [
+          'oauth:',
+          '  issuer: http://127.0.0.1:9000',
+          '  resource: http://127.0.0.1:8787/mcp',
+          '  jwks_uri: http://127.0.0.1:9000/jwks',
+          '  agent_claim: client_id',
+          '  scopes: [mcp]',
+          '  approver: { claim: roles, value: oncegate-approver }',
+        ].join('\n'),
+        'oncegate.yaml',
+      ).oauth,
+    ).toEqual({
+      issuer: 'http://127.0.0.1:9000',
+      resource: 'http://127.0.0.1:8787/mcp',
+      jwksUri: 'http://127.0.0.1:9000/jwks',
+      agentClaim: 'client_id',
+      scopes: ['mcp'],
+      approver: { claim: 'roles', value: 'oncegate-approver', nameClaim: 'sub' },
+    });
+  });
+
+  it('given typos in the oauth section, when parsed, then each is refused with its line, path and reason', () => {
+    const issues = issuesOf(
+      [
+        'oauth:',
+        '  issuer: http://idp.example.com',
+        '  resource: gateway.example.com/mcp',
+        '  agent_claim: "client id"',
+        '  scopes: ["mcp read"]',
+        '  approver: { claim: roles }',
+        '  audience: x',
+      ].join('\n'),
+    );
+    expect(issues).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^oncegate\.yaml:2:\d+ oauth\.issuer: 'http:\/\/idp\.example\.com' must use https/),
+        expect.stringMatching(/^oncegate\.yaml:3:\d+ oauth\.resource: 'gateway\.example\.com\/mcp' is not an absolute URL/),
+        expect.stringMatching(/^oncegate\.yaml:4:\d+ oauth\.agent_claim: 'client id' is not a claim name/),
+        expect.stringMatching(/^oncegate\.yaml:5:\d+ oauth\.scopes: 'mcp read' is not a scope/),
+        expect.stringMatching(/^oncegate\.yaml:6:\d+ oauth\.approver\.value: /),
+        expect.stringMatching(/^oncegate\.yaml:7:\d+ oauth\.audience: /),
+      ]),
+    );
+    expect(issuesOf('oauth: { resource: https://gateway.example.com/mcp }\n')).toEqual([expect.stringMatching(/oauth\.issuer: .*issuer/)]);
+  });
+});
+
 describe('the operations section of the configuration', () => {
   it('given no section, then no operations listener; given one, then its address, and ONCEGATE_OPS_PORT sets the port', () => {
     expect(parseGatewayConfig('', 'oncegate.yaml').operations).toBeNull();

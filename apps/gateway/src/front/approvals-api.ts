@@ -13,6 +13,7 @@ import {
   type ApprovalDecision,
 } from '@oncegate/service-host/approvals/approval-queue';
 import type { ApproverDirectory } from '@oncegate/service-host/infrastructure/approver-directory';
+import { looksLikeJwt, type OAuthResource } from './oauth-resource';
 
 /** Where the API is mounted on the gateway's listener. */
 export const APPROVALS_PATH = '/approvals';
@@ -29,10 +30,39 @@ export interface ApprovalsApiOptions {
   readonly clock: Clock;
   /** Default `MAX_DECISION_BODY_BYTES`. */
   readonly maxBodyBytes?: number;
+  /** Access tokens of the identity provider that mark an approver (`oauth.approver`); none by default. */
+  readonly oauth?: OAuthResource;
+}
+
+/**
+ * The approver a token names: an approver token of the journal, or (with `oauth`) an access token holding the
+ * approver claim. A refusal says why in words an approver can act on, and carries the OAuth challenge when the
+ * token was an access token.
+ */
+export async function authenticateApprover(
+  token: string | undefined,
+  approvers: ApproverDirectory,
+  oauth: OAuthResource | undefined,
+): Promise<{ actor: string } | { refused: string; status: number; challenge?: string }> {
+  if (oauth !== undefined && token !== undefined && looksLikeJwt(token)) {
+    const verified = await oauth.approverOf(`Bearer ${token}`);
+    return 'actor' in verified ? verified : { refused: verified.refused.description, status: verified.refused.status, challenge: verified.refused.challenge };
+  }
+  const actor = await approvers.authenticate(token);
+  if (actor !== undefined) return { actor };
+  const refused =
+    token === undefined
+      ? 'a bearer approver token is required'
+      : approvers.wellFormed(token)
+        ? 'unknown or revoked approver token'
+        : 'not an approver token (agent tokens cannot decide approvals; issue one with: oncegate approvers add <name>)';
+  return { refused, status: 401 };
 }
 
 export type ApprovalsApiErrorCode =
   | 'unauthorized'
+  /** An access token that is valid but does not make its holder an approver. */
+  | 'forbidden'
   | 'invalid_json'
   | 'invalid_reason'
   | 'invalid_execution_id'
@@ -90,17 +120,13 @@ export class ApprovalsApi {
   private async authenticate(req: IncomingMessage): Promise<string> {
     const header = req.headers.authorization;
     const token = header?.startsWith('Bearer ') ? header.slice('Bearer '.length).trim() : undefined;
-    const actor = await this.options.approvers.authenticate(token);
-    if (actor !== undefined) return actor;
+    const approver = await authenticateApprover(token, this.options.approvers, this.options.oauth);
+    if ('actor' in approver) return approver.actor;
     // Drain the body so the client reads the 401 instead of a reset; nothing is parsed or recorded.
     req.resume();
-    const message =
-      token === undefined
-        ? 'a bearer approver token is required'
-        : this.options.approvers.wellFormed(token)
-          ? 'unknown or revoked approver token'
-          : 'not an approver token (agent tokens cannot decide approvals; issue one with: oncegate approvers add <name>)';
-    throw new ApprovalsApiError(401, 'unauthorized', message, { 'www-authenticate': 'Bearer realm="oncegate-approvals"' });
+    throw new ApprovalsApiError(approver.status === 403 ? 403 : 401, approver.status === 403 ? 'forbidden' : 'unauthorized', approver.refused, {
+      'www-authenticate': approver.challenge ?? 'Bearer realm="oncegate-approvals"',
+    });
   }
 
   private async route(req: IncomingMessage, res: ServerResponse, actor: string): Promise<void> {

@@ -19,6 +19,8 @@ import {
   type ConsoleSession,
   type ConsoleSessionLimits,
 } from './console-sessions';
+import { authenticateApprover } from './approvals-api';
+import type { OAuthResource } from './oauth-resource';
 
 /** Where the console is mounted on the gateway's listener. */
 export const CONSOLE_PATH = '/console';
@@ -65,6 +67,8 @@ export interface ConsoleApiOptions {
   readonly assetsDir: string;
   /** Default `DEFAULT_CONSOLE_SESSION_LIMITS`. */
   readonly sessionLimits?: ConsoleSessionLimits;
+  /** Access tokens of the identity provider that mark an approver (`oauth.approver`); none by default. */
+  readonly oauth?: OAuthResource;
 }
 
 type ConsoleErrorCode =
@@ -220,14 +224,9 @@ export class ConsoleApi {
       const body = await jsonBody(req);
       const given = (body as Record<string, unknown>)['token'];
       const token = typeof given === 'string' ? given.trim() : '';
-      const actor = await this.options.approvers.authenticate(token);
-      if (actor === undefined) {
-        throw new ConsoleError(
-          401,
-          'unauthorized',
-          this.options.approvers.wellFormed(token) ? 'unknown or revoked approver token' : 'not an approver token (issue one with: oncegate approvers add <name>)',
-        );
-      }
+      const approver = await authenticateApprover(token.length === 0 ? undefined : token, this.options.approvers, this.options.oauth);
+      if (!('actor' in approver)) throw new ConsoleError(401, 'unauthorized', approver.refused);
+      const { actor } = approver;
       const { id, session } = this.sessions.start(actor, token);
       this.log.log(`${actor} signed in to the console`);
       return writeJson(res, 200, sessionBody(session), { 'set-cookie': this.cookie(id) });
@@ -249,7 +248,8 @@ export class ConsoleApi {
   private async authenticated(req: IncomingMessage): Promise<{ id: string; session: ConsoleSession }> {
     const id = sessionCookieOf(req.headers.cookie);
     const session = this.sessions.find(id);
-    if (id !== undefined && session !== undefined && (await this.options.approvers.authenticate(session.approverToken)) === session.actor) {
+    const approver = session === undefined ? undefined : await authenticateApprover(session.approverToken, this.options.approvers, this.options.oauth);
+    if (id !== undefined && session !== undefined && approver !== undefined && 'actor' in approver && approver.actor === session.actor) {
       return { id, session };
     }
     this.sessions.end(id);

@@ -25,6 +25,7 @@ import { LiveSessions, type LiveSessionLimits } from './live-sessions';
 import { ONCEGATE_ERROR_CODES, STORAGE_UNAVAILABLE_MESSAGE } from './mcp-errors';
 import { connectMcpServer, createMcpServer, type ConnectionFacts } from './mcp-server';
 import { modernAuthInfo, modernMcpHandler } from './modern-mcp';
+import { looksLikeJwt, type OAuthResource } from './oauth-resource';
 import { ResumedCalls } from './resumed-calls';
 import { SessionTransport } from './session-transport';
 import { parseEventId, STANDALONE_STREAM_ID } from './sse-event-id';
@@ -61,6 +62,8 @@ export interface McpHttpFrontOptions {
    * as. Absent (the default): such a request gets 401. A request that names a token is always checked.
    */
   readonly unauthenticatedActor?: string;
+  /** Access tokens of the organisation's identity provider (`oauth`), beside the agent tokens; none by default. */
+  readonly oauth?: OAuthResource;
 }
 
 export const DEFAULT_SESSION_LIMITS: LiveSessionLimits = { idleMs: 30 * 60_000, perActor: 100 };
@@ -281,6 +284,13 @@ export class McpHttpFront {
       return;
     }
     const guard = checkHostAndOrigin(req.headers, this.options.hostRules);
+    const oauth = this.options.oauth;
+    if (guard.allowed && oauth !== undefined && req.method === 'GET' && oauth.metadataPaths.includes(path ?? '')) {
+      // RFC 9728: where an MCP client finds the authorization server; public, like the challenge that points here.
+      res.writeHead(200, { 'content-type': 'application/json', 'access-control-allow-origin': '*', 'cache-control': 'max-age=300' });
+      res.end(JSON.stringify(oauth.metadata()));
+      return;
+    }
     if (!guard.allowed) {
       // Refused before the body is read or the token looked at: nothing is parsed or recorded.
       req.resume();
@@ -300,12 +310,20 @@ export class McpHttpFront {
     if (header === undefined && this.options.unauthenticatedActor !== undefined) return this.options.unauthenticatedActor;
     // Authentication schemes are case-insensitive (RFC 9110 section 11.1): `bearer` is `Bearer`.
     const token = /^bearer +(.+)$/i.exec(header ?? '')?.[1]?.trim();
+    const oauth = this.options.oauth;
+    if (oauth !== undefined && token !== undefined && looksLikeJwt(token)) {
+      const verified = await oauth.agentOf(`Bearer ${token}`);
+      if ('actor' in verified) return verified.actor;
+      req.resume();
+      throw new HttpError(verified.refused.status, -32001, `Unauthorized: ${verified.refused.description}`, { 'www-authenticate': verified.refused.challenge });
+    }
     const actor = await this.options.agents.authenticate(token);
     if (actor === undefined) {
       // Drain the body so the client reads the 401 instead of a reset; nothing is parsed or recorded.
       req.resume();
       throw new HttpError(401, -32001, token === undefined ? 'Unauthorized: a bearer token is required' : 'Unauthorized: unknown or revoked token', {
-        'www-authenticate': 'Bearer realm="oncegate"',
+        // With an identity provider, the challenge tells an MCP client where to get an access token.
+        'www-authenticate': oauth === undefined ? 'Bearer realm="oncegate"' : `${oauth.challengeWithoutToken()}, realm="oncegate"`,
       });
     }
     return actor;

@@ -125,6 +125,27 @@ export interface GatewayConfig {
   readonly tracing: { readonly endpoint: string; readonly sampleRatio: number } | null;
   /** The organisation's Kafka bus (`kafka`): where the relay publishes every event, and where decisions arrive; `null` without one. */
   readonly kafka: KafkaConfig | null;
+  /**
+   * OAuth 2.1 (`oauth`): the gateway as a resource server that takes access tokens of the organisation's identity
+   * provider beside its own agent tokens; `null` (the default) takes agent tokens only.
+   */
+  readonly oauth: OAuthConfig | null;
+}
+
+/** The `oauth` section: whose access tokens are taken, for which resource, and how their claims name principals. */
+export interface OAuthConfig {
+  /** The authorization server's issuer identifier; tokens must carry it as `iss`. */
+  readonly issuer: string;
+  /** This gateway's resource URL (RFC 8707): tokens must name it in `aud`. Usually the public URL of the MCP endpoint. */
+  readonly resource: string;
+  /** Where the issuer's signing keys are; `null`: from the issuer's metadata (`jwks_uri`). */
+  readonly jwksUri: string | null;
+  /** The claim whose value names the agent: a token with `<claim>: build-bot` acts as `agent:build-bot`. */
+  readonly agentClaim: string;
+  /** Scopes every MCP request's token must hold (also advertised as `scopes_supported`). */
+  readonly scopes: readonly string[];
+  /** Tokens whose `claim` holds `value` (equal, or in a list) act as `approver:<name claim>` on the approvals API and console. */
+  readonly approver: { readonly claim: string; readonly value: string; readonly nameClaim: string } | null;
 }
 
 /** One rule of `kafka.topics`: events of these types, or of streams of these categories, go to `topic`. */
@@ -219,6 +240,7 @@ export const DEFAULT_CONFIG: Omit<GatewayConfig, 'source'> = {
   operations: null,
   tracing: null,
   kafka: null,
+  oauth: null,
 };
 
 const FIELDS = [
@@ -238,6 +260,7 @@ const FIELDS = [
   'dispatch_in_flight',
   'log_level',
   'kafka',
+  'oauth',
   'operations',
   'tracing',
   'testing',
@@ -492,6 +515,68 @@ function readKafka(ctx: YamlContext, kafka: MapReader, env: NodeJS.ProcessEnv): 
   return { brokers, clientId, source, routes, defaultTopic, leaseMs: lease !== undefined && lease >= 300 ? lease : KAFKA_DEFAULTS.leaseMs, decisions };
 }
 
+/** An absolute http(s) URL without a fragment; http only for a loopback host (a token's issuer and audience). */
+function readHttpsUrl(ctx: YamlContext, node: Node, path: string, example: string): string | undefined {
+  const text = readString(ctx, node, path, { nonEmpty: true });
+  if (text === undefined) return undefined;
+  let url: URL | undefined;
+  try {
+    url = new URL(text);
+  } catch {
+    url = undefined;
+  }
+  if (url === undefined || (url.protocol !== 'https:' && url.protocol !== 'http:') || url.hash !== '') {
+    ctx.report(node, path, `'${text}' is not an absolute URL; write e.g. ${example}`);
+    return undefined;
+  }
+  if (url.protocol === 'http:' && !isLoopbackHost(url.hostname)) {
+    ctx.report(node, path, `'${text}' must use https (http is taken for a loopback host only)`);
+    return undefined;
+  }
+  return text;
+}
+
+const CLAIM_NAME = /^[A-Za-z_][A-Za-z0-9_:.\/-]{0,127}$/;
+
+function readClaimName(ctx: YamlContext, node: Node, path: string): string | undefined {
+  const claim = readString(ctx, node, path, { nonEmpty: true });
+  if (claim !== undefined && !CLAIM_NAME.test(claim)) ctx.report(node, path, `'${claim}' is not a claim name; write e.g. sub, client_id or roles`);
+  return claim !== undefined && CLAIM_NAME.test(claim) ? claim : undefined;
+}
+
+/** The `oauth` section: an identity provider whose access tokens the gateway takes as a resource server. */
+function readOAuth(ctx: YamlContext, oauth: MapReader): OAuthConfig | undefined {
+  oauth.rejectUnknown(['issuer', 'resource', 'jwks_uri', 'agent_claim', 'scopes', 'approver']);
+  const issuerNode = oauth.required('issuer', ': the identity provider\'s issuer, e.g. https://idp.example.com/realms/agents');
+  const resourceNode = oauth.required('resource', ": this gateway's public MCP URL, the tokens' audience, e.g. https://gateway.example.com/mcp");
+  const jwksNode = oauth.optional('jwks_uri');
+  const agentNode = oauth.optional('agent_claim');
+  const scopesNode = oauth.optional('scopes');
+  const approverNode = oauth.optional('approver');
+  const issuer = issuerNode && readHttpsUrl(ctx, issuerNode, 'oauth.issuer', 'https://idp.example.com/realms/agents');
+  const resource = resourceNode && readHttpsUrl(ctx, resourceNode, 'oauth.resource', 'https://gateway.example.com/mcp');
+  const jwksUri = jwksNode && readHttpsUrl(ctx, jwksNode, 'oauth.jwks_uri', 'https://idp.example.com/jwks');
+  const agentClaim = (agentNode && readClaimName(ctx, agentNode, 'oauth.agent_claim')) ?? 'sub';
+  const scopes = (scopesNode && readStringList(ctx, scopesNode, 'oauth.scopes')) ?? [];
+  for (const scope of scopes) {
+    if (!/^[\x21\x23-\x5b\x5d-\x7e]+$/.test(scope)) ctx.report(scopesNode!, 'oauth.scopes', `'${scope}' is not a scope (RFC 6749: printable, no spaces or quotes)`);
+  }
+  let approver: OAuthConfig['approver'] = null;
+  const approverMap = approverNode && MapReader.of(ctx, approverNode, 'oauth.approver');
+  if (approverMap) {
+    approverMap.rejectUnknown(['claim', 'value', 'name_claim']);
+    const claimNode = approverMap.required('claim', ': the claim that marks an approver, e.g. roles');
+    const valueNode = approverMap.required('value', ': the value it must hold, e.g. oncegate-approver');
+    const nameNode = approverMap.optional('name_claim');
+    const claim = claimNode && readClaimName(ctx, claimNode, 'oauth.approver.claim');
+    const value = valueNode && readString(ctx, valueNode, 'oauth.approver.value', { nonEmpty: true, coerce: true });
+    const nameClaim = (nameNode && readClaimName(ctx, nameNode, 'oauth.approver.name_claim')) ?? 'sub';
+    if (claim !== undefined && value !== undefined) approver = { claim, value, nameClaim };
+  }
+  if (issuer === undefined || resource === undefined || (jwksNode !== undefined && jwksUri === undefined)) return undefined;
+  return { issuer, resource, jwksUri: jwksUri ?? null, agentClaim, scopes, approver };
+}
+
 const STORE_URL_FORM = 'postgres://user@host:5432/database';
 
 /** `store.url`: a PostgreSQL URL; a mistake is named without repeating the value, which may hold a password. */
@@ -674,6 +759,9 @@ export function parseGatewayConfig(text: string, file: string, base = DEFAULT_CO
     const kafkaNode = map.optional('kafka');
     const kafka = kafkaNode && MapReader.of(ctx, kafkaNode, 'kafka');
     if (kafka) config.kafka = readKafka(ctx, kafka, env) ?? config.kafka;
+    const oauthNode = map.optional('oauth');
+    const oauth = oauthNode && MapReader.of(ctx, oauthNode, 'oauth');
+    if (oauth) config.oauth = readOAuth(ctx, oauth) ?? config.oauth;
     const devToken = map.optional('dev_token');
     if (devToken) config.devToken = readBoolean(ctx, devToken, 'dev_token') ?? config.devToken;
     // Read last: whether it may be on depends on the listen section.

@@ -1,0 +1,109 @@
+import { appendFileSync } from 'node:fs';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ClientCredentialsProvider } from '@modelcontextprotocol/client';
+import { OncegateClient } from '@oncegate/client';
+import { startDemoTargetProcess, type DemoTargetProcess } from '../support/demo-target-process';
+import { gatewayFolder, oncegate, startGatewayProcess, type GatewayFolder, type GatewayProcess } from '../support/gateway-process';
+import { startIdentityProvider, type IdentityProvider, type TestClient } from '../support/identity-provider';
+import { eventually, readJournal } from '../support/journal';
+import { connectModernClient } from '../support/mcp-clients';
+import { executionOf } from '../support/scenario';
+
+const BUILD_BOT: TestClient = { clientId: 'build-bot', clientSecret: 'build-bot-secret-0123456789abcdef' };
+const ALICE: TestClient = { clientId: 'alice', clientSecret: 'alice-secret-0123456789abcdef', claims: { roles: ['oncegate-approver'] } };
+const MALLORY: TestClient = { clientId: 'mallory', clientSecret: 'mallory-secret-0123456789abcdef' };
+
+describe('OAuth 2.1: the gateway as a resource server for a real OpenID Provider (oidc-provider)', () => {
+  let idp: IdentityProvider;
+  let target: DemoTargetProcess;
+  let folder: GatewayFolder;
+  let gateway: GatewayProcess;
+
+  beforeEach(async () => {
+    idp = await startIdentityProvider([BUILD_BOT, ALICE, MALLORY]);
+    target = await startDemoTargetProcess();
+    folder = await gatewayFolder(target.url, { call_wait: '10s' });
+    appendFileSync(
+      folder.configFile,
+      `oauth: { issuer: '${idp.issuer}', resource: '${folder.url}', agent_claim: client_id, scopes: [mcp], approver: { claim: roles, value: oncegate-approver, name_claim: client_id } }\n`,
+    );
+    gateway = await startGatewayProcess(folder);
+  });
+
+  afterEach(async () => {
+    await gateway?.stop();
+    await target?.stop();
+    await idp?.stop();
+    folder?.dispose();
+  });
+
+  it('given a request without a token, then the 401 challenge names the protected resource metadata, which names the issuer', async () => {
+    const refused = await fetch(folder.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' });
+    expect(refused.status).toBe(401);
+    const challenge = refused.headers.get('www-authenticate') ?? '';
+    const metadataUrl = /resource_metadata="([^"]+)"/.exec(challenge)?.[1];
+    expect(metadataUrl).toBe(`http://127.0.0.1:${folder.port}/.well-known/oauth-protected-resource/mcp`);
+    const metadata = (await (await fetch(metadataUrl!)).json()) as Record<string, unknown>;
+    expect(metadata).toMatchObject({ resource: folder.url, authorization_servers: [idp.issuer], scopes_supported: ['mcp'], bearer_methods_supported: ['header'] });
+  });
+
+  it('given the official v2 client with client credentials, then it follows the challenge to the provider, gets a token for this gateway and calls as agent:<client_id>', async () => {
+    const client = await OncegateClient.connect({
+      url: folder.url,
+      authProvider: new ClientCredentialsProvider({ clientId: BUILD_BOT.clientId, clientSecret: BUILD_BOT.clientSecret, expectedIssuer: idp.issuer, scope: 'mcp' }),
+    });
+    const answer = await client.callTool('set_config', { name: 'oauth.one', value: 'v' });
+    await client.close();
+    expect(['completed', 'delivered']).toContain(executionOf(answer).state);
+    const accepted = (await readJournal(folder.dataDir)).find((event) => event.type === 'ExecutionAccepted')!;
+    expect(accepted.metadata['actor']).toBe('agent:build-bot');
+    expect((await target.effects()).requestsTotal).toBe(1);
+  });
+
+  it.each([
+    ['for another resource (aud)', async () => idp.token(BUILD_BOT, 'https://other.example.com/mcp'), /another resource/],
+    ['signed by someone else', async () => forged(await idp.token(BUILD_BOT, folder.url)), /signature/],
+    ['without the required scope', async () => idp.token(BUILD_BOT, folder.url, 'audit'), /scope/i],
+  ])('given an access token %s, then it is refused with a challenge and nothing is accepted', async (_what, tokenOf, reason) => {
+    const token = await tokenOf();
+    const refused = await fetch(folder.url, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' });
+    expect([401, 403]).toContain(refused.status);
+    expect(refused.headers.get('www-authenticate')).toMatch(/^Bearer .*resource_metadata=/);
+    const body = await refused.text();
+    expect(body).toMatch(reason);
+    // The token is never repeated, in the answer or the log.
+    expect(body).not.toContain(token.slice(0, 40));
+    expect(gateway.output()).not.toContain(token.slice(0, 40));
+    expect((await readJournal(folder.dataDir)).filter((event) => event.type === 'ExecutionAccepted')).toEqual([]);
+  });
+
+  it('given an approver claim in the token, then the approvals API takes it as approver:<name>; a token without it is forbidden', async () => {
+    const client = await connectModernClient(folder.url, await idp.token(BUILD_BOT, folder.url));
+    const waiting = client.callTool({ name: 'send_payout', arguments: { payment_reference: 'payout-oauth-0001', amount_cents: 500 } }, { timeout: 30_000 });
+    const executionId = await eventually(async () => (await readJournal(folder.dataDir)).find((event) => event.type === 'ApprovalRequested')?.metadata['executionId'] as string | undefined);
+    const base = `http://127.0.0.1:${folder.port}/approvals/${executionId}/approve`;
+    const decide = (token: string) =>
+      fetch(base, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ reason: 'checked the supplier' }) });
+    const forbidden = await decide(await idp.token(MALLORY, folder.url));
+    expect(forbidden.status).toBe(403);
+    expect(await forbidden.text()).toMatch(/not an approver/);
+    const approved = await decide(await idp.token(ALICE, folder.url));
+    expect(approved.status, await approved.clone().text()).toBe(200);
+    const answer = await waiting;
+    await client.close();
+    expect(['completed', 'delivered']).toContain(executionOf(answer).state);
+    const granted = (await readJournal(folder.dataDir)).find((event) => event.type === 'ApprovalGranted')!;
+    expect(granted.data).toMatchObject({ by: 'approver:alice' });
+    // Static agent tokens still work beside the provider's.
+    const listed = await oncegate(folder, ['approvals', 'list', '--json']);
+    expect(listed.code, listed.stderr).toBe(0);
+  });
+});
+
+/** The same claims under another key's signature: what an attacker without the issuer's key can make. */
+async function forged(token: string): Promise<string> {
+  const { SignJWT, generateKeyPair, decodeJwt, decodeProtectedHeader } = await import('jose');
+  const { privateKey } = await generateKeyPair('RS256');
+  const header = decodeProtectedHeader(token);
+  return new SignJWT(decodeJwt(token)).setProtectedHeader({ alg: 'RS256', kid: header.kid!, typ: header.typ! }).sign(privateKey);
+}
