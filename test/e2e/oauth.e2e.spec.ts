@@ -64,10 +64,19 @@ describe('OAuth 2.1: the gateway as a resource server for a real OpenID Provider
     ['for another resource (aud)', async () => idp.token(BUILD_BOT, 'https://other.example.com/mcp'), /another resource/],
     ['signed by someone else', async () => forged(await idp.token(BUILD_BOT, folder.url)), /signature/],
     ['without the required scope', async () => idp.token(BUILD_BOT, folder.url, 'audit'), /scope/i],
+    [
+      'that has expired',
+      async () => {
+        const token = await idp.token(BUILD_BOT, folder.url, 'mcp', 1);
+        await new Promise((resolve) => setTimeout(resolve, 2_100));
+        return token;
+      },
+      /expired/,
+    ],
   ])('given an access token %s, then it is refused with a challenge and nothing is accepted', async (_what, tokenOf, reason) => {
     const token = await tokenOf();
     const refused = await fetch(folder.url, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' });
-    expect([401, 403]).toContain(refused.status);
+    expect([401, 403], await refused.clone().text()).toContain(refused.status);
     expect(refused.headers.get('www-authenticate')).toMatch(/^Bearer .*resource_metadata=/);
     const body = await refused.text();
     expect(body).toMatch(reason);

@@ -13,8 +13,8 @@ export interface TestClient {
 export interface IdentityProvider {
   /** The issuer identifier, `http://127.0.0.1:<port>`. */
   readonly issuer: string;
-  /** An access token for `clientId` by the client credentials grant, for `resource` (RFC 8707) and `scope`. */
-  token(client: TestClient, resource: string, scope?: string): Promise<string>;
+  /** An access token for `clientId` by the client credentials grant, for `resource` (RFC 8707) and `scope`, valid `ttlSeconds`. */
+  token(client: TestClient, resource: string, scope?: string, ttlSeconds?: number): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -28,6 +28,7 @@ export async function startIdentityProvider(clients: readonly TestClient[], opti
   const issuer = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
   const { privateKey } = await generateKeyPair('RS256', { extractable: true });
   const signing = { ...(await exportJWK(privateKey)), kid: 'test-key-1', alg: 'RS256', use: 'sig' };
+  let ttl = options.accessTokenTtlSeconds ?? 300;
   const claimsOf = new Map(clients.map((client) => [client.clientId, client.claims ?? {}]));
   const provider = new Provider(issuer, {
     clients: clients.map((client) => ({
@@ -40,7 +41,7 @@ export async function startIdentityProvider(clients: readonly TestClient[], opti
     })),
     jwks: { keys: [signing] },
     scopes: ['mcp', 'audit'],
-    ttl: { ClientCredentials: options.accessTokenTtlSeconds ?? 300 },
+    ttl: { ClientCredentials: () => ttl },
     features: {
       devInteractions: { enabled: false },
       clientCredentials: { enabled: true },
@@ -52,7 +53,7 @@ export async function startIdentityProvider(clients: readonly TestClient[], opti
           scope: 'mcp audit',
           audience: resource,
           accessTokenFormat: 'jwt',
-          accessTokenTTL: options.accessTokenTtlSeconds ?? 300,
+          accessTokenTTL: ttl,
           jwt: { sign: { alg: 'RS256' } },
         }),
       },
@@ -64,7 +65,8 @@ export async function startIdentityProvider(clients: readonly TestClient[], opti
   http.on('request', provider.callback());
   return {
     issuer,
-    async token(client, resource, scope = 'mcp') {
+    async token(client, resource, scope = 'mcp', ttlSeconds = options.accessTokenTtlSeconds ?? 300) {
+      ttl = ttlSeconds;
       const response = await fetch(`${issuer}/token`, {
         method: 'POST',
         headers: {
