@@ -143,3 +143,38 @@ export async function connectModernClient(
   await client.connect(transport);
   return client;
 }
+
+/**
+ * A raw JSON-RPC request over Streamable HTTP at the 2026-07-28 revision, as the tasks extension's client needs
+ * it (`rawDispatch`: the SDK client's codecs refuse task results): the routing headers, the token, and the
+ * answer read from a JSON body or from the SSE stream.
+ */
+export function rawModernDispatch(url: string, token: string) {
+  let nextId = 1;
+  return async (unframed: unknown, options?: { signal?: AbortSignal }): Promise<{ kind: 'result'; result: never } | { kind: 'error'; error: never }> => {
+    // The dispatcher owns the JSON-RPC framing: the version and a request id of its own when the caller gave none.
+    const request = { jsonrpc: '2.0', id: `raw-${nextId++}`, ...(unframed as object) };
+    const message = request as unknown as { id?: unknown; method: string; params?: { name?: string; taskId?: string } };
+    const name = message.params?.taskId ?? message.params?.name;
+    const response = await fetch(url, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${token}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2026-07-28',
+        'mcp-method': message.method,
+        ...(name === undefined ? {} : { 'mcp-name': name }),
+      },
+      body: JSON.stringify(request),
+      ...(options?.signal ? { signal: options.signal } : {}),
+    });
+    const text = await response.text();
+    const bodies = (response.headers.get('content-type') ?? '').includes('text/event-stream')
+      ? text.split('\n').filter((line) => line.startsWith('data:')).map((line) => JSON.parse(line.slice(5)) as Record<string, unknown>)
+      : [JSON.parse(text) as Record<string, unknown>];
+    const answer = bodies.find((body) => body['id'] === message.id);
+    if (answer === undefined) throw new Error(`no answer to ${message.method} (HTTP ${response.status}): ${text.slice(0, 300)} for ${JSON.stringify(request).slice(0, 600)}`);
+    return 'error' in answer ? { kind: 'error', error: answer['error'] as never } : { kind: 'result', result: answer['result'] as never };
+  };
+}

@@ -158,7 +158,9 @@ export type CancellationTrigger =
   /** `notifications/cancelled`. */
   | 'client_notification'
   /** Under the 2026-07-28 revision a closed response stream also cancels. */
-  | 'response_stream_closed';
+  | 'response_stream_closed'
+  /** `tasks/cancel` of the tasks extension (`io.modelcontextprotocol/tasks`), whose task is the execution. */
+  | 'task_cancel';
 
 export interface ExecutionAcceptedData {
   readonly executionId: ExecutionId;

@@ -77,6 +77,8 @@ export interface CallRequestFacts {
   readonly signal: AbortSignal;
   /** What an abort of `signal` means: a `notifications/cancelled`, or (2026-07-28) a closed response stream. */
   readonly cancelTrigger: CancellationTrigger;
+  /** How long the call waits for an answer before it answers "in progress" (a task: 0); `call_wait` when not said. */
+  readonly waitMs?: number;
   /** Sends a `notifications/progress` for this request, when the client asked for progress. */
   readonly notify?: (notification: { method: 'notifications/progress'; params: Record<string, unknown> }) => Promise<void>;
 }
@@ -118,6 +120,7 @@ export async function answerToolCall(
     signal: facts.signal,
     cancelTrigger: facts.cancelTrigger,
     delivery: connection.deliveryOf(facts.sessionId, facts.requestId),
+    ...(facts.waitMs === undefined ? {} : { waitMs: facts.waitMs }),
     ...((typeof progressToken === 'string' || typeof progressToken === 'number') && facts.notify !== undefined
       ? { progress: progressReporter(progressToken, facts.notify) }
       : {}),

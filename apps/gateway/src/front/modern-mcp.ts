@@ -1,5 +1,9 @@
 import { createMcpHandler, Server, type AuthInfo, type CallToolResult as ModernCallToolResult, type McpHttpHandler, type Tool as ModernTool } from '@modelcontextprotocol/server';
+import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { ToolContract } from '@oncegate/contracts';
+import { z } from 'zod';
+import { clientSupportsTasks, stillMoving, taskOf, TASKS_EXTENSION } from './execution-tasks';
+import { ONCEGATE_ERROR_CODES } from './mcp-errors';
 import { answerToolCall, GATEWAY_NAME, GATEWAY_VERSION, INSTRUCTIONS, toolsListing, type ConnectionFacts } from './mcp-server';
 import type { ToolCalls } from './tool-calls';
 
@@ -44,18 +48,54 @@ export function modernMcpHandler(
         deliveryOf: () => undefined,
       };
       const headers = headersOf(context.requestInfo);
-      const server = new Server({ name: GATEWAY_NAME, version: GATEWAY_VERSION }, { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS });
+      const server = new Server(
+        { name: GATEWAY_NAME, version: GATEWAY_VERSION },
+        { capabilities: { tools: { listChanged: false }, extensions: { [TASKS_EXTENSION]: {} } }, instructions: INSTRUCTIONS },
+      );
       server.setRequestHandler('tools/list', async () => ({ tools: listing }));
       server.setRequestHandler('tools/call', async (request, ctx) => {
         const params = request.params as { name: string; arguments?: Record<string, unknown>; _meta?: Record<string, unknown> };
+        // A client of the tasks extension gets a side-effecting call back as a task once it is accepted (durable):
+        // the execution goes on whatever happens to this request, and tasks/get follows it.
+        const tool = tools.get(params.name);
+        const asTask = tool !== undefined && tool.operationClass !== 'read_only' && clientSupportsTasks(ctx.mcpReq.envelope as Record<string, unknown> | undefined);
         const result = await answerToolCall(toolCalls, connection, { ...params, _meta: { ...params._meta, ...ctx.mcpReq._meta } }, {
           requestId: ctx.mcpReq.id,
           headers,
           signal: ctx.mcpReq.signal,
           cancelTrigger: 'response_stream_closed',
           notify: (notification) => ctx.mcpReq.notify(notification as never),
+          ...(asTask ? { waitMs: 0 } : {}),
         });
+        if (asTask && stillMoving(result)) {
+          const id = (result.structuredContent as { execution: { id: string } }).execution.id;
+          const execution = await toolCalls.execution(id, actor);
+          if (execution !== undefined) return { resultType: 'task', ...taskOf(execution) } as unknown as ModernCallToolResult;
+        }
         return result as ModernCallToolResult;
+      });
+      const taskRequest = { params: z.looseObject({ taskId: z.string() }), result: z.looseObject({}) };
+      const ownTask = async (taskId: string) => {
+        const execution = await toolCalls.execution(taskId, actor);
+        if (execution === undefined) throw new McpError(ONCEGATE_ERROR_CODES.notFound, `No task ${taskId} of yours is known to this gateway`);
+        return execution;
+      };
+      server.setRequestHandler('tasks/get', taskRequest, async ({ taskId }) => ({ resultType: 'complete', ...taskOf(await ownTask(taskId)) }));
+      // Nothing an execution does waits for the client's input: responses to input requests are acknowledged and ignored.
+      server.setRequestHandler('tasks/update', taskRequest, async ({ taskId }) => {
+        await ownTask(taskId);
+        return { resultType: 'complete' };
+      });
+      server.setRequestHandler('tasks/cancel', taskRequest, async ({ taskId }, ctx) => {
+        await ownTask(taskId);
+        const state = await toolCalls.cancel(taskId, actor, 'task_cancel', { jsonRpcId: ctx.mcpReq.id, transport: 'streamable-http' });
+        const cancelled = state?.status === 'cancelled';
+        const why = cancelled
+          ? 'cancelled before anything was sent'
+          : state?.attempts
+            ? `not cancelled: already dispatched (attempt ${state.attempts}); the request to the target is never aborted, and the task follows its outcome`
+            : `not cancelled: ${state?.status === 'awaiting_approval' || state?.status === 'accepted' || state?.status === 'authorized' ? 'another caller still waits for it' : `it is ${state?.status}`}`;
+        return { resultType: 'complete', _meta: { 'io.oncegate/cancel': { cancelled, reason: why } } };
       });
       return server;
     },

@@ -59,6 +59,8 @@ export interface CallContext {
   readonly cancelTrigger?: CancellationTrigger;
   /** Told of each state the call waits in (progress notifications), when the client asked for progress. */
   readonly progress?: CallProgress;
+  /** How long the call waits for an answer before it answers "in progress"; `call_wait` when not said (a task: 0). */
+  readonly waitMs?: number;
   /** Reports what the transport proved about this call's response; absent when it cannot tell (nothing is recorded). */
   readonly delivery: DeliveryWatch | undefined;
 }
@@ -402,7 +404,7 @@ export class ToolCalls {
       };
       const latest = ready(state)
         ? state
-        : (await this.deps.watcher.waitUntil(executionId, ready, this.deps.callWaitMs, context.signal)).state;
+        : (await this.deps.watcher.waitUntil(executionId, ready, context.waitMs ?? this.deps.callWaitMs, context.signal)).state;
       const stored = await this.storedResult(latest);
       const answer = toolResult(tool.name, latest, flags, stored);
       if (latest.outcome !== null && !context.signal.aborted) {
@@ -459,10 +461,41 @@ export class ToolCalls {
 
   /** The built-in `execution_status`: an agent may ask only about its own executions. */
   async status(executionId: string, actor: string): Promise<CallToolResult | undefined> {
+    return (await this.execution(executionId, actor))?.answer;
+  }
+
+  /**
+   * One of the agent's executions, with its answer as a call would get it now and when its stream last moved;
+   * `undefined` for an id that is not an execution of this agent.
+   */
+  async execution(executionId: string, actor: string): Promise<{ state: ExecutionState; answer: CallToolResult; lastUpdatedAt: string } | undefined> {
     if (!isExecutionId(executionId)) return undefined;
     const execution = await loadExecution(this.deps.store, executionId);
     if (execution.state.accepted?.actor !== actor) return undefined;
     const stored = await this.storedResult(execution.state);
-    return toolResult(execution.state.accepted.toolName, execution.state, { attached: false, replayed: false }, stored);
+    const answer = toolResult(execution.state.accepted.toolName, execution.state, { attached: false, replayed: false }, stored);
+    const last = execution.events.at(-1);
+    return { state: execution.state, answer, lastUpdatedAt: (last?.metadata['recordedAt'] as string | undefined) ?? execution.state.accepted.acceptedAt };
+  }
+
+  /**
+   * A cancel of one of the agent's executions that nobody waits for (a task's `tasks/cancel`): before `Dispatched`
+   * and with no caller waiting it cancels; otherwise it is recorded as evidence and changes nothing. `undefined` for
+   * an id that is not an execution of this agent; else the state after it.
+   */
+  async cancel(executionId: string, actor: string, trigger: CancellationTrigger, correlation: ProtocolCorrelation): Promise<ExecutionState | undefined> {
+    if (!isExecutionId(executionId)) return undefined;
+    const { state } = await loadExecution(this.deps.store, executionId);
+    if (state.accepted?.actor !== actor) return undefined;
+    await this.deps.deliveries.visible(executionId);
+    const otherCallersWaiting = await this.deps.deliveries.waiting(executionId);
+    const outcome = await runExecutionCommand(
+      this.deps.store,
+      executionId,
+      () => ({ type: 'RequestCancellation', executionId, now: isoNow(this.deps.clock), trigger, correlation, otherCallersWaiting }),
+      { actor, correlation },
+      this.deps.clock,
+    );
+    return outcome.state;
   }
 }
