@@ -119,6 +119,18 @@ describe('MCP 2026-07-28 beside 2025-11-25 on one endpoint (official v1 and v2 c
     expect(new Set(steps).size).toBe(steps.length);
   });
 
+  it('given no session on 2026-07-28, then a run is what the call declares (header or _meta), and a call that declares none belongs to no run', async () => {
+    const headed = await connectModernClient(scenario.gateway.url, scenario.gateway.devToken, { headers: { 'Oncegate-Run': 'deploy-42' } });
+    await headed.callTool({ name: 'set_config', arguments: { name: 'run.header', value: 'v' } });
+    await headed.close();
+    const client = await connectModernClient(scenario.gateway.url, scenario.gateway.devToken);
+    await client.callTool({ name: 'set_config', arguments: { name: 'run.meta', value: 'v' }, _meta: { 'io.oncegate/run': 'deploy-43' } });
+    await client.callTool({ name: 'set_config', arguments: { name: 'run.none', value: 'v' } });
+    await client.close();
+    const runs = (await eventsOfType(scenario.folder.dataDir, 'ExecutionAccepted')).map((event) => event.data['runId'] ?? null);
+    expect(runs).toEqual(['agent:dev/deploy-42', 'agent:dev/deploy-43', null]);
+  });
+
   it('given a malformed 2026-07-28 tools/call, then it is refused as invalid params and nothing is accepted', async () => {
     const client = await connectModernClient(scenario.gateway.url, scenario.gateway.devToken);
     const refused = await client.callTool({ name: 'set_config', arguments: { name: 'UPPER', value: 'v' } }).catch((error: unknown) => error);
