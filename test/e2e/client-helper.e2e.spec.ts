@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { lostOnTheWay, OncegateClient } from '@oncegate/client';
 import { eventually, executionEvents, readJournal } from '../support/journal';
-// eslint-disable-next-line @nx/enforce-module-boundaries -- the kit's TCP fault proxy is a test tool; the cycle runs through other projects' specs, not code
-import { FaultProxy } from '@oncegate/dispatcher-kit/testing';
+import { droppableFetch } from '../support/mcp-clients';
 import { executionOf, gatewayScenario } from '../support/scenario';
 
 describe('@oncegate/client: a call lost to the network is re-issued with its caller key and resolves to the first execution', () => {
@@ -12,16 +11,13 @@ describe('@oncegate/client: a call lost to the network is re-issued with its cal
     ['auto', '2026-07-28'],
     ['legacy', '2025-11-25'],
   ] as const)('given revision %s, when the connection drops while the target holds the answer, then the call still resolves to the one execution, and there is one effect', async (revision, protocol) => {
-    // A real network between the agent and the gateway: cutting it resets the connections under the client.
-    const gateway = new URL(scenario.gateway.url);
-    const network = await FaultProxy.start(Number(gateway.port));
-    const url = new URL(gateway.pathname, `http://127.0.0.1:${network.port}`);
-    const client = await OncegateClient.connect({ url, token: scenario.gateway.devToken, revision, minRetryDelayMs: 50 });
+    const network = droppableFetch();
+    const client = await OncegateClient.connect({ url: scenario.gateway.url, token: scenario.gateway.devToken, fetch: network.fetch, revision, minRetryDelayMs: 50 });
     expect(client.protocolVersion).toBe(protocol);
     await scenario.target.control('hold', { match: 'PUT /config/helper.lost' });
     const call = client.callTool('set_config', { name: 'helper.lost', value: 'v' });
     await eventually(async () => ((await scenario.target.effects()).requestsTotal === 1 ? true : undefined));
-    network.cutAll();
+    network.dropAll();
     const executionId = (await readJournal(scenario.folder.dataDir)).find((event) => event.type === 'ExecutionAccepted')!.metadata['executionId'] as string;
     if (protocol === '2026-07-28') {
       // No stream to resume in this revision: the helper re-issues the call, which attaches while the target still holds it.
@@ -33,7 +29,6 @@ describe('@oncegate/client: a call lost to the network is re-issued with its cal
     await scenario.target.control('release', { match: 'PUT /config/helper.lost' });
     const answer = await call;
     await client.close();
-    await network.stop();
 
     expect(executionOf(answer).id).toBe(executionId);
     if (protocol === '2026-07-28') expect(executionOf(answer).attached).toBe(true);

@@ -33,7 +33,9 @@ export function droppableFetch(): DroppableFetch {
       return fetch(input, { ...init, signal });
     },
     dropAll() {
-      for (const controller of open) controller.abort(new Error('connection dropped'));
+      // What fetch itself throws when the socket goes mid-answer (undici: `terminated`, the socket error as cause).
+      const dropped = () => new TypeError('terminated', { cause: Object.assign(new Error('connection dropped'), { code: 'UND_ERR_SOCKET' }) });
+      for (const controller of open) controller.abort(dropped());
       open.clear();
     },
     disconnect() {
