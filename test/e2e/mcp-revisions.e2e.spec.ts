@@ -1,10 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { oncegate } from '../support/gateway-process';
+import { prefixesOf } from '../support/canaries';
+import { CREDENTIAL_CANARY, oncegate } from '../support/gateway-process';
 import { eventually, executionEvents, readJournal } from '../support/journal';
 import { connectClient, connectModernClient, droppableFetch } from '../support/mcp-clients';
 import { executionOf, gatewayScenario, textOf } from '../support/scenario';
 
 const PAYOUT = { payment_reference: 'payout-2026-0007', amount_cents: 4200 };
+/** A secret argument (`send_payment`'s card_token) that no progress notification may hold, nor any prefix of it. */
+const CARD_CANARY = 'card-canary-5be81a09c3';
 
 /** The journal's events of one type, with their data. */
 async function eventsOfType(dataDir: string, type: string): Promise<Array<{ data: Record<string, unknown>; metadata: Record<string, unknown> }>> {
@@ -117,6 +120,26 @@ describe('MCP 2026-07-28 beside 2025-11-25 on one endpoint (official v1 and v2 c
     const steps = progress.map((update) => update.message ?? '');
     expect(steps.findIndex((message) => /awaiting approval/.test(message))).toBeLessThan(steps.findIndex((message) => /dispatched/.test(message)));
     expect(new Set(steps).size).toBe(steps.length);
+    // The payout was sent with the canary credential: no progress message holds it, nor any prefix of it.
+    for (const prefix of prefixesOf(CREDENTIAL_CANARY)) expect(JSON.stringify(progress).includes(prefix), prefix).toBe(false);
+  });
+
+  it.each(['2026-07-28', '2025-11-25'] as const)('given a call with a secret argument held at the target on %s, then its progress says it was dispatched and holds no part of the secret', async (revision) => {
+    const progress: Array<{ progress: number; message?: string }> = [];
+    const onprogress = (update: { progress: number; message?: string }) => void progress.push(update);
+    await scenario.target.control('hold', { match: 'POST /payments' });
+    const args = { payment_reference: `pay-progress-${revision}`, amount_cents: 700, card_token: CARD_CANARY };
+    const modern = revision === '2026-07-28' ? await connectModernClient(scenario.gateway.url, scenario.gateway.devToken) : undefined;
+    const legacy = modern === undefined ? (await connectClient(scenario.gateway.url, scenario.gateway.devToken)).client : undefined;
+    const call =
+      modern !== undefined
+        ? modern.callTool({ name: 'send_payment', arguments: args }, { onprogress, timeout: 30_000 })
+        : legacy!.callTool({ name: 'send_payment', arguments: args }, undefined, { onprogress, timeout: 30_000 });
+    await eventually(async () => (progress.some((update) => /dispatched/.test(update.message ?? '')) ? true : undefined));
+    await scenario.target.control('release', { match: 'POST /payments' });
+    await call;
+    await (modern ?? legacy)!.close();
+    for (const prefix of prefixesOf(CARD_CANARY)) expect(JSON.stringify(progress).includes(prefix), prefix).toBe(false);
   });
 
   it('given no session on 2026-07-28, then a run is what the call declares (header or _meta), and a call that declares none belongs to no run', async () => {

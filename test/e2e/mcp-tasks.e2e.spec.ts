@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createTaskSessionFromClient, resultFromTaskOutcome, type TaskEnabledSession } from '@modelcontextprotocol/ext-tasks/client';
-import { oncegate } from '../support/gateway-process';
+import { oncegate, startGatewayProcess } from '../support/gateway-process';
 import { eventually, executionEvents, readJournal } from '../support/journal';
 import { connectModernClient, rawModernDispatch, type ModernClient } from '../support/mcp-clients';
 import { executionOf, gatewayScenario } from '../support/scenario';
@@ -77,6 +77,29 @@ describe('the tasks extension (io.modelcontextprotocol/tasks) with its official 
     const events = await executionEvents(scenario.folder.dataDir, taskId);
     expect(events).toContain('CancellationRequested');
     expect(events).not.toContain('ExecutionCancelled');
+    expect((await scenario.target.effects()).requestsTotal).toBe(1);
+  });
+
+  it('given a task awaiting approval, when the gateway is killed with -9 and started again, then tasks/get still knows it, and it completes once approved', async () => {
+    const raw = rawModernDispatch(scenario.gateway.url, scenario.gateway.devToken);
+    const created = await raw({ method: 'tools/call', params: { name: 'send_payout', arguments: PAYOUT, _meta: envelope() } });
+    expect(created).toMatchObject({ kind: 'result', result: { resultType: 'task', status: 'working' } });
+    const taskId = (created as { result: { taskId: string } }).result.taskId;
+    await eventually(async () => ((await executionEvents(scenario.folder.dataDir, taskId)).includes('ApprovalRequested') ? true : undefined));
+
+    await scenario.gateway.kill();
+    scenario.gateway = await startGatewayProcess(scenario.folder);
+    const again = rawModernDispatch(scenario.gateway.url, scenario.gateway.devToken);
+    const get = () => again({ method: 'tasks/get', params: { taskId, _meta: envelope() } });
+    expect(await get()).toMatchObject({ kind: 'result', result: { taskId, status: 'working', statusMessage: expect.stringMatching(/awaiting approval/) } });
+    const approved = await oncegate(scenario.folder, ['approvals', 'approve', taskId, '--reason', 'after the restart']);
+    expect(approved.code, approved.stderr).toBe(0);
+    const done = await eventually(async () => {
+      const task = (await get()) as { result: { status: string; result?: unknown } };
+      return task.result.status === 'completed' ? task.result : undefined;
+    });
+    expect(executionOf(done.result)).toMatchObject({ id: taskId });
+    expect(['completed', 'completed_result_not_delivered', 'delivered']).toContain(executionOf(done.result).state);
     expect((await scenario.target.effects()).requestsTotal).toBe(1);
   });
 

@@ -2,6 +2,7 @@ import { appendFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ClientCredentialsProvider } from '@modelcontextprotocol/client';
 import { OncegateClient } from '@oncegate/client';
+import { decodeJwt, decodeProtectedHeader, generateKeyPair, SignJWT } from 'jose';
 import { startDemoTargetProcess, type DemoTargetProcess } from '../support/demo-target-process';
 import { gatewayFolder, oncegate, startGatewayProcess, type GatewayFolder, type GatewayProcess } from '../support/gateway-process';
 import { startIdentityProvider, type IdentityProvider, type TestClient } from '../support/identity-provider';
@@ -63,6 +64,20 @@ describe('OAuth 2.1: the gateway as a resource server for a real OpenID Provider
   it.each([
     ['for another resource (aud)', async () => idp.token(BUILD_BOT, 'https://other.example.com/mcp'), /another resource/],
     ['signed by someone else', async () => forged(await idp.token(BUILD_BOT, folder.url)), /signature/],
+    ['signed with a key the issuer does not publish', async () => forged(await idp.token(BUILD_BOT, folder.url), 'key-nobody-published'), /signature/],
+    [
+      'from another issuer',
+      async () => {
+        const other = await startIdentityProvider([BUILD_BOT]);
+        try {
+          return await other.token(BUILD_BOT, folder.url);
+        } finally {
+          await other.stop();
+        }
+      },
+      /another issuer|signature/,
+    ],
+    ['unsigned (alg: none)', async () => unsigned(await idp.token(BUILD_BOT, folder.url)), /unknown or revoked token/],
     ['without the required scope', async () => idp.token(BUILD_BOT, folder.url, 'audit'), /scope/i],
     [
       'that has expired',
@@ -109,10 +124,15 @@ describe('OAuth 2.1: the gateway as a resource server for a real OpenID Provider
   });
 });
 
-/** The same claims under another key's signature: what an attacker without the issuer's key can make. */
-async function forged(token: string): Promise<string> {
-  const { SignJWT, generateKeyPair, decodeJwt, decodeProtectedHeader } = await import('jose');
+/** The same claims under another key's signature (named `kid`, by default the issuer's): what an attacker without the issuer's key can make. */
+async function forged(token: string, kid?: string): Promise<string> {
   const { privateKey } = await generateKeyPair('RS256');
   const header = decodeProtectedHeader(token);
-  return new SignJWT(decodeJwt(token)).setProtectedHeader({ alg: 'RS256', kid: header.kid!, typ: header.typ! }).sign(privateKey);
+  return new SignJWT(decodeJwt(token)).setProtectedHeader({ alg: 'RS256', kid: kid ?? header.kid!, typ: header.typ! }).sign(privateKey);
+}
+
+/** The same claims with `alg: none` and no signature. */
+function unsigned(token: string): string {
+  const encode = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
+  return `${encode({ alg: 'none', typ: 'at+jwt' })}.${encode(decodeJwt(token))}.`;
 }

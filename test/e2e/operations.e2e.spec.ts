@@ -12,13 +12,10 @@ import { startCollector, type CollectorHandle, type ReceivedSpan } from '../supp
 import { parseExposition, type ParsedSample } from '../support/prometheus';
 import { readJournal } from '../support/journal';
 import { executionOf } from '../support/scenario';
+import { prefixesOf } from '../support/canaries';
 
 /** A secret argument (`send_payment`'s card_token): never in a metric, a label or a readiness answer, nor any prefix of it. */
 const CARD_CANARY = 'card-canary-0d9e2b71f4';
-
-function prefixesOf(secret: string): string[] {
-  return Array.from({ length: secret.length - 5 }, (_, i) => secret.slice(0, i + 6));
-}
 
 const get = async (base: string, path: string) => {
   const response = await fetch(new URL(path, base));

@@ -13,6 +13,7 @@ import { eventually, readJournal } from '../support/journal';
 import { startKafka, type KafkaHandle } from '../support/kafka';
 import { connectClient } from '../support/mcp-clients';
 import { executionOf } from '../support/scenario';
+import { prefixesOf } from '../support/canaries';
 
 /** A secret argument (`send_payment`'s card_token) that must not reach the bus, nor any prefix of it. */
 const CARD_CANARY = 'card-canary-5be07d19c4';
@@ -57,10 +58,6 @@ function readCloudEvent(message: KafkaMessage): ReceivedCloudEvent {
 }
 
 /** Every prefix of a secret long enough to say something of it (6 characters and more). */
-function prefixesOf(secret: string): string[] {
-  return Array.from({ length: secret.length - 5 }, (_, i) => secret.slice(0, i + 6));
-}
-
 /** Reads every message of `topics` from the beginning until `done` says it has all it needs. */
 async function consumeAll(kafka: Kafka, topics: readonly string[], done: (received: ReadonlyArray<{ topic: string; partition: number; message: KafkaMessage }>) => boolean, timeoutMs: number) {
   const consumer: Consumer = kafka.consumer({ groupId: `check-${randomUUID()}` });

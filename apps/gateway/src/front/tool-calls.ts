@@ -374,25 +374,7 @@ export class ToolCalls {
     // recovery). The decider settles the race with the dispatcher.
     const onCancel = () => {
       release();
-      void (async () => {
-        // Other callers may wait in this process or, when the services run apart, in another front.
-        await this.deps.deliveries.visible(executionId);
-        const otherCallersWaiting = await this.deps.deliveries.waiting(executionId);
-        await runExecutionCommand(
-          this.deps.store,
-          executionId,
-          () => ({
-            type: 'RequestCancellation',
-            executionId,
-            now: isoNow(this.deps.clock),
-            trigger: context.cancelTrigger ?? 'client_notification',
-            correlation: context.correlation,
-            otherCallersWaiting,
-          }),
-          { actor: context.actor, correlation: context.correlation },
-          this.deps.clock,
-        );
-      })().catch(() => undefined);
+      this.requestCancellation(executionId, context.actor, context.cancelTrigger ?? 'client_notification', context.correlation).catch(() => undefined);
     };
     context.signal.addEventListener('abort', onCancel, { once: true });
     try {
@@ -487,12 +469,31 @@ export class ToolCalls {
     if (!isExecutionId(executionId)) return undefined;
     const { state } = await loadExecution(this.deps.store, executionId);
     if (state.accepted?.actor !== actor) return undefined;
+    return this.requestCancellation(executionId, actor, trigger, correlation);
+  }
+
+  /**
+   * Appends a cancel: the decider cancels only before `Dispatched` and when no other caller waits. Callers wait in
+   * this process or, when the services run apart, in another front (`deliveries.waiting`); one that attaches while
+   * this is decided shows in the stream as a `RetryAttached` after the one counted here, and counts as waiting too,
+   * so a re-issued call is never answered with a cancel it did not ask for.
+   */
+  private async requestCancellation(executionId: ExecutionId, actor: string, trigger: CancellationTrigger, correlation: ProtocolCorrelation): Promise<ExecutionState> {
+    // Read before the waiting callers are counted: a retry attached after this read was registered before it appended.
+    const attachedBefore = (await loadExecution(this.deps.store, executionId)).state.retriesAttached;
     await this.deps.deliveries.visible(executionId);
-    const otherCallersWaiting = await this.deps.deliveries.waiting(executionId);
+    const waiting = await this.deps.deliveries.waiting(executionId);
     const outcome = await runExecutionCommand(
       this.deps.store,
       executionId,
-      () => ({ type: 'RequestCancellation', executionId, now: isoNow(this.deps.clock), trigger, correlation, otherCallersWaiting }),
+      (state) => ({
+        type: 'RequestCancellation',
+        executionId,
+        now: isoNow(this.deps.clock),
+        trigger,
+        correlation,
+        otherCallersWaiting: waiting || state.retriesAttached > attachedBefore,
+      }),
       { actor, correlation },
       this.deps.clock,
     );
