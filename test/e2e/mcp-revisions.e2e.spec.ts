@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { prefixesOf } from '../support/canaries';
 import { CREDENTIAL_CANARY, oncegate } from '../support/gateway-process';
 import { eventually, executionEvents, readJournal } from '../support/journal';
-import { connectClient, connectModernClient, droppableFetch } from '../support/mcp-clients';
+import { connectClient, connectModernClient, connectModernStdioClient, droppableFetch } from '../support/mcp-clients';
 import { executionOf, gatewayScenario, textOf } from '../support/scenario';
 
 const PAYOUT = { payment_reference: 'payout-2026-0007', amount_cents: 4200 };
@@ -41,6 +41,15 @@ describe('MCP 2026-07-28 beside 2025-11-25 on one endpoint (official v1 and v2 c
     await legacy.close();
     expect(await eventsOfType(scenario.folder.dataDir, 'SessionStarted')).toHaveLength(1);
     expect((await scenario.target.effects()).requestsTotal).toBe(2);
+  });
+
+  it('given a v2 client over stdio, then it negotiates 2025-11-25 (the stdio command keeps its session-per-process revision) and its calls run as over HTTP', async () => {
+    const client = await connectModernStdioClient(scenario.folder, scenario.gateway.devToken);
+    expect(client.getNegotiatedProtocolVersion()).toBe('2025-11-25');
+    const answer = await client.callTool({ name: 'set_config', arguments: { name: 'stdio.v2', value: 'v' } });
+    await client.close();
+    expect(['completed', 'delivered', 'completed_result_not_delivered']).toContain(executionOf(answer).state);
+    expect((await scenario.target.effects()).requestsTotal).toBe(1);
   });
 
   it('given the answer lost with its stream after Dispatched, when the v2 client re-issues the call under a new request id, then it attaches to the execution and there is one effect', async () => {

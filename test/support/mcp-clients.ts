@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernStreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { StdioClientTransport as ModernStdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -88,17 +89,28 @@ export async function readSse(response: Response, until: (events: readonly SseEv
   return events;
 }
 
-/** The official MCP client over stdio: it runs `oncegate stdio` on the folder's configuration with `token`. */
-export async function connectStdioClient(folder: { readonly dir: string; readonly configFile: string }, token: string): Promise<Client> {
-  const transport = new StdioClientTransport({
+/** How a client runs `oncegate stdio` on the folder's configuration with `token`. */
+function stdioCommand(folder: { readonly dir: string; readonly configFile: string }, token: string) {
+  return {
     command: process.execPath,
     args: [fileURLToPath(new URL('../../bin/oncegate.mjs', import.meta.url)), 'stdio', '--config', folder.configFile],
     cwd: folder.dir,
     env: { ...(process.env as Record<string, string>), ONCEGATE_TOKEN: token },
-    stderr: 'pipe',
-  });
+    stderr: 'pipe' as const,
+  };
+}
+
+/** The official MCP client over stdio: it runs `oncegate stdio` on the folder's configuration with `token`. */
+export async function connectStdioClient(folder: { readonly dir: string; readonly configFile: string }, token: string): Promise<Client> {
   const client = new Client({ name: 'oncegate-e2e-stdio', version: '1.0.0' });
-  await client.connect(transport);
+  await client.connect(new StdioClientTransport(stdioCommand(folder, token)));
+  return client;
+}
+
+/** The official v2 client over stdio with version negotiation on (`auto`). */
+export async function connectModernStdioClient(folder: { readonly dir: string; readonly configFile: string }, token: string): Promise<ModernClient> {
+  const client = new ModernClient({ name: 'oncegate-e2e-stdio-v2', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
+  await client.connect(new ModernStdioClientTransport(stdioCommand(folder, token)));
   return client;
 }
 
