@@ -5,6 +5,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernStreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { percentile } from './table';
 
 /**
@@ -176,7 +177,19 @@ export async function mcpClients(url: string, count: number, token?: string): Pr
   );
 }
 
-export function mcpCall(clients: Client[], completed: (text: string) => boolean): Call {
+/** Official v2 clients (`@modelcontextprotocol/client`) that negotiate, so they speak 2026-07-28 to the gateway: no session. */
+export async function modernMcpClients(url: string, count: number, token: string): Promise<ModernClient[]> {
+  return Promise.all(
+    Array.from({ length: count }, async (_, i) => {
+      const client = new ModernClient({ name: `bench-v2-${i}`, version: '0.1.0' }, { versionNegotiation: { mode: 'auto' } });
+      await client.connect(new ModernStreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+      if (client.getNegotiatedProtocolVersion() !== '2026-07-28') throw new Error(`the v2 client negotiated ${client.getNegotiatedProtocolVersion()}`);
+      return client;
+    }),
+  );
+}
+
+export function mcpCall(clients: ReadonlyArray<Pick<Client, 'callTool'> | Pick<ModernClient, 'callTool'>>, completed: (text: string) => boolean): Call {
   return async (worker, value) => {
     const result = await clients[worker]!.callTool({ name: 'set_config', arguments: { name: CONFIG_NAME, value } });
     const first = (result.content as Array<{ type: string; text?: string }>)[0];

@@ -10,6 +10,7 @@ import {
   fdatasyncFloor,
   gatewayYaml,
   mcpCall,
+  modernMcpClients,
   mcpClients,
   mib,
   phase,
@@ -70,6 +71,8 @@ export async function run(argv: string[]): Promise<void> {
        * Collector (tools/otelcol), side by side with the plain one: what metrics and traces cost.
        */
       observed: { type: 'boolean', default: false },
+      /** Also the same gateway driven by official v2 clients on MCP 2026-07-28 (no sessions), beside the v1 clients. */
+      modern: { type: 'boolean', default: false },
     },
   });
   const calls1 = Number(values.calls);
@@ -159,6 +162,14 @@ export async function run(argv: string[]): Promise<void> {
       rows.push({ system: 'oncegate gateway', c, phase: await phase(viaGateway, c, n, warmup, gateway) });
     }
     await Promise.all(gatewayClients.map((client) => client.close()));
+    if (values.modern) {
+      const modernClients = await modernMcpClients(started.url, 32, started.token);
+      const viaModern = mcpCall(modernClients, (text) => text.startsWith('set_config completed'));
+      for (const [c, n] of [[1, calls1], [32, calls32]] as const) {
+        rows.push({ system: 'oncegate gateway, MCP 2026-07-28 (v2 client)', c, phase: await phase(viaModern, c, n, warmup, gateway) });
+      }
+      await Promise.all(modernClients.map((client) => client.close()));
+    }
     await gateway.stop();
 
     if (values.observed) {
