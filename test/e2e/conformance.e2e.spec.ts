@@ -12,6 +12,28 @@ import { readJournal } from '../support/journal';
 
 /** The official MCP conformance suite, run by this process's Node (24, as the suite needs). */
 const SUITE = join(dirname(createRequire(import.meta.url).resolve('@modelcontextprotocol/conformance/package.json')), 'dist/index.js');
+/**
+ * Its next release line (0.2.0-alpha.12, pinned), the first with the 2026-07-28 requirements
+ * (`--requirements 2026-07-28`); the stable line knows 2025-11-25 only.
+ */
+const SUITE_2026 = join(dirname(createRequire(import.meta.url).resolve('@modelcontextprotocol/conformance-2026/package.json')), 'dist/index.js');
+
+/**
+ * The 2026-07-28 requirement scenarios that apply to a gateway: each must pass. `server-stateless` also checks
+ * behaviour through diagnostic tools a gateway does not have (the suite says "Not testable" for those); every other
+ * check of it must pass. The rest of the requirements need prompts, resources, sampling, elicitation or logging,
+ * which the gateway does not serve (as in test/conformance/expected-failures.yaml), or the suite's own tools.
+ */
+const APPLICABLE_2026 = [
+  'server-stateless',
+  'tools-list',
+  'tools-call-simple-text',
+  'tools-call-error',
+  'json-schema-2020-12',
+  'server-sse-multiple-streams',
+  'dns-rebinding-protection',
+  'http-header-validation',
+];
 const EXPECTED_FAILURES = fileURLToPath(new URL('../conformance/expected-failures.yaml', import.meta.url));
 const TOOLS = fileURLToPath(new URL('../conformance/conformance-tools.yaml', import.meta.url));
 
@@ -38,8 +60,8 @@ interface Check {
 }
 
 /** Runs every server scenario of the suite against `url`; results go to `outDir`, one folder per scenario. */
-function runSuite(url: string, outDir: string): Promise<{ code: number | null; output: string }> {
-  const child = spawn(process.execPath, [SUITE, 'server', '--url', url, '--suite', 'all', '--expected-failures', EXPECTED_FAILURES, '-o', outDir], {
+function runSuite(url: string, outDir: string, args = [SUITE, 'server', '--url', url, '--suite', 'all', '--expected-failures', EXPECTED_FAILURES, '-o', outDir]): Promise<{ code: number | null; output: string }> {
+  const child = spawn(process.execPath, args, {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -131,6 +153,49 @@ describe('the official MCP conformance suite against a gateway process', () => {
       'GET /builds/7',
       'GET /no-such-endpoint',
     ]);
+  }, 90_000);
+});
+
+describe('the 2026-07-28 requirements of the conformance suite against a gateway process', () => {
+  let target: DemoTargetProcess;
+  let folder: GatewayFolder;
+  let gateway: GatewayProcess;
+  let outDir: string;
+
+  beforeEach(async () => {
+    target = await startDemoTargetProcess();
+    outDir = mkdtempSync(join(tmpdir(), 'oncegate-conformance-2026-'));
+    const tools = join(outDir, 'tools.yaml');
+    writeFileSync(tools, readFileSync(TOOLS, 'utf8').replaceAll('TARGET', target.url));
+    folder = await gatewayFolder(target.url, { contracts: tools, testing: '{ unauthenticated_agent: conformance }' });
+    gateway = await startGatewayProcess(folder);
+  });
+
+  afterEach(async () => {
+    await gateway?.stop();
+    await target?.stop();
+    folder?.dispose();
+    if (outDir !== undefined) rmSync(outDir, { recursive: true, force: true });
+  });
+
+  it('given the suite speaking 2026-07-28 (no session), then every applicable requirement passes, as on 2025-11-25', async () => {
+    const results = join(outDir, 'results');
+    const run = await runSuite(gateway.url, results, [SUITE_2026, 'server', '--url', gateway.url, '--requirements', '2026-07-28', '-o', results]);
+    const checks = checksByScenario(results);
+    const missing = APPLICABLE_2026.filter((scenario) => !checks.has(scenario));
+    expect(missing, run.output.slice(-2000)).toEqual([]);
+    const notTestable = (check: Check) => /^Not testable: server does not list the diagnostic tool/.test(check.errorMessage ?? '');
+    const unexpected = APPLICABLE_2026.flatMap((scenario) =>
+      problems(checks.get(scenario)!)
+        .filter((check) => !(scenario === 'server-stateless' && notTestable(check)))
+        .map((check) => `${scenario}: ${check.status} ${check.id}: ${check.errorMessage ?? ''}`),
+    );
+    expect(unexpected).toEqual([]);
+    for (const scenario of APPLICABLE_2026) expect(checks.get(scenario)!.some((check) => check.status === 'SUCCESS'), scenario).toBe(true);
+    // The stateless scenario's own checks ran: far more passed than its diagnostic-tool checks it could not make.
+    expect(checks.get('server-stateless')!.filter((check) => check.status === 'SUCCESS').length).toBeGreaterThan(20);
+    // Served without a session: nothing was recorded as one.
+    expect((await readJournal(folder.dataDir)).filter((event) => event.type === 'SessionStarted')).toEqual([]);
   }, 90_000);
 });
 

@@ -118,7 +118,7 @@ describe('the tasks extension (io.modelcontextprotocol/tasks) with its official 
     const plain = await client.callTool({ name: 'set_config', arguments: { name: 'task.plain', value: 'v' } });
     expect(['completed', 'delivered']).toContain(executionOf(plain).state);
     const unknown = await raw({ jsonrpc: '2.0', id: 96, method: 'tasks/get', params: { taskId: 'ex_01J3Z6Y8QK4W5X2V7N9M0P1R2S', _meta: envelope() } });
-    expect(unknown).toMatchObject({ kind: 'error', error: { code: -32011 } });
+    expect(unknown).toMatchObject({ kind: 'error', error: { code: -32602 } });
     await session.close();
     await client.close();
   });

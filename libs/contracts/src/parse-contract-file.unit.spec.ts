@@ -3,6 +3,7 @@ import type { ContractIssue } from './contract-issue';
 import { ContractValidationError } from './contract-issue';
 import { checkContractFile, parseContractFile } from './parse-contract-file';
 import type { ToolContract } from './tool-contract';
+import { validateArguments } from './validate-arguments';
 
 const FILE = 'tools.yaml';
 const HOST_KEY = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIDmq5d7VRGYcvplYbjkeXduaiv7IAyM892jopQZzPKOo';
@@ -237,6 +238,37 @@ describe('a valid contract file', () => {
       { responseBytes: 1_048_576, connectTimeoutMs: 1_000, responseTimeoutMs: 3_000 },
       { responseBytes: 1_048_576, connectTimeoutMs: 1_000, responseTimeoutMs: 9_000 },
     ]);
+  });
+
+  it('given an input schema with an $anchor in $defs referenced by $ref, composition and conditional keywords, when parsed, then it is taken and validates', () => {
+    const tool = toolOf(
+      file(
+        httpTool({
+          input_schema: [
+            'input_schema:',
+            '  type: object',
+            '  $defs:',
+            '    address: { $anchor: addressDef, type: object, properties: { street: { type: string } }, required: [street] }',
+            '  properties:',
+            '    name: { type: string }',
+            '    value: { type: string }',
+            '    home: { $ref: "#/$defs/address" }',
+            '    work: { $ref: "#addressDef" }',
+            '    contactMethod: { type: string, enum: [phone, email] }',
+            '    phone: { type: string }',
+            '    email: { type: string }',
+            '  required: [name, value]',
+            '  allOf: [{ anyOf: [{ required: [phone] }, { required: [email] }] }]',
+            '  if: { properties: { contactMethod: { const: phone } }, required: [contactMethod] }',
+            '  then: { required: [phone] }',
+            '  else: { required: [email] }',
+          ].join('\n'),
+        }),
+      ),
+    );
+    expect(validateArguments(tool, { name: 'a', value: 'b', email: 'x@example.com', home: { street: 'Main' }, work: { street: 'Side' } })).toEqual([]);
+    expect(validateArguments(tool, { name: 'a', value: 'b', email: 'x@example.com', work: {} }).map((violation) => violation.pointer)).toContain('/work/street');
+    expect(validateArguments(tool, { name: 'a', value: 'b', contactMethod: 'phone', email: 'x@example.com' }).length).toBeGreaterThan(0);
   });
 
   it('given a parsed contract, when someone tries to change it, then it is frozen', () => {

@@ -32,6 +32,9 @@ export function createSchemaAjv(): Ajv2020 {
     logger: false,
   });
   for (const [name, pattern] of Object.entries(FORMATS)) ajv.addFormat(name, pattern);
+  // `$anchor` is a core keyword of 2020-12, and ajv resolves anchors itself, but its strict mode calls it unknown
+  // in a subschema it compiles for a `$ref` (ajv 8.20): declared, it is accepted there too, and still resolves.
+  ajv.addKeyword({ keyword: '$anchor', schemaType: 'string' });
   return ajv;
 }
 

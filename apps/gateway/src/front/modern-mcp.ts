@@ -1,9 +1,8 @@
 import { createMcpHandler, Server, type AuthInfo, type CallToolResult as ModernCallToolResult, type McpHttpHandler, type Tool as ModernTool } from '@modelcontextprotocol/server';
-import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { ToolContract } from '@oncegate/contracts';
 import { z } from 'zod';
 import { clientSupportsTasks, stillMoving, taskOf, TASKS_EXTENSION } from './execution-tasks';
-import { ONCEGATE_ERROR_CODES } from './mcp-errors';
 import { answerToolCall, GATEWAY_NAME, GATEWAY_VERSION, INSTRUCTIONS, toolsListing, type ConnectionFacts } from './mcp-server';
 import type { ToolCalls } from './tool-calls';
 
@@ -77,7 +76,8 @@ export function modernMcpHandler(
       const taskRequest = { params: z.looseObject({ taskId: z.string() }), result: z.looseObject({}) };
       const ownTask = async (taskId: string) => {
         const execution = await toolCalls.execution(taskId, actor);
-        if (execution === undefined) throw new McpError(ONCEGATE_ERROR_CODES.notFound, `No task ${taskId} of yours is known to this gateway`);
+        // The extension reserves invalid params for a task id the server does not know.
+        if (execution === undefined) throw new McpError(ErrorCode.InvalidParams, `No task ${taskId} of yours is known to this gateway`);
         return execution;
       };
       server.setRequestHandler('tasks/get', taskRequest, async ({ taskId }) => ({ resultType: 'complete', ...taskOf(await ownTask(taskId)) }));
