@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { lostOnTheWay, OncegateClient } from '@oncegate/client';
+import { oncegate } from '../support/gateway-process';
 import { eventually, executionEvents, readJournal } from '../support/journal';
 import { droppableFetch } from '../support/mcp-clients';
 import { executionOf, gatewayScenario } from '../support/scenario';
@@ -38,6 +39,28 @@ describe('@oncegate/client: a call lost to the network is re-issued with its cal
     const keyed = (await readJournal(scenario.folder.dataDir)).filter((event) => event.type === 'ExecutionAccepted');
     expect(keyed).toHaveLength(1);
     expect(keyed[0]!.data).toMatchObject({ intentScope: { kind: 'key', source: 'caller' } });
+  });
+
+  it('given two calls in flight on one client, when one is lost and made again, then the other is left alone: its execution is not cancelled', async () => {
+    const network = droppableFetch();
+    const client = await OncegateClient.connect({ url: scenario.gateway.url, token: scenario.gateway.devToken, fetch: network.fetch, minRetryDelayMs: 50 });
+    expect(client.protocolVersion).toBe('2026-07-28');
+    const payout = client.callTool('send_payout', { payment_reference: 'payout-helper-0001', amount_cents: 300 });
+    const payoutId = await eventually(async () => (await readJournal(scenario.folder.dataDir)).find((event) => event.type === 'ApprovalRequested')?.metadata['executionId'] as string | undefined);
+    await scenario.target.control('hold', { match: 'PUT /config/helper.other' });
+    const other = client.callTool('set_config', { name: 'helper.other', value: 'v' });
+    await eventually(async () => ((await scenario.target.effects()).requestsTotal === 1 ? true : undefined));
+    network.dropMatching('helper.other');
+    await scenario.target.control('release', { match: 'PUT /config/helper.other' });
+    expect(['completed', 'delivered', 'completed_result_not_delivered']).toContain(executionOf(await other).state);
+
+    const approved = await oncegate(scenario.folder, ['approvals', 'approve', payoutId, '--reason', 'still wanted']);
+    expect(approved.code, approved.stderr).toBe(0);
+    const paid = executionOf(await payout);
+    await client.close();
+    expect(paid).toMatchObject({ id: payoutId });
+    expect(await executionEvents(scenario.folder.dataDir, payoutId)).not.toContain('ExecutionCancelled');
+    expect((await scenario.target.effects()).requests.map((request) => `${request.method} ${request.path}`).sort()).toEqual(['POST /payments', 'PUT /config/helper.other']);
   });
 
   it('given the gateway answers with an error (invalid arguments), then the call is not made again', async () => {

@@ -101,6 +101,21 @@ describe('OAuth 2.1: the gateway as a resource server for a real OpenID Provider
     expect((await readJournal(folder.dataDir)).filter((event) => event.type === 'ExecutionAccepted')).toEqual([]);
   });
 
+  it('given the identity provider out of reach before its keys were read, then a token is answered 503, told in general terms, and nothing is accepted', async () => {
+    const token = await idp.token(BUILD_BOT, folder.url);
+    await idp.stop();
+    const refused = await fetch(folder.url, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' });
+    expect(refused.status).toBe(503);
+    const body = await refused.text();
+    expect(body).toMatch(/identity provider's keys could not be read/);
+    expect(body).not.toContain(idp.issuer);
+    const approvals = await fetch(`http://127.0.0.1:${folder.port}/approvals`, { headers: { authorization: `Bearer ${token}` } });
+    expect(approvals.status).toBe(503);
+    // The details are the operator's: in the log.
+    await eventually(async () => (gateway.output().includes(idp.issuer) ? true : undefined));
+    expect((await readJournal(folder.dataDir)).filter((event) => event.type === 'ExecutionAccepted')).toEqual([]);
+  });
+
   it('given an approver claim in the token, then the approvals API takes it as approver:<name>; a token without it is forbidden', async () => {
     const client = await connectModernClient(folder.url, await idp.token(BUILD_BOT, folder.url));
     const waiting = client.callTool({ name: 'send_payout', arguments: { payment_reference: 'payout-oauth-0001', amount_cents: 500 } }, { timeout: 30_000 });

@@ -13,14 +13,19 @@ export interface DroppableFetch {
   readonly requests: Array<{ method: string; lastEventId: string | null; at: number }>;
   /** Cuts every connection opened so far, as a network drop would: no MCP cancel is sent. */
   dropAll(): void;
+  /** Cuts only the open connections whose request body holds `text` (one call's POST), the others going on. */
+  dropMatching(text: string): void;
   /** Holds every request made from now on until `reconnect` (a network that is down and comes back). */
   disconnect(): void;
   /** Sends the held requests, and those made from now on. */
   reconnect(): void;
 }
 
+/** What fetch itself throws when the socket goes mid-answer (undici: `terminated`, the socket error as cause). */
+const dropped = () => new TypeError('terminated', { cause: Object.assign(new Error('connection dropped'), { code: 'UND_ERR_SOCKET' }) });
+
 export function droppableFetch(): DroppableFetch {
-  const open = new Set<AbortController>();
+  const open = new Map<AbortController, string>();
   const requests: Array<{ method: string; lastEventId: string | null; at: number }> = [];
   let network: { readonly back: Promise<void>; readonly resolve: () => void } | undefined;
   return {
@@ -29,15 +34,20 @@ export function droppableFetch(): DroppableFetch {
       requests.push({ method: init?.method ?? 'GET', lastEventId: new Headers(init?.headers).get('last-event-id'), at: Date.now() });
       await network?.back;
       const controller = new AbortController();
-      open.add(controller);
+      open.set(controller, typeof init?.body === 'string' ? init.body : '');
       const signal = init?.signal ? AbortSignal.any([init.signal, controller.signal]) : controller.signal;
       return fetch(input, { ...init, signal });
     },
     dropAll() {
-      // What fetch itself throws when the socket goes mid-answer (undici: `terminated`, the socket error as cause).
-      const dropped = () => new TypeError('terminated', { cause: Object.assign(new Error('connection dropped'), { code: 'UND_ERR_SOCKET' }) });
-      for (const controller of open) controller.abort(dropped());
+      for (const controller of open.keys()) controller.abort(dropped());
       open.clear();
+    },
+    dropMatching(text) {
+      for (const [controller, body] of open) {
+        if (!body.includes(text)) continue;
+        controller.abort(dropped());
+        open.delete(controller);
+      }
     },
     disconnect() {
       let resolve!: () => void;

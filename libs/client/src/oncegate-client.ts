@@ -41,7 +41,11 @@ export interface CallOptions {
   readonly run?: string;
   readonly signal?: AbortSignal;
   readonly onprogress?: (progress: { progress: number; total?: number; message?: string }) => void;
-  /** How long one attempt waits for its answer before it counts as lost (default: the SDK's 60 s). */
+  /**
+   * How long one attempt waits for its answer before it counts as lost (default: the SDK's 60 s). Keep it above the
+   * gateway's `call_wait` (default 20 s): on 2026-07-28 an attempt given up closes its stream, which cancels an
+   * execution not yet dispatched (a call waiting for approval), and the next try then starts a new one.
+   */
   readonly timeoutMs?: number;
 }
 
@@ -64,6 +68,12 @@ export function lostOnTheWay(error: unknown): boolean {
   return error instanceof TypeError || name === 'AbortError' || name === 'TimeoutError' || typeof code === 'string';
 }
 
+/** The connection itself is unusable: the SDK closed it, or the gateway no longer knows its session (404). */
+function connectionGone(error: unknown): boolean {
+  if (error instanceof SdkHttpError) return error.status === 404;
+  return error instanceof SdkError && (error.code === SdkErrorCode.ConnectionClosed || error.code === SdkErrorCode.NotConnected);
+}
+
 /**
  * The official MCP client with Oncegate's retry discipline: every call carries a caller key
  * (`_meta["io.oncegate/idempotency-key"]`), and a call lost to the network is made again with the same key,
@@ -73,6 +83,9 @@ export function lostOnTheWay(error: unknown): boolean {
 export class OncegateClient {
   private client: Client | undefined;
   private connecting: Promise<Client> | undefined;
+  /** Calls in flight per connection, so a replaced connection is closed only when none is left on it. */
+  private readonly inFlight = new Map<Client, number>();
+  private readonly retired = new Set<Client>();
 
   private constructor(private readonly options: OncegateClientOptions) {}
 
@@ -101,6 +114,7 @@ export class OncegateClient {
     return pRetry(
       async () => {
         const client = await this.connected();
+        this.inFlight.set(client, (this.inFlight.get(client) ?? 0) + 1);
         try {
           return (await client.callTool(
             { name, arguments: args, _meta: meta },
@@ -112,9 +126,12 @@ export class OncegateClient {
           )) as CallToolResult;
         } catch (error) {
           if (options.signal?.aborted || !lostOnTheWay(error)) throw new AbortError(error as Error);
-          // The connection may be half gone: the next try opens a new one.
-          await this.disconnect();
+          // A connection the SDK itself gave up (or a session the gateway no longer knows) is replaced for the next
+          // try. It is not closed under the caller's other calls: on 2026-07-28 closing their streams would cancel them.
+          if (connectionGone(error)) this.replace(client);
           throw error;
+        } finally {
+          this.inFlight.set(client, (this.inFlight.get(client) ?? 1) - 1);
         }
       },
       {
@@ -128,6 +145,23 @@ export class OncegateClient {
 
   async close(): Promise<void> {
     await this.disconnect();
+    await Promise.all([...this.retired].map((client) => client.close().catch(() => undefined)));
+    this.retired.clear();
+  }
+
+  /** Opens a new connection for the calls to come; the old one is closed once its calls in flight are done. */
+  private replace(client: Client): void {
+    if (this.client !== client) return;
+    this.client = undefined;
+    this.retired.add(client);
+    void this.whenIdle(client).then(() => {
+      this.retired.delete(client);
+      return client.close().catch(() => undefined);
+    });
+  }
+
+  private async whenIdle(client: Client): Promise<void> {
+    while ((this.inFlight.get(client) ?? 0) > 0) await new Promise((resolve) => setTimeout(resolve, 50));
   }
 
   private async connected(): Promise<Client> {

@@ -63,6 +63,8 @@ export type ApprovalsApiErrorCode =
   | 'unauthorized'
   /** An access token that is valid but does not make its holder an approver. */
   | 'forbidden'
+  /** The identity provider could not be asked about an access token. */
+  | 'unavailable'
   | 'invalid_json'
   | 'invalid_reason'
   | 'invalid_execution_id'
@@ -124,6 +126,7 @@ export class ApprovalsApi {
     if ('actor' in approver) return approver.actor;
     // Drain the body so the client reads the 401 instead of a reset; nothing is parsed or recorded.
     req.resume();
+    if (approver.status >= 500) throw new ApprovalsApiError(503, 'unavailable', approver.refused, { 'retry-after': '5' });
     throw new ApprovalsApiError(approver.status === 403 ? 403 : 401, approver.status === 403 ? 'forbidden' : 'unauthorized', approver.refused, {
       'www-authenticate': approver.challenge ?? 'Bearer realm="oncegate-approvals"',
     });

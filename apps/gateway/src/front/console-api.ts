@@ -83,6 +83,8 @@ type ConsoleErrorCode =
   | 'too_large'
   | 'unsupported_media_type'
   | 'method_not_allowed'
+  /** The identity provider could not be asked about the session's access token. */
+  | 'unavailable'
   | 'not_built'
   | 'internal';
 
@@ -225,7 +227,9 @@ export class ConsoleApi {
       const given = (body as Record<string, unknown>)['token'];
       const token = typeof given === 'string' ? given.trim() : '';
       const approver = await authenticateApprover(token.length === 0 ? undefined : token, this.options.approvers, this.options.oauth);
-      if (!('actor' in approver)) throw new ConsoleError(401, 'unauthorized', approver.refused);
+      if (!('actor' in approver)) {
+        throw approver.status >= 500 ? new ConsoleError(503, 'unavailable', approver.refused, { 'retry-after': '5' }) : new ConsoleError(401, 'unauthorized', approver.refused);
+      }
       const { actor } = approver;
       const { id, session } = this.sessions.start(actor, token);
       this.log.log(`${actor} signed in to the console`);
@@ -251,6 +255,11 @@ export class ConsoleApi {
     const approver = session === undefined ? undefined : await authenticateApprover(session.approverToken, this.options.approvers, this.options.oauth);
     if (id !== undefined && session !== undefined && approver !== undefined && 'actor' in approver && approver.actor === session.actor) {
       return { id, session };
+    }
+    // The identity provider out of reach says nothing against the approver: the session stays, this request fails.
+    if (approver !== undefined && 'refused' in approver && approver.status >= 500) {
+      req.resume();
+      throw new ConsoleError(503, 'unavailable', approver.refused, { 'retry-after': '5' });
     }
     this.sessions.end(id);
     req.resume();

@@ -315,6 +315,7 @@ export class McpHttpFront {
       const verified = await oauth.agentOf(`Bearer ${token}`);
       if ('actor' in verified) return verified.actor;
       req.resume();
+      if (verified.refused.status >= 500) throw new HttpError(503, -32001, `Unavailable: ${verified.refused.description}`, { 'retry-after': '5' });
       throw new HttpError(verified.refused.status, -32001, `Unauthorized: ${verified.refused.description}`, { 'www-authenticate': verified.refused.challenge });
     }
     const actor = await this.options.agents.authenticate(token);

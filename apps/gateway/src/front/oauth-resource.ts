@@ -110,8 +110,10 @@ export class OAuthResource {
       return { actor: principal((info.extra as { claims: JWTPayload }).claims) };
     } catch (error) {
       const response = bearerAuthChallengeResponse(error, { requiredScopes: [...requiredScopes], resourceMetadataUrl: this.metadataUrl });
-      const description = error instanceof OAuthError ? error.message : 'the token could not be checked';
-      if (!(error instanceof OAuthError) || error.code === OAuthErrorCode.ServerError) this.log.warn(`checking an access token failed: ${(error as Error).message}`);
+      // The gateway's own trouble (the provider unreachable) is logged with its details and told in general terms.
+      const ownTrouble = !(error instanceof OAuthError) || error.code === OAuthErrorCode.ServerError;
+      if (ownTrouble) this.log.warn(`checking an access token failed: ${(error as Error).message}`);
+      const description = ownTrouble ? "the identity provider's keys could not be read to check the token; try again" : error.message;
       return { refused: { status: response.status, challenge: response.headers.get('www-authenticate') ?? this.challengeWithoutToken(), description } };
     }
   }
@@ -154,7 +156,7 @@ export class OAuthResource {
         if (typeof metadata.jwks_uri !== 'string') throw new Error(`${candidate} has no jwks_uri`);
         return createRemoteJWKSet(new URL(metadata.jwks_uri));
       } catch (error) {
-        failures.push((error as Error).message);
+        failures.push(`${candidate}: ${(error as Error).message}`);
       }
     }
     throw new Error(failures.join('; '));

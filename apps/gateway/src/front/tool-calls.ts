@@ -377,6 +377,8 @@ export class ToolCalls {
       this.requestCancellation(executionId, context.actor, context.cancelTrigger ?? 'client_notification', context.correlation).catch(() => undefined);
     };
     context.signal.addEventListener('abort', onCancel, { once: true });
+    // A client that gave up while the call was being accepted: its abort came before there was anything to cancel.
+    if (context.signal.aborted) onCancel();
     try {
       // Each state the call still waits in is reported to a client that asked for progress.
       const ready = (s: ExecutionState) => {
