@@ -89,33 +89,40 @@ function checksByScenario(outDir: string): Map<string, Check[]> {
 
 const problems = (checks: readonly Check[]) => checks.filter((check) => check.status === 'FAILURE' || check.status === 'WARNING');
 
-describe('the official MCP conformance suite against a gateway process', () => {
-  let target: DemoTargetProcess;
-  let folder: GatewayFolder;
-  let gateway: GatewayProcess;
-  let outDir: string;
-
+/**
+ * The world of a suite run, made before each test and taken down after: the demo target (prepared by `prepare`), the
+ * run's contracts, and a gateway process that serves requests without a token as `agent:conformance` (test only: the
+ * suite sends no Authorization header).
+ */
+function conformanceWorld(prefix: string, prepare: (target: DemoTargetProcess) => Promise<void> = async () => undefined) {
+  const world = {} as { target: DemoTargetProcess; folder: GatewayFolder; gateway: GatewayProcess; outDir: string };
   beforeEach(async () => {
-    target = await startDemoTargetProcess();
+    world.target = await startDemoTargetProcess();
+    await prepare(world.target);
+    world.outDir = mkdtempSync(join(tmpdir(), prefix));
+    const tools = join(world.outDir, 'tools.yaml');
+    writeFileSync(tools, readFileSync(TOOLS, 'utf8').replaceAll('TARGET', world.target.url));
+    world.folder = await gatewayFolder(world.target.url, { contracts: tools, testing: '{ unauthenticated_agent: conformance }' });
+    world.gateway = await startGatewayProcess(world.folder);
+  });
+  afterEach(async () => {
+    await world.gateway?.stop();
+    await world.target?.stop();
+    world.folder?.dispose();
+    if (world.outDir !== undefined) rmSync(world.outDir, { recursive: true, force: true });
+  });
+  return world;
+}
+
+describe('the official MCP conformance suite against a gateway process', () => {
+  const world = conformanceWorld('oncegate-conformance-', async (target) => {
     // server-sse-polling: the suite reads the POST stream of test_reconnection for 10 s, then resumes it with
     // Last-Event-ID and reads for 5 s more. The answer comes at 11 s, so it reaches the suite on the resumed stream.
     await target.control('behave', { match: 'GET /builds/7', action: 'delay', ms: 11_000 });
-    outDir = mkdtempSync(join(tmpdir(), 'oncegate-conformance-'));
-    const tools = join(outDir, 'tools.yaml');
-    writeFileSync(tools, readFileSync(TOOLS, 'utf8').replaceAll('TARGET', target.url));
-    // The suite sends no Authorization header: its requests are served as agent:conformance (test only).
-    folder = await gatewayFolder(target.url, { contracts: tools, testing: '{ unauthenticated_agent: conformance }' });
-    gateway = await startGatewayProcess(folder);
-  });
-
-  afterEach(async () => {
-    await gateway?.stop();
-    await target?.stop();
-    folder?.dispose();
-    if (outDir !== undefined) rmSync(outDir, { recursive: true, force: true });
   });
 
   it('given a gateway with the test-only unauthenticated agent, when the suite runs every server scenario, then each applicable one passes without a warning and every other one is an expected failure with its reason', async () => {
+    const { target, folder, gateway, outDir } = world;
     expect(gateway.output()).toMatch(/WARN.*TEST ONLY: MCP requests without a token are served as agent:conformance/);
     const run = await runSuite(gateway.url, join(outDir, 'results'));
     const results = checksByScenario(join(outDir, 'results'));
@@ -157,28 +164,10 @@ describe('the official MCP conformance suite against a gateway process', () => {
 });
 
 describe('the 2026-07-28 requirements of the conformance suite against a gateway process', () => {
-  let target: DemoTargetProcess;
-  let folder: GatewayFolder;
-  let gateway: GatewayProcess;
-  let outDir: string;
-
-  beforeEach(async () => {
-    target = await startDemoTargetProcess();
-    outDir = mkdtempSync(join(tmpdir(), 'oncegate-conformance-2026-'));
-    const tools = join(outDir, 'tools.yaml');
-    writeFileSync(tools, readFileSync(TOOLS, 'utf8').replaceAll('TARGET', target.url));
-    folder = await gatewayFolder(target.url, { contracts: tools, testing: '{ unauthenticated_agent: conformance }' });
-    gateway = await startGatewayProcess(folder);
-  });
-
-  afterEach(async () => {
-    await gateway?.stop();
-    await target?.stop();
-    folder?.dispose();
-    if (outDir !== undefined) rmSync(outDir, { recursive: true, force: true });
-  });
+  const world = conformanceWorld('oncegate-conformance-2026-');
 
   it('given the suite speaking 2026-07-28 (no session), then every applicable requirement passes, as on 2025-11-25', async () => {
+    const { folder, gateway, outDir } = world;
     const results = join(outDir, 'results');
     const run = await runSuite(gateway.url, results, [SUITE_2026, 'server', '--url', gateway.url, '--requirements', '2026-07-28', '-o', results]);
     const checks = checksByScenario(results);

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { connectClient, connectModernClient, droppableFetch } from '../support/mcp-clients';
 import { executionOf, gatewayScenario } from '../support/scenario';
@@ -6,18 +7,6 @@ const TRIALS = 8;
 const IDENTICAL = 200;
 /** The seed of the drop times: a failing trial is replayed by running again with the same seed. */
 const SEED = Number(process.env['ONCEGATE_TRIAL_SEED'] ?? 20261201);
-
-/** mulberry32: a small seeded generator, so the drop times are random but repeatable. */
-function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 type Revision = '2026-07-28' | '2025-11-25';
 
@@ -42,16 +31,15 @@ describe.each(['2026-07-28', '2025-11-25'] as const)('drop and re-issue on %s (o
   const requestsFor = async (name: string) => (await scenario.target.effects()).requests.filter((request) => request.path === `/config/${name}`);
 
   it(`given ${TRIALS} calls each cut at a random moment (seed ${SEED}), when each is made again on a new connection with a new request id, then each trial has exactly one effect, keyed by the execution that answered`, async () => {
-    const random = seeded(SEED + (revision === '2026-07-28' ? 0 : 1));
-    const cuts: number[] = [];
+    // Drawn as the fault campaign draws its plans (test/chaos/plan.ts): random, and the same for the same seed.
+    const cuts = fc.sample(fc.integer({ min: 0, max: 40 }), { seed: SEED + (revision === '2026-07-28' ? 0 : 1), numRuns: TRIALS });
     for (let trial = 0; trial < TRIALS; trial += 1) {
       const name = `trial-${revision}-${trial}`;
       const network = droppableFetch();
       const first = await caller(revision, scenario.gateway.url, scenario.gateway.devToken, network.fetch);
       const lost = first.call(name).catch((error: unknown) => error);
       // Anywhere from before the request leaves to after the answer: a drop can land on any step.
-      const cutAfterMs = Math.floor(random() * 40);
-      cuts.push(cutAfterMs);
+      const cutAfterMs = cuts[trial]!;
       await new Promise((resolve) => setTimeout(resolve, cutAfterMs));
       network.dropAll();
       // Not waited for: a 2025-11-25 client whose stream was cut may keep the request open until it closes.
