@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { connectClient, connectModernClient, droppableFetch } from '../support/mcp-clients';
+import { connectRevisionClient, droppableFetch, type Revision } from '../support/mcp-clients';
 import { executionOf, gatewayScenario } from '../support/scenario';
 
 const TRIALS = 8;
@@ -8,22 +8,10 @@ const IDENTICAL = 200;
 /** The seed of the drop times: a failing trial is replayed by running again with the same seed. */
 const SEED = Number(process.env['ONCEGATE_TRIAL_SEED'] ?? 20261201);
 
-type Revision = '2026-07-28' | '2025-11-25';
-
-interface Caller {
-  call(name: string): Promise<unknown>;
-  close(): Promise<void>;
-}
-
-/** An agent on one revision (official v2 client for 2026-07-28, v1 for 2025-11-25), on its own connection. */
-async function caller(revision: Revision, url: string, token: string, fetch?: typeof globalThis.fetch): Promise<Caller> {
-  if (revision === '2026-07-28') {
-    const client = await connectModernClient(url, token, fetch ? { fetch } : {});
-    if (client.getNegotiatedProtocolVersion() !== revision) throw new Error(`negotiated ${client.getNegotiatedProtocolVersion()}`);
-    return { call: (name) => client.callTool({ name: 'set_config', arguments: { name, value: 'v' } }), close: () => client.close() };
-  }
-  const { client } = await connectClient(url, token, fetch ? { fetch } : {});
-  return { call: (name) => client.callTool({ name: 'set_config', arguments: { name, value: 'v' } }), close: () => client.close() };
+/** An agent calling `set_config` for one entry, on `revision`, on a connection of its own. */
+async function caller(revision: Revision, url: string, token: string, fetch?: typeof globalThis.fetch) {
+  const client = await connectRevisionClient(revision, url, token, fetch ? { fetch } : {});
+  return { call: (name: string) => client.callTool({ name: 'set_config', arguments: { name, value: 'v' } }), close: () => client.close() };
 }
 
 describe.each(['2026-07-28', '2025-11-25'] as const)('drop and re-issue on %s (official client, real gateway process and target)', (revision) => {

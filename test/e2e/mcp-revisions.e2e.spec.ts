@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { prefixesOf } from '../support/canaries';
 import { CREDENTIAL_CANARY, oncegate } from '../support/gateway-process';
 import { eventually, executionEvents, readJournal } from '../support/journal';
-import { connectClient, connectModernClient, connectModernStdioClient, droppableFetch } from '../support/mcp-clients';
+import { connectClient, connectModernClient, connectModernStdioClient, connectRevisionClient, droppableFetch } from '../support/mcp-clients';
 import { executionOf, gatewayScenario, textOf } from '../support/scenario';
 
 const PAYOUT = { payment_reference: 'payout-2026-0007', amount_cents: 4200 };
@@ -103,12 +103,8 @@ describe('MCP 2026-07-28 beside 2025-11-25 on one endpoint (official v1 and v2 c
   it.each(['2026-07-28', '2025-11-25'] as const)('given a call waiting for approval on %s with a progress token, then the agent is told who is asked and until when, then that it was dispatched', async (revision) => {
     const progress: Array<{ progress: number; message?: string }> = [];
     const onprogress = (update: { progress: number; message?: string }) => void progress.push(update);
-    const modern = revision === '2026-07-28' ? await connectModernClient(scenario.gateway.url, scenario.gateway.devToken) : undefined;
-    const legacy = modern === undefined ? (await connectClient(scenario.gateway.url, scenario.gateway.devToken)).client : undefined;
-    const call =
-      modern !== undefined
-        ? modern.callTool({ name: 'send_payout', arguments: PAYOUT }, { onprogress, timeout: 30_000 })
-        : legacy!.callTool({ name: 'send_payout', arguments: PAYOUT }, undefined, { onprogress, timeout: 30_000 });
+    const client = await connectRevisionClient(revision, scenario.gateway.url, scenario.gateway.devToken);
+    const call = client.callTool({ name: 'send_payout', arguments: PAYOUT }, { onprogress, timeout: 30_000 });
     const executionId = await eventually(async () => (await eventsOfType(scenario.folder.dataDir, 'ApprovalRequested'))[0]?.metadata['executionId'] as string | undefined);
     await eventually(async () => (progress.some((update) => /awaiting approval/.test(update.message ?? '')) ? true : undefined));
     await scenario.target.control('hold', { match: 'POST /payments' });
@@ -117,7 +113,7 @@ describe('MCP 2026-07-28 beside 2025-11-25 on one endpoint (official v1 and v2 c
     await eventually(async () => (progress.some((update) => /dispatched/.test(update.message ?? '')) ? true : undefined));
     await scenario.target.control('release', { match: 'POST /payments' });
     const answer = await call;
-    await (modern ?? legacy)!.close();
+    await client.close();
 
     expect(['completed', 'delivered']).toContain(executionOf(answer).state);
     const approval = progress.find((update) => /awaiting approval/.test(update.message ?? ''))!.message!;
@@ -138,16 +134,12 @@ describe('MCP 2026-07-28 beside 2025-11-25 on one endpoint (official v1 and v2 c
     const onprogress = (update: { progress: number; message?: string }) => void progress.push(update);
     await scenario.target.control('hold', { match: 'POST /payments' });
     const args = { payment_reference: `pay-progress-${revision}`, amount_cents: 700, card_token: CARD_CANARY };
-    const modern = revision === '2026-07-28' ? await connectModernClient(scenario.gateway.url, scenario.gateway.devToken) : undefined;
-    const legacy = modern === undefined ? (await connectClient(scenario.gateway.url, scenario.gateway.devToken)).client : undefined;
-    const call =
-      modern !== undefined
-        ? modern.callTool({ name: 'send_payment', arguments: args }, { onprogress, timeout: 30_000 })
-        : legacy!.callTool({ name: 'send_payment', arguments: args }, undefined, { onprogress, timeout: 30_000 });
+    const client = await connectRevisionClient(revision, scenario.gateway.url, scenario.gateway.devToken);
+    const call = client.callTool({ name: 'send_payment', arguments: args }, { onprogress, timeout: 30_000 });
     await eventually(async () => (progress.some((update) => /dispatched/.test(update.message ?? '')) ? true : undefined));
     await scenario.target.control('release', { match: 'POST /payments' });
     await call;
-    await (modern ?? legacy)!.close();
+    await client.close();
     for (const prefix of prefixesOf(CARD_CANARY)) expect(JSON.stringify(progress).includes(prefix), prefix).toBe(false);
   });
 

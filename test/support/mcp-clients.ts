@@ -202,3 +202,25 @@ export function rawModernDispatch(url: string, token: string) {
     return 'error' in answer ? { kind: 'error', error: answer['error'] as never } : { kind: 'result', result: answer['result'] as never };
   };
 }
+
+export type Revision = '2026-07-28' | '2025-11-25';
+
+/** One agent's connection on a given revision, whichever official client speaks it. */
+export interface RevisionClient {
+  callTool(params: { name: string; arguments: Record<string, unknown> }, options?: { onprogress?: (progress: { progress: number; message?: string }) => void; timeout?: number }): Promise<unknown>;
+  close(): Promise<void>;
+}
+
+/**
+ * An agent on `revision`, on a connection of its own: the official v2 client (checked to have negotiated
+ * 2026-07-28) or the v1 client with its 2025-11-25 session.
+ */
+export async function connectRevisionClient(revision: Revision, url: string, token: string, options: { readonly fetch?: typeof fetch } = {}): Promise<RevisionClient> {
+  if (revision === '2026-07-28') {
+    const client = await connectModernClient(url, token, options);
+    if (client.getNegotiatedProtocolVersion() !== revision) throw new Error(`the v2 client negotiated ${client.getNegotiatedProtocolVersion()}`);
+    return { callTool: (params, callOptions) => client.callTool(params, callOptions), close: () => client.close() };
+  }
+  const { client } = await connectClient(url, token, options);
+  return { callTool: (params, callOptions) => client.callTool(params, undefined, callOptions), close: () => client.close() };
+}

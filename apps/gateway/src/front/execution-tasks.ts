@@ -1,6 +1,7 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { ExecutionState, ExecutionStatus } from '@oncegate/domain';
 import { progressMessage } from './call-progress';
+import { ANSWERABLE } from './tool-calls';
 
 /** The tasks extension of the 2026-07-28 revision. */
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
@@ -9,8 +10,8 @@ export const TASK_POLL_INTERVAL_MS = 1_000;
 
 export type TaskStatus = 'working' | 'input_required' | 'completed' | 'cancelled' | 'failed';
 
-/** States in which the execution is still moving: its task is `working`. */
-const WORKING: ReadonlySet<ExecutionStatus> = new Set(['initial', 'accepted', 'awaiting_approval', 'authorized', 'dispatched']);
+/** The execution is still moving (not a state a call is answered with): its task is `working`. */
+const working = (status: ExecutionStatus) => !ANSWERABLE.has(status);
 
 /** Whether a request's per-request client capabilities (2026-07-28 envelope) declare the tasks extension. */
 export function clientSupportsTasks(envelope: Record<string, unknown> | undefined): boolean {
@@ -28,7 +29,7 @@ export function clientSupportsTasks(envelope: Record<string, unknown> | undefine
  */
 export function taskOf(execution: { readonly state: ExecutionState; readonly answer: CallToolResult; readonly lastUpdatedAt: string }): Record<string, unknown> {
   const { state, answer, lastUpdatedAt } = execution;
-  const status: TaskStatus = WORKING.has(state.status) ? 'working' : state.status === 'cancelled' ? 'cancelled' : 'completed';
+  const status: TaskStatus = working(state.status) ? 'working' : state.status === 'cancelled' ? 'cancelled' : 'completed';
   const headline = answer.content[0]?.type === 'text' ? answer.content[0].text.split('\n')[0] : undefined;
   return {
     taskId: state.executionId,
@@ -46,5 +47,5 @@ export function taskOf(execution: { readonly state: ExecutionState; readonly ans
 /** Whether an answer is the "still in progress" one: the call would go on as a task. */
 export function stillMoving(answer: CallToolResult): boolean {
   const state = (answer.structuredContent as { execution?: { state?: string } } | undefined)?.execution?.state;
-  return state !== undefined && WORKING.has(state as ExecutionStatus);
+  return state !== undefined && working(state as ExecutionStatus);
 }

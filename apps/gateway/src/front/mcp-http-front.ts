@@ -23,7 +23,7 @@ import { checkHostAndOrigin, type HostOriginRules } from './host-origin-guard';
 import { initializeProblem, refuseMalformedCall } from './incoming-checks';
 import { LiveSessions, type LiveSessionLimits } from './live-sessions';
 import { ONCEGATE_ERROR_CODES, STORAGE_UNAVAILABLE_MESSAGE } from './mcp-errors';
-import { connectMcpServer, createMcpServer, type ConnectionFacts } from './mcp-server';
+import { connectMcpServer, createMcpServer, errorResponse, runOfHeaders, type ConnectionFacts } from './mcp-server';
 import { modernAuthInfo, modernMcpHandler } from './modern-mcp';
 import { looksLikeJwt, type OAuthResource } from './oauth-resource';
 import { ResumedCalls } from './resumed-calls';
@@ -343,8 +343,16 @@ export class McpHttpFront {
     if (sessionHeader === undefined && !messages.some((m) => isInitializeRequest(m))) {
       // Without a session: a request of the 2026-07-28 revision (it carries the revision's envelope), else a
       // 2025-era request that forgot its initialize. The SDK's own classification decides.
-      const request = toWebRequest(req, body);
-      if (!(await isLegacyRequest(request, parsed, { maxRequestBodySize: this.options.maxRequestBytes }))) return this.postModern(req, res, actor, body, parsed, messages);
+      // Its signal aborts when the client closes the response stream before the answer was written: on 2026-07-28,
+      // the revision's cancellation.
+      const closed = new AbortController();
+      const request = toWebRequest(req, body, undefined, closed.signal);
+      if (!(await isLegacyRequest(request, parsed, { maxRequestBodySize: this.options.maxRequestBytes }))) {
+        res.once('close', () => {
+          if (!res.writableFinished) closed.abort();
+        });
+        return this.postModern(res, request, actor, parsed, messages);
+      }
     }
     let session: Session;
     if (sessionHeader === undefined) {
@@ -389,22 +397,16 @@ export class McpHttpFront {
 
   /**
    * A request of the 2026-07-28 revision: served by the v2 SDK's per-request handler, as the authenticated agent.
-   * A malformed tools/call is refused before the SDK parses it, as on a session. The request's signal aborts when
-   * the client closes the response stream before the answer was written: the revision's cancellation.
+   * A malformed tools/call is refused before the SDK parses it, as on a session.
    */
-  private async postModern(req: IncomingMessage, res: ServerResponse, actor: string, body: Buffer, parsed: unknown, messages: unknown[]): Promise<void> {
+  private async postModern(res: ServerResponse, request: Request, actor: string, parsed: unknown, messages: unknown[]): Promise<void> {
     for (const message of messages) {
       const refused = refuseMalformedCall(message);
       if (refused === undefined) continue;
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ jsonrpc: '2.0', id: (message as { id: unknown }).id, error: { code: refused.code, message: refused.message, ...(refused.data === undefined ? {} : { data: refused.data }) } }));
+      res.end(JSON.stringify(errorResponse((message as { id: string | number }).id, refused)));
       return;
     }
-    const closed = new AbortController();
-    res.once('close', () => {
-      if (!res.writableFinished) closed.abort();
-    });
-    const request = toWebRequest(req, body, undefined, closed.signal);
     const response = await this.modern.fetch(request, { parsedBody: parsed, authInfo: modernAuthInfo(actor) });
     await pipeResponse(response, res);
   }
@@ -510,10 +512,7 @@ export class McpHttpFront {
     return {
       actor,
       transport: 'streamable-http',
-      runHeader: (info) => {
-        const value = info?.headers?.['oncegate-run'];
-        return typeof value === 'string' && value.length > 0 ? value : undefined;
-      },
+      runHeader: runOfHeaders,
       deliveryOf: (sessionId, requestId) => (sessionId === undefined ? undefined : this.sessions.get(sessionId)?.deliveries.watchOf(requestId)),
     };
   }

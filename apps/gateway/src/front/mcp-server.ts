@@ -59,6 +59,17 @@ export interface ConnectionFacts {
   recheckCredentials?(): Promise<void>;
 }
 
+/** The `Oncegate-Run` header of an HTTP request: the run the call declares, when it has no `_meta` one. */
+export function runOfHeaders(info: { headers?: Record<string, string | string[] | undefined> } | undefined): string | undefined {
+  const value = info?.headers?.['oncegate-run'];
+  return typeof value === 'string' && value.length > 0 ? value : undefined;
+}
+
+/** A JSON-RPC error response carrying an `McpError` as it is. */
+export function errorResponse(id: string | number, error: McpError) {
+  return { jsonrpc: '2.0' as const, id, error: { code: error.code, message: error.message, ...(error.data === undefined ? {} : { data: error.data }) } };
+}
+
 export const INSTRUCTIONS =
   'Every side-effecting tool call here gets an execution id. Retrying the same call attaches to the earlier ' +
   'execution instead of running it again; an unknown outcome is reported, never silently re-sent.';
@@ -165,9 +176,8 @@ export async function connectMcpServer(server: Server, transport: Transport): Pr
   transport.onmessage = (message, extra) => {
     const refused = refuseMalformedCall(message);
     if (refused === undefined) return deliver?.(message, extra);
-    const id = (message as { id: string | number }).id;
     transport
-      .send({ jsonrpc: '2.0', id, error: { code: refused.code, message: refused.message, ...(refused.data === undefined ? {} : { data: refused.data }) } })
+      .send(errorResponse((message as { id: string | number }).id, refused))
       .catch((error: unknown) => server.onerror?.(error as Error));
   };
 }

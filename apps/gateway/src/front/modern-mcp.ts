@@ -1,13 +1,11 @@
 import { createMcpHandler, Server, type AuthInfo, type CallToolResult as ModernCallToolResult, type McpHttpHandler, type Tool as ModernTool } from '@modelcontextprotocol/server';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { ToolContract } from '@oncegate/contracts';
+import { PRE_DISPATCH_STATUSES } from '@oncegate/domain';
 import { z } from 'zod';
 import { clientSupportsTasks, stillMoving, taskOf, TASKS_EXTENSION } from './execution-tasks';
-import { answerToolCall, GATEWAY_NAME, GATEWAY_VERSION, INSTRUCTIONS, toolsListing, type ConnectionFacts } from './mcp-server';
+import { answerToolCall, GATEWAY_NAME, GATEWAY_VERSION, INSTRUCTIONS, runOfHeaders, toolsListing, type ConnectionFacts } from './mcp-server';
 import type { ToolCalls } from './tool-calls';
-
-/** The revision served here without sessions; 2025-11-25 and earlier keep their sessions (`McpHttpFront`). */
-export const MODERN_PROTOCOL_VERSION = '2026-07-28';
 
 /** Who a request of the 2026-07-28 revision is served as: the front authenticates it and passes the agent on. */
 export function modernAuthInfo(actor: string): AuthInfo {
@@ -39,10 +37,7 @@ export function modernMcpHandler(
       const connection: ConnectionFacts = {
         actor,
         transport: 'streamable-http',
-        runHeader: (info) => {
-          const value = info?.headers?.['oncegate-run'];
-          return typeof value === 'string' && value.length > 0 ? value : undefined;
-        },
+        runHeader: runOfHeaders,
         // No session and no later request on it: nothing can prove that a response was read.
         deliveryOf: () => undefined,
       };
@@ -74,10 +69,11 @@ export function modernMcpHandler(
         return result as ModernCallToolResult;
       });
       const taskRequest = { params: z.looseObject({ taskId: z.string() }), result: z.looseObject({}) };
+      // The extension reserves invalid params for a task id the server does not know.
+      const unknownTask = (taskId: string) => new McpError(ErrorCode.InvalidParams, `No task ${taskId} of yours is known to this gateway`);
       const ownTask = async (taskId: string) => {
         const execution = await toolCalls.execution(taskId, actor);
-        // The extension reserves invalid params for a task id the server does not know.
-        if (execution === undefined) throw new McpError(ErrorCode.InvalidParams, `No task ${taskId} of yours is known to this gateway`);
+        if (execution === undefined) throw unknownTask(taskId);
         return execution;
       };
       server.setRequestHandler('tasks/get', taskRequest, async ({ taskId }) => ({ resultType: 'complete', ...taskOf(await ownTask(taskId)) }));
@@ -87,14 +83,14 @@ export function modernMcpHandler(
         return { resultType: 'complete' };
       });
       server.setRequestHandler('tasks/cancel', taskRequest, async ({ taskId }, ctx) => {
-        await ownTask(taskId);
         const state = await toolCalls.cancel(taskId, actor, 'task_cancel', { jsonRpcId: ctx.mcpReq.id, transport: 'streamable-http' });
-        const cancelled = state?.status === 'cancelled';
+        if (state === undefined) throw unknownTask(taskId);
+        const cancelled = state.status === 'cancelled';
         const why = cancelled
           ? 'cancelled before anything was sent'
-          : state?.attempts
+          : state.attempts > 0
             ? `not cancelled: already dispatched (attempt ${state.attempts}); the request to the target is never aborted, and the task follows its outcome`
-            : `not cancelled: ${state?.status === 'awaiting_approval' || state?.status === 'accepted' || state?.status === 'authorized' ? 'another caller still waits for it' : `it is ${state?.status}`}`;
+            : `not cancelled: ${(PRE_DISPATCH_STATUSES as readonly string[]).includes(state.status) ? 'another caller still waits for it' : `it is ${state.status}`}`;
         return { resultType: 'complete', _meta: { 'io.oncegate/cancel': { cancelled, reason: why } } };
       });
       return server;

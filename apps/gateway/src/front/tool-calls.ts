@@ -79,8 +79,8 @@ export interface ToolCallDependencies {
   readonly inlineSteps?: InlineSteps;
 }
 
-/** States a caller can be answered with; the others are still moving. */
-const ANSWERABLE: ReadonlySet<ExecutionStatus> = new Set([
+/** States a caller can be answered with; the others are still moving (a task in them is `working`). */
+export const ANSWERABLE: ReadonlySet<ExecutionStatus> = new Set([
   'completed',
   'completed_result_not_delivered',
   'delivered',
@@ -471,7 +471,7 @@ export class ToolCalls {
     if (!isExecutionId(executionId)) return undefined;
     const { state } = await loadExecution(this.deps.store, executionId);
     if (state.accepted?.actor !== actor) return undefined;
-    return this.requestCancellation(executionId, actor, trigger, correlation);
+    return this.requestCancellation(executionId, actor, trigger, correlation, state.retriesAttached);
   }
 
   /**
@@ -480,9 +480,15 @@ export class ToolCalls {
    * this is decided shows in the stream as a `RetryAttached` after the one counted here, and counts as waiting too,
    * so a re-issued call is never answered with a cancel it did not ask for.
    */
-  private async requestCancellation(executionId: ExecutionId, actor: string, trigger: CancellationTrigger, correlation: ProtocolCorrelation): Promise<ExecutionState> {
+  private async requestCancellation(
+    executionId: ExecutionId,
+    actor: string,
+    trigger: CancellationTrigger,
+    correlation: ProtocolCorrelation,
     // Read before the waiting callers are counted: a retry attached after this read was registered before it appended.
-    const attachedBefore = (await loadExecution(this.deps.store, executionId)).state.retriesAttached;
+    attachedBefore?: number,
+  ): Promise<ExecutionState> {
+    attachedBefore ??= (await loadExecution(this.deps.store, executionId)).state.retriesAttached;
     await this.deps.deliveries.visible(executionId);
     const waiting = await this.deps.deliveries.waiting(executionId);
     const outcome = await runExecutionCommand(
