@@ -48,3 +48,59 @@ describe('sqlite store migration', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 });
+
+describe('sqlite store: reads that follow its own commits', () => {
+  /** Blocks this thread until the file's head reaches `position` (the writer thread commits meanwhile). */
+  function spinUntilHead(file: string, position: number): void {
+    const look = new Database(file, { readOnly: true });
+    const head = look.prepare('SELECT max(position) AS head FROM events');
+    const deadline = Date.now() + 10_000;
+    while (((head.get() as { head: number }).head ?? 0) < position) {
+      if (Date.now() > deadline) throw new Error(`the head never reached ${position}`);
+    }
+    look.close();
+  }
+
+  it('given its writes committed by the writer thread and not yet answered, and another connection appending, then every read in that moment still shows the file', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'oncegate-sqlite-tails-'));
+    const file = join(dir, 'events.db');
+    const store = openSqliteEventStore({ file, pollIntervalMs: 10 });
+    const other = openSqliteEventStore({ file, pollIntervalMs: 10 });
+    try {
+      await store.appendToStream('s', [{ type: 'S0', data: {} }]);
+      await store.appendToStream('t', [{ type: 'T0', data: {} }]);
+      const types = (events: { type: string }[]) => events.map((e) => e.type);
+
+      // Committed in the file, the answer still queued for this thread: the stream it touched reads from the file.
+      const pendingS = store.appendToStream('s', [{ type: 'S1', data: {} }], { expectedRevision: 0 });
+      await new Promise((resolve) => setImmediate(resolve));
+      spinUntilHead(file, 3);
+      const [s, t] = [store.readStream('s'), store.readStream('t', { fromRevision: 1 })];
+      expect(types(await s)).toEqual(['S0', 'S1']);
+      expect(await t).toEqual([]);
+      await pendingS;
+
+      // The same, after another connection's event on a stream this store keeps a tail of.
+      await other.appendToStream('t', [{ type: 'T1', data: {} }], { expectedRevision: 0 });
+      const pendingS2 = store.appendToStream('s', [{ type: 'S2', data: {} }], { expectedRevision: 1 });
+      await new Promise((resolve) => setImmediate(resolve));
+      spinUntilHead(file, 5);
+      const [s2, t2, tRevision] = [store.readStream('s', { fromRevision: 2 }), store.readStream('t', { fromRevision: 1 }), store.streamRevision('t')];
+      expect(types(await s2)).toEqual(['S2']);
+      expect(types(await t2)).toEqual(['T1']);
+      expect(await tRevision).toBe(1);
+      await pendingS2;
+      expect(types(await store.readStream('t'))).toEqual(['T0', 'T1']);
+      expect(types(await store.readStream('s'))).toEqual(['S0', 'S1', 'S2']);
+
+      // Another connection's event while nothing of this store is in flight.
+      await other.appendToStream('t', [{ type: 'T2', data: {} }], { expectedRevision: 1 });
+      expect(types(await store.readStream('t', { fromRevision: 2 }))).toEqual(['T2']);
+      expect(types(await store.readStream('s', { fromRevision: 2 }))).toEqual(['S2']);
+    } finally {
+      await other.close();
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -42,6 +42,7 @@ import {
   type SubscribeOptions,
   type Subscription,
 } from '@oncegate/event-store';
+import { OwnTails } from './own-tails';
 import { SCHEMA_STATEMENTS, SCHEMA_VERSION } from './schema';
 import { openFailure, sqliteCode } from './sqlite-errors';
 import { HASH_LENGTH, type CommittedReply, type SqlRow, type WireError, type WriteItem } from './writer-protocol';
@@ -144,6 +145,12 @@ function prepare<Params extends SQLInputValue[] = [], Row = unknown>(db: Databas
 }
 
 /** A statement whose rows are arrays. */
+/**
+ * At most this many events above the last one known to be this process's are looked at, stream by stream (a group
+ * commit of the writer thread holds fewer); more make every tail unusable until this process's writes are answered.
+ */
+const EVENTS_ABOVE_LIMIT = 1_024;
+
 function prepareArrays<Params extends SQLInputValue[], Row extends unknown[]>(db: DatabaseSync, sql: string): Statement<Params, Row> {
   const statement = db.prepare(sql);
   statement.setReturnArrays(true);
@@ -333,6 +340,20 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
    * writes to the file (checkpoints, leases, sealed blobs in the same file), which need no read.
    */
   private knownHead = 0;
+  /** The latest events of the streams this process committed, for reads that follow its own commits. */
+  private readonly tails = new OwnTails();
+  /**
+   * The position up to which every event in the file is either this process's (kept in `tails` when its stream's
+   * tail is kept) or older than every tail: another writer's event above it makes the tails worthless.
+   */
+  private ownThrough = 0;
+  /** The `data_version` at which the tails were last checked against the file: unchanged since, nobody committed. */
+  private ownVerifiedAt: number | undefined;
+  /**
+   * Streams with events in the file above `ownThrough` while writes of this process were unanswered (as of
+   * `ownVerifiedAt`): their tails may be behind the file.
+   */
+  private streamsAbove: ReadonlySet<string> = new Set();
   private readonly subscriptions = new Set<Subscription>();
   private readonly readAllStatements = new Map<string, Statement<SQLInputValue[], EventRow>>();
   private readonly file: string;
@@ -345,6 +366,7 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
     readForwards: Statement<[string, number, number], EventRow>;
     readBackwards: Statement<[string, number, number], EventRow>;
     head: Statement<[], { head: number | null }>;
+    eventsAbove: Statement<[number, number], [position: number, streamId: string, eventId: string]>;
     readCheckpoint: Statement<[string], { position: number }>;
     readLinks: Statement<[number, number], [position: number, hash: string]>;
     readLease: Statement<[string], { holder: string; expires_at: string }>;
@@ -396,6 +418,7 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
         `SELECT ${COLUMNS} FROM events WHERE stream_id = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`,
       ),
       head: prepare(this.db, 'SELECT max(position) AS head FROM events'),
+      eventsAbove: prepareArrays(this.db, 'SELECT position, stream_id, event_id FROM events WHERE position > ? ORDER BY position LIMIT ?'),
       readCheckpoint: prepare(this.db, 'SELECT position FROM checkpoints WHERE consumer = ?'),
       readLinks: prepareArrays(this.db, 'SELECT position, hash FROM events WHERE position > ? ORDER BY position LIMIT ?'),
       readLease: prepare(this.db, 'SELECT holder, expires_at FROM leases WHERE holder = ?'),
@@ -407,6 +430,7 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
     if (!this.readOnly) writableStores.add(this);
     this.lastDataVersion = this.dataVersion();
     this.knownHead = this.head();
+    this.ownThrough = this.knownHead;
   }
 
   /** The store's data file, as given. */
@@ -596,6 +620,8 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
    */
   private onCommitted(reply: CommittedReply): void {
     const live = this.feeds.size > 0;
+    // Another writer's events came before this transaction: the kept tails may be behind the file.
+    if (reply.headBefore > this.ownThrough) this.tails.clear();
     const waiting = this.waiters.size > 0;
     const recorded: RecordedEvent[] = [];
     const committed: Array<{ streamId: string; type: string }> = [];
@@ -610,6 +636,7 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
       const error = errors.get(index);
       if (pending === undefined) return;
       if (error !== undefined) {
+        if (error.kind === 'wrong_expected_revision') this.tails.forget(error.streamId);
         pending.reject(this.storeError(error));
         return;
       }
@@ -620,25 +647,25 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
       const results: AppendResult[] = [];
       let k = 0;
       for (const entry of pending.entries) {
+        const from = recorded.length;
         entry.events.forEach((event: SerialisedEvent) => {
           if (waiting) committed.push({ streamId: entry.streamId, type: event.type });
-          if (live) {
-            recorded.push({
-              streamId: entry.streamId,
-              revision: revisions[n]!,
-              position: positions[n]!,
-              id: pending.ids[k]!,
-              type: event.type,
-              data: event.dataValue,
-              metadata: event.metadataValue,
-              recordedAt: pending.recordedAt,
-              prev: prevs.slice(n * HASH_LENGTH, (n + 1) * HASH_LENGTH),
-              hash: hashes.slice(n * HASH_LENGTH, (n + 1) * HASH_LENGTH),
-            });
-          }
+          recorded.push({
+            streamId: entry.streamId,
+            revision: revisions[n]!,
+            position: positions[n]!,
+            id: pending.ids[k]!,
+            type: event.type,
+            data: event.dataValue,
+            metadata: event.metadataValue,
+            recordedAt: pending.recordedAt,
+            prev: prevs.slice(n * HASH_LENGTH, (n + 1) * HASH_LENGTH),
+            hash: hashes.slice(n * HASH_LENGTH, (n + 1) * HASH_LENGTH),
+          });
           n += 1;
           k += 1;
         });
+        if (recorded.length > from) this.tails.committed(entry.streamId, recorded.slice(from));
         results.push({ streamId: entry.streamId, nextExpectedRevision: revisions[n - 1]!, position: positions[n - 1]! });
       }
       pending.resolve(results);
@@ -647,6 +674,9 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
     // Another process committed between this process's last known event and this transaction: waiters whose
     // filter takes nothing of ours may want its events (the feeds see the gap themselves).
     const othersBefore = reply.headBefore > this.knownHead;
+    this.ownThrough = Math.max(this.ownThrough, reply.headBefore, last);
+    // The streams found above may be answered now: check again on the next read.
+    if (this.streamsAbove.size > 0) this.ownVerifiedAt = undefined;
     if (last > this.knownHead) this.knownHead = last;
     if (live && recorded.length > 0) for (const feed of this.feeds) feed.push(reply.headBefore, last, recorded);
     if (othersBefore) this.wakeWaiters();
@@ -661,6 +691,9 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
   /** The writer thread stopped unasked: every write not answered fails, and the next write starts a new thread. */
   private onWriterStopped(reason: string): void {
     this.writer = undefined;
+    // Writes it did not answer may or may not be in the file: the tails are no longer known to be the head.
+    this.tails.clear();
+    this.ownThrough = -1;
     const error = new EventStoreUnavailableError(
       this.file,
       `the writer thread stopped (${reason}) before answering; writes in flight may or may not be stored`,
@@ -697,18 +730,68 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
     const direction = options.direction ?? 'forwards';
     if (options.fromRevision !== undefined) validatePosition(options.fromRevision, 'fromRevision');
     if (options.maxCount !== undefined) validateCount(options.maxCount, 'maxCount');
+    if (this.tails.has(streamId) && this.ownTailHolds(streamId)) {
+      const kept = this.tails.read(streamId, options);
+      if (kept !== undefined) return kept;
+    }
     const limit = options.maxCount ?? -1;
     const rows =
       direction === 'forwards'
         ? this.statements.readForwards.all(streamId, options.fromRevision ?? 0, limit)
         : this.statements.readBackwards.all(streamId, options.fromRevision ?? Number.MAX_SAFE_INTEGER, limit);
-    return rows.map(toRecordedEvent);
+    const events = rows.map(toRecordedEvent);
+    // A read that reached the stream's end is kept as its tail, as a commit of this process's would be.
+    if (direction === 'forwards') {
+      if (limit === -1 || events.length < limit) {
+        if (events.length > 0) this.tails.learned(streamId, events, events.at(-1)!.revision);
+        else if ((options.fromRevision ?? 0) === 0) this.tails.learned(streamId, [], -1);
+      }
+    } else if (options.fromRevision === undefined) {
+      this.tails.learned(streamId, [...events].reverse(), events[0]?.revision ?? -1);
+    }
+    return events;
   }
 
   async streamRevision(streamId: string): Promise<number | undefined> {
     this.assertOpen();
     validateStreamId(streamId);
-    return this.statements.streamRevision.get(streamId)?.revision ?? undefined;
+    if (this.tails.has(streamId) && this.ownTailHolds(streamId)) {
+      const kept = this.tails.revision(streamId);
+      if (kept !== undefined) return kept === -1 ? undefined : kept;
+    }
+    const revision = this.statements.streamRevision.get(streamId)?.revision ?? undefined;
+    this.tails.learned(streamId, [], revision ?? -1);
+    return revision;
+  }
+
+  /**
+   * Whether the stream's kept tail is still its head in the file. Nobody committed since the tails were last
+   * checked (`data_version` unchanged): yes. Otherwise the events above the last one known to be this process's are
+   * looked at, and the tails of the streams they touch are not used: while writes of this process are unanswered
+   * those events may be its own, committed by the writer thread (their tails are behind until the answer comes);
+   * with none unanswered they are another writer's, and those tails are forgotten.
+   */
+  private ownTailHolds(streamId: string): boolean {
+    const version = this.dataVersion();
+    if (version !== this.ownVerifiedAt) {
+      const unanswered = this.lastAnsweredId < this.lastPostedId;
+      const above = this.statements.eventsAbove.all(this.ownThrough, EVENTS_ABOVE_LIMIT);
+      if (above.length === EVENTS_ABOVE_LIMIT) {
+        // Too many to look at one by one: another writer's burst, or this process's unanswered.
+        if (unanswered) return false;
+        this.tails.clear();
+        this.ownThrough = this.head();
+        this.streamsAbove = new Set();
+      } else if (unanswered) {
+        this.streamsAbove = new Set(above.map(([, stream]) => stream));
+      } else {
+        for (const [, stream] of above) this.tails.forget(stream);
+        if (above.length > 0) this.ownThrough = above.at(-1)![0];
+        this.streamsAbove = new Set();
+      }
+      this.ownVerifiedAt = version;
+    }
+    return !this.streamsAbove.has(streamId);
   }
 
   async headPosition(): Promise<number> {

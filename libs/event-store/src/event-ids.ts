@@ -6,7 +6,7 @@ let offset = pool.length;
 
 /**
  * `length` random bytes from a pooled buffer: one system call per 4 KiB instead of one per id. The bytes are a view
- * into the pool, valid until the next call; copy them to keep them. For identifiers only, never for keys.
+ * into the pool, valid until the next call; copy them to keep them. For identifiers and nonces, never for keys.
  */
 export function pooledRandomBytes(length: number): Uint8Array {
   if (offset + length > pool.length) {

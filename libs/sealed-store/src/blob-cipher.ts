@@ -1,4 +1,5 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv } from 'node:crypto';
+import { pooledRandomBytes } from '@oncegate/event-store';
 
 export interface SealingKey {
   /** Short id stored beside each sealed value, so keys can rotate. */
@@ -38,7 +39,9 @@ export class BlobCipher {
   }
 
   seal(plaintext: Uint8Array, aad: Buffer): SealedValue {
-    const iv = randomBytes(12);
+    // A GCM nonce must never repeat under one key, not be secret: 96 random bits from the pool (one system call per
+    // 4 KiB, copied out of it), as many as each seal asked the system for before.
+    const iv = Buffer.from(pooledRandomBytes(12));
     const cipher = createCipheriv('aes-256-gcm', this.current.key, iv);
     cipher.setAAD(aad);
     const ciphertext = Buffer.concat([cipher.update(plaintext), cipher.final()]);

@@ -131,9 +131,54 @@ describe('the SSE resumption store (a SQLite file, sealed messages, a retention)
     expect(await replay(store, 'stream-a.-1')).toEqual([{ eventId, message: message(1) }]);
   });
 
+  it('given the file as the previous version wrote it (AUTOINCREMENT), when the store opens it, then its messages keep their ids and new ones come after them', async () => {
+    const file = new DatabaseSync(join(dir, 'mcp-streams.db'));
+    file.exec(`CREATE TABLE sse_messages (seq INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL, stream_id TEXT NOT NULL,
+      stored_at INTEGER NOT NULL, key_id TEXT NOT NULL, iv BLOB NOT NULL, tag BLOB NOT NULL, ciphertext BLOB NOT NULL, calls TEXT);
+      CREATE INDEX sse_messages_stream ON sse_messages (session_id, stream_id, seq);
+      CREATE INDEX sse_messages_stored_at ON sse_messages (stored_at);`);
+    const insert = file.prepare('INSERT INTO sse_messages (session_id, stream_id, stored_at, key_id, iv, tag, ciphertext, calls) VALUES (?, ?, ?, ?, ?, ?, ?, ?)');
+    const aad = Buffer.from(`${SESSION}\u0000stream-a`);
+    for (const [index, stored] of [{}, message(1)].entries()) {
+      const sealed = cipher.seal(Buffer.from(JSON.stringify(stored)), aad);
+      insert.run(SESSION, 'stream-a', now, sealed.keyId, sealed.iv, sealed.tag, sealed.ciphertext, index === 0 ? JSON.stringify({ requestIds: [1], journalPosition: 3 }) : null);
+    }
+    file.close();
+
+    const store = open();
+    const table = new DatabaseSync(join(dir, 'mcp-streams.db'), { readOnly: true });
+    expect((table.prepare("SELECT sql FROM sqlite_master WHERE name = 'sse_messages'").get() as { sql: string }).sql).not.toMatch(/AUTOINCREMENT/);
+    table.close();
+    expect(await replay(store, 'stream-a.1')).toEqual([{ eventId: 'stream-a.2', message: message(1) }]);
+    expect(await store.callsOf(SESSION, 'stream-a')).toEqual({ requestIds: [1], journalPosition: 3 });
+    const next = await store.forSession(SESSION).storeEvent('stream-a', message(2));
+    expect(parseEventId(next)!.sequence).toBeGreaterThan(2);
+    expect((await replay(store, 'stream-a.2')).map((sent) => sent.message)).toEqual([message(2)]);
+  });
+
+  it('given messages stored in one turn, then they are written together, read back before anything reads the file, and a later process numbers after them even with its clock turned back', async () => {
+    const store = open();
+    const events = store.forSession(SESSION);
+    const ids = await Promise.all([{}, message(1), message(2), message(3)].map((stored) => events.storeEvent('stream-a', stored as JSONRPCMessage)));
+    const sequences = ids.map((id) => parseEventId(id)!.sequence);
+    expect([...sequences].sort((a, b) => a - b)).toEqual(sequences);
+    expect(new Set(sequences).size).toBe(4);
+    // Read at once, in the same turn: the queue is written first.
+    expect((await replay(store, ids[0]!)).map((sent) => sent.eventId)).toEqual(ids.slice(1));
+    await events.storeEvent('stream-a', message(4));
+    await store.close();
+
+    now -= 24 * HOUR;
+    const later = open(48 * HOUR);
+    const next = await later.forSession(SESSION).storeEvent('stream-a', message(5));
+    expect(parseEventId(next)!.sequence).toBeGreaterThan(sequences.at(-1)! + 1);
+    expect((await replay(later, ids[3]!)).map((sent) => sent.message)).toEqual([message(4), message(5)]);
+  });
+
   it('given a sealed message edited in the file, when it is replayed, then it is refused rather than sent', async () => {
     const store = open();
     await store.forSession(SESSION).storeEvent('stream-a', message(1));
+    expect(await store.holds(SESSION, 'stream-a')).toBe(true);
     const file = new DatabaseSync(join(dir, 'mcp-streams.db'));
     file.prepare("UPDATE sse_messages SET stream_id = 'stream-b'").run();
     file.close();

@@ -36,9 +36,27 @@ interface MessageRow {
   ciphertext: Uint8Array;
 }
 
+/** A message sealed and numbered, waiting for the next write of the batch. */
+type QueuedMessage = [
+  seq: number,
+  sessionId: string,
+  streamId: string,
+  storedAt: number,
+  keyId: string,
+  iv: Buffer,
+  tag: Buffer,
+  ciphertext: Buffer,
+  calls: string | null,
+];
+
+/**
+ * Messages are numbered by this process (`seq`, see `sse-event-id.ts`), so a message needs no answer from the file
+ * before it is sent, and the messages of one turn of the event loop are written in one transaction. No
+ * AUTOINCREMENT (it writes its own table on every insert); `stored_at` keeps its index for the sweep.
+ */
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS sse_messages (
-  seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+  seq        INTEGER PRIMARY KEY,
   session_id TEXT    NOT NULL,
   stream_id  TEXT    NOT NULL,
   stored_at  INTEGER NOT NULL,
@@ -52,6 +70,9 @@ CREATE INDEX IF NOT EXISTS sse_messages_stream ON sse_messages (session_id, stre
 CREATE INDEX IF NOT EXISTS sse_messages_stored_at ON sse_messages (stored_at);
 `;
 
+/** The table as versions before this one wrote it (sequence numbers by AUTOINCREMENT): its rows are kept as they are. */
+const AUTOINCREMENT_TABLE = `SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sse_messages' AND sql LIKE '%AUTOINCREMENT%'`;
+
 /** Tables of the event-store file earlier versions kept these messages in; they held nothing else. */
 const LEGACY_TABLES = ['events', 'checkpoints', 'store_meta', 'leases', 'claims'];
 
@@ -59,12 +80,21 @@ const LEGACY_TABLES = ['events', 'checkpoints', 'store_meta', 'leases', 'claims'
 const SWEEP_BATCH = 500;
 
 /**
+ * Sequence numbers start from the clock (this many per millisecond) and above the newest stored ones, so a
+ * process never hands out a number an earlier one did — even if every message was deleted since, or the clock
+ * went back. Fifteen digits at most (`sse-event-id.ts`) until the year 2286.
+ */
+const SEQUENCES_PER_MS = 100;
+
+/**
  * SSE resumability for the MCP SDK (its `EventStore` interface), kept in a SQLite file of the data folder so
  * `Last-Event-ID` works after a gateway restart too (`synchronous=NORMAL`: messages must survive a process
  * restart, not a power cut). Messages can carry tool results, so each is sealed (AES-256-GCM, bound to its
  * session and stream) before it is written, and each is kept for the retention only: `sweep` deletes older ones,
- * at start and then periodically (`start`). While the file cannot be written, messages are sent without being
- * stored (a stream never waits on storage) and a resume replays only what was stored.
+ * at start and then periodically (`start`). A message is numbered and queued at once, and the queue is written
+ * in one transaction after the current turn of the event loop (every read of the file writes it first). While
+ * the file cannot be written, messages are sent without being stored (a stream never waits on storage) and a
+ * resume replays only what was stored.
  */
 export class SseResumptionStore {
   private readonly db: DatabaseSync;
@@ -77,6 +107,9 @@ export class SseResumptionStore {
   };
   private timer: NodeJS.Timeout | undefined;
   private sweeping: Promise<number> | undefined;
+  private nextSeq: number;
+  private queue: QueuedMessage[] = [];
+  private flushScheduled = false;
 
   constructor(private readonly options: SseResumptionStoreOptions) {
     try {
@@ -86,18 +119,28 @@ export class SseResumptionStore {
       this.db.exec('BEGIN IMMEDIATE');
       try {
         for (const table of LEGACY_TABLES) this.db.exec(`DROP TABLE IF EXISTS ${table}`);
+        if (this.db.prepare(AUTOINCREMENT_TABLE).get() !== undefined) {
+          this.db.exec('ALTER TABLE sse_messages RENAME TO sse_messages_autoincrement');
+          this.db.exec('DROP INDEX IF EXISTS sse_messages_stream');
+          this.db.exec('DROP INDEX IF EXISTS sse_messages_stored_at');
+          this.db.exec(SCHEMA);
+          this.db.exec('INSERT INTO sse_messages SELECT * FROM sse_messages_autoincrement');
+          this.db.exec('DROP TABLE sse_messages_autoincrement');
+        }
         this.db.exec(SCHEMA);
         this.db.exec('COMMIT');
       } catch (error) {
         if (this.db.isTransaction) this.db.exec('ROLLBACK');
         throw error;
       }
+      const newest = this.db.prepare('SELECT max(seq) AS seq FROM (SELECT seq FROM sse_messages ORDER BY stored_at DESC LIMIT 1024)').get() as { seq: number | null };
+      this.nextSeq = Math.max(options.clock.now().getTime() * SEQUENCES_PER_MS, (newest.seq ?? 0) + 1);
     } catch (error) {
       throw openFailure(options.file, error);
     }
     this.statements = {
       insert: this.db.prepare(
-        'INSERT INTO sse_messages (session_id, stream_id, stored_at, key_id, iv, tag, ciphertext, calls) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+        'INSERT INTO sse_messages (seq, session_id, stream_id, stored_at, key_id, iv, tag, ciphertext, calls) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
       ),
       after: this.db.prepare(
         'SELECT seq, key_id, iv, tag, ciphertext FROM sse_messages WHERE session_id = ? AND stream_id = ? AND seq > ? ORDER BY seq',
@@ -133,6 +176,7 @@ export class SseResumptionStore {
     const cutoff = this.options.clock.now().getTime() - this.options.retentionMs;
     let deleted = 0;
     try {
+      this.flush();
       for (;;) {
         const changes = Number(this.statements.sweep.run(cutoff, SWEEP_BATCH).changes);
         deleted += changes;
@@ -148,7 +192,9 @@ export class SseResumptionStore {
   async close(): Promise<void> {
     if (this.timer !== undefined) clearInterval(this.timer);
     await this.sweeping?.catch(() => undefined);
-    if (this.db.isOpen) this.db.close();
+    if (!this.db.isOpen) return;
+    this.flush();
+    this.db.close();
   }
 
   /** `callsOf` names the calls of the POST being handled, asked when its stream's priming event is stored. */
@@ -158,29 +204,25 @@ export class SseResumptionStore {
       storeEvent: async (streamId, message) => {
         const sealed = this.options.cipher.seal(Buffer.from(JSON.stringify(message)), aad(streamId));
         const calls = Object.keys(message).length === 0 ? callsOf() : undefined;
-        try {
-          const { lastInsertRowid } = this.statements.insert.run(
-            sessionId,
-            streamId,
-            this.options.clock.now().getTime(),
-            sealed.keyId,
-            sealed.iv,
-            sealed.tag,
-            sealed.ciphertext,
-            calls !== undefined && calls.requestIds.length > 0 ? JSON.stringify(calls) : null,
-          );
-          return `${streamId}.${Number(lastInsertRowid)}`;
-        } catch (error) {
-          if (!isUnwritable(error)) throw error;
-          // Storage is unavailable: the message is still sent, only not kept for a resume. Its id names the last
-          // stored message of the stream (-1: none), so a resume from it replays whatever is stored after it.
-          return `${streamId}.${this.lastStored(sessionId, streamId) ?? -1}`;
-        }
+        const seq = this.nextSeq++;
+        this.enqueue([
+          seq,
+          sessionId,
+          streamId,
+          this.options.clock.now().getTime(),
+          sealed.keyId,
+          sealed.iv,
+          sealed.tag,
+          sealed.ciphertext,
+          calls !== undefined && calls.requestIds.length > 0 ? JSON.stringify(calls) : null,
+        ]);
+        return `${streamId}.${seq}`;
       },
       getStreamIdForEventId: async (eventId) => parseEventId(eventId)?.streamId,
       replayEventsAfter: async (lastEventId, { send }) => {
         const parsed = parseEventId(lastEventId);
         if (parsed === undefined) throw new Error('Invalid event ID format');
+        this.flush();
         const rows = this.statements.after.all(sessionId, parsed.streamId, parsed.sequence) as unknown as MessageRow[];
         for (const row of rows) {
           const sealed = { keyId: row.key_id, iv: asBuffer(row.iv), tag: asBuffer(row.tag), ciphertext: asBuffer(row.ciphertext) };
@@ -196,8 +238,39 @@ export class SseResumptionStore {
     };
   }
 
+  private enqueue(message: QueuedMessage): void {
+    this.queue.push(message);
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    setImmediate(() => this.flush());
+  }
+
+  /**
+   * Writes the queued messages in one transaction. A file that cannot be written now drops them: they were sent,
+   * only not kept for a resume (which replays what was stored after the id it names).
+   */
+  private flush(): void {
+    this.flushScheduled = false;
+    if (this.queue.length === 0 || !this.db.isOpen) return;
+    const messages = this.queue;
+    this.queue = [];
+    try {
+      this.db.exec('BEGIN IMMEDIATE');
+      try {
+        for (const message of messages) this.statements.insert.run(...message);
+        this.db.exec('COMMIT');
+      } catch (error) {
+        if (this.db.isTransaction) this.db.exec('ROLLBACK');
+        throw error;
+      }
+    } catch (error) {
+      if (!isUnwritable(error)) throw error;
+    }
+  }
+
   /** The calls a request stream answers, from its priming event; `undefined` for any other stream. */
   async callsOf(sessionId: string, streamId: StreamId): Promise<StreamCalls | undefined> {
+    this.flush();
     const calls = (this.statements.calls.get(sessionId, streamId) as { calls: string | null } | undefined)?.calls;
     return calls === undefined || calls === null ? undefined : (JSON.parse(calls) as StreamCalls);
   }
@@ -209,6 +282,7 @@ export class SseResumptionStore {
 
   private lastStored(sessionId: string, streamId: StreamId): number | undefined {
     try {
+      this.flush();
       return (this.statements.last.get(sessionId, streamId) as { seq: number | null } | undefined)?.seq ?? undefined;
     } catch {
       return undefined;

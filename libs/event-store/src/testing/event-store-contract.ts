@@ -466,6 +466,58 @@ export function describeEventStoreContract<Location>(adapter: string, harness: E
         expect(Number.isNaN(Date.parse(first!.recordedAt))).toBe(false);
       });
 
+      it(`${adapter}: reads that follow this store's own appends, of every shape, are what another connection reads`, async () => {
+        const { store, location } = await freshStore();
+        const other = await reopen(location);
+        const shapes = [
+          {},
+          { fromRevision: 0 },
+          { fromRevision: 3 },
+          { fromRevision: 5, maxCount: 2 },
+          { fromRevision: 9 },
+          { fromRevision: 99 },
+          { direction: 'backwards' as const },
+          { direction: 'backwards' as const, maxCount: 1 },
+          { direction: 'backwards' as const, fromRevision: 4, maxCount: 3 },
+          { direction: 'backwards' as const, fromRevision: 99, maxCount: 2 },
+          { direction: 'backwards' as const, fromRevision: 0 },
+        ];
+        // Commits of one event, of several, and of two streams at once, with reads between them.
+        await store.appendToStream('s', [event('N', { n: 0 }, undefined)], { expectedRevision: 'no_stream' });
+        for (const options of shapes) expect(await store.readStream('s', options)).toEqual(await other.readStream('s', options));
+        await store.appendToStream('s', [1, 2, 3].map((n) => event('N', { n }, undefined)), { expectedRevision: 0 });
+        await store.appendMany([
+          { streamId: 's', events: [4, 5, 6].map((n) => event('N', { n }, undefined)), expectedRevision: 3 },
+          { streamId: 't', events: [event('T')], expectedRevision: 'no_stream' },
+        ]);
+        await store.appendToStream('s', [7, 8, 9].map((n) => event('N', { n }, undefined)), { expectedRevision: 6 });
+        for (const streamId of ['s', 't', 'missing']) {
+          for (const options of shapes) expect(await store.readStream(streamId, options)).toEqual(await other.readStream(streamId, options));
+          expect(await store.streamRevision(streamId)).toBe(await other.streamRevision(streamId));
+        }
+      });
+
+      it(`${adapter}: a stream this store appended to shows another connection's append at once`, async () => {
+        const { store, location } = await freshStore();
+        const other = await reopen(location);
+        await store.appendToStream('s', [event('Mine')], { expectedRevision: 'no_stream' });
+        expect(await store.readStream('s', { fromRevision: 1 })).toEqual([]);
+        expect(await store.streamRevision('s')).toBe(0);
+        await other.appendToStream('s', [event('Theirs')], { expectedRevision: 0 });
+        // No wait: the read right after the other connection's commit sees it.
+        expect((await store.readStream('s', { fromRevision: 1 })).map((e) => e.type)).toEqual(['Theirs']);
+        expect((await store.readStream('s', { direction: 'backwards', maxCount: 1 })).map((e) => e.type)).toEqual(['Theirs']);
+        expect(await store.streamRevision('s')).toBe(1);
+        // An append decided on what this store had read conflicts; the stream then reads whole again.
+        await other.appendToStream('s', [event('TheirsAgain')], { expectedRevision: 1 });
+        await expect(store.appendToStream('s', [event('Late')], { expectedRevision: 1 })).rejects.toBeInstanceOf(WrongExpectedRevisionError);
+        expect((await store.readStream('s')).map((e) => e.type)).toEqual(['Mine', 'Theirs', 'TheirsAgain']);
+        await store.appendToStream('s', [event('MineAgain')], { expectedRevision: 2 });
+        await other.appendToStream('u', [event('Elsewhere')]);
+        expect((await store.readStream('s', { fromRevision: 2 })).map((e) => e.type)).toEqual(['TheirsAgain', 'MineAgain']);
+        expect((await store.readStream('u')).map((e) => e.type)).toEqual(['Elsewhere']);
+      });
+
       it(`${adapter}: metadata and payloads round-trip as JSON`, async () => {
         const { store } = await freshStore();
         const data = { text: 'naïve ✓ "quoted"\n', nested: { list: [1, 2.5, null, true] } };
