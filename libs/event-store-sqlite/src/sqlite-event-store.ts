@@ -565,8 +565,8 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
             type: event.type,
             data: event.data,
             metadata: event.metadata,
-            canonicalData: event.canonicalData,
-            canonicalMetadata: event.canonicalMetadata,
+            ...(event.canonicalData === event.data ? {} : { canonicalData: event.canonicalData }),
+            ...(event.canonicalMetadata === event.metadata ? {} : { canonicalMetadata: event.canonicalMetadata }),
           };
         }),
       }));

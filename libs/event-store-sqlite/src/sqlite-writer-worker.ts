@@ -69,7 +69,17 @@ function append(item: Extract<WriteItem, { kind: 'append' }>, written: Written):
     if (!expectedRevisionHolds(entry.expected, tip?.revision)) {
       throw new WriteRefused({ kind: 'wrong_expected_revision', streamId: entry.streamId, expected: entry.expected, actual: tip?.revision });
     }
-    const links = linkEvents(entry.streamId, tip, entry.events, item.recordedAt);
+    const links = linkEvents(
+      entry.streamId,
+      tip,
+      entry.events.map((event) => ({
+        id: event.id,
+        type: event.type,
+        canonicalData: event.canonicalData ?? event.data,
+        canonicalMetadata: event.canonicalMetadata ?? event.metadata,
+      })),
+      item.recordedAt,
+    );
     entry.events.forEach((event, i) => {
       const { revision, prev, hash } = links[i]!;
       try {

@@ -18,8 +18,9 @@ export interface WireEvent {
   readonly type: string;
   readonly data: string;
   readonly metadata: string;
-  readonly canonicalData: string;
-  readonly canonicalMetadata: string;
+  /** Absent when the canonical text is the stored one (most events): the message then carries each text once. */
+  readonly canonicalData?: string;
+  readonly canonicalMetadata?: string;
 }
 
 export interface WireEntry {

@@ -11,6 +11,7 @@ import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
 import { startPostgres, type PostgresHandle } from '../../../test/support/postgres';
 import type { SealingKey } from './blob-cipher';
 import { PostgresSealedStore } from './postgres-sealed-store';
+import { RecentlySealed } from './recently-sealed';
 import { SealedBlobError, SqliteSealedStore, type SealedStore } from './sealed-store';
 
 const CANARY = 'canary-RESULT-9d1e';
@@ -240,5 +241,38 @@ describe('sqlite sealed store in the event store file', () => {
     expect(db.prepare('SELECT count(*) AS n FROM events').get()).toEqual({ n: 1 });
     db.close();
     rmSync(dir, { recursive: true, force: true });
+  });
+});
+
+describe('recently sealed plaintexts', () => {
+  it('given blobs sealed by this process, then they open from memory as copies, within the bounds, and the rest from the store', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'oncegate-recent-'));
+    const inner = new SqliteSealedStore({ file: join(dir, 'sealed.db'), current: { id: 'k', key: randomBytes(32) } });
+    let opened = 0;
+    const counting: SealedStore = { seal: (...args) => inner.seal(...args), open: (ref) => ((opened += 1), inner.open(ref)), close: () => inner.close() };
+    const store = new RecentlySealed(counting, { entries: 2, bytes: 10 });
+    try {
+      const a = await store.seal('result', 'ex_a', Buffer.from('aaaa'));
+      const b = await store.seal('arguments', 'ex_b', Buffer.from('bbbb'));
+      const first = (await store.open(a.ref))!;
+      expect(first).toMatchObject({ kind: 'result', owner: 'ex_a', digest: a.digest });
+      expect(first.plaintext.toString()).toBe('aaaa');
+      // A copy: whatever the caller does to it, the next open is the same.
+      first.plaintext.fill(0);
+      expect((await store.open(a.ref))!.plaintext.toString()).toBe('aaaa');
+      expect(opened).toBe(0);
+      // Over the count (b, the least recently used, goes) and over the bytes (too large to keep at all).
+      const c = await store.seal('result', 'ex_c', Buffer.from('cccc'));
+      const big = await store.seal('result', 'ex_d', Buffer.from('dddddddddddd'));
+      expect((await store.open(b.ref))!.plaintext.toString()).toBe('bbbb');
+      expect((await store.open(big.ref))!.plaintext.toString()).toBe('dddddddddddd');
+      expect(opened).toBe(2);
+      expect((await store.open(c.ref))!.plaintext.toString()).toBe('cccc');
+      expect(await store.open('sealed_unknown')).toBeUndefined();
+      expect(opened).toBe(3);
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

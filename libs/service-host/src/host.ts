@@ -10,7 +10,7 @@ import { openPostgresEventStore } from '@oncegate/event-store-postgres';
 import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-store-sqlite';
 import { systemClock, traceContextFrom, type Clock, type InlineStep } from '@oncegate/execution-journal';
 import { EventStoreTransport, readParked } from '@oncegate/nest-event-store';
-import { PostgresSealedStore, SqliteSealedStore, type SealedBlobWriter, type SealedStore, type SealingKey } from '@oncegate/sealed-store';
+import { PostgresSealedStore, RecentlySealed, SqliteSealedStore, type SealedBlobWriter, type SealedStore, type SealingKey } from '@oncegate/sealed-store';
 import { logLevelsUpTo, type GatewayConfig, type StoreConfig } from './config/gateway-config';
 import { redactedStoreUrl, withoutStorePassword } from './config/store-url';
 import { AgentDirectory } from './infrastructure/agent-directory';
@@ -174,7 +174,8 @@ export async function openHost(
   for (const file of migratedKeyFiles) {
     logger.log(`${file} held its key in plain (an earlier version); it is now wrapped under the master key`, 'keys');
   }
-  const sealed = await storeDriver(config.store).sealed(config.store, config.dataDir, keys.sealing, folder.store);
+  // A service opens again what it sealed moments before (the answer to give, the arguments to send): kept in memory.
+  const sealed = new RecentlySealed(await storeDriver(config.store).sealed(config.store, config.dataDir, keys.sealing, folder.store));
   opened.push(sealed);
   const metrics = processMetrics();
   const store = meteredStore(folder.store, metrics);
