@@ -13,7 +13,8 @@ interface Tail {
  *
  * A tail is only as good as the promise that nobody else appended since: {@link SqliteEventStore} asks the file
  * whether anybody committed since it last looked (`data_version`), and if so which streams the events above the
- * last one it knows to be its own belong to, before it answers from here; those streams' tails are not used. Bounded: `streams` tails of at most `depth` events each, the least recently used dropped first.
+ * last one it knows to be its own belong to, before it answers from here; those streams' tails are not used.
+ * Bounded: `streams` tails of at most `depth` events each, the least recently used dropped first.
  */
 export class OwnTails {
   private readonly tails = new Map<string, Tail>();

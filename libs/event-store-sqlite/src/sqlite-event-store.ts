@@ -144,13 +144,13 @@ function prepare<Params extends SQLInputValue[] = [], Row = unknown>(db: Databas
   return db.prepare(sql) as unknown as Statement<Params, Row>;
 }
 
-/** A statement whose rows are arrays. */
 /**
  * At most this many events above the last one known to be this process's are looked at, stream by stream (a group
  * commit of the writer thread holds fewer); more make every tail unusable until this process's writes are answered.
  */
 const EVENTS_ABOVE_LIMIT = 1_024;
 
+/** A statement whose rows are arrays. */
 function prepareArrays<Params extends SQLInputValue[], Row extends unknown[]>(db: DatabaseSync, sql: string): Statement<Params, Row> {
   const statement = db.prepare(sql);
   statement.setReturnArrays(true);
@@ -340,11 +340,11 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
    * writes to the file (checkpoints, leases, sealed blobs in the same file), which need no read.
    */
   private knownHead = 0;
-  /** The latest events of the streams this process committed, for reads that follow its own commits. */
+  /** The latest events of the streams this process committed or read to their end, for the reads that follow. */
   private readonly tails = new OwnTails();
   /**
-   * The position up to which every event in the file is either this process's (kept in `tails` when its stream's
-   * tail is kept) or older than every tail: another writer's event above it makes the tails worthless.
+   * The position up to which every event in the file is known to the tails: this process's own, or read, or older
+   * than every tail. The events above it are looked at before a tail is used (`ownTailHolds`).
    */
   private ownThrough = 0;
   /** The `data_version` at which the tails were last checked against the file: unchanged since, nobody committed. */
@@ -366,7 +366,7 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
     readForwards: Statement<[string, number, number], EventRow>;
     readBackwards: Statement<[string, number, number], EventRow>;
     head: Statement<[], { head: number | null }>;
-    eventsAbove: Statement<[number, number], [position: number, streamId: string, eventId: string]>;
+    eventsAbove: Statement<[number, number], [position: number, streamId: string]>;
     readCheckpoint: Statement<[string], { position: number }>;
     readLinks: Statement<[number, number], [position: number, hash: string]>;
     readLease: Statement<[string], { holder: string; expires_at: string }>;
@@ -418,7 +418,7 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
         `SELECT ${COLUMNS} FROM events WHERE stream_id = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`,
       ),
       head: prepare(this.db, 'SELECT max(position) AS head FROM events'),
-      eventsAbove: prepareArrays(this.db, 'SELECT position, stream_id, event_id FROM events WHERE position > ? ORDER BY position LIMIT ?'),
+      eventsAbove: prepareArrays(this.db, 'SELECT position, stream_id FROM events WHERE position > ? ORDER BY position LIMIT ?'),
       readCheckpoint: prepare(this.db, 'SELECT position FROM checkpoints WHERE consumer = ?'),
       readLinks: prepareArrays(this.db, 'SELECT position, hash FROM events WHERE position > ? ORDER BY position LIMIT ?'),
       readLease: prepare(this.db, 'SELECT holder, expires_at FROM leases WHERE holder = ?'),
