@@ -14,14 +14,19 @@ interface Tail {
  * A tail is only as good as the promise that nobody else appended since: {@link SqliteEventStore} asks the file
  * whether anybody committed since it last looked (`data_version`), and if so which streams the events above the
  * last one it knows to be its own belong to, before it answers from here; those streams' tails are not used.
- * Bounded: `streams` tails of at most `depth` events each, the least recently used dropped first.
+ * Bounded: `streams` tails of at most `depth` events each and `events` in all, the least recently used dropped
+ * first.
  */
 export class OwnTails {
   private readonly tails = new Map<string, Tail>();
+  /** Events kept in all tails together. */
+  private kept = 0;
 
   constructor(
     private readonly streams = 4_096,
     private readonly depth = 64,
+    /** Events kept in all tails together at most (about 1 KiB each in a gateway's journal). */
+    private readonly events = 16_384,
   ) {}
 
   get size(): number {
@@ -46,8 +51,7 @@ export class OwnTails {
       kept.events = kept.events.slice(excess);
       kept.first += excess;
     }
-    this.tails.set(streamId, kept);
-    if (this.tails.size > this.streams) this.tails.delete(this.tails.keys().next().value!);
+    this.put(streamId, kept, tail);
   }
 
   /**
@@ -62,17 +66,29 @@ export class OwnTails {
     }
     const kept = events.length > this.depth ? events.slice(events.length - this.depth) : [...events];
     this.tails.delete(streamId);
-    this.tails.set(streamId, { first: last + 1 - kept.length, events: kept });
-    if (this.tails.size > this.streams) this.tails.delete(this.tails.keys().next().value!);
+    this.put(streamId, { first: last + 1 - kept.length, events: kept }, tail);
+  }
+
+  /** Keeps `tail` as the stream's latest (in place of `replaced`), then drops the least recently used over the bounds. */
+  private put(streamId: string, tail: Tail, replaced: Tail | undefined): void {
+    this.kept += tail.events.length - (replaced?.events.length ?? 0);
+    this.tails.set(streamId, tail);
+    while (this.tails.size > this.streams || this.kept > this.events) {
+      const [oldest, dropped] = this.tails.entries().next().value!;
+      this.tails.delete(oldest);
+      this.kept -= dropped.events.length;
+    }
   }
 
   /** An append to `streamId` was refused: what is kept of it may be behind the file. */
   forget(streamId: string): void {
+    this.kept -= this.tails.get(streamId)?.events.length ?? 0;
     this.tails.delete(streamId);
   }
 
   clear(): void {
     this.tails.clear();
+    this.kept = 0;
   }
 
   /** The stream's last revision when a tail is kept (-1: the stream does not exist). */

@@ -104,6 +104,27 @@ describe('own tails', () => {
     expect(tails.read('counted', { direction: 'backwards', maxCount: 1 })!.map((e) => e.revision)).toEqual([5]);
   });
 
+  it('given more events in all than it keeps, then the least recently used tails go until they fit', () => {
+    const tails = new OwnTails(100, 8, 10);
+    const run = (streamId: string, from: number, count: number) => Array.from({ length: count }, (_, i) => recorded(streamId, from + i));
+    tails.committed('a', run('a', 0, 4));
+    tails.committed('b', run('b', 0, 4));
+    tails.learned('c', run('c', 0, 2), 1);
+    expect([tails.has('a'), tails.has('b'), tails.has('c')]).toEqual([true, true, true]);
+    tails.revision('a');
+    // Three more events of b (now used last): 13 in all, so c (used longest ago) goes, then a (11 are still too many).
+    tails.committed('b', run('b', 4, 3));
+    expect([tails.has('a'), tails.has('b'), tails.has('c')]).toEqual([false, true, false]);
+    expect(tails.read('b', {})!.map((e) => e.revision)).toEqual([0, 1, 2, 3, 4, 5, 6]);
+    tails.committed('d', run('d', 0, 4));
+    expect([tails.has('b'), tails.has('d')]).toEqual([false, true]);
+    // A forgotten tail gives its room back.
+    tails.forget('d');
+    tails.committed('e', run('e', 0, 6));
+    tails.committed('f', run('f', 0, 4));
+    expect([tails.has('e'), tails.has('f')]).toEqual([true, true]);
+  });
+
   it('given more streams than it keeps, or a refused append, then the oldest tail, or that stream’s, is forgotten', () => {
     const tails = new OwnTails(2, 4);
     tails.committed('a', [recorded('a', 0)]);
