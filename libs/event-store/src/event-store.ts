@@ -25,6 +25,10 @@ export interface EventToAppend {
   readonly metadata?: Readonly<Record<string, unknown>>;
 }
 
+/**
+ * An event as the store holds it. Read-only, down to its data: a store may hand the same object to several readers
+ * and to its live subscribers (the SQLite store answers reads that follow its own commits from the events it kept).
+ */
 export interface RecordedEvent<Data = unknown> {
   readonly streamId: string;
   /** 0-based position of the event inside its stream. */

@@ -5,9 +5,9 @@ export const STANDALONE_STREAM_ID = '_GET_stream';
 
 /**
  * Event ids are `<sdk stream id>.<sequence>`: the sequence numbers every message of the resumption file, grows in
- * the order messages are stored and is never reused (each process starts above the clock and above what is stored,
- * also after old messages are deleted), so within one stream a later message always has a greater one. `-1` names
- * "nothing stored yet".
+ * the order messages are stored and is never reused (each write numbers its messages under the file's lock, after
+ * the greatest stored number and after the clock, also after old messages are deleted), so within one stream a
+ * later message always has a greater one. `-1` names "nothing stored yet".
  */
 export function parseEventId(eventId: EventId): { streamId: StreamId; sequence: number } | undefined {
   const match = /^([A-Za-z0-9_-]{1,128})\.(-1|\d{1,15})$/.exec(eventId);

@@ -156,14 +156,30 @@ describe('the SSE resumption store (a SQLite file, sealed messages, a retention)
     expect((await replay(store, 'stream-a.2')).map((sent) => sent.message)).toEqual([message(2)]);
   });
 
-  it('given messages stored in one turn, then they are written together, read back before anything reads the file, and a later process numbers after them even with its clock turned back', async () => {
+  it('given two processes storing on one file at once, then no number is handed out twice and each replays its own', async () => {
+    const first = open();
+    const second = open();
+    const a = first.forSession(SESSION);
+    const b = second.forSession(SESSION);
+    const ids = await Promise.all(
+      Array.from({ length: 40 }, (_, n) => (n % 2 === 0 ? a : b).storeEvent(n % 2 === 0 ? 'stream-a' : 'stream-b', message(n))),
+    );
+    expect(new Set(ids.map((id) => parseEventId(id)!.sequence)).size).toBe(40);
+    expect((await replay(second, 'stream-a.-1')).map((sent) => sent.eventId)).toEqual(ids.filter((_, n) => n % 2 === 0));
+    expect((await replay(first, 'stream-b.-1')).map((sent) => sent.eventId)).toEqual(ids.filter((_, n) => n % 2 === 1));
+  });
+
+  it('given messages stored in one turn, then they are written together, each stored before its id is given, and a later process numbers after them even with its clock turned back', async () => {
     const store = open();
     const events = store.forSession(SESSION);
     const ids = await Promise.all([{}, message(1), message(2), message(3)].map((stored) => events.storeEvent('stream-a', stored as JSONRPCMessage)));
     const sequences = ids.map((id) => parseEventId(id)!.sequence);
     expect([...sequences].sort((a, b) => a - b)).toEqual(sequences);
     expect(new Set(sequences).size).toBe(4);
-    // Read at once, in the same turn: the queue is written first.
+    // Stored before the ids were given: another connection on the file sees every one of them.
+    const file = new DatabaseSync(join(dir, 'mcp-streams.db'), { readOnly: true });
+    expect(file.prepare('SELECT count(*) AS n FROM sse_messages').get()).toEqual({ n: 4 });
+    file.close();
     expect((await replay(store, ids[0]!)).map((sent) => sent.eventId)).toEqual(ids.slice(1));
     await events.storeEvent('stream-a', message(4));
     await store.close();

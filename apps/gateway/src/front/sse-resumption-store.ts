@@ -36,23 +36,18 @@ interface MessageRow {
   ciphertext: Uint8Array;
 }
 
-/** A message sealed and numbered, waiting for the next write of the batch. */
-type QueuedMessage = [
-  seq: number,
-  sessionId: string,
-  streamId: string,
-  storedAt: number,
-  keyId: string,
-  iv: Buffer,
-  tag: Buffer,
-  ciphertext: Buffer,
-  calls: string | null,
-];
+/** A message sealed and waiting for the next write of the batch, with the caller waiting for its id. */
+interface QueuedMessage {
+  readonly row: [sessionId: string, streamId: string, storedAt: number, keyId: string, iv: Buffer, tag: Buffer, ciphertext: Buffer, calls: string | null];
+  readonly stored: (seq: number | undefined) => void;
+  readonly failed: (error: unknown) => void;
+}
 
 /**
- * Messages are numbered by this process (`seq`, see `sse-event-id.ts`), so a message needs no answer from the file
- * before it is sent, and the messages of one turn of the event loop are written in one transaction. No
- * AUTOINCREMENT (it writes its own table on every insert); `stored_at` keeps its index for the sweep.
+ * Messages are numbered in the transaction that writes them (`seq`, see `sse-event-id.ts`), under the file's write
+ * lock, so processes sharing the file never hand out one number twice; the messages of one turn of the event loop
+ * are written in one transaction. No AUTOINCREMENT (it writes its own table on every insert); `stored_at` keeps
+ * its index for the sweep.
  */
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS sse_messages (
@@ -80,9 +75,9 @@ const LEGACY_TABLES = ['events', 'checkpoints', 'store_meta', 'leases', 'claims'
 const SWEEP_BATCH = 500;
 
 /**
- * Sequence numbers start from the clock (this many per millisecond) and above the newest stored ones, so a
- * process never hands out a number an earlier one did — even if every message was deleted since, or the clock
- * went back. Fifteen digits at most (`sse-event-id.ts`) until the year 2286.
+ * A transaction numbers its messages after the greatest number stored and after its clock (this many per
+ * millisecond), so a number is never handed out twice — even if every message was deleted since. Fifteen digits
+ * at most (`sse-event-id.ts`) until the year 2286.
  */
 const SEQUENCES_PER_MS = 100;
 
@@ -91,15 +86,16 @@ const SEQUENCES_PER_MS = 100;
  * `Last-Event-ID` works after a gateway restart too (`synchronous=NORMAL`: messages must survive a process
  * restart, not a power cut). Messages can carry tool results, so each is sealed (AES-256-GCM, bound to its
  * session and stream) before it is written, and each is kept for the retention only: `sweep` deletes older ones,
- * at start and then periodically (`start`). A message is numbered and queued at once, and the queue is written
- * in one transaction after the current turn of the event loop (every read of the file writes it first). While
- * the file cannot be written, messages are sent without being stored (a stream never waits on storage) and a
- * resume replays only what was stored.
+ * at start and then periodically (`start`). The messages stored during one turn of the event loop are written in
+ * one transaction right after it, and each is sent once that transaction is committed (every read of the file
+ * writes the queue first). While the file cannot be written, messages are sent without being stored (a stream
+ * never waits on storage) and a resume replays only what was stored.
  */
 export class SseResumptionStore {
   private readonly db: DatabaseSync;
   private readonly statements: {
     insert: StatementSync;
+    greatest: StatementSync;
     after: StatementSync;
     last: StatementSync;
     calls: StatementSync;
@@ -107,7 +103,6 @@ export class SseResumptionStore {
   };
   private timer: NodeJS.Timeout | undefined;
   private sweeping: Promise<number> | undefined;
-  private nextSeq: number;
   private queue: QueuedMessage[] = [];
   private flushScheduled = false;
 
@@ -133,8 +128,6 @@ export class SseResumptionStore {
         if (this.db.isTransaction) this.db.exec('ROLLBACK');
         throw error;
       }
-      const newest = this.db.prepare('SELECT max(seq) AS seq FROM (SELECT seq FROM sse_messages ORDER BY stored_at DESC LIMIT 1024)').get() as { seq: number | null };
-      this.nextSeq = Math.max(options.clock.now().getTime() * SEQUENCES_PER_MS, (newest.seq ?? 0) + 1);
     } catch (error) {
       throw openFailure(options.file, error);
     }
@@ -142,6 +135,7 @@ export class SseResumptionStore {
       insert: this.db.prepare(
         'INSERT INTO sse_messages (seq, session_id, stream_id, stored_at, key_id, iv, tag, ciphertext, calls) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
       ),
+      greatest: this.db.prepare('SELECT max(seq) AS seq FROM sse_messages'),
       after: this.db.prepare(
         'SELECT seq, key_id, iv, tag, ciphertext FROM sse_messages WHERE session_id = ? AND stream_id = ? AND seq > ? ORDER BY seq',
       ),
@@ -204,19 +198,25 @@ export class SseResumptionStore {
       storeEvent: async (streamId, message) => {
         const sealed = this.options.cipher.seal(Buffer.from(JSON.stringify(message)), aad(streamId));
         const calls = Object.keys(message).length === 0 ? callsOf() : undefined;
-        const seq = this.nextSeq++;
-        this.enqueue([
-          seq,
-          sessionId,
-          streamId,
-          this.options.clock.now().getTime(),
-          sealed.keyId,
-          sealed.iv,
-          sealed.tag,
-          sealed.ciphertext,
-          calls !== undefined && calls.requestIds.length > 0 ? JSON.stringify(calls) : null,
-        ]);
-        return `${streamId}.${seq}`;
+        const seq = await new Promise<number | undefined>((stored, failed) =>
+          this.enqueue({
+            row: [
+              sessionId,
+              streamId,
+              this.options.clock.now().getTime(),
+              sealed.keyId,
+              sealed.iv,
+              sealed.tag,
+              sealed.ciphertext,
+              calls !== undefined && calls.requestIds.length > 0 ? JSON.stringify(calls) : null,
+            ],
+            stored,
+            failed,
+          }),
+        );
+        // Storage is unavailable: the message is still sent, only not kept for a resume. Its id names the last
+        // stored message of the stream (-1: none), so a resume from it replays whatever is stored after it.
+        return `${streamId}.${seq ?? this.lastStored(sessionId, streamId) ?? -1}`;
       },
       getStreamIdForEventId: async (eventId) => parseEventId(eventId)?.streamId,
       replayEventsAfter: async (lastEventId, { send }) => {
@@ -246,26 +246,43 @@ export class SseResumptionStore {
   }
 
   /**
-   * Writes the queued messages in one transaction. A file that cannot be written now drops them: they were sent,
-   * only not kept for a resume (which replays what was stored after the id it names).
+   * Writes the queued messages in one transaction, numbering them after the greatest stored number (under the
+   * write lock) and after the clock, and gives each caller its number. A file that cannot be written now gives
+   * none (the messages are sent, only not kept); any other failure fails each message's store.
    */
   private flush(): void {
     this.flushScheduled = false;
-    if (this.queue.length === 0 || !this.db.isOpen) return;
+    if (this.queue.length === 0) return;
     const messages = this.queue;
     this.queue = [];
+    if (!this.db.isOpen) {
+      for (const message of messages) message.stored(undefined);
+      return;
+    }
+    const numbers: number[] = [];
     try {
       this.db.exec('BEGIN IMMEDIATE');
       try {
-        for (const message of messages) this.statements.insert.run(...message);
+        const greatest = (this.statements.greatest.get() as { seq: number | null }).seq ?? 0;
+        let seq = Math.max(greatest, this.options.clock.now().getTime() * SEQUENCES_PER_MS - 1);
+        for (const message of messages) {
+          seq += 1;
+          this.statements.insert.run(seq, ...message.row);
+          numbers.push(seq);
+        }
         this.db.exec('COMMIT');
       } catch (error) {
         if (this.db.isTransaction) this.db.exec('ROLLBACK');
         throw error;
       }
     } catch (error) {
-      if (!isUnwritable(error)) throw error;
+      for (const message of messages) {
+        if (isUnwritable(error)) message.stored(undefined);
+        else message.failed(error);
+      }
+      return;
     }
+    messages.forEach((message, index) => message.stored(numbers[index]));
   }
 
   /** The calls a request stream answers, from its priming event; `undefined` for any other stream. */
