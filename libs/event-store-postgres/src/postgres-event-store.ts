@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Client, escapeLiteral, Pool, type ClientConfig, type PoolClient, type PoolConfig } from 'pg';
+import { LRUCache } from 'lru-cache';
 import {
   GENESIS_HASH,
   linkEvents,
@@ -248,7 +249,7 @@ export class PostgresEventStore implements EventStore {
    * The newest event this object saw of each stream (read or committed), at most {@link TIPS_LIMIT}: the guess of the
    * stream's tip for the next append, which then needs no read before its transaction (see `commitGroup`).
    */
-  private readonly tips = new Map<string, ChainTip>();
+  private readonly tips = new LRUCache<string, ChainTip>({ max: TIPS_LIMIT });
   private closed = false;
   private readonly waiters = new Set<Waiter>();
   /**
@@ -522,12 +523,10 @@ export class PostgresEventStore implements EventStore {
   /** Keeps the newest event seen of each stream as the guess of its tip (see `tips`). */
   private learnTips(events: readonly RecordedEvent[]): void {
     for (const event of events) {
-      const known = this.tips.get(event.streamId);
+      const known = this.tips.peek(event.streamId);
       if (known !== undefined && known.revision >= event.revision) continue;
-      this.tips.delete(event.streamId);
       this.tips.set(event.streamId, { revision: event.revision, hash: event.hash });
     }
-    while (this.tips.size > TIPS_LIMIT) this.tips.delete(this.tips.keys().next().value!);
   }
 
   /**
@@ -537,7 +536,7 @@ export class PostgresEventStore implements EventStore {
   private guessedTips(group: readonly PendingAppend[], streams: readonly string[]): Map<string, ChainTip> | undefined {
     const tips = new Map<string, ChainTip>();
     for (const streamId of streams) {
-      const known = this.tips.get(streamId);
+      const known = this.tips.peek(streamId);
       if (known !== undefined) tips.set(streamId, known);
       else if (!group.every((request) => request.entries.every((entry) => entry.streamId !== streamId || entry.expected === 'no_stream'))) return undefined;
     }

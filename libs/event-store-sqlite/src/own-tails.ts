@@ -1,4 +1,5 @@
 import type { ReadStreamOptions, RecordedEvent } from '@oncegate/event-store';
+import { LRUCache } from 'lru-cache';
 
 /** The last events of one stream: revisions `first` to `first + events.length - 1` (none: the stream ends at `first - 1`). */
 interface Tail {
@@ -14,20 +15,20 @@ interface Tail {
  * A tail is only as good as the promise that nobody else appended since: {@link SqliteEventStore} asks the file
  * whether anybody committed since it last looked (`data_version`), and if so which streams the events above the
  * last one it knows to be its own belong to, before it answers from here; those streams' tails are not used.
- * Bounded: `streams` tails of at most `depth` events each and `events` in all, the least recently used dropped
- * first.
+ * Bounded: `streams` tails of at most `depth` events each and `events` in all (a tail of no events counts as one),
+ * the least recently used dropped first.
  */
 export class OwnTails {
-  private readonly tails = new Map<string, Tail>();
-  /** Events kept in all tails together. */
-  private kept = 0;
+  private readonly tails: LRUCache<string, Tail>;
 
   constructor(
-    private readonly streams = 4_096,
+    streams = 4_096,
     private readonly depth = 64,
     /** Events kept in all tails together at most (about 1 KiB each in a gateway's journal). */
-    private readonly events = 16_384,
-  ) {}
+    events = 16_384,
+  ) {
+    this.tails = new LRUCache<string, Tail>({ max: streams, maxSize: events, sizeCalculation: (tail) => Math.max(1, tail.events.length) });
+  }
 
   get size(): number {
     return this.tails.size;
@@ -40,8 +41,7 @@ export class OwnTails {
   /** Events this process just committed to `streamId`, in revision order. */
   committed(streamId: string, events: readonly RecordedEvent[]): void {
     const firstNew = events[0]!.revision;
-    const tail = this.tails.get(streamId);
-    this.tails.delete(streamId);
+    const tail = this.tails.peek(streamId);
     const kept =
       tail !== undefined && tail.first + tail.events.length === firstNew
         ? { first: tail.first, events: tail.events.concat(events) }
@@ -51,7 +51,7 @@ export class OwnTails {
       kept.events = kept.events.slice(excess);
       kept.first += excess;
     }
-    this.put(streamId, kept, tail);
+    this.tails.set(streamId, kept);
   }
 
   /**
@@ -59,50 +59,27 @@ export class OwnTails {
    * `last` (-1: there is no such stream). A tail kept already that ends there and holds more stays.
    */
   learned(streamId: string, events: readonly RecordedEvent[], last: number): void {
+    // `get` marks a tail kept already that ends there and holds more as used last, and it stays.
     const tail = this.tails.get(streamId);
-    if (tail !== undefined && tail.first + tail.events.length - 1 === last && tail.events.length >= events.length) {
-      this.touch(streamId, tail);
-      return;
-    }
+    if (tail !== undefined && tail.first + tail.events.length - 1 === last && tail.events.length >= events.length) return;
     const kept = events.length > this.depth ? events.slice(events.length - this.depth) : [...events];
-    this.tails.delete(streamId);
-    this.put(streamId, { first: last + 1 - kept.length, events: kept }, tail);
-  }
-
-  /** Keeps `tail` as the stream's latest (in place of `replaced`), then drops the least recently used over the bounds. */
-  private put(streamId: string, tail: Tail, replaced: Tail | undefined): void {
-    this.kept += tail.events.length - (replaced?.events.length ?? 0);
-    this.tails.set(streamId, tail);
-    while (this.tails.size > this.streams || this.kept > this.events) {
-      const [oldest, dropped] = this.tails.entries().next().value!;
-      this.tails.delete(oldest);
-      this.kept -= dropped.events.length;
-    }
+    this.tails.set(streamId, { first: last + 1 - kept.length, events: kept });
   }
 
   /** An append to `streamId` was refused: what is kept of it may be behind the file. */
   forget(streamId: string): void {
-    this.kept -= this.tails.get(streamId)?.events.length ?? 0;
     this.tails.delete(streamId);
   }
 
   clear(): void {
     this.tails.clear();
-    this.kept = 0;
   }
 
   /** The stream's last revision when a tail is kept (-1: the stream does not exist). */
   revision(streamId: string): number | undefined {
     const tail = this.tails.get(streamId);
     if (tail === undefined) return undefined;
-    this.touch(streamId, tail);
     return tail.first + tail.events.length - 1;
-  }
-
-  /** The tails used last are dropped last. */
-  private touch(streamId: string, tail: Tail): void {
-    this.tails.delete(streamId);
-    this.tails.set(streamId, tail);
   }
 
   /**
@@ -112,7 +89,6 @@ export class OwnTails {
   read(streamId: string, options: ReadStreamOptions): RecordedEvent[] | undefined {
     const tail = this.tails.get(streamId);
     if (tail === undefined) return undefined;
-    this.touch(streamId, tail);
     const last = tail.first + tail.events.length - 1;
     const limit = options.maxCount ?? Infinity;
     if ((options.direction ?? 'forwards') === 'forwards') {

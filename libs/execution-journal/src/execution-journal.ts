@@ -11,6 +11,7 @@ import {
   type ProtocolCorrelation,
 } from '@oncegate/domain';
 import { backoffMs, newEventId, WrongExpectedRevisionError, type EventStore, type EventToAppend, type RecordedEvent } from '@oncegate/event-store';
+import { LRUCache } from 'lru-cache';
 import { isoNow, type Clock } from './clock';
 import { KeyedTurns } from './keyed-turns';
 
@@ -45,11 +46,16 @@ export function toDomainEvent(recorded: RecordedEvent): ExecutionEvent {
  * recently and reads only what was appended since (by anyone, in any process).
  */
 const CACHE_LIMIT = 10_000;
-const folded = new WeakMap<EventStore, Map<ExecutionId, LoadedExecution>>();
+const folded = new WeakMap<EventStore, LRUCache<ExecutionId, LoadedExecution>>();
+
+function foldsOf(store: EventStore): LRUCache<ExecutionId, LoadedExecution> {
+  let cache = folded.get(store);
+  if (cache === undefined) folded.set(store, (cache = new LRUCache({ max: CACHE_LIMIT })));
+  return cache;
+}
 
 export async function loadExecution(store: EventStore, executionId: ExecutionId): Promise<LoadedExecution> {
-  let cache = folded.get(store);
-  if (cache === undefined) folded.set(store, (cache = new Map()));
+  const cache = foldsOf(store);
   const cached = cache.get(executionId);
   const fresh = await store.readStream(
     executionStream(executionId),
@@ -65,13 +71,11 @@ export async function loadExecution(store: EventStore, executionId: ExecutionId)
 }
 
 /** Keeps `execution` as the latest fold unless a longer one got there first (a load and a commit can cross). */
-function remember(cache: Map<ExecutionId, LoadedExecution>, execution: LoadedExecution): void {
+function remember(cache: LRUCache<ExecutionId, LoadedExecution>, execution: LoadedExecution): void {
   if (execution.revision === undefined) return;
-  const current = cache.get(execution.executionId);
+  const current = cache.peek(execution.executionId);
   if (current?.revision !== undefined && current.revision > execution.revision) return;
-  cache.delete(execution.executionId);
   cache.set(execution.executionId, execution);
-  if (cache.size > CACHE_LIMIT) cache.delete(cache.keys().next().value!);
 }
 
 /** This process's latest fold of the execution on `store`, without reading; `undefined` when none is cached. */
@@ -96,8 +100,8 @@ export async function executionAsOf(store: EventStore, executionId: ExecutionId,
  * nothing is cached and it is not the first): the stream must be read then.
  */
 export function foldRecorded(store: EventStore, executionId: ExecutionId, event: RecordedEvent): LoadedExecution | undefined {
-  let cache = folded.get(store);
-  const cached = cache?.get(executionId);
+  const cache = foldsOf(store);
+  const cached = cache.get(executionId);
   if (cached?.revision !== undefined && event.revision <= cached.revision) return cached;
   const from: { state: ExecutionState; revision: number; events: readonly RecordedEvent[] } | undefined =
     cached?.revision !== undefined
@@ -112,7 +116,6 @@ export function foldRecorded(store: EventStore, executionId: ExecutionId, event:
     revision: event.revision,
     events: [...from.events, event],
   };
-  if (cache === undefined) folded.set(store, (cache = new Map()));
   remember(cache, execution);
   return execution;
 }

@@ -1,4 +1,5 @@
 import type { ExecutionId, ExecutionState } from '@oncegate/domain';
+import { LRUCache } from 'lru-cache';
 import type { ToolContract } from '@oncegate/contracts';
 import { renderHttpRequest, type RenderedHttpRequest } from '@oncegate/dispatcher-http';
 import type { SealedStore } from '@oncegate/sealed-store';
@@ -35,12 +36,14 @@ export interface PreparedCall {
  * for the same arguments ref and the same contract object; anything else is prepared afresh.
  */
 export class PreparedCalls {
-  private readonly calls = new Map<ExecutionId, { argumentsRef: string; tool: ToolContract; call: Promise<PreparedCall | undefined> }>();
+  private readonly calls: LRUCache<ExecutionId, { argumentsRef: string; tool: ToolContract; call: Promise<PreparedCall | undefined> }>;
 
   constructor(
     private readonly sealed: SealedStore,
-    private readonly max = DEFAULT_PREPARED_CALLS,
-  ) {}
+    max = DEFAULT_PREPARED_CALLS,
+  ) {
+    this.calls = new LRUCache({ max });
+  }
 
   /** The prepared call of an accepted execution; `undefined` when its arguments are not in the sealed store. */
   get(state: ExecutionState, tool: ToolContract): Promise<PreparedCall | undefined> {
@@ -48,22 +51,15 @@ export class PreparedCalls {
     const argumentsRef = state.accepted?.argumentsRef;
     if (argumentsRef === undefined || argumentsRef === null) return Promise.resolve(undefined);
     const cached = this.calls.get(executionId);
-    if (cached !== undefined && cached.argumentsRef === argumentsRef && cached.tool === tool) {
-      // Most recently used last, so eviction drops the oldest untouched call.
-      this.calls.delete(executionId);
-      this.calls.set(executionId, cached);
-      return cached.call;
-    }
+    if (cached !== undefined && cached.argumentsRef === argumentsRef && cached.tool === tool) return cached.call;
     const call = this.prepare(state, executionId, argumentsRef, tool);
     const entry = { argumentsRef, tool, call };
-    this.calls.delete(executionId);
     this.calls.set(executionId, entry);
     // A call that could not be prepared (its blob missing or unreadable) is not kept: the next look tries again.
     void call.then(
       (prepared) => prepared === undefined && this.drop(executionId, entry),
       () => this.drop(executionId, entry),
     );
-    while (this.calls.size > this.max) this.calls.delete(this.calls.keys().next().value!);
     return call;
   }
 
@@ -82,7 +78,7 @@ export class PreparedCalls {
   }
 
   private drop(executionId: ExecutionId, entry: unknown): void {
-    if (this.calls.get(executionId) === entry) this.calls.delete(executionId);
+    if (this.calls.peek(executionId) === entry) this.calls.delete(executionId);
   }
 
   private async prepare(state: ExecutionState, executionId: ExecutionId, argumentsRef: string, tool: ToolContract): Promise<PreparedCall | undefined> {
