@@ -1,6 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { freePort } from '@oncegate/deploy-local';
+import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
+import { initVault, storeCredential } from '@oncegate/vault';
+import { credentialMetadata, credentialValue } from '@oncegate/vault';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -87,8 +90,14 @@ export async function gatewayFolder(
   return folder;
 }
 
-/** `oncegate vault init --dev`, then `oncegate vault set` for each credential; any failure fails the test. */
+/**
+ * The vault of `oncegate vault init --dev` and one `oncegate vault set` per credential, any failure failing the
+ * test. With the store's URL in the environment the commands themselves run; otherwise the same library calls
+ * they make (`initVault`, `storeCredential`, with the same checks of the input and the value) run here, so the
+ * fixture costs no process starts. The commands are the CLI's own tests' subject (vault-commands.int.spec.ts).
+ */
 async function storeInVault(folder: GatewayFolder, credentials: readonly TestCredential[], baseEnv: NodeJS.ProcessEnv): Promise<void> {
+  if (Object.keys(baseEnv).length === 0) return storeInVaultHere(folder, credentials);
   const must = async (args: string[], env: NodeJS.ProcessEnv = {}) => {
     const result = await oncegate(folder, args, { ...baseEnv, ...env });
     if (result.code !== 0) throw new Error(`oncegate ${args.join(' ')} exited with ${result.code}: ${result.stderr}`);
@@ -98,6 +107,23 @@ async function storeInVault(folder: GatewayFolder, credentials: readonly TestCre
     const source = credential.fromFile !== undefined ? ['--from-file', credential.fromFile] : ['--from-env', 'ONCEGATE_TEST_CREDENTIAL'];
     const bindings = credential.bind.flatMap((binding) => ['--bind', binding]);
     await must(['vault', 'set', credential.ref, '--kind', credential.kind, ...bindings, ...source], { ONCEGATE_TEST_CREDENTIAL: CREDENTIAL_CANARY });
+  }
+}
+
+async function storeInVaultHere(folder: GatewayFolder, credentials: readonly TestCredential[]): Promise<void> {
+  mkdirSync(folder.dataDir, { recursive: true, mode: 0o700 });
+  const store = openSqliteEventStore({ file: join(folder.dataDir, 'events.db') });
+  try {
+    const context = { store, dataDir: folder.dataDir, env: {}, by: 'operator:cli' };
+    await initVault(context, { dev: true });
+    for (const credential of credentials) {
+      const input = { ref: credential.ref, kind: credential.kind, bindings: credential.bind };
+      const checked = credentialMetadata(input, 1);
+      const raw = credential.fromFile !== undefined ? readFileSync(credential.fromFile, 'utf8') : CREDENTIAL_CANARY;
+      await storeCredential(context, input, credentialValue(checked.kind, raw));
+    }
+  } finally {
+    await store.close();
   }
 }
 

@@ -13,7 +13,7 @@ import { loadGatewayConfig } from '@oncegate/service-host/config/load-config';
 import { AgentDirectory } from '@oncegate/service-host/infrastructure/agent-directory';
 import { ApproverDirectory } from '@oncegate/service-host/infrastructure/approver-directory';
 import { endRun } from '@oncegate/service-host/runs/run-journal';
-import { initVault, lockVault, removeCredential, storeCredential, unlockVault, type VaultContext } from '@oncegate/service-host/vault/vault-admin';
+import { initVault, lockVault, removeCredential, storeCredential, unlockVault, type VaultContext } from '@oncegate/vault';
 import { startGateway } from '../../apps/gateway/src/gateway';
 import { CREDENTIAL_CANARY, gatewayFolder, type GatewayFolder } from '../../test/support/gateway-process';
 import { eventually } from '../../test/support/journal';

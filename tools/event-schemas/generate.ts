@@ -40,7 +40,7 @@ const CLAIMS = 'libs/execution-journal/src/intent-claims.ts';
 const RUNS = 'libs/service-host/src/runs/run-journal.ts';
 const SESSIONS = 'apps/gateway/src/front/mcp-http-front.ts';
 const TOKENS = 'libs/service-host/src/infrastructure/principal-directory.ts';
-const VAULT = 'libs/service-host/src/vault/vault-journal.ts';
+const VAULT = 'libs/vault/src/vault-journal.ts';
 const PARKED = 'libs/nest-event-store/src/parked-events.ts';
 const SEALS = 'libs/journal/src/seal.ts';
 
@@ -312,7 +312,7 @@ const WRITERS: Readonly<Record<string, string>> = {
   session: 'the MCP HTTP front (`apps/gateway` front/mcp-http-front)',
   agent: '`oncegate agents` (`libs/service-host` infrastructure/principal-directory)',
   approver: '`oncegate approvers` (`libs/service-host` infrastructure/principal-directory)',
-  vault: '`oncegate vault` (`libs/service-host` vault/vault-journal)',
+  vault: '`oncegate vault` (`libs/vault` vault-journal)',
   parked: 'a service\'s event consumer and `oncegate parked` (`libs/nest-event-store` parked-events)',
   journal: 'the journal sealer (`libs/service-sealer`, seals defined in `libs/journal`)',
 };

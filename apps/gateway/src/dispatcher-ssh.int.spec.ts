@@ -15,7 +15,7 @@ import { SqliteSealedStore } from '@oncegate/sealed-store';
 import { startSshd, type SshdHandle } from '../../../test/support/sshd';
 import { formatReview } from './cli/commands/review-commands';
 import { toolResult } from './front/tool-results';
-import { initVault, storeCredential, type VaultContext } from '@oncegate/service-host/vault/vault-admin';
+import { initVault, storeCredential, type VaultContext } from '@oncegate/vault';
 import { VaultService } from '@oncegate/service-host/vault/vault-service';
 import { sshDispatcher } from '@oncegate/service-dispatcher-ssh';
 

@@ -17,7 +17,7 @@ import { closeHost, openHost, openVault, startOrUndo, type Host, type ServiceDef
 import type { AgentDirectory } from '@oncegate/service-host/infrastructure/agent-directory';
 import { queueGauges } from '@oncegate/service-host/operations/queue-gauges';
 import { PreparedCalls } from '@oncegate/service-host/prepared-calls';
-import { initDevelopmentVault } from '@oncegate/service-host/vault/vault-admin';
+import { initDevelopmentVault } from '@oncegate/vault';
 import type { VaultService } from '@oncegate/service-host/vault/vault-service';
 import { hostRelay, relayKafkaService } from '@oncegate/service-relay-kafka';
 import { DeliveryTracker, hostResultDelivery, resultDeliveryService, sharedCallers } from '@oncegate/service-result-delivery';

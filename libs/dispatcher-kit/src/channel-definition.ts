@@ -5,7 +5,7 @@ import type { SealedStore } from '@oncegate/sealed-store';
 import type { DispatchRefusal } from './channel-dispatcher';
 import type { PreparedCall } from '@oncegate/service-host/prepared-calls';
 import type { MarkerFinding } from '@oncegate/service-host/recovery/execution-recovery';
-import type { CredentialKind } from '@oncegate/service-host/vault/vault-entry';
+import type { CredentialKind } from '@oncegate/vault';
 import type { VaultService } from '@oncegate/service-host/vault/vault-service';
 
 /*

@@ -1,4 +1,4 @@
-import { CredentialBindingError, CredentialUnavailableError, VaultLockedError } from '@oncegate/service-host/vault/vault-errors';
+import { CredentialBindingError, CredentialUnavailableError, VaultLockedError } from '@oncegate/vault';
 import type { DispatchRefusal } from './channel-dispatcher';
 
 /**

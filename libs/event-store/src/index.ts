@@ -23,6 +23,7 @@ export type {
 export { backoffMs } from './backoff';
 export { matchesFilter } from './event-filter';
 export { newEventId, pooledRandomBytes } from './event-ids';
+export { asBuffer } from './bytes';
 export { readAllFrom } from './read-all-from';
 export { readLinks } from './read-links';
 export type { AllEventsRead, ReadAllFromOptions } from './read-all-from';

@@ -1,4 +1,4 @@
-export { asBuffer, BlobCipher, SealedValueError } from './blob-cipher';
+export { BlobCipher, SealedValueError } from './blob-cipher';
 export type { SealedValue, SealingKey } from './blob-cipher';
 export { SealedBlobError, SqliteSealedStore } from './sealed-store';
 export type { OpenedBlob, SealedBlobWriter, SealedKind, SealedRef, SealedStore, SqliteSealedStoreOptions } from './sealed-store';

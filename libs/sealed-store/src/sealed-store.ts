@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
-import { asBuffer, BlobCipher, SealedValueError, type SealingKey } from './blob-cipher';
+import { asBuffer } from '@oncegate/event-store';
+import { BlobCipher, SealedValueError, type SealingKey } from './blob-cipher';
 
 /** What a sealed blob holds: a call's raw arguments or a target's response. */
 export type SealedKind = 'arguments' | 'result';

@@ -8,7 +8,7 @@ import { HttpDispatcher } from '@oncegate/dispatcher-http';
 import { executionStream } from '@oncegate/domain';
 import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-store-sqlite';
 import { isoNow, runExecutionCommand, systemClock } from '@oncegate/execution-journal';
-import { initVault, lockVault, storeCredential, type VaultContext } from '@oncegate/service-host/vault/vault-admin';
+import { initVault, lockVault, storeCredential, type VaultContext } from '@oncegate/vault';
 import { VaultService } from '@oncegate/service-host/vault/vault-service';
 import { acceptHttpCall, openHttpCallWorld, type HttpCallWorld } from './testing/http-call-world';
 import { httpDispatcher } from './http-channel';

@@ -2,8 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi, type Mock } from 'vite
 import { parseContractFile, type ToolContract } from '@oncegate/contracts';
 import { executionIdFromUlid, executionStream, type ExecutionId } from '@oncegate/domain';
 import { loadExecution, newUlid, systemClock } from '@oncegate/execution-journal';
-import * as vaultCrypto from '@oncegate/service-host/vault/vault-crypto';
-import { storeCredential } from '@oncegate/service-host/vault/vault-admin';
+import { storeCredential, vaultCrypto } from '@oncegate/vault';
 import { AuthorizationController } from '@oncegate/service-authorization';
 import { Policy } from '@oncegate/service-authorization';
 import { httpDispatcher } from './http-channel';
@@ -19,8 +18,8 @@ vi.mock('../../dispatcher-http/src/render-http-request', async (importOriginal) 
   rendering.renderHttpRequest = vi.fn(original.renderHttpRequest);
   return { ...original, renderHttpRequest: rendering.renderHttpRequest };
 });
-vi.mock('@oncegate/service-host/vault/vault-crypto', async (importOriginal) => {
-  const original = await importOriginal<typeof import('@oncegate/service-host/vault/vault-crypto')>();
+vi.mock('../../vault/src/vault-crypto', async (importOriginal) => {
+  const original = await importOriginal<typeof import('../../vault/src/vault-crypto')>();
   return { ...original, open: vi.fn(original.open) };
 });
 

@@ -21,7 +21,7 @@ import { OperationsServer } from './operations/operations-server';
 import { processMetrics, type ProcessMetrics } from './operations/process-metrics';
 import { inSpan, SpanKind, startTracing } from './operations/tracing';
 import { newInstance } from './recovery/instance-leases';
-import { initDevelopmentVault } from './vault/vault-admin';
+import { initDevelopmentVault } from '@oncegate/vault';
 import { VaultService } from './vault/vault-service';
 
 /** How one `store.driver` opens the event store and the sealed store; the rest of the gateway only sees the ports. */

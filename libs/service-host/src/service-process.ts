@@ -5,7 +5,7 @@ import { configOrExit, parseCommandArgs, type ParsedArguments } from './command-
 import { GatewayConfigError } from './config/gateway-config';
 import { serveService, storeLocation, type ServiceDefinition } from './host';
 import { KeyFileError } from './infrastructure/key-files';
-import { SealKeyError } from './infrastructure/seal-keys';
+import { SealKeyError } from '@oncegate/vault';
 
 /** How a failed start is told: one line naming the cause and that nothing was started; an unknown error is thrown. */
 export function startupFailure(error: unknown, io: CliIo): ExitCode {

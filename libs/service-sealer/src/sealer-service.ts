@@ -1,4 +1,4 @@
-import { initSealKeys, loadSealPrivateKey, loadSealPublicKey, sealKeyPaths } from '@oncegate/service-host/infrastructure/seal-keys';
+import { initSealKeys, loadSealPrivateKey, loadSealPublicKey, sealKeyPaths } from '@oncegate/vault';
 import type { Host, ServiceDefinition } from '@oncegate/service-host/host';
 import { JournalSealer } from './journal-sealer';
 

@@ -3,7 +3,8 @@ import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { isUnwritableSqliteError as isUnwritable, sqliteOpenFailure as openFailure } from '@oncegate/event-store-sqlite';
 import type { Clock } from '@oncegate/execution-journal';
-import { asBuffer, type BlobCipher } from '@oncegate/sealed-store';
+import { asBuffer } from '@oncegate/event-store';
+import type { BlobCipher } from '@oncegate/sealed-store';
 import { parseEventId } from './sse-event-id';
 
 /** Notified when a stored JSON-RPC message is sent again on a resumed stream. */

@@ -10,8 +10,8 @@ import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-sto
 import { isoNow, loadExecution, newUlid, runExecutionCommand, systemClock } from '@oncegate/execution-journal';
 import { SqliteSealedStore } from '@oncegate/sealed-store';
 import { AttemptSweeper } from '@oncegate/service-host/recovery/attempt-sweeper';
-import { initVault, storeCredential, type VaultContext } from '@oncegate/service-host/vault/vault-admin';
-import type { CredentialKind } from '@oncegate/service-host/vault/vault-entry';
+import { initVault, storeCredential, type VaultContext } from '@oncegate/vault';
+import type { CredentialKind } from '@oncegate/vault';
 import { VaultService } from '@oncegate/service-host/vault/vault-service';
 import type { ChannelDriver } from '../channel-definition';
 import type { KitChannel } from '../define-channel';

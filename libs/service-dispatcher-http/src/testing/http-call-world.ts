@@ -9,7 +9,7 @@ import { executionIdFromUlid, type ExecutionId } from '@oncegate/domain';
 import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-store-sqlite';
 import { isoNow, newUlid, runExecutionCommand, systemClock } from '@oncegate/execution-journal';
 import { SqliteSealedStore } from '@oncegate/sealed-store';
-import { initVault, storeCredential, type VaultContext } from '@oncegate/service-host/vault/vault-admin';
+import { initVault, storeCredential, type VaultContext } from '@oncegate/vault';
 import { VaultService } from '@oncegate/service-host/vault/vault-service';
 
 /*

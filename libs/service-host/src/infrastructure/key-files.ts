@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { kdfParams, unwrapKey, wrapKey, type WrappedKey } from '../vault/vault-crypto';
-import { developmentMasterKey, masterKey } from './seal-keys';
+import { kdfParams, unwrapKey, wrapKey, type WrappedKey } from '@oncegate/vault';
+import { developmentMasterKey, masterKey } from '@oncegate/vault';
 
 /**
  * The gateway's own keys live in `<data dir>/keys/`, created at first start with owner-only permissions:

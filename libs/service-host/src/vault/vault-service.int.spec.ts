@@ -4,9 +4,9 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-store-sqlite';
-import { initVault, lockVault, storeCredential, unlockVault, type VaultContext } from './vault-admin';
-import { CredentialBindingError, CredentialUnavailableError, VaultLockedError } from './vault-errors';
-import { vaultFilePath } from './vault-file';
+import { initVault, lockVault, storeCredential, unlockVault, type VaultContext } from '@oncegate/vault';
+import { CredentialBindingError, CredentialUnavailableError, VaultLockedError } from '@oncegate/vault';
+import { vaultFilePath } from '@oncegate/vault';
 import { VaultService, type VaultState } from './vault-service';
 
 const MASTER = { ONCEGATE_MASTER_KEY: 'a master key for the vault tests' };

@@ -3,9 +3,9 @@ import type { HttpCredential, HttpCredentialBuffer } from '@oncegate/dispatcher-
 import type { SshCredential } from '@oncegate/dispatcher-ssh';
 import { vaultStream } from '@oncegate/domain';
 import type { EventStore, RecordedEvent, Subscription } from '@oncegate/event-store';
-import { bindingMatches, describeTarget, parseBinding, type BindingTarget } from './credential-bindings';
-import { open } from './vault-crypto';
-import { channelOf, metadataAad, type CredentialMetadata } from './vault-entry';
+import { bindingMatches, describeTarget, parseBinding, type BindingTarget } from '@oncegate/vault';
+import { vaultCrypto } from '@oncegate/vault';
+import { channelOf, metadataAad, type CredentialMetadata } from '@oncegate/vault';
 import {
   bindingRefusal,
   CredentialBindingError,
@@ -13,10 +13,10 @@ import {
   NOT_INITIALISED,
   VaultKeyError,
   VaultLockedError,
-} from './vault-errors';
-import { VaultFile, vaultFilePath } from './vault-file';
-import { EMPTY_VAULT_HISTORY, evolveVault, type StoredCredential, type VaultHistory } from './vault-journal';
-import { masterKeyOf, unwrapDataKey } from './vault-admin';
+} from '@oncegate/vault';
+import { VaultFile, vaultFilePath } from '@oncegate/vault';
+import { EMPTY_VAULT_HISTORY, evolveVault, type StoredCredential, type VaultHistory } from '@oncegate/vault';
+import { masterKeyOf, unwrapDataKey } from '@oncegate/vault';
 
 /** No vault in the data folder: nothing to lock, and no credential to hand out. */
 const ABSENT: VaultState = { initialized: false, locked: false, reason: NOT_INITIALISED, since: null };
@@ -46,7 +46,7 @@ export type CredentialDescription = StoredCredential;
 
 export type BindingCheck = { readonly ok: true } | { readonly ok: false; readonly reason: string };
 
-export type { BindingTarget } from './credential-bindings';
+export type { BindingTarget } from '@oncegate/vault';
 
 /**
  * A binding check that allowed credential `ref` (at `version`) to go to `url`, made when the vault's journal was at
@@ -283,7 +283,7 @@ export class VaultService {
   private async reveal<T>(ref: string, target: BindingTarget, use: (metadata: CredentialMetadata, value: Buffer) => T, checked?: HttpBindingChecked): Promise<T> {
     return this.serially(async () => {
       const { row, entry, dataKey } = await this.locate(ref, target, checked);
-      const value = open(dataKey, row.sealed, metadataAad(row.metadata));
+      const value = vaultCrypto.open(dataKey, row.sealed, metadataAad(row.metadata));
       if (value === undefined) {
         throw new CredentialUnavailableError(ref, `its entry in ${vaultFilePath(this.dataDir)} does not authenticate (it was changed, or belongs to another vault)`);
       }

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { readAllFrom } from '@oncegate/event-store';
 import { formatEventLine, formatHeader, publicKeyId, verifyJournalFile, type VerifyReport } from '@oncegate/journal';
 import { KeyFileError, loadGatewayKeys } from '@oncegate/service-host/infrastructure/key-files';
-import { initSealKeys, loadSealPublicKey, SealKeyError, sealKeyPaths } from '@oncegate/service-host/infrastructure/seal-keys';
+import { initSealKeys, loadSealPublicKey, SealKeyError, sealKeyPaths } from '@oncegate/vault';
 import { EXIT_CODES, UsageError, type CliCommand } from '@oncegate/service-host/cli-command';
 import { configOrExit, parseCommandArgs, stringOption, withDataFolder } from '../command-helpers';
 

@@ -1,6 +1,6 @@
 import type { GatewayConfig } from '@oncegate/service-host/config/gateway-config';
 import type { DataFolder } from '@oncegate/service-host/host';
-import { lockVault, initVault, removeCredential, storeCredential, unlockVault, vaultStatus, type VaultContext } from '@oncegate/service-host/vault/vault-admin';
+import { lockVault, initVault, removeCredential, storeCredential, unlockVault, vaultStatus, type VaultContext } from '@oncegate/vault';
 import {
   CredentialInputError,
   credentialMetadata,
@@ -8,8 +8,8 @@ import {
   CredentialValueError,
   CREDENTIAL_KINDS,
   type CredentialInput,
-} from '@oncegate/service-host/vault/vault-entry';
-import { VaultKeyError, VaultStateError } from '@oncegate/service-host/vault/vault-errors';
+} from '@oncegate/vault';
+import { VaultKeyError, VaultStateError } from '@oncegate/vault';
 import { EXIT_CODES, UsageError, type CliCommand, type CliIo, type ExitCode } from '@oncegate/service-host/cli-command';
 import { byOption, parseCommandArgs, stringListOption, stringOption, withDataFolder, type ParsedArguments } from '../command-helpers';
 

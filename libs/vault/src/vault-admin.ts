@@ -1,5 +1,5 @@
 import { WrongExpectedRevisionError, type EventStore } from '@oncegate/event-store';
-import { developmentMasterKey, masterKey, SealKeyError } from '../infrastructure/seal-keys';
+import { developmentMasterKey, masterKey, SealKeyError } from './seal-keys';
 import { newDataKey, seal, unwrapKey, wrapKey } from './vault-crypto';
 import { credentialMetadata, credentialValue, metadataAad, type CredentialInput } from './vault-entry';
 import { NO_MASTER_KEY, NOT_INITIALISED, VaultKeyError, VaultStateError, WRONG_MASTER_KEY } from './vault-errors';

@@ -2,7 +2,7 @@ import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { pathToFileURL } from 'node:url';
-import { asBuffer } from '@oncegate/sealed-store';
+import { asBuffer } from '@oncegate/event-store';
 import type { CredentialMetadata } from './vault-entry';
 import { kdfParams, type KdfParams, type Sealed, type WrappedKey } from './vault-crypto';
 
