@@ -1,7 +1,7 @@
 import { isMap, isScalar, isSeq, type Node } from 'yaml';
 import type { ErrorObject } from 'ajv';
 import { ArgumentIndex } from './argument-index';
-import { compileArgumentSchema, createSchemaAjv, type ValidateFunction } from './schema-compiler';
+import { compileArgumentSchema, createSchemaAjv, schemaChecker, type ValidateFunction } from './schema-compiler';
 import { didYouMean } from './suggest';
 import type { JsonSchemaObject } from './tool-contract';
 import { childPath, describeNode, nodeAtPointer, pathOfSegments, pointerSegments, type YamlContext } from './yaml-reader';
@@ -50,7 +50,7 @@ export function checkInputSchema(ctx: YamlContext, node: Node, path: string): Ch
   checkKeywords(ctx, node, path, true);
   if (ctx.issues.length > before) return undefined;
 
-  const meta = createSchemaAjv();
+  const meta = schemaChecker();
   if (!meta.validateSchema(schema)) {
     reportMetaSchemaErrors(ctx, node, path, meta.errors ?? []);
     return undefined;

@@ -17,18 +17,14 @@ const FORMATS: Readonly<Record<string, RegExp>> = {
 
 export const SUPPORTED_FORMATS = Object.keys(FORMATS);
 
-/**
- * A fresh JSON Schema 2020-12 validator (the MCP default dialect): strict about unknown keywords and formats
- * so that a typo in a schema is an error rather than a silently ignored constraint; all errors collected.
- * One instance per schema, so schemas with the same `$id` never collide.
- */
-export function createSchemaAjv(): Ajv2020 {
+function newAjv(validateSchema: boolean): Ajv2020 {
   const ajv = new Ajv2020({
     allErrors: true,
     strict: true,
     strictTypes: false,
     strictTuples: false,
     strictRequired: false,
+    validateSchema,
     logger: false,
   });
   for (const [name, pattern] of Object.entries(FORMATS)) ajv.addFormat(name, pattern);
@@ -38,7 +34,29 @@ export function createSchemaAjv(): Ajv2020 {
   return ajv;
 }
 
-/** Compiles an argument validator; throws ajv's error for a schema it cannot compile. */
+let metaChecker: Ajv2020 | undefined;
+
+/**
+ * The one validator that checks a schema against the 2020-12 meta-schema (`validateSchema`): it compiles the
+ * meta-schema once per process — a fresh instance compiles it again, a fifth of a second each — and holds no
+ * schema of its own.
+ */
+export function schemaChecker(): Ajv2020 {
+  return (metaChecker ??= newAjv(true));
+}
+
+/**
+ * A fresh JSON Schema 2020-12 validator (the MCP default dialect) for a schema {@link schemaChecker} accepted:
+ * strict about unknown keywords and formats so that a typo in a schema is an error rather than a silently ignored
+ * constraint; all errors collected. One instance per schema, so schemas with the same `$id` never collide.
+ */
+export function createSchemaAjv(): Ajv2020 {
+  return newAjv(false);
+}
+
+/** Compiles an argument validator; throws ajv's error for a schema it cannot compile or that breaks the meta-schema. */
 export function compileArgumentSchema(schema: object): ValidateFunction {
+  const checker = schemaChecker();
+  if (!checker.validateSchema(schema)) throw new Error(`schema is invalid: ${checker.errorsText(checker.errors)}`);
   return createSchemaAjv().compile(schema);
 }

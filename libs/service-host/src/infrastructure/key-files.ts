@@ -152,8 +152,15 @@ export async function loadGatewayKeys(dataDir: string, env: NodeJS.ProcessEnv, o
     return key;
   };
   const names = ['fingerprint', 'argument', 'sealing'] as const;
-  const loaded: Record<KeyName, { key: Buffer; migrated: boolean }> = {} as never;
-  for (const name of names) loaded[name] = await loadOrCreateWrappedKey(dir, name, master);
+  // Each file is unwrapped by its own scrypt on the thread pool: all three at once, the first failure (in this
+  // order) reported.
+  const settled = await Promise.allSettled(names.map((name) => loadOrCreateWrappedKey(dir, name, master)));
+  const failed = settled.find((result) => result.status === 'rejected');
+  if (failed !== undefined) throw failed.reason;
+  const loaded = Object.fromEntries(names.map((name, i) => [name, (settled[i] as PromiseFulfilledResult<{ key: Buffer; migrated: boolean }>).value])) as Record<
+    KeyName,
+    { key: Buffer; migrated: boolean }
+  >;
   return {
     keys: {
       fingerprint: { id: 'fp1', secret: loaded.fingerprint.key },
