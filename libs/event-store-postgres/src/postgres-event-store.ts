@@ -439,6 +439,13 @@ export class PostgresEventStore implements EventStore {
         // Positions are planned from 0 and moved to the head's once the insert has taken them.
         // Planning moves the tips it is given on; `tips` keeps them as read, for the check under the lock.
         const planned = planGroup(group, { head: 0, tips: new Map(tips), taken: new Set(takenIds), recordedAt });
+        // An expected revision refused on a guess may only show that the guess is behind (another connection
+        // appended since): refused only on tips read from the server.
+        if (guessed !== undefined && planned.outcomes.some((outcome) => 'error' in outcome && outcome.error instanceof WrongExpectedRevisionError)) {
+          for (const streamId of streams) this.tips.delete(streamId);
+          guess = false;
+          continue;
+        }
         outcomes = planned.outcomes;
         if (planned.rows.positions.length === 0) break;
         const written = [...new Set(planned.rows.streamIds)];

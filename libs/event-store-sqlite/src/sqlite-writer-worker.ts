@@ -3,9 +3,12 @@
  * so a commit's fsync never blocks the calling thread's event loop. Whatever arrived while the previous
  * transaction was being committed is written as one transaction (group commit); each write is checked and rolled
  * back on its own savepoint, so a failing one never harms its neighbours. Each transaction is answered in one
- * message. It keeps no state between transactions but its prepared statements.
+ * message. Between transactions it keeps its prepared statements and the chain tips of the streams it wrote last,
+ * which it trusts only while the file's head is the last position it committed itself (read under the write lock
+ * at the start of each transaction: anything another connection committed moves it).
  */
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { LRUCache } from 'lru-cache';
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { expectedRevisionHolds, linkEvents, type ChainTip } from '@oncegate/event-store';
 import { isUniqueViolation, isUnwritable, sqliteCode } from './sqlite-errors';
@@ -41,6 +44,20 @@ const rollbackToSavepoint = statement('ROLLBACK TO oncegate_write');
 /** The statements of rows that are not events, by their text (a handful: checkpoints, leases, sealed blobs). */
 const rowStatements = new Map<string, StatementSync>();
 
+/**
+ * The tips of streams this thread committed to, valid while `tipsThrough` is the file's head: the last position
+ * this thread committed (`undefined` while unknown). Reading a tip from the file cost more than inserting an event.
+ */
+const keptTips = new LRUCache<string, ChainTip>({ max: 8_192 });
+let tipsThrough: number | undefined;
+/** Tips the current transaction moved: its committed writes' (`transactionTips`) and the current write's (`itemTips`). */
+const transactionTips = new Map<string, ChainTip>();
+const itemTips = new Map<string, ChainTip>();
+
+function tipOf(streamId: string): ChainTip | undefined {
+  return itemTips.get(streamId) ?? transactionTips.get(streamId) ?? keptTips.get(streamId) ?? (streamTip.get(streamId) as ChainTip | undefined);
+}
+
 /** A write refused for a reason the calling thread turns into the port's typed error. */
 class WriteRefused extends Error {
   constructor(readonly wire: WireError) {
@@ -65,7 +82,7 @@ interface Written {
 function append(item: Extract<WriteItem, { kind: 'append' }>, written: Written): void {
   const { positions, revisions } = written;
   for (const entry of item.entries) {
-    const tip = streamTip.get(entry.streamId) as ChainTip | undefined;
+    const tip = tipOf(entry.streamId);
     if (!expectedRevisionHolds(entry.expected, tip?.revision)) {
       throw new WriteRefused({ kind: 'wrong_expected_revision', streamId: entry.streamId, expected: entry.expected, actual: tip?.revision });
     }
@@ -95,6 +112,8 @@ function append(item: Extract<WriteItem, { kind: 'append' }>, written: Written):
       written.prevs += prev;
       written.hashes += hash;
     });
+    const last = links[links.length - 1];
+    if (last !== undefined) itemTips.set(entry.streamId, { revision: last.revision, hash: last.hash });
   }
 }
 
@@ -130,13 +149,16 @@ function commitInTransaction(items: readonly WriteItem[]): CommittedReply {
     begin.run();
     try {
       headBefore = (head.get() as { head: number | null }).head ?? 0;
+      if (headBefore !== tipsThrough) keptTips.clear();
       items.forEach((item, index) => {
         if (shared) savepoint.run();
         const mark = { events: written.positions.length, text: written.hashes.length };
+        itemTips.clear();
         try {
           if (item.kind === 'append') append(item, written);
           else writeRows(item);
           if (shared) release.run();
+          for (const [streamId, tip] of itemTips) transactionTips.set(streamId, tip);
         } catch (error) {
           // SQLite rolls the whole transaction back by itself on some errors (a full disk, an I/O error): then
           // there is no savepoint to return to, and every write of the transaction fails with that error.
@@ -155,9 +177,15 @@ function commitInTransaction(items: readonly WriteItem[]): CommittedReply {
       throw error;
     }
   } catch (error) {
+    tipsThrough = undefined;
+    transactionTips.clear();
     const failure = wireError(error);
     return { kind: 'committed', headBefore, ids, errors: ids.map((_, index) => [index, failure] as const), positions: [], revisions: [], prevs: '', hashes: '' };
   }
+  for (const [streamId, tip] of transactionTips) keptTips.set(streamId, tip);
+  transactionTips.clear();
+  // Positions only grow: the last one written is the head now (none written: the head is unchanged).
+  tipsThrough = written.positions.at(-1) ?? headBefore;
   return {
     kind: 'committed',
     headBefore,

@@ -300,6 +300,28 @@ export function describeEventStoreContract<Location>(adapter: string, harness: E
         ).resolves.toHaveLength(2);
       });
 
+      it(`${adapter}: an append refused beside others written at the same moment leaves no trace in the next append to its streams`, async () => {
+        const { store, location } = await freshStore();
+        await store.appendToStream('taken', [event('E')]);
+        const [refused, written] = await Promise.allSettled([
+          store.appendMany([
+            { streamId: 'fresh', events: [event('F1')] },
+            { streamId: 'taken', events: [event('T')], expectedRevision: 'no_stream' },
+          ]),
+          store.appendToStream('beside', [event('B')]),
+        ]);
+        expect(refused.status === 'rejected' && refused.reason).toBeInstanceOf(WrongExpectedRevisionError);
+        expect(written.status).toBe('fulfilled');
+        await store.appendToStream('fresh', [event('F')], { expectedRevision: 'no_stream' });
+        await store.appendToStream('taken', [event('T')], { expectedRevision: 0 });
+        const other = await reopen(location);
+        const [fresh] = await other.readStream('fresh');
+        expect(fresh).toMatchObject({ type: 'F', revision: 0, prev: GENESIS_HASH });
+        const taken = await other.readStream('taken');
+        expect(taken.map((e) => e.type)).toEqual(['E', 'T']);
+        expect(taken[1]!.prev).toBe(taken[0]!.hash);
+      });
+
       it(`${adapter}: an event id already stored refuses the whole batch`, async () => {
         const { store } = await freshStore();
         const id = '01890a5d-ac96-774b-bcce-b302099a8058';
@@ -516,6 +538,23 @@ export function describeEventStoreContract<Location>(adapter: string, harness: E
         await other.appendToStream('u', [event('Elsewhere')]);
         expect((await store.readStream('s', { fromRevision: 2 })).map((e) => e.type)).toEqual(['TheirsAgain', 'MineAgain']);
         expect((await store.readStream('u')).map((e) => e.type)).toEqual(['Elsewhere']);
+      });
+
+      it(`${adapter}: an append after another connection's to the same stream follows it, in revision and in the chain`, async () => {
+        const { store, location } = await freshStore();
+        const other = await reopen(location);
+        await store.appendToStream('s', [event('A')]);
+        await other.appendToStream('s', [event('B')]);
+        // This store's last append left the stream at revision 0: what it knew of its tip is behind now.
+        await store.appendToStream('s', [event('C')], { expectedRevision: 1 });
+        await store.appendToStream('s', [event('D')]);
+        await other.appendToStream('t', [event('Elsewhere')]);
+        await store.appendToStream('s', [event('E')], { expectedRevision: 3 });
+        const stream = await (await reopen(location)).readStream('s');
+        expect(stream.map((e) => [e.type, e.revision])).toEqual([['A', 0], ['B', 1], ['C', 2], ['D', 3], ['E', 4]]);
+        stream.forEach((e, i) => {
+          if (i > 0) expect(e.prev).toBe(stream[i - 1]!.hash);
+        });
       });
 
       it(`${adapter}: metadata and payloads round-trip as JSON`, async () => {
