@@ -132,6 +132,8 @@ async function hostFront(host: Host, deliveries: DeliveryTracker, inlineSteps: I
     cipher: new BlobCipher(keys.sealing),
     clock,
     retentionMs: config.resumptionRetentionMs,
+    onWriteFailed: (error) =>
+      logger.warn(`resumption messages were sent without being kept for a resume: ${error instanceof Error ? error.message : String(error)}`, 'front'),
   });
   await resumption.start();
   host.opened.push(resumption);

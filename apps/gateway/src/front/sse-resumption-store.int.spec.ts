@@ -191,6 +191,29 @@ describe('the SSE resumption store (a SQLite file, sealed messages, a retention)
     expect((await replay(later, ids[3]!)).map((sent) => sent.message)).toEqual([message(4), message(5)]);
   });
 
+  it('given the file refusing a write for a reason other than being unwritable, when messages are stored, then each still gets an id (it is sent, not kept), the failure is reported, and later ones are kept again', async () => {
+    const failures: unknown[] = [];
+    const store = new SseResumptionStore({ file: join(dir, 'mcp-streams.db'), cipher, clock, retentionMs: HOUR, onWriteFailed: (error) => failures.push(error) });
+    stores.push(store);
+    const events = store.forSession(SESSION);
+    const priming = await events.storeEvent('stream-a', {} as JSONRPCMessage);
+    const kept = await events.storeEvent('stream-a', message(1));
+    const other = new DatabaseSync(join(dir, 'mcp-streams.db'));
+    other.exec("CREATE TRIGGER refuse BEFORE INSERT ON sse_messages BEGIN SELECT RAISE(ABORT, 'refused by a trigger'); END");
+    const [lost, alsoLost] = await Promise.all([events.storeEvent('stream-a', message(2)), events.storeEvent('stream-a', message(3))]);
+    // Each id names the last stored message of the stream: a resume from it replays what is stored after it.
+    expect([lost, alsoLost]).toEqual([kept, kept]);
+    expect(failures).toHaveLength(1);
+    expect(String(failures[0])).toMatch(/refused by a trigger/);
+    other.exec('DROP TRIGGER refuse');
+    other.close();
+    const later = await events.storeEvent('stream-a', message(4));
+    expect((await replay(store, priming)).map((sent) => [sent.eventId, sent.message])).toEqual([
+      [kept, message(1)],
+      [later, message(4)],
+    ]);
+  });
+
   it('given a sealed message edited in the file, when it is replayed, then it is refused rather than sent', async () => {
     const store = open();
     await store.forSession(SESSION).storeEvent('stream-a', message(1));

@@ -27,6 +27,11 @@ export interface SseResumptionStoreOptions {
   /** How long a stored message is kept; older ones are deleted by `sweep`. */
   readonly retentionMs: number;
   readonly onReplay?: ReplayListener;
+  /**
+   * A write that failed for a reason other than the file being unwritable now (a full disk, read-only): the
+   * messages are sent all the same, only not kept for a resume, and the failure is reported here.
+   */
+  readonly onWriteFailed?: (error: unknown) => void;
 }
 
 interface MessageRow {
@@ -40,8 +45,8 @@ interface MessageRow {
 /** A message sealed and waiting for the next write of the batch, with the caller waiting for its id. */
 interface QueuedMessage {
   readonly row: [sessionId: string, streamId: string, storedAt: number, keyId: string, iv: Buffer, tag: Buffer, ciphertext: Buffer, calls: string | null];
+  /** Its number once stored; `undefined` when it could not be stored (it is sent all the same). */
   readonly stored: (seq: number | undefined) => void;
-  readonly failed: (error: unknown) => void;
 }
 
 /**
@@ -199,7 +204,7 @@ export class SseResumptionStore {
       storeEvent: async (streamId, message) => {
         const sealed = this.options.cipher.seal(Buffer.from(JSON.stringify(message)), aad(streamId));
         const calls = Object.keys(message).length === 0 ? callsOf() : undefined;
-        const seq = await new Promise<number | undefined>((stored, failed) =>
+        const seq = await new Promise<number | undefined>((stored) =>
           this.enqueue({
             row: [
               sessionId,
@@ -212,7 +217,6 @@ export class SseResumptionStore {
               calls !== undefined && calls.requestIds.length > 0 ? JSON.stringify(calls) : null,
             ],
             stored,
-            failed,
           }),
         );
         // Storage is unavailable: the message is still sent, only not kept for a resume. Its id names the last
@@ -248,8 +252,8 @@ export class SseResumptionStore {
 
   /**
    * Writes the queued messages in one transaction, numbering them after the greatest stored number (under the
-   * write lock) and after the clock, and gives each caller its number. A file that cannot be written now gives
-   * none (the messages are sent, only not kept); any other failure fails each message's store.
+   * write lock) and after the clock, and gives each caller its number. A write that fails gives none: the
+   * messages are sent, only not kept (a failure other than an unwritable file is reported, `onWriteFailed`).
    */
   private flush(): void {
     this.flushScheduled = false;
@@ -277,10 +281,10 @@ export class SseResumptionStore {
         throw error;
       }
     } catch (error) {
-      for (const message of messages) {
-        if (isUnwritable(error)) message.stored(undefined);
-        else message.failed(error);
-      }
+      // Whatever the reason, the messages are sent: a store that failed would leave a call's answer unsent (the
+      // SDK writes a message only once it is stored), and keeping it for a resume is the lesser promise.
+      if (!isUnwritable(error)) this.options.onWriteFailed?.(error);
+      for (const message of messages) message.stored(undefined);
       return;
     }
     messages.forEach((message, index) => message.stored(numbers[index]));
