@@ -86,18 +86,14 @@ export async function gatewayFolder(
   if (!vault) return folder;
   const target = new URL(targetUrl);
   const env = store?.urlFromEnv ? { ONCEGATE_STORE_URL: store.postgresUrl } : {};
-  await storeInVault(folder, [{ ref: 'demo-writer', kind: 'bearer', bind: [`${target.hostname}:${target.port}`] }, ...credentials], env);
+  const vaultCredentials = [{ ref: 'demo-writer', kind: 'bearer', bind: [`${target.hostname}:${target.port}`] } as const, ...credentials];
+  if (store === undefined) await storeInVaultHere(folder, vaultCredentials);
+  else await storeInVault(folder, vaultCredentials, env);
   return folder;
 }
 
-/**
- * The vault of `oncegate vault init --dev` and one `oncegate vault set` per credential, any failure failing the
- * test. With the store's URL in the environment the commands themselves run; otherwise the same library calls
- * they make (`initVault`, `storeCredential`, with the same checks of the input and the value) run here, so the
- * fixture costs no process starts. The commands are the CLI's own tests' subject (vault-commands.int.spec.ts).
- */
+/** `oncegate vault init --dev`, then `oncegate vault set` for each credential; any failure fails the test. */
 async function storeInVault(folder: GatewayFolder, credentials: readonly TestCredential[], baseEnv: NodeJS.ProcessEnv): Promise<void> {
-  if (Object.keys(baseEnv).length === 0) return storeInVaultHere(folder, credentials);
   const must = async (args: string[], env: NodeJS.ProcessEnv = {}) => {
     const result = await oncegate(folder, args, { ...baseEnv, ...env });
     if (result.code !== 0) throw new Error(`oncegate ${args.join(' ')} exited with ${result.code}: ${result.stderr}`);
@@ -110,6 +106,11 @@ async function storeInVault(folder: GatewayFolder, credentials: readonly TestCre
   }
 }
 
+/**
+ * The vault those commands make in a SQLite folder, made with the same library calls they make (`initVault`,
+ * `storeCredential`, with the same checks of the input and the value) in this process: a folder costs no process
+ * starts. The commands themselves are the subject of vault-commands.int.spec.ts; on PostgreSQL they still run.
+ */
 async function storeInVaultHere(folder: GatewayFolder, credentials: readonly TestCredential[]): Promise<void> {
   mkdirSync(folder.dataDir, { recursive: true, mode: 0o700 });
   const store = openSqliteEventStore({ file: join(folder.dataDir, 'events.db') });
