@@ -1,10 +1,11 @@
 import { chmodSync, cpSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
 import { describe, expect, it } from 'vitest';
 import { everyFile } from '../support/files';
-import { CREDENTIAL_CANARY, oncegate, unprivilegedUser } from '../support/gateway-process';
+import { CREDENTIAL_CANARY, gatewayFolder, oncegate, startGatewayProcess, unprivilegedUser } from '../support/gateway-process';
 import { readJournal } from '../support/journal';
 import { connectClient } from '../support/mcp-clients';
 import { gatewayScenario } from '../support/scenario';
@@ -257,6 +258,33 @@ describe('gateway start and journal export: a data folder the gateway cannot use
       expect(exported.stdout).toContain('ExecutionAccepted');
     } finally {
       chmodSync(copy, 0o755);
+    }
+  });
+});
+
+describe('gateway end to end: a start that cannot go on says why in a line', () => {
+  it('given the demo target port taken, when the gateway starts, then it exits 1 naming the port and what to change, with no stack, and nothing listens', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = (taken.address() as AddressInfo).port;
+    const folder = await gatewayFolder('http://127.0.0.1:9', { demo_target: `{ enabled: true, port: ${port} }` });
+    try {
+      const refused = await startGatewayProcess(folder).then(
+        () => '',
+        (error: Error) => error.message,
+      );
+      expect(refused).toMatch(/gateway exited with 1/);
+      expect(refused).toContain(`the demo target did not start on port ${port}`);
+      expect(refused).toMatch(/the port is taken\): set demo_target\.port, or turn the demo target off .*; nothing was started/);
+      expect(refused).not.toMatch(/^\s+at /m);
+      expect(refused).not.toMatch(/Node\.js v\d+/);
+      // Nothing was started: the gateway's own port is free.
+      const free = createServer();
+      await new Promise<void>((resolve, reject) => free.once('error', reject).listen(folder.port, '127.0.0.1', resolve));
+      await new Promise<void>((resolve) => free.close(() => resolve()));
+    } finally {
+      await new Promise<void>((resolve) => taken.close(() => resolve()));
+      folder.dispose();
     }
   });
 });

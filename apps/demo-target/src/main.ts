@@ -12,7 +12,14 @@ if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65_535)
   process.exit(2);
 }
 
-const target = await startDemoTarget({ ...(port === undefined ? {} : { port }), ...(values.host === undefined ? {} : { host: values.host }) });
+const target = await startDemoTarget({ ...(port === undefined ? {} : { port }), ...(values.host === undefined ? {} : { host: values.host }) }).catch(
+  (error: NodeJS.ErrnoException) => {
+    // One line, no stack: whoever started the target says what to change.
+    if (error.code !== 'EADDRINUSE' && error.code !== 'EACCES') throw error;
+    process.stderr.write(`demo target: cannot listen on ${values.host ?? '127.0.0.1'}:${port ?? 8790}: ${error.code === 'EADDRINUSE' ? 'the port is taken' : 'not allowed'}\n`);
+    process.exit(1);
+  },
+);
 process.stdout.write(`demo target listening on ${target.url}  (effects: ${target.url}/effects)\n`);
 
 const stop = () => void target.close().then(() => process.exit(0));

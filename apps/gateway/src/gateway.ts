@@ -14,6 +14,7 @@ import { dispatcherSshService, sshChannel } from '@oncegate/service-dispatcher-s
 import { GatewayConfigError, unauthenticatedAgentProblem, type GatewayConfig } from '@oncegate/service-host/config/gateway-config';
 import { hostDispatchers, type DispatchChannel } from '@oncegate/dispatcher-kit';
 import { closeHost, openHost, openVault, startOrUndo, type Host, type ServiceDefinition, type StartOptions } from '@oncegate/service-host/host';
+import { StartupError } from '@oncegate/service-host/service-process';
 import type { AgentDirectory } from '@oncegate/service-host/infrastructure/agent-directory';
 import { queueGauges } from '@oncegate/service-host/operations/queue-gauges';
 import { PreparedCalls } from '@oncegate/service-host/prepared-calls';
@@ -72,16 +73,29 @@ function demoTargetMain(): string[] {
  */
 async function startDemoTargetProcess(port: number): Promise<{ url: string; close(): Promise<void> }> {
   const child = spawn(process.execPath, [...demoTargetMain(), '--port', String(port)], {
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  // Until it listens, what it says is kept for the reason it did not start; after, it is passed on.
+  let said: string | undefined = '';
+  child.stderr!.on('data', (chunk) => {
+    if (said === undefined) process.stderr.write(chunk);
+    else said = (said + String(chunk)).slice(-4096);
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const remedy = 'set demo_target.port, or turn the demo target off (demo_target.enabled: false, ONCEGATE_DEMO_TARGET=off)';
   const url = await new Promise<string>((resolve, reject) => {
     createInterface({ input: child.stdout! }).once('line', (line) => {
       const match = /listening on (http:\/\/\S+)/.exec(line);
-      if (match) resolve(match[1]!);
-      else reject(new Error(`the demo target did not start: ${line}`));
+      if (match) {
+        if (said) process.stderr.write(said);
+        said = undefined;
+        resolve(match[1]!);
+      } else reject(new StartupError(`the demo target did not start (${line}): ${remedy}`));
     });
-    child.once('exit', (code) => reject(new Error(`the demo target exited with code ${code} (is port ${port} free?)`)));
+    child.once('exit', (code) => {
+      const why = said?.trim().split('\n').at(-1) || `it exited with code ${code}`;
+      reject(new StartupError(`the demo target did not start on port ${port} (${why}): ${remedy}`));
+    });
   });
   return {
     url,
@@ -207,6 +221,9 @@ function refuseUnsafeTesting(config: GatewayConfig): void {
 async function startGatewayOn(config: GatewayConfig, options: StartOptions, opened: Array<{ close(): Promise<void> }>): Promise<RunningGateway> {
   // The configuration is checked before anything is opened.
   for (const service of [authorizationService, gatewayService]) service.check?.(config);
+  // First, so that a demo target that cannot start leaves nothing else started.
+  const demo = config.demoTarget.enabled ? await startDemoTargetProcess(config.demoTarget.port) : undefined;
+  if (demo !== undefined) opened.push(demo);
   const host = await openHost(config, options, opened, false, 'oncegate');
   const vault = await openVault(host);
   const sealer = hostSealer(host);
@@ -226,8 +243,6 @@ async function startGatewayOn(config: GatewayConfig, options: StartOptions, open
   if (config.holdBeforeSendMs > 0) {
     host.logger.warn(`TEST ONLY: every attempt dispatched inline is sent ${config.holdBeforeSendMs} ms after its commit (testing.hold_before_send in ${config.source})`, 'dispatch');
   }
-  const demo = config.demoTarget.enabled ? await startDemoTargetProcess(config.demoTarget.port) : undefined;
-
   return {
     url: front.url,
     port: front.port,

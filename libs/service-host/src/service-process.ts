@@ -8,7 +8,19 @@ import { KeyFileError } from './infrastructure/key-files';
 import { SealKeyError } from '@oncegate/vault';
 
 /** How a failed start is told: one line naming the cause and that nothing was started; an unknown error is thrown. */
+/** A start that cannot go on for a reason its message names with what to change (printed without a stack). */
+export class StartupError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'StartupError';
+  }
+}
+
 export function startupFailure(error: unknown, io: CliIo): ExitCode {
+  if (error instanceof StartupError) {
+    io.stderr(`${error.message}; nothing was started\n`);
+    return EXIT_CODES.failed;
+  }
   if (error instanceof SealKeyError) {
     io.stderr(`cannot seal the journal: ${error.message}; nothing was started\n`);
     return EXIT_CODES.failed;
