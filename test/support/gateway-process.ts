@@ -3,7 +3,6 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { freePort } from '@oncegate/deploy-local';
 import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
 import { initVault, storeCredential } from '@oncegate/vault';
-import { credentialMetadata, credentialValue } from '@oncegate/vault';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -108,7 +107,7 @@ async function storeInVault(folder: GatewayFolder, credentials: readonly TestCre
 
 /**
  * The vault those commands make in a SQLite folder, made with the same library calls they make (`initVault`,
- * `storeCredential`, with the same checks of the input and the value) in this process: a folder costs no process
+ * `storeCredential`, which checks the input and the value as the command does) in this process: a folder costs no process
  * starts. The commands themselves are the subject of vault-commands.int.spec.ts; on PostgreSQL they still run.
  */
 async function storeInVaultHere(folder: GatewayFolder, credentials: readonly TestCredential[]): Promise<void> {
@@ -118,10 +117,8 @@ async function storeInVaultHere(folder: GatewayFolder, credentials: readonly Tes
     const context = { store, dataDir: folder.dataDir, env: {}, by: 'operator:cli' };
     await initVault(context, { dev: true });
     for (const credential of credentials) {
-      const input = { ref: credential.ref, kind: credential.kind, bindings: credential.bind };
-      const checked = credentialMetadata(input, 1);
       const raw = credential.fromFile !== undefined ? readFileSync(credential.fromFile, 'utf8') : CREDENTIAL_CANARY;
-      await storeCredential(context, input, credentialValue(checked.kind, raw));
+      await storeCredential(context, { ref: credential.ref, kind: credential.kind, bindings: credential.bind }, raw);
     }
   } finally {
     await store.close();

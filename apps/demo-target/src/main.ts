@@ -16,7 +16,8 @@ const target = await startDemoTarget({ ...(port === undefined ? {} : { port }), 
   (error: NodeJS.ErrnoException) => {
     // One line, no stack: whoever started the target says what to change.
     if (error.code !== 'EADDRINUSE' && error.code !== 'EACCES') throw error;
-    process.stderr.write(`demo target: cannot listen on ${values.host ?? '127.0.0.1'}:${port ?? 8790}: ${error.code === 'EADDRINUSE' ? 'the port is taken' : 'not allowed'}\n`);
+    const { address, port: taken } = error as NodeJS.ErrnoException & { address?: string; port?: number };
+    process.stderr.write(`demo target: cannot listen on ${address}:${taken}: ${error.code === 'EADDRINUSE' ? 'the port is taken' : 'not allowed'}\n`);
     process.exit(1);
   },
 );

@@ -7,7 +7,6 @@ import { serveService, storeLocation, type ServiceDefinition } from './host';
 import { KeyFileError } from './infrastructure/key-files';
 import { SealKeyError } from '@oncegate/vault';
 
-/** How a failed start is told: one line naming the cause and that nothing was started; an unknown error is thrown. */
 /** A start that cannot go on for a reason its message names with what to change (printed without a stack). */
 export class StartupError extends Error {
   constructor(message: string) {
@@ -16,6 +15,7 @@ export class StartupError extends Error {
   }
 }
 
+/** How a failed start is told: one line naming the cause and that nothing was started; an unknown error is thrown. */
 export function startupFailure(error: unknown, io: CliIo): ExitCode {
   if (error instanceof StartupError) {
     io.stderr(`${error.message}; nothing was started\n`);

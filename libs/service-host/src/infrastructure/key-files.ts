@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { kdfParams, unwrapKey, wrapKey, type WrappedKey } from '@oncegate/vault';
-import { developmentMasterKey, masterKey } from '@oncegate/vault';
+import { developmentMasterKey, kdfParams, masterKey, unwrapKey, wrapKey, type WrappedKey } from '@oncegate/vault';
 
 /**
  * The gateway's own keys live in `<data dir>/keys/`, created at first start with owner-only permissions:
@@ -109,7 +108,13 @@ function replaceFile(file: string, text: string): void {
  * One key: made (random) and written wrapped when there is none; unwrapped with the master key; and when the file
  * holds it in plain (written by an earlier version), the same key, wrapped in place.
  */
-async function loadOrCreateWrappedKey(dir: string, name: KeyName, master: () => string): Promise<{ key: Buffer; migrated: boolean }> {
+/** A key file's key, and whether it held its key in plain and was wrapped now. */
+interface LoadedKey {
+  key: Buffer;
+  migrated: boolean;
+}
+
+async function loadOrCreateWrappedKey(dir: string, name: KeyName, master: () => string): Promise<LoadedKey> {
   const file = join(dir, `${name}.key`);
   const purpose = KEY_PURPOSES[name];
   if (!existsSync(file)) {
@@ -155,18 +160,17 @@ export async function loadGatewayKeys(dataDir: string, env: NodeJS.ProcessEnv, o
   // Each file is unwrapped by its own scrypt on the thread pool: all three at once, the first failure (in this
   // order) reported.
   const settled = await Promise.allSettled(names.map((name) => loadOrCreateWrappedKey(dir, name, master)));
-  const failed = settled.find((result) => result.status === 'rejected');
-  if (failed !== undefined) throw failed.reason;
-  const loaded = Object.fromEntries(names.map((name, i) => [name, (settled[i] as PromiseFulfilledResult<{ key: Buffer; migrated: boolean }>).value])) as Record<
-    KeyName,
-    { key: Buffer; migrated: boolean }
-  >;
+  const loaded = settled.map((result) => {
+    if (result.status === 'rejected') throw result.reason;
+    return result.value;
+  });
+  const [fingerprint, argument, sealing] = loaded as [LoadedKey, LoadedKey, LoadedKey];
   return {
     keys: {
-      fingerprint: { id: 'fp1', secret: loaded.fingerprint.key },
-      argument: { id: 'arg1', secret: loaded.argument.key },
-      sealing: { id: 'seal1', key: loaded.sealing.key },
+      fingerprint: { id: 'fp1', secret: fingerprint.key },
+      argument: { id: 'arg1', secret: argument.key },
+      sealing: { id: 'seal1', key: sealing.key },
     },
-    migratedKeyFiles: names.filter((name) => loaded[name].migrated).map((name) => join(dir, `${name}.key`)),
+    migratedKeyFiles: names.filter((_, i) => loaded[i]!.migrated).map((name) => join(dir, `${name}.key`)),
   };
 }
