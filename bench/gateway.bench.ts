@@ -50,6 +50,8 @@ export async function run(argv: string[]): Promise<void> {
       warmup: { type: 'string', default: '200' },
       synchronous: { type: 'string', default: 'FULL' },
       'gateway-prof-dir': { type: 'string' },
+      /** Node options for the gateway process only (space-separated), e.g. `--max-semi-space-size=16`. */
+      'gateway-node-options': { type: 'string', default: '' },
       /** Gateway on an empty journal against one already holding this many completed executions. */
       journal: { type: 'string' },
       /** Where filled journals are kept between runs (default: <os.tmpdir()>/oncegate-bench-cache). */
@@ -151,7 +153,10 @@ export async function run(argv: string[]): Promise<void> {
 
     writeFileSync(join(dir, 'tools.yaml'), contractsYaml(targetUrl));
     writeFileSync(join(dir, 'oncegate.yaml'), gatewayYaml(dir, synchronous));
-    const prof = values['gateway-prof-dir'] === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${resolve(values['gateway-prof-dir'])}`];
+    const prof = [
+      ...values['gateway-node-options'].split(' ').filter((option) => option !== ''),
+      ...(values['gateway-prof-dir'] === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${resolve(values['gateway-prof-dir'])}`]),
+    ];
     const started = await startGatewayProcess(join(dir, 'oncegate.yaml'), prof);
     const gateway = started.server;
     servers.push(gateway);

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -8,9 +8,9 @@ import { describe, expect, it } from 'vitest';
 const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 const LAUNCHER = join(ROOT, 'bin/oncegate.mjs');
 
-function runLauncher(args: string[], cwd: string): Promise<{ code: number; stdout: string; stderr: string }> {
+function runLauncher(args: string[], cwd: string, env: NodeJS.ProcessEnv = process.env): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((done) => {
-    execFile(process.execPath, [LAUNCHER, ...args], { cwd }, (error, stdout, stderr) => {
+    execFile(process.execPath, [LAUNCHER, ...args], { cwd, env }, (error, stdout, stderr) => {
       done({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : -1, stdout, stderr });
     });
   });
@@ -42,5 +42,42 @@ describe('bin/oncegate.mjs', () => {
     const result = await runLauncher(['frobnicate'], ROOT);
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(/^oncegate: unknown command 'frobnicate'/);
+  });
+
+  describe('the heap flags of the serving commands', () => {
+    /** Every Node image the launcher runs in (before and after it runs itself again) prints its pid and execArgv. */
+    async function images(args: string[], nodeOptions = ''): Promise<{ pid: number; execArgv: string[] }[]> {
+      const folder = await mkdtemp(join(tmpdir(), 'oncegate-launcher-'));
+      try {
+        const probe = join(folder, 'probe.cjs');
+        await writeFile(probe, 'process.stderr.write(`image ${JSON.stringify({ pid: process.pid, execArgv: process.execArgv })}\\n`);\n');
+        const result = await runLauncher(args, ROOT, { ...process.env, NODE_OPTIONS: `--require ${probe} ${nodeOptions}`.trim() });
+        expect(result.code).toBe(0);
+        return result.stderr
+          .split('\n')
+          .filter((line) => line.startsWith('image '))
+          .map((line) => JSON.parse(line.slice('image '.length)) as { pid: number; execArgv: string[] });
+      } finally {
+        await rm(folder, { recursive: true, force: true });
+      }
+    }
+
+    it('given start, when launched, then it runs itself again in the same process with a bounded young generation and heap growth', async () => {
+      const seen = await images(['start', '--help']);
+      expect(seen).toHaveLength(2);
+      expect(seen[1]!.pid).toBe(seen[0]!.pid);
+      expect(seen[0]!.execArgv).toEqual([]);
+      expect(seen[1]!.execArgv).toEqual(['--max-semi-space-size=16', '--heap-growing-percent=20']);
+    });
+
+    it('given serve with the operator\'s own semi-space size in NODE_OPTIONS, when launched, then that one is kept and only the other flag added', async () => {
+      const seen = await images(['serve', '--help'], '--max-semi-space-size=32');
+      expect(seen.map((image) => image.execArgv)).toEqual([[], ['--heap-growing-percent=20']]);
+    });
+
+    it('given a command that ends when its work is done, when launched, then it runs once, with V8\'s defaults', async () => {
+      const seen = await images(['contracts', 'check', 'examples/tools.yaml']);
+      expect(seen.map((image) => image.execArgv)).toEqual([[]]);
+    });
   });
 });
