@@ -28,6 +28,8 @@ export interface InFlightOptions {
    * flight are written here, and the constructors whose objects grew most between the two are printed.
    */
   readonly heapSnapshotDir: string | undefined;
+  /** Node options for the gateway process (`--gateway-node-options`). */
+  readonly nodeOptions: readonly string[];
 }
 
 const WAIT = '10m';
@@ -65,7 +67,7 @@ export async function runInFlight(options: InFlightOptions): Promise<void> {
     if (snapshotDir !== undefined) mkdirSync(snapshotDir, { recursive: true });
     const gateway = await startGatewayProcess(
       join(dir, 'oncegate.yaml'),
-      snapshotDir === undefined ? [] : ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${snapshotDir}`],
+      [...options.nodeOptions, ...(snapshotDir === undefined ? [] : ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${snapshotDir}`])],
     );
     servers.push(gateway.server);
     const pid = gateway.server.child.pid!;

@@ -41,6 +41,8 @@ export interface BigJournalOptions {
   readonly rounds: number;
   /** After the run, copy the filled folder for the next run (default true). */
   readonly spare: boolean;
+  /** Node options for the gateway processes (`--gateway-node-options`). */
+  readonly nodeOptions: readonly string[];
 }
 
 interface Measured {
@@ -103,7 +105,7 @@ export async function runBigJournal(options: BigJournalOptions): Promise<void> {
       writeFileSync(configFile, gatewayYaml(dir, options.synchronous, { dataDir }));
       const profDir = options.profDir === undefined ? undefined : resolve(options.profDir, journal.replace(/\W+/g, '-'));
       if (profDir !== undefined) mkdirSync(profDir, { recursive: true });
-      const gateway = await startGatewayProcess(configFile, profDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${profDir}`]);
+      const gateway = await startGatewayProcess(configFile, [...options.nodeOptions, ...(profDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${profDir}`])]);
       servers.push(gateway.server);
       const afterStart = procStats(gateway.server.child.pid!);
       const gatewayClients = await mcpClients(gateway.url, 32, gateway.token);
@@ -184,7 +186,7 @@ export async function runBigJournal(options: BigJournalOptions): Promise<void> {
       const before = new Set(readdirSync(profDir));
       const configFile = join(dir, 'oncegate-profile.yaml');
       writeFileSync(configFile, gatewayYaml(dir, options.synchronous, { dataDir: bigData }));
-      const gateway = await startGatewayProcess(configFile, ['--cpu-prof', `--cpu-prof-dir=${profDir}`]);
+      const gateway = await startGatewayProcess(configFile, [...options.nodeOptions, '--cpu-prof', `--cpu-prof-dir=${profDir}`]);
       const startMs = gateway.startMs;
       await gateway.server.stop(10 * 60_000);
       const file = readdirSync(profDir).find((name) => name.endsWith('.cpuprofile') && !before.has(name));

@@ -81,6 +81,7 @@ export async function run(argv: string[]): Promise<void> {
   const calls32 = Number(values['calls-c32']);
   const warmup = Number(values.warmup);
   const synchronous = values.synchronous!;
+  const gatewayNodeOptions = values['gateway-node-options'].split(' ').filter((option) => option !== '');
   if (values.journal !== undefined) {
     return runBigJournal({
       executions: Number(values.journal),
@@ -94,6 +95,7 @@ export async function run(argv: string[]): Promise<void> {
       profDir: values['gateway-prof-dir'],
       rounds: Number(values.rounds),
       spare: !values['no-spare'],
+      nodeOptions: gatewayNodeOptions,
     });
   }
   if (values['in-flight'] !== undefined) {
@@ -104,6 +106,7 @@ export async function run(argv: string[]): Promise<void> {
       synchronous,
       warmup,
       heapSnapshotDir: values['heap-snapshot-dir'],
+      nodeOptions: gatewayNodeOptions,
     });
   }
   const dir = resolve(values.dir!, `gateway-${process.pid}`);
@@ -154,7 +157,7 @@ export async function run(argv: string[]): Promise<void> {
     writeFileSync(join(dir, 'tools.yaml'), contractsYaml(targetUrl));
     writeFileSync(join(dir, 'oncegate.yaml'), gatewayYaml(dir, synchronous));
     const prof = [
-      ...values['gateway-node-options'].split(' ').filter((option) => option !== ''),
+      ...gatewayNodeOptions,
       ...(values['gateway-prof-dir'] === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${resolve(values['gateway-prof-dir'])}`]),
     ];
     const started = await startGatewayProcess(join(dir, 'oncegate.yaml'), prof);
