@@ -75,6 +75,12 @@ describe('bin/oncegate.mjs', () => {
       expect(seen.map((image) => image.execArgv)).toEqual([[], ['--heap-growing-percent=20']]);
     });
 
+    it('given stdio, when launched, then its one process serves with the heap flags too', async () => {
+      const seen = await images(['stdio', '--help']);
+      expect(seen.map((image) => image.execArgv)).toEqual([[], ['--max-semi-space-size=16', '--heap-growing-percent=20']]);
+      expect(new Set(seen.map((image) => image.pid)).size).toBe(1);
+    });
+
     it('given a command that ends when its work is done, when launched, then it runs once, with V8\'s defaults', async () => {
       const seen = await images(['contracts', 'check', 'examples/tools.yaml']);
       expect(seen.map((image) => image.execArgv)).toEqual([[]]);
