@@ -41,11 +41,18 @@ if (Number(process.versions.node.split('.')[0]) < REQUIRED_MAJOR) {
   const child = spawn(bundled, [...process.execArgv, fileURLToPath(import.meta.url), ...process.argv.slice(2)], { stdio: 'inherit' });
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => child.kill(signal));
   child.on('exit', (code, signal) => process.exit(code ?? (signal ? 128 : 1)));
-} else if (heapFlagsToAdd().length > 0) {
-  // Runs itself again, in the same process (same pid, same stdio), with the heap flags on V8's command line:
-  // the young generation's size is fixed when V8 starts, so it cannot be set from inside.
-  process.execve(process.execPath, [process.execPath, ...heapFlagsToAdd(), ...process.execArgv, fileURLToPath(import.meta.url), ...process.argv.slice(2)]);
 } else {
+  const heapFlags = heapFlagsToAdd();
+  if (heapFlags.length > 0) {
+    // Runs itself again, in the same process (same pid, same stdio), with the heap flags on V8's command line:
+    // the young generation's size is fixed when V8 starts, so it cannot be set from inside. Should that fail,
+    // the command runs as it is, with V8's defaults.
+    try {
+      process.execve(process.execPath, [process.execPath, ...heapFlags, ...process.execArgv, fileURLToPath(import.meta.url), ...process.argv.slice(2)]);
+    } catch (error) {
+      process.stderr.write(`oncegate: serving with V8's default heap sizes (could not start with ${heapFlags.join(' ')}: ${error.message})\n`);
+    }
+  }
   const main = new URL('dist/apps/gateway/main.js', root);
   if (!existsSync(main)) {
     process.stderr.write(`oncegate is not built (no ${fileURLToPath(main)}): run npm run build\n`);

@@ -81,6 +81,22 @@ describe('bin/oncegate.mjs', () => {
       expect(new Set(seen.map((image) => image.pid)).size).toBe(1);
     });
 
+    it('given an execve that fails, when start is launched, then it says so in a line and runs as it is', async () => {
+      const folder = await mkdtemp(join(tmpdir(), 'oncegate-launcher-'));
+      try {
+        const refuse = join(folder, 'refuse.cjs');
+        await writeFile(refuse, "process.execve = () => { throw new Error('execve refused here'); };\n");
+        const result = await runLauncher(['start', '--help'], ROOT, { ...process.env, NODE_OPTIONS: `--require ${refuse}` });
+        expect(result.code).toBe(0);
+        expect(result.stderr).toBe(
+          "oncegate: serving with V8's default heap sizes (could not start with --max-semi-space-size=16 --heap-growing-percent=20: execve refused here)\n",
+        );
+        expect(result.stdout).toMatch(/^Usage: oncegate start/);
+      } finally {
+        await rm(folder, { recursive: true, force: true });
+      }
+    });
+
     it('given a command that ends when its work is done, when launched, then it runs once, with V8\'s defaults', async () => {
       const seen = await images(['contracts', 'check', 'examples/tools.yaml']);
       expect(seen.map((image) => image.execArgv)).toEqual([[]]);
