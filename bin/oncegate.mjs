@@ -12,11 +12,11 @@ import { fileURLToPath } from 'node:url';
 
 const REQUIRED_MAJOR = 24;
 
-// The commands that serve for as long as they run (start, serve, stdio) keep their memory bounded
-// (docs/runtime.md, "Memory"): a young generation of at most 16 MiB per semi-space instead of V8's 64, and the old
-// generation let grow by 20 % after each full collection instead of V8's up-to-fourfold under load. A flag the
-// operator gave (on the command line or in NODE_OPTIONS) is left as given.
-const SERVING_COMMANDS = new Set(['start', 'serve', 'stdio']);
+// The embedded gateway (start, stdio) keeps its memory bounded (docs/runtime.md, "Memory"): a young generation of
+// at most 16 MiB per semi-space instead of V8's 64, and the old generation let grow by 20 % after each full
+// collection instead of V8's up-to-fourfold under load. A flag the operator gave (on the command line or in
+// NODE_OPTIONS) is left as given. `serve` keeps V8's defaults for now (docs/runtime.md says why).
+const SERVING_COMMANDS = new Set(['start', 'stdio']);
 const HEAP_FLAGS = [
   { flag: '--max-semi-space-size=16', given: /--max[-_]semi[-_]space[-_]size/ },
   { flag: '--heap-growing-percent=20', given: /--heap[-_]growing[-_]percent/ },

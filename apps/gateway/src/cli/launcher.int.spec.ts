@@ -70,9 +70,14 @@ describe('bin/oncegate.mjs', () => {
       expect(seen[1]!.execArgv).toEqual(['--max-semi-space-size=16', '--heap-growing-percent=20']);
     });
 
-    it('given serve with the operator\'s own semi-space size in NODE_OPTIONS, when launched, then that one is kept and only the other flag added', async () => {
-      const seen = await images(['serve', '--help'], '--max-semi-space-size=32');
+    it('given start with the operator\'s own semi-space size in NODE_OPTIONS, when launched, then that one is kept and only the other flag added', async () => {
+      const seen = await images(['start', '--help'], '--max-semi-space-size=32');
       expect(seen.map((image) => image.execArgv)).toEqual([[], ['--heap-growing-percent=20']]);
+    });
+
+    it('given serve, when launched, then it runs once, with V8\'s defaults', async () => {
+      const seen = await images(['serve', '--help']);
+      expect(seen.map((image) => image.execArgv)).toEqual([[]]);
     });
 
     it('given stdio, when launched, then its one process serves with the heap flags too', async () => {
