@@ -156,11 +156,11 @@ export async function run(argv: string[]): Promise<void> {
 
     writeFileSync(join(dir, 'tools.yaml'), contractsYaml(targetUrl));
     writeFileSync(join(dir, 'oncegate.yaml'), gatewayYaml(dir, synchronous));
-    const prof = [
+    const gatewayArgs = [
       ...gatewayNodeOptions,
       ...(values['gateway-prof-dir'] === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${resolve(values['gateway-prof-dir'])}`]),
     ];
-    const started = await startGatewayProcess(join(dir, 'oncegate.yaml'), prof);
+    const started = await startGatewayProcess(join(dir, 'oncegate.yaml'), gatewayArgs);
     const gateway = started.server;
     servers.push(gateway);
     const gatewayClients = await mcpClients(started.url, 32, started.token);
@@ -188,7 +188,7 @@ export async function run(argv: string[]): Promise<void> {
         join(observedDir, 'oncegate.yaml'),
         `${gatewayYaml(dir, synchronous, { dataDir: join(observedDir, 'data') })}operations: { host: 127.0.0.1, port: 0 }\ntracing: { endpoint: '${collector.endpoint}' }\n`,
       );
-      const observed = await startGatewayProcess(join(observedDir, 'oncegate.yaml'), prof, [/operations:\s+(\S+)/]);
+      const observed = await startGatewayProcess(join(observedDir, 'oncegate.yaml'), gatewayArgs, [/operations:\s+(\S+)/]);
       servers.push(observed.server);
       const operations = observed.server.matches[2]?.[1];
       let scraping = true;
