@@ -13,6 +13,8 @@ function serviceCommand(service: LocalService): string[] {
   return [fileURLToPath(new URL(`../../dist/apps/${service}/main.js`, import.meta.url))];
 }
 const START_TIMEOUT_MS = 60_000;
+/** How long a stopping process may take before it is killed (a service that stops drains what it holds first). */
+const STOP_TIMEOUT_MS = 30_000;
 
 /** The services `oncegate serve` runs. */
 export type LocalService = 'gateway' | 'authorization' | 'dispatcher-http' | 'dispatcher-ssh' | 'dispatcher-sql' | 'result-delivery' | 'sealer' | 'relay-kafka';
@@ -42,7 +44,10 @@ export interface ServiceProcess {
   readonly child: ChildProcess;
   /** Everything it wrote, stdout and stderr. */
   output(): string;
-  /** SIGTERM, and waits for it to exit. */
+  /**
+   * SIGTERM, and waits for it to exit; one still running after 30 s is killed (kill -9), and the stop fails saying
+   * so, with what it wrote.
+   */
   stop(): Promise<void>;
   /** kill -9, and waits for it to exit. */
   kill(): Promise<void>;
@@ -105,8 +110,15 @@ export async function startService(service: LocalService, options: ServiceOption
     child,
     output: () => output,
     async stop() {
-      if (running()) child.kill('SIGTERM');
+      if (!running()) return;
+      child.kill('SIGTERM');
+      let timer: NodeJS.Timeout | undefined;
+      const late = await Promise.race([exited.then(() => false), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), STOP_TIMEOUT_MS)))]);
+      clearTimeout(timer);
+      if (!late) return;
+      child.kill('SIGKILL');
       await exited;
+      throw new Error(`${service} (pid ${child.pid}) did not stop within ${STOP_TIMEOUT_MS / 1000} s of SIGTERM and was killed; what it wrote:\n${output.slice(-4000)}`);
     },
     async kill() {
       if (running()) child.kill('SIGKILL');
@@ -127,7 +139,10 @@ export interface LocalDeployment {
   of(service: LocalService): ServiceProcess[];
   /** Starts one more process of a service (a gateway takes the next of its ports, or `port`). */
   add(service: LocalService, port?: number): Promise<ServiceProcess>;
-  /** Stops every process (SIGTERM), gateways first. */
+  /**
+   * Stops every process (SIGTERM), gateways first, each service's together; then fails, when one had to be killed,
+   * naming each.
+   */
   stop(): Promise<void>;
 }
 
@@ -147,8 +162,15 @@ export async function startLocalDeployment(options: LocalDeploymentOptions): Pro
     return started;
   };
   const stop = async () => {
-    const order: LocalService[] = ['gateway', 'authorization', 'dispatcher-http', 'dispatcher-ssh', 'result-delivery', 'sealer', 'relay-kafka'];
-    for (const service of order) await Promise.all(processes.filter((process) => process.service === service).map((process) => process.stop()));
+    // The gateways first: no call comes in while the others stop.
+    const order = ['gateway', ...Object.keys(LOCAL_LAYOUT).filter((service) => service !== 'gateway')] as LocalService[];
+    const failures: unknown[] = [];
+    for (const service of order) {
+      const stopped = await Promise.allSettled(processes.filter((process) => process.service === service).map((process) => process.stop()));
+      for (const result of stopped) if (result.status === 'rejected') failures.push(result.reason);
+    }
+    if (failures.length === 1) throw failures[0];
+    if (failures.length > 1) throw new AggregateError(failures, failures.map((failure) => (failure as Error).message.split('\n')[0]).join('; '));
   };
   try {
     const rest: LocalService[] = [];

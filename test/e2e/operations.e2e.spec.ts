@@ -67,11 +67,15 @@ describe('operating the services apart: /metrics, /healthz and /readyz of every 
   }, 300_000);
 
   afterAll(async () => {
-    await deployment?.stop();
-    await target?.stop();
-    await server?.stop();
-    await collector?.stop();
-    folder?.dispose();
+    // The rest is stopped even when a process had to be killed (which fails the stop).
+    try {
+      await deployment?.stop();
+    } finally {
+      await target?.stop();
+      await server?.stop();
+      await collector?.stop();
+      folder?.dispose();
+    }
   });
 
   it('given every process, then each has its own operations listener, alive and ready, naming what it checked', async () => {

@@ -97,10 +97,14 @@ describe('the services as processes of their own on PostgreSQL (deploy/local, on
 
   afterAll(async () => {
     for (const connected of clients) await connected.close().catch(() => undefined);
-    await deployment?.stop();
-    await target?.stop();
-    await server?.stop();
-    folder?.dispose();
+    // The rest is stopped even when a process had to be killed (which fails the stop).
+    try {
+      await deployment?.stop();
+    } finally {
+      await target?.stop();
+      await server?.stop();
+      folder?.dispose();
+    }
   });
 
   it('given 500 identical calls spread over both gateways at once, then there is one execution, one target request, and every answer names it', async () => {

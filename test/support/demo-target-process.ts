@@ -30,7 +30,10 @@ export interface DemoTargetProcess {
 }
 
 export async function startDemoTargetProcess(): Promise<DemoTargetProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, '--port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  // Its stderr through this process, not inherited: a target left running after a failed test must not hold the
+  // test run's own output open.
+  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stderr!.on('data', (chunk: Buffer) => process.stderr.write(chunk));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const url = await new Promise<string>((resolve, reject) => {
     createInterface({ input: child.stdout! }).once('line', (line) => {

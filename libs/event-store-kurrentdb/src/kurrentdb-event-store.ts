@@ -20,6 +20,7 @@ import {
   EventStoreUnavailableError,
   InvalidEventStoreArgumentError,
   runCatchUpSubscription,
+  settledOrAborted,
   submitAppend,
   submitAppendMany,
   validateCount,
@@ -747,7 +748,9 @@ export class KurrentDbEventStore implements EventStore {
    */
   private async waitForAppend(position: number, signal: AbortSignal, onIdle?: () => void): Promise<void> {
     if (signal.aborted || this.closed) return;
-    await this.listener.ensure();
+    // A stop while the listening connection is being made does not wait for it, nor wait after it.
+    await settledOrAborted(this.listener.ensure(), signal);
+    if (signal.aborted || this.closed) return;
     await new Promise<void>((resolve, reject) => {
       const waiter: Waiter = {
         position,

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { connect, createServer, type Server, type Socket } from 'node:net';
 import { Client, Pool } from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DuplicateEventIdError, subscribeAsGroupMember, WrongExpectedRevisionError, type EventStore, type RecordedEvent } from '@oncegate/event-store';
@@ -251,6 +252,76 @@ describe('postgres: notifications', () => {
     await writer.appendToStream('s', [event('AfterReconnect')]);
     await eventually(() => seen.length === 2, 'the event appended after the reconnect was delivered', 3000);
     await subscription.stop();
+  });
+});
+
+/**
+ * A TCP proxy in front of the server that holds back every new connection whose start-up message holds `marker` (an
+ * application name), while `holding`: nothing of it reaches the server until `release`.
+ */
+async function holdingProxy(port: number, marker: string) {
+  const held: Array<() => void> = [];
+  const sockets = new Set<Socket>();
+  let holding = false;
+  const server: Server = createServer((client) => {
+    const upstream = connect(port, '127.0.0.1');
+    sockets.add(client).add(upstream);
+    let first = true;
+    let waiting: Buffer[] | undefined;
+    client.on('data', (chunk: Buffer) => {
+      if (first && holding && chunk.includes(marker)) {
+        waiting = [];
+        held.push(() => {
+          for (const buffered of waiting!) upstream.write(buffered);
+          waiting = undefined;
+        });
+      }
+      first = false;
+      if (waiting === undefined) upstream.write(chunk);
+      else waiting.push(chunk);
+    });
+    upstream.on('data', (chunk: Buffer) => client.write(chunk));
+    const cut = () => {
+      client.destroy();
+      upstream.destroy();
+    };
+    for (const socket of [client, upstream]) socket.on('error', cut).on('close', cut);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as { port: number }).port,
+    held: () => held.length,
+    hold: () => void (holding = true),
+    release() {
+      holding = false;
+      for (const resume of held.splice(0)) resume();
+    },
+    async close() {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+describe('postgres: a stop while the store connects to listen', () => {
+  it('given a subscriber at the head whose listening connection is being made again, when it is stopped, then the stop ends at once', async () => {
+    const schema = freshSchema();
+    const proxy = await holdingProxy(server.port, `held-${schema}-listener`);
+    try {
+      const reader = await open(schema, { url: `postgres://postgres@127.0.0.1:${proxy.port}/postgres`, pollIntervalMs: 600_000, pool: { application_name: `held-${schema}` } });
+      const subscription = reader.subscribeToAll(() => undefined);
+      await subscription.caughtUp;
+      proxy.hold();
+      const killed = await sql(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'held-${schema}-listener'`);
+      expect(killed).toHaveLength(1);
+      // The subscriber, woken by the lost connection, reads and then waits for the store to listen again.
+      await eventually(() => proxy.held() === 1, 'the store connects to listen again');
+      const stopped = await Promise.race([subscription.stop().then(() => 'stopped'), new Promise((resolve) => setTimeout(() => resolve('still stopping after 3 s'), 3000))]);
+      expect(stopped).toBe('stopped');
+    } finally {
+      proxy.release();
+      await proxy.close();
+    }
   });
 });
 

@@ -12,6 +12,7 @@ import {
   WrongExpectedRevisionError,
   expectedRevisionHolds,
   runCatchUpSubscription,
+  settledOrAborted,
   submitAppend,
   submitAppendMany,
   validateCount,
@@ -807,7 +808,9 @@ export class PostgresEventStore implements EventStore {
    */
   private async waitForAppend(position: number, signal: AbortSignal, filter: EventFilter | undefined, onIdle?: () => void): Promise<void> {
     if (signal.aborted || this.closed) return;
-    await this.listener.ensure();
+    // A stop while the listening connection is being made does not wait for it, nor wait after it.
+    await settledOrAborted(this.listener.ensure(), signal);
+    if (signal.aborted || this.closed) return;
     await new Promise<void>((resolve, reject) => {
       const waiter: Waiter = {
         position,

@@ -1,6 +1,7 @@
 import { validateCount, validateFilter, validatePosition } from './append-validation';
 import type { EventFilter, EventHandler, ReadAllOptions, ReadAllPage, RecordedEvent, SubscribeOptions, Subscription } from './event-store';
 import { backoffMs } from './backoff';
+import { pause } from './abortable';
 import { EventStoreUnavailableError } from './errors';
 
 /** What an adapter offers so the shared catch-up loop can run on it. */
@@ -188,15 +189,3 @@ export function runCatchUpSubscription(
   };
 }
 
-/** Resolves after `ms`, or at once when `signal` aborts. */
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
-}

@@ -21,6 +21,7 @@ export type {
   SubscriptionStart,
 } from './event-store';
 export { backoffMs } from './backoff';
+export { pause, settledOrAborted } from './abortable';
 export { matchesFilter } from './event-filter';
 export { newEventId, pooledRandomBytes } from './event-ids';
 export { asBuffer } from './bytes';
