@@ -256,8 +256,9 @@ describe('postgres: notifications', () => {
 });
 
 /**
- * A TCP proxy in front of the server that holds back every new connection whose start-up message holds `marker` (an
- * application name), while `holding`: nothing of it reaches the server until `release`.
+ * A TCP proxy in front of the server. While `holding`, a connection's bytes from the first that hold `marker` on (an
+ * application name in a start-up message, a statement) are held back: nothing more of it reaches the server until
+ * `release`.
  */
 async function holdingProxy(port: number, marker: string) {
   const held: Array<() => void> = [];
@@ -266,17 +267,15 @@ async function holdingProxy(port: number, marker: string) {
   const server: Server = createServer((client) => {
     const upstream = connect(port, '127.0.0.1');
     sockets.add(client).add(upstream);
-    let first = true;
     let waiting: Buffer[] | undefined;
     client.on('data', (chunk: Buffer) => {
-      if (first && holding && chunk.includes(marker)) {
+      if (waiting === undefined && holding && chunk.includes(marker)) {
         waiting = [];
         held.push(() => {
           for (const buffered of waiting!) upstream.write(buffered);
           waiting = undefined;
         });
       }
-      first = false;
       if (waiting === undefined) upstream.write(chunk);
       else waiting.push(chunk);
     });
@@ -323,6 +322,23 @@ describe('postgres: a stop while the store connects to listen', () => {
       await proxy.close();
     }
   });
+
+  it('given the server never answers the listening connection\'s LISTEN, when the store is closed, then it closes once that statement times out', async () => {
+    const schema = freshSchema();
+    const proxy = await holdingProxy(server.port, 'LISTEN');
+    try {
+      const reader = await openPostgresEventStore({ url: `postgres://postgres@127.0.0.1:${proxy.port}/postgres`, schema, pollIntervalMs: 600_000 });
+      proxy.hold();
+      const subscription = reader.subscribeToAll(() => undefined);
+      await eventually(() => proxy.held() === 1, 'the store asks to listen');
+      await subscription.stop();
+      const closed = await Promise.race([reader.close().then(() => 'closed'), new Promise((resolve) => setTimeout(() => resolve('still closing after 15 s'), 15_000))]);
+      expect(closed).toBe('closed');
+    } finally {
+      proxy.release();
+      await proxy.close();
+    }
+  }, 30_000);
 });
 
 describe('postgres: an unavailable server', () => {

@@ -292,7 +292,13 @@ export class PostgresEventStore implements EventStore {
     this.pool.on('error', () => undefined);
     const { max: _max, idleTimeoutMillis: _idle, ...clientConfig } = config;
     this.listener = new CommitListener(
-      { ...clientConfig, application_name: `${config.application_name ?? 'oncegate-event-store'}-listener` },
+      {
+        ...clientConfig,
+        application_name: `${config.application_name ?? 'oncegate-event-store'}-listener`,
+        // Its one statement, LISTEN, is given as long as connecting: a server that never answers it would otherwise
+        // hold the connection being made, and with it the store's close, for good.
+        query_timeout: clientConfig.query_timeout ?? config.connectionTimeoutMillis,
+      },
       this.channel,
       (last, types) => {
         if (last === undefined) this.forgetNotified();
