@@ -45,10 +45,10 @@ export interface ServiceProcess {
   /** Everything it wrote, stdout and stderr. */
   output(): string;
   /**
-   * SIGTERM, and waits for it to exit; one still running after 30 s is killed (kill -9), and the stop fails saying
-   * so, with what it wrote.
+   * SIGTERM, and waits for it to exit; one still running after `timeoutMs` (30 s) is killed (kill -9), and the stop
+   * fails saying so, with what it wrote.
    */
-  stop(): Promise<void>;
+  stop(timeoutMs?: number): Promise<void>;
   /** kill -9, and waits for it to exit. */
   kill(): Promise<void>;
 }
@@ -109,16 +109,16 @@ export async function startService(service: LocalService, options: ServiceOption
     operationsUrl: started.operationsUrl,
     child,
     output: () => output,
-    async stop() {
+    async stop(timeoutMs = STOP_TIMEOUT_MS) {
       if (!running()) return;
       child.kill('SIGTERM');
       let timer: NodeJS.Timeout | undefined;
-      const late = await Promise.race([exited.then(() => false), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), STOP_TIMEOUT_MS)))]);
+      const late = await Promise.race([exited.then(() => false), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), timeoutMs)))]);
       clearTimeout(timer);
       if (!late) return;
       child.kill('SIGKILL');
       await exited;
-      throw new Error(`${service} (pid ${child.pid}) did not stop within ${STOP_TIMEOUT_MS / 1000} s of SIGTERM and was killed; what it wrote:\n${output.slice(-4000)}`);
+      throw new Error(`${service} (pid ${child.pid}) did not stop within ${timeoutMs / 1000} s of SIGTERM and was killed; what it wrote:\n${output.slice(-4000)}`);
     },
     async kill() {
       if (running()) child.kill('SIGKILL');

@@ -86,7 +86,14 @@ await new Promise<void>((resolve) => {
   globalThis.process.once('SIGINT', () => resolve());
   globalThis.process.once('SIGTERM', () => resolve());
 });
-await deployment.stop();
-demo.kill('SIGTERM');
-await kafka?.stop();
-await postgres.stop();
+try {
+  await deployment.stop();
+} catch (error) {
+  // A process that had to be killed is named; the rest is still stopped.
+  globalThis.process.stderr.write(`${(error as Error).message}\n`);
+  globalThis.process.exitCode = 1;
+} finally {
+  demo.kill('SIGTERM');
+  await kafka?.stop();
+  await postgres.stop();
+}

@@ -322,4 +322,12 @@ describe('the services as processes of their own on PostgreSQL (deploy/local, on
     for (const request of outage) perKey.set(request.idempotencyKey!, (perKey.get(request.idempotencyKey!) ?? 0) + 1);
     for (const { id, n } of attempts) if (perKey.has(id)) expect(perKey.get(id)).toBeLessThanOrEqual(Number(n));
   }, 300_000);
+
+  it('given a process that does not stop on SIGTERM (here: suspended), when the deployment stops it, then it is killed after the wait and the stop names it', async () => {
+    const frozen = await deployment.add('sealer');
+    process.kill(frozen.pid, 'SIGSTOP');
+    const stopping = frozen.stop(2_000);
+    await expect(stopping).rejects.toThrow(`sealer (pid ${frozen.pid}) did not stop within 2 s of SIGTERM and was killed`);
+    expect(frozen.child.signalCode).toBe('SIGKILL');
+  }, 60_000);
 });
