@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { parseContractFile, type ToolContract } from '@oncegate/contracts';
 import { executionStream, type ExecutionState } from '@oncegate/domain';
 import type { EventStore } from '@oncegate/event-store';
@@ -47,6 +47,11 @@ class HeldDispatcher extends ChannelDispatcher {
 
   constructor(store: EventStore, sealed: SqliteSealedStore) {
     super('http', store, new Map([[TOOL.name, TOOL]]), sealed, 'dispatcher-http@test', systemClock);
+  }
+
+  /** Attempts started and waiting to be released. */
+  get held(): number {
+    return this.waiting.length;
   }
 
   releaseAll(): void {
@@ -153,14 +158,13 @@ describe('channel dispatcher: recording the outcome (SQLite store)', () => {
     }
     // Handled concurrently, as a group member handles the events of different partitions.
     const handled = Promise.all(authorized.map(({ event }) => dispatcher.onAuthorized(event)));
+    // Each round: two attempts start and wait; none more until they are released.
     for (let round = 0; round < 3; round += 1) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      await vi.waitFor(() => expect(dispatcher.held).toBe(2), { timeout: 10_000, interval: 5 });
       expect(dispatcher.sending).toBe(2);
       dispatcher.releaseAll();
     }
     await handled;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    dispatcher.releaseAll();
     await dispatcher.drain();
     expect(dispatcher.mostSending).toBe(2);
     for (const { executionId } of authorized) expect((await loadExecution(store, executionId)).state.status).toBe('completed');
