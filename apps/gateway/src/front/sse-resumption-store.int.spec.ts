@@ -65,6 +65,32 @@ describe('the SSE resumption store (a SQLite file, sealed messages, a retention)
     expect(await restarted.holds('0190c3c4-0000-7b2c-9d3e-4f5a6b7c8d9e', 'stream-a')).toBe(false);
   });
 
+  it('given a priming event, when it is stored, then its row holds no ciphertext, and a sealed priming row of an older version still replays nothing', async () => {
+    const store = open();
+    const events = store.forSession(SESSION, () => ({ requestIds: [3], journalPosition: 5 }));
+    const priming = await events.storeEvent('stream-a', {} as JSONRPCMessage);
+    const answer = await events.storeEvent('stream-a', message(3));
+    await store.close();
+
+    const file = new DatabaseSync(join(dir, 'mcp-streams.db'));
+    const rows = file.prepare('SELECT seq, key_id, length(iv) AS iv, length(tag) AS tag, length(ciphertext) AS text, calls FROM sse_messages ORDER BY seq').all();
+    expect(rows).toEqual([
+      { seq: parseEventId(priming)!.sequence, key_id: '', iv: 0, tag: 0, text: 0, calls: JSON.stringify({ requestIds: [3], journalPosition: 5 }) },
+      { seq: parseEventId(answer)!.sequence, key_id: 'k1', iv: 12, tag: 16, text: expect.any(Number), calls: null },
+    ]);
+    // An older version sealed the priming event's `{}`: such a row is opened and skipped, as before.
+    const sealed = cipher.seal(Buffer.from('{}'), Buffer.from(`${SESSION}\u0000stream-b`));
+    file
+      .prepare('INSERT INTO sse_messages (seq, session_id, stream_id, stored_at, key_id, iv, tag, ciphertext, calls) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)')
+      .run(parseEventId(answer)!.sequence + 1, SESSION, 'stream-b', now, sealed.keyId, sealed.iv, sealed.tag, sealed.ciphertext);
+    file.close();
+
+    const restarted = open();
+    expect(await replay(restarted, priming)).toEqual([{ eventId: answer, message: message(3) }]);
+    const later = await restarted.forSession(SESSION).storeEvent('stream-b', message(4));
+    expect(await replay(restarted, 'stream-b.-1')).toEqual([{ eventId: later, message: message(4) }]);
+  });
+
   it('given a message older than the retention and a fresh one, when the store sweeps, then the old one is gone and the fresh one still replays', async () => {
     const store = open(HOUR);
     const events = store.forSession(SESSION);
