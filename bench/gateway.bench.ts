@@ -27,8 +27,10 @@ import { targetAgent, targetRequest } from './passthrough-proxy';
 import { machineLine, ms, percentile, printTable, rate } from './table';
 
 /**
- * `tools/call` through the gateway against the same HTTP request sent directly and against a plain pass-through
- * MCP proxy on the same SDK, at concurrency 1 and 32.
+ * `tools/call` through the gateway against the same HTTP request sent directly, against a plain pass-through MCP
+ * proxy on the same SDK, and against that proxy writing each call to the event store as the gateway's pipeline does
+ * (two fsync'd commits on the call's path, the delivery after it; nothing else: the floor any gateway on this store
+ * stands on), at concurrency 1 and 32.
  *
  * Every server runs in its own child process (target, proxy, gateway via `bin/oncegate.mjs start`), so the bench
  * process is only the load generator and each server's peak RSS (VmHWM, reset per phase through clear_refs) and
@@ -39,6 +41,9 @@ import { machineLine, ms, percentile, printTable, rate } from './table';
  * against one already holding that many completed executions: gateway-journal.bench.ts) and `--in-flight <calls>`
  * (that many calls waiting inside the gateway while the target holds its answers: gateway-in-flight.bench.ts).
  */
+
+/** The pass-through proxy with a journal: what two fsync'd commits per call cost on this store, and no more. */
+const FLOOR = 'proxy + two durable commits (floor)';
 
 export async function run(argv: string[]): Promise<void> {
   const { values } = parseArgs({
@@ -116,7 +121,8 @@ export async function run(argv: string[]): Promise<void> {
   process.stdout.write(
     `Gateway benchmark — ${machineLine()}, ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, ` +
       `data in ${dir} (fs type 0x${fs.type.toString(16)}, fdatasync p50 ${ms(floor)} ms), synchronous=${synchronous}\n` +
-      `Setup: demo target, pass-through proxy and gateway (\`node bin/oncegate.mjs start\`) each in its own child process; ` +
+      `Setup: demo target, pass-through proxy, the proxy with a journal (the floor: two fsync'd commits per call and a third after it, nothing else) ` +
+      `and gateway (\`node bin/oncegate.mjs start\`) each in its own child process; ` +
       `the bench process only drives load. Tool: set_config (idempotent_write, PUT /config/:name, redelivery_grace 0), ` +
       `a new value on every call. MCP clients: one Client + Streamable HTTP session per concurrent worker, one call in flight each. ` +
       `Warm-up ${warmup} calls before each measured phase; RSS = peak (VmHWM) of the serving process during the phase.\n`,
@@ -153,6 +159,22 @@ export async function run(argv: string[]): Promise<void> {
     }
     await Promise.all(proxyClients.map((client) => client.close()));
     await proxy.stop();
+
+    // The floor of a durable gateway on this store: the same proxy writing each call in two fsync'd commits.
+    const floorProxy = await spawnServer(
+      'pass-through proxy with a journal',
+      ['--import', 'tsx', 'bench/passthrough-proxy.ts', '--target', targetUrl, '--journal', join(dir, 'floor-events.db')],
+      [/listening on (http:\/\/\S+)/],
+    );
+    servers.push(floorProxy);
+    const floorClients = await mcpClients(floorProxy.matches[0]![1]!, 32);
+    clients.push(...floorClients);
+    const viaFloor = mcpCall(floorClients, (text) => text.includes('"applied":true'));
+    for (const [c, n] of [[1, calls1], [32, calls32]] as const) {
+      rows.push({ system: FLOOR, c, phase: await phase(viaFloor, c, n, warmup, floorProxy) });
+    }
+    await Promise.all(floorClients.map((client) => client.close()));
+    await floorProxy.stop();
 
     writeFileSync(join(dir, 'tools.yaml'), contractsYaml(targetUrl));
     writeFileSync(join(dir, 'oncegate.yaml'), gatewayYaml(dir, synchronous));
@@ -257,6 +279,17 @@ export async function run(argv: string[]): Promise<void> {
         `the proxy's ${rate(px32.calls, px32.seconds)} calls/s)\n` +
         `Aim 3 — gateway CPU per call at most 1.5 ms: ${verdict(gwCpu <= 1.5)} (${ms(cpuPerCall(gw1))} ms at 1, ${ms(cpuPerCall(gw32))} ms at 32)\n` +
         `Aim 4 — gateway peak RSS at most 1.3 × the proxy's: ${verdict(gwRss <= 1.3 * pxRss)} (${mib(gwRss)} MiB vs ${mib(pxRss)} MiB: ${(gwRss / pxRss).toFixed(2)} ×)\n` +
+        (() => {
+          const fl1 = find(FLOOR, 1);
+          const fl32 = find(FLOOR, 32);
+          const flP50 = percentile(fl1.samples, 50);
+          const flRate = fl32.calls / fl32.seconds;
+          return (
+            `The floor (the proxy writing each call in two fsync'd commits, nothing else): p50 at 1 ${ms(flP50)} ms (proxy +${ms(flP50 - pxP50)} ms, ` +
+            `the gateway ${ms(gwP50 - flP50)} ms above it); calls/s at 32 ${rate(fl32.calls, fl32.seconds)} (${(flRate / pxRate).toFixed(2)} × the proxy's, ` +
+            `the gateway ${(gwRate / flRate).toFixed(2)} × the floor's); CPU per call ${ms(cpuPerCall(fl1))} ms at 1, ${ms(cpuPerCall(fl32))} ms at 32\n`
+          );
+        })() +
         (values.observed
           ? (() => {
               const ob32 = find('oncegate gateway, metrics + tracing', 32);

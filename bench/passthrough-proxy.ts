@@ -7,13 +7,22 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, isInitializeRequest, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { Agent } from 'undici';
+import type { EventStore } from '@oncegate/event-store';
+import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
+import { ACCEPTED_METADATA, ACCEPTED_PAYLOAD } from './fixtures';
 
 /**
  * The baseline the gateway benchmark compares against: a plain pass-through MCP proxy on the same SDK (low-level
  * `Server`, Streamable HTTP with sessions, node:http). Each tools/call becomes one HTTP request to the target,
  * sent with undici; the body comes back as text. No journal, no fingerprint, no dedup, no authentication.
  *
- * Run standalone: `node --import tsx bench/passthrough-proxy.ts --target http://127.0.0.1:8790 [--port 0]`.
+ * With `journal` (a SQLite file) it is the floor of a durable gateway instead: each call is written to the event
+ * store in two fsync'd commits, as the gateway's pipeline writes it — the intent's claim and the execution's
+ * acceptance, authorization and dispatch in one `appendMany` before the request leaves, its outcome after the
+ * answer comes — and its delivery is recorded after the answer is sent. Nothing else of the gateway: no
+ * fingerprint, no sealing, no authorization ladder, no resumption store, no reads.
+ *
+ * Run standalone: `node --import tsx bench/passthrough-proxy.ts --target http://127.0.0.1:8790 [--port 0] [--journal FILE]`.
  */
 
 /** The one benchmarked tool: an idempotent config write, the same request the gateway's `set_config` renders. */
@@ -65,17 +74,43 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
   return text === '' ? undefined : JSON.parse(text);
 }
 
-export async function startPassthroughProxy(options: { targetUrl: string; port?: number; host?: string }): Promise<PassthroughProxy> {
+/** The events of one call, shaped and sized like the gateway's (`ACCEPTED_PAYLOAD`, `ACCEPTED_METADATA`). */
+function journalEvents(type: string, data: Record<string, unknown> = ACCEPTED_PAYLOAD) {
+  return [{ type, data, metadata: { ...ACCEPTED_METADATA, eventId: randomUUID(), recordedAt: new Date().toISOString() } }];
+}
+
+/** Two durable commits around the target's answer (see the module's comment); resolves with the result. */
+async function journalled(store: EventStore, send: (executionId: string) => Promise<CallToolResult>): Promise<CallToolResult> {
+  const executionId = randomUUID();
+  const stream = `execution-${executionId}`;
+  await store.appendMany([
+    { streamId: `intent-${randomUUID()}`, events: journalEvents('IntentClaimed', { executionId }), expectedRevision: 'no_stream' },
+    {
+      streamId: stream,
+      events: [...journalEvents('ExecutionAccepted'), ...journalEvents('ExecutionAuthorized', { executionId }), ...journalEvents('Dispatched', { executionId })],
+      expectedRevision: 'no_stream',
+    },
+  ]);
+  const result = await send(executionId);
+  await store.appendToStream(stream, journalEvents('OutcomeObserved', { executionId, result }), { expectedRevision: 2 });
+  setImmediate(() => void store.appendToStream(stream, journalEvents('ResultDelivered', { executionId }), { expectedRevision: 3 }).catch(() => undefined));
+  return result;
+}
+
+export async function startPassthroughProxy(options: { targetUrl: string; port?: number; host?: string; journal?: string }): Promise<PassthroughProxy> {
   const agent = targetAgent();
   const origin = new URL(options.targetUrl).origin;
   const sessions = new Map<string, StreamableHTTPServerTransport>();
+  const store = options.journal === undefined ? undefined : await openSqliteEventStore({ file: options.journal, synchronous: 'FULL' });
 
-  const callTarget = async (args: Record<string, unknown>): Promise<CallToolResult> => {
-    const request = targetRequest(String(args['name']), String(args['value']), randomUUID());
+  const send = async (args: Record<string, unknown>, idempotencyKey: string): Promise<CallToolResult> => {
+    const request = targetRequest(String(args['name']), String(args['value']), idempotencyKey);
     const response = await agent.request({ origin, ...request });
     const text = await response.body.text();
     return { content: [{ type: 'text', text }], isError: response.statusCode >= 400 };
   };
+  const callTarget = (args: Record<string, unknown>): Promise<CallToolResult> =>
+    store === undefined ? send(args, randomUUID()) : journalled(store, (executionId) => send(args, executionId));
 
   const newSession = async (): Promise<StreamableHTTPServerTransport> => {
     const transport = new StreamableHTTPServerTransport({
@@ -128,17 +163,18 @@ export async function startPassthroughProxy(options: { targetUrl: string; port?:
       http.closeAllConnections();
       await new Promise<void>((resolve) => http.close(() => resolve()));
       await agent.close();
+      await store?.close();
     },
   };
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const { values } = parseArgs({ options: { target: { type: 'string' }, port: { type: 'string', default: '0' } }, strict: true });
+  const { values } = parseArgs({ options: { target: { type: 'string' }, port: { type: 'string', default: '0' }, journal: { type: 'string' } }, strict: true });
   if (values.target === undefined) {
-    process.stderr.write('usage: node --import tsx bench/passthrough-proxy.ts --target <url> [--port 0]\n');
+    process.stderr.write('usage: node --import tsx bench/passthrough-proxy.ts --target <url> [--port 0] [--journal FILE]\n');
     process.exit(2);
   }
-  const proxy = await startPassthroughProxy({ targetUrl: values.target, port: Number(values.port) });
+  const proxy = await startPassthroughProxy({ targetUrl: values.target, port: Number(values.port), journal: values.journal });
   process.stdout.write(`passthrough proxy listening on ${proxy.url}\n`);
   const stop = () => void proxy.close().then(() => process.exit(0));
   process.once('SIGINT', stop);
