@@ -147,6 +147,38 @@ describe('channel dispatcher: recording the outcome (SQLite store)', () => {
     ]);
   });
 
+  it('given a dispatcher without a preflight whose cached fold is behind the delivered event by more than one (another process wrote meanwhile), when an operator resolves the review as not executed, then the call is sent again', async () => {
+    const args = await sealed.seal('arguments', 'ex_behind', Buffer.from('{}'));
+    const executionId = await givenExecution(store, systemClock, { through: 'dispatched', argumentsRef: args.ref });
+    // This process folded the execution once it was dispatched (as it does when it dispatches)...
+    expect((await loadExecution(store, executionId)).state.status).toBe('dispatched');
+    // ...and the rest was written by other processes: a sweeper gave the attempt up, recovery and an operator.
+    const elsewhere = openSqliteEventStore({ file: join(dir, 'events.db') });
+    try {
+      const now = () => new Date().toISOString() as never;
+      await runExecutionCommand(elsewhere, executionId, () => ({ type: 'RecordUnknownOutcome', executionId, now: now(), attempt: 1, reason: 'dispatcher_lost' }), { actor: 'service:attempt-sweeper' }, systemClock);
+      await runExecutionCommand(elsewhere, executionId, () => ({ type: 'RequireReview', executionId, now: now(), reason: 'irreversible_outcome_unknown' }), { actor: 'service:recovery' }, systemClock);
+      await runExecutionCommand(
+        elsewhere,
+        executionId,
+        () => ({ type: 'ResolveReview', executionId, now: now(), resolution: 'not_executed', by: 'user:alice', reason: 'no charge at the processor' }),
+        { actor: 'user:alice' },
+        systemClock,
+      );
+    } finally {
+      await elsewhere.close();
+    }
+    const resolved = (await store.readStream(executionStream(executionId))).find((event) => event.type === 'ReviewResolved')!;
+
+    const dispatcher = new AnsweringDispatcher(store, sealed);
+    await dispatcher.onReviewResolved(resolved);
+    await dispatcher.drain();
+
+    const { state } = await loadExecution(store, executionId);
+    expect(state.status).toBe('completed');
+    expect(state.outcome).toMatchObject({ attempt: 2, source: 'response', targetStatus: 201 });
+  });
+
   it('given dispatch_in_flight 2 and six authorized executions handled at once, then at most two attempts are in flight, and every one is sent once the others finish', async () => {
     const dispatcher = new HeldDispatcher(store, sealed);
     dispatcher.limitInFlight(2);

@@ -141,9 +141,12 @@ export abstract class ChannelDispatcher {
   protected async dispatch(executionId: ExecutionId, cause: RecordedEvent, from: 'authorized' | 'outcome_unknown' = 'authorized'): Promise<void> {
     // Another channel's execution, or dispatched already (inline, in the commit that authorized it).
     if (stepTakenAlready(this.store, executionId, cause, (s) => this.takes(s, from))) return;
+    // The fold the command decides on first must hold the delivered event: one behind it by more than that event
+    // (another process wrote meanwhile) would find nothing to send, and nothing would make it look again.
+    const { state } = await executionAsOf(this.store, executionId, cause);
     // The call is prepared and checked first; a slot is then taken before Dispatched is appended and held until the
     // attempt's outcome is recorded.
-    if (await this.refused(executionId, cause, from)) return;
+    if (await this.refused(state, cause, from)) return;
     await this.takeSlot();
     let started = false;
     try {
@@ -225,10 +228,9 @@ export abstract class ChannelDispatcher {
   }
 
   /** Runs the channel's preflight; on a refusal records it (first attempt) or logs it (recovery). True when refused. */
-  private async refused(executionId: ExecutionId, cause: RecordedEvent, from: 'authorized' | 'outcome_unknown'): Promise<boolean> {
-    if (this.preflight === undefined) return false;
-    const { state } = await executionAsOf(this.store, executionId, cause);
-    if (!this.takes(state, from)) return false;
+  private async refused(state: ExecutionState, cause: RecordedEvent, from: 'authorized' | 'outcome_unknown'): Promise<boolean> {
+    if (this.preflight === undefined || !this.takes(state, from)) return false;
+    const executionId = state.executionId!;
     const refusal = await this.refusalOf(state);
     if (refusal === undefined) return false;
     this.prepared.forget(executionId);
