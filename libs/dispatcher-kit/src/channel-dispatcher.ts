@@ -141,8 +141,6 @@ export abstract class ChannelDispatcher {
   protected async dispatch(executionId: ExecutionId, cause: RecordedEvent, from: 'authorized' | 'outcome_unknown' = 'authorized'): Promise<void> {
     // Another channel's execution, or dispatched already (inline, in the commit that authorized it).
     if (stepTakenAlready(this.store, executionId, cause, (s) => this.takes(s, from))) return;
-    // The fold the command decides on first must hold the delivered event: one behind it by more than that event
-    // (another process wrote meanwhile) would find nothing to send, and nothing would make it look again.
     const { state } = await executionAsOf(this.store, executionId, cause);
     // The call is prepared and checked first; a slot is then taken before Dispatched is appended and held until the
     // attempt's outcome is recorded.
@@ -157,7 +155,7 @@ export abstract class ChannelDispatcher {
         { actor: this.actor, causationId: cause.id, correlation: cause.metadata['correlation'] as never },
         this.clock,
         // The fold that holds the delivered event decides first; a stream that moved on makes the append conflict.
-        { fromCache: true },
+        { fromCacheAsOf: cause },
       );
       if (outcome.appended.length === 0) return;
       this.start(outcome.state, () => this.giveSlot());

@@ -77,9 +77,11 @@ describe('runExecutionCommand (SQLite store)', () => {
       return sqlite.readStream(...args);
     };
     // The cache is kept per store object: this one folds the execution once.
-    await loadExecution(counting, executionId);
+    const [accepted] = (await loadExecution(counting, executionId)).events;
     reads = 0;
-    const outcome = await runExecutionCommand(counting, executionId, authorizeIfAccepted(executionId), { actor: 'service:authorization' }, systemClock, { fromCache: true });
+    const outcome = await runExecutionCommand(counting, executionId, authorizeIfAccepted(executionId), { actor: 'service:authorization' }, systemClock, {
+      fromCacheAsOf: accepted!,
+    });
     expect(outcome.appended.map((event) => event.type)).toEqual(['ExecutionAuthorized']);
     expect(reads).toBe(0);
   });
@@ -87,19 +89,46 @@ describe('runExecutionCommand (SQLite store)', () => {
   it('given a cached fold behind the stream (another process decided meanwhile), when a command decides from the cache, then the append conflicts and it is decided again on the stream: one verdict', async () => {
     const executionId = await dispatchedExecution(sqlite, 1);
     const { store, conflicts } = countingConflicts(sqlite);
-    await loadExecution(store, executionId);
+    const [accepted] = (await loadExecution(store, executionId)).events;
     const other = openSqliteEventStore({ file: join(dir, 'events.db') });
     try {
       await runExecutionCommand(other, executionId, authorizeIfAccepted(executionId), { actor: 'service:authorization' }, systemClock);
     } finally {
       await other.close();
     }
-    const outcome = await runExecutionCommand(store, executionId, authorizeIfAccepted(executionId), { actor: 'service:authorization' }, systemClock, { fromCache: true });
+    const outcome = await runExecutionCommand(store, executionId, authorizeIfAccepted(executionId), { actor: 'service:authorization' }, systemClock, {
+      fromCacheAsOf: accepted!,
+    });
     expect(conflicts()).toBe(1);
     expect(outcome.appended).toEqual([]);
     expect(outcome.state.status).toBe('authorized');
     const { events } = await loadExecution(sqlite, executionId);
     expect(events.map((event) => event.type)).toEqual(['ExecutionAccepted', 'ExecutionAuthorized']);
+  });
+
+  it('given a cached fold that does not hold the event the command answers (another process wrote it), when the command decides as of that event, then the stream is read first: on the stale fold it would have found nothing to do', async () => {
+    const executionId = await dispatchedExecution(sqlite, 1);
+    let reads = 0;
+    const counting = Object.create(sqlite) as EventStore;
+    counting.readStream = (...args) => {
+      reads += 1;
+      return sqlite.readStream(...args);
+    };
+    await loadExecution(counting, executionId);
+    const other = openSqliteEventStore({ file: join(dir, 'events.db') });
+    try {
+      await runExecutionCommand(other, executionId, authorizeIfAccepted(executionId), { actor: 'service:authorization' }, systemClock);
+    } finally {
+      await other.close();
+    }
+    const authorized = (await sqlite.readStream(`execution-${executionId}`)).at(-1)!;
+    expect(authorized.type).toBe('ExecutionAuthorized');
+    reads = 0;
+    const dispatchIfAuthorized = (state: { status: string }) =>
+      state.status === 'authorized' ? ({ type: 'RecordDispatch', executionId, now: isoNow(systemClock), dispatcherId: 'dispatcher-http@test' } as const) : undefined;
+    const outcome = await runExecutionCommand(counting, executionId, dispatchIfAuthorized, { actor: 'service:dispatcher-http' }, systemClock, { fromCacheAsOf: authorized });
+    expect(reads).toBe(1);
+    expect(outcome.appended.map((event) => event.type)).toEqual(['Dispatched']);
   });
 
   it('given 300 retries attaching and the outcome in one process, when all are issued at once, then none is refused for a stale revision and the outcome lands', async () => {

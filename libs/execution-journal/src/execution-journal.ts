@@ -90,9 +90,13 @@ function cachedExecution(store: EventStore, executionId: ExecutionId): LoadedExe
  * `stepTakenAlready` folded it), else read. A fold that is behind the stream only makes the next append conflict.
  */
 export async function executionAsOf(store: EventStore, executionId: ExecutionId, event: RecordedEvent): Promise<LoadedExecution> {
+  return cachedHolding(store, executionId, event) ?? loadExecution(store, executionId);
+}
+
+/** The cached fold when it holds `event` (an event of the execution's stream), else `undefined`. */
+function cachedHolding(store: EventStore, executionId: ExecutionId, event: RecordedEvent): LoadedExecution | undefined {
   const cached = cachedExecution(store, executionId);
-  if (cached?.revision !== undefined && event.streamId === executionStream(executionId) && cached.revision >= event.revision) return cached;
-  return loadExecution(store, executionId);
+  return cached?.revision !== undefined && event.streamId === executionStream(executionId) && cached.revision >= event.revision ? cached : undefined;
 }
 
 /**
@@ -182,10 +186,12 @@ export interface CommandOptions {
    */
   readonly maxConflicts?: number;
   /**
-   * Decide first on this process's cached fold, without reading the stream (a handler that has just folded the
-   * event it was given): a fold that is behind makes the append conflict, and the loop then reads and decides again.
+   * Decide first on this process's cached fold, without reading the stream, when that fold holds this event (the
+   * one a handler was given and has just folded): a fold that is behind the stream makes the append conflict, and
+   * the loop then reads and decides again. A fold that does not hold the event is not used — it could decide that
+   * there is nothing to do, which no conflict would ever correct.
    */
-  readonly fromCache?: boolean;
+  readonly fromCacheAsOf?: RecordedEvent;
 }
 
 /** Commands of one process on one execution take turns; see `KeyedTurns`. */
@@ -211,7 +217,7 @@ export function runExecutionCommand(
 ): Promise<CommandOutcome> {
   let streams = turns.get(store);
   if (streams === undefined) turns.set(store, (streams = new KeyedTurns()));
-  return streams.run(executionId, () => decideAndAppend(store, executionId, build, context, clock, options.maxConflicts ?? Infinity, options.fromCache ?? false));
+  return streams.run(executionId, () => decideAndAppend(store, executionId, build, context, clock, options.maxConflicts ?? Infinity, options.fromCacheAsOf));
 }
 
 async function decideAndAppend(
@@ -221,10 +227,10 @@ async function decideAndAppend(
   context: AppendContext,
   clock: Clock,
   maxConflicts: number,
-  fromCache: boolean,
+  fromCacheAsOf: RecordedEvent | undefined,
 ): Promise<CommandOutcome> {
   for (let conflicts = 0; ; conflicts += 1) {
-    const cached = fromCache && conflicts === 0 ? cachedExecution(store, executionId) : undefined;
+    const cached = fromCacheAsOf !== undefined && conflicts === 0 ? cachedHolding(store, executionId, fromCacheAsOf) : undefined;
     const execution = cached ?? (await loadExecution(store, executionId));
     const command = build(execution.state, execution);
     const unchanged = { state: execution.state, revision: execution.revision, appended: [] };

@@ -75,7 +75,7 @@ export class AuthorizationController implements OnApplicationBootstrap, OnApplic
     const { state } = await executionAsOf(this.store, executionId, event);
     if (state.status !== 'accepted') return;
     const command = await this.verdictOn(state, event.data.correlation.sessionId);
-    const outcome = await this.apply(executionId, (s) => (s.status === 'accepted' ? command : undefined), event, true);
+    const outcome = await this.apply(executionId, (s) => (s.status === 'accepted' ? command : undefined), event, event);
     this.settled(outcome);
   }
 
@@ -330,7 +330,7 @@ export class AuthorizationController implements OnApplicationBootstrap, OnApplic
     executionId: ExecutionId,
     build: (state: ExecutionState) => ExecutionCommand | undefined,
     cause?: RecordedEvent,
-    fromCache = false,
+    fromCacheAsOf?: RecordedEvent,
   ): Promise<ExecutionState> {
     const outcome = await runExecutionCommand(
       this.store,
@@ -338,7 +338,7 @@ export class AuthorizationController implements OnApplicationBootstrap, OnApplic
       build,
       { actor: ACTOR, ...(cause ? { causationId: cause.id, correlation: cause.metadata['correlation'] as never } : {}) },
       this.clock,
-      { fromCache },
+      { fromCacheAsOf },
     );
     return outcome.state;
   }
