@@ -8,7 +8,6 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { CallToolRequestSchema, ListToolsRequestSchema, isInitializeRequest, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { Agent } from 'undici';
 import type { EventStore } from '@oncegate/event-store';
-import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
 import { ACCEPTED_METADATA, ACCEPTED_PAYLOAD } from './fixtures';
 
 /**
@@ -101,7 +100,11 @@ export async function startPassthroughProxy(options: { targetUrl: string; port?:
   const agent = targetAgent();
   const origin = new URL(options.targetUrl).origin;
   const sessions = new Map<string, StreamableHTTPServerTransport>();
-  const store = options.journal === undefined ? undefined : await openSqliteEventStore({ file: options.journal, synchronous: 'FULL' });
+  // Loaded only for the floor, so the plain proxy's memory holds nothing of the store.
+  const store =
+    options.journal === undefined
+      ? undefined
+      : (await import('@oncegate/event-store-sqlite')).openSqliteEventStore({ file: options.journal, synchronous: 'FULL' });
 
   const send = async (args: Record<string, unknown>, idempotencyKey: string): Promise<CallToolResult> => {
     const request = targetRequest(String(args['name']), String(args['value']), idempotencyKey);
