@@ -25,6 +25,17 @@ function countingConflicts(store: EventStore): { store: EventStore; conflicts: (
   return { store: counting, conflicts: () => conflicts };
 }
 
+/** The real store, counting its stream reads (`reads`, which the test may reset). */
+function countingReads(store: EventStore): { store: EventStore; reads: { count: number } } {
+  const reads = { count: 0 };
+  const counting = Object.create(store) as EventStore;
+  counting.readStream = (...args) => {
+    reads.count += 1;
+    return store.readStream(...args);
+  };
+  return { store: counting, reads };
+}
+
 describe('runExecutionCommand (SQLite store)', () => {
   let dir: string;
   let sqlite: SqliteEventStore;
@@ -70,20 +81,15 @@ describe('runExecutionCommand (SQLite store)', () => {
 
   it('given a cached fold that is current, when a command decides from the cache, then it appends without reading the stream', async () => {
     const executionId = await dispatchedExecution(sqlite, 1);
-    let reads = 0;
-    const counting = Object.create(sqlite) as EventStore;
-    counting.readStream = (...args) => {
-      reads += 1;
-      return sqlite.readStream(...args);
-    };
+    const { store: counting, reads } = countingReads(sqlite);
     // The cache is kept per store object: this one folds the execution once.
     const [accepted] = (await loadExecution(counting, executionId)).events;
-    reads = 0;
+    reads.count = 0;
     const outcome = await runExecutionCommand(counting, executionId, authorizeIfAccepted(executionId), { actor: 'service:authorization' }, systemClock, {
       fromCacheAsOf: accepted!,
     });
     expect(outcome.appended.map((event) => event.type)).toEqual(['ExecutionAuthorized']);
-    expect(reads).toBe(0);
+    expect(reads.count).toBe(0);
   });
 
   it('given a cached fold behind the stream (another process decided meanwhile), when a command decides from the cache, then the append conflicts and it is decided again on the stream: one verdict', async () => {
@@ -108,12 +114,7 @@ describe('runExecutionCommand (SQLite store)', () => {
 
   it('given a cached fold that does not hold the event the command answers (another process wrote it), when the command decides as of that event, then the stream is read first: on the stale fold it would have found nothing to do', async () => {
     const executionId = await dispatchedExecution(sqlite, 1);
-    let reads = 0;
-    const counting = Object.create(sqlite) as EventStore;
-    counting.readStream = (...args) => {
-      reads += 1;
-      return sqlite.readStream(...args);
-    };
+    const { store: counting, reads } = countingReads(sqlite);
     await loadExecution(counting, executionId);
     const other = openSqliteEventStore({ file: join(dir, 'events.db') });
     try {
@@ -123,11 +124,11 @@ describe('runExecutionCommand (SQLite store)', () => {
     }
     const authorized = (await sqlite.readStream(`execution-${executionId}`)).at(-1)!;
     expect(authorized.type).toBe('ExecutionAuthorized');
-    reads = 0;
+    reads.count = 0;
     const dispatchIfAuthorized = (state: { status: string }) =>
       state.status === 'authorized' ? ({ type: 'RecordDispatch', executionId, now: isoNow(systemClock), dispatcherId: 'dispatcher-http@test' } as const) : undefined;
     const outcome = await runExecutionCommand(counting, executionId, dispatchIfAuthorized, { actor: 'service:dispatcher-http' }, systemClock, { fromCacheAsOf: authorized });
-    expect(reads).toBe(1);
+    expect(reads.count).toBe(1);
     expect(outcome.appended.map((event) => event.type)).toEqual(['Dispatched']);
   });
 
