@@ -149,32 +149,20 @@ export async function run(argv: string[]): Promise<void> {
     };
     for (const [c, n] of [[1, calls1], [32, calls32]] as const) rows.push({ system: 'direct HTTP', c, phase: await phase(direct, c, n, warmup, target) });
 
-    const proxy = await spawnServer('pass-through proxy', ['--import', 'tsx', 'bench/passthrough-proxy.ts', '--target', targetUrl], [/listening on (http:\/\/\S+)/]);
-    servers.push(proxy);
-    const proxyClients = await mcpClients(proxy.matches[0]![1]!, 32);
-    clients.push(...proxyClients);
-    const viaProxy = mcpCall(proxyClients, (text) => text.includes('"applied":true'));
-    for (const [c, n] of [[1, calls1], [32, calls32]] as const) {
-      rows.push({ system: 'pass-through MCP proxy', c, phase: await phase(viaProxy, c, n, warmup, proxy) });
-    }
-    await Promise.all(proxyClients.map((client) => client.close()));
-    await proxy.stop();
-
+    /** The pass-through proxy (with `extraArgs`) in a process of its own, measured at 1 and 32 as `system`, then stopped. */
+    const measureProxy = async (system: string, extraArgs: readonly string[]) => {
+      const proxy = await spawnServer(system, ['--import', 'tsx', 'bench/passthrough-proxy.ts', '--target', targetUrl, ...extraArgs], [/listening on (http:\/\/\S+)/]);
+      servers.push(proxy);
+      const proxyClients = await mcpClients(proxy.matches[0]![1]!, 32);
+      clients.push(...proxyClients);
+      const viaProxy = mcpCall(proxyClients, (text) => text.includes('"applied":true'));
+      for (const [c, n] of [[1, calls1], [32, calls32]] as const) rows.push({ system, c, phase: await phase(viaProxy, c, n, warmup, proxy) });
+      await Promise.all(proxyClients.map((client) => client.close()));
+      await proxy.stop();
+    };
+    await measureProxy('pass-through MCP proxy', []);
     // The floor of a durable gateway on this store: the same proxy writing each call in two fsync'd commits.
-    const floorProxy = await spawnServer(
-      'pass-through proxy with a journal',
-      ['--import', 'tsx', 'bench/passthrough-proxy.ts', '--target', targetUrl, '--journal', join(dir, 'floor-events.db')],
-      [/listening on (http:\/\/\S+)/],
-    );
-    servers.push(floorProxy);
-    const floorClients = await mcpClients(floorProxy.matches[0]![1]!, 32);
-    clients.push(...floorClients);
-    const viaFloor = mcpCall(floorClients, (text) => text.includes('"applied":true'));
-    for (const [c, n] of [[1, calls1], [32, calls32]] as const) {
-      rows.push({ system: FLOOR, c, phase: await phase(viaFloor, c, n, warmup, floorProxy) });
-    }
-    await Promise.all(floorClients.map((client) => client.close()));
-    await floorProxy.stop();
+    await measureProxy(FLOOR, ['--journal', join(dir, 'floor-events.db')]);
 
     writeFileSync(join(dir, 'tools.yaml'), contractsYaml(targetUrl));
     writeFileSync(join(dir, 'oncegate.yaml'), gatewayYaml(dir, synchronous));

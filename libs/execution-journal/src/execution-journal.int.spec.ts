@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { executionIdFromUlid, type ExecutionCommand, type ExecutionId } from '@oncegate/domain';
+import { executionIdFromUlid, executionStream, type ExecutionCommand, type ExecutionId } from '@oncegate/domain';
 import { WrongExpectedRevisionError, type EventStore } from '@oncegate/event-store';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- integration tests run the real SQLite adapter
 import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-store-sqlite';
@@ -122,7 +122,7 @@ describe('runExecutionCommand (SQLite store)', () => {
     } finally {
       await other.close();
     }
-    const authorized = (await sqlite.readStream(`execution-${executionId}`)).at(-1)!;
+    const authorized = (await sqlite.readStream(executionStream(executionId))).at(-1)!;
     expect(authorized.type).toBe('ExecutionAuthorized');
     reads.count = 0;
     const dispatchIfAuthorized = (state: { status: string }) =>
