@@ -376,6 +376,6 @@ describe('no credential value anywhere', () => {
         expect(readFileSync(file).includes(Buffer.from(canary)), `${canary} in ${file}`).toBe(false);
       }
     }
-    expect(scenario.gateway.output()).toMatch(/\[authorization\].*(allow|ask) at rung/);
+    expect(scenario.gateway.output()).toMatch(/"context":"authorization".*(allow|ask) at rung/);
   });
 });

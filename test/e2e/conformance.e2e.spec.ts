@@ -123,7 +123,7 @@ describe('the official MCP conformance suite against a gateway process', () => {
 
   it('given a gateway with the test-only unauthenticated agent, when the suite runs every server scenario, then each applicable one passes without a warning and every other one is an expected failure with its reason', async () => {
     const { target, folder, gateway, outDir } = world;
-    expect(gateway.output()).toMatch(/WARN.*TEST ONLY: MCP requests without a token are served as agent:conformance/);
+    expect(gateway.output()).toMatch(/"level":"warn".*TEST ONLY: MCP requests without a token are served as agent:conformance/);
     const run = await runSuite(gateway.url, join(outDir, 'results'));
     const results = checksByScenario(join(outDir, 'results'));
     const expectedFailures = (parse(readFileSync(EXPECTED_FAILURES, 'utf8')) as { server: string[] }).server;

@@ -1,11 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { freePort } from '@oncegate/deploy-local';
 import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
 import { initVault, storeCredential } from '@oncegate/vault';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { JournalLocation } from './journal';
 
@@ -148,39 +147,52 @@ export interface GatewayProcess {
   kill(): Promise<void>;
 }
 
+/** How often `startGatewayProcess` looks for the ready file. */
+const READY_POLL_MS = 20;
+
 /**
- * Runs `oncegate start` as its own process, exactly as a user would, and waits until it listens (and, unless
- * `devToken` is false, has printed its development token). `launcher`: another installation's bin/oncegate.mjs.
+ * Runs `oncegate start` as its own process, exactly as a user would, and waits until it serves: until it writes its
+ * ready file (`--ready-file`), whatever its log level, and its summary has come through (for `output()`). The
+ * development token is the one it keeps in the data folder (unless `devToken` is false). `launcher`: another
+ * installation's bin/oncegate.mjs.
  */
 export async function startGatewayProcess(
   folder: GatewayFolder,
   env: NodeJS.ProcessEnv = {},
   { devToken = true, launcher = LAUNCHER }: { devToken?: boolean; launcher?: string } = {},
 ): Promise<GatewayProcess> {
-  const child = spawn(process.execPath, [launcher, 'start', '--config', folder.configFile], {
+  // One per port: a second gateway on the folder (sameFolderOnAnotherPort) has its own. A file left by a gateway that
+  // was killed must not be read as this one's.
+  const readyFile = join(folder.dir, `ready-${folder.port}.json`);
+  rmSync(readyFile, { force: true });
+  const child = spawn(process.execPath, [launcher, 'start', '--config', folder.configFile, '--ready-file', readyFile], {
     cwd: folder.dir,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
+  child.stdout!.on('data', (chunk) => (output += String(chunk)));
   child.stderr!.on('data', (chunk) => (output += String(chunk)));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const started = await new Promise<{ url: string; devToken: string }>((resolve, reject) => {
-    let url: string | undefined;
-    const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${output}`)), 30_000);
-    createInterface({ input: child.stdout! }).on('line', (line) => {
-      output += `${line}\n`;
-      url ??= /listening on (\S+)/.exec(line)?.[1];
-      const token = /dev token:\s+(ogt_\S+)/.exec(line)?.[1];
-      if (url && (token || !devToken)) {
-        clearTimeout(timer);
-        resolve({ url, devToken: token ?? '' });
-      }
-    });
-    child.once('exit', (code) => {
+    const done = (settle: () => void) => {
       clearTimeout(timer);
-      reject(new Error(`gateway exited with ${code}:\n${output}`));
-    });
+      clearInterval(poll);
+      child.off('exit', onExit);
+      settle();
+    };
+    const timer = setTimeout(() => done(() => reject(new Error(`gateway did not start:\n${output}`))), 30_000);
+    const poll = setInterval(() => {
+      if (!existsSync(readyFile)) return;
+      const { url } = JSON.parse(readFileSync(readyFile, 'utf8')) as { url: string };
+      // The summary naming the URL was written before the file: once it has come through the pipe, output() holds it.
+      if (!output.includes(url)) return;
+      const tokenFile = join(folder.dataDir, 'dev-token');
+      if (devToken && !existsSync(tokenFile)) done(() => reject(new Error(`the gateway serves without a development token (dev_token is off): pass devToken: false\n${output}`)));
+      else done(() => resolve({ url, devToken: devToken ? readFileSync(tokenFile, 'utf8').trim() : '' }));
+    }, READY_POLL_MS);
+    const onExit = (code: number | null) => done(() => reject(new Error(`gateway exited with ${code}:\n${output}`)));
+    child.once('exit', onExit);
   });
   return {
     ...started,

@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { NestFactory } from '@nestjs/core';
 import type { INestMicroservice, LoggerService, LogLevel } from '@nestjs/common';
-import { ConsoleLogger } from '@nestjs/common';
+import { Logger } from '@nestjs/common';
 import { parseContractFile, type PluginSectionCheck, type ToolContract } from '@oncegate/contracts';
 import type { EventStore, RecordedEvent } from '@oncegate/event-store';
 import { openPostgresEventStore } from '@oncegate/event-store-postgres';
@@ -11,11 +11,12 @@ import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-sto
 import { systemClock, traceContextFrom, type Clock, type InlineStep } from '@oncegate/execution-journal';
 import { EventStoreTransport, readParked } from '@oncegate/nest-event-store';
 import { PostgresSealedStore, RecentlySealed, SqliteSealedStore, type SealedBlobWriter, type SealedStore, type SealingKey } from '@oncegate/sealed-store';
-import { logLevelsUpTo, type GatewayConfig, type StoreConfig } from './config/gateway-config';
+import type { GatewayConfig, StoreConfig } from './config/gateway-config';
 import { redactedStoreUrl, withoutStorePassword } from './config/store-url';
 import { AgentDirectory } from './infrastructure/agent-directory';
 import { ApproverDirectory } from './infrastructure/approver-directory';
 import { loadGatewayKeys, type GatewayKeys } from './infrastructure/key-files';
+import { createLogger } from './operations/logger';
 import { meteredStore } from './operations/metered-store';
 import { OperationsServer } from './operations/operations-server';
 import { processMetrics, type ProcessMetrics } from './operations/process-metrics';
@@ -71,25 +72,11 @@ export function storeLocation(config: GatewayConfig): string {
 
 export interface StartOptions {
   readonly clock?: Clock;
-  /** Nest log levels; default: every level up to the configured `log_level`. */
+  /** Nest log levels (everything up to the least severe of them); default: every level up to the configured `log_level`. */
   readonly logLevels?: LogLevel[];
-  /** Write every log line to stderr (stdio mode: stdout carries the protocol). */
-  readonly logToStderr?: boolean;
   readonly env?: NodeJS.ProcessEnv;
   /** Which front runs: the Streamable HTTP listener (default) or none (the caller attaches stdio). */
   readonly front?: 'http' | 'none';
-}
-
-/** Nest's console logger, with every level sent to stderr. */
-class StderrLogger extends ConsoleLogger {
-  protected override printMessages(
-    messages: unknown[],
-    context?: string,
-    logLevel?: LogLevel,
-    _writeStreamType?: 'stdout' | 'stderr',
-  ): void {
-    super.printMessages(messages, context, logLevel, 'stderr');
-  }
 }
 
 /** The stores, keys and directories of one data folder; shared by the gateway and the operator commands. */
@@ -164,8 +151,11 @@ export async function openHost(
   pluginChannels?: ReadonlyMap<string, PluginSectionCheck>,
 ): Promise<Host> {
   const clock = options.clock ?? systemClock;
-  const logLevels = options.logLevels ?? logLevelsUpTo(config.logLevel);
-  const logger: LoggerService = options.logToStderr ? new StderrLogger({ logLevels }) : new ConsoleLogger({ logLevels });
+  // Every line of the process goes to stderr through this one logger, Nest's own and every `new Logger(context)` too,
+  // from now on: the vault and the stores log before the first Nest application would install it.
+  const logger = createLogger({ level: config.logLevel, service });
+  if (options.logLevels !== undefined) logger.setLogLevels(options.logLevels);
+  Logger.overrideLogger(logger);
   const tools = loadTools(config, pluginChannels);
   const folder = await openDataFolder(config);
   opened.push(folder);

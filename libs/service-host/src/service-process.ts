@@ -1,10 +1,11 @@
 import { ContractValidationError } from '@oncegate/contracts';
 import { EventStoreOpenError, EventStoreUnavailableError } from '@oncegate/event-store';
 import { EXIT_CODES, PROCESS_IO, UsageError, type CliIo, type ExitCode } from './cli-command';
-import { configOrExit, parseCommandArgs, type ParsedArguments } from './command-args';
+import { configOrExit, parseCommandArgs, stringOption, type ParsedArguments } from './command-args';
 import { GatewayConfigError } from './config/gateway-config';
 import { serveService, storeLocation, type ServiceDefinition } from './host';
 import { KeyFileError } from './infrastructure/key-files';
+import { announceReady, clearReadyFile, formatDuration, READY_FILE_HELP, READY_FILE_OPTION, sinceProcessStart } from './operations/ready-signal';
 import { SealKeyError } from '@oncegate/vault';
 
 /** A start that cannot go on for a reason its message names with what to change (printed without a stack). */
@@ -90,12 +91,14 @@ within instance_lease). Meant for a store every process reaches: store.driver po
 deploy/local starts every service this way; see docs/deploy.md.`;
 
 /**
- * Runs one service as this process until SIGINT or SIGTERM: prints a summary that ends with an empty line (what
- * follows is the service's log), then stops in order.
+ * Runs one service as this process until SIGINT or SIGTERM: prints a summary on stdout that ends with an empty line
+ * (the log goes to stderr), signals that it is ready, then stops in order.
  */
 export async function runServiceProcess(service: ServiceDefinition, parsed: ParsedArguments, io: CliIo): Promise<ExitCode> {
+  const readyFile = stringOption(parsed, 'ready-file');
   const config = configOrExit(parsed, io);
   if (typeof config === 'number') return config;
+  clearReadyFile(readyFile);
   const stopped = untilSignal();
   // A service without a listener has nothing else that keeps the process running until the signal.
   const keepAlive = setInterval(() => undefined, 2 ** 30);
@@ -107,34 +110,37 @@ export async function runServiceProcess(service: ServiceDefinition, parsed: Pars
     clearInterval(keepAlive);
     return startupFailure(error, io);
   }
+  const readyMs = sinceProcessStart();
   io.stdout(
     [
-      `Oncegate ${service.name} is running (instance ${running.instance})`,
+      `Oncegate ${service.name} is running (instance ${running.instance}), ready in ${formatDuration(readyMs)}`,
       ...(running.url ? [`  listening on: ${running.url}`] : []),
       `  store:        ${config.store.driver} ${storeLocation(config)}`,
       ...(config.store.driver === 'sqlite' ? ['  note:         a SQLite store is shared by the processes of one machine only; use store.driver postgres to run services apart'] : []),
       ...(running.devToken ? [`  dev token:    ${running.devToken}   (agent:dev)`] : []),
       ...running.summary,
       ...(running.operationsUrl ? [`  operations:   ${running.operationsUrl}   (/metrics, /healthz, /readyz)`] : []),
-      // An empty line ends the summary: what follows is the service's log.
+      // An empty line ends the summary.
       '',
       '',
     ].join('\n'),
   );
+  announceReady({ service: service.name, ...(running.url ? { url: running.url } : {}), ...(running.operationsUrl ? { operations: running.operationsUrl } : {}), readyMs }, readyFile);
   const signal = await stopped;
   io.stdout(`${signal}: stopping\n`);
+  clearReadyFile(readyFile);
   return stoppedCleanly(() => running.close(), io);
 }
 
 /** The main of a service's own app (apps/<service>): `node main.js [--config <file>]`, as `oncegate serve <service>`. */
 export async function serviceMain(service: ServiceDefinition, argv: readonly string[] = process.argv.slice(2)): Promise<void> {
-  const usage = `Usage: ${service.name} [--config <file>]\n\n${SERVICE_PROCESS_HELP}\n`;
+  const usage = `Usage: ${service.name} [--config <file>] [--ready-file <path>]\n\n${SERVICE_PROCESS_HELP}\n\n${READY_FILE_HELP}\n`;
   if (argv.includes('--help') || argv.includes('-h')) {
     PROCESS_IO.stdout(usage);
     return;
   }
   try {
-    const parsed = parseCommandArgs(argv);
+    const parsed = parseCommandArgs(argv, READY_FILE_OPTION);
     if (parsed.positionals.length > 0) throw new UsageError(`unexpected argument '${parsed.positionals[0]}'`);
     process.exitCode = await runServiceProcess(service, parsed, PROCESS_IO);
   } catch (error) {

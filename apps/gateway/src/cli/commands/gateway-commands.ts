@@ -1,26 +1,33 @@
 import { logLevelsUpTo } from '@oncegate/service-host/config/gateway-config';
 import { EXIT_CODES, UsageError, type CliCommand } from '@oncegate/service-host/cli-command';
 import { storeLocation } from '@oncegate/service-host/host';
+import { announceReady, clearReadyFile, formatDuration, READY_FILE_HELP, READY_FILE_OPTION, sinceProcessStart } from '@oncegate/service-host/operations/ready-signal';
 import { runServiceProcess, SERVICE_PROCESS_HELP, startupFailure, stoppedCleanly, untilSignal } from '@oncegate/service-host/service-process';
 import { tokenRevoked } from '../../front/mcp-errors';
 import { connectMcpServer, createMcpServer } from '../../front/mcp-server';
 import { StdioConnection } from '../../front/stdio-connection';
 import { relaySummary } from '@oncegate/service-relay-kafka';
 import { SERVICES, startGateway } from '../../gateway';
-import { configOrExit, parseCommandArgs } from '../command-helpers';
+import { configOrExit, parseCommandArgs, stringOption } from '../command-helpers';
 import { tokenCommands } from './token-commands';
 
 export const startCommand: CliCommand = {
   group: 'start',
   name: '',
   summary: 'Run the gateway: MCP over Streamable HTTP, all services in one process on the configured store.',
-  usage: `Usage: oncegate start [--config <file>]
+  usage: `Usage: oncegate start [--config <file>] [--ready-file <path>]
 
 Runs the gateway in the foreground until SIGINT or SIGTERM. Configuration: the file
-(--config, ONCEGATE_CONFIG, or ./oncegate.yaml), then ONCEGATE_* variables; see README.`,
+(--config, ONCEGATE_CONFIG, or ./oncegate.yaml), then ONCEGATE_* variables; see README.
+Prints a summary on stdout; logs go to stderr (log_level, ONCEGATE_LOG_LEVEL).
+
+${READY_FILE_HELP}`,
   async run(args, io) {
-    const config = configOrExit(parseCommandArgs(args), io);
+    const parsed = parseCommandArgs(args, READY_FILE_OPTION);
+    const readyFile = stringOption(parsed, 'ready-file');
+    const config = configOrExit(parsed, io);
     if (typeof config === 'number') return config;
+    clearReadyFile(readyFile);
     // Heard from now on: a signal during the start stops the gateway as soon as it is up.
     const stopped = untilSignal();
     let gateway;
@@ -29,9 +36,10 @@ Runs the gateway in the foreground until SIGINT or SIGTERM. Configuration: the f
     } catch (error) {
       return startupFailure(error, io);
     }
+    const readyMs = sinceProcessStart();
     io.stdout(
       [
-        `Oncegate is listening on ${gateway.url}`,
+        `Oncegate is listening on ${gateway.url} (ready in ${formatDuration(readyMs)})`,
         `  tools:        ${[...gateway.tools.keys()].join(', ')} (from ${config.contractsFile})`,
         `  data folder:  ${gateway.dataDir}`,
         `  store:        ${config.store.driver} ${storeLocation(config)}`,
@@ -47,8 +55,10 @@ Runs the gateway in the foreground until SIGINT or SIGTERM. Configuration: the f
         '',
       ].join('\n'),
     );
+    announceReady({ service: 'oncegate', url: gateway.url, ...(gateway.operationsUrl ? { operations: gateway.operationsUrl } : {}), readyMs }, readyFile);
     const signal = await stopped;
     io.stdout(`${signal}: stopping\n`);
+    clearReadyFile(readyFile);
     return stoppedCleanly(() => gateway.close(), io);
   },
 };
@@ -57,12 +67,14 @@ export const serveCommand: CliCommand = {
   group: 'serve',
   name: '',
   summary: `Run one service in this process, as one instance among any number on a shared store (${[...SERVICES.keys()].join(' | ')}).`,
-  usage: `Usage: oncegate serve <service> [--config <file>]
+  usage: `Usage: oncegate serve <service> [--config <file>] [--ready-file <path>]
 
 Services: ${[...SERVICES.keys()].join(', ')}.
-${SERVICE_PROCESS_HELP}`,
+${SERVICE_PROCESS_HELP}
+
+${READY_FILE_HELP}`,
   async run(args, io) {
-    const parsed = parseCommandArgs(args);
+    const parsed = parseCommandArgs(args, READY_FILE_OPTION);
     const [name, ...rest] = parsed.positionals;
     const service = name === undefined ? undefined : SERVICES.get(name);
     if (service === undefined || rest.length > 0) {
@@ -87,7 +99,6 @@ ONCEGATE_RUN optionally declares the agent run.`,
     try {
       gateway = await startGateway({ ...config, demoTarget: { ...config.demoTarget, enabled: false } }, {
         front: 'none',
-        logToStderr: true,
         logLevels: config.logLevel === 'log' ? ['warn', 'error'] : logLevelsUpTo(config.logLevel),
       });
     } catch (error) {

@@ -1,0 +1,60 @@
+import { renameSync, rmSync, writeFileSync } from 'node:fs';
+import { Logger } from '@nestjs/common';
+
+/**
+ * How a script or a test learns that a process serves, without reading its summary: `--ready-file <path>` is written
+ * (atomically: a reader sees no file or the whole record) once it serves, and removed when it stops; the log has
+ * the same record as its `ready` line.
+ */
+
+/** The option `oncegate start` and `oncegate serve` take, for `parseCommandArgs`. */
+export const READY_FILE_OPTION = { 'ready-file': { type: 'string' } } as const;
+
+export const READY_FILE_HELP = `--ready-file <path>  once serving, write {"ready":true,"url":…,"pid":…,"readyMs":…} to <path>
+                     (atomically; removed at stop). The log's "ready" line carries the same.`;
+
+/** What the ready file and the ready line say. */
+export interface ReadyRecord {
+  readonly ready: true;
+  readonly service: string;
+  readonly pid: number;
+  /** The MCP endpoint (a process with a front). */
+  readonly url?: string;
+  /** The operations listener, when configured. */
+  readonly operations?: string;
+  /** Milliseconds from the process's start to serving. */
+  readonly readyMs: number;
+}
+
+/** Milliseconds since this process started (Node's time origin). */
+export function sinceProcessStart(): number {
+  return Math.round(performance.now());
+}
+
+/** "412 ms", "2.3 s". */
+export function formatDuration(ms: number): string {
+  return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
+}
+
+/**
+ * A ready file left by an earlier run would say "ready" before this one serves: it goes first, before anything
+ * starts.
+ */
+export function clearReadyFile(path: string | undefined): void {
+  if (path !== undefined) rmSync(path, { force: true });
+}
+
+/** Tells that the process serves: the `ready` log line, then the ready file when one was asked for. */
+export function announceReady(record: Omit<ReadyRecord, 'ready' | 'pid'>, readyFile: string | undefined): ReadyRecord {
+  const ready: ReadyRecord = { ready: true, pid: process.pid, ...record };
+  // The log line's own fields already name the process and its pid.
+  const { service: _service, pid: _pid, ...fields } = ready;
+  new Logger('ready').log(`ready in ${formatDuration(ready.readyMs)}`, fields);
+  if (readyFile !== undefined) {
+    // Written beside the target and renamed over it: a reader polling the path never reads half a record.
+    const partial = `${readyFile}.${process.pid}.partial`;
+    writeFileSync(partial, `${JSON.stringify(ready)}\n`);
+    renameSync(partial, readyFile);
+  }
+  return ready;
+}
