@@ -26,7 +26,8 @@ describe('OAuth 2.1: the gateway as a resource server for a real OpenID Provider
     folder = await gatewayFolder(target.url, { call_wait: '10s' });
     appendFileSync(
       folder.configFile,
-      `oauth: { issuer: '${idp.issuer}', resource: '${folder.url}', agent_claim: client_id, scopes: [mcp], approver: { claim: roles, value: oncegate-approver, name_claim: client_id } }\n`,
+      // keys_max_age: 1s, so that a test sees keys read earlier serve past their age without waiting for the default 10m.
+      `oauth: { issuer: '${idp.issuer}', resource: '${folder.url}', agent_claim: client_id, scopes: [mcp], approver: { claim: roles, value: oncegate-approver, name_claim: client_id }, keys_max_age: 1s }\n`,
     );
     gateway = await startGatewayProcess(folder);
   });
@@ -106,6 +107,7 @@ describe('OAuth 2.1: the gateway as a resource server for a real OpenID Provider
     await idp.stop();
     const refused = await fetch(folder.url, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' });
     expect(refused.status).toBe(503);
+    expect(refused.headers.get('retry-after')).toMatch(/^\d+$/);
     const body = await refused.text();
     expect(body).toMatch(/identity provider's keys could not be read/);
     expect(body).not.toContain(idp.issuer);
@@ -114,6 +116,43 @@ describe('OAuth 2.1: the gateway as a resource server for a real OpenID Provider
     // The details are the operator's: in the log.
     await eventually(async () => (gateway.output().includes(idp.issuer) ? true : undefined));
     expect((await readJournal(folder.dataDir)).filter((event) => event.type === 'ExecutionAccepted')).toEqual([]);
+  });
+
+  it("given the provider rotates its signing key right after the gateway read its key set, then the first call with a token of the new key is accepted", async () => {
+    const before = await connectModernClient(folder.url, await idp.token(BUILD_BOT, folder.url));
+    await before.listTools();
+    await before.close();
+    const kid = await idp.rotateKey();
+    const rotated = await idp.token(BUILD_BOT, folder.url);
+    expect(decodeProtectedHeader(rotated).kid).toBe(kid);
+    const client = await connectModernClient(folder.url, rotated);
+    const answer = await client.callTool({ name: 'set_config', arguments: { name: 'oauth.rotated', value: 'v' } });
+    await client.close();
+    expect(['completed', 'delivered']).toContain(executionOf(answer).state);
+    await eventually(async () => (gateway.output().includes(`new: ${kid}`) ? true : undefined));
+  });
+
+  it('given keys read and then the provider stopped, then its tokens are accepted past keys_max_age, and a token of a key the gateway does not hold gets 503 with retry-after, not 401', async () => {
+    const token = await idp.token(BUILD_BOT, folder.url);
+    const client = await connectModernClient(folder.url, token);
+    await client.listTools();
+    await client.close();
+    await idp.stop();
+    // Past keys_max_age (1s here): the keys read earlier serve while the provider is away.
+    await new Promise((resolve) => setTimeout(resolve, 1_200));
+    const again = await connectModernClient(folder.url, token);
+    const answer = await again.callTool({ name: 'set_config', arguments: { name: 'oauth.away', value: 'v' } });
+    await again.close();
+    expect(['completed', 'delivered']).toContain(executionOf(answer).state);
+    const unknown = await fetch(folder.url, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${await forged(token, 'rotated-while-away')}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: '{}',
+    });
+    expect(unknown.status, await unknown.clone().text()).toBe(503);
+    expect(unknown.headers.get('retry-after')).toMatch(/^\d+$/);
+    await eventually(async () => (/key set could not be read/.test(gateway.output()) ? true : undefined));
+    expect(gateway.output()).not.toContain(token.slice(0, 40));
   });
 
   it('given an approver claim in the token, then the approvals API takes it as approver:<name>; a token without it is forbidden', async () => {

@@ -161,7 +161,7 @@ async function hostFront(host: Host, deliveries: DeliveryTracker, inlineSteps: I
   host.opened.push({ close: () => watcher.stop() });
   const toolCalls = new ToolCalls({ store, watcher, sealed, keyRing, tools, deliveries, clock, callWaitMs: config.callWaitMs, inlineSteps });
   // The identity provider's access tokens, beside the agent and approver tokens of the journal (`oauth`).
-  const withOAuth = config.oauth === null ? {} : { oauth: new OAuthResource(config.oauth) };
+  const withOAuth = config.oauth === null ? {} : { oauth: new OAuthResource(config.oauth, { clock, metrics: host.metrics }) };
   const front = new McpHttpFront({
     host: config.host,
     port: config.port,

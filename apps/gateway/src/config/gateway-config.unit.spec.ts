@@ -374,7 +374,7 @@ describe('the kafka section of the configuration', () => {
 });
 
 describe('the oauth section of the configuration', () => {
-  it('given an issuer and a resource, when parsed, then the rest defaults (agent from sub, no scopes, no approvers)', () => {
+  it('given an issuer and a resource, when parsed, then the rest defaults (agent from sub, no scopes, no approvers, keys kept 10m, and 24h more while unreadable)', () => {
     const config = parseGatewayConfig('oauth: { issuer: https://idp.example.com/realms/agents, resource: https://gateway.example.com/mcp }\n', 'oncegate.yaml');
     expect(config.oauth).toEqual({
       issuer: 'https://idp.example.com/realms/agents',
@@ -383,6 +383,8 @@ describe('the oauth section of the configuration', () => {
       agentClaim: 'sub',
       scopes: [],
       approver: null,
+      keysMaxAgeMs: 600_000,
+      keysStaleIfErrorMs: 86_400_000,
     });
     expect(parseGatewayConfig('call_wait: 5s\n', 'oncegate.yaml').oauth).toBeNull();
     expect(
@@ -395,6 +397,8 @@ describe('the oauth section of the configuration', () => {
           '  agent_claim: client_id',
           '  scopes: [mcp]',
           '  approver: { claim: roles, value: oncegate-approver }',
+          '  keys_max_age: 5m',
+          '  keys_stale_if_error: 0',
         ].join('\n'),
         'oncegate.yaml',
       ).oauth,
@@ -405,6 +409,8 @@ describe('the oauth section of the configuration', () => {
       agentClaim: 'client_id',
       scopes: ['mcp'],
       approver: { claim: 'roles', value: 'oncegate-approver', nameClaim: 'sub' },
+      keysMaxAgeMs: 300_000,
+      keysStaleIfErrorMs: 0,
     });
   });
 
@@ -418,6 +424,8 @@ describe('the oauth section of the configuration', () => {
         '  scopes: ["mcp read"]',
         '  approver: { claim: roles }',
         '  audience: x',
+        '  keys_max_age: 500ms',
+        '  keys_stale_if_error: a day',
       ].join('\n'),
     );
     expect(issues).toEqual(
@@ -428,6 +436,8 @@ describe('the oauth section of the configuration', () => {
         expect.stringMatching(/^oncegate\.yaml:5:\d+ oauth\.scopes: 'mcp read' is not a scope/),
         expect.stringMatching(/^oncegate\.yaml:6:\d+ oauth\.approver\.value: /),
         expect.stringMatching(/^oncegate\.yaml:7:\d+ oauth\.audience: /),
+        expect.stringMatching(/^oncegate\.yaml:8:\d+ oauth\.keys_max_age: must be at least 1s/),
+        expect.stringMatching(/^oncegate\.yaml:9:\d+ oauth\.keys_stale_if_error: 'a day' is not a duration/),
       ]),
     );
     expect(issuesOf('oauth: { resource: https://gateway.example.com/mcp }\n')).toEqual([expect.stringMatching(/oauth\.issuer: .*issuer/)]);

@@ -7,8 +7,10 @@ import {
   verifyBearerToken,
   type AuthInfo,
 } from '@modelcontextprotocol/server';
-import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload } from 'jose';
+import { errors, jwtVerify, type JWTPayload } from 'jose';
+import { systemClock } from '@oncegate/execution-journal';
 import type { OAuthConfig } from '@oncegate/service-host/config/gateway-config';
+import { IssuerKeys, IssuerKeysUnavailable, type IssuerKeysOptions } from './issuer-keys';
 
 /** A compact JWS: three base64url parts. The gateway's own agent and approver tokens never have a dot. */
 const JWT = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
@@ -16,6 +18,9 @@ const JWT = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 const PRINCIPAL_NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/;
 /** Signatures an access token may carry: asymmetric only, so no shared secret can mint one. */
 const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
+
+/** What a token gets while the issuer's keys cannot be read; the details go to the log. */
+const KEYS_UNREADABLE = "the identity provider's keys could not be read to check the token; try again";
 
 export function looksLikeJwt(token: string): boolean {
   return JWT.test(token);
@@ -34,11 +39,12 @@ export interface OAuthRefusal {
  * resource URL (`aud`), unexpired, with the configured scopes, and names their principal by a claim:
  * `agent:<agent_claim>` on the MCP endpoint, `approver:<name_claim>` on the approvals API and console when the
  * token holds the approver claim. A refusal carries the `WWW-Authenticate` challenge that MCP clients follow to
- * the authorization server. The token itself is never logged or repeated.
+ * the authorization server. The token itself is never logged or repeated. When the issuer's keys are read, and what a
+ * token gets while they cannot be, is `IssuerKeys`'s.
  */
 export class OAuthResource {
   private readonly log = new Logger('oauth');
-  private keys: Promise<ReturnType<typeof createRemoteJWKSet>> | undefined;
+  private readonly keys: IssuerKeys;
   /** Where the metadata document is, as the challenge names it. */
   readonly metadataUrl: string;
   /** The paths the document is served at: the RFC 9728 one for the resource, and the origin's root one. */
@@ -46,12 +52,9 @@ export class OAuthResource {
 
   constructor(
     private readonly config: OAuthConfig,
-    private readonly fetchJson: (url: string) => Promise<unknown> = async (url) => {
-      const response = await fetch(url, { headers: { accept: 'application/json' }, signal: AbortSignal.timeout(10_000) });
-      if (!response.ok) throw new Error(`${url} answered ${response.status}`);
-      return response.json();
-    },
+    options: Partial<IssuerKeysOptions> = {},
   ) {
+    this.keys = new IssuerKeys(config, { ...options, clock: options.clock ?? systemClock, fetchJson: options.fetchJson ?? readMetadata });
     this.metadataUrl = getOAuthProtectedResourceMetadataUrl(new URL(config.resource));
     this.metadataPaths = [...new Set([new URL(this.metadataUrl).pathname, '/.well-known/oauth-protected-resource'])];
   }
@@ -109,58 +112,39 @@ export class OAuthResource {
       });
       return { actor: principal((info.extra as { claims: JWTPayload }).claims) };
     } catch (error) {
+      // The keys could not be read: the gateway's trouble, not the token's (each failed read is logged where it failed).
+      if (error instanceof IssuerKeysUnavailable) return { refused: { status: 503, challenge: this.challengeWithoutToken(), description: KEYS_UNREADABLE } };
       const response = bearerAuthChallengeResponse(error, { requiredScopes: [...requiredScopes], resourceMetadataUrl: this.metadataUrl });
-      // The gateway's own trouble (the provider unreachable) is logged with its details and told in general terms.
+      // Any other trouble of the gateway's own is logged with its details and told in general terms.
       const ownTrouble = !(error instanceof OAuthError) || error.code === OAuthErrorCode.ServerError;
       if (ownTrouble) this.log.warn(`checking an access token failed: ${(error as Error).message}`);
-      const description = ownTrouble ? "the identity provider's keys could not be read to check the token; try again" : error.message;
+      const description = ownTrouble ? KEYS_UNREADABLE : error.message;
       return { refused: { status: response.status, challenge: response.headers.get('www-authenticate') ?? this.challengeWithoutToken(), description } };
     }
   }
 
   /** Signature (issuer's keys), issuer, audience and expiry, by jose; the claims go on for the principal. */
   private async verify(token: string): Promise<AuthInfo> {
-    const keys = await this.signingKeys();
     const { resource, issuer } = this.config;
     const audience = [resource, resource.endsWith('/') ? resource.slice(0, -1) : `${resource}/`];
     let claims: JWTPayload;
     try {
-      ({ payload: claims } = await jwtVerify(token, keys, { issuer, audience, algorithms: ALGORITHMS, requiredClaims: ['exp'] }));
+      ({ payload: claims } = await jwtVerify(token, this.keys.keyOf, { issuer, audience, algorithms: ALGORITHMS, requiredClaims: ['exp'] }));
     } catch (error) {
+      if (error instanceof IssuerKeysUnavailable) throw error;
       throw new OAuthError(OAuthErrorCode.InvalidToken, refusalOf(error));
     }
     const scopes = typeof claims['scope'] === 'string' ? claims['scope'].split(' ').filter(Boolean) : Array.isArray(claims['scp']) ? (claims['scp'] as string[]) : [];
     const clientId = claims['client_id'] ?? claims['azp'] ?? claims.sub ?? '';
     return { token, clientId: String(clientId), scopes, expiresAt: claims.exp!, resource: new URL(resource), extra: { claims } };
   }
+}
 
-  /** The issuer's key set: `oauth.jwks_uri`, else its metadata's `jwks_uri` (OpenID discovery, then RFC 8414). */
-  private signingKeys(): Promise<ReturnType<typeof createRemoteJWKSet>> {
-    this.keys ??= this.discoverKeys().catch((error: unknown) => {
-      this.keys = undefined;
-      throw new OAuthError(OAuthErrorCode.ServerError, `the issuer's keys could not be found: ${(error as Error).message}`);
-    });
-    return this.keys;
-  }
-
-  private async discoverKeys(): Promise<ReturnType<typeof createRemoteJWKSet>> {
-    if (this.config.jwksUri !== null) return createRemoteJWKSet(new URL(this.config.jwksUri));
-    const issuer = this.config.issuer.replace(/\/$/, '');
-    const url = new URL(this.config.issuer);
-    const candidates = [`${issuer}/.well-known/openid-configuration`, `${url.origin}/.well-known/oauth-authorization-server${url.pathname === '/' ? '' : url.pathname}`];
-    const failures: string[] = [];
-    for (const candidate of candidates) {
-      try {
-        const metadata = (await this.fetchJson(candidate)) as { issuer?: unknown; jwks_uri?: unknown };
-        if (metadata.issuer !== this.config.issuer) throw new Error(`${candidate} names the issuer ${String(metadata.issuer)}, not ${this.config.issuer}`);
-        if (typeof metadata.jwks_uri !== 'string') throw new Error(`${candidate} has no jwks_uri`);
-        return createRemoteJWKSet(new URL(metadata.jwks_uri));
-      } catch (error) {
-        failures.push(`${candidate}: ${(error as Error).message}`);
-      }
-    }
-    throw new Error(failures.join('; '));
-  }
+/** A metadata document of the issuer, as JSON. */
+async function readMetadata(url: string): Promise<unknown> {
+  const response = await fetch(url, { headers: { accept: 'application/json' }, signal: AbortSignal.timeout(10_000) });
+  if (!response.ok) throw new Error(`${url} answered ${response.status}`);
+  return response.json();
 }
 
 function nameIn(claims: JWTPayload, claim: string): string | undefined {

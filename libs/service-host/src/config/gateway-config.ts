@@ -146,6 +146,16 @@ export interface OAuthConfig {
   readonly scopes: readonly string[];
   /** Tokens whose `claim` holds `value` (equal, or in a list) act as `approver:<name claim>` on the approvals API and console. */
   readonly approver: { readonly claim: string; readonly value: string; readonly nameClaim: string } | null;
+  /**
+   * How long a key set read serves before it is read again (`keys_max_age`, default 10m): a key the provider dropped
+   * is refused within it. At least 1s, the least time between two reads.
+   */
+  readonly keysMaxAgeMs: number;
+  /**
+   * How long past `keysMaxAgeMs` the keys last read keep serving while the key set cannot be read (`keys_stale_if_error`,
+   * default 24h); after it, tokens are answered 503 until it can. 0 serves none past their age.
+   */
+  readonly keysStaleIfErrorMs: number;
 }
 
 /** One rule of `kafka.topics`: events of these types, or of streams of these categories, go to `topic`. */
@@ -544,9 +554,11 @@ function readClaimName(ctx: YamlContext, node: Node, path: string): string | und
   return claim !== undefined && CLAIM_NAME.test(claim) ? claim : undefined;
 }
 
+const OAUTH_DEFAULTS = { keysMaxAgeMs: 10 * 60_000, keysStaleIfErrorMs: 24 * 3_600_000 } as const;
+
 /** The `oauth` section: an identity provider whose access tokens the gateway takes as a resource server. */
 function readOAuth(ctx: YamlContext, oauth: MapReader): OAuthConfig | undefined {
-  oauth.rejectUnknown(['issuer', 'resource', 'jwks_uri', 'agent_claim', 'scopes', 'approver']);
+  oauth.rejectUnknown(['issuer', 'resource', 'jwks_uri', 'agent_claim', 'scopes', 'approver', 'keys_max_age', 'keys_stale_if_error']);
   const issuerNode = oauth.required('issuer', ': the identity provider\'s issuer, e.g. https://idp.example.com/realms/agents');
   const resourceNode = oauth.required('resource', ": this gateway's public MCP URL, the tokens' audience, e.g. https://gateway.example.com/mcp");
   const jwksNode = oauth.optional('jwks_uri');
@@ -573,8 +585,22 @@ function readOAuth(ctx: YamlContext, oauth: MapReader): OAuthConfig | undefined 
     const nameClaim = (nameNode && readClaimName(ctx, nameNode, 'oauth.approver.name_claim')) ?? 'sub';
     if (claim !== undefined && value !== undefined) approver = { claim, value, nameClaim };
   }
+  const maxAgeNode = oauth.optional('keys_max_age');
+  const keysMaxAgeMs = maxAgeNode && readDuration(ctx, maxAgeNode, 'oauth.keys_max_age');
+  if (keysMaxAgeMs !== undefined && keysMaxAgeMs < 1_000) ctx.report(maxAgeNode!, 'oauth.keys_max_age', 'must be at least 1s: the key set is read at most once a second');
+  const staleNode = oauth.optional('keys_stale_if_error');
+  const keysStaleIfErrorMs = staleNode && readDuration(ctx, staleNode, 'oauth.keys_stale_if_error');
   if (issuer === undefined || resource === undefined || (jwksNode !== undefined && jwksUri === undefined)) return undefined;
-  return { issuer, resource, jwksUri: jwksUri ?? null, agentClaim, scopes, approver };
+  return {
+    issuer,
+    resource,
+    jwksUri: jwksUri ?? null,
+    agentClaim,
+    scopes,
+    approver,
+    keysMaxAgeMs: keysMaxAgeMs !== undefined && keysMaxAgeMs >= 1_000 ? keysMaxAgeMs : OAUTH_DEFAULTS.keysMaxAgeMs,
+    keysStaleIfErrorMs: keysStaleIfErrorMs ?? OAUTH_DEFAULTS.keysStaleIfErrorMs,
+  };
 }
 
 const STORE_URL_FORM = 'postgres://user@host:5432/database';

@@ -68,6 +68,22 @@ export class ProcessMetrics {
     registers: [this.registry],
   });
 
+  /** Reads of the OAuth issuer's key set (`oauth`): a rotation shows as an `unknown_key` read, an outage as `failed`. */
+  readonly oauthKeySetReads = new Counter({
+    name: 'oncegate_oauth_key_set_reads_total',
+    help: "Reads of the OAuth issuer's key set, by why (first, expired, unknown_key) and result (read, failed).",
+    labelNames: ['reason', 'result'] as const,
+    registers: [this.registry],
+  });
+
+  /** Access tokens naming a key the key set held did not have: a rotation (`found`) or forged tokens (`refused`). */
+  readonly oauthUnknownKeyTokens = new Counter({
+    name: 'oncegate_oauth_unknown_key_tokens_total',
+    help: "Access tokens signed with a key the issuer's key set did not hold when they came, by what came of it: found after reading the set again, refused (the set read since does not hold it either), unavailable (the set could not be read).",
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
+
   private processCollected = false;
 
   /** Adds the runtime's own metrics (CPU, memory, event loop delay, handles), once; only a process that exposes them pays for them. */
