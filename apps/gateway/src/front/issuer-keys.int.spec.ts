@@ -244,12 +244,19 @@ describe("the issuer's key set: rotation, forged key ids and outages (oidc-provi
       await expectUnavailable(madeUpKey(token, 'rotated-while-away'));
       expect(await count('oncegate_oauth_unknown_key_tokens_total', { result: 'unavailable' })).toBe(1);
 
+      const failedLines = () => logLines().filter((line) => /key set could not be read/.test(line));
+      // Failed reads are logged once a minute at most, not once a second through an outage of hours.
+      expect(failedLines()).toHaveLength(1);
+
       clock.advance(60 * MINUTE);
       await expectUnavailable(token);
+      expect(failedLines()).toHaveLength(2);
+      expect(failedLines()[1]).toMatch(/\(\d+ failed reads since .*\); access tokens are answered 503/);
 
       await back();
       clock.advance(REREAD_INTERVAL_MS);
       expect((await approvals(token)).status).toBe(200);
+      expect(logLines()).toContainEqual(expect.stringMatching(/key set was read again, after \d+ failed read\(s\)/));
       expect(logLines().join('\n')).not.toContain(token.slice(0, 40));
     });
   });

@@ -11,6 +11,8 @@ import type { ProcessMetrics } from '@oncegate/service-host/operations/process-m
 export const REREAD_INTERVAL_MS = 1_000;
 /** How often, at most, a line says how many tokens named a key the issuer does not publish (the metric counts each). */
 const REFUSALS_LOGGED_EVERY_MS = 10_000;
+/** How often, at most, a line says the key set still cannot be read, through an outage of hours (the metric counts each read). */
+const FAILURES_LOGGED_EVERY_MS = 60_000;
 
 /** The issuer's key set could not be read and no keys read earlier may serve; `message` is for the log, never for the client. */
 export class IssuerKeysUnavailable extends Error {
@@ -51,7 +53,7 @@ export interface IssuerKeysOptions {
  *   set does not hold its key either; never because a read was not allowed yet.
  * - When the set cannot be read (the provider stopped, its key-set URL failing), the keys read last serve for
  *   `keys_stale_if_error` past their age, and a token they do not cover gets `IssuerKeysUnavailable` (503), never a
- *   refusal. Failed reads are paced like the others, and each is logged once, not once per token.
+ *   refusal. Failed reads are paced like the others, and logged (at most once a minute), not once per token.
  */
 export class IssuerKeys {
   private readonly log = new Logger('oauth');
@@ -64,6 +66,8 @@ export class IssuerKeys {
   /** jose's reader of the set's URL, once the URL is known (`oauth.jwks_uri`, else the issuer's metadata). */
   private source: Promise<{ readonly url: string; readonly remote: ReturnType<typeof createRemoteJWKSet> }> | undefined;
   private refusals = { unlogged: 0, loggedAt: Number.NEGATIVE_INFINITY };
+  /** The failed reads since the last that succeeded. */
+  private failures: { readonly since: number; count: number; loggedAt: number } | undefined;
 
   constructor(
     private readonly config: OAuthConfig,
@@ -149,6 +153,8 @@ export class IssuerKeys {
       ({ url, jwks }) => {
         const set: KeySet = { keyOf: createLocalJWKSet(jwks), kids: jwks.keys.map((key) => key.kid ?? '(no kid)'), readAt: at, seq: ++this.reads };
         this.options.metrics?.oauthKeySetReads.inc({ reason, result: 'read' });
+        if (this.failures !== undefined) this.log.log(`the issuer's key set was read again, after ${this.failures.count} failed read(s) since ${new Date(this.failures.since).toISOString()}`);
+        this.failures = undefined;
         this.logChanges(this.current, set, url, reason);
         this.current = set;
         return set;
@@ -159,7 +165,13 @@ export class IssuerKeys {
         this.options.metrics?.oauthKeySetReads.inc({ reason, result: 'failed' });
         // A discovered key-set URL is looked for again next time: the provider may have moved it.
         if (this.config.jwksUri === null) this.source = undefined;
-        this.log.warn(`the issuer's key set could not be read (${reason}): ${failure}; ${this.whileAway()}`);
+        const failures = (this.failures ??= { since: at, count: 0, loggedAt: Number.NEGATIVE_INFINITY });
+        failures.count += 1;
+        if (at - failures.loggedAt >= FAILURES_LOGGED_EVERY_MS) {
+          const streak = failures.count > 1 ? ` (${failures.count} failed reads since ${new Date(failures.since).toISOString()})` : '';
+          this.log.warn(`the issuer's key set could not be read (${reason}): ${failure}${streak}; ${this.whileAway()}`);
+          failures.loggedAt = at;
+        }
         throw new IssuerKeysUnavailable(`the issuer's key set could not be read: ${failure}`);
       },
     );
