@@ -1,7 +1,7 @@
 /**
- * The execution decider (docs/design.md section 4; STYLE: Emmett-like). `decide` turns a command and the folded state
- * into event payloads, or throws a typed error; `evolve` folds one event into the state. Both are pure: the
- * clock and ids arrive in the command, metadata is added by whoever appends.
+ * The execution decider (docs/design.md section 4): `initialState`, `decide` and `evolve`. `decide` turns a command and
+ * the folded state into event payloads, or throws a typed error; `evolve` folds one event into the state. Both are
+ * pure: the clock and ids arrive in the command, metadata is added by whoever appends.
  */
 import type { ExecutionCommand, ExecutionCommandType } from './commands';
 import { addMs, isBefore, isDurationMs, isIsoInstant, type IsoInstant } from './durations';

@@ -1,5 +1,6 @@
 /**
- * The one place stream names and execution ids are built and parsed (STYLE: never build a stream name inline).
+ * The one place stream names and execution ids are built and parsed: no other code builds a stream name inline, so
+ * every name the store holds parses back to its parts (CONTRIBUTING.md, "Conventions").
  *
  * Categories (the part before the first `-`):
  * - `execution-<execution id>`: one stream per execution (docs/design.md section 4).
