@@ -1,28 +1,62 @@
+import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
+import type { TestProjectInlineConfiguration } from 'vitest/config';
 
 const root = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 
+const alias = [
+  { find: '@oncegate/domain/testing', replacement: root('./libs/domain/src/test-support/execution-fixtures.ts') },
+  { find: '@oncegate/event-store/chain', replacement: root('./libs/event-store/src/chain.ts') },
+  { find: '@oncegate/event-store/worker-entry', replacement: root('./libs/event-store/src/worker-entry.ts') },
+  { find: '@oncegate/event-store/testing', replacement: root('./libs/event-store/src/testing/index.ts') },
+  { find: '@oncegate/dispatcher-kit/testing', replacement: root('./libs/dispatcher-kit/src/testing/index.ts') },
+  { find: '@oncegate/demo-target', replacement: root('./apps/demo-target/src/index.ts') },
+  { find: '@oncegate/deploy-local', replacement: root('./deploy/local/index.ts') },
+  { find: /^@oncegate\/service-host\/(.+)$/, replacement: `${root('./libs/service-host/src/')}$1` },
+  { find: /^@oncegate\/([a-z-]+)$/, replacement: root('./libs/$1/src/index.ts') },
+];
+
+const everywhere = (suffix: string) => ['libs', 'apps', 'test', 'tools', 'deploy'].map((folder) => `${folder}/**/*.${suffix}.spec.ts`);
+
+/**
+ * The tests' workers. The integration and end-to-end tiers mostly wait (on a gateway process, a server, a
+ * target's delay), so they run more files at once than the machine has cores; unit tests are CPU-bound.
+ * `ONCEGATE_TEST_WORKERS` overrides the number for the waiting tiers.
+ */
+const cores = availableParallelism();
+const waitingWorkers = Number(process.env['ONCEGATE_TEST_WORKERS'] ?? Math.max(4, cores * 2));
+
+/** One tier: its files by name (`*.<tier>.spec.ts`); tiers with a different worker count run one after another. */
+function tier(name: string, suffix: string, options: { groupOrder: number; maxWorkers: number; testTimeout?: number; hookTimeout?: number }): TestProjectInlineConfiguration {
+  return {
+    resolve: { alias },
+    test: {
+      name,
+      include: everywhere(suffix),
+      pool: 'forks',
+      maxWorkers: options.maxWorkers,
+      sequence: { groupOrder: options.groupOrder },
+      testTimeout: options.testTimeout ?? 30_000,
+      hookTimeout: options.hookTimeout ?? 60_000,
+    },
+  };
+}
+
 export default defineConfig({
-  resolve: {
-    alias: [
-      { find: '@oncegate/domain/testing', replacement: root('./libs/domain/src/test-support/execution-fixtures.ts') },
-      { find: '@oncegate/event-store/chain', replacement: root('./libs/event-store/src/chain.ts') },
-      { find: '@oncegate/event-store/worker-entry', replacement: root('./libs/event-store/src/worker-entry.ts') },
-      { find: '@oncegate/event-store/testing', replacement: root('./libs/event-store/src/testing/index.ts') },
-      { find: '@oncegate/dispatcher-kit/testing', replacement: root('./libs/dispatcher-kit/src/testing/index.ts') },
-      { find: '@oncegate/demo-target', replacement: root('./apps/demo-target/src/index.ts') },
-      { find: '@oncegate/deploy-local', replacement: root('./deploy/local/index.ts') },
-      { find: /^@oncegate\/service-host\/(.+)$/, replacement: `${root('./libs/service-host/src/')}$1` },
-      { find: /^@oncegate\/([a-z-]+)$/, replacement: root('./libs/$1/src/index.ts') },
-    ],
-  },
+  resolve: { alias },
   test: {
-    include: ['libs/**/*.spec.ts', 'apps/**/*.spec.ts', 'test/**/*.spec.ts', 'tools/**/*.spec.ts', 'deploy/**/*.spec.ts'],
     reporters: ['default', './tools/summary-reporter.ts'],
-    globalSetup: ['./tools/vitest-build.ts'],
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
-    pool: 'forks',
+    // The apps are built once, and the shared PostgreSQL and Kafka are started on first use, for every tier.
+    globalSetup: ['./tools/vitest-build.ts', './tools/vitest-servers.ts'],
+    projects: [
+      // Pure code: as many files at once as there are cores.
+      tier('unit', 'unit', { groupOrder: 0, maxWorkers: cores }),
+      // Real components and real processes, files side by side; the end-to-end files are queued first, being the longest.
+      tier('integration', 'int', { groupOrder: 1, maxWorkers: waitingWorkers }),
+      tier('e2e', 'e2e', { groupOrder: 1, maxWorkers: waitingWorkers }),
+      // The long campaigns (`npm run soak`): never part of `npm test`, which runs their bounded samples.
+      tier('soak', 'soak', { groupOrder: 2, maxWorkers: 1, testTimeout: 3 * 60 * 60_000, hookTimeout: 3 * 60 * 60_000 }),
+    ],
   },
 });

@@ -44,6 +44,8 @@ export interface StartPostgresOptions {
    * the tests of a credential a dispatcher takes from the vault. Applies to a data folder made by this start.
    */
   readonly passwordLogins?: boolean;
+  /** The server's `max_connections`. Default 300; a server shared by a whole test run takes more. */
+  readonly maxConnections?: number;
 }
 
 /**
@@ -80,7 +82,7 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
     for (let tries = 0; tries < (options.port === undefined ? PORT_ATTEMPTS : 1); tries += 1) {
       const port = options.port ?? (await freePort());
       try {
-        const start = () => launch(data, root, port, owner, options.fast ?? true);
+        const start = () => launch(data, root, port, owner, options.fast ?? true, options.maxConnections ?? 300);
         return handle(await start(), start, kept ? undefined : root, port);
       } catch (error) {
         lastError = error as Error;
@@ -113,11 +115,12 @@ async function launch(
   port: number,
   owner: { uid: number; gid: number } | undefined,
   fast: boolean,
+  maxConnections: number,
 ): Promise<ChildProcess> {
   const settings = [
     'listen_addresses=127.0.0.1',
     `unix_socket_directories=${socketDir}`,
-    'max_connections=300',
+    `max_connections=${maxConnections}`,
     // Profiling: `CREATE EXTENSION pg_stat_statements` then reads what the server spent its time on.
     ...(process.env['ONCEGATE_PG_STATEMENTS'] === '1' ? ['shared_preload_libraries=pg_stat_statements'] : []),
     'shared_buffers=64MB',

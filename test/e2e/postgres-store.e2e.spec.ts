@@ -2,12 +2,13 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { startDemoTargetProcess, type DemoTargetProcess } from '../support/demo-target-process';
 import { freePort, gatewayFolder, oncegate, startGatewayProcess, type GatewayFolder, type GatewayProcess } from '../support/gateway-process';
 import { eventually, executionEvents, executionIds } from '../support/journal';
 import { connectClient, droppableFetch } from '../support/mcp-clients';
-import { startPostgres, type PostgresHandle } from '../support/postgres';
+import { startPostgres } from '../support/postgres';
+import { sharedPostgres, type SharedPostgres } from '../support/shared-servers';
 import { executionOf } from '../support/scenario';
 
 /** Never sent anywhere that checks it (the test server trusts loopback): it must only never be printed. */
@@ -17,19 +18,19 @@ const payment = (reference: string) => ({ payment_reference: reference, amount_c
 
 /** `store.driver: postgres`: the journal and the sealed blobs on a real PostgreSQL 15, keys and vault in the data folder. */
 describe('the gateway on PostgreSQL (store.driver: postgres)', () => {
-  let server: PostgresHandle;
+  let server: SharedPostgres;
   let target: DemoTargetProcess;
   let folder: GatewayFolder | undefined;
   let gateway: GatewayProcess | undefined;
 
-  /** A database of its own for one test, on the shared server; its URL carries the canary password. */
-  async function freshDatabase(): Promise<{ url: string; database: string }> {
+  /** A database of its own for one test, on the run's shared server (or `on`); its URL carries the canary password. */
+  async function freshDatabase(on: { url(database?: string): string; port: number } = server): Promise<{ url: string; database: string }> {
     const database = `oncegate_${randomBytes(5).toString('hex')}`;
-    const admin = new Client({ connectionString: server.url() });
+    const admin = new Client({ connectionString: on.url() });
     await admin.connect();
     await admin.query(`CREATE DATABASE ${database}`);
     await admin.end();
-    return { url: `postgres://postgres:${PASSWORD}@127.0.0.1:${server.port}/${database}`, database };
+    return { url: `postgres://postgres:${PASSWORD}@127.0.0.1:${on.port}/${database}`, database };
   }
 
   async function query<Row extends Record<string, unknown>>(url: string, text: string, values: unknown[] = []): Promise<Row[]> {
@@ -48,8 +49,7 @@ describe('the gateway on PostgreSQL (store.driver: postgres)', () => {
   }
 
   beforeAll(async () => {
-    server = await startPostgres();
-    target = await startDemoTargetProcess();
+    [server, target] = await Promise.all([sharedPostgres(), startDemoTargetProcess()]);
   });
   afterEach(async () => {
     await gateway?.kill();
@@ -60,7 +60,6 @@ describe('the gateway on PostgreSQL (store.driver: postgres)', () => {
   });
   afterAll(async () => {
     await target?.stop();
-    await server?.stop();
   });
 
   it('given a payment whose connection dropped, when retried, then it attaches, took effect once, and the journal exported from PostgreSQL verifies', async () => {
@@ -167,13 +166,16 @@ describe('the gateway on PostgreSQL (store.driver: postgres)', () => {
   });
 
   it('given the PostgreSQL server goes away while the gateway runs, when a call arrives, then it is told storage is unavailable, nothing is sent, and calls succeed once the server is back', async () => {
-    const { url } = await freshDatabase();
+    // A server of its own: this test shuts it down.
+    const own = await startPostgres();
+    onTestFinished(() => own.stop());
+    const { url } = await freshDatabase(own);
     folder = await gatewayFolder(target.url, {}, [], { store: { postgresUrl: url } });
     gateway = await startGatewayProcess(folder);
     const { client } = await connectClient(gateway.url, gateway.devToken);
     expect((await client.callTool({ name: 'set_config', arguments: { name: 'before.down', value: '1' } })).isError).toBe(false);
 
-    await server.shutdown();
+    await own.shutdown();
     try {
       const refused = await client
         .callTool({ name: 'set_config', arguments: { name: 'while.down', value: '2' } }, undefined, { timeout: 20_000 })
@@ -183,7 +185,7 @@ describe('the gateway on PostgreSQL (store.driver: postgres)', () => {
       expect(String((refused as Error).message)).toMatch(/Storage unavailable/);
       expect((await target.effects()).requestsTotal).toBe(1);
     } finally {
-      await server.start();
+      await own.start();
     }
 
     const after = await eventually(async () => {

@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { appendFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -9,13 +10,13 @@ import { startService, type ServiceProcess } from '../../../deploy/local';
 import { CREDENTIAL_CANARY, gatewayFolder, startGatewayProcess, type GatewayFolder, type GatewayProcess } from '../../../test/support/gateway-process';
 import { eventually, readJournal } from '../../../test/support/journal';
 import { connectClient } from '../../../test/support/mcp-clients';
-import { startPostgres, type PostgresHandle } from '../../../test/support/postgres';
+import { sharedPostgres, type SharedPostgres } from '../../../test/support/shared-servers';
 /* eslint-enable @nx/enforce-module-boundaries */
 
 const MAIN = join(import.meta.dirname, '../../../dist/apps/dispatcher-sql/main.js');
 
 /** The SQL tools the gateway's contract file gains: nothing else of the gateway knows of the channel. */
-function sqlTools(port: number): string {
+function sqlTools(port: number, database: string, user: string): string {
   return `
   - name: set_price
     description: Set the price of a product in the shop's database.
@@ -28,8 +29,8 @@ function sqlTools(port: number): string {
     plugin:
       host: 127.0.0.1
       port: ${port}
-      database: shop
-      user: shop_writer
+      database: ${database}
+      user: ${user}
       statement: "UPDATE prices SET cents = $1, changed_by = $2 WHERE sku = $3"
       parameters: ["{{args.cents}}", "{{execution.id}}", "{{args.sku}}"]
       expect_rows: 1
@@ -42,7 +43,11 @@ function sqlTools(port: number): string {
  * `node dist/apps/dispatcher-sql/main.js` on the same folder, a real MCP client, a real PostgreSQL server.
  */
 describe('the SQL dispatcher as its own process beside the gateway', () => {
-  let server: PostgresHandle;
+  let server: SharedPostgres;
+  // The shop is a database and a user of this file's own on the run's shared server.
+  const suffix = randomBytes(4).toString('hex');
+  const database = `shop_${suffix}`;
+  const user = `shop_writer_${suffix}`;
   let folder: GatewayFolder;
   let gateway: GatewayProcess;
   let dispatcher: ServiceProcess;
@@ -53,22 +58,22 @@ describe('the SQL dispatcher as its own process beside the gateway', () => {
     Number((await shop.query<{ count: string }>('SELECT count(*) FROM price_changes WHERE changed_by = $1', [executionId])).rows[0]!.count);
 
   beforeAll(async () => {
-    server = await startPostgres({ passwordLogins: true });
+    server = await sharedPostgres();
     const admin = new pg.Client({ connectionString: server.url() });
     await admin.connect();
-    await admin.query(`CREATE ROLE shop_writer LOGIN PASSWORD '${CREDENTIAL_CANARY}'`);
-    await admin.query('CREATE DATABASE shop OWNER shop_writer');
+    await admin.query(`CREATE ROLE ${user} LOGIN PASSWORD '${CREDENTIAL_CANARY}'`);
+    await admin.query(`CREATE DATABASE ${database} OWNER ${user}`);
     await admin.end();
-    shop = new pg.Pool({ connectionString: server.url('shop') });
+    shop = new pg.Pool({ connectionString: server.url(database) });
     await shop.query(`
       CREATE TABLE prices (sku text PRIMARY KEY, cents integer NOT NULL, changed_by text);
       CREATE TABLE price_changes (changed_by text, cents integer);
       CREATE FUNCTION log_change() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO price_changes VALUES (NEW.changed_by, NEW.cents); RETURN NEW; END $$;
       CREATE TRIGGER prices_change AFTER UPDATE ON prices FOR EACH ROW EXECUTE FUNCTION log_change();
       INSERT INTO prices (sku, cents) VALUES ('tea', 300), ('coffee', 450);
-      ALTER TABLE prices OWNER TO shop_writer; ALTER TABLE price_changes OWNER TO shop_writer;`);
+      ALTER TABLE prices OWNER TO ${user}; ALTER TABLE price_changes OWNER TO ${user};`);
     folder = await gatewayFolder('http://127.0.0.1:9', { instance_lease: '2s' }, [{ ref: 'shop-db', kind: 'password', bind: [`127.0.0.1:${server.port}`] }]);
-    appendFileSync(join(folder.dir, 'tools.yaml'), sqlTools(server.port));
+    appendFileSync(join(folder.dir, 'tools.yaml'), sqlTools(server.port, database, user));
     gateway = await startGatewayProcess(folder);
     dispatcher = await startService('dispatcher-sql', { configFile: folder.configFile, cwd: folder.dir });
     ({ client } = await connectClient(gateway.url, gateway.devToken));
@@ -79,7 +84,6 @@ describe('the SQL dispatcher as its own process beside the gateway', () => {
     await dispatcher?.stop();
     await gateway?.stop();
     await shop?.end();
-    await server?.stop();
     folder?.dispose();
   });
 
@@ -95,7 +99,7 @@ describe('the SQL dispatcher as its own process beside the gateway', () => {
 
   it('given the SQL process is killed -9 while its statement waits on a lock, when it restarts and the agent calls again, then the statement takes effect exactly once', async () => {
     const known = new Set((await readJournal(folder.journal)).map((event) => event.metadata['executionId']));
-    const holder = new pg.Client({ connectionString: server.url('shop') });
+    const holder = new pg.Client({ connectionString: server.url(database) });
     await holder.connect();
     await holder.query('BEGIN');
     await holder.query("SELECT * FROM prices WHERE sku = 'coffee' FOR UPDATE");
@@ -127,7 +131,7 @@ describe('the SQL dispatcher as its own process beside the gateway', () => {
 
   it('given a mistake in a SQL tool of the contract file, then the SQL process refuses to start and names the file, line and column', () => {
     const broken = join(folder.dir, 'broken-tools.yaml');
-    writeFileSync(broken, `version: 1\ntools:${sqlTools(server.port).replace('"UPDATE prices SET cents = $1, changed_by = $2 WHERE sku = $3"', '"UPDATE prices SET cents = {{args.cents}}"')}`);
+    writeFileSync(broken, `version: 1\ntools:${sqlTools(server.port, database, user).replace('"UPDATE prices SET cents = $1, changed_by = $2 WHERE sku = $3"', '"UPDATE prices SET cents = {{args.cents}}"')}`);
     const config = join(folder.dir, 'broken.yaml');
     writeFileSync(config, `data_dir: ${folder.dataDir}\ncontracts: ${broken}\ndev_token: true\n`);
 

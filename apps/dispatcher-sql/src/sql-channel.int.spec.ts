@@ -109,7 +109,7 @@ describe('the SQL channel against a real PostgreSQL 15', () => {
   });
 
   it('given a statement that outlasts its timeout (a row held by someone else), then it is cancelled and rolled back: a definite failure, nothing changed, nothing recorded', async () => {
-    const holder = new pg.Client({ connectionString: shop.server.url('shop') });
+    const holder = new pg.Client({ connectionString: shop.server.url(shop.database) });
     await holder.connect();
     try {
       await holder.query('BEGIN');
@@ -141,7 +141,7 @@ describe('the SQL channel against a real PostgreSQL 15', () => {
   it('given a tool whose tls_ca file cannot be read, then nothing is sent and the failure is definite, naming the file', async () => {
     const other = await DispatcherWorld.open({
       kit: sqlKit,
-      contract: shopContract(shop, { prefix: '' }).replaceAll('database: shop, user: shop_writer', 'database: shop, user: shop_writer, tls: verify-full, tls_ca: /nonexistent/oncegate-ca.pem'),
+      contract: shopContract(shop, { prefix: '' }).replaceAll(`database: ${shop.database}, user: ${shop.user}`, `database: ${shop.database}, user: ${shop.user}, tls: verify-full, tls_ca: /nonexistent/oncegate-ca.pem`),
       credential: { ref: 'shop-db', kind: 'password', bindings: [`127.0.0.1:${shop.port}`], value: shop.password },
     });
     try {

@@ -1,10 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { Client } from 'pg';
-import { afterAll } from 'vitest';
 import { describeEventStoreContract } from '@oncegate/event-store/testing';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- integration tests run the shared real-PostgreSQL harness
-import { startPostgres, type PostgresHandle } from '../../../test/support/postgres';
+import { sharedPostgres } from '../../../test/support/shared-servers';
 import { openPostgresEventStore } from './postgres-event-store';
 
 /** A store's place on the test server: the database URL and a schema of its own. */
@@ -13,16 +12,11 @@ interface PostgresLocation {
   readonly schema: string;
 }
 
-// One server for this file, started by the first test that needs it; each test gets a fresh schema.
-let server: Promise<PostgresHandle> | undefined;
-afterAll(async () => {
-  await (await server?.catch(() => undefined))?.stop();
-});
+// The run's shared server; each test gets a fresh schema.
 
 describeEventStoreContract<PostgresLocation>('postgres', {
   async createLocation() {
-    server ??= startPostgres();
-    const handle = await server;
+    const handle = await sharedPostgres();
     return { url: handle.url(), schema: `contract_${randomBytes(6).toString('hex')}` };
   },
   async open({ url, schema }) {

@@ -4,11 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { Client, escapeIdentifier } from 'pg';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { EventStoreUnavailableError } from '@oncegate/event-store';
 import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- integration tests run the shared real-PostgreSQL harness
-import { startPostgres, type PostgresHandle } from '../../../test/support/postgres';
+import { startPostgres } from '../../../test/support/postgres';
+// eslint-disable-next-line @nx/enforce-module-boundaries -- integration tests run the shared real-PostgreSQL harness
+import { sharedPostgres } from '../../../test/support/shared-servers';
 import type { SealingKey } from './blob-cipher';
 import { PostgresSealedStore } from './postgres-sealed-store';
 import { RecentlySealed } from './recently-sealed';
@@ -136,11 +138,7 @@ interface PostgresLocation {
   readonly schema: string;
 }
 
-// One server for this file, started by the first test that needs it; each test gets a fresh schema.
-let server: Promise<PostgresHandle> | undefined;
-afterAll(async () => {
-  await (await server?.catch(() => undefined))?.stop();
-});
+// The contract runs on the run's shared server, a fresh schema per test.
 
 async function withClient<T>(url: string, work: (client: Client) => Promise<T>): Promise<T> {
   const client = new Client({ connectionString: url });
@@ -154,8 +152,7 @@ async function withClient<T>(url: string, work: (client: Client) => Promise<T>):
 
 describeSealedStore<PostgresLocation>('postgres', {
   async createLocation() {
-    server ??= startPostgres();
-    return { url: (await server).url(), schema: `sealed_${randomBytes(6).toString('hex')}` };
+    return { url: (await sharedPostgres()).url(), schema: `sealed_${randomBytes(6).toString('hex')}` };
   },
   async open({ url, schema }, current, previous) {
     return PostgresSealedStore.open({ url, schema, current, ...(previous ? { previous } : {}) });
@@ -182,8 +179,8 @@ describeSealedStore<PostgresLocation>('postgres', {
 
 describe('postgres sealed store on a server that goes away', () => {
   it('postgres: given the server is down, when a blob is sealed or opened, then the store is unavailable, named without the password, and works again once the server is back', async () => {
-    server ??= startPostgres();
-    const handle = await server;
+    // A server of its own: this test shuts it down.
+    const handle = await startPostgres();
     const schema = `sealed_${randomBytes(6).toString('hex')}`;
     const url = handle.url().replace('postgres@', 'postgres:pw-canary-0c1d@');
     const store = await PostgresSealedStore.open({ url, schema, current: { id: 'k1', key: randomBytes(32) } });
@@ -198,9 +195,12 @@ describe('postgres sealed store on a server that goes away', () => {
     } finally {
       await handle.start();
     }
-    expect((await store.open(before.ref))!.plaintext.toString()).toBe('before');
-    await store.close();
-    await withClient(handle.url(), (client) => client.query(`DROP SCHEMA IF EXISTS ${escapeIdentifier(schema)} CASCADE`));
+    try {
+      expect((await store.open(before.ref))!.plaintext.toString()).toBe('before');
+    } finally {
+      await store.close();
+      await handle.stop();
+    }
   });
 });
 

@@ -4,14 +4,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConsoleLogger } from '@nestjs/common';
 import { Kafka, logLevel, type KafkaMessage } from 'kafkajs';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
 import type { EventStore } from '@oncegate/event-store';
 import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
 import { systemClock } from '@oncegate/execution-journal';
 import type { KafkaConfig } from '@oncegate/service-host/config/gateway-config';
 /* eslint-disable @nx/enforce-module-boundaries -- the broker the tests run, and the polling every suite uses */
 import { eventually } from '../../../test/support/journal';
-import { startKafka, type KafkaHandle } from '../../../test/support/kafka';
+import { startKafka } from '../../../test/support/kafka';
+import { sharedKafka, type SharedKafka } from '../../../test/support/shared-servers';
 /* eslint-enable @nx/enforce-module-boundaries */
 import { BusProducer, busClient } from './bus-client';
 import { readCloudEvent } from './cloud-events';
@@ -20,23 +21,26 @@ import { EventRelay, RELAY_CONSUMER } from './event-relay';
 const logger = new ConsoleLogger({ logLevels: ['error', 'warn'] });
 
 describe('the event relay (SQLite event store, a real Kafka broker)', () => {
-  let broker: KafkaHandle;
+  let broker: SharedKafka;
   let dir: string;
   let store: EventStore;
   let config: KafkaConfig;
   let topic: string;
+  /** Where the test's relays and checks connect: the shared broker, or one the test stops. */
+  let brokers: string[];
   const running: Array<{ relay: EventRelay; producer: BusProducer }> = [];
 
+  // The run's broker; each test relays to topics of its own.
   beforeAll(async () => {
-    broker = await startKafka();
+    broker = await sharedKafka();
   }, 180_000);
-  afterAll(async () => broker?.stop());
 
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'oncegate-relay-'));
     store = openSqliteEventStore({ file: join(dir, 'events.db') });
-    topic = `relay-${randomUUID().slice(0, 8)}`;
-    config = { brokers: broker.brokers, clientId: 'relay-test', source: 'oncegate-test', routes: [{ topic: `${topic}.vault`, eventTypes: null, streams: ['vault'] }], defaultTopic: topic, leaseMs: 600, decisions: null };
+    topic = broker.topicPrefix('relay');
+    brokers = broker.brokers;
+    config = { brokers, clientId: 'relay-test', source: 'oncegate-test', routes: [{ topic: `${topic}.vault`, eventTypes: null, streams: ['vault'] }], defaultTopic: topic, leaseMs: 600, decisions: null };
   });
   afterEach(async () => {
     for (const { relay, producer } of running.splice(0)) {
@@ -56,7 +60,7 @@ describe('the event relay (SQLite event store, a real Kafka broker)', () => {
   };
 
   const consume = async (topics: string[], count: number): Promise<Array<{ topic: string; message: KafkaMessage }>> => {
-    const kafka = new Kafka({ clientId: 'relay-check', brokers: broker.brokers, logLevel: logLevel.NOTHING });
+    const kafka = new Kafka({ clientId: 'relay-check', brokers, logLevel: logLevel.NOTHING });
     const consumer = kafka.consumer({ groupId: `check-${randomUUID()}` });
     const received: Array<{ topic: string; message: KafkaMessage }> = [];
     await consumer.connect();
@@ -110,19 +114,24 @@ describe('the event relay (SQLite event store, a real Kafka broker)', () => {
   });
 
   it('given the broker away, when events are appended, then the checkpoint stays where the broker last acknowledged, and moves on once it is back', async () => {
+    // A broker of its own: this test stops it.
+    const own = await startKafka();
+    onTestFinished(() => own.stop());
+    brokers = own.brokers;
+    config = { ...config, brokers };
     await store.appendToStream('run-r1', [{ type: 'RunStarted', data: {} }]);
     const relay = relayOn('relay-a');
     await eventually(() => (relay.progress().relayed === 1 ? true : undefined), 30_000, 'the first event relayed');
-    await broker.shutdown();
+    await own.shutdown();
     try {
       for (let i = 0; i < 5; i += 1) await store.appendToStream('run-r1', [{ type: 'RunGranted', data: { i } }]);
       await new Promise((resolve) => setTimeout(resolve, 3_000));
       expect(await store.readCheckpoint(RELAY_CONSUMER)).toBe(1);
     } finally {
-      await broker.start();
+      await own.start();
     }
     await eventually(() => (relay.progress().relayed === 6 ? true : undefined), 60_000, 'the relay to catch up');
     const positions = (await consume([topic], 6)).map(({ message }) => readCloudEvent(message).position);
     expect(new Set(positions)).toEqual(new Set([1, 2, 3, 4, 5, 6]));
-  }, 120_000);
+  }, 180_000);
 });

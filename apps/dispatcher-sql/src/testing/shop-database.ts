@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { FaultProxy } from '@oncegate/dispatcher-kit/testing';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- the tests run the shared real-PostgreSQL harness
-import { startPostgres, type PostgresHandle } from '../../../../test/support/postgres';
+import { sharedPostgres, type SharedPostgres } from '../../../../test/support/shared-servers';
 
 /**
  * A shop's database on a real PostgreSQL server, reached through a fault proxy, with a user that logs in with a
@@ -11,7 +11,10 @@ import { startPostgres, type PostgresHandle } from '../../../../test/support/pos
  * counts it in `effects`: how many times each execution took effect.
  */
 export interface ShopDatabase {
-  readonly server: PostgresHandle;
+  /** The run's shared server: the shop is a database and a user of its own on it. */
+  readonly server: SharedPostgres;
+  readonly database: string;
+  readonly user: string;
   readonly proxy: FaultProxy;
   readonly password: string;
   /** Where the channel connects: the proxy in front of the server. */
@@ -41,17 +44,20 @@ INSERT INTO schema_versions (component, version) SELECT 'component-' || n, 1 FRO
 `;
 
 export async function openShopDatabase(): Promise<ShopDatabase> {
-  const server = await startPostgres({ passwordLogins: true });
+  const server = await sharedPostgres();
   const password = `sql-canary-${randomBytes(9).toString('hex')}`;
+  const suffix = randomBytes(4).toString('hex');
+  const database = `shop_${suffix}`;
+  const user = `shop_writer_${suffix}`;
   const admin = new pg.Client({ connectionString: server.url() });
   await admin.connect();
-  await admin.query(`CREATE ROLE shop_writer LOGIN PASSWORD '${password}'`);
-  await admin.query('CREATE DATABASE shop OWNER shop_writer');
+  await admin.query(`CREATE ROLE ${user} LOGIN PASSWORD '${password}'`);
+  await admin.query(`CREATE DATABASE ${database} OWNER ${user}`);
   await admin.end();
-  const shop = new pg.Pool({ connectionString: server.url('shop'), max: 4 });
+  const shop = new pg.Pool({ connectionString: server.url(database), max: 4 });
   const owner = await shop.connect();
   try {
-    await owner.query('SET ROLE shop_writer');
+    await owner.query(`SET ROLE ${user}`);
     await owner.query(SCHEMA);
   } finally {
     owner.release();
@@ -59,6 +65,8 @@ export async function openShopDatabase(): Promise<ShopDatabase> {
   const proxy = await FaultProxy.start(server.port);
   return {
     server,
+    database,
+    user,
     proxy,
     password,
     host: '127.0.0.1',
@@ -73,12 +81,11 @@ export async function openShopDatabase(): Promise<ShopDatabase> {
     async stop() {
       await proxy.stop();
       await shop.end();
-      await server.stop();
     },
   };
 }
 
 /** The section lines every SQL tool of the tests shares: where the shop is and who logs in. */
 export function shopConnection(shop: ShopDatabase): string {
-  return `host: 127.0.0.1, port: ${shop.port}, database: shop, user: shop_writer`;
+  return `host: 127.0.0.1, port: ${shop.port}, database: ${shop.database}, user: ${shop.user}`;
 }
