@@ -218,7 +218,6 @@ const LINE_ANCHOR = /^L\d+(-L\d+)?$/;
 /** Why `href`, written in `file`, is broken; `undefined` when it is not. */
 function checkLink(root: string, file: string, href: string, documents: DocumentCache): string | undefined {
   if (href.trim() === '') return 'the link has no destination';
-  if (/\s/.test(href)) return 'a destination holds no white space (write it %20, or inside <…>)';
   const scheme = SCHEME.exec(href)?.[1]?.toLowerCase();
   if (scheme !== undefined) return checkExternal(href, scheme);
   if (href.startsWith('//')) return 'a link without a scheme leaves the repository: write https://';
@@ -260,6 +259,7 @@ function checkExternal(href: string, scheme: string): string | undefined {
   if (scheme !== 'http' && scheme !== 'https' && scheme !== 'mailto') {
     return `scheme ${scheme}: is not one a reader can follow (http, https, mailto)`;
   }
+  if (/\s/.test(href)) return 'a URL holds no white space (write it %20)';
   let url: URL;
   try {
     url = new URL(href);
@@ -271,10 +271,15 @@ function checkExternal(href: string, scheme: string): string | undefined {
   return undefined;
 }
 
-/** Anchors of the target that share the wanted one's first words, to say what was probably meant. */
+/**
+ * Anchors of the target that begin with the wanted one (a heading that grew a suffix), or else share its first two or
+ * three words, to say what was probably meant.
+ */
 function nearestAnchors(wanted: string, anchors: ReadonlySet<string>): string[] {
+  const longer = [...anchors].filter((anchor) => anchor.startsWith(wanted));
+  if (longer.length > 0) return longer.slice(0, 3);
   const words = wanted.split('-').filter((word) => word.length > 0);
-  for (let length = Math.min(words.length, 3); length > 0; length -= 1) {
+  for (let length = Math.min(words.length, 3); length >= Math.min(words.length, 2); length -= 1) {
     const prefix = words.slice(0, length).join('-');
     const near = [...anchors].filter((anchor) => anchor.startsWith(prefix));
     if (near.length > 0) return near.slice(0, 3);

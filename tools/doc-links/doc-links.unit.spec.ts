@@ -63,7 +63,7 @@ describe('doc-links: relative links and their anchors', () => {
       '[second of two](docs/target.md#notes-1) [punctuation](docs/target.md#sqlite-driver-on-node-24-better-sqlite3-1262--nodesqlite)',
       '[entity](docs/target.md#fish--chips) [a id](docs/target.md#explicit-id) [a name](docs/target.md#inline-name)',
       '[own](#own-section) [line](src/main.ts#L3) [lines](src/main.ts#L3-L5) [query](docs/target.md?plain=1#notes)',
-      '[spaced](docs/with%20space.md) [root-relative](/docs/target.md#notes) [external](https://example.com/a?b=c#d)',
+      '[spaced](docs/with%20space.md) [bracketed](<docs/with space.md>) [root-relative](/docs/target.md#notes) [external](https://example.com/a?b=c#d)',
       '[reference][ref] <https://example.com> [mail](mailto:someone@example.com)',
       '',
       '| table | link |',
@@ -165,12 +165,14 @@ describe('doc-links: external links', () => {
       '[bad port](http://example.com:99999/)',
       '[scheme](ftp://example.com/file)',
       '[no address](mailto:)',
+      '[spaced](<https://example.com/a b>)',
     ].join('\n');
     expect(problemsOf({ 'README.md': readme })).toEqual([
       { line: 4, href: 'https://' },
       { line: 5, href: 'http://example.com:99999/' },
       { line: 6, href: 'ftp://example.com/file' },
       { line: 7, href: 'mailto:' },
+      { line: 8, href: 'https://example.com/a b' },
     ]);
   });
 });
