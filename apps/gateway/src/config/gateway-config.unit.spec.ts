@@ -414,6 +414,19 @@ describe('the oauth section of the configuration', () => {
     });
   });
 
+  it('given the example of docs/gateway.md, when parsed, then it is the configuration the docs describe', async () => {
+    const { readFile } = await import('node:fs/promises');
+    const doc = await readFile(new URL('../../../../docs/gateway.md', import.meta.url), 'utf8');
+    const block = [...doc.matchAll(/```yaml\n([\s\S]*?)```/g)].map((match) => match[1] ?? '').find((text) => text.startsWith('oauth:'));
+    expect(parseGatewayConfig(block ?? '', 'docs/gateway.md').oauth).toMatchObject({
+      issuer: 'https://idp.example.com/realms/agents',
+      agentClaim: 'client_id',
+      approver: { claim: 'roles', value: 'oncegate-approver', nameClaim: 'preferred_username' },
+      keysMaxAgeMs: 600_000,
+      keysStaleIfErrorMs: 86_400_000,
+    });
+  });
+
   it('given typos in the oauth section, when parsed, then each is refused with its line, path and reason', () => {
     const issues = issuesOf(
       [
