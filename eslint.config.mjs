@@ -57,7 +57,9 @@ export default [
           enforceBuildableLibDependency: false,
           // The hash chain is pure (node:crypto and the canonical writer): defined beside the store port, where every
           // adapter links events, and imported from there by the journal's verifier, a domain library.
-          allow: ['@oncegate/event-store/chain', '@oncegate/event-store/worker-entry'],
+          // The suites under test/ reach their shared harness (test/support, a project of its own so that a library's
+          // tests can use it without depending on the end-to-end suites) by a relative path.
+          allow: ['@oncegate/event-store/chain', '@oncegate/event-store/worker-entry', '^(\\.\\./)+support/'],
           depConstraints: [
             {
               sourceTag: 'type:domain',

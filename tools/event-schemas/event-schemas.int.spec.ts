@@ -2,6 +2,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ajv, type ValidateFunction } from 'ajv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// eslint-disable-next-line @nx/enforce-module-boundaries -- the demo target the gateway of the test calls
 import { startDemoTarget, type DemoTarget } from '@oncegate/demo-target';
 import { STORED_EVENT_TYPES, isStoredEventType, storedEventType, type ExecutionAccepted, type ExecutionCommand } from '@oncegate/domain';
 import * as fixtures from '@oncegate/domain/testing';
@@ -14,10 +15,12 @@ import { AgentDirectory } from '@oncegate/service-host/infrastructure/agent-dire
 import { ApproverDirectory } from '@oncegate/service-host/infrastructure/approver-directory';
 import { endRun } from '@oncegate/service-host/runs/run-journal';
 import { initVault, lockVault, removeCredential, storeCredential, unlockVault, type VaultContext } from '@oncegate/vault';
+/* eslint-disable @nx/enforce-module-boundaries -- the schemas are checked against a real gateway's journal, made with the e2e harness */
 import { startGateway } from '../../apps/gateway/src/gateway';
 import { CREDENTIAL_CANARY, gatewayFolder, type GatewayFolder } from '../../test/support/gateway-process';
 import { eventually } from '../../test/support/journal';
 import { connectClient } from '../../test/support/mcp-clients';
+/* eslint-enable @nx/enforce-module-boundaries */
 import { differingFiles, EVENT_DATA_SOURCES, eventSchemaFiles, generateEventSchemas, OUTPUT_DIR, ROOT, schemaFileName, schemaId } from './generate';
 
 const SCHEMA_DIR = join(ROOT, OUTPUT_DIR);
