@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { freePort } from '../support/gateway-process';
+import { freePort, gatewayFolder } from '../support/gateway-process';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -112,5 +112,35 @@ describe('npm start', () => {
     for (const line of nestLines) expect(line).toMatchObject({ level: 'debug', service: 'oncegate' });
     expect(output).not.toContain('\x1b');
     expect(output).not.toContain(CANARY);
+  });
+
+  it('given a service app with --ready-file, when it serves and then stops, then its summary says when it was ready, the file says it serves without a URL, and the file is gone after the stop', { timeout: 60_000 }, async () => {
+    const folder = await gatewayFolder('http://127.0.0.1:9');
+    cleanup.push(() => folder.dispose());
+    const readyFile = join(folder.dir, 'sealer-ready.json');
+    const child = spawn(process.execPath, [join(ROOT, 'dist/apps/sealer/main.js'), '--config', folder.configFile, '--ready-file', readyFile], {
+      cwd: folder.dir,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk) => (output += String(chunk)));
+    child.stderr.on('data', (chunk) => (output += String(chunk)));
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    cleanup.push(async () => {
+      child.kill('SIGKILL');
+      await exited;
+    });
+    const deadline = Date.now() + 45_000;
+    while (!existsSync(readyFile)) {
+      if (child.exitCode !== null || Date.now() > deadline) throw new Error(`the sealer did not become ready:\n${output}`);
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    const ready = JSON.parse(readFileSync(readyFile, 'utf8')) as Record<string, unknown>;
+    expect(ready).toMatchObject({ ready: true, service: 'sealer', pid: child.pid, readyMs: expect.any(Number) });
+    expect(ready).not.toHaveProperty('url');
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(output).toMatch(/^Oncegate sealer is running \(instance \S+\), ready in \d+(\.\d)? m?s$/m);
+    expect(existsSync(readyFile)).toBe(false);
   });
 });
