@@ -15,12 +15,12 @@ import {
 } from '@kurrent/kurrentdb-client';
 import {
   backoffMs,
+  CommitListener,
   EventStoreClosedError,
   EventStoreOpenError,
   EventStoreUnavailableError,
   InvalidEventStoreArgumentError,
-  runCatchUpSubscription,
-  settledOrAborted,
+  NotifiedSubscriptions,
   submitAppend,
   submitAppendMany,
   validateCount,
@@ -32,6 +32,7 @@ import {
   type AppendOptions,
   type AppendResult,
   type Claim,
+  type CommitReport,
   type EventHandler,
   type EventStore,
   type EventToAppend,
@@ -128,11 +129,6 @@ interface PendingAppend {
   readonly reject: (error: unknown) => void;
 }
 
-interface Waiter {
-  readonly position: number;
-  readonly wake: () => void;
-}
-
 const DEFAULT_READ_ALL_COUNT = 1000;
 /** Tries of one append or one document change against other writers before it is reported unavailable. */
 const MAX_CONFLICTS = 200;
@@ -158,79 +154,54 @@ function conflictPause(attempt: number): Promise<void> {
  * reported. When it fails or ends, every waiter is woken (a commit may have been missed) and the next wait makes it
  * again.
  */
-class LogListener {
-  private subscription: StreamSubscription | undefined;
-  private connecting: Promise<void> | undefined;
-  private closed = false;
-
+class LogListener extends CommitListener<StreamSubscription> {
   constructor(
     private readonly client: KurrentDbClientApi,
     private readonly log: string,
-    /** A commit up to `last` was seen; `undefined`: anything may have been committed. */
-    private readonly onCommit: (last: number | undefined) => void,
-  ) {}
-
-  /** Resolves once the subscription is confirmed, or once making it failed (the poll then stands in). */
-  ensure(): Promise<void> {
-    if (this.closed || this.subscription !== undefined) return Promise.resolve();
-    this.connecting ??= this.connect().finally(() => (this.connecting = undefined));
-    return this.connecting;
+    report: CommitReport,
+  ) {
+    super(report);
   }
 
-  private connect(): Promise<void> {
+  /** Resolves with the subscription once the server confirms it; `undefined` when it fails or is not confirmed in time. */
+  protected open(): Promise<StreamSubscription | undefined> {
     return new Promise((resolve) => {
       let subscription: StreamSubscription;
       try {
         subscription = this.client.subscribeToStream(this.log, { fromRevision: END });
       } catch {
-        resolve();
+        resolve(undefined);
         return;
       }
+      let confirmed = false;
       const timer = setTimeout(() => {
-        this.drop(subscription);
-        resolve();
+        void this.end(subscription);
+        resolve(undefined);
       }, CONFIRM_TIMEOUT_MS);
       subscription.on('confirmation', () => {
         clearTimeout(timer);
-        if (this.closed) {
-          this.drop(subscription);
-        } else {
-          this.subscription = subscription;
-          // Commits made while nobody listened were never reported here.
-          this.onCommit(undefined);
-        }
-        resolve();
+        confirmed = true;
+        resolve(subscription);
       });
       subscription.on('data', (resolved) => {
         const record = resolved.event;
-        this.onCommit(record === undefined ? undefined : positionOfLogRevision(record.revision));
+        this.report(record === undefined ? undefined : positionOfLogRevision(record.revision));
       });
       const lost = () => {
         clearTimeout(timer);
-        this.lost(subscription);
-        resolve();
+        if (confirmed) this.lost(subscription);
+        else {
+          void this.end(subscription);
+          resolve(undefined);
+        }
       };
       subscription.on('error', lost);
       subscription.on('close', lost);
     });
   }
 
-  private lost(subscription: StreamSubscription): void {
-    if (this.subscription === subscription) this.subscription = undefined;
-    this.drop(subscription);
-    this.onCommit(undefined);
-  }
-
-  private drop(subscription: StreamSubscription): void {
-    subscription.unsubscribe().catch(() => undefined);
-  }
-
-  async close(): Promise<void> {
-    this.closed = true;
-    await this.connecting;
-    const subscription = this.subscription;
-    this.subscription = undefined;
-    await subscription?.unsubscribe().catch(() => undefined);
+  protected async end(subscription: StreamSubscription): Promise<void> {
+    await subscription.unsubscribe().catch(() => undefined);
   }
 }
 
@@ -245,7 +216,8 @@ export class KurrentDbEventStore implements EventStore {
   private readonly client: KurrentDbClientApi;
   private readonly ownsClient: boolean;
   private readonly names: StreamNames;
-  private readonly listener: LogListener;
+  /** Subscriptions, woken by the live subscription to the log (see `LogListener`). */
+  private readonly subscriptions: NotifiedSubscriptions;
   private readonly clock: () => Date;
   private readonly pollIntervalMs: number;
   private readonly maxScan: number;
@@ -254,9 +226,6 @@ export class KurrentDbEventStore implements EventStore {
   private pending: PendingAppend[] = [];
   private writing: Promise<void> | undefined;
   private closed = false;
-  private readonly waiters = new Set<Waiter>();
-  private pollTimer: NodeJS.Timeout | undefined;
-  private readonly subscriptions = new Set<Subscription>();
 
   private constructor(options: KurrentDbEventStoreOptions) {
     if (options.url === undefined && options.client === undefined) {
@@ -282,7 +251,13 @@ export class KurrentDbEventStore implements EventStore {
       }
       this.ownsClient = true;
     }
-    this.listener = new LogListener(this.client, this.names.log, (last) => this.wakeWaiters(last));
+    this.subscriptions = new NotifiedSubscriptions({
+      source: this,
+      head: () => this.head(),
+      listen: (report) => new LogListener(this.client, this.names.log, report),
+      pollIntervalMs: this.pollIntervalMs,
+      closed: () => this.closed,
+    });
   }
 
   /**
@@ -403,7 +378,7 @@ export class KurrentDbEventStore implements EventStore {
         return;
       }
       this.settle(group, plan.outcomes);
-      this.wakeWaiters(plan.writes.at(-1)!.event.position);
+      this.subscriptions.wake(plan.writes.at(-1)!.event.position);
       return;
     }
   }
@@ -463,7 +438,7 @@ export class KurrentDbEventStore implements EventStore {
     }
     if (isUnavailable(error) && (await this.committed(plan))) {
       this.settle(group, plan.outcomes);
-      this.wakeWaiters(plan.writes.at(-1)!.event.position);
+      this.subscriptions.wake(plan.writes.at(-1)!.event.position);
       return;
     }
     const failure = isUnsupported(error) ? new EventStoreUnavailableError(this.location, multiStreamAppendMissing(error)) : unavailableOr(this.location, error);
@@ -565,20 +540,7 @@ export class KurrentDbEventStore implements EventStore {
 
   subscribeToAll(handler: EventHandler, options: SubscribeOptions = {}): Subscription {
     this.assertOpen();
-    const subscription = runCatchUpSubscription(
-      {
-        readAll: (readOptions) => this.readAll(readOptions),
-        headPosition: () => this.headPosition(),
-        readCheckpoint: (consumer) => this.readCheckpoint(consumer),
-        storeCheckpoint: (consumer, position) => this.storeCheckpoint(consumer, position),
-        waitForAppend: (position, signal, _filter, onIdle) => this.waitForAppend(position, signal, onIdle),
-      },
-      handler,
-      options,
-    );
-    this.subscriptions.add(subscription);
-    subscription.done.finally(() => this.subscriptions.delete(subscription)).catch(() => undefined);
-    return subscription;
+    return this.subscriptions.subscribe(handler, options);
   }
 
   async readCheckpoint(consumer: string): Promise<number | undefined> {
@@ -741,67 +703,6 @@ export class KurrentDbEventStore implements EventStore {
     return records;
   }
 
-  /**
-   * Resolves once an event after `position` may be committed. The waiter is registered (and the live subscription to
-   * the log confirmed) before the head is read, so a commit after that read is always heard of: by the subscription,
-   * by this process's own append or, if the subscription dropped, by the poll.
-   */
-  private async waitForAppend(position: number, signal: AbortSignal, onIdle?: () => void): Promise<void> {
-    if (signal.aborted || this.closed) return;
-    // A stop while the listening connection is being made does not wait for it, nor wait after it.
-    await settledOrAborted(this.listener.ensure(), signal);
-    if (signal.aborted || this.closed) return;
-    await new Promise<void>((resolve, reject) => {
-      const waiter: Waiter = {
-        position,
-        wake: () => {
-          this.waiters.delete(waiter);
-          signal.removeEventListener('abort', waiter.wake);
-          resolve();
-        },
-      };
-      this.waiters.add(waiter);
-      signal.addEventListener('abort', waiter.wake, { once: true });
-      this.ensurePolling();
-      this.head().then(
-        (head) => {
-          if (head > position || this.closed) waiter.wake();
-          else onIdle?.();
-        },
-        (error: unknown) => {
-          this.waiters.delete(waiter);
-          signal.removeEventListener('abort', waiter.wake);
-          reject(error);
-        },
-      );
-    });
-  }
-
-  /** Wakes the waiters behind `last` (every waiter when it is unknown). */
-  private wakeWaiters(last: number | undefined): void {
-    for (const waiter of [...this.waiters]) {
-      if (last === undefined || waiter.position < last) waiter.wake();
-    }
-  }
-
-  /** The fallback for a missed commit: while anyone waits, read the head now and then, and make the subscription again. */
-  private ensurePolling(): void {
-    if (this.pollTimer !== undefined) return;
-    this.pollTimer = setInterval(() => {
-      if (this.closed || this.waiters.size === 0) {
-        clearInterval(this.pollTimer);
-        this.pollTimer = undefined;
-        return;
-      }
-      void this.listener.ensure();
-      this.head().then(
-        (head) => this.wakeWaiters(head),
-        () => undefined,
-      );
-    }, this.pollIntervalMs);
-    this.pollTimer.unref();
-  }
-
   private assertOpen(): void {
     if (this.closed) throw new EventStoreClosedError();
   }
@@ -811,10 +712,7 @@ export class KurrentDbEventStore implements EventStore {
     if (this.closed) return;
     this.closed = true;
     await this.writing;
-    await Promise.all([...this.subscriptions].map((subscription) => subscription.stop()));
-    this.wakeWaiters(undefined);
-    if (this.pollTimer !== undefined) clearInterval(this.pollTimer);
-    await this.listener.close();
+    await this.subscriptions.close();
     if (this.ownsClient) await this.client.dispose().catch(() => undefined);
   }
 }

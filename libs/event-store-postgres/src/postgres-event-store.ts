@@ -11,8 +11,8 @@ import {
   EventStoreOpenError,
   WrongExpectedRevisionError,
   expectedRevisionHolds,
-  runCatchUpSubscription,
-  settledOrAborted,
+  CommitListener,
+  NotifiedSubscriptions,
   submitAppend,
   submitAppendMany,
   validateCount,
@@ -24,6 +24,7 @@ import {
   type AppendOptions,
   type AppendResult,
   type ChainTip,
+  type CommitReport,
   type EventFilter,
   type EventHandler,
   type EventStore,
@@ -138,45 +139,20 @@ function describeLocation(config: PoolConfig, schema: string): string {
   return `postgres://${config.host ?? 'localhost'}:${config.port ?? 5432}/${config.database ?? config.user ?? ''} (schema ${schema})`;
 }
 
-interface Waiter {
-  readonly position: number;
-  /** Event types the waiting subscription takes (absent: every type). */
-  readonly types: ReadonlySet<string> | undefined;
-  readonly wake: () => void;
-}
-
 /**
  * The store's one listening connection: LISTENs on the store's channel and reports every commit notification.
  * When it drops, every waiter is woken (a notification may have been lost) and the next wait reconnects it.
  */
-class CommitListener {
-  private client: Client | undefined;
-  private connecting: Promise<void> | undefined;
-  private closed = false;
-
+class PostgresCommitListener extends CommitListener<Client> {
   constructor(
     private readonly config: ClientConfig,
     private readonly channel: string,
-    /**
-     * A commit up to `last` was notified, with the types of its events when the notification names them;
-     * `undefined`: anything may have been committed.
-     */
-    private readonly onCommit: (last: number | undefined, types?: readonly string[]) => void,
-  ) {}
-
-  /** Whether the listening connection is up: every commit from now on is notified. */
-  get listening(): boolean {
-    return this.client !== undefined;
+    report: CommitReport,
+  ) {
+    super(report);
   }
 
-  /** Resolves once the store listens, or once connecting failed (the poll then stands in until a later try succeeds). */
-  ensure(): Promise<void> {
-    if (this.closed || this.client !== undefined) return Promise.resolve();
-    this.connecting ??= this.connect().finally(() => (this.connecting = undefined));
-    return this.connecting;
-  }
-
-  private async connect(): Promise<void> {
+  protected async open(): Promise<Client | undefined> {
     const client = new Client(this.config);
     client.on('error', () => this.lost(client));
     client.on('end', () => this.lost(client));
@@ -184,37 +160,20 @@ class CommitListener {
       // `<last position> <type>,<type>…`; a bare position (a writer of an earlier version) names no types.
       const [position, types] = (message.payload ?? '').split(' ', 2);
       const last = Number(position);
-      this.onCommit(Number.isSafeInteger(last) ? last : undefined, types === undefined || types === '*' ? undefined : types.split(','));
+      this.report(Number.isSafeInteger(last) ? last : undefined, types === undefined || types === '*' ? undefined : types.split(','));
     });
     try {
       await client.connect();
       await client.query(`LISTEN ${this.channel}`);
     } catch {
       client.end().catch(() => undefined);
-      return;
+      return undefined;
     }
-    if (this.closed) {
-      await client.end().catch(() => undefined);
-      return;
-    }
-    this.client = client;
-    // Commits made while nobody listened were never notified here.
-    this.onCommit(undefined);
+    return client;
   }
 
-  private lost(client: Client): void {
-    if (this.client !== client) return;
-    this.client = undefined;
-    client.end().catch(() => undefined);
-    this.onCommit(undefined);
-  }
-
-  async close(): Promise<void> {
-    this.closed = true;
-    await this.connecting;
-    const client = this.client;
-    this.client = undefined;
-    await client?.end().catch(() => undefined);
+  protected async end(client: Client): Promise<void> {
+    await client.end().catch(() => undefined);
   }
 }
 
@@ -226,7 +185,8 @@ class CommitListener {
  */
 export class PostgresEventStore implements EventStore {
   private readonly pool: Pool;
-  private readonly listener: CommitListener;
+  /** Subscriptions, woken by the notifications the listening connection hears (see `PostgresCommitListener`). */
+  private readonly subscriptions: NotifiedSubscriptions;
   private readonly clock: () => Date;
   private readonly pollIntervalMs: number;
   private readonly maxScan: number;
@@ -252,17 +212,6 @@ export class PostgresEventStore implements EventStore {
    */
   private readonly tips = new LRUCache<string, ChainTip>({ max: TIPS_LIMIT });
   private closed = false;
-  private readonly waiters = new Set<Waiter>();
-  /**
-   * While the listener is connected: the last position notified for each event type (`*` for commits whose types
-   * were not named). A waiter behind one of its types needs no read of the head to know it must read.
-   */
-  private notified = new Map<string, number>();
-  /** Whether `notified` covers every commit: set once the head as of the listener's connection was read. */
-  private notifiedComplete = false;
-  private notifiedEpoch = 0;
-  private pollTimer: NodeJS.Timeout | undefined;
-  private readonly subscriptions = new Set<Subscription>();
   private readonly readAllStatements = new Map<string, string>();
 
   private constructor(options: PostgresEventStoreOptions) {
@@ -291,24 +240,26 @@ export class PostgresEventStore implements EventStore {
     // An idle connection the server closed is dropped by the pool; without a listener the event would end the process.
     this.pool.on('error', () => undefined);
     const { max: _max, idleTimeoutMillis: _idle, ...clientConfig } = config;
-    this.listener = new CommitListener(
-      {
-        ...clientConfig,
-        application_name: `${config.application_name ?? 'oncegate-event-store'}-listener`,
-        // Its one statement, LISTEN, is given as long as connecting: a server that never answers it would otherwise
-        // hold the connection being made, and with it the store's close, for good.
-        query_timeout: clientConfig.query_timeout ?? config.connectionTimeoutMillis,
-      },
-      this.channel,
-      (last, types) => {
-        if (last === undefined) this.forgetNotified();
-        else {
-          this.learnHead(last);
-          for (const type of types ?? ['*']) this.notified.set(type, Math.max(last, this.notified.get(type) ?? 0));
-        }
-        this.wakeWaiters(last, types);
-      },
-    );
+    const listenerConfig: ClientConfig = {
+      ...clientConfig,
+      application_name: `${config.application_name ?? 'oncegate-event-store'}-listener`,
+      // Its one statement, LISTEN, is given as long as connecting: a server that never answers it would otherwise
+      // hold the connection being made, and with it the store's close, for good.
+      query_timeout: clientConfig.query_timeout ?? config.connectionTimeoutMillis,
+    };
+    this.subscriptions = new NotifiedSubscriptions({
+      source: this,
+      head: () => this.head(),
+      listen: (report) =>
+        new PostgresCommitListener(listenerConfig, this.channel, (last, types) => {
+          if (last !== undefined) this.learnHead(last);
+          report(last, types);
+        }),
+      pollIntervalMs: this.pollIntervalMs,
+      closed: () => this.closed,
+      // Every commit notifies, after it is durable, naming its event types.
+      heardIsComplete: true,
+    });
   }
 
   /** Connects, creates or migrates the schema, and refuses a schema written by a newer version. */
@@ -516,7 +467,7 @@ export class PostgresEventStore implements EventStore {
       const committed = outcomes.flatMap((outcome) => ('events' in outcome ? outcome.events : []));
       // Positions are dense: the group's events are exactly those after `lastPosition - committed.length`.
       this.remember(lastPosition - committed.length, lastPosition, committed);
-      this.wakeWaiters(lastPosition, [...new Set(committed.map((event) => event.type))]);
+      this.subscriptions.wake(lastPosition, [...new Set(committed.map((event) => event.type))]);
     }
   }
 
@@ -600,7 +551,7 @@ export class PostgresEventStore implements EventStore {
           if ('results' in outcome) request.resolve(outcome.results);
           else request.reject(outcome.error);
         });
-        this.wakeWaiters(written.at(-1)!.position + base);
+        this.subscriptions.wake(written.at(-1)!.position + base);
         return;
       }
     }
@@ -722,20 +673,7 @@ export class PostgresEventStore implements EventStore {
 
   subscribeToAll(handler: EventHandler, options: SubscribeOptions = {}): Subscription {
     this.assertOpen();
-    const subscription = runCatchUpSubscription(
-      {
-        readAll: (readOptions) => this.readAll(readOptions),
-        headPosition: () => this.headPosition(),
-        readCheckpoint: (consumer) => this.readCheckpoint(consumer),
-        storeCheckpoint: (consumer, position) => this.storeCheckpoint(consumer, position),
-        waitForAppend: (position, signal, filter, onIdle) => this.waitForAppend(position, signal, filter, onIdle),
-      },
-      handler,
-      options,
-    );
-    this.subscriptions.add(subscription);
-    subscription.done.finally(() => this.subscriptions.delete(subscription)).catch(() => undefined);
-    return subscription;
+    return this.subscriptions.subscribe(handler, options);
   }
 
   async readCheckpoint(consumer: string): Promise<number | undefined> {
@@ -807,101 +745,6 @@ export class PostgresEventStore implements EventStore {
     return rows.map(([name, owner, expiresAt]) => ({ name, owner, expiresAt }));
   }
 
-  /**
-   * Resolves once an event after `position` may be committed. The waiter is registered (and the store listens)
-   * before the head is read, so a commit after that read is always heard of, by its notification, by this
-   * process's own commit or, if the notification was lost, by the poll.
-   */
-  private async waitForAppend(position: number, signal: AbortSignal, filter: EventFilter | undefined, onIdle?: () => void): Promise<void> {
-    if (signal.aborted || this.closed) return;
-    // A stop while the listening connection is being made does not wait for it, nor wait after it.
-    await settledOrAborted(this.listener.ensure(), signal);
-    if (signal.aborted || this.closed) return;
-    await new Promise<void>((resolve, reject) => {
-      const waiter: Waiter = {
-        position,
-        types: filter?.eventTypes === undefined ? undefined : new Set(filter.eventTypes),
-        wake: () => {
-          this.waiters.delete(waiter);
-          signal.removeEventListener('abort', waiter.wake);
-          resolve();
-        },
-      };
-      this.waiters.add(waiter);
-      signal.addEventListener('abort', waiter.wake, { once: true });
-      this.ensurePolling();
-      if (this.listener.listening && this.notifiedComplete) {
-        // Every commit since the listener connected is notified: what was notified before this waiter says whether
-        // it must read now; a later commit wakes it.
-        const behind = (type: string) => (this.notified.get(type) ?? 0) > position;
-        if (behind('*') || (waiter.types === undefined ? [...this.notified.keys()].some(behind) : [...waiter.types].some(behind))) waiter.wake();
-        else onIdle?.();
-        return;
-      }
-      this.head().then(
-        (head) => {
-          if (head > position || this.closed) waiter.wake();
-          else onIdle?.();
-        },
-        (error: unknown) => {
-          this.waiters.delete(waiter);
-          signal.removeEventListener('abort', waiter.wake);
-          reject(error);
-        },
-      );
-    });
-  }
-
-  /**
-   * The listener (re)connected or dropped: notifications may have been missed. The head read now stands for every
-   * commit before it; commits after it are notified.
-   */
-  private forgetNotified(): void {
-    this.notified = new Map();
-    this.notifiedComplete = false;
-    const epoch = ++this.notifiedEpoch;
-    if (this.closed || !this.listener.listening) return;
-    this.head().then(
-      (head) => {
-        if (epoch !== this.notifiedEpoch) return;
-        this.notified.set('*', Math.max(head, this.notified.get('*') ?? 0));
-        this.notifiedComplete = true;
-      },
-      () => undefined,
-    );
-  }
-
-  /**
-   * Wakes the waiters behind `last` (every waiter when it is unknown). A commit whose event types are known wakes
-   * only the subscriptions that take one of them: the others would read nothing, and their next read, woken by a
-   * commit they take (or by the poll), covers this one too.
-   */
-  private wakeWaiters(last: number | undefined, types?: readonly string[]): void {
-    for (const waiter of [...this.waiters]) {
-      if (last !== undefined && waiter.position >= last) continue;
-      if (last !== undefined && types !== undefined && waiter.types !== undefined && !types.some((type) => waiter.types!.has(type))) continue;
-      waiter.wake();
-    }
-  }
-
-  /** The fallback for a lost notification: while anyone waits, read the head now and then, and try to listen again. */
-  private ensurePolling(): void {
-    if (this.pollTimer !== undefined) return;
-    this.pollTimer = setInterval(() => {
-      if (this.closed || this.waiters.size === 0) {
-        clearInterval(this.pollTimer);
-        this.pollTimer = undefined;
-        return;
-      }
-      void this.listener.ensure();
-      this.head().then(
-        (head) => this.wakeWaiters(head),
-        () => undefined,
-      );
-    }, this.pollIntervalMs);
-    this.pollTimer.unref();
-  }
-
   private assertOpen(): void {
     if (this.closed) throw new EventStoreClosedError();
   }
@@ -911,10 +754,7 @@ export class PostgresEventStore implements EventStore {
     if (this.closed) return;
     this.closed = true;
     await this.writing;
-    await Promise.all([...this.subscriptions].map((subscription) => subscription.stop()));
-    this.wakeWaiters(undefined);
-    if (this.pollTimer !== undefined) clearInterval(this.pollTimer);
-    await this.listener.close();
+    await this.subscriptions.close();
     await this.pool.end().catch(() => undefined);
   }
 }

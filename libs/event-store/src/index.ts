@@ -52,6 +52,8 @@ export {
 export type { CommitAppend, SerialisedAppend, SerialisedEvent } from './append-validation';
 export { runCatchUpSubscription } from './catch-up-subscription';
 export type { LiveFeed, LiveSegment, SubscriptionSource } from './catch-up-subscription';
+export { CommitListener, NotifiedSubscriptions } from './notified-subscriptions';
+export type { CommitReport, NotifiedSubscriptionsOptions } from './notified-subscriptions';
 export { canonicalEventText, eventHash, GENESIS_HASH, linkEvents } from './chain';
 export type { ChainableEvent, ChainedEventFields, ChainLink, ChainTip } from './chain';
 export { eventJson } from './event-json';

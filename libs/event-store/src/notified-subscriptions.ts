@@ -1,0 +1,250 @@
+import { settledOrAborted } from './abortable';
+import { runCatchUpSubscription, type SubscriptionSource } from './catch-up-subscription';
+import type { EventFilter, EventHandler, SubscribeOptions, Subscription } from './event-store';
+
+/**
+ * How a listener reports what it heard: a commit up to `last`, with the types of its events when the adapter's
+ * notification names them; `last` `undefined`: anything may have been committed (a notification may have been lost).
+ */
+export type CommitReport = (last: number | undefined, types?: readonly string[]) => void;
+
+/**
+ * A store's one connection that hears of every commit, whichever process made it (PostgreSQL's LISTEN, KurrentDB's
+ * live subscription to the log). The adapter says how to make and end its connection; this keeps at most one, made on
+ * the first need and made again on the next need after it is lost. Making it and losing it are both reported as
+ * "anything may have been committed": commits in between were heard by nobody.
+ */
+export abstract class CommitListener<Connection> {
+  private connection: Connection | undefined;
+  private connecting: Promise<void> | undefined;
+  private closed = false;
+
+  constructor(protected readonly report: CommitReport) {}
+
+  /** Whether the connection is up: every commit from now on is heard. */
+  get listening(): boolean {
+    return this.connection !== undefined;
+  }
+
+  /** Resolves once the store listens, or once making the connection failed (the poll then stands in until a later try succeeds). */
+  ensure(): Promise<void> {
+    if (this.closed || this.connection !== undefined) return Promise.resolve();
+    this.connecting ??= this.connect().finally(() => (this.connecting = undefined));
+    return this.connecting;
+  }
+
+  /**
+   * Makes a connection that reports what it hears through `report` and calls `lost` when it fails or ends;
+   * `undefined` when it could not be made (whatever it left open is ended by then).
+   */
+  protected abstract open(): Promise<Connection | undefined>;
+
+  /** Ends a connection; never rejects. */
+  protected abstract end(connection: Connection): Promise<void>;
+
+  private async connect(): Promise<void> {
+    const connection = await this.open();
+    if (connection === undefined) return;
+    if (this.closed) {
+      await this.end(connection);
+      return;
+    }
+    this.connection = connection;
+    // Commits made while nobody listened were never heard here.
+    this.report(undefined);
+  }
+
+  /** The connection failed or ended: anything may have been committed since, and the next `ensure` makes another. */
+  protected lost(connection: Connection): void {
+    if (this.connection !== connection) return;
+    this.connection = undefined;
+    void this.end(connection);
+    this.report(undefined);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.connecting;
+    const connection = this.connection;
+    this.connection = undefined;
+    if (connection !== undefined) await this.end(connection);
+  }
+}
+
+export interface NotifiedSubscriptionsOptions {
+  /** The adapter's reads and checkpoints, which the shared catch-up loop runs on (the store itself). */
+  readonly source: Pick<SubscriptionSource, 'readAll' | 'headPosition' | 'readCheckpoint' | 'storeCheckpoint'>;
+  /** The highest committed position, read from the server. */
+  readonly head: () => Promise<number>;
+  /** Makes the store's listener; it reports what it hears to `report`. */
+  readonly listen: (report: CommitReport) => CommitListener<unknown>;
+  /** How often, while any subscription waits, the head is read in case the listener missed a commit. */
+  readonly pollIntervalMs: number;
+  /** Whether the store is closing: a wait then returns at once. */
+  readonly closed: () => boolean;
+  /**
+   * Whether the listener, for as long as it is connected, hears of every commit with the types of its events. A wait
+   * then tells from what was heard since the connection was made (and the head read when it was) whether it must read
+   * now, without reading the head. Default `false`: every wait reads the head.
+   */
+  readonly heardIsComplete?: boolean;
+}
+
+interface Waiter {
+  readonly position: number;
+  /** Event types the waiting subscription takes (absent: every type). */
+  readonly types: ReadonlySet<string> | undefined;
+  readonly wake: () => void;
+}
+
+/**
+ * The subscriptions of a store whose commits are heard through a listener (see {@link CommitListener}): the shared
+ * catch-up loop, and the wait it makes at the head, woken by what the listener hears, by this process's own commits
+ * (`wake`) and, as the fallback for a commit the listener missed, by reading the head every `pollIntervalMs` while
+ * anyone waits. The adapter keeps only its native parts: its reads, its listener and its commits.
+ */
+export class NotifiedSubscriptions {
+  private readonly listener: CommitListener<unknown>;
+  private readonly waiters = new Set<Waiter>();
+  private readonly subscriptions = new Set<Subscription>();
+  private pollTimer: NodeJS.Timeout | undefined;
+  /**
+   * With `heardIsComplete`, while the listener is connected: the last position heard for each event type (`*` for
+   * commits whose types were not named). A waiter behind one of its types needs no read of the head to know it must read.
+   */
+  private heard = new Map<string, number>();
+  /** Whether `heard` covers every commit: set once the head as of the listener's connection was read. */
+  private heardComplete = false;
+  private heardEpoch = 0;
+
+  constructor(private readonly options: NotifiedSubscriptionsOptions) {
+    this.listener = options.listen((last, types) => {
+      if (last === undefined) this.forgetHeard();
+      else if (options.heardIsComplete === true) for (const type of types ?? ['*']) this.heard.set(type, Math.max(last, this.heard.get(type) ?? 0));
+      this.wake(last, types);
+    });
+  }
+
+  /** A catch-up subscription on the adapter's source, stopped by `close`. */
+  subscribe(handler: EventHandler, options: SubscribeOptions = {}): Subscription {
+    const source = this.options.source;
+    const subscription = runCatchUpSubscription(
+      {
+        readAll: (readOptions) => source.readAll(readOptions),
+        headPosition: () => source.headPosition(),
+        readCheckpoint: (consumer) => source.readCheckpoint(consumer),
+        storeCheckpoint: (consumer, position) => source.storeCheckpoint(consumer, position),
+        waitForAppend: (position, signal, filter, onIdle) => this.waitForAppend(position, signal, filter, onIdle),
+      },
+      handler,
+      options,
+    );
+    this.subscriptions.add(subscription);
+    subscription.done.finally(() => this.subscriptions.delete(subscription)).catch(() => undefined);
+    return subscription;
+  }
+
+  /**
+   * Wakes the waiters behind `last` (every waiter when it is unknown). A commit whose event types are known wakes
+   * only the subscriptions that take one of them: the others would read nothing, and their next read, woken by a
+   * commit they take (or by the poll), covers this one too.
+   */
+  wake(last: number | undefined, types?: readonly string[]): void {
+    for (const waiter of [...this.waiters]) {
+      if (last !== undefined && waiter.position >= last) continue;
+      if (last !== undefined && types !== undefined && waiter.types !== undefined && !types.some((type) => waiter.types!.has(type))) continue;
+      waiter.wake();
+    }
+  }
+
+  /** Call once the store's own writes are done: stops every subscription, wakes every waiter and closes the listener. */
+  async close(): Promise<void> {
+    await Promise.all([...this.subscriptions].map((subscription) => subscription.stop()));
+    this.wake(undefined);
+    if (this.pollTimer !== undefined) clearInterval(this.pollTimer);
+    await this.listener.close();
+  }
+
+  /**
+   * Resolves once an event after `position` may be committed. The waiter is registered (and the store listens)
+   * before the head is read, so a commit after that read is always heard of: by the listener, by this process's own
+   * commit or, if the listener missed it, by the poll.
+   */
+  private async waitForAppend(position: number, signal: AbortSignal, filter: EventFilter | undefined, onIdle?: () => void): Promise<void> {
+    const closed = this.options.closed;
+    if (signal.aborted || closed()) return;
+    // A stop while the listening connection is being made does not wait for it, nor wait after it.
+    await settledOrAborted(this.listener.ensure(), signal);
+    if (signal.aborted || closed()) return;
+    await new Promise<void>((resolve, reject) => {
+      const waiter: Waiter = {
+        position,
+        types: filter?.eventTypes === undefined ? undefined : new Set(filter.eventTypes),
+        wake: () => {
+          this.waiters.delete(waiter);
+          signal.removeEventListener('abort', waiter.wake);
+          resolve();
+        },
+      };
+      this.waiters.add(waiter);
+      signal.addEventListener('abort', waiter.wake, { once: true });
+      this.ensurePolling();
+      if (this.listener.listening && this.heardComplete) {
+        // Every commit since the listener connected is heard: what was heard before this waiter says whether it must
+        // read now; a later commit wakes it.
+        const behind = (type: string) => (this.heard.get(type) ?? 0) > position;
+        if (behind('*') || (waiter.types === undefined ? [...this.heard.keys()].some(behind) : [...waiter.types].some(behind))) waiter.wake();
+        else onIdle?.();
+        return;
+      }
+      this.options.head().then(
+        (head) => {
+          if (head > position || closed()) waiter.wake();
+          else onIdle?.();
+        },
+        (error: unknown) => {
+          this.waiters.delete(waiter);
+          signal.removeEventListener('abort', waiter.wake);
+          reject(error);
+        },
+      );
+    });
+  }
+
+  /**
+   * The listener connected or dropped: commits may have been missed. With `heardIsComplete`, the head read now
+   * stands for every commit before it; commits after it are heard.
+   */
+  private forgetHeard(): void {
+    this.heard = new Map();
+    this.heardComplete = false;
+    const epoch = ++this.heardEpoch;
+    if (this.options.heardIsComplete !== true || this.options.closed() || !this.listener.listening) return;
+    this.options.head().then(
+      (head) => {
+        if (epoch !== this.heardEpoch) return;
+        this.heard.set('*', Math.max(head, this.heard.get('*') ?? 0));
+        this.heardComplete = true;
+      },
+      () => undefined,
+    );
+  }
+
+  /** The fallback for a missed commit: while anyone waits, read the head now and then, and try to listen again. */
+  private ensurePolling(): void {
+    if (this.pollTimer !== undefined) return;
+    this.pollTimer = setInterval(() => {
+      if (this.options.closed() || this.waiters.size === 0) {
+        clearInterval(this.pollTimer);
+        this.pollTimer = undefined;
+        return;
+      }
+      void this.listener.ensure();
+      this.options.head().then(
+        (head) => this.wake(head),
+        () => undefined,
+      );
+    }, this.options.pollIntervalMs);
+    this.pollTimer.unref();
+  }
+}
