@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -142,5 +142,20 @@ describe('npm start', () => {
     expect(await exited).toBe(0);
     expect(output).toMatch(/^Oncegate sealer is running \(instance \S+\), ready in \d+(\.\d)? m?s$/m);
     expect(existsSync(readyFile)).toBe(false);
+  });
+
+  it('given --ready-file in a folder that does not exist, when the gateway or a service app starts, then it is a usage error naming the folder and nothing starts', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'oncegate-quiet-start-'));
+    cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
+    const readyFile = join(dir, 'missing', 'ready.json');
+    const env = { ...process.env, ONCEGATE_DATA_DIR: join(dir, 'data'), ONCEGATE_DEMO_TARGET: 'off' };
+    const gateway = spawnSync(process.execPath, ['bin/oncegate.mjs', 'start', '--config', 'examples/oncegate.yaml', '--ready-file', readyFile], { cwd: ROOT, env, encoding: 'utf8' });
+    const sealer = spawnSync(process.execPath, ['dist/apps/sealer/main.js', '--config', 'examples/oncegate.yaml', '--ready-file', readyFile], { cwd: ROOT, env, encoding: 'utf8' });
+    for (const run of [gateway, sealer]) {
+      expect(run.status, run.stderr).toBe(2);
+      expect(run.stderr).toContain(`--ready-file ${readyFile}: the folder ${join(dir, 'missing')} does not exist`);
+      expect(run.stdout).not.toMatch(/listening|running/);
+    }
+    expect(existsSync(join(dir, 'data'))).toBe(false);
   });
 });

@@ -5,7 +5,7 @@ import { configOrExit, parseCommandArgs, stringOption, type ParsedArguments } fr
 import { GatewayConfigError } from './config/gateway-config';
 import { serveService, storeLocation, type ServiceDefinition } from './host';
 import { KeyFileError } from './infrastructure/key-files';
-import { announceReady, clearReadyFile, formatDuration, READY_FILE_HELP, READY_FILE_OPTION, sinceProcessStart } from './operations/ready-signal';
+import { announceReady, clearReadyFile, formatDuration, prepareReadyFile, READY_FILE_HELP, READY_FILE_OPTION, sinceProcessStart } from './operations/ready-signal';
 import { SealKeyError } from '@oncegate/vault';
 
 /** A start that cannot go on for a reason its message names with what to change (printed without a stack). */
@@ -98,7 +98,7 @@ export async function runServiceProcess(service: ServiceDefinition, parsed: Pars
   const readyFile = stringOption(parsed, 'ready-file');
   const config = configOrExit(parsed, io);
   if (typeof config === 'number') return config;
-  clearReadyFile(readyFile);
+  prepareReadyFile(readyFile);
   const stopped = untilSignal();
   // A service without a listener has nothing else that keeps the process running until the signal.
   const keepAlive = setInterval(() => undefined, 2 ** 30);

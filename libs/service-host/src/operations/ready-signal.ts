@@ -1,5 +1,7 @@
-import { renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { Logger } from '@nestjs/common';
+import { UsageError } from '../cli-command';
 
 /**
  * How a script or a test learns that a process serves, without reading its summary: `--ready-file <path>` is written
@@ -37,9 +39,17 @@ export function formatDuration(ms: number): string {
 }
 
 /**
- * A ready file left by an earlier run would say "ready" before this one serves: it goes first, before anything
- * starts.
+ * Checked before anything starts: a folder that does not exist is a mistake on the command line, not a failure once
+ * the process serves. A ready file left by an earlier run would say "ready" before this one serves: it goes first.
  */
+export function prepareReadyFile(path: string | undefined): void {
+  if (path === undefined) return;
+  const folder = dirname(resolve(path));
+  if (!existsSync(folder)) throw new UsageError(`--ready-file ${path}: the folder ${folder} does not exist`);
+  clearReadyFile(path);
+}
+
+/** At stop: the process no longer serves. */
 export function clearReadyFile(path: string | undefined): void {
   if (path !== undefined) rmSync(path, { force: true });
 }
@@ -49,12 +59,18 @@ export function announceReady(record: Omit<ReadyRecord, 'ready' | 'pid'>, readyF
   const ready: ReadyRecord = { ready: true, pid: process.pid, ...record };
   // The log line's own fields already name the process and its pid.
   const { service: _service, pid: _pid, ...fields } = ready;
-  new Logger('ready').log(`ready in ${formatDuration(ready.readyMs)}`, fields);
+  const log = new Logger('ready');
+  log.log(`ready in ${formatDuration(ready.readyMs)}`, fields);
   if (readyFile !== undefined) {
     // Written beside the target and renamed over it: a reader polling the path never reads half a record.
     const partial = `${readyFile}.${process.pid}.partial`;
-    writeFileSync(partial, `${JSON.stringify(ready)}\n`);
-    renameSync(partial, readyFile);
+    try {
+      writeFileSync(partial, `${JSON.stringify(ready)}\n`);
+      renameSync(partial, readyFile);
+    } catch (error) {
+      // The process serves all the same; whoever waits for the file is told why it will not come.
+      log.error(`cannot write the ready file ${readyFile}: ${(error as Error).message}`);
+    }
   }
   return ready;
 }

@@ -1,7 +1,7 @@
 import { logLevelsUpTo } from '@oncegate/service-host/config/gateway-config';
 import { EXIT_CODES, UsageError, type CliCommand } from '@oncegate/service-host/cli-command';
 import { storeLocation } from '@oncegate/service-host/host';
-import { announceReady, clearReadyFile, formatDuration, READY_FILE_HELP, READY_FILE_OPTION, sinceProcessStart } from '@oncegate/service-host/operations/ready-signal';
+import { announceReady, clearReadyFile, formatDuration, prepareReadyFile, READY_FILE_HELP, READY_FILE_OPTION, sinceProcessStart } from '@oncegate/service-host/operations/ready-signal';
 import { runServiceProcess, SERVICE_PROCESS_HELP, startupFailure, stoppedCleanly, untilSignal } from '@oncegate/service-host/service-process';
 import { tokenRevoked } from '../../front/mcp-errors';
 import { connectMcpServer, createMcpServer } from '../../front/mcp-server';
@@ -27,7 +27,7 @@ ${READY_FILE_HELP}`,
     const readyFile = stringOption(parsed, 'ready-file');
     const config = configOrExit(parsed, io);
     if (typeof config === 'number') return config;
-    clearReadyFile(readyFile);
+    prepareReadyFile(readyFile);
     // Heard from now on: a signal during the start stops the gateway as soon as it is up.
     const stopped = untilSignal();
     let gateway;
