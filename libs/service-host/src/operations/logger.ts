@@ -69,7 +69,7 @@ export interface LoggerOptions {
   /** Which process writes (`oncegate` for `oncegate start`, else the service), a field of every line. */
   readonly service?: string;
   /** Where lines go; default stderr (stdout carries the summary, and the protocol under `oncegate stdio`). */
-  readonly destination?: NodeJS.WritableStream & { readonly isTTY?: boolean; readonly fd?: number };
+  readonly destination?: NodeJS.WritableStream & { readonly isTTY?: boolean };
   /** Readable lines instead of JSON; default: when the destination is a terminal. */
   readonly pretty?: boolean;
   /** Colours in readable lines; default: unless `NO_COLOR` is set (https://no-color.org). */
@@ -121,11 +121,6 @@ function recordOf(message: unknown, params: readonly unknown[], withStack: boole
 
 export class OncegateLogger implements LoggerService {
   constructor(private readonly pino: Pino) {}
-
-  /** The pino logger underneath, for code that logs records of its own. */
-  get records(): Pino {
-    return this.pino;
-  }
 
   log(message: unknown, ...params: unknown[]): void {
     const { fields, msg } = recordOf(message, params, false);
