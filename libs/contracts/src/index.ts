@@ -44,6 +44,8 @@ export { argumentShapeViolations, assertValidArguments, InvalidArgumentsError, M
 export type { ArgumentViolation } from './validate-arguments';
 export { closestMatch } from './suggest';
 export { DURATION_FORMS } from './duration';
+export type { Duration, DurationText, NonEmptyString } from './yaml-values';
+export type { ToolsFile } from './tools-file';
 export {
   MapReader,
   openYamlDocument,

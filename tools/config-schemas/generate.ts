@@ -1,0 +1,128 @@
+/**
+ * Generates schemas/: the JSON Schemas (draft 2020-12) of Oncegate's two YAML files, `oncegate.yaml` and the tool
+ * contract file, from the TypeScript types that describe them as written (snake_case keys, durations as text). The
+ * loaders validate against these files, and editors with the YAML language server read them through the
+ * `# yaml-language-server: $schema=…` line of a file. `npm run schemas` writes them; `npm run schemas -- --check`
+ * changes nothing and exits 1 naming the files that differ from what the types make now.
+ */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { createGenerator, DEFAULT_CONFIG, type CompletedConfig } from 'ts-json-schema-generator';
+
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+/** Where the schemas go, relative to the repository root. */
+export const OUTPUT_DIR = 'schemas';
+
+/** One published schema: the exported type it is made from, and its file. */
+export interface ConfigSchemaSource {
+  readonly file: string;
+  readonly typeName: string;
+  readonly output: string;
+  readonly id: string;
+}
+
+export const CONFIG_SCHEMAS: readonly ConfigSchemaSource[] = [
+  { file: 'libs/service-host/src/config/oncegate-file.ts', typeName: 'OncegateFile', output: 'oncegate.schema.json', id: 'oncegate:config:oncegate.yaml:v1' },
+  { file: 'libs/contracts/src/tools-file.ts', typeName: 'ToolsFile', output: 'tools.schema.json', id: 'oncegate:config:tools.yaml:v1' },
+];
+
+/**
+ * Keywords the schemas carry beyond JSON Schema: the reason shown for a value that breaks a pattern
+ * (`patternErrorMessage`) or the schema (`errorMessage`). The YAML language server shows them as written; the
+ * loaders print them with the value (libs/contracts/src/schema-issues.ts).
+ */
+export const MESSAGE_KEYWORDS = ['patternErrorMessage', 'errorMessage'] as const;
+
+const DRAFT_2020_12 = 'https://json-schema.org/draft/2020-12/schema';
+
+function generatorConfig(source: ConfigSchemaSource): CompletedConfig {
+  return {
+    ...DEFAULT_CONFIG,
+    path: join(ROOT, source.file),
+    tsconfig: join(ROOT, 'tsconfig.base.json'),
+    type: source.typeName,
+    expose: 'export',
+    topRef: false,
+    jsDoc: 'extended',
+    // A field the loader does not know is a mistake (a typo, or a field at the wrong level): named, with a suggestion.
+    additionalProperties: false,
+    sortProps: false,
+    skipTypeCheck: true,
+    extraTags: [...MESSAGE_KEYWORDS],
+  };
+}
+
+/** Renames draft-07's `definitions` to 2020-12's `$defs`, in references too. */
+function toDraft2020(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(toDraft2020);
+  if (typeof value !== 'object' || value === null) return value;
+  return Object.fromEntries(
+    Object.entries(value).map(([key, child]) => {
+      if (key === '$ref' && typeof child === 'string') return [key, child.replace(/^#\/definitions\//, '#/$defs/')];
+      if (key === 'definitions') return ['$defs', toDraft2020(child)];
+      return [key, toDraft2020(child)];
+    }),
+  );
+}
+
+/** Sorts the keys of `$defs`, so the file does not depend on the order the generator met the types in. */
+function sortedDefs(defs: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
+  if (defs === undefined || Object.keys(defs).length === 0) return undefined;
+  return Object.fromEntries(Object.entries(defs).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}
+
+function configSchema(source: ConfigSchemaSource): Record<string, unknown> {
+  const generated = toDraft2020(createGenerator(generatorConfig(source)).createSchema(source.typeName)) as Record<string, unknown>;
+  const { $schema: _draft07, title, description, $defs, ...root } = generated as { $schema: string; title?: string; description?: string; $defs?: Record<string, unknown> };
+  const defs = sortedDefs($defs);
+  return {
+    $schema: DRAFT_2020_12,
+    $id: source.id,
+    ...(title === undefined ? {} : { title }),
+    description: `${description ?? ''}\n\nGenerated from \`${source.typeName}\` in ${source.file} by tools/config-schemas (\`npm run schemas\`).`.trim(),
+    ...root,
+    ...(defs === undefined ? {} : { $defs: defs }),
+  };
+}
+
+function formatJson(value: unknown): string {
+  return `${JSON.stringify(value, null, 2)}\n`;
+}
+
+/** Every file of schemas/ as the types make it now: file name → content. */
+export function generateConfigSchemas(): Map<string, string> {
+  return new Map(CONFIG_SCHEMAS.map((source) => [source.output, formatJson(configSchema(source))]));
+}
+
+/** File names whose committed content differs from `expected`. */
+export function differingFiles(expected: ReadonlyMap<string, string>, dir = join(ROOT, OUTPUT_DIR)): string[] {
+  return [...expected].filter(([name, content]) => !existsSync(join(dir, name)) || readFileSync(join(dir, name), 'utf8') !== content).map(([name]) => name);
+}
+
+function main(args: readonly string[]): number {
+  const unknown = args.filter((arg) => arg !== '--check');
+  if (unknown.length > 0) {
+    process.stderr.write(`usage: npm run schemas [-- --check]\nunknown argument: ${unknown.join(' ')}\n`);
+    return 2;
+  }
+  const expected = generateConfigSchemas();
+  const dir = join(ROOT, OUTPUT_DIR);
+  const differing = differingFiles(expected, dir);
+  if (args.includes('--check')) {
+    if (differing.length === 0) {
+      process.stdout.write(`${OUTPUT_DIR}: ${expected.size} files up to date\n`);
+      return 0;
+    }
+    process.stderr.write(`${OUTPUT_DIR} differs from what the types make now; run npm run schemas:\n${differing.map((name) => `  ${OUTPUT_DIR}/${name}\n`).join('')}`);
+    return 1;
+  }
+  mkdirSync(dir, { recursive: true });
+  for (const name of differing) writeFileSync(join(dir, name), expected.get(name)!);
+  process.stdout.write(differing.length === 0 ? `${OUTPUT_DIR}: ${expected.size} files up to date\n` : `${OUTPUT_DIR}: wrote ${differing.join(', ')}\n`);
+  return 0;
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
+  process.exitCode = main(process.argv.slice(2));
+}
