@@ -47,7 +47,7 @@ export default [
   { ignores: ['**/node_modules/**', '**/dist/**', '**/.nx/**', '**/.oncegate/**', '**/fixtures/lint/**'] },
   ...tseslint.configs.recommended,
   {
-    files: ['**/*.ts', '**/*.mts', '**/*.mjs'],
+    files: ['**/*.ts', '**/*.tsx', '**/*.mts', '**/*.mjs'],
     plugins: { '@nx': nx },
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
@@ -70,14 +70,29 @@ export default [
             { sourceTag: 'type:adapter', onlyDependOnLibsWithTags: ['type:domain', 'type:port', 'type:adapter'] },
             // The services' libraries: each service's Nest module and how a process hosts it, on the shared host.
             { sourceTag: 'type:service', onlyDependOnLibsWithTags: ['type:domain', 'type:port', 'type:adapter', 'type:service'] },
-            { sourceTag: 'type:testing', onlyDependOnLibsWithTags: ['type:domain', 'type:port', 'type:adapter', 'type:service', 'type:testing', 'type:deploy', 'type:client'] },
+            { sourceTag: 'type:testing', onlyDependOnLibsWithTags: ['type:domain', 'type:port', 'type:adapter', 'type:service', 'type:testing', 'type:deploy', 'type:client', 'type:api'] },
             // The agents' client helper stands on the official MCP client alone.
             { sourceTag: 'type:client', onlyDependOnLibsWithTags: [] },
             // deploy/local starts processes and servers: it needs none of the code it starts.
             { sourceTag: 'type:deploy', onlyDependOnLibsWithTags: [] },
-            { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['type:domain', 'type:port', 'type:adapter', 'type:service', 'type:testing', 'type:app', 'type:client'] },
+            // The JSON the gateway answers, shared by the server and the browser console: it needs nothing else.
+            { sourceTag: 'type:api', onlyDependOnLibsWithTags: [] },
+            { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['type:domain', 'type:port', 'type:adapter', 'type:service', 'type:testing', 'type:app', 'type:client', 'type:api'] },
           ],
         },
+      ],
+    },
+  },
+  {
+    // The browser console imports these shapes: types only, so its bundle never takes code (or a server module) from here.
+    files: ['libs/console-api/src/**/*.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        ...['ExportNamedDeclaration[exportKind="value"]', 'ExportDefaultDeclaration', 'ExportAllDeclaration', 'ImportDeclaration[importKind="value"]'].map((selector) => ({
+          selector,
+          message: '@oncegate/console-api holds types only: use export type, interface and import type',
+        })),
       ],
     },
   },

@@ -20,7 +20,7 @@ describe('module boundaries', () => {
 
   const lint = async (code: string, filePath: string) => {
     const [result] = await eslint.lintText(code, { filePath });
-    return result!.messages.filter((m) => m.ruleId === '@nx/enforce-module-boundaries' || m.ruleId === 'no-restricted-imports');
+    return result!.messages.filter((m) => m.ruleId === '@nx/enforce-module-boundaries' || m.ruleId === 'no-restricted-imports' || m.ruleId === 'no-restricted-syntax');
   };
 
   it.each([
@@ -61,5 +61,20 @@ describe('module boundaries', () => {
       'libs/event-store-postgres/src/lint-probe.ts',
     );
     expect(messages).toEqual([]);
+  });
+
+  it('given the console API shapes, when the gateway and the console pages import them, then lint passes', async () => {
+    const code = "import type { ApprovalView } from '@oncegate/console-api';\nexport type Shown = ApprovalView;\n";
+    expect(await lint(code, 'apps/gateway/src/front/lint-probe.ts')).toEqual([]);
+    expect(await lint(code, 'apps/console/src/lint-probe.tsx')).toEqual([]);
+  });
+
+  it('given the console API shapes, when they import another library or export a value, then lint fails', async () => {
+    const imports = await lint("import type { ExecutionId } from '@oncegate/domain';\nexport type Id = ExecutionId;\n", 'libs/console-api/src/lint-probe.ts');
+    expect(imports).toHaveLength(1);
+    expect(imports[0]!.message).toMatch(/type:api/);
+    const values = await lint("export const PATH = '/console/api';\nexport type Path = typeof PATH;\n", 'libs/console-api/src/lint-probe.ts');
+    expect(values).toHaveLength(1);
+    expect(values[0]!.message).toContain('types only');
   });
 });

@@ -1,5 +1,6 @@
 import { useCallback, useEffect, useState } from 'preact/hooks';
-import { api, type ApprovalView } from './api';
+import type { ApprovalView } from '@oncegate/console-api';
+import { api } from './api';
 import { Countdown, Json, Outcome, Row } from './format';
 
 type Decided = { readonly ok: boolean; readonly message: string };

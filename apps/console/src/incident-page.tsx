@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
-import { api, type Investigation } from './api';
+import type { Investigation } from '@oncegate/console-api';
+import { api } from './api';
 import { Row } from './format';
 
 /** One execution's events in order, its attached retries and the five answers (`oncegate investigate`). */

@@ -1,6 +1,7 @@
 import { render } from 'preact';
 import { useCallback, useEffect, useState } from 'preact/hooks';
-import { api, remember, type Session } from './api';
+import type { SessionAnswer as Session } from '@oncegate/console-api';
+import { api, remember } from './api';
 import { ApprovalsPage } from './approvals-page';
 import { IncidentPage } from './incident-page';
 import { ReviewsPage } from './reviews-page';

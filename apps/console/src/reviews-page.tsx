@@ -1,5 +1,6 @@
 import { useCallback, useEffect, useState } from 'preact/hooks';
-import { api, type Resolution, type ReviewView } from './api';
+import type { ReviewResolution as Resolution, ReviewView } from '@oncegate/console-api';
+import { api } from './api';
 import { Json, Outcome, Row } from './format';
 
 type Resolved = { readonly ok: boolean; readonly message: string };

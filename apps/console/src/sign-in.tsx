@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
-import { api, type Session } from './api';
+import type { SessionAnswer as Session } from '@oncegate/console-api';
+import { api } from './api';
 
 /**
  * The approver token is sent once, to be exchanged for an HttpOnly session cookie; it is never kept in the page

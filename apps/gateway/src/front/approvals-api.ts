@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Logger } from '@nestjs/common';
+import type { ApprovalsApiErrorCode, ApprovalView, ErrorAnswer, PendingApprovalsAnswer } from '@oncegate/console-api';
 import type { ToolContract } from '@oncegate/contracts';
 import { isExecutionId, type ExecutionId } from '@oncegate/domain';
 import type { EventStore } from '@oncegate/event-store';
@@ -58,21 +59,6 @@ export async function authenticateApprover(
         : 'not an approver token (agent tokens cannot decide approvals; issue one with: oncegate approvers add <name>)';
   return { refused, status: 401 };
 }
-
-export type ApprovalsApiErrorCode =
-  | 'unauthorized'
-  /** An access token that is valid but does not make its holder an approver. */
-  | 'forbidden'
-  /** The identity provider could not be asked about an access token. */
-  | 'unavailable'
-  | 'invalid_json'
-  | 'invalid_reason'
-  | 'invalid_execution_id'
-  | 'not_found'
-  | 'not_pending'
-  | 'too_large'
-  | 'method_not_allowed'
-  | 'internal';
 
 /** An answer other than 200; written as `{"error": {"code", "message"}}`. */
 class ApprovalsApiError extends Error {
@@ -138,12 +124,12 @@ export class ApprovalsApi {
     const [id, action, ...rest] = parts;
     if (id === undefined) {
       requireMethod(req, 'GET');
-      return writeJson(res, 200, { approvals: await pending(this.options.store, this.options.clock) });
+      return writeJson(res, 200, { approvals: await pending(this.options.store, this.options.clock) } satisfies PendingApprovalsAnswer);
     }
     const executionId = executionIdOf(id);
     if (action === undefined) {
       requireMethod(req, 'GET');
-      return writeJson(res, 200, await show(this.options.store, executionId, { tools: this.options.tools, clock: this.options.clock }));
+      return writeJson(res, 200, (await show(this.options.store, executionId, { tools: this.options.tools, clock: this.options.clock })) satisfies ApprovalView);
     }
     const decision = DECISIONS[action];
     if (decision === undefined || rest.length > 0) {
@@ -153,7 +139,7 @@ export class ApprovalsApi {
     const reason = reasonOf(await readBody(req, this.options.maxBodyBytes ?? MAX_DECISION_BODY_BYTES));
     const view = await decide(this.options.store, this.options.clock, executionId, decision, actor, reason, this.options.tools);
     this.log.log(`${executionId}: approval ${view.approval.decision} by ${actor}`);
-    writeJson(res, 200, view);
+    writeJson(res, 200, view satisfies ApprovalView);
   }
 }
 
@@ -230,6 +216,6 @@ function writeError(res: ServerResponse, error: ApprovalsApiError): void {
     res.destroy();
     return;
   }
-  const body = { error: { code: error.code, message: error.message, ...(error.state === undefined ? {} : { state: error.state }) } };
+  const body: ErrorAnswer<ApprovalsApiErrorCode> = { error: { code: error.code, message: error.message, ...(error.state === undefined ? {} : { state: error.state }) } };
   writeJson(res, error.status, body, error.headers);
 }

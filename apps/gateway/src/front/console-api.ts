@@ -2,6 +2,16 @@ import { readdirSync, readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { extname, join } from 'node:path';
 import { Logger } from '@nestjs/common';
+import type {
+  ApprovalsAnswer,
+  ApprovalView,
+  ConsoleErrorCode,
+  ErrorAnswer,
+  Investigation,
+  ReviewsAnswer,
+  ReviewView,
+  SessionAnswer,
+} from '@oncegate/console-api';
 import type { ToolContract } from '@oncegate/contracts';
 import { isExecutionId, type ExecutionId, type ReviewResolution } from '@oncegate/domain';
 import type { EventStore } from '@oncegate/event-store';
@@ -70,23 +80,6 @@ export interface ConsoleApiOptions {
   /** Access tokens of the identity provider that mark an approver (`oauth.approver`); none by default. */
   readonly oauth?: OAuthResource;
 }
-
-type ConsoleErrorCode =
-  | 'unauthorized'
-  | 'csrf_required'
-  | 'invalid_json'
-  | 'invalid_reason'
-  | 'invalid_execution_id'
-  | 'not_found'
-  | 'not_pending'
-  | 'not_held'
-  | 'too_large'
-  | 'unsupported_media_type'
-  | 'method_not_allowed'
-  /** The identity provider could not be asked about the session's access token. */
-  | 'unavailable'
-  | 'not_built'
-  | 'internal';
 
 class ConsoleError extends Error {
   constructor(
@@ -174,31 +167,31 @@ export class ConsoleApi {
       if (id === undefined) {
         requireMethod(req, 'GET');
         const views = await Promise.all((await pending(store, clock)).map((item) => show(store, item.executionId, { tools, clock })));
-        return writeJson(res, 200, { approvals: views });
+        return writeJson(res, 200, { approvals: views } satisfies ApprovalsAnswer);
       }
       const executionId = executionIdOf(id);
       if (action === undefined) {
         requireMethod(req, 'GET');
-        return writeJson(res, 200, await show(store, executionId, { tools, clock }));
+        return writeJson(res, 200, (await show(store, executionId, { tools, clock })) satisfies ApprovalView);
       }
       const decision = DECISIONS[action];
       if (decision !== undefined) {
         const body = await this.decisionBody(req, session);
         const view = await decide(store, clock, executionId, decision, session.actor, stringField(body, 'reason'), tools);
         this.log.log(`${executionId}: approval ${view.approval.decision} by ${session.actor} (console)`);
-        return writeJson(res, 200, view);
+        return writeJson(res, 200, view satisfies ApprovalView);
       }
     }
     if (resource === 'reviews' && extra.length === 0) {
       if (id === undefined) {
         requireMethod(req, 'GET');
         const views = await Promise.all((await held(store)).map((item) => showReview(store, item.executionId)));
-        return writeJson(res, 200, { reviews: views });
+        return writeJson(res, 200, { reviews: views } satisfies ReviewsAnswer);
       }
       const executionId = executionIdOf(id);
       if (action === undefined) {
         requireMethod(req, 'GET');
-        return writeJson(res, 200, await showReview(store, executionId));
+        return writeJson(res, 200, (await showReview(store, executionId)) satisfies ReviewView);
       }
       if (action === 'resolve') {
         const body = await this.decisionBody(req, session);
@@ -206,7 +199,7 @@ export class ConsoleApi {
         if (resolution === undefined) throw new ConsoleError(400, 'invalid_reason', `resolution must be one of ${Object.keys(RESOLUTIONS).join(', ')}`);
         const view = await resolveReview(store, clock, executionId, resolution, session.actor, stringField(body, 'reason'));
         this.log.log(`${executionId}: review resolved as ${resolution} by ${session.actor} (console)`);
-        return writeJson(res, 200, view);
+        return writeJson(res, 200, view satisfies ReviewView);
       }
     }
     if (resource === 'executions' && id !== undefined && action === undefined) {
@@ -214,7 +207,7 @@ export class ConsoleApi {
       const subject = { executionId: executionIdOf(id) };
       const found = investigate(await gatherInvestigationEvents(store, subject), subject);
       if (!found.found) throw new ConsoleError(404, 'not_found', `nothing is recorded for ${id}`);
-      return writeJson(res, 200, found);
+      return writeJson(res, 200, found satisfies Investigation);
     }
     req.resume();
     throw new ConsoleError(404, 'not_found', `no such resource ${this.prefix}/api/${parts.join('/')}`);
@@ -313,7 +306,7 @@ export class ConsoleApi {
   }
 }
 
-function sessionBody(session: ConsoleSession): { actor: string; csrfToken: string } {
+function sessionBody(session: ConsoleSession): SessionAnswer {
   return { actor: session.actor, csrfToken: session.csrfToken };
 }
 
@@ -377,6 +370,6 @@ function writeError(res: ServerResponse, error: ConsoleError): void {
     res.destroy();
     return;
   }
-  const body = { error: { code: error.code, message: error.message, ...(error.state === undefined ? {} : { state: error.state }) } };
+  const body: ErrorAnswer<ConsoleErrorCode> = { error: { code: error.code, message: error.message, ...(error.state === undefined ? {} : { state: error.state }) } };
   writeJson(res, error.status, body, error.headers);
 }

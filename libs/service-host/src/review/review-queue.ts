@@ -49,6 +49,8 @@ export interface ReviewEvent {
 
 /** Everything an operator needs to resolve one held execution (also after it was resolved). */
 export interface ReviewView extends ExecutionStatusView {
+  /** Always known: only an accepted execution is reviewed. */
+  readonly executionId: ExecutionId;
   readonly review: ReviewFacts | null;
   /** Evidence recovery gathered for the current attempt: the marker probe or status query, when there was one. */
   readonly evidence: { readonly markerProbe: MarkerProbeEvidence | null; readonly statusQuery: StatusQueryEvidence | null };
@@ -137,6 +139,7 @@ export function reviewViewOf(execution: LoadedExecution): ReviewView {
   const current = <T extends { readonly attempt: number }>(evidence: T | null): T | null => (evidence?.attempt === state.attempts ? evidence : null);
   return {
     ...executionStatusView(state),
+    executionId: execution.executionId,
     review: state.review,
     evidence: { markerProbe: current(state.markerProbe), statusQuery: current(state.statusQuery) },
     record: accepted.record,
