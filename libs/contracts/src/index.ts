@@ -46,16 +46,8 @@ export { closestMatch } from './suggest';
 export { DURATION_FORMS } from './duration';
 export type { Duration, DurationText, NonEmptyString } from './yaml-values';
 export type { ToolsFile } from './tools-file';
-export {
-  MapReader,
-  openYamlDocument,
-  readBoolean,
-  readEnum,
-  readInteger,
-  readList,
-  readString,
-  readStringList,
-  YamlContext,
-} from './yaml-reader';
+export { childPath, openYamlDocument, YamlContext } from './yaml-reader';
+export { compileFileSchema, describeValue, SchemaCheckedYaml } from './schema-issues';
+export type { SchemaMessages, Segment } from './schema-issues';
 export { argumentsWithDefaults } from './argument-defaults';
 export { singleToolContract } from './single-tool';

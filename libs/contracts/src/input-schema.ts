@@ -4,7 +4,7 @@ import { ArgumentIndex } from './argument-index';
 import { compileArgumentSchema, createSchemaAjv, schemaChecker, type ValidateFunction } from './schema-compiler';
 import { didYouMean } from './suggest';
 import type { JsonSchemaObject } from './tool-contract';
-import { childPath, describeNode, nodeAtPointer, pathOfSegments, pointerSegments, type YamlContext } from './yaml-reader';
+import { childPath, nodeAt, pathOfSegments, pointerSegments, type YamlContext } from './yaml-reader';
 
 /** JSON Schema 2020-12 keywords (plus draft-07 `definitions`), the ones ajv accepts in strict mode. */
 const KEYWORDS = [
@@ -32,21 +32,14 @@ export interface CheckedInputSchema {
 }
 
 /**
- * Checks `input_schema`: a mapping with `type: object`, known keywords only (typos named with a suggestion),
- * valid against the 2020-12 meta-schema, compilable by ajv, argument names free of dots (fingerprint paths are
- * dotted) and defaults valid against their own property schema. Returns `undefined` after reporting problems.
+ * Checks `input_schema` beyond what the file's schema says (a mapping with `type: object`): known keywords only
+ * (typos named with a suggestion), valid against the 2020-12 meta-schema, compilable by ajv, argument names free of
+ * dots (fingerprint paths are dotted) and defaults valid against their own property schema. Returns `undefined`
+ * after reporting problems.
  */
 export function checkInputSchema(ctx: YamlContext, node: Node, path: string): CheckedInputSchema | undefined {
-  if (!isMap(node)) {
-    ctx.report(node, path, `must be a JSON Schema mapping, got ${describeNode(node)}`);
-    return undefined;
-  }
   const before = ctx.issues.length;
   const schema = ctx.toJS(node) as Record<string, unknown>;
-  if (schema['type'] !== 'object') {
-    const typeNode = nodeAtPointer(ctx, node, ['type']);
-    ctx.report(typeNode, childPath(path, 'type'), "an MCP input schema must have 'type: object'");
-  }
   checkKeywords(ctx, node, path, true);
   if (ctx.issues.length > before) return undefined;
 
@@ -62,7 +55,7 @@ export function checkInputSchema(ctx: YamlContext, node: Node, path: string): Ch
     const message = error instanceof Error ? error.message : String(error);
     const pointer = /at path "(#[^"]*)"/.exec(message)?.[1];
     const segments = pointer === undefined ? [] : pointerSegments(pointer);
-    ctx.report(nodeAtPointer(ctx, node, segments), pathOfSegments(ctx, path, node, segments), `invalid JSON Schema: ${message}`);
+    ctx.report(nodeAt(ctx, node, segments), pathOfSegments(ctx, path, node, segments), `invalid JSON Schema: ${message}`);
     return undefined;
   }
   const index = new ArgumentIndex(schema);
@@ -113,7 +106,7 @@ function reportMetaSchemaErrors(ctx: YamlContext, node: Node, path: string, erro
     if (chosen === undefined) continue;
     const allowed = chosen.keyword === 'enum' ? `: ${(chosen.params as { allowedValues: unknown[] }).allowedValues.join(', ')}` : '';
     const segments = pointerSegments(instancePath);
-    const at = nodeAtPointer(ctx, node, segments);
+    const at = nodeAt(ctx, node, segments);
     ctx.report(at, pathOfSegments(ctx, path, node, segments), `invalid JSON Schema: ${chosen.message ?? chosen.keyword}${allowed}`);
   }
 }
@@ -133,7 +126,7 @@ function checkDefaults(ctx: YamlContext, node: Node, path: string, schema: Recor
     const first = validate.errors?.[0];
     const where = first?.instancePath ? ` at ${first.instancePath}` : '';
     ctx.report(
-      nodeAtPointer(ctx, node, [...segments, 'default']),
+      nodeAt(ctx, node, [...segments, 'default']),
       pathOfSegments(ctx, path, node, [...segments, 'default']),
       `default of '${argument}' does not match its schema${where}: ${first?.message ?? 'invalid'}`,
     );

@@ -1,27 +1,30 @@
-import { isMap, isScalar, isSeq, type Node } from 'yaml';
-import { OPERATION_CLASSES, recoveryPolicyOf, type OperationClass } from '@oncegate/domain';
+import type { Node } from 'yaml';
+import { recoveryPolicyOf, type OperationClass } from '@oncegate/domain';
+// The published schema of the file (generated from tools-file.ts by tools/config-schemas); the checks below are what it cannot say.
+// It is published at the repository root (schemas/), where editors and users find it, and bundled from there.
+// eslint-disable-next-line @nx/enforce-module-boundaries -- the one copy of the schema, outside every project
+import toolsSchema from '../../../schemas/tools.schema.json' with { type: 'json' };
 import { ContractValidationError, type ContractIssue } from './contract-issue';
 import { CREDENTIAL_REF_RULE, isCredentialRef } from './credential-ref';
 import { DURATION_FORMS, parseDuration } from './duration';
 import { checkInputSchema, type CheckedInputSchema } from './input-schema';
 import { checkHeaders, checkJsonTemplate, checkTemplates, checkUrl, type ToolScope } from './request-checks';
 import { reservedHeaderReason } from './request-headers';
-import { checkAbsolutePath, checkArgv, checkHost, checkHostKey, checkUser } from './ssh-checks';
+import { compileFileSchema, SchemaCheckedYaml, type SchemaMessages, type Segment } from './schema-issues';
+import { checkAbsolutePath, checkArgv, checkHost, checkHostKey } from './ssh-checks';
 import { didYouMean } from './suggest';
-import { hasTemplate, scanTemplates } from './template';
+import { scanTemplates } from './template';
 import {
-  APPROVAL_MODES,
   DEFAULT_LIMITS,
   DEFAULT_MARKER_STARTED_WAIT_MS,
   DEFAULT_REDELIVERY_GRACE_MS,
   DEFAULT_SSH_PORT,
-  HTTP_METHODS,
   MAX_RESPONSE_BYTES,
-  PLUGIN_CHANNEL_PATTERN,
   RESERVED_TOOL_NAMES,
-  TOOL_NAME_PATTERN,
+  type ApprovalMode,
   type ContractFile,
   type CorrelationWindow,
+  type HttpMethod,
   type MarkerProtocol,
   type PreconditionValue,
   type RequestTemplate,
@@ -29,16 +32,9 @@ import {
   type ToolContract,
   type ToolLimits,
 } from './tool-contract';
+import type { HttpRequest, MarkerSection, SshCommand, StatusQuerySection, ToolEntry, ToolsFile } from './tools-file';
 import { rememberArgumentValidator } from './validate-arguments';
-import { childPath, describeNode, MapReader, readBoolean, readEnum, readInteger, readList, readString, readStringList, openYamlDocument, YamlContext } from './yaml-reader';
-
-const FILE_FIELDS = ['version', 'tools'] as const;
-
-const TOOL_FIELDS = [
-  'name', 'title', 'description', 'input_schema', 'class', 'channel', 'target', 'credential_ref',
-  'http', 'ssh', 'plugin', 'fingerprint', 'secret_arguments', 'durable_key_argument',
-  'correlation_window', 'redelivery_grace', 'approval', 'status_query', 'marker', 'limits',
-] as const;
+import { childPath, nodeAt, openYamlDocument, type YamlContext } from './yaml-reader';
 
 /** Fields written at the tool level that belong in a block, and other well-meant mistakes. */
 const TOOL_FIELD_HINTS: Readonly<Record<string, string>> = {
@@ -53,14 +49,47 @@ const TOOL_FIELD_HINTS: Readonly<Record<string, string>> = {
   idempotency_key: "name the key argument with 'durable_key_argument', or the header with 'http.idempotency_header'",
 };
 
-const HTTP_FIELDS = ['method', 'url', 'headers', 'body', 'idempotency_header'] as const;
-const SSH_FIELDS = ['host', 'port', 'user', 'host_key', 'cwd', 'argv'] as const;
-const STATUS_QUERY_FIELDS = ['http', 'precondition'] as const;
-const STATUS_HTTP_FIELDS = ['method', 'url', 'headers'] as const;
-const PRECONDITION_FIELDS = ['pointer', 'equals'] as const;
-const MARKER_FIELDS = ['directory', 'written_before_work', 'started_wait'] as const;
-const LIMITS_FIELDS = ['response_bytes', 'connect_timeout', 'response_timeout'] as const;
-const FINGERPRINT_FIELDS = ['exclude'] as const;
+/** Where a field the schema does not know belongs instead, by the shape of the mapping it was written in. */
+const FIELD_HINTS: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+  'tools[]': TOOL_FIELD_HINTS,
+  'tools[].fingerprint': {
+    defaults: "defaults come from 'default' in input_schema.properties",
+    secret: "list secret arguments in the tool's 'secret_arguments'",
+  },
+  'tools[].status_query.http': { body: 'a status query is a GET and carries no body' },
+};
+
+/** What a missing required field should hold, by its shape. */
+const REQUIRED_HINTS: Readonly<Record<string, string>> = {
+  version: ": write 'version: 1' at the top",
+  tools: ': a list of tool contracts',
+  'tools[].channel': ": 'http', 'ssh' or a plugin channel name",
+  'tools[].target': ': the logical target name recorded with every execution',
+  'tools[].input_schema': ': a JSON Schema with type: object',
+  'tools[].correlation_window': `: a duration (${DURATION_FORMS}) or until_confirmed`,
+  'tools[].ssh.host_key': ": the pinned public host key, 'ssh-ed25519 AAAA...' (ssh-keyscan prints it)",
+  'tools[].ssh.argv': ': the command as a list of separate arguments',
+  'tools[].status_query.http': ': the GET request that reads the current state',
+  'tools[].status_query.precondition': ': the pointer and value that show the write has not happened',
+  'tools[].status_query.precondition.pointer': ": a JSON pointer into the response body, e.g. '/version'",
+  'tools[].status_query.precondition.equals': ': the value, or {{args.<name>}}',
+  'tools[].marker.directory': ': the absolute directory on the host that holds markers',
+  'tools[].marker.written_before_work': ': true when the marker is written before the work starts',
+};
+
+const MESSAGES: SchemaMessages = {
+  unknownField: (shape, name) => {
+    const hint = FIELD_HINTS[shape]?.[name];
+    return hint === undefined ? undefined : `unknown field '${name}' — ${hint}`;
+  },
+  requiredField: (shape, name) => {
+    if (shape === 'tools[].input_schema' && name === 'type') return "an MCP input schema must have 'type: object'";
+    return `missing required field '${name}'${REQUIRED_HINTS[childPath(shape, name)] ?? ''}`;
+  },
+  invalidValue: (shape, value) => (shape === 'version' ? `unsupported version ${JSON.stringify(value)}; this gateway reads version 1` : undefined),
+};
+
+let validator: ReturnType<typeof compileFileSchema> | undefined;
 
 const BUILT_IN_CHANNELS = ['http', 'ssh'];
 
@@ -84,37 +113,29 @@ export type ContractCheck =
   | { readonly ok: false; readonly issues: readonly ContractIssue[] };
 
 /**
- * Parses and validates the text of a tool contract file. Every problem is collected in one pass; the
- * result is either the whole normalised contract or the list of issues, in file order.
+ * Parses and validates the text of a tool contract file: against schemas/tools.schema.json first, then the rules a
+ * schema cannot express. Every problem is collected in one pass; the result is either the whole normalised contract
+ * or the list of issues, in file order.
  */
 export function checkContractFile(text: string, file: string, options: ContractCheckOptions = {}): ContractCheck {
-  const { ctx, root: rootNode } = openYamlDocument(text, file);
+  const { ctx, root } = openYamlDocument(text, file);
   const fail = (): ContractCheck => ({ ok: false, issues: sortIssues(ctx.issues) });
 
   if (ctx.issues.length > 0) return fail();
-  if (rootNode === undefined) {
+  if (root === undefined) {
     ctx.report(null, '', "the file is empty; expected 'version: 1' and a 'tools:' list");
     return fail();
   }
-  const root = MapReader.of(ctx, rootNode, '');
-  if (root === undefined) return fail();
-  root.rejectUnknown(FILE_FIELDS);
-
-  const versionNode = root.required('version', ": write 'version: 1' at the top");
-  if (versionNode !== undefined) {
-    const version = ctx.toJS(versionNode);
-    if (version !== 1) ctx.report(versionNode, 'version', `unsupported version ${JSON.stringify(version)}; this gateway reads version 1`);
-  }
+  const checked = new SchemaCheckedYaml<ToolsFile>(ctx, root, (validator ??= compileFileSchema(toolsSchema)), MESSAGES);
+  const written = checked.value as Partial<ToolsFile> | null;
+  const entries: unknown[] = Array.isArray(written?.tools) ? written.tools : [];
 
   const tools: ToolContract[] = [];
   const validators: CheckedInputSchema['validator'][] = [];
-  const toolsNode = root.required('tools', ': a list of tool contracts');
-  const items = toolsNode === undefined ? undefined : readList(ctx, toolsNode, 'tools');
-  if (toolsNode !== undefined && items !== undefined && items.length === 0) ctx.report(toolsNode, 'tools', 'declares no tools');
   const firstByName = new Map<string, { path: string; line: number }>();
-  items?.forEach((item) => {
-    const parsed = parseTool(ctx, item.node, item.path, toolsNode ?? null, options);
-    checkUniqueName(ctx, item.node, item.path, firstByName);
+  entries.forEach((entry, index) => {
+    checkUniqueName(checked, entry, index, firstByName);
+    const parsed = parseTool(checked, entry, index, options);
     if (parsed === undefined) return;
     tools.push(parsed.tool);
     validators.push(parsed.validator);
@@ -138,16 +159,16 @@ export function parseContractFile(text: string, file: string, options: ContractC
 }
 
 /** Tool names are unique in a file; checked on the raw name so an otherwise broken tool still counts. */
-function checkUniqueName(ctx: YamlContext, node: Node | null, path: string, firstByName: Map<string, { path: string; line: number }>): void {
-  const nameNode = isMap(node) ? ctx.resolve(node.get('name', true)) : null;
-  if (!isScalar(nameNode) || typeof nameNode.value !== 'string') return;
-  const name = nameNode.value;
+function checkUniqueName(checked: SchemaCheckedYaml<ToolsFile>, entry: unknown, index: number, firstByName: Map<string, { path: string; line: number }>): void {
+  const name = isRecord(entry) ? entry['name'] : undefined;
+  if (typeof name !== 'string') return;
+  const { node, path } = checked.where(['tools', index, 'name']);
   const first = firstByName.get(name);
   if (first === undefined) {
-    firstByName.set(name, { path, line: ctx.positionOf(nameNode.range?.[0] ?? 0).line });
+    firstByName.set(name, { path: childPath('tools', index), line: checked.ctx.positionOf(node.range?.[0] ?? 0).line });
     return;
   }
-  ctx.report(nameNode, childPath(path, 'name'), `duplicate tool name '${name}' (first declared at ${first.path}, line ${first.line})`);
+  checked.ctx.report(node, path, `duplicate tool name '${name}' (first declared at ${first.path}, line ${first.line})`);
 }
 
 function sortIssues(issues: readonly ContractIssue[]): ContractIssue[] {
@@ -162,82 +183,113 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
-/** Internal: a value the parser already reported as missing or invalid cannot be reached here. */
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Internal: a value the checks already reported as missing or invalid cannot be reached here. */
 function known<T>(value: T | undefined): T {
   if (value === undefined) throw new Error('contract parser: a reported field reached the model');
   return value;
 }
 
+/** One tool's fields below `tools[index]`, read where the schema found them valid. */
+class ToolReader {
+  constructor(
+    readonly checked: SchemaCheckedYaml<ToolsFile>,
+    readonly tool: Partial<ToolEntry>,
+    readonly index: number,
+  ) {}
+
+  get ctx(): YamlContext {
+    return this.checked.ctx;
+  }
+
+  at(...segments: Segment[]): Segment[] {
+    return ['tools', this.index, ...segments];
+  }
+
+  /** Whether the field is written, whatever its value. */
+  has(field: keyof ToolEntry): boolean {
+    return Object.hasOwn(this.tool, field);
+  }
+
+  /** A field's value where the schema found it valid; `undefined` otherwise or when absent. */
+  valid<V>(...segments: Segment[]): V | undefined {
+    return this.checked.valid<V>(this.at(...segments));
+  }
+
+  where(...segments: Segment[]): { node: Node; path: string } {
+    return this.checked.where(this.at(...segments));
+  }
+
+  report(segments: Segment[], reason: string): void {
+    this.checked.report(this.at(...segments), reason);
+  }
+
+  /** Reports a field that must not be there, at its key. */
+  forbid(field: keyof ToolEntry, reason: string): void {
+    if (!this.has(field)) return;
+    this.checked.withdraw(this.at(field));
+    this.checked.reportKey(this.at(field), reason);
+  }
+
+  /** True when nothing was reported below the tool's field since `before` (an issue count), by the schema or since. */
+  clean(before: number, ...segments: Segment[]): boolean {
+    return this.ctx.issues.length === before && this.checked.ok(this.at(...segments));
+  }
+
+  /** Reports a field a rule beyond the schema requires, at the tool. */
+  require(field: keyof ToolEntry, what: string): boolean {
+    if (this.has(field)) return true;
+    this.ctx.report(this.where().node, this.where(field).path, `missing required field '${field}'${what}`);
+    return false;
+  }
+}
+
 function parseTool(
-  ctx: YamlContext,
-  node: Node | null,
-  path: string,
-  listNode: Node | null,
+  checked: SchemaCheckedYaml<ToolsFile>,
+  entry: unknown,
+  index: number,
   options: ContractCheckOptions,
 ): { tool: ToolContract; validator: CheckedInputSchema['validator'] } | undefined {
-  const tool = MapReader.of(ctx, node, path, node ?? listNode);
-  if (tool === undefined) return undefined;
+  if (!isRecord(entry)) return undefined;
+  const tool = new ToolReader(checked, entry as Partial<ToolEntry>, index);
+  const { ctx } = tool;
   const before = ctx.issues.length;
-  tool.rejectUnknown(TOOL_FIELDS, TOOL_FIELD_HINTS);
-  const str = (field: string, node: Node | undefined): string | undefined =>
-    node === undefined ? undefined : readString(ctx, node, tool.fieldPath(field));
 
-  const name = str('name', tool.required('name'));
-  if (name !== undefined && !TOOL_NAME_PATTERN.test(name)) {
-    ctx.report(tool.optional('name'), tool.fieldPath('name'), `'${name}' is not a valid MCP tool name: 1 to 64 letters, digits, '_' or '-'`);
-  } else if (name !== undefined && (RESERVED_TOOL_NAMES as readonly string[]).includes(name)) {
-    ctx.report(tool.optional('name'), tool.fieldPath('name'), `'${name}' is reserved for the gateway's built-in tool`);
+  const name = tool.valid<string>('name');
+  if (name !== undefined && (RESERVED_TOOL_NAMES as readonly string[]).includes(name)) tool.report(['name'], `'${name}' is reserved for the gateway's built-in tool`);
+  const operationClass = tool.valid<OperationClass>('class');
+  const channel = tool.valid<string>('channel');
+  if (channel === 'http' && operationClass === 'remote_command') {
+    tool.report(['channel'], 'a remote_command runs on a host and is recovered by probing a marker there: use channel ssh or a plugin channel');
   }
-  const titleNode = tool.optional('title');
-  const title = titleNode === undefined ? null : str('title', titleNode);
-  const description = str('description', tool.required('description'));
+  const credentialRef = tool.valid<string>('credential_ref') ?? null;
+  if (credentialRef !== null && !isCredentialRef(credentialRef)) tool.report(['credential_ref'], CREDENTIAL_REF_RULE);
 
-  const classNode = tool.required('class');
-  const operationClass = classNode === undefined ? undefined : readEnum<OperationClass>(ctx, classNode, tool.fieldPath('class'), OPERATION_CLASSES);
-
-  const channel = readChannel(ctx, tool, operationClass);
-  const targetNode = tool.required('target', ': the logical target name recorded with every execution');
-  const target = str('target', targetNode);
-  if (target !== undefined && (/\s/.test(target) || hasTemplate(target))) {
-    ctx.report(targetNode, tool.fieldPath('target'), 'must be a literal name without spaces or templates');
-  }
-  const credentialNode = tool.optional('credential_ref');
-  const credentialRef = credentialNode === undefined ? null : str('credential_ref', credentialNode);
-  if (typeof credentialRef === 'string' && !isCredentialRef(credentialRef)) {
-    ctx.report(credentialNode, tool.fieldPath('credential_ref'), CREDENTIAL_REF_RULE);
-  }
-
-  const schemaNode = tool.required('input_schema', ': a JSON Schema with type: object');
-  const schema = schemaNode === undefined ? undefined : checkInputSchema(ctx, schemaNode, tool.fieldPath('input_schema'));
+  const schema = tool.valid('input_schema') === undefined ? undefined : checkInputSchema(ctx, tool.where('input_schema').node, tool.where('input_schema').path);
   const args = schema?.index;
-  const argumentList = (field: string): string[] => {
-    const listNode = tool.optional(field);
-    if (listNode === undefined) return [];
-    return checkArgumentNames(ctx, listNode, tool.fieldPath(field), args);
-  };
-  const secretArguments = argumentList('secret_arguments');
+  const secretArguments = checkArgumentNames(tool, ['secret_arguments'], args);
   const scope: ToolScope = { ctx, args, secrets: new Set(secretArguments) };
 
-  const durableKeyNode = tool.optional('durable_key_argument');
+  const durable = tool.valid<string>('durable_key_argument');
   let durableKeyArgument: string | null = null;
-  if (durableKeyNode !== undefined) {
-    const durable = readString(ctx, durableKeyNode, tool.fieldPath('durable_key_argument'));
-    const durablePath = tool.fieldPath('durable_key_argument');
-    const declared = durable === undefined || args === undefined ? undefined : args.schemaOf(durable);
-    if (durable !== undefined && args !== undefined && (durable.includes('.') || declared === undefined)) {
-      ctx.report(durableKeyNode, durablePath, `'${durable}' is not a top-level argument in input_schema.properties${didYouMean(durable, args.topLevelNames())}`);
-    } else if (durable !== undefined && declared !== undefined && declared['type'] !== undefined && declared['type'] !== 'string') {
-      ctx.report(durableKeyNode, durablePath, `the durable key argument '${durable}' must be a string argument`);
-    } else if (durable !== undefined && scope.secrets.has(durable)) {
-      ctx.report(durableKeyNode, durablePath, `'${durable}' is a secret argument; a secret must not be the durable key (the key is stored and shown)`);
-    } else if (durable !== undefined) durableKeyArgument = durable;
+  if (durable !== undefined) {
+    const declared = args?.schemaOf(durable);
+    if (args !== undefined && (durable.includes('.') || declared === undefined)) {
+      tool.report(['durable_key_argument'], `'${durable}' is not a top-level argument in input_schema.properties${didYouMean(durable, args.topLevelNames())}`);
+    } else if (declared !== undefined && declared['type'] !== undefined && declared['type'] !== 'string') {
+      tool.report(['durable_key_argument'], `the durable key argument '${durable}' must be a string argument`);
+    } else if (scope.secrets.has(durable)) {
+      tool.report(['durable_key_argument'], `'${durable}' is a secret argument; a secret must not be the durable key (the key is stored and shown)`);
+    } else durableKeyArgument = durable;
   }
 
   const request = readRequest(scope, tool, channel, { check: channel === undefined ? undefined : options.pluginChannels?.get(channel), operationClass });
-  const exclude = readFingerprint(ctx, tool, args);
+  const exclude = checkArgumentNames(tool, ['fingerprint', 'exclude'], args);
 
-  const windowNode = tool.required('correlation_window', `: a duration (${DURATION_FORMS}) or until_confirmed`);
-  const correlationWindow = windowNode === undefined ? undefined : readCorrelationWindow(ctx, windowNode, tool.fieldPath('correlation_window'));
+  const correlationWindow = readCorrelationWindow(tool);
   const graceDefault = operationClass === undefined ? DEFAULT_REDELIVERY_GRACE_MS : recoveryPolicyOf(operationClass).redeliveryGraceDefaultMs;
   let redeliveryGraceMs: number | null | undefined = graceDefault;
   if (graceDefault === null) {
@@ -246,77 +298,55 @@ function parseTool(
       `${operationClass === 'irreversible' ? 'an' : 'a'} ${operationClass} tool answers a repeat inside its correlation window with the stored result, whatever was delivered; ` +
         'remove redelivery_grace (a caller that wants a second execution sends _meta["io.oncegate/new-intent"]: true)',
     );
-  } else {
-    const graceNode = tool.optional('redelivery_grace');
-    if (graceNode !== undefined) redeliveryGraceMs = readDuration(ctx, graceNode, tool.fieldPath('redelivery_grace'), { allowZero: true });
-  }
-  const approvalNode = tool.optional('approval');
-  const approval = approvalNode === undefined ? 'none' : readEnum(ctx, approvalNode, tool.fieldPath('approval'), APPROVAL_MODES);
+  } else if (tool.has('redelivery_grace')) redeliveryGraceMs = readDuration(tool, ['redelivery_grace'], { allowZero: true });
+  const approval = tool.valid<ApprovalMode>('approval') ?? 'none';
 
   let statusQuery: StatusQuery | null | undefined = null;
   if (channel !== undefined && !BUILT_IN_CHANNELS.includes(channel)) {
     // A plugin channel reads its own evidence, named in its section (and checked by the channel, when known here).
     tool.forbid('status_query', `a tool on plugin channel '${channel}' names its status query inside its plugin: section`);
   } else if (operationClass === 'conditional_write') {
-    const queryNode = tool.required('status_query', ': a conditional write needs it to decide whether an unknown outcome took effect');
-    statusQuery = queryNode === undefined ? undefined : readStatusQuery(scope, queryNode, tool.fieldPath('status_query'));
+    statusQuery = tool.require('status_query', ': a conditional write needs it to decide whether an unknown outcome took effect') ? readStatusQuery(scope, tool) : undefined;
   } else if (operationClass !== undefined) {
     tool.forbid('status_query', `only a conditional_write has a status query; this tool is ${operationClass}`);
   }
   let marker: MarkerProtocol | null | undefined = null;
   if (operationClass === 'remote_command') {
-    const markerNode = tool.required('marker', ': a remote command needs a durable marker to recover an unknown outcome');
-    marker = markerNode === undefined ? undefined : readMarker(ctx, markerNode, tool.fieldPath('marker'));
+    marker = tool.require('marker', ': a remote command needs a durable marker to recover an unknown outcome') ? readMarker(scope, tool) : undefined;
   } else if (operationClass !== undefined) {
     tool.forbid('marker', `only a remote_command has a marker; this tool is ${operationClass}`);
   }
-  const limitsNode = tool.optional('limits');
-  const limits = limitsNode === undefined ? DEFAULT_LIMITS : readLimits(ctx, limitsNode, tool.fieldPath('limits'));
+  const limits = readLimits(tool);
 
-  if (ctx.issues.length > before) return undefined;
-  const { line, column } = ctx.positionOf(tool.node.range?.[0] ?? 0);
+  if (!tool.clean(before)) return undefined;
+  const { line, column } = ctx.positionOf(tool.where().node.range?.[0] ?? 0);
   const contract: ToolContract = {
     name: known(name),
-    title: known(title),
-    description: known(description),
+    title: tool.valid<string>('title') ?? null,
+    description: known(tool.valid<string>('description')),
     inputSchema: known(schema).schema,
     operationClass: known(operationClass),
     channel: known(channel),
-    target: known(target),
-    credentialRef: known(credentialRef),
+    target: known(tool.valid<string>('target')),
+    credentialRef,
     request: known(request),
     fingerprint: { exclude },
     secretArguments,
     durableKeyArgument,
     correlationWindow: known(correlationWindow),
     redeliveryGraceMs: known(redeliveryGraceMs),
-    approval: known(approval),
+    approval,
     statusQuery: known(statusQuery),
     marker: known(marker),
     limits: known(limits),
-    source: { file: ctx.file, path, line, column },
+    source: { file: ctx.file, path: tool.where().path, line, column },
   };
   return { tool: contract, validator: known(schema).validator };
 }
 
-function readChannel(ctx: YamlContext, tool: MapReader, operationClass: OperationClass | undefined): string | undefined {
-  const node = tool.required('channel', ": 'http', 'ssh' or a plugin channel name");
-  if (node === undefined) return undefined;
-  const channel = readString(ctx, node, tool.fieldPath('channel'));
-  if (channel === undefined) return undefined;
-  if (!PLUGIN_CHANNEL_PATTERN.test(channel)) {
-    ctx.report(node, tool.fieldPath('channel'), `'${channel}' is not a channel; expected http, ssh, or a plugin channel name ([a-z][a-z0-9-]*)${didYouMean(channel, BUILT_IN_CHANNELS)}`);
-    return undefined;
-  }
-  if (channel === 'http' && operationClass === 'remote_command') {
-    ctx.report(node, tool.fieldPath('channel'), 'a remote_command runs on a host and is recovered by probing a marker there: use channel ssh or a plugin channel');
-  }
-  return channel;
-}
-
 function readRequest(
   scope: ToolScope,
-  tool: MapReader,
+  tool: ToolReader,
   channel: string | undefined,
   plugin: { check: PluginSectionCheck | undefined; operationClass: OperationClass | undefined },
 ): RequestTemplate | undefined {
@@ -327,20 +357,18 @@ function readRequest(
   for (const block of blocks) {
     if (block !== wanted) tool.forbid(block, `a '${block}:' block does not belong to a tool on channel '${channel}'`);
   }
-  const node = tool.required(wanted, wanted === 'plugin' ? ` with the settings of plugin channel '${channel}'` : ` with the ${wanted} request template`);
-  if (node === undefined) return undefined;
-  const path = tool.fieldPath(wanted);
-  if (wanted === 'http') return readHttp(scope, node, path);
-  if (wanted === 'ssh') return readSsh(scope, node, path);
-  const section = MapReader.of(ctx, node, path);
-  if (section === undefined || !checkJsonTemplate(scope, section.node, path)) return undefined;
-  const config = ctx.toJS(section.node) as Record<string, unknown>;
+  if (!tool.require(wanted, wanted === 'plugin' ? ` with the settings of plugin channel '${channel}'` : ` with the ${wanted} request template`)) return undefined;
+  if (wanted === 'http') return readHttp(scope, tool);
+  if (wanted === 'ssh') return readSsh(scope, tool);
+  const config = tool.valid<Record<string, unknown>>('plugin');
+  const { node, path } = tool.where('plugin');
+  if (config === undefined || !checkJsonTemplate(scope, node, path)) return undefined;
   if (plugin.check !== undefined) {
     const before = ctx.issues.length;
     plugin.check(
       config,
       (at, reason) => {
-        ctx.report(nodeAt(ctx, section.node, at), at.reduce<string>((parent, key) => childPath(parent, key), path), reason);
+        ctx.report(nodeAt(ctx, node, at), at.reduce<string>((parent, key) => childPath(parent, key), path), reason);
       },
       { operationClass: plugin.operationClass },
     );
@@ -349,225 +377,168 @@ function readRequest(
   return { kind: 'plugin', channel, config };
 }
 
-/** The node at `path` below `node`, or the deepest one on the way that exists (a missing field is reported at its mapping). */
-function nodeAt(ctx: YamlContext, node: Node, path: ReadonlyArray<string | number>): Node {
-  let current = node;
-  for (const key of path) {
-    const next = isMap(current) ? ctx.resolve(current.get(key, true)) : isSeq(current) && typeof key === 'number' ? ctx.resolve(current.items[key]) : null;
-    if (next === null) break;
-    current = next;
+function readHttp(scope: ToolScope, tool: ToolReader): RequestTemplate | undefined {
+  const { ctx } = scope;
+  const before = ctx.issues.length;
+  const http = (tool.valid<unknown>('http') ?? tool.tool.http) as Partial<HttpRequest> | undefined;
+  if (!isRecord(http)) return undefined;
+  const method = tool.valid<string>('http', 'method')?.toUpperCase() as HttpMethod | undefined;
+  const urlText = tool.valid<string>('http', 'url');
+  const url = urlText === undefined ? undefined : checkUrl(scope, tool.where('http', 'url').node, tool.where('http', 'url').path, urlText);
+  const headers = readHeaders(scope, tool, ['http', 'headers']);
+  if (Object.hasOwn(http, 'body')) {
+    const { node, path } = tool.where('http', 'body');
+    if (method === 'GET' || method === 'HEAD') ctx.report(node, path, `a ${method} request carries no body`);
+    else checkJsonTemplate(scope, node, path);
   }
-  return current;
+  const header = tool.valid<string>('http', 'idempotency_header');
+  let idempotencyHeader: string | null = null;
+  if (header !== undefined) {
+    const reserved = reservedHeaderReason(header);
+    if (reserved !== undefined) tool.report(['http', 'idempotency_header'], reserved);
+    else if (Object.keys(headers ?? {}).some((h) => h.toLowerCase() === header.toLowerCase())) {
+      tool.report(['http', 'idempotency_header'], `'${header}' is also set in headers; the gateway sets it to the execution id`);
+    } else idempotencyHeader = header;
+  }
+  if (!tool.clean(before, 'http')) return undefined;
+  return { kind: 'http', method: known(method), url: known(url), headers: known(headers), body: http.body, idempotencyHeader };
 }
 
-function readHttp(scope: ToolScope, node: Node, path: string): RequestTemplate | undefined {
+/** `headers` of a request: `{}` when absent. */
+function readHeaders(scope: ToolScope, tool: ToolReader, segments: Segment[]): Record<string, string> | undefined {
+  const headers = tool.valid<Record<string, string | number | boolean>>(...segments);
+  if (headers === undefined) return {};
+  const { node, path } = tool.where(...segments);
+  return checkHeaders(scope, node, path, headers);
+}
+
+function readSsh(scope: ToolScope, tool: ToolReader): RequestTemplate | undefined {
   const { ctx } = scope;
-  const http = MapReader.of(ctx, node, path);
-  if (http === undefined) return undefined;
   const before = ctx.issues.length;
-  http.rejectUnknown(HTTP_FIELDS);
-  const methodNode = http.required('method');
-  const method = methodNode === undefined ? undefined : readEnum(ctx, methodNode, http.fieldPath('method'), HTTP_METHODS, { caseInsensitive: true });
-  const urlNode = http.required('url');
-  const url = urlNode === undefined ? undefined : checkUrl(scope, urlNode, http.fieldPath('url'));
-  const headersNode = http.optional('headers');
-  const headers = headersNode === undefined ? {} : checkHeaders(scope, headersNode, http.fieldPath('headers'));
-  const bodyNode = http.optional('body');
-  if (bodyNode !== undefined) {
-    if (method === 'GET' || method === 'HEAD') ctx.report(bodyNode, http.fieldPath('body'), `a ${method} request carries no body`);
-    else checkJsonTemplate(scope, bodyNode, http.fieldPath('body'));
-  }
-  const idempotencyNode = http.optional('idempotency_header');
-  let idempotencyHeader: string | null = null;
-  if (idempotencyNode !== undefined) {
-    const header = readString(ctx, idempotencyNode, http.fieldPath('idempotency_header'));
-    if (header !== undefined && !/^[A-Za-z0-9-]+$/.test(header)) {
-      ctx.report(idempotencyNode, http.fieldPath('idempotency_header'), `'${header}' is not a header name`);
-    } else if (header !== undefined && reservedHeaderReason(header) !== undefined) {
-      ctx.report(idempotencyNode, http.fieldPath('idempotency_header'), reservedHeaderReason(header)!);
-    } else if (header !== undefined && Object.keys(headers ?? {}).some((h) => h.toLowerCase() === header.toLowerCase())) {
-      ctx.report(idempotencyNode, http.fieldPath('idempotency_header'), `'${header}' is also set in headers; the gateway sets it to the execution id`);
-    } else if (header !== undefined) idempotencyHeader = header;
-  }
-  if (ctx.issues.length > before) return undefined;
+  const ssh = tool.tool.ssh as Partial<SshCommand> | undefined;
+  if (!isRecord(ssh)) return undefined;
+  const text = <R>(field: keyof SshCommand, check: (scope: ToolScope, node: Node, path: string, text: string) => R | undefined): R | undefined => {
+    const value = tool.valid<string>('ssh', field);
+    const { node, path } = tool.where('ssh', field);
+    return value === undefined ? undefined : check(scope, node, path, value);
+  };
+  const host = text('host', checkHost);
+  const hostKey = text('host_key', checkHostKey);
+  const cwd = Object.hasOwn(ssh, 'cwd') ? text('cwd', checkAbsolutePath) : null;
+  const items = tool.valid<(string | number | boolean)[]>('ssh', 'argv');
+  const argv = items === undefined ? undefined : checkArgv(scope, tool.where('ssh', 'argv').node, tool.where('ssh', 'argv').path, items);
+  if (!tool.clean(before, 'ssh')) return undefined;
   return {
-    kind: 'http',
-    method: known(method),
-    url: known(url),
-    headers: known(headers),
-    body: bodyNode === undefined ? undefined : ctx.toJS(bodyNode),
-    idempotencyHeader,
+    kind: 'ssh',
+    host: known(host),
+    port: tool.valid<number>('ssh', 'port') ?? DEFAULT_SSH_PORT,
+    user: known(tool.valid<string>('ssh', 'user')),
+    hostKey: known(hostKey),
+    cwd: known(cwd),
+    argv: known(argv),
   };
 }
 
-function readSsh(scope: ToolScope, node: Node, path: string): RequestTemplate | undefined {
-  const { ctx } = scope;
-  const ssh = MapReader.of(ctx, node, path);
-  if (ssh === undefined) return undefined;
-  const before = ctx.issues.length;
-  ssh.rejectUnknown(SSH_FIELDS);
-  const hostNode = ssh.required('host');
-  const host = hostNode === undefined ? undefined : checkHost(scope, hostNode, ssh.fieldPath('host'));
-  const portNode = ssh.optional('port');
-  const port = portNode === undefined ? DEFAULT_SSH_PORT : readInteger(ctx, portNode, ssh.fieldPath('port'), 1, 65_535);
-  const userNode = ssh.required('user');
-  const user = userNode === undefined ? undefined : checkUser(scope, userNode, ssh.fieldPath('user'));
-  const keyNode = ssh.required('host_key', ": the pinned public host key, 'ssh-ed25519 AAAA...' (ssh-keyscan prints it)");
-  const hostKey = keyNode === undefined ? undefined : checkHostKey(scope, keyNode, ssh.fieldPath('host_key'));
-  const cwdNode = ssh.optional('cwd');
-  const cwd = cwdNode === undefined ? null : checkAbsolutePath(scope, cwdNode, ssh.fieldPath('cwd'));
-  const argvNode = ssh.required('argv', ': the command as a list of separate arguments');
-  const argv = argvNode === undefined ? undefined : checkArgv(scope, argvNode, ssh.fieldPath('argv'));
-  if (ctx.issues.length > before) return undefined;
-  return { kind: 'ssh', host: known(host), port: known(port), user: known(user), hostKey: known(hostKey), cwd: known(cwd), argv: known(argv) };
-}
-
 /** A list of argument names or dotted paths; undeclared ones are reported and left out. */
-function checkArgumentNames(ctx: YamlContext, node: Node, path: string, args: CheckedInputSchema['index'] | undefined): string[] {
-  const names = readStringList(ctx, node, path);
-  if (names === undefined || args === undefined) return names ?? [];
-  const items = readList(ctx, node, path) ?? [];
+function checkArgumentNames(tool: ToolReader, segments: Segment[], args: CheckedInputSchema['index'] | undefined): string[] {
+  const names = tool.valid<string[]>(...segments) ?? [];
+  if (args === undefined) return names;
   return names.filter((name, index) => {
     if (args.has(name)) return true;
-    const at = items[index]?.node ?? node;
-    ctx.report(at, childPath(path, index), `'${name}' is not an argument in input_schema.properties${didYouMean(name, args.topLevelNames())}`);
+    tool.report([...segments, index], `'${name}' is not an argument in input_schema.properties${didYouMean(name, args.topLevelNames())}`);
     return false;
   });
 }
 
-function readFingerprint(ctx: YamlContext, tool: MapReader, args: CheckedInputSchema['index'] | undefined): string[] {
-  const node = tool.optional('fingerprint');
-  if (node === undefined) return [];
-  const fingerprint = MapReader.of(ctx, node, tool.fieldPath('fingerprint'));
-  if (fingerprint === undefined) return [];
-  fingerprint.rejectUnknown(FINGERPRINT_FIELDS, {
-    defaults: "defaults come from 'default' in input_schema.properties",
-    secret: "list secret arguments in the tool's 'secret_arguments'",
-  });
-  const exclude = fingerprint.optional('exclude');
-  return exclude === undefined ? [] : checkArgumentNames(ctx, exclude, fingerprint.fieldPath('exclude'), args);
-}
-
-function readDuration(ctx: YamlContext, node: Node, path: string, options: { allowZero: boolean }): number | undefined {
-  const value = ctx.toJS(node);
+/** A duration the schema let through, in milliseconds; a zero where it means nothing is refused. */
+function readDuration(tool: ToolReader, segments: Segment[], options: { allowZero: boolean }): number | undefined {
+  const value = tool.valid<string | number>(...segments);
+  if (value === undefined) return undefined;
   const ms = parseDuration(value);
   if (ms === undefined) {
-    const shown = typeof value === 'string' ? `'${value}'` : describeNode(node);
-    const hint = typeof value === 'number' ? ` — durations need a unit, e.g. '${value}s'` : '';
-    ctx.report(node, path, `${shown} is not a duration; write ${DURATION_FORMS}${hint}`);
+    // Only a duration too long to count in milliseconds passes the schema and fails here.
+    tool.report(segments, `'${value}' is not a duration; write ${DURATION_FORMS}`);
     return undefined;
   }
   if (ms === 0 && !options.allowZero) {
-    ctx.report(node, path, 'must be longer than 0');
+    tool.report(segments, 'must be longer than 0');
     return undefined;
   }
   return ms;
 }
 
-function readCorrelationWindow(ctx: YamlContext, node: Node, path: string): CorrelationWindow | undefined {
-  const value = ctx.toJS(node);
-  if (value === 'until_confirmed') return { kind: 'until_confirmed' };
-  if (typeof value === 'string' && parseDuration(value) === undefined && /^[a-z_]+$/.test(value)) {
-    ctx.report(node, path, `'${value}' is not a duration or 'until_confirmed'${didYouMean(value, ['until_confirmed'])}`);
-    return undefined;
-  }
-  const ms = readDuration(ctx, node, path, { allowZero: false });
+function readCorrelationWindow(tool: ToolReader): CorrelationWindow | undefined {
+  if (tool.valid('correlation_window') === 'until_confirmed') return { kind: 'until_confirmed' };
+  const ms = readDuration(tool, ['correlation_window'], { allowZero: false });
   return ms === undefined ? undefined : { kind: 'duration', ms };
 }
 
-function readStatusQuery(scope: ToolScope, node: Node, path: string): StatusQuery | undefined {
+function readStatusQuery(scope: ToolScope, tool: ToolReader): StatusQuery | undefined {
   const { ctx } = scope;
-  const query = MapReader.of(ctx, node, path);
-  if (query === undefined) return undefined;
   const before = ctx.issues.length;
-  query.rejectUnknown(STATUS_QUERY_FIELDS);
-  const httpNode = query.required('http', ': the GET request that reads the current state');
-  const http = httpNode === undefined ? undefined : MapReader.of(ctx, httpNode, query.fieldPath('http'));
-  let url: string | undefined;
-  let headers: Record<string, string> | undefined = {};
-  if (http !== undefined) {
-    http.rejectUnknown(STATUS_HTTP_FIELDS, { body: 'a status query is a GET and carries no body' });
-    const methodNode = http.optional('method');
-    if (methodNode !== undefined) readEnum(ctx, methodNode, http.fieldPath('method'), ['GET'] as const, { caseInsensitive: true });
-    const urlNode = http.required('url');
-    url = urlNode === undefined ? undefined : checkUrl(scope, urlNode, http.fieldPath('url'));
-    const headersNode = http.optional('headers');
-    headers = headersNode === undefined ? {} : checkHeaders(scope, headersNode, http.fieldPath('headers'));
-  }
-  const preconditionNode = query.required('precondition', ': the pointer and value that show the write has not happened');
-  const precondition = preconditionNode === undefined ? undefined : MapReader.of(ctx, preconditionNode, query.fieldPath('precondition'));
-  let pointer: string | undefined;
-  let equals: PreconditionValue | undefined;
-  if (precondition !== undefined) {
-    precondition.rejectUnknown(PRECONDITION_FIELDS);
-    const pointerNode = precondition.required('pointer', ": a JSON pointer into the response body, e.g. '/version'");
-    pointer = pointerNode === undefined ? undefined : readString(ctx, pointerNode, precondition.fieldPath('pointer'), { nonEmpty: false });
-    if (pointer !== undefined && !/^(\/([^~/]|~[01])*)*$/.test(pointer)) {
-      ctx.report(pointerNode, precondition.fieldPath('pointer'), `'${pointer}' is not a JSON pointer; write it like '/version' or '/data/0/etag'`);
-    }
-    const equalsNode = precondition.value('equals');
-    if (equalsNode === undefined) {
-      ctx.report(precondition.node, precondition.fieldPath('equals'), "missing required field 'equals': the value, or {{args.<name>}}");
-    } else equals = readPreconditionValue(scope, equalsNode, precondition.fieldPath('equals'));
-  }
-  if (ctx.issues.length > before) return undefined;
+  const query = tool.tool.status_query as Partial<StatusQuerySection> | undefined;
+  if (!isRecord(query)) return undefined;
+  const urlText = tool.valid<string>('status_query', 'http', 'url');
+  const urlAt = tool.where('status_query', 'http', 'url');
+  const url = urlText === undefined ? undefined : checkUrl(scope, urlAt.node, urlAt.path, urlText);
+  const headers = readHeaders(scope, tool, ['status_query', 'http', 'headers']);
+  const pointer = tool.valid<string>('status_query', 'precondition', 'pointer');
+  const precondition = isRecord(query.precondition) ? query.precondition : undefined;
+  const equals = precondition !== undefined && Object.hasOwn(precondition, 'equals') ? readPreconditionValue(scope, tool, precondition['equals']) : undefined;
+  if (!tool.clean(before, 'status_query')) return undefined;
   return { http: { method: 'GET', url: known(url), headers: known(headers) }, precondition: { pointer: known(pointer), equals: known(equals) } };
 }
 
-function readPreconditionValue(scope: ToolScope, node: Node | null, path: string): PreconditionValue | undefined {
-  const value = node === null ? null : scope.ctx.toJS(node);
+function readPreconditionValue(scope: ToolScope, tool: ToolReader, value: unknown): PreconditionValue | undefined {
   if (typeof value !== 'string' || !value.includes('{{')) return { kind: 'literal', value };
-  const at = node ?? undefined;
-  const scan = at === undefined ? undefined : checkTemplates(scope, at, path, value);
-  if (scan === undefined) return undefined;
+  const { node, path } = tool.where('status_query', 'precondition', 'equals');
+  if (checkTemplates(scope, node, path, value) === undefined) return undefined;
   const whole = scanTemplates(value).whole;
   if (whole?.kind !== 'argument') {
-    scope.ctx.report(at, path, 'must be a literal value or exactly one {{args.<name>}}');
+    scope.ctx.report(node, path, 'must be a literal value or exactly one {{args.<name>}}');
     return undefined;
   }
   return { kind: 'argument', argument: whole.argument };
 }
 
-function readMarker(ctx: YamlContext, node: Node, path: string): MarkerProtocol | undefined {
-  const marker = MapReader.of(ctx, node, path);
-  if (marker === undefined) return undefined;
+function readMarker(scope: ToolScope, tool: ToolReader): MarkerProtocol | undefined {
+  const { ctx } = scope;
+  const marker = tool.tool.marker as Partial<MarkerSection> | undefined;
+  if (!isRecord(marker)) return undefined;
   const before = ctx.issues.length;
-  marker.rejectUnknown(MARKER_FIELDS);
-  const scope: ToolScope = { ctx, args: undefined, secrets: new Set() };
-  const directoryNode = marker.required('directory', ': the absolute directory on the host that holds markers');
-  const directory = directoryNode === undefined ? undefined : checkAbsolutePath(scope, directoryNode, marker.fieldPath('directory'));
-  const beforeNode = marker.required('written_before_work', ': true when the marker is written before the work starts');
-  const writtenBeforeWork = beforeNode === undefined ? undefined : readBoolean(ctx, beforeNode, marker.fieldPath('written_before_work'));
-  const waitNode = marker.optional('started_wait');
-  const startedWaitMs = waitNode === undefined ? DEFAULT_MARKER_STARTED_WAIT_MS : readDuration(ctx, waitNode, marker.fieldPath('started_wait'), { allowZero: true });
-  if (ctx.issues.length > before) return undefined;
-  return { directory: known(directory), writtenBeforeWork: known(writtenBeforeWork), startedWaitMs: known(startedWaitMs) };
+  // Marker paths never hold arguments: checked without the tool's arguments or secrets.
+  const literal: ToolScope = { ctx, args: undefined, secrets: new Set() };
+  const directoryText = tool.valid<string>('marker', 'directory');
+  const directoryAt = tool.where('marker', 'directory');
+  const directory = directoryText === undefined ? undefined : checkAbsolutePath(literal, directoryAt.node, directoryAt.path, directoryText);
+  const startedWaitMs = Object.hasOwn(marker, 'started_wait') ? readDuration(tool, ['marker', 'started_wait'], { allowZero: true }) : DEFAULT_MARKER_STARTED_WAIT_MS;
+  if (!tool.clean(before, 'marker')) return undefined;
+  return { directory: known(directory), writtenBeforeWork: known(tool.valid<boolean>('marker', 'written_before_work')), startedWaitMs: known(startedWaitMs) };
 }
 
 const SIZE = /^(\d+)\s*(B|KB|KiB|MB|MiB)$/;
 const SIZE_UNITS: Readonly<Record<string, number>> = { B: 1, KB: 1_000, KiB: 1_024, MB: 1_000_000, MiB: 1_048_576 };
 
-function readLimits(ctx: YamlContext, node: Node, path: string): ToolLimits | undefined {
-  const limits = MapReader.of(ctx, node, path);
-  if (limits === undefined) return undefined;
-  const before = ctx.issues.length;
-  limits.rejectUnknown(LIMITS_FIELDS);
+function readLimits(tool: ToolReader): ToolLimits | undefined {
+  const limits = tool.tool.limits;
+  if (limits === undefined) return DEFAULT_LIMITS;
+  if (!isRecord(limits)) return undefined;
+  const before = tool.ctx.issues.length;
   let responseBytes: number | undefined = DEFAULT_LIMITS.responseBytes;
-  const bytesNode = limits.optional('response_bytes');
-  if (bytesNode !== undefined) {
-    const value = ctx.toJS(bytesNode);
-    const size = SIZE.exec(typeof value === 'string' ? value : '');
-    responseBytes = typeof value === 'number' ? value : size ? Number(size[1]) * (SIZE_UNITS[size[2] ?? 'B'] ?? 1) : undefined;
-    if (responseBytes === undefined || !Number.isInteger(responseBytes) || responseBytes < 1 || responseBytes > MAX_RESPONSE_BYTES) {
-      ctx.report(bytesNode, limits.fieldPath('response_bytes'), `must be a size between 1 and 64MiB, as bytes or with a unit (B, KB, KiB, MB, MiB), got ${describeNode(bytesNode)}`);
+  const written = tool.valid<number | string>('limits', 'response_bytes');
+  if (typeof written === 'number') responseBytes = written;
+  else if (written !== undefined) {
+    // The schema checks the form of a size with a unit; its range is known only once the unit is applied.
+    const size = SIZE.exec(written);
+    responseBytes = size ? Number(size[1]) * (SIZE_UNITS[size[2] ?? 'B'] ?? 1) : undefined;
+    if (responseBytes === undefined || responseBytes < 1 || responseBytes > MAX_RESPONSE_BYTES) {
+      tool.report(['limits', 'response_bytes'], `must be a size between 1 and 64MiB, as bytes or with a unit (B, KB, KiB, MB, MiB), got the string '${written}'`);
     }
   }
-  const timeout = (field: string, fallback: number): number | undefined => {
-    const timeoutNode = limits.optional(field);
-    return timeoutNode === undefined ? fallback : readDuration(ctx, timeoutNode, limits.fieldPath(field), { allowZero: false });
-  };
+  const timeout = (field: 'connect_timeout' | 'response_timeout', fallback: number): number | undefined =>
+    Object.hasOwn(limits, field) ? readDuration(tool, ['limits', field], { allowZero: false }) : fallback;
   const connectTimeoutMs = timeout('connect_timeout', DEFAULT_LIMITS.connectTimeoutMs);
   const responseTimeoutMs = timeout('response_timeout', DEFAULT_LIMITS.responseTimeoutMs);
-  if (ctx.issues.length > before) return undefined;
+  if (!tool.clean(before, 'limits')) return undefined;
   return { responseBytes: known(responseBytes), connectTimeoutMs: known(connectTimeoutMs), responseTimeoutMs: known(responseTimeoutMs) };
 }

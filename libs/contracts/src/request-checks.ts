@@ -4,7 +4,7 @@ import { reservedHeaderReason } from './request-headers';
 import { CREDENTIAL_HEADERS, describeCredential, isCredentialName } from './secret-detection';
 import { didYouMean } from './suggest';
 import { scanTemplates, type TemplateScan } from './template';
-import { childPath, describeNode, MapReader, readString, type YamlContext } from './yaml-reader';
+import { childNode, childPath, describeNode, keyNodeAt, type YamlContext } from './yaml-reader';
 
 /** What template and secret checks of one tool need to know. */
 export interface ToolScope {
@@ -65,9 +65,7 @@ const ORIGIN = /^([A-Za-z][A-Za-z0-9+.-]*:\/\/)([^/?#]*)/;
  * An absolute http(s) URL template. The scheme, host and port are literal — an argument never chooses where a
  * request goes — there are no credentials in it, and no secret argument (URLs end up in logs and records).
  */
-export function checkUrl(scope: ToolScope, node: Node, path: string): string | undefined {
-  const text = readString(scope.ctx, node, path);
-  if (text === undefined) return undefined;
+export function checkUrl(scope: ToolScope, node: Node, path: string, text: string): string | undefined {
   const report = (reason: string): undefined => {
     scope.ctx.report(node, path, reason);
     return undefined;
@@ -93,37 +91,32 @@ export function checkUrl(scope: ToolScope, node: Node, path: string): string | u
 
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
-/** A header-name → value mapping; credential headers and reserved headers (`reservedHeaderReason`) are refused whatever their value. */
-export function checkHeaders(scope: ToolScope, node: Node, path: string): Record<string, string> | undefined {
-  const headers = MapReader.of(scope.ctx, node, path);
-  if (headers === undefined) return undefined;
+/**
+ * A header-name → value mapping (`headers`, as the file's schema let it through: values are scalars); credential
+ * headers and reserved headers (`reservedHeaderReason`) are refused whatever their value.
+ */
+export function checkHeaders(
+  scope: ToolScope,
+  node: Node,
+  path: string,
+  headers: Readonly<Record<string, string | number | boolean>>,
+): Record<string, string> | undefined {
   const result: Record<string, string> = {};
   let ok = true;
-  for (const name of headers.keys()) {
-    const headerPath = headers.fieldPath(name);
-    const keyNode = headers.keyNode(name) ?? node;
-    if (!HEADER_NAME.test(name)) {
-      scope.ctx.report(keyNode, headerPath, `'${name}' is not a valid HTTP header name`);
+  for (const [name, written] of Object.entries(headers)) {
+    const headerPath = childPath(path, name);
+    const keyNode = keyNodeAt(scope.ctx, node, [name]) ?? node;
+    const reason = !HEADER_NAME.test(name)
+      ? `'${name}' is not a valid HTTP header name`
+      : (reservedHeaderReason(name) ??
+        ((CREDENTIAL_HEADERS as readonly string[]).includes(name.toLowerCase()) || isCredentialName(name) ? `header '${name}' carries a credential; ${BY_REFERENCE}` : undefined));
+    if (reason !== undefined) {
+      scope.ctx.report(keyNode, headerPath, reason);
       ok = false;
       continue;
     }
-    const reserved = reservedHeaderReason(name);
-    if (reserved !== undefined) {
-      scope.ctx.report(keyNode, headerPath, reserved);
-      ok = false;
-      continue;
-    }
-    if ((CREDENTIAL_HEADERS as readonly string[]).includes(name.toLowerCase()) || isCredentialName(name)) {
-      scope.ctx.report(keyNode, headerPath, `header '${name}' carries a credential; ${BY_REFERENCE}`);
-      ok = false;
-      continue;
-    }
-    const valueNode = headers.required(name);
-    const value = valueNode === undefined ? undefined : readString(scope.ctx, valueNode, headerPath, { coerce: true, nonEmpty: false });
-    if (valueNode === undefined || value === undefined) {
-      ok = false;
-      continue;
-    }
+    const value = String(written);
+    const valueNode = childNode(scope.ctx, node, name) ?? keyNode;
     const scan = checkTemplates(scope, valueNode, headerPath, value);
     if (scan === undefined || !checkNoLiteralCredential(scope, valueNode, headerPath, value)) ok = false;
     else result[name] = value;

@@ -1,7 +1,7 @@
 import type { Node } from 'yaml';
 import { checkNoLiteralCredential, checkTemplates, type ToolScope } from './request-checks';
 import { hasTemplate } from './template';
-import { readList, readString } from './yaml-reader';
+import { childNode, childPath } from './yaml-reader';
 
 export const HOST_KEY_TYPES = ['ssh-ed25519', 'ecdsa-sha2-nistp256', 'ecdsa-sha2-nistp384', 'ecdsa-sha2-nistp521', 'ssh-rsa'] as const;
 
@@ -35,9 +35,7 @@ function isWholeKey(type: string, base64: string): boolean {
 }
 
 /** A pinned host key in OpenSSH public-key form (`ssh-ed25519 AAAA...`, comment dropped), or `undefined` (reported). */
-export function checkHostKey(scope: ToolScope, node: Node, path: string): string | undefined {
-  const text = readString(scope.ctx, node, path);
-  if (text === undefined) return undefined;
+export function checkHostKey(scope: ToolScope, node: Node, path: string, text: string): string | undefined {
   const report = (reason: string): undefined => {
     scope.ctx.report(node, path, reason);
     return undefined;
@@ -60,31 +58,17 @@ export function checkHostKey(scope: ToolScope, node: Node, path: string): string
 }
 
 const HOST = /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*|\[?[0-9A-Fa-f:.]+\]?)$/;
-const USER = /^[A-Za-z_][A-Za-z0-9_.-]{0,31}$/;
 
-export function checkHost(scope: ToolScope, node: Node, path: string): string | undefined {
-  const text = readString(scope.ctx, node, path);
-  if (text === undefined) return undefined;
+/** A literal host name or IP address: a template is named first, since an argument must never choose the host. */
+export function checkHost(scope: ToolScope, node: Node, path: string, text: string): string | undefined {
   if (hasTemplate(text)) scope.ctx.report(node, path, 'the host must be literal: an argument must not choose where a command runs');
   else if (!HOST.test(text)) scope.ctx.report(node, path, `'${text}' is not a host name or IP address`);
   else return text;
   return undefined;
 }
 
-export function checkUser(scope: ToolScope, node: Node, path: string): string | undefined {
-  const text = readString(scope.ctx, node, path);
-  if (text === undefined) return undefined;
-  if (!USER.test(text)) {
-    scope.ctx.report(node, path, `'${text}' is not a valid login name (literal, letters, digits, '_', '.', '-')`);
-    return undefined;
-  }
-  return text;
-}
-
 /** An absolute, literal path without `..` segments. */
-export function checkAbsolutePath(scope: ToolScope, node: Node, path: string): string | undefined {
-  const text = readString(scope.ctx, node, path);
-  if (text === undefined) return undefined;
+export function checkAbsolutePath(scope: ToolScope, node: Node, path: string, text: string): string | undefined {
   if (hasTemplate(text)) scope.ctx.report(node, path, 'must be a literal path, without templates');
   else if (!text.startsWith('/')) scope.ctx.report(node, path, `'${text}' must be an absolute path`);
   else if (text.split('/').includes('..')) scope.ctx.report(node, path, `'${text}' must not contain '..'`);
@@ -99,39 +83,25 @@ const SHELLS = ['sh', 'bash', 'dash', 'zsh', 'ksh', 'ash', 'fish', 'csh', 'tcsh'
  * handed to `sh -c` (that is a shell string by another name); no secret argument (the host's process list
  * shows argv to every user).
  */
-export function checkArgv(scope: ToolScope, node: Node, path: string): string[] | undefined {
-  const items = readList(scope.ctx, node, path);
-  if (items === undefined) return undefined;
-  if (items.length === 0) {
-    scope.ctx.report(node, path, 'must name at least the program to run');
-    return undefined;
-  }
+export function checkArgv(scope: ToolScope, node: Node, path: string, items: readonly (string | number | boolean)[]): string[] | undefined {
   const argv: string[] = [];
   let ok = true;
   let shellString = false;
   items.forEach((item, index) => {
-    const text = item.node === null ? undefined : readString(scope.ctx, item.node, item.path, { coerce: true, nonEmpty: false });
-    if (item.node === null) scope.ctx.report(node, item.path, 'must be a string, got nothing');
-    if (item.node === null || text === undefined) {
-      ok = false;
-      return;
-    }
-    const at = item.node;
-    const scan = checkTemplates(scope, at, item.path, text, "argv is visible in the host's process list; pass it some other way");
-    if (scan === undefined || !checkNoLiteralCredential(scope, at, item.path, text)) ok = false;
+    const text = String(item);
+    const itemPath = childPath(path, index);
+    const at = childNode(scope.ctx, node, index) ?? node;
+    const scan = checkTemplates(scope, at, itemPath, text, "argv is visible in the host's process list; pass it some other way");
+    if (scan === undefined || !checkNoLiteralCredential(scope, at, itemPath, text)) ok = false;
     else if (scan.references.length > 0) {
       if (index === 0) {
-        scope.ctx.report(at, item.path, 'the program (argv[0]) must be literal');
+        scope.ctx.report(at, itemPath, 'the program (argv[0]) must be literal');
         ok = false;
       } else if (scan.whole === undefined) {
-        scope.ctx.report(
-          at,
-          item.path,
-          `a template must be a whole argv element, never spliced into '${text}': split it into separate elements`,
-        );
+        scope.ctx.report(at, itemPath, `a template must be a whole argv element, never spliced into '${text}': split it into separate elements`);
         ok = false;
       } else if (shellString) {
-        scope.ctx.report(at, item.path, `argv runs a shell with -c: a template here would be interpolated into a shell string`);
+        scope.ctx.report(at, itemPath, `argv runs a shell with -c: a template here would be interpolated into a shell string`);
         ok = false;
       }
     }

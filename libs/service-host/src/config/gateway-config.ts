@@ -1,22 +1,24 @@
 import { isAbsolute, resolve } from 'node:path';
-import { isScalar, type Node } from 'yaml';
 import {
+  childPath,
+  compileFileSchema,
   DURATION_FORMS,
-  MapReader,
   formatIssue,
   openYamlDocument,
   parseDuration,
-  readBoolean,
-  readEnum,
-  readInteger,
-  readList,
-  readString,
-  readStringList,
+  SchemaCheckedYaml,
   type ContractIssue,
+  type SchemaMessages,
+  type Segment,
   type YamlContext,
 } from '@oncegate/contracts';
 import { isStoredEventType, STORED_EVENT_TYPES } from '@oncegate/domain';
+// The published schema of the file (generated from oncegate-file.ts by tools/config-schemas); the checks below are what it cannot say.
+// It is published at the repository root (schemas/), where editors and users find it, and bundled from there.
+// eslint-disable-next-line @nx/enforce-module-boundaries -- the one copy of the schema, outside every project
+import oncegateSchema from '../../../../schemas/oncegate.schema.json' with { type: 'json' };
 import { isLoopbackAuthority, isLoopbackHost } from './loopback';
+import type { FailHandlingSection, KafkaDecisionsSection, KafkaTopicRule, OAuthApproverSection, OncegateFile, PolicyRuleEntry } from './oncegate-file';
 import { isPostgresUrl } from './store-url';
 
 export const STORE_DRIVERS = ['sqlite', 'postgres'] as const;
@@ -190,7 +192,7 @@ export interface KafkaConfig {
 }
 
 /** The services whose handlers `testing.fail_handling` can make fail: those that consume events. */
-const HANDLING_SERVICES = ['authorization', 'dispatcher-http', 'dispatcher-ssh', 'result-delivery'] as const;
+const HANDLING_SERVICES: readonly FailHandlingSection['service'][] = ['authorization', 'dispatcher-http', 'dispatcher-ssh', 'result-delivery'];
 
 export const LOG_LEVELS = ['error', 'warn', 'log', 'debug', 'verbose'] as const;
 export type LogLevelName = (typeof LOG_LEVELS)[number];
@@ -253,85 +255,87 @@ export const DEFAULT_CONFIG: Omit<GatewayConfig, 'source'> = {
   oauth: null,
 };
 
-const FIELDS = [
-  'listen',
-  'data_dir',
-  'contracts',
-  'store',
-  'call_wait',
-  'max_request_bytes',
-  'authorization',
-  // No longer a section: named so that a file which still has it gets the vault's instructions.
-  'credentials',
-  'demo_target',
-  'dev_token',
-  'seal_every',
-  'instance_lease',
-  'dispatch_in_flight',
-  'log_level',
-  'kafka',
-  'oauth',
-  'operations',
-  'tracing',
-  'testing',
-] as const;
+let validator: ReturnType<typeof compileFileSchema> | undefined;
 
-function readDuration(ctx: YamlContext, node: Node, path: string): number | undefined {
-  const text = readString(ctx, node, path, { coerce: true });
-  if (text === undefined) return undefined;
-  const ms = parseDuration(text);
-  if (ms === undefined) ctx.report(node, path, `'${text}' is not a duration; write ${DURATION_FORMS}`);
-  return ms;
-}
+const HANDLING_SERVICES_NOTE = HANDLING_SERVICES.join(', ');
 
-function readBytes(ctx: YamlContext, node: Node, path: string): number | undefined {
-  const text = readString(ctx, node, path, { coerce: true });
-  const match = /^(\d+)\s*(B|KiB|MiB)?$/.exec(text ?? '');
-  if (text === undefined) return undefined;
-  if (match === null) {
-    ctx.report(node, path, `'${text}' is not a size; write e.g. 65536, 512KiB or 4MiB`);
-    return undefined;
+/** What a missing required field should hold, by its shape. */
+const REQUIRED_HINTS: Readonly<Record<string, string>> = {
+  'authorization.rules[].tools': ": a list of tool names or '*'",
+  'authorization.rules[].actors': ": a list of agent:<name> or '*'",
+  'authorization.rules[].decision': ': allow, run_grant or deny',
+  'tracing.endpoint': ': the OTLP/HTTP endpoint spans are sent to, e.g. http://otel-collector:4318',
+  'kafka.topics[].topic': ': the Kafka topic these events go to',
+  'kafka.decisions.topic': ': the topic decisions arrive on',
+  'kafka.decisions.replies': ': the topic outcomes of decisions go to',
+  'oauth.issuer': ": the identity provider's issuer, e.g. https://idp.example.com/realms/agents",
+  'oauth.resource': ": this gateway's public MCP URL, the tokens' audience, e.g. https://gateway.example.com/mcp",
+  'oauth.approver.claim': ': the claim that marks an approver, e.g. roles',
+  'oauth.approver.value': ': the value it must hold, e.g. oncegate-approver',
+};
+
+const MESSAGES: SchemaMessages = {
+  unknownField: (shape, name) =>
+    shape === '' && name === 'credentials'
+      ? 'credentials live in the vault now: oncegate vault set <ref> --kind bearer|basic|header|ssh_key|password --bind <host[:port][/path]> (see docs/gateway.md)'
+      : undefined,
+  requiredField: (shape, name) => {
+    if (shape === 'testing.fail_handling') return name === 'service' ? `required: one of ${HANDLING_SERVICES_NOTE}` : 'required: the file whose presence is the fault';
+    return `missing required field '${name}'${REQUIRED_HINTS[`${shape}.${name}`] ?? ''}`;
+  },
+  listItemPaths: 'list',
+};
+
+/** The file's fields where the schema found them valid, and where to report what it cannot check. */
+class ConfigReader {
+  constructor(readonly checked: SchemaCheckedYaml<OncegateFile>) {}
+
+  get ctx(): YamlContext {
+    return this.checked.ctx;
   }
-  const unit = match[2] === 'MiB' ? 1024 * 1024 : match[2] === 'KiB' ? 1024 : 1;
-  return Number(match[1]) * unit;
-}
 
-const HOST_NAME = /^(\*\.)?([a-z0-9-]+\.)*[a-z0-9-]+(:\d{1,5})?$|^\[[0-9a-f:.]+\](:\d{1,5})?$/i;
-
-function readAllowedHosts(ctx: YamlContext, node: Node, path: string): string[] | undefined {
-  const hosts = readStringList(ctx, node, path);
-  for (const host of hosts ?? []) {
-    if (!HOST_NAME.test(host)) ctx.report(node, path, `'${host}' is not a host name; write e.g. gateway.example.com, gateway.example.com:8443, *.example.com or [::1]`);
-  }
-  return hosts;
-}
-
-function readAllowedOrigins(ctx: YamlContext, node: Node, path: string): string[] | undefined {
-  const origins = readStringList(ctx, node, path);
-  for (const origin of origins ?? []) {
-    let valid = false;
-    try {
-      const url = new URL(origin);
-      valid = (url.protocol === 'http:' || url.protocol === 'https:') && url.origin === origin.replace(/\/$/, '').toLowerCase();
-    } catch {
-      valid = false;
+  /** Whether a field is written, whatever its value. */
+  has(...segments: Segment[]): boolean {
+    let current: unknown = this.checked.value;
+    for (const segment of segments) {
+      if (typeof current !== 'object' || current === null || !Object.hasOwn(current, segment)) return false;
+      current = (current as Record<string, unknown>)[String(segment)];
     }
-    if (!valid) ctx.report(node, path, `'${origin}' is not an origin; write scheme://host[:port], e.g. https://console.example.com`);
+    return true;
   }
-  return origins;
+
+  valid<V>(...segments: Segment[]): V | undefined {
+    return this.checked.valid<V>(segments);
+  }
+
+  report(segments: Segment[], reason: string, path = this.checked.where(segments).path): void {
+    this.ctx.report(this.checked.where(segments).node, path, reason);
+  }
+
+  position(segments: Segment[]): { line: number; column: number } {
+    return this.ctx.positionOf(this.checked.where(segments).node.range?.[0] ?? 0);
+  }
+
+  /** A duration in milliseconds, with its least value (`0` for longer than 0s), or `undefined` (reported when invalid). */
+  duration(segments: Segment[], least?: { ms: number; reason: string }): number | undefined {
+    const value = this.valid<string | number>(...segments);
+    if (value === undefined) return undefined;
+    const ms = parseDuration(value);
+    if (ms === undefined) {
+      // Only a duration too long to count in milliseconds passes the schema and fails here.
+      this.report(segments, `'${value}' is not a duration; write ${DURATION_FORMS}`);
+      return undefined;
+    }
+    if (least !== undefined && (least.ms === 0 ? ms === 0 : ms < least.ms)) {
+      this.report(segments, least.reason);
+      return undefined;
+    }
+    return ms;
+  }
 }
 
-const ACTOR = /^agent:[a-z0-9][a-z0-9_.-]{0,63}$/;
-
-function readActors(ctx: YamlContext, node: Node, path: string): string[] | undefined {
-  const actors = readStringList(ctx, node, path);
-  for (const actor of actors ?? []) {
-    if (actor !== '*' && !ACTOR.test(actor)) ctx.report(node, path, `'${actor}' is not an actor; write agent:<name> or '*'`);
-  }
-  return actors;
-}
-
-const AGENT_NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/;
+const LONGER_THAN_ZERO = { ms: 0, reason: 'must be longer than 0s' };
+const AT_LEAST_300MS = { ms: 300, reason: 'must be at least 300ms' };
 
 /**
  * Why `testing.unauthenticated_agent` may not be on with these listen settings, or `undefined`. A request without
@@ -353,61 +357,51 @@ export function unauthenticatedAgentProblem(config: Pick<GatewayConfig, 'host' |
   return undefined;
 }
 
-function readUnauthenticatedAgent(ctx: YamlContext, node: Node, config: GatewayConfig): string | null {
-  const path = 'testing.unauthenticated_agent';
-  const name = readString(ctx, node, path, { nonEmpty: true });
-  if (name === undefined) return null;
-  if (!AGENT_NAME.test(name)) {
-    ctx.report(node, path, `'${name}' is not an agent name; write e.g. conformance (requests without a token are then served as agent:conformance)`);
-    return null;
+/** A browser origin as it is sent in `Origin`: scheme, host and port, nothing else. */
+function isOrigin(origin: string): boolean {
+  try {
+    const url = new URL(origin);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.origin === origin.replace(/\/$/, '').toLowerCase();
+  } catch {
+    return false;
   }
-  const problem = unauthenticatedAgentProblem(config);
-  if (problem !== undefined) {
-    ctx.report(node, path, `test only, refused: ${problem}`);
-    return null;
-  }
-  return `agent:${name}`;
+}
+
+function readListen(file: ConfigReader, config: MutableConfig): void {
+  config.host = file.valid<string>('listen', 'host') ?? config.host;
+  config.port = file.valid<number>('listen', 'port') ?? config.port;
+  config.path = file.valid<string>('listen', 'path') ?? config.path;
+  config.allowedHosts = file.valid<string[]>('listen', 'allowed_hosts') ?? config.allowedHosts;
+  const origins = file.valid<string[]>('listen', 'allowed_origins');
+  const badOrigins = (origins ?? []).filter((origin) => !isOrigin(origin));
+  for (const origin of badOrigins) file.report(['listen', 'allowed_origins'], `'${origin}' is not an origin; write scheme://host[:port], e.g. https://console.example.com`);
+  if (origins !== undefined && badOrigins.length === 0) config.allowedOrigins = origins;
+  const idleMs = file.duration(['listen', 'session_idle'], LONGER_THAN_ZERO);
+  const perActor = file.valid<number>('listen', 'sessions_per_agent');
+  config.sessions = { idleMs: idleMs ?? config.sessions.idleMs, perActor: perActor ?? config.sessions.perActor };
+  config.sseRetryMs = file.duration(['listen', 'sse_retry'], { ms: 100, reason: 'must be at least 100ms: clients reconnect after it without backing off' }) ?? config.sseRetryMs;
+  config.resumptionRetentionMs =
+    file.duration(['listen', 'resumption_retention'], { ms: 1_000, reason: 'must be at least 1s: a client needs time to reconnect' }) ?? config.resumptionRetentionMs;
 }
 
 /**
  * `authorization.rules` (a list, first match wins) followed by the `authorization.allow` shorthand (tool →
  * actors allowed outright). With neither, the policy is empty and every call is denied.
  */
-function readPolicy(ctx: YamlContext, auth: MapReader): PolicyRule[] {
+function readPolicy(file: ConfigReader): PolicyRule[] {
   const rules: PolicyRule[] = [];
-  const rulesNode = auth.optional('rules');
-  for (const item of (rulesNode && readList(ctx, rulesNode, 'authorization.rules')) ?? []) {
-    const rule = item.node && MapReader.of(ctx, item.node, item.path);
-    if (!rule) continue;
-    rule.rejectUnknown(['tools', 'actors', 'decision']);
-    const toolsNode = rule.required('tools', ": a list of tool names or '*'");
-    const actorsNode = rule.required('actors', ": a list of agent:<name> or '*'");
-    const decisionNode = rule.required('decision', ': allow, run_grant or deny');
-    const tools = toolsNode && readStringList(ctx, toolsNode, rule.fieldPath('tools'));
-    const actors = actorsNode && readActors(ctx, actorsNode, rule.fieldPath('actors'));
-    const decision = decisionNode && readEnum(ctx, decisionNode, rule.fieldPath('decision'), ['allow', 'run_grant', 'deny'] as const);
-    if (tools && actors && decision) rules.push({ tools, actors, decision, source: item.path, at: ctx.positionOf(toolsNode!.range?.[0] ?? 0) });
-  }
-  const allowNode = auth.optional('allow');
-  const allow = allowNode && MapReader.of(ctx, allowNode, 'authorization.allow');
-  for (const tool of allow?.keys() ?? []) {
-    const path = allow!.fieldPath(tool);
-    const node = allow!.required(tool);
-    const actors = node && readActors(ctx, node, path);
-    if (actors) rules.push({ tools: [tool], actors, decision: 'allow', source: path, at: ctx.positionOf(node!.range?.[0] ?? 0) });
+  const written = file.checked.value.authorization?.rules;
+  (Array.isArray(written) ? written : []).forEach((_, index) => {
+    const rule = file.valid<PolicyRuleEntry>('authorization', 'rules', index);
+    if (rule === undefined) return;
+    const at = ['authorization', 'rules', index];
+    rules.push({ ...rule, source: childPath('authorization.rules', index), at: file.position([...at, 'tools']) });
+  });
+  for (const tool of Object.keys(file.valid<Record<string, string[]>>('authorization', 'allow') ?? {})) {
+    const actors = file.valid<string[]>('authorization', 'allow', tool)!;
+    rules.push({ tools: [tool], actors, decision: 'allow', source: childPath('authorization.allow', tool), at: file.position(['authorization', 'allow', tool]) });
   }
   return rules;
-}
-
-function readOtlpEndpoint(ctx: YamlContext, node: Node, path: string): string | undefined {
-  const text = readString(ctx, node, path, { nonEmpty: true });
-  if (text === undefined) return undefined;
-  if (!isHttpUrl(text)) {
-    // The value is not repeated: a URL with a user and password would put the password in the message.
-    ctx.report(node, path, 'not an http(s) URL without a user or password, e.g. http://otel-collector:4318');
-    return undefined;
-  }
-  return text;
 }
 
 function isHttpUrl(text: string): boolean {
@@ -419,37 +413,8 @@ function isHttpUrl(text: string): boolean {
   }
 }
 
-function readRatio(ctx: YamlContext, node: Node, path: string): number | undefined {
-  const value = isScalar(node) ? node.value : undefined;
-  if (typeof value !== 'number' || !(value >= 0 && value <= 1)) {
-    ctx.report(node, path, 'must be a number from 0 to 1 (the share of new traces recorded)');
-    return undefined;
-  }
-  return value;
-}
-
-/** Kafka's own rule for topic names. */
-const TOPIC_NAME = /^[a-zA-Z0-9._-]{1,249}$/;
+/** Kafka's own rule for broker addresses, for ONCEGATE_KAFKA_BROKERS (the file's are checked by its schema). */
 const BROKER = /^([a-z0-9-]+\.)*[a-z0-9-]+:\d{1,5}$|^\[[0-9a-f:.]+\]:\d{1,5}$/i;
-
-function readTopic(ctx: YamlContext, node: Node, path: string): string | undefined {
-  const topic = readString(ctx, node, path, { nonEmpty: true });
-  if (topic === undefined) return undefined;
-  if (!TOPIC_NAME.test(topic) || topic === '.' || topic === '..') {
-    ctx.report(node, path, `'${topic}' is not a Kafka topic name; use 1 to 249 of a-z A-Z 0-9 . _ -`);
-    return undefined;
-  }
-  return topic;
-}
-
-function readBrokers(ctx: YamlContext, node: Node, path: string): string[] | undefined {
-  const brokers = readStringList(ctx, node, path);
-  if (brokers === undefined) return undefined;
-  if (brokers.length === 0) ctx.report(node, path, 'name at least one broker, e.g. [kafka-1.example.com:9092]');
-  const bad = brokers.filter((broker) => !BROKER.test(broker));
-  for (const broker of bad) ctx.report(node, path, `'${broker}' is not host:port, e.g. kafka-1.example.com:9092`);
-  return bad.length === 0 && brokers.length > 0 ? brokers : undefined;
-}
 
 /** The categories of the streams the journal holds. */
 function storedStreamCategories(): string[] {
@@ -457,77 +422,57 @@ function storedStreamCategories(): string[] {
 }
 
 /** `kafka.topics`: each rule names event types (`events`) or stream categories (`streams`), and a topic. */
-function readRoutes(ctx: YamlContext, node: Node): KafkaRoute[] {
+function readRoutes(file: ConfigReader): KafkaRoute[] {
   const routes: KafkaRoute[] = [];
-  for (const item of readList(ctx, node, 'kafka.topics') ?? []) {
-    const rule = item.node && MapReader.of(ctx, item.node, item.path);
-    if (!rule) continue;
-    rule.rejectUnknown(['topic', 'events', 'streams']);
-    const topicNode = rule.required('topic', ': the Kafka topic these events go to');
-    const topic = topicNode && readTopic(ctx, topicNode, rule.fieldPath('topic'));
-    const eventsNode = rule.optional('events');
-    const streamsNode = rule.optional('streams');
-    if ((eventsNode === undefined) === (streamsNode === undefined)) {
-      ctx.report(item.node!, item.path, 'name either events (event types) or streams (stream categories), not both and not neither');
-      continue;
+  const written = file.checked.value.kafka?.topics;
+  (Array.isArray(written) ? written : []).forEach((_, index) => {
+    const at = ['kafka', 'topics', index];
+    if (file.has(...at, 'events') === file.has(...at, 'streams')) {
+      file.report(at, 'name either events (event types) or streams (stream categories), not both and not neither');
+      return;
     }
-    const eventTypes = eventsNode && readStringList(ctx, eventsNode, rule.fieldPath('events'));
-    for (const type of eventTypes ?? []) {
-      if (!isStoredEventType(type)) ctx.report(eventsNode!, rule.fieldPath('events'), `'${type}' is not an event type of the journal (docs/events/ lists them)`);
-    }
-    const streams = streamsNode && readStringList(ctx, streamsNode, rule.fieldPath('streams'));
+    // The journal's catalog (libs/domain) is the one list of event types and stream categories.
+    const events = file.valid<string[]>(...at, 'events');
+    const unknownTypes = (events ?? []).filter((type) => !isStoredEventType(type));
+    for (const type of unknownTypes) file.report([...at, 'events'], `'${type}' is not an event type of the journal (docs/events/ lists them)`);
+    const streams = file.valid<string[]>(...at, 'streams');
     const categories = storedStreamCategories();
-    for (const category of streams ?? []) {
-      if (!categories.includes(category)) ctx.report(streamsNode!, rule.fieldPath('streams'), `'${category}' is not a stream category; one of ${categories.join(', ')}`);
-    }
-    if (topic !== undefined && (eventTypes !== undefined || streams !== undefined)) {
-      routes.push({ topic, eventTypes: eventTypes ?? null, streams: streams ?? null });
-    }
-  }
+    const unknownCategories = (streams ?? []).filter((category) => !categories.includes(category));
+    for (const category of unknownCategories) file.report([...at, 'streams'], `'${category}' is not a stream category; one of ${categories.join(', ')}`);
+    const rule = file.valid<KafkaTopicRule>(...at);
+    if (rule !== undefined && unknownTypes.length === 0 && unknownCategories.length === 0) routes.push({ topic: rule.topic, eventTypes: rule.events ?? null, streams: rule.streams ?? null });
+  });
   return routes;
 }
 
 const KAFKA_DEFAULTS = { clientId: 'oncegate', source: 'oncegate', defaultTopic: 'oncegate.events', leaseMs: 10_000, group: 'oncegate-decisions' } as const;
 
 /** The `kafka` section: the bus the relay publishes to and takes decisions from. */
-function readKafka(ctx: YamlContext, kafka: MapReader, env: NodeJS.ProcessEnv): KafkaConfig | undefined {
-  kafka.rejectUnknown(['brokers', 'client_id', 'source', 'topics', 'default_topic', 'lease', 'decisions']);
+function readKafka(file: ConfigReader, env: NodeJS.ProcessEnv): KafkaConfig | undefined {
   // Without brokers in the file, ONCEGATE_KAFKA_BROKERS names them (applyEnvironment).
   const fromEnv = Boolean(env['ONCEGATE_KAFKA_BROKERS']);
-  const brokersNode = fromEnv ? kafka.optional('brokers') : kafka.required('brokers', ': a list of host:port, e.g. [kafka-1.example.com:9092], or set ONCEGATE_KAFKA_BROKERS');
-  const brokers = brokersNode ? readBrokers(ctx, brokersNode, 'kafka.brokers') : fromEnv ? [] : undefined;
-  const clientIdNode = kafka.optional('client_id');
-  const sourceNode = kafka.optional('source');
-  const topicsNode = kafka.optional('topics');
-  const defaultNode = kafka.optional('default_topic');
-  const leaseNode = kafka.optional('lease');
-  const lease = leaseNode && readDuration(ctx, leaseNode, 'kafka.lease');
-  if (lease !== undefined && lease < 300) ctx.report(leaseNode!, 'kafka.lease', 'must be at least 300ms');
-  const decisionsNode = kafka.optional('decisions');
-  const decisionsMap = decisionsNode && MapReader.of(ctx, decisionsNode, 'kafka.decisions');
-  let decisions: KafkaDecisionsConfig | null = null;
-  if (decisionsMap) {
-    decisionsMap.rejectUnknown(['topic', 'replies', 'group']);
-    const topicNode = decisionsMap.required('topic', ': the topic decisions arrive on');
-    const repliesNode = decisionsMap.required('replies', ': the topic outcomes of decisions go to');
-    const groupNode = decisionsMap.optional('group');
-    const topic = topicNode && readTopic(ctx, topicNode, 'kafka.decisions.topic');
-    const replies = repliesNode && readTopic(ctx, repliesNode, 'kafka.decisions.replies');
-    const group = (groupNode && readString(ctx, groupNode, 'kafka.decisions.group', { nonEmpty: true })) ?? KAFKA_DEFAULTS.group;
-    if (topic !== undefined && replies !== undefined) decisions = { topic, replies, group };
+  if (!fromEnv && !file.has('kafka', 'brokers')) {
+    file.report(['kafka'], "missing required field 'brokers': a list of host:port, e.g. [kafka-1.example.com:9092], or set ONCEGATE_KAFKA_BROKERS", 'kafka.brokers');
   }
-  // Every field is read (and every mistake reported) before the section is given up for a missing one.
-  const clientId = (clientIdNode && readString(ctx, clientIdNode, 'kafka.client_id', { nonEmpty: true })) ?? KAFKA_DEFAULTS.clientId;
-  const source = (sourceNode && readString(ctx, sourceNode, 'kafka.source', { nonEmpty: true })) ?? KAFKA_DEFAULTS.source;
-  const routes = topicsNode ? readRoutes(ctx, topicsNode) : [];
-  const defaultTopic = (defaultNode && readTopic(ctx, defaultNode, 'kafka.default_topic')) ?? KAFKA_DEFAULTS.defaultTopic;
+  const brokers = file.valid<string[]>('kafka', 'brokers') ?? (fromEnv ? [] : undefined);
+  const lease = file.duration(['kafka', 'lease'], AT_LEAST_300MS);
+  const decisions = file.valid<KafkaDecisionsSection>('kafka', 'decisions');
+  const routes = readRoutes(file);
   if (brokers === undefined) return undefined;
-  return { brokers, clientId, source, routes, defaultTopic, leaseMs: lease !== undefined && lease >= 300 ? lease : KAFKA_DEFAULTS.leaseMs, decisions };
+  return {
+    brokers,
+    clientId: file.valid<string>('kafka', 'client_id') ?? KAFKA_DEFAULTS.clientId,
+    source: file.valid<string>('kafka', 'source') ?? KAFKA_DEFAULTS.source,
+    routes,
+    defaultTopic: file.valid<string>('kafka', 'default_topic') ?? KAFKA_DEFAULTS.defaultTopic,
+    leaseMs: lease ?? KAFKA_DEFAULTS.leaseMs,
+    decisions: decisions === undefined ? null : { topic: decisions.topic, replies: decisions.replies, group: decisions.group ?? KAFKA_DEFAULTS.group },
+  };
 }
 
 /** An absolute http(s) URL without a fragment; http only for a loopback host (a token's issuer and audience). */
-function readHttpsUrl(ctx: YamlContext, node: Node, path: string, example: string): string | undefined {
-  const text = readString(ctx, node, path, { nonEmpty: true });
+function readHttpsUrl(file: ConfigReader, segments: Segment[], example: string): string | undefined {
+  const text = file.valid<string>(...segments);
   if (text === undefined) return undefined;
   let url: URL | undefined;
   try {
@@ -536,114 +481,66 @@ function readHttpsUrl(ctx: YamlContext, node: Node, path: string, example: strin
     url = undefined;
   }
   if (url === undefined || (url.protocol !== 'https:' && url.protocol !== 'http:') || url.hash !== '') {
-    ctx.report(node, path, `'${text}' is not an absolute URL; write e.g. ${example}`);
+    file.report(segments, `'${text}' is not an absolute URL; write e.g. ${example}`);
     return undefined;
   }
   if (url.protocol === 'http:' && !isLoopbackHost(url.hostname)) {
-    ctx.report(node, path, `'${text}' must use https (http is taken for a loopback host only)`);
+    file.report(segments, `'${text}' must use https (http is taken for a loopback host only)`);
     return undefined;
   }
   return text;
 }
 
-const CLAIM_NAME = /^[A-Za-z_][A-Za-z0-9_:.\/-]{0,127}$/;
-
-function readClaimName(ctx: YamlContext, node: Node, path: string): string | undefined {
-  const claim = readString(ctx, node, path, { nonEmpty: true });
-  if (claim !== undefined && !CLAIM_NAME.test(claim)) ctx.report(node, path, `'${claim}' is not a claim name; write e.g. sub, client_id or roles`);
-  return claim !== undefined && CLAIM_NAME.test(claim) ? claim : undefined;
-}
-
 const OAUTH_DEFAULTS = { keysMaxAgeMs: 10 * 60_000, keysStaleIfErrorMs: 24 * 3_600_000 } as const;
 
 /** The `oauth` section: an identity provider whose access tokens the gateway takes as a resource server. */
-function readOAuth(ctx: YamlContext, oauth: MapReader): OAuthConfig | undefined {
-  oauth.rejectUnknown(['issuer', 'resource', 'jwks_uri', 'agent_claim', 'scopes', 'approver', 'keys_max_age', 'keys_stale_if_error']);
-  const issuerNode = oauth.required('issuer', ': the identity provider\'s issuer, e.g. https://idp.example.com/realms/agents');
-  const resourceNode = oauth.required('resource', ": this gateway's public MCP URL, the tokens' audience, e.g. https://gateway.example.com/mcp");
-  const jwksNode = oauth.optional('jwks_uri');
-  const agentNode = oauth.optional('agent_claim');
-  const scopesNode = oauth.optional('scopes');
-  const approverNode = oauth.optional('approver');
-  const issuer = issuerNode && readHttpsUrl(ctx, issuerNode, 'oauth.issuer', 'https://idp.example.com/realms/agents');
-  const resource = resourceNode && readHttpsUrl(ctx, resourceNode, 'oauth.resource', 'https://gateway.example.com/mcp');
-  const jwksUri = jwksNode && readHttpsUrl(ctx, jwksNode, 'oauth.jwks_uri', 'https://idp.example.com/jwks');
-  const agentClaim = (agentNode && readClaimName(ctx, agentNode, 'oauth.agent_claim')) ?? 'sub';
-  const scopes = (scopesNode && readStringList(ctx, scopesNode, 'oauth.scopes')) ?? [];
-  for (const scope of scopes) {
-    if (!/^[\x21\x23-\x5b\x5d-\x7e]+$/.test(scope)) ctx.report(scopesNode!, 'oauth.scopes', `'${scope}' is not a scope (RFC 6749: printable, no spaces or quotes)`);
-  }
-  let approver: OAuthConfig['approver'] = null;
-  const approverMap = approverNode && MapReader.of(ctx, approverNode, 'oauth.approver');
-  if (approverMap) {
-    approverMap.rejectUnknown(['claim', 'value', 'name_claim']);
-    const claimNode = approverMap.required('claim', ': the claim that marks an approver, e.g. roles');
-    const valueNode = approverMap.required('value', ': the value it must hold, e.g. oncegate-approver');
-    const nameNode = approverMap.optional('name_claim');
-    const claim = claimNode && readClaimName(ctx, claimNode, 'oauth.approver.claim');
-    const value = valueNode && readString(ctx, valueNode, 'oauth.approver.value', { nonEmpty: true, coerce: true });
-    const nameClaim = (nameNode && readClaimName(ctx, nameNode, 'oauth.approver.name_claim')) ?? 'sub';
-    if (claim !== undefined && value !== undefined) approver = { claim, value, nameClaim };
-  }
-  const maxAgeNode = oauth.optional('keys_max_age');
-  const keysMaxAgeMs = maxAgeNode && readDuration(ctx, maxAgeNode, 'oauth.keys_max_age');
-  if (keysMaxAgeMs !== undefined && keysMaxAgeMs < 1_000) ctx.report(maxAgeNode!, 'oauth.keys_max_age', 'must be at least 1s: the key set is read at most once a second');
-  const staleNode = oauth.optional('keys_stale_if_error');
-  const keysStaleIfErrorMs = staleNode && readDuration(ctx, staleNode, 'oauth.keys_stale_if_error');
-  if (issuer === undefined || resource === undefined || (jwksNode !== undefined && jwksUri === undefined)) return undefined;
+function readOAuth(file: ConfigReader): OAuthConfig | undefined {
+  const issuer = readHttpsUrl(file, ['oauth', 'issuer'], 'https://idp.example.com/realms/agents');
+  const resource = readHttpsUrl(file, ['oauth', 'resource'], 'https://gateway.example.com/mcp');
+  const jwksUri = file.has('oauth', 'jwks_uri') ? readHttpsUrl(file, ['oauth', 'jwks_uri'], 'https://idp.example.com/jwks') : null;
+  const approver = file.valid<OAuthApproverSection>('oauth', 'approver');
+  const keysMaxAgeMs = file.duration(['oauth', 'keys_max_age'], { ms: 1_000, reason: 'must be at least 1s: the key set is read at most once a second' });
+  const keysStaleIfErrorMs = file.duration(['oauth', 'keys_stale_if_error']);
+  if (issuer === undefined || resource === undefined || jwksUri === undefined) return undefined;
   return {
     issuer,
     resource,
-    jwksUri: jwksUri ?? null,
-    agentClaim,
-    scopes,
-    approver,
-    keysMaxAgeMs: keysMaxAgeMs !== undefined && keysMaxAgeMs >= 1_000 ? keysMaxAgeMs : OAUTH_DEFAULTS.keysMaxAgeMs,
+    jwksUri,
+    agentClaim: file.valid<string>('oauth', 'agent_claim') ?? 'sub',
+    scopes: file.valid<string[]>('oauth', 'scopes') ?? [],
+    approver: approver === undefined ? null : { claim: approver.claim, value: String(approver.value), nameClaim: approver.name_claim ?? 'sub' },
+    keysMaxAgeMs: keysMaxAgeMs ?? OAUTH_DEFAULTS.keysMaxAgeMs,
     keysStaleIfErrorMs: keysStaleIfErrorMs ?? OAUTH_DEFAULTS.keysStaleIfErrorMs,
   };
 }
 
 const STORE_URL_FORM = 'postgres://user@host:5432/database';
 
-/** `store.url`: a PostgreSQL URL; a mistake is named without repeating the value, which may hold a password. */
-function readStoreUrl(ctx: YamlContext, node: Node, path: string): string | undefined {
-  const url = readString(ctx, node, path, { nonEmpty: true });
-  if (url === undefined) return undefined;
-  if (!isPostgresUrl(url)) {
-    ctx.report(node, path, `not a PostgreSQL URL; write ${STORE_URL_FORM} (postgres:// or postgresql://)`);
-    return undefined;
-  }
-  return url;
-}
-
 /**
  * The `store` section. `synchronous` belongs to SQLite and `url` to PostgreSQL; the URL may instead come from
- * `ONCEGATE_STORE_URL`, so the file need not hold a password.
+ * `ONCEGATE_STORE_URL`, so the file need not hold a password. A mistake in the URL is named without repeating it.
  */
-function readStore(ctx: YamlContext, store: MapReader, base: StoreConfig, env: NodeJS.ProcessEnv): StoreConfig | undefined {
-  store.rejectUnknown(['driver', 'synchronous', 'url']);
-  const driverNode = store.optional('driver');
-  const driver = driverNode === undefined ? base.driver : readEnum(ctx, driverNode, 'store.driver', STORE_DRIVERS);
-  const synchronousNode = store.optional('synchronous');
-  const urlNode = store.optional('url');
+function readStore(file: ConfigReader, base: StoreConfig, env: NodeJS.ProcessEnv): StoreConfig | undefined {
+  const driver = file.has('store', 'driver') ? file.valid<StoreDriver>('store', 'driver') : base.driver;
   switch (driver) {
     case undefined:
       return undefined;
     case 'sqlite': {
-      if (urlNode) ctx.report(urlNode, 'store.url', 'applies to store.driver postgres only; SQLite keeps the journal in the data folder');
-      const level = synchronousNode && readEnum(ctx, synchronousNode, 'store.synchronous', ['FULL', 'EXTRA', 'NORMAL'] as const);
+      if (file.has('store', 'url')) file.report(['store', 'url'], 'applies to store.driver postgres only; SQLite keeps the journal in the data folder');
+      const level = file.valid<'FULL' | 'EXTRA' | 'NORMAL'>('store', 'synchronous');
       return { driver, synchronous: level ?? (base.driver === 'sqlite' ? base.synchronous : 'FULL') };
     }
     case 'postgres': {
-      if (synchronousNode) {
-        ctx.report(synchronousNode, 'store.synchronous', "applies to store.driver sqlite only; PostgreSQL's durability is the server's (fsync, synchronous_commit)");
+      if (file.has('store', 'synchronous')) {
+        file.report(['store', 'synchronous'], "applies to store.driver sqlite only; PostgreSQL's durability is the server's (fsync, synchronous_commit)");
       }
-      const url = urlNode && readStoreUrl(ctx, urlNode, 'store.url');
-      if (urlNode === undefined && !env['ONCEGATE_STORE_URL']) {
-        ctx.report(store.node, 'store.url', `required with store.driver postgres: write ${STORE_URL_FORM}, or set ONCEGATE_STORE_URL to keep the password out of the file`);
+      const url = file.valid<string>('store', 'url');
+      if (url !== undefined && !isPostgresUrl(url)) file.report(['store', 'url'], `not a PostgreSQL URL; write ${STORE_URL_FORM} (postgres:// or postgresql://)`);
+      if (!file.has('store', 'url') && !env['ONCEGATE_STORE_URL']) {
+        file.report(['store'], `required with store.driver postgres: write ${STORE_URL_FORM}, or set ONCEGATE_STORE_URL to keep the password out of the file`, 'store.url');
       }
       // Without a URL in the file, ONCEGATE_STORE_URL supplies it (applyEnvironment).
-      return url === undefined && urlNode !== undefined ? undefined : { driver, url: url ?? '' };
+      return { driver, url: url ?? '' };
     }
     default: {
       const never: never = driver;
@@ -652,169 +549,76 @@ function readStore(ctx: YamlContext, store: MapReader, base: StoreConfig, env: N
   }
 }
 
+/** The test-only `testing` section; read last, since whether it may be on depends on the listen section. */
+function readTesting(file: ConfigReader, config: MutableConfig): void {
+  const name = file.valid<string>('testing', 'unauthenticated_agent');
+  if (name !== undefined) {
+    const problem = unauthenticatedAgentProblem(config);
+    if (problem !== undefined) file.report(['testing', 'unauthenticated_agent'], `test only, refused: ${problem}`);
+    else config.unauthenticatedAgent = `agent:${name}`;
+  }
+  config.holdBeforeSendMs = file.duration(['testing', 'hold_before_send']) ?? config.holdBeforeSendMs;
+  const fail = file.valid<FailHandlingSection>('testing', 'fail_handling');
+  if (fail !== undefined) config.failHandling = { service: fail.service, whileFileExists: fail.while_file_exists };
+}
+
+type MutableConfig = { -readonly [K in keyof GatewayConfig]: GatewayConfig[K] };
+
 /**
- * Parses a configuration file (YAML); every problem is reported with file, line, path and reason. `env` is
- * consulted only for a field the environment may supply instead of the file (`ONCEGATE_STORE_URL`).
+ * Parses a configuration file (YAML): checked against schemas/oncegate.schema.json, then by the rules a schema
+ * cannot express; every problem is reported with file, line, path and reason, misspelt fields first (they often
+ * explain the rest). `env` is consulted only for a field the environment may supply instead of the file
+ * (`ONCEGATE_STORE_URL`, `ONCEGATE_KAFKA_BROKERS`).
  */
 export function parseGatewayConfig(text: string, file: string, base = DEFAULT_CONFIG, env: NodeJS.ProcessEnv = {}): GatewayConfig {
   const { ctx, root } = openYamlDocument(text, file);
-  const config: { -readonly [K in keyof GatewayConfig]: GatewayConfig[K] } = { ...base, source: file };
-  const map = root === undefined ? undefined : MapReader.of(ctx, root, '');
-  if (map !== undefined) {
-    map.rejectUnknown(FIELDS);
-    const listenNode = map.optional('listen');
-    const listen = listenNode && MapReader.of(ctx, listenNode, 'listen');
-    if (listen) {
-      listen.rejectUnknown([
-        'host',
-        'port',
-        'path',
-        'allowed_hosts',
-        'allowed_origins',
-        'session_idle',
-        'sessions_per_agent',
-        'sse_retry',
-        'resumption_retention',
-      ]);
-      const host = listen.optional('host');
-      const port = listen.optional('port');
-      const path = listen.optional('path');
-      const allowedHosts = listen.optional('allowed_hosts');
-      const allowedOrigins = listen.optional('allowed_origins');
-      if (allowedHosts) config.allowedHosts = readAllowedHosts(ctx, allowedHosts, 'listen.allowed_hosts') ?? config.allowedHosts;
-      if (allowedOrigins) config.allowedOrigins = readAllowedOrigins(ctx, allowedOrigins, 'listen.allowed_origins') ?? config.allowedOrigins;
-      if (host) config.host = readString(ctx, host, 'listen.host', { nonEmpty: true }) ?? config.host;
-      if (port) config.port = readInteger(ctx, port, 'listen.port', 0, 65535) ?? config.port;
-      if (path) {
-        const value = readString(ctx, path, 'listen.path', { nonEmpty: true });
-        if (value !== undefined && !value.startsWith('/')) ctx.report(path, 'listen.path', "must start with '/'");
-        else if (value !== undefined) config.path = value;
-      }
-      const idle = listen.optional('session_idle');
-      if (idle) {
-        const ms = readDuration(ctx, idle, 'listen.session_idle');
-        if (ms === 0) ctx.report(idle, 'listen.session_idle', 'must be longer than 0s');
-        else if (ms !== undefined) config.sessions = { ...config.sessions, idleMs: ms };
-      }
-      const perAgent = listen.optional('sessions_per_agent');
-      if (perAgent) {
-        const count = readInteger(ctx, perAgent, 'listen.sessions_per_agent', 1, 100_000);
-        if (count !== undefined) config.sessions = { ...config.sessions, perActor: count };
-      }
-      const retry = listen.optional('sse_retry');
-      if (retry) {
-        const ms = readDuration(ctx, retry, 'listen.sse_retry');
-        if (ms !== undefined && ms < 100) ctx.report(retry, 'listen.sse_retry', 'must be at least 100ms: clients reconnect after it without backing off');
-        else if (ms !== undefined) config.sseRetryMs = ms;
-      }
-      const retention = listen.optional('resumption_retention');
-      if (retention) {
-        const ms = readDuration(ctx, retention, 'listen.resumption_retention');
-        if (ms !== undefined && ms < 1_000) ctx.report(retention, 'listen.resumption_retention', 'must be at least 1s: a client needs time to reconnect');
-        else if (ms !== undefined) config.resumptionRetentionMs = ms;
-      }
+  const config: MutableConfig = { ...base, source: file };
+  const checked = root === undefined ? undefined : new SchemaCheckedYaml<OncegateFile>(ctx, root, (validator ??= compileFileSchema(oncegateSchema)), MESSAGES);
+  if (checked !== undefined && typeof checked.value === 'object' && checked.value !== null && !Array.isArray(checked.value)) {
+    const reader = new ConfigReader(checked);
+    if (reader.has('listen')) readListen(reader, config);
+    config.dataDir = reader.valid<string>('data_dir') ?? config.dataDir;
+    config.contractsFile = reader.valid<string>('contracts') ?? config.contractsFile;
+    if (reader.has('store')) config.store = readStore(reader, config.store, env) ?? config.store;
+    config.callWaitMs = reader.duration(['call_wait']) ?? config.callWaitMs;
+    const bytes = reader.valid<number | string>('max_request_bytes');
+    if (bytes !== undefined) config.maxRequestBytes = byteCount(bytes);
+    if (reader.has('authorization')) {
+      config.policy = readPolicy(reader);
+      config.approvalTimeoutMs = reader.duration(['authorization', 'approval_timeout'], LONGER_THAN_ZERO) ?? config.approvalTimeoutMs;
     }
-    const dataDir = map.optional('data_dir');
-    if (dataDir) config.dataDir = readString(ctx, dataDir, 'data_dir', { nonEmpty: true }) ?? config.dataDir;
-    const contracts = map.optional('contracts');
-    if (contracts) config.contractsFile = readString(ctx, contracts, 'contracts', { nonEmpty: true }) ?? config.contractsFile;
-    const storeNode = map.optional('store');
-    const store = storeNode && MapReader.of(ctx, storeNode, 'store');
-    if (store) config.store = readStore(ctx, store, config.store, env) ?? config.store;
-    const wait = map.optional('call_wait');
-    if (wait) config.callWaitMs = readDuration(ctx, wait, 'call_wait') ?? config.callWaitMs;
-    const maxBytes = map.optional('max_request_bytes');
-    if (maxBytes) config.maxRequestBytes = readBytes(ctx, maxBytes, 'max_request_bytes') ?? config.maxRequestBytes;
-    const authNode = map.optional('authorization');
-    const auth = authNode && MapReader.of(ctx, authNode, 'authorization');
-    if (auth) {
-      auth.rejectUnknown(['rules', 'allow', 'approval_timeout']);
-      config.policy = readPolicy(ctx, auth);
-      const timeout = auth.optional('approval_timeout');
-      if (timeout) {
-        const ms = readDuration(ctx, timeout, 'authorization.approval_timeout');
-        if (ms === 0) ctx.report(timeout, 'authorization.approval_timeout', 'must be longer than 0s');
-        else if (ms !== undefined) config.approvalTimeoutMs = ms;
-      }
+    config.demoTarget = {
+      enabled: reader.valid<boolean>('demo_target', 'enabled') ?? config.demoTarget.enabled,
+      port: reader.valid<number>('demo_target', 'port') ?? config.demoTarget.port,
+    };
+    config.sealEveryMs = reader.duration(['seal_every']) ?? config.sealEveryMs;
+    config.instanceLeaseMs = reader.duration(['instance_lease'], AT_LEAST_300MS) ?? config.instanceLeaseMs;
+    config.dispatchInFlight = reader.valid<number>('dispatch_in_flight') ?? config.dispatchInFlight;
+    config.logLevel = reader.valid<LogLevelName>('log_level') ?? config.logLevel;
+    if (reader.has('operations')) {
+      config.operations = { host: reader.valid<string>('operations', 'host') ?? '127.0.0.1', port: reader.valid<number>('operations', 'port') ?? 9464 };
     }
-    map.forbid('credentials', 'credentials live in the vault now: oncegate vault set <ref> --kind bearer|basic|header|ssh_key|password --bind <host[:port][/path]> (see docs/gateway.md)');
-    const demoNode = map.optional('demo_target');
-    const demo = demoNode && MapReader.of(ctx, demoNode, 'demo_target');
-    if (demo) {
-      demo.rejectUnknown(['enabled', 'port']);
-      const enabled = demo.optional('enabled');
-      const port = demo.optional('port');
-      config.demoTarget = {
-        enabled: (enabled && readBoolean(ctx, enabled, 'demo_target.enabled')) ?? config.demoTarget.enabled,
-        port: (port && readInteger(ctx, port, 'demo_target.port', 0, 65535)) ?? config.demoTarget.port,
-      };
-    }
-    const sealEvery = map.optional('seal_every');
-    if (sealEvery) config.sealEveryMs = readDuration(ctx, sealEvery, 'seal_every') ?? config.sealEveryMs;
-    const lease = map.optional('instance_lease');
-    if (lease) {
-      const ms = readDuration(ctx, lease, 'instance_lease');
-      if (ms !== undefined && ms < 300) ctx.report(lease, 'instance_lease', 'must be at least 300ms');
-      else if (ms !== undefined) config.instanceLeaseMs = ms;
-    }
-    const inFlight = map.optional('dispatch_in_flight');
-    if (inFlight) config.dispatchInFlight = readInteger(ctx, inFlight, 'dispatch_in_flight', 1, 100_000) ?? config.dispatchInFlight;
-    const logLevel = map.optional('log_level');
-    if (logLevel) config.logLevel = readEnum(ctx, logLevel, 'log_level', LOG_LEVELS) ?? config.logLevel;
-    const operationsNode = map.optional('operations');
-    const operations = operationsNode && MapReader.of(ctx, operationsNode, 'operations');
-    if (operations) {
-      operations.rejectUnknown(['host', 'port']);
-      const host = operations.optional('host');
-      const port = operations.optional('port');
-      config.operations = {
-        host: (host && readString(ctx, host, 'operations.host', { nonEmpty: true })) ?? '127.0.0.1',
-        port: (port && readInteger(ctx, port, 'operations.port', 0, 65535)) ?? 9464,
-      };
-    }
-    const tracingNode = map.optional('tracing');
-    const tracing = tracingNode && MapReader.of(ctx, tracingNode, 'tracing');
-    if (tracing) {
-      tracing.rejectUnknown(['endpoint', 'sample_ratio']);
-      const endpointNode = tracing.required('endpoint', ': the OTLP/HTTP endpoint spans are sent to, e.g. http://otel-collector:4318');
-      const endpoint = endpointNode && readOtlpEndpoint(ctx, endpointNode, 'tracing.endpoint');
-      const ratioNode = tracing.optional('sample_ratio');
-      const ratio = ratioNode && readRatio(ctx, ratioNode, 'tracing.sample_ratio');
-      if (endpoint !== undefined) config.tracing = { endpoint, sampleRatio: ratio ?? 1 };
-    }
-    const kafkaNode = map.optional('kafka');
-    const kafka = kafkaNode && MapReader.of(ctx, kafkaNode, 'kafka');
-    if (kafka) config.kafka = readKafka(ctx, kafka, env) ?? config.kafka;
-    const oauthNode = map.optional('oauth');
-    const oauth = oauthNode && MapReader.of(ctx, oauthNode, 'oauth');
-    if (oauth) config.oauth = readOAuth(ctx, oauth) ?? config.oauth;
-    const devToken = map.optional('dev_token');
-    if (devToken) config.devToken = readBoolean(ctx, devToken, 'dev_token') ?? config.devToken;
-    // Read last: whether it may be on depends on the listen section.
-    const testingNode = map.optional('testing');
-    const testing = testingNode && MapReader.of(ctx, testingNode, 'testing');
-    if (testing) {
-      testing.rejectUnknown(['unauthenticated_agent', 'hold_before_send', 'fail_handling']);
-      const agent = testing.optional('unauthenticated_agent');
-      if (agent) config.unauthenticatedAgent = readUnauthenticatedAgent(ctx, agent, config);
-      const hold = testing.optional('hold_before_send');
-      if (hold) config.holdBeforeSendMs = readDuration(ctx, hold, 'testing.hold_before_send') ?? 0;
-      const failNode = testing.optional('fail_handling');
-      const fail = failNode && MapReader.of(ctx, failNode, 'testing.fail_handling');
-      if (fail) {
-        fail.rejectUnknown(['service', 'while_file_exists']);
-        const service = fail.optional('service');
-        const file = fail.optional('while_file_exists');
-        const name = service && readEnum(ctx, service, 'testing.fail_handling.service', HANDLING_SERVICES);
-        const path = file && readString(ctx, file, 'testing.fail_handling.while_file_exists');
-        if (service === undefined) ctx.report(failNode, 'testing.fail_handling.service', `required: one of ${HANDLING_SERVICES.join(', ')}`);
-        if (file === undefined) ctx.report(failNode, 'testing.fail_handling.while_file_exists', 'required: the file whose presence is the fault');
-        if (name && path) config.failHandling = { service: name, whileFileExists: path };
-      }
-    }
+    const endpoint = reader.valid<string>('tracing', 'endpoint');
+    // The value is not repeated: a URL with a user and password would put the password in the message.
+    if (endpoint !== undefined && !isHttpUrl(endpoint)) reader.report(['tracing', 'endpoint'], 'not an http(s) URL without a user or password, e.g. http://otel-collector:4318');
+    else if (endpoint !== undefined) config.tracing = { endpoint, sampleRatio: reader.valid<number>('tracing', 'sample_ratio') ?? 1 };
+    if (reader.has('kafka')) config.kafka = readKafka(reader, env) ?? config.kafka;
+    if (reader.has('oauth')) config.oauth = readOAuth(reader) ?? config.oauth;
+    config.devToken = reader.valid<boolean>('dev_token') ?? config.devToken;
+    if (reader.has('testing')) readTesting(reader, config);
   }
-  if (ctx.issues.length > 0) throw new GatewayConfigError(ctx.issues);
+  if (ctx.issues.length > 0) {
+    const misspelt = new Set(checked?.unknownFields ?? []);
+    throw new GatewayConfigError([...ctx.issues].sort((a, b) => Number(!misspelt.has(a)) - Number(!misspelt.has(b)) || a.line - b.line || a.column - b.column));
+  }
   return config;
+}
+
+/** `max_request_bytes` in bytes: a number, or digits with B, KiB or MiB (the schema checked the form). */
+function byteCount(written: number | string): number {
+  if (typeof written === 'number') return written;
+  const [, digits = '0', unit] = /^(\d+)\s*(B|KiB|MiB)?$/.exec(written) ?? [];
+  return Number(digits) * (unit === 'MiB' ? 1024 * 1024 : unit === 'KiB' ? 1024 : 1);
 }
 
 const ENVIRONMENT = 'environment';
