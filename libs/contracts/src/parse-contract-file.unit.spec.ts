@@ -578,6 +578,29 @@ describe('a contract file with problems', () => {
   });
 });
 
+describe('a contract file against the published schema (schemas/tools.schema.json)', () => {
+  it('given an optional field written without a value, when checked, then it is refused rather than taken as absent', () => {
+    expect(reasonsOf(file(httpTool({ title: 'title:' })))).toEqual(['tools[0].title: must be a string, got nothing']);
+  });
+
+  it('given a mistake in a block shared through a merge key, when checked, then each tool names it at the line of the shared block', () => {
+    const issues = issuesOf(
+      file(httpTool({ limits: 'limits: &quick { connect_timeout: soon }' }), httpTool({ name: 'name: set_other', limits: 'limits: { <<: *quick, response_timeout: 9s }' })),
+    );
+    expect(issues.map(({ path, line, reason }) => ({ path, line, reason }))).toEqual([
+      { path: 'tools[0].limits.connect_timeout', line: 19, reason: "'soon' is not a duration; write 500ms, 90s, 5m, 2h, 1d, 1h30m, or 0" },
+      { path: 'tools[1].limits.connect_timeout', line: 19, reason: "'soon' is not a duration; write 500ms, 90s, 5m, 2h, 1d, 1h30m, or 0" },
+    ]);
+  });
+
+  it('given an HTTP method in upper or lower case, when checked, then it is taken; in mixed case, then it is refused as the schema says', () => {
+    expect((toolOf(file(httpTool({ http: 'http: { method: get, url: "http://127.0.0.1/x" }' }))).request as { method: string }).method).toBe('GET');
+    expect(reasonsOf(file(httpTool({ http: 'http: { method: Put, url: "http://127.0.0.1/x" }' })))).toEqual([
+      "tools[0].http.method: 'Put' is not allowed; expected one of: GET, HEAD, POST, PUT, PATCH, DELETE — did you mean 'PUT'?",
+    ]);
+  });
+});
+
 describe('parseContractFile', () => {
   it('given an invalid file, when parsed, then ContractValidationError carries every issue and formats them as lines', () => {
     const text = file(httpTool({ class: 'class: read-only', approval: 'approval: always' }));

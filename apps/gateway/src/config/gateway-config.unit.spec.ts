@@ -489,3 +489,16 @@ describe('the tracing section of the configuration', () => {
     expect(issuesOf('tracing: { endpoint: "http://otel:4318", sample_ratio: 2 }\n')).toEqual([expect.stringMatching(/tracing\.sample_ratio: must be a number from 0 to 1/)]);
   });
 });
+
+describe('the configuration against the published schema (schemas/oncegate.schema.json)', () => {
+  it('given a section written without a value, then it is refused rather than taken as absent', () => {
+    expect(issuesOf('kafka:\n')).toEqual(['oncegate.yaml:1:1 kafka: must be a mapping, got nothing']);
+  });
+
+  it('given a value of the wrong type, then the reason says what was expected and what was found', () => {
+    expect(issuesOf('dev_token: yes please\nlisten: { port: "8787" }\n')).toEqual([
+      "oncegate.yaml:1:12 dev_token: must be true or false, got the string 'yes please'",
+      "oncegate.yaml:2:17 listen.port: must be a whole number, got the string '8787'",
+    ]);
+  });
+});

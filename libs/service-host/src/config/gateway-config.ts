@@ -308,6 +308,12 @@ class ConfigReader {
     return this.checked.valid<V>(segments);
   }
 
+  /** Whether a top-level section is written as a mapping (anything else the schema reported). */
+  section(name: keyof OncegateFile): boolean {
+    const value = this.checked.value[name];
+    return typeof value === 'object' && value !== null && !Array.isArray(value);
+  }
+
   report(segments: Segment[], reason: string, path = this.checked.where(segments).path): void {
     this.ctx.report(this.checked.where(segments).node, path, reason);
   }
@@ -576,14 +582,14 @@ export function parseGatewayConfig(text: string, file: string, base = DEFAULT_CO
   const checked = root === undefined ? undefined : new SchemaCheckedYaml<OncegateFile>(ctx, root, (validator ??= compileFileSchema(oncegateSchema)), MESSAGES);
   if (checked !== undefined && typeof checked.value === 'object' && checked.value !== null && !Array.isArray(checked.value)) {
     const reader = new ConfigReader(checked);
-    if (reader.has('listen')) readListen(reader, config);
+    if (reader.section('listen')) readListen(reader, config);
     config.dataDir = reader.valid<string>('data_dir') ?? config.dataDir;
     config.contractsFile = reader.valid<string>('contracts') ?? config.contractsFile;
-    if (reader.has('store')) config.store = readStore(reader, config.store, env) ?? config.store;
+    if (reader.section('store')) config.store = readStore(reader, config.store, env) ?? config.store;
     config.callWaitMs = reader.duration(['call_wait']) ?? config.callWaitMs;
     const bytes = reader.valid<number | string>('max_request_bytes');
     if (bytes !== undefined) config.maxRequestBytes = byteCount(bytes);
-    if (reader.has('authorization')) {
+    if (reader.section('authorization')) {
       config.policy = readPolicy(reader);
       config.approvalTimeoutMs = reader.duration(['authorization', 'approval_timeout'], LONGER_THAN_ZERO) ?? config.approvalTimeoutMs;
     }
@@ -595,17 +601,17 @@ export function parseGatewayConfig(text: string, file: string, base = DEFAULT_CO
     config.instanceLeaseMs = reader.duration(['instance_lease'], AT_LEAST_300MS) ?? config.instanceLeaseMs;
     config.dispatchInFlight = reader.valid<number>('dispatch_in_flight') ?? config.dispatchInFlight;
     config.logLevel = reader.valid<LogLevelName>('log_level') ?? config.logLevel;
-    if (reader.has('operations')) {
+    if (reader.section('operations')) {
       config.operations = { host: reader.valid<string>('operations', 'host') ?? '127.0.0.1', port: reader.valid<number>('operations', 'port') ?? 9464 };
     }
     const endpoint = reader.valid<string>('tracing', 'endpoint');
     // The value is not repeated: a URL with a user and password would put the password in the message.
     if (endpoint !== undefined && !isHttpUrl(endpoint)) reader.report(['tracing', 'endpoint'], 'not an http(s) URL without a user or password, e.g. http://otel-collector:4318');
     else if (endpoint !== undefined) config.tracing = { endpoint, sampleRatio: reader.valid<number>('tracing', 'sample_ratio') ?? 1 };
-    if (reader.has('kafka')) config.kafka = readKafka(reader, env) ?? config.kafka;
-    if (reader.has('oauth')) config.oauth = readOAuth(reader) ?? config.oauth;
+    if (reader.section('kafka')) config.kafka = readKafka(reader, env) ?? config.kafka;
+    if (reader.section('oauth')) config.oauth = readOAuth(reader) ?? config.oauth;
     config.devToken = reader.valid<boolean>('dev_token') ?? config.devToken;
-    if (reader.has('testing')) readTesting(reader, config);
+    if (reader.section('testing')) readTesting(reader, config);
   }
   if (ctx.issues.length > 0) {
     const misspelt = new Set(checked?.unknownFields ?? []);
