@@ -2,7 +2,8 @@ import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
-const MAIN = fileURLToPath(new URL('../../apps/demo-target/src/main.ts', import.meta.url));
+/** The compiled target (the tests' global set-up builds every app first): no TypeScript loader to start each time. */
+const MAIN = fileURLToPath(new URL('../../dist/apps/demo-target/main.js', import.meta.url));
 
 export interface EffectLog {
   readonly total: number;
@@ -32,7 +33,7 @@ export interface DemoTargetProcess {
 export async function startDemoTargetProcess(): Promise<DemoTargetProcess> {
   // Its stderr through this process, not inherited: a target left running after a failed test must not hold the
   // test run's own output open.
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [MAIN, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
   child.stderr!.on('data', (chunk: Buffer) => process.stderr.write(chunk));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const url = await new Promise<string>((resolve, reject) => {
