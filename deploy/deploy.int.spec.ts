@@ -46,10 +46,11 @@ function imageEntrypoints(): Map<string, string[]> {
   return targets;
 }
 
-/** The services `oncegate serve` documents (its usage), and the command each one's container must run. */
+/** The services `oncegate serve` documents (the choices its help lists), and the command each one's container must run. */
 function servedServices(): string[] {
-  const usage = execFileSync(process.execPath, [join(ROOT, 'bin/oncegate.mjs'), 'serve', '--help'], { encoding: 'utf8' });
-  return /Services: ([^.]+)\./.exec(usage)![1]!.split(', ');
+  // The help is wrapped to the terminal's width: read word by word.
+  const help = execFileSync(process.execPath, [join(ROOT, 'bin/oncegate.mjs'), 'serve', '--help'], { encoding: 'utf8' }).replace(/\s+/g, ' ');
+  return [.../ service the service to run \(choices: ([^)]+)\)/.exec(help)![1]!.matchAll(/"([^"]+)"/g)].map((match) => match[1]!);
 }
 function expectedCommand(service: string): string[] {
   return service === 'gateway' ? ['node', 'bin/oncegate.mjs', 'serve', 'gateway'] : ['node', `dist/apps/${service}/main.js`];

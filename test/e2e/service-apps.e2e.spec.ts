@@ -49,15 +49,17 @@ describe('each service as an app of its own (apps/<service>, built to dist/apps/
   it.each(SERVICE_APPS)('given %s, when asked for help, given a stray argument or a missing file, then it answers as the CLI would', (service) => {
     const help = run(service, ['--help']);
     expect(help.status, help.stderr).toBe(0);
-    expect(help.stdout).toContain(`Usage: ${service} [--config <file>]`);
+    expect(help.stdout).toMatch(new RegExp(`^Usage: ${service} \\[options\\]\n`));
+    expect(help.stdout).toMatch(/\n {2}--config <file> {2,}the configuration file/);
+    expect(help.stdout).toMatch(/\n {2}--ready-file <path> {2,}once serving, write/);
 
     const stray = run(service, ['extra']);
     expect(stray.status).toBe(2);
-    expect(stray.stderr).toContain(`${service}: unexpected argument 'extra'`);
+    expect(stray.stderr).toBe(`${service}: too many arguments. Expected 0 arguments but got 1.\nUsage: ${service} [options]\nRun '${service} --help' for its options.\n`);
 
     const unknownOption = run(service, ['--confg', 'x.yaml']);
     expect(unknownOption.status).toBe(2);
-    expect(unknownOption.stderr).toContain("Unknown option '--confg'");
+    expect(unknownOption.stderr).toMatch(new RegExp(`^${service}: unknown option '--confg' — did you mean '--config'\\?\n`));
 
     const missing = run(service, ['--config', '/nonexistent/oncegate.yaml']);
     expect(missing.status).toBe(1);

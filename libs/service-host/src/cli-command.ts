@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { CommanderError, Help, type CommandUnknownOpts } from '@commander-js/extra-typings';
 
 /** What a command may touch: output streams and file reading. Tests pass in-memory ones. */
 export interface CliIo {
@@ -33,23 +34,127 @@ export const EXIT_CODES = {
 
 export type ExitCode = (typeof EXIT_CODES)[keyof typeof EXIT_CODES];
 
-/** One `oncegate <group> <command>`; its `run` gets the arguments after the command name. */
-export interface CliCommand {
-  readonly group: string;
-  readonly name: string;
-  /** One line for the command list. */
-  readonly summary: string;
-  /** Full help text, shown by `--help`. */
-  readonly usage: string;
-  run(args: readonly string[], io: CliIo): Promise<ExitCode>;
-}
-
-/** A mistake on the command line: printed with the usage hint, exit code 2. */
+/** A mistake on the command line that only the command's action can see: reported as a parse mistake is, exit code 2. */
 export class UsageError extends Error {
   readonly code = 'usage' as const;
 
   constructor(message: string) {
     super(message);
     this.name = 'UsageError';
+  }
+}
+
+/** One run of a program: where its output goes, and the exit code its command's action returned. */
+interface Invocation {
+  readonly io: CliIo;
+  exitCode: ExitCode;
+}
+
+const invocations = new WeakMap<CommandUnknownOpts, Invocation>();
+
+function rootOf(command: CommandUnknownOpts): CommandUnknownOpts {
+  let root = command;
+  while (root.parent !== null) root = root.parent;
+  return root;
+}
+
+/**
+ * A command's action for commander's `.action()`: `work` gets the run's io, then the command's arguments and
+ * options as commander passes them, and returns the exit code. A `UsageError` it throws is reported as commander
+ * reports its own parse mistakes (one line, the command's usage, exit 2).
+ */
+export function action<A extends unknown[]>(work: (io: CliIo, ...args: A) => Promise<ExitCode>): (...args: A) => Promise<void> {
+  return async (...args: A) => {
+    const command = args.at(-1) as CommandUnknownOpts;
+    const invocation = invocations.get(rootOf(command));
+    if (invocation === undefined) throw new Error(`'${command.name()}' was run without runProgram`);
+    try {
+      invocation.exitCode = await work(invocation.io, ...args);
+    } catch (error) {
+      if (error instanceof UsageError) command.error(error.message, { exitCode: EXIT_CODES.usage, code: 'oncegate.usage' });
+      throw error;
+    }
+  };
+}
+
+/** `oncegate approvals approve` → `approvals approve`; the program itself → ''. */
+function pathOf(command: CommandUnknownOpts): string {
+  const names: string[] = [];
+  for (let at: CommandUnknownOpts | null = command; at?.parent; at = at.parent) names.unshift(at.name());
+  return names.join(' ');
+}
+
+/**
+ * Commander's message as one line in our words: `error: ` dropped, its "(Did you mean --x?)" line folded in. What
+ * the command did not ask for is not repeated: a value after `--unknown=` or an argument too many may be a secret
+ * typed in the wrong place, and the terminal and the logs must not get it.
+ */
+function usageReason(message: string): string {
+  const [first = '', ...rest] = message.trim().replace(/^error: /, '').split('\n');
+  const suggestion = /^\(Did you mean (one of )?(.+)\?\)$/.exec(rest.join(' '));
+  const reason = first
+    .replace(/^(unknown option '-[^=']*)=.*$/, "$1=…'")
+    .replace(/^(too many arguments(?: for '[^']+')?\. Expected \d+ arguments? but got \d+):.*$/, '$1.');
+  if (suggestion === null) return reason;
+  const names = suggestion[2]!.split(', ').map((name) => `'${name}'`);
+  return `${reason} — did you mean ${suggestion[1] ? 'one of ' : ''}${names.join(', ')}?`;
+}
+
+/**
+ * How the help reads: the program's own lists every command, `agents add` as well as `start`, so that one `--help`
+ * shows all there is (a group's lists its own commands, as commander does); a command described in one line, its
+ * summary, shows that line in its own help too.
+ */
+function helpOf(program: CommandUnknownOpts): Partial<Help> {
+  const leaves = (command: CommandUnknownOpts): CommandUnknownOpts[] => (command.commands.length === 0 ? [command] : command.commands.flatMap(leaves));
+  return {
+    commandDescription: (command) => command.description() || command.summary(),
+    formatHelp(command, helper) {
+      if (command !== program) return Help.prototype.formatHelp.call(helper, command, helper);
+      const flat: Help = Object.create(helper);
+      flat.visibleCommands = () => program.commands.flatMap(leaves);
+      flat.subcommandTerm = pathOf;
+      return Help.prototype.formatHelp.call(flat, command, flat);
+    },
+  };
+}
+
+/** Every command of the program writes to `io`, throws instead of exiting, and words its mistakes one way. */
+function configure(command: CommandUnknownOpts, io: CliIo, program: CommandUnknownOpts, help: Partial<Help>): void {
+  const programName = program.name();
+  command
+    .exitOverride()
+    .configureHelp(help)
+    .showSuggestionAfterError(true)
+    .configureOutput({
+      writeOut: (text) => io.stdout(text),
+      writeErr: (text) => io.stderr(text),
+      outputError: (message, write) => {
+        const path = pathOf(command);
+        const usage = command.createHelp().commandUsage(command);
+        const more = command.commands.length > 0 ? 'its commands' : 'its options';
+        write(`${programName}: ${path === '' ? '' : `${path}: `}${usageReason(message)}\nUsage: ${usage}\nRun '${`${programName} ${path}`.trim()} --help' for ${more}.\n`);
+      },
+    });
+  // A group does nothing of its own: its command is not optional, whatever commander's default usage says.
+  if (command.commands.length > 0) command.usage('<command> [options]');
+  for (const sub of command.commands) configure(sub, io, program, help);
+}
+
+/**
+ * Runs `program` on `argv` and returns the exit code: the action's own, 0 for help asked for, 2 for a mistake on
+ * the command line (said on stderr in one line with the command's usage) and for a group named without its command
+ * (its help on stderr). Anything else an action throws is not a usage mistake and is thrown on.
+ */
+export async function runProgram(program: CommandUnknownOpts, argv: readonly string[], io: CliIo): Promise<ExitCode> {
+  const invocation: Invocation = { io, exitCode: EXIT_CODES.ok };
+  invocations.set(program, invocation);
+  configure(program, io, program, helpOf(program));
+  try {
+    await program.parseAsync([...argv], { from: 'user' });
+    return invocation.exitCode;
+  } catch (error) {
+    if (!(error instanceof CommanderError)) throw error;
+    return error.exitCode === 0 ? EXIT_CODES.ok : EXIT_CODES.usage;
   }
 }

@@ -1,34 +1,32 @@
-import { parseArgs } from 'node:util';
-import { EXIT_CODES, UsageError, type CliIo, type ExitCode } from './cli-command';
+import { InvalidArgumentError, Option } from '@commander-js/extra-typings';
+import { EXIT_CODES, type CliIo, type ExitCode } from './cli-command';
 import { GatewayConfigError, type GatewayConfig } from './config/gateway-config';
 import { loadGatewayConfig } from './config/load-config';
 
-export interface ParsedArguments {
-  /** A `multiple: true` option gives the list of its values. */
-  readonly values: Readonly<Record<string, string | boolean | string[] | undefined>>;
-  readonly positionals: readonly string[];
+/** `--config <file>`, which every command that reads the configuration takes. */
+export function configOption() {
+  return new Option('--config <file>', 'the configuration file (default: $ONCEGATE_CONFIG, else ./oncegate.yaml)');
 }
 
-/** Parses a command's arguments (every command takes `--config <file>`); a mistake is a usage error. */
-export function parseCommandArgs(
-  args: readonly string[],
-  options: Record<string, { type: 'string' | 'boolean'; multiple?: boolean }> = {},
-): ParsedArguments {
-  try {
-    return parseArgs({ args: [...args], options: { config: { type: 'string' }, ...options }, allowPositionals: true, strict: true });
-  } catch (error) {
-    throw new UsageError((error as Error).message);
-  }
+/** `--json`, for a command that can print what it found as JSON instead of lines. */
+export function jsonOption() {
+  return new Option('--json', 'print JSON instead of lines');
 }
 
-export function stringOption(parsed: ParsedArguments, name: string): string | undefined {
-  const value = parsed.values[name];
-  return typeof value === 'string' ? value : undefined;
+/** A parser for an option or argument that takes a whole number from `min` to `max`. */
+export function wholeNumber(min: number, max = Number.MAX_SAFE_INTEGER): (text: string) => number {
+  return (text) => {
+    const number = Number(text);
+    if (text.trim() === '' || !Number.isSafeInteger(number) || number < min || number > max) {
+      throw new InvalidArgumentError(max === Number.MAX_SAFE_INTEGER ? `It must be a whole number >= ${min}.` : `It must be a whole number from ${min} to ${max}.`);
+    }
+    return number;
+  };
 }
 
-/** Loads the configuration, or prints every problem and returns the exit code. */
-export function configOrExit(parsed: ParsedArguments, io: CliIo): GatewayConfig | ExitCode {
-  const file = stringOption(parsed, 'config');
+/** Loads the configuration (`--config`, else the default places), or prints every problem and returns the exit code. */
+export function configOrExit(options: { readonly config?: string | undefined }, io: CliIo): GatewayConfig | ExitCode {
+  const file = options.config;
   try {
     return loadGatewayConfig({ ...(file ? { file } : {}) });
   } catch (error) {
@@ -43,4 +41,3 @@ export function configOrExit(parsed: ParsedArguments, io: CliIo): GatewayConfig 
     throw error;
   }
 }
-

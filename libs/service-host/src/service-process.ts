@@ -1,11 +1,12 @@
 import { ContractValidationError } from '@oncegate/contracts';
 import { EventStoreOpenError, EventStoreUnavailableError } from '@oncegate/event-store';
-import { EXIT_CODES, PROCESS_IO, UsageError, type CliIo, type ExitCode } from './cli-command';
-import { configOrExit, parseCommandArgs, stringOption, type ParsedArguments } from './command-args';
+import { Command } from '@commander-js/extra-typings';
+import { action, EXIT_CODES, PROCESS_IO, runProgram, type CliIo, type ExitCode } from './cli-command';
+import { configOption, configOrExit } from './command-args';
 import { GatewayConfigError } from './config/gateway-config';
 import { serveService, storeLocation, type ServiceDefinition } from './host';
 import { KeyFileError } from './infrastructure/key-files';
-import { announceReady, clearReadyFile, formatDuration, prepareReadyFile, READY_FILE_HELP, READY_FILE_OPTION, sinceProcessStart } from './operations/ready-signal';
+import { announceReady, clearReadyFile, formatDuration, prepareReadyFile, readyFileOption, sinceProcessStart } from './operations/ready-signal';
 import { SealKeyError } from '@oncegate/vault';
 
 /** A start that cannot go on for a reason its message names with what to change (printed without a stack). */
@@ -84,19 +85,25 @@ export function untilSignal(): Promise<NodeJS.Signals> {
 }
 
 /** What every service process's help says about how it runs. */
-export const SERVICE_PROCESS_HELP = `Runs one service in the foreground until SIGINT or SIGTERM, with the same configuration as
-oncegate start. Instances of a service share its events (a consumer group: one execution is
-handled by one instance at a time, taken over when an instance stops renewing its claims
-within instance_lease). Meant for a store every process reaches: store.driver postgres.
-deploy/local starts every service this way; see docs/deploy.md.`;
+export const SERVICE_PROCESS_HELP =
+  'Runs one service in the foreground until SIGINT or SIGTERM, with the same configuration as oncegate start. ' +
+  'Instances of a service share its events (a consumer group: one execution is handled by one instance at a time, ' +
+  'taken over when an instance stops renewing its claims within instance_lease). Meant for a store every process ' +
+  'reaches: store.driver postgres. deploy/local starts every service this way; see docs/deploy.md.';
+
+/** What a service process takes on its command line. */
+export interface ServiceProcessOptions {
+  readonly config?: string | undefined;
+  readonly readyFile?: string | undefined;
+}
 
 /**
  * Runs one service as this process until SIGINT or SIGTERM: prints a summary on stdout that ends with an empty line
  * (the log goes to stderr), signals that it is ready, then stops in order.
  */
-export async function runServiceProcess(service: ServiceDefinition, parsed: ParsedArguments, io: CliIo): Promise<ExitCode> {
-  const readyFile = stringOption(parsed, 'ready-file');
-  const config = configOrExit(parsed, io);
+export async function runServiceProcess(service: ServiceDefinition, options: ServiceProcessOptions, io: CliIo): Promise<ExitCode> {
+  const { readyFile } = options;
+  const config = configOrExit(options, io);
   if (typeof config === 'number') return config;
   prepareReadyFile(readyFile);
   const stopped = untilSignal();
@@ -134,18 +141,10 @@ export async function runServiceProcess(service: ServiceDefinition, parsed: Pars
 
 /** The main of a service's own app (apps/<service>): `node main.js [--config <file>]`, as `oncegate serve <service>`. */
 export async function serviceMain(service: ServiceDefinition, argv: readonly string[] = process.argv.slice(2)): Promise<void> {
-  const usage = `Usage: ${service.name} [--config <file>] [--ready-file <path>]\n\n${SERVICE_PROCESS_HELP}\n\n${READY_FILE_HELP}\n`;
-  if (argv.includes('--help') || argv.includes('-h')) {
-    PROCESS_IO.stdout(usage);
-    return;
-  }
-  try {
-    const parsed = parseCommandArgs(argv, READY_FILE_OPTION);
-    if (parsed.positionals.length > 0) throw new UsageError(`unexpected argument '${parsed.positionals[0]}'`);
-    process.exitCode = await runServiceProcess(service, parsed, PROCESS_IO);
-  } catch (error) {
-    if (!(error instanceof UsageError)) throw error;
-    PROCESS_IO.stderr(`${service.name}: ${error.message}\n${usage}`);
-    process.exitCode = EXIT_CODES.usage;
-  }
+  const program = new Command(service.name)
+    .description(SERVICE_PROCESS_HELP)
+    .addOption(configOption())
+    .addOption(readyFileOption())
+    .action(action((io, options) => runServiceProcess(service, options, io)));
+  process.exitCode = await runProgram(program, argv, PROCESS_IO);
 }

@@ -1,9 +1,10 @@
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Command, type CommandUnknownOpts } from '@commander-js/extra-typings';
 import { describe, expect, it } from 'vitest';
-import { runCli } from './cli';
-import { EXIT_CODES, type CliCommand, type CliIo } from '@oncegate/service-host/cli-command';
+import { oncegateProgram, runCli } from './cli';
+import { action, EXIT_CODES, type CliIo } from '@oncegate/service-host/cli-command';
 
 const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 const TYPOS = 'libs/contracts/fixtures/typos.yaml';
@@ -65,81 +66,191 @@ describe('oncegate contracts check', () => {
     expect(io.err()).toBe('16 problems in 2 files\n');
   });
 
-  it('given no file or an unknown option, when run, then it is a usage error (exit 2)', async () => {
+  it('given no file or an unknown option, when run, then it is a usage error (exit 2): one line, then the usage', async () => {
     const none = captureIo();
     expect(await runCli(['contracts', 'check'], none)).toBe(EXIT_CODES.usage);
-    expect(none.err()).toMatch(/^oncegate: contracts check: name at least one contract file\n/);
+    expect(none.err()).toBe(
+      "oncegate: contracts check: missing required argument 'file'\n" +
+        'Usage: oncegate contracts check [options] <file...>\n' +
+        "Run 'oncegate contracts check --help' for its options.\n",
+    );
     const option = captureIo();
     expect(await runCli(['contracts', 'check', '--strict', 'examples/tools.yaml'], option)).toBe(EXIT_CODES.usage);
-    expect(option.err()).toMatch(/unknown option '--strict'/);
+    expect(option.err()).toMatch(/^oncegate: contracts check: unknown option '--strict'\n/);
+  });
+
+  it('given a file named after --, or -, when checked, then it is taken as a file and not as an option', async () => {
+    const io = captureIo();
+    expect(await runCli(['contracts', 'check', '--', '-'], io)).toBe(EXIT_CODES.failed);
+    expect(io.out()).toMatch(/^-: cannot read file: ENOENT/);
   });
 
   it('given serve without a service, or one that does not exist, when run, then it is a usage error naming the services', async () => {
     const none = captureIo();
     expect(await runCli(['serve'], none)).toBe(EXIT_CODES.usage);
-    expect(none.err()).toMatch(/name one service: gateway, authorization, dispatcher-http, dispatcher-ssh, result-delivery, sealer, relay-kafka/);
+    expect(none.err()).toMatch(/^oncegate: serve: missing required argument 'service'\nUsage: oncegate serve \[options\] <service>\n/);
     const typo = captureIo();
     expect(await runCli(['serve', 'dispatcher-htp'], typo)).toBe(EXIT_CODES.usage);
-    expect(typo.err()).toMatch(/\(not 'dispatcher-htp'\)/);
+    expect(typo.err()).toMatch(
+      /value 'dispatcher-htp' is invalid for argument 'service'\. Allowed choices are gateway, authorization, dispatcher-http, dispatcher-ssh, result-delivery, sealer, relay-kafka\./,
+    );
     const two = captureIo();
     expect(await runCli(['serve', 'gateway', 'sealer'], two)).toBe(EXIT_CODES.usage);
+    expect(two.err()).toMatch(/^oncegate: serve: too many arguments for 'serve'\. Expected 1 argument but got 2\.\n/);
   });
 
-  it('given --help, when run, then the usage is printed and it exits 0', async () => {
+  it('given --help, when run, then the generated help is printed on stdout and it exits 0', async () => {
     const io = captureIo();
     expect(await runCli(['contracts', 'check', '--help'], io)).toBe(EXIT_CODES.ok);
-    expect(io.out()).toMatch(/^Usage: oncegate contracts check <file\.\.\.>/);
+    expect(io.out()).toMatch(/^Usage: oncegate contracts check \[options\] <file\.\.\.>\n\nValidates tool contract files/);
+    expect(io.out()).toMatch(/\nArguments:\n {2}file {2,}contract files to check\n/);
+    expect(io.err()).toBe('');
   });
 });
 
+/** `oncegate …` words of every command that runs (not a group), and of every group. */
+function commandPaths(): { leaves: string[][]; groups: string[][] } {
+  const leaves: string[][] = [];
+  const groups: string[][] = [];
+  const walk = (command: CommandUnknownOpts, path: string[]) => {
+    if (command.commands.length === 0) leaves.push(path);
+    else if (path.length > 0) groups.push(path);
+    for (const sub of command.commands) walk(sub, [...path, sub.name()]);
+  };
+  walk(oncegateProgram(), []);
+  return { leaves, groups };
+}
+
 describe('the command dispatcher', () => {
-  it('given no arguments, when run, then it prints the command list on stderr and exits 2', async () => {
+  it('given no arguments, when run, then it prints the help on stderr and exits 2', async () => {
     const io = captureIo();
     expect(await runCli([], io)).toBe(EXIT_CODES.usage);
+    expect(io.err()).toMatch(/^Usage: oncegate <command> \[options\]\n/);
     expect(io.err()).toContain('contracts check');
+    expect(io.out()).toBe('');
   });
 
-  it('given --help, when run, then it prints the command list on stdout and exits 0', async () => {
+  it('given --help, -h or help, when run, then it lists every command with its summary on stdout and exits 0', async () => {
     for (const flag of ['--help', '-h', 'help']) {
       const io = captureIo();
       expect(await runCli([flag], io)).toBe(EXIT_CODES.ok);
-      expect(io.out()).toMatch(/^Usage: oncegate <group> <command> \[args\]\n\nCommands:\n {2}init {2,}Create the data folder/);
+      expect(io.out()).toMatch(/^Usage: oncegate <command> \[options\]\n\n/);
+      expect(io.out()).toMatch(/\nCommands:\n {2}init {2,}Create the data folder/);
       expect(io.out()).toMatch(/\n {2}start {2,}Run the gateway/);
       expect(io.out()).toMatch(/\n {2}agents add {2,}Issue an API token/);
       expect(io.out()).toMatch(/\n {2}contracts check {2,}Validate/);
       expect(io.out()).toMatch(/\n {2}audit verify {2,}Verify an exported journal offline/);
+      expect(io.out()).toMatch(/\nRun 'oncegate <command> --help' for its arguments and options\.\n$/);
+    }
+  });
+
+  it('given every command and group, when asked for --help, then each prints its generated help (usage, options with their descriptions) and exits 0', async () => {
+    const { leaves, groups } = commandPaths();
+    expect(leaves.length).toBeGreaterThanOrEqual(33);
+    for (const path of [...leaves, ...groups]) {
+      const io = captureIo();
+      expect(await runCli([...path, '--help'], io), path.join(' ')).toBe(EXIT_CODES.ok);
+      expect(io.out(), path.join(' ')).toMatch(new RegExp(`^Usage: oncegate ${path.join(' ')} `));
+      expect(io.out(), path.join(' ')).toMatch(/\nOptions:\n(.*\n)* {2}-h, --help {2,}display help for command\n/);
+      expect(io.err()).toBe('');
+    }
+    for (const path of groups) {
+      const io = captureIo();
+      expect(await runCli(['help', ...path], io), path.join(' ')).toBe(EXIT_CODES.ok);
+      expect(io.out()).toMatch(/\nCommands:\n/);
+    }
+  });
+
+  it('given the help of commands with defaults, when printed, then each option shows its description and its default', async () => {
+    const help = async (...args: string[]) => {
+      const io = captureIo();
+      expect(await runCli([...args, '--help'], io)).toBe(EXIT_CODES.ok);
+      // Wrapped to the terminal's width: compared word by word.
+      return io.out().replace(/\s+/g, ' ');
+    };
+    const set = await help('vault', 'set');
+    expect(set).toContain(' --kind <kind> how the value is sent (choices: "bearer", "basic", "header", "ssh_key", "password") ');
+    expect(set).toContain(' --by <name> who is recorded as acting, e.g. user:alice (default: "operator:cli") ');
+    expect(set).toContain(' --config <file> the configuration file (default: $ONCEGATE_CONFIG, else ./oncegate.yaml) ');
+    expect(set).not.toContain('--value');
+    expect(await help('journal', 'export')).toContain(' --from <position> export the events after this global position (default: 0) ');
+    expect(await help('review', 'resolve')).toContain(' --by <name> who is recorded as acting, e.g. user:alice (default: operator:<your login name>) ');
+  });
+
+  it('given an option no command has, when any command runs with it, then it exits 2 with one line naming it, the command\'s usage and where its help is', async () => {
+    for (const path of commandPaths().leaves) {
+      const io = captureIo();
+      expect(await runCli([...path, '--no-such-option'], io), path.join(' ')).toBe(EXIT_CODES.usage);
+      const lines = io.err().split('\n');
+      // A required option that is missing is said first.
+      expect(lines[0]).toMatch(new RegExp(`^oncegate: ${path.join(' ')}: (unknown option '--no-such-option'|required option '[^']+' not specified)$`));
+      expect(lines[1]).toMatch(new RegExp(`^Usage: oncegate ${path.join(' ')} \\[options\\]`));
+      expect(lines.slice(2)).toEqual([`Run 'oncegate ${path.join(' ')} --help' for its options.`, '']);
+      expect(io.out()).toBe('');
+    }
+  });
+
+  it('given an option misspelt, when run, then the closest option is suggested', async () => {
+    const io = captureIo();
+    expect(await runCli(['approvals', 'list', '--jsn'], io)).toBe(EXIT_CODES.usage);
+    expect(io.err()).toMatch(/^oncegate: approvals list: unknown option '--jsn' — did you mean '--json'\?\n/);
+    const config = captureIo();
+    expect(await runCli(['vault', 'status', '--confg', 'x.yaml'], config)).toBe(EXIT_CODES.usage);
+    expect(config.err()).toMatch(/unknown option '--confg' — did you mean '--config'\?\n/);
+  });
+
+  it('given what may be a secret typed in the wrong place, when refused, then the refusal does not repeat it', async () => {
+    const secret = 'pasted-secret-3f9c';
+    for (const args of [
+      ['vault', 'set', 'demo-writer', secret, '--kind', 'bearer', '--bind', 'api.example.com'],
+      ['vault', 'set', 'demo-writer', '--kind', 'bearer', '--bind', 'api.example.com', `--valeu=${secret}`],
+      ['approvers', 'add', 'alice', secret],
+      ['vault', 'set', 'demo-writer', `${secret}\n${secret}`, '--kind', 'bearer', '--bind', 'api.example.com'],
+      ['vault', 'set', 'demo-writer', '--kind', 'bearer', '--bind', 'api.example.com', `--valeu=${secret}\n${secret}`],
+    ]) {
+      const io = captureIo();
+      expect(await runCli(args, io), args.join(' ')).toBe(EXIT_CODES.usage);
+      expect(io.err()).toMatch(/^oncegate: \w+ \w+: (too many arguments for '\w+'\. Expected 1 argument but got 2\.|unknown option '--valeu=…')\n/);
+      expect(io.err() + io.out()).not.toContain(secret);
     }
   });
 
   it('given an unknown group or command, when run, then it names it with a suggestion and exits 2', async () => {
     const group = captureIo();
     expect(await runCli(['contract', 'check'], group)).toBe(EXIT_CODES.usage);
-    expect(group.err()).toBe("oncegate: unknown command 'contract' — did you mean 'contracts'?\nRun 'oncegate --help' for the list of commands.\n");
+    expect(group.err()).toBe("oncegate: unknown command 'contract' — did you mean 'contracts'?\nUsage: oncegate <command> [options]\nRun 'oncegate --help' for its commands.\n");
     const command = captureIo();
     expect(await runCli(['contracts', 'chek'], command)).toBe(EXIT_CODES.usage);
-    expect(command.err()).toBe("oncegate: unknown command 'contracts chek' — did you mean 'check'?\nRun 'oncegate contracts --help' for its commands.\n");
+    expect(command.err()).toBe(
+      "oncegate: contracts: unknown command 'chek' — did you mean 'check'?\nUsage: oncegate contracts <command> [options]\nRun 'oncegate contracts --help' for its commands.\n",
+    );
   });
 
-  it('given a group without a command, when run, then it lists the group and exits 2', async () => {
+  it('given a group without a command, when run, then it prints the help of the group on stderr and exits 2', async () => {
     const io = captureIo();
     expect(await runCli(['contracts'], io)).toBe(EXIT_CODES.usage);
-    expect(io.err()).toMatch(/^Usage: oncegate contracts <command> \[args\]/);
+    expect(io.err()).toMatch(/^Usage: oncegate contracts <command> \[options\]\n/);
+    expect(io.err()).toMatch(/\n {2}check <file\.\.\.> {2,}Validate tool contract files/);
   });
 
-  it('given another command registered, when run, then it is dispatched with its own arguments', async () => {
-    const seen: string[][] = [];
-    const exportCommand: CliCommand = {
-      group: 'journal',
-      name: 'export',
-      summary: 'Write the journal as NDJSON.',
-      usage: 'Usage: oncegate journal export',
-      run: async (args) => {
-        seen.push([...args]);
-        return EXIT_CODES.ok;
-      },
-    };
+  it('given another command registered, when run, then its action gets its own arguments and options and its exit code is the run\'s', async () => {
+    const seen: unknown[] = [];
+    const journal = () =>
+      new Command('journal').addCommand(
+        new Command('export')
+          .argument('[what...]')
+          .option('--out <file>')
+          .action(
+            action(async (io, what, options) => {
+              seen.push({ what, options });
+              io.stdout('exported\n');
+              return EXIT_CODES.failed;
+            }),
+          ),
+      );
     const io = captureIo();
-    expect(await runCli(['journal', 'export', '--out', 'x.ndjson'], io, [exportCommand])).toBe(EXIT_CODES.ok);
-    expect(seen).toEqual([['--out', 'x.ndjson']]);
+    expect(await runCli(['journal', 'export', 'all', '--out', 'x.ndjson'], io, [journal])).toBe(EXIT_CODES.failed);
+    expect(seen).toEqual([{ what: ['all'], options: { out: 'x.ndjson' } }]);
+    expect(io.out()).toBe('exported\n');
   });
 });

@@ -1,24 +1,43 @@
+import { userInfo } from 'node:os';
+import { InvalidArgumentError, Option } from '@commander-js/extra-typings';
 import { isExecutionId, type ExecutionId } from '@oncegate/domain';
 import { EventStoreOpenError, EventStoreUnavailableError } from '@oncegate/event-store';
 import type { GatewayConfig } from '@oncegate/service-host/config/gateway-config';
-import { configOrExit, stringOption, type ParsedArguments } from '@oncegate/service-host/command-args';
+import { configOrExit } from '@oncegate/service-host/command-args';
 import { openDataFolder, type DataFolder } from '@oncegate/service-host/host';
 import { EXIT_CODES, UsageError, type CliIo, type ExitCode } from '@oncegate/service-host/cli-command';
 
-export { configOrExit, parseCommandArgs, stringOption, type ParsedArguments } from '@oncegate/service-host/command-args';
+export { configOption, configOrExit, jsonOption, wholeNumber } from '@oncegate/service-host/command-args';
 
-/** Every value of a repeatable string option, in the order given. */
-export function stringListOption(parsed: ParsedArguments, name: string): string[] {
-  const value = parsed.values[name];
-  return Array.isArray(value) ? value : typeof value === 'string' ? [value] : [];
+/** Parses an `<execution-id>` argument. */
+export function executionId(text: string): ExecutionId {
+  if (!isExecutionId(text)) throw new InvalidArgumentError('An execution id is ex_ followed by a ULID.');
+  return text;
 }
 
-/** The one positional argument of a command about one execution; anything else is a usage error. */
-export function executionIdArgument(parsed: ParsedArguments): ExecutionId {
-  const [id, ...rest] = parsed.positionals;
-  if (id === undefined || rest.length > 0) throw new UsageError('name exactly one execution id (ex_…)');
-  if (!isExecutionId(id)) throw new UsageError(`'${id}' is not an execution id (ex_ followed by a ULID)`);
-  return id;
+/** `--reason <text>`, which a decision must give: recorded with it, so it must say something. */
+export function reasonOption(what = 'why, recorded with the decision') {
+  return new Option('--reason <text>', what).makeOptionMandatory();
+}
+
+/** The `--reason` given, trimmed; an empty one is a usage error. */
+export function reasonOf(options: { readonly reason: string }): string {
+  const reason = options.reason.trim();
+  if (reason === '') throw new UsageError('--reason "..." is required: say why');
+  return reason;
+}
+
+/** `--by <name>`: who an operator command records as acting, `fallback` unless given. */
+export function byOption(fallback: string) {
+  return new Option('--by <name>', 'who is recorded as acting, e.g. user:alice').default(fallback);
+}
+
+/**
+ * `--by <name>` whose fallback is the login of whoever runs the command (`operator:<login>`): worked out only when
+ * the command runs, with `actingAs`.
+ */
+export function byLoginOption(prefix: 'operator' | 'user') {
+  return new Option('--by <name>', `who is recorded as acting, e.g. user:alice (default: ${prefix}:<your login name>)`);
 }
 
 /**
@@ -42,14 +61,14 @@ export async function dataFolderOrExit(config: GatewayConfig, io: CliIo, options
  * configuration problem is printed and its exit code returned without opening anything.
  */
 export async function withDataFolder(
-  parsed: ParsedArguments,
+  options: { readonly config?: string | undefined },
   io: CliIo,
   work: (folder: DataFolder, config: GatewayConfig) => Promise<ExitCode>,
-  options: { readonly readOnly?: boolean } = {},
+  folderOptions: { readonly readOnly?: boolean } = {},
 ): Promise<ExitCode> {
-  const config = configOrExit(parsed, io);
+  const config = configOrExit(options, io);
   if (typeof config === 'number') return config;
-  const folder = await dataFolderOrExit(config, io, options);
+  const folder = await dataFolderOrExit(config, io, folderOptions);
   if (typeof folder === 'number') return folder;
   try {
     return await work(folder, config);
@@ -62,9 +81,12 @@ const DECIDER = /^[A-Za-z0-9][A-Za-z0-9_.:@/-]{0,127}$/;
 /** Names the gateway gives its own principals; an operator's `--by` may not borrow them. */
 const RESERVED_DECIDERS = /^(service|agent|approver):/;
 
-/** Who an operator command records as acting (`--by`, else `fallback`); a bad or borrowed name is a usage error. */
-export function byOption(parsed: ParsedArguments, fallback: string): string {
-  const by = stringOption(parsed, 'by') ?? fallback;
+/**
+ * Who an operator command records as acting: `--by`, else `<prefix>:<login>` of whoever runs it; a bad or borrowed
+ * name is a usage error.
+ */
+export function actingAs(given: string | undefined, loginPrefix: 'operator' | 'user' = 'operator'): string {
+  const by = given ?? `${loginPrefix}:${userInfo().username}`;
   if (!DECIDER.test(by)) throw new UsageError(`--by '${by.slice(0, 64)}' is not a name; write e.g. user:alice or operator:alice`);
   if (RESERVED_DECIDERS.test(by)) throw new UsageError(`--by '${by}' names one of the gateway's own principals (service:, agent:, approver:); name a person, e.g. user:alice`);
   return by;

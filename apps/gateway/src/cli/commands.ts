@@ -1,51 +1,33 @@
-import type { CliCommand } from '@oncegate/service-host/cli-command';
-import {
-  approvalsApproveCommand,
-  approvalsDenyCommand,
-  approvalsListCommand,
-  approvalsShowCommand,
-  approversAddCommand,
-  approversListCommand,
-  approversRevokeCommand,
-} from './commands/approval-commands';
-import { contractsCheckCommand } from './commands/contracts-check';
-import { agentsAddCommand, agentsListCommand, agentsRevokeCommand, serveCommand, startCommand, stdioCommand } from './commands/gateway-commands';
-import { auditVerifyCommand, initCommand, journalExportCommand } from './commands/journal-commands';
-import { investigateCommand, projectionRunCommand } from './commands/analyst-commands';
-import { parkedListCommand, parkedReplayCommand, parkedShowCommand } from './commands/parked-commands';
-import { runsEndCommand, runsListCommand, runsShowCommand } from './commands/run-commands';
-import { reviewListCommand, reviewResolveCommand, reviewShowCommand } from './commands/review-commands';
-import { VAULT_COMMANDS } from './commands/vault-commands';
+import type { CommandUnknownOpts } from '@commander-js/extra-typings';
+import { approvalsCommand, approversCommand } from './commands/approval-commands';
+import { contractsCommand } from './commands/contracts-check';
+import { agentsCommand, serveCommand, startCommand, stdioCommand } from './commands/gateway-commands';
+import { auditCommand, initCommand, journalCommand } from './commands/journal-commands';
+import { investigateCommand, projectionCommand } from './commands/analyst-commands';
+import { parkedCommand } from './commands/parked-commands';
+import { runsCommand } from './commands/run-commands';
+import { reviewCommand } from './commands/review-commands';
+import { vaultCommand } from './commands/vault-commands';
 
-/** Every command of the CLI. Adding one here is all the dispatcher needs. */
-export const COMMANDS: readonly CliCommand[] = [
+/**
+ * Every command of the CLI, in the order the help lists them; each makes its commander command afresh for one run.
+ * Adding one here is all the program needs.
+ */
+export const COMMANDS: readonly (() => CommandUnknownOpts)[] = [
   initCommand,
   startCommand,
   serveCommand,
   stdioCommand,
-  agentsAddCommand,
-  agentsListCommand,
-  agentsRevokeCommand,
-  ...VAULT_COMMANDS,
-  contractsCheckCommand,
-  journalExportCommand,
-  auditVerifyCommand,
+  agentsCommand,
+  vaultCommand,
+  contractsCommand,
+  journalCommand,
+  auditCommand,
   investigateCommand,
-  projectionRunCommand,
-  reviewListCommand,
-  reviewShowCommand,
-  reviewResolveCommand,
-  approvalsListCommand,
-  approvalsShowCommand,
-  approvalsApproveCommand,
-  approvalsDenyCommand,
-  approversAddCommand,
-  approversListCommand,
-  approversRevokeCommand,
-  runsListCommand,
-  runsShowCommand,
-  runsEndCommand,
-  parkedListCommand,
-  parkedShowCommand,
-  parkedReplayCommand,
+  projectionCommand,
+  reviewCommand,
+  approvalsCommand,
+  approversCommand,
+  runsCommand,
+  parkedCommand,
 ];

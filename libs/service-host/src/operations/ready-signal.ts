@@ -1,5 +1,6 @@
 import { existsSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import { Option } from '@commander-js/extra-typings';
 import { Logger } from '@nestjs/common';
 import { UsageError } from '../cli-command';
 
@@ -9,11 +10,13 @@ import { UsageError } from '../cli-command';
  * the same record as its `ready` line.
  */
 
-/** The option `oncegate start` and `oncegate serve` take, for `parseCommandArgs`. */
-export const READY_FILE_OPTION = { 'ready-file': { type: 'string' } } as const;
-
-export const READY_FILE_HELP = `--ready-file <path>  once serving, write {"ready":true,"url":…,"pid":…,"readyMs":…} to <path>
-                     (atomically; removed at stop). The log's "ready" line carries the same.`;
+/** `--ready-file <path>`, which `oncegate start`, `oncegate serve` and every service's own app take. */
+export function readyFileOption() {
+  return new Option(
+    '--ready-file <path>',
+    'once serving, write {"ready":true,"url":…,"pid":…,"readyMs":…} to <path> (atomically; removed at stop); the log\'s "ready" line carries the same',
+  );
+}
 
 /** What the ready file and the ready line say. */
 export interface ReadyRecord {

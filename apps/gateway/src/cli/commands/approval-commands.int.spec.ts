@@ -119,9 +119,9 @@ describe('oncegate approvals and approvers (the real CLI process on a SQLite dat
       run('approvals', 'show', unknown),
     ]);
     expect(noReason.code).toBe(2);
-    expect(noReason.stderr).toMatch(/^oncegate: approvals approve: --reason "\.\.\." is required: say why\n/);
+    expect(noReason.stderr).toMatch(/^oncegate: approvals approve: required option '--reason <text>' not specified\nUsage: oncegate approvals approve /);
     expect(badId.code).toBe(2);
-    expect(badId.stderr).toMatch(/'ex_nope' is not an execution id/);
+    expect(badId.stderr).toMatch(/^oncegate: approvals deny: command-argument value 'ex_nope' is invalid for argument 'execution-id'\. An execution id is ex_ followed by a ULID\.\n/);
     expect(notFound).toMatchObject({ code: 1, stderr: `no execution ${unknown} in this journal\n` });
     expect(notFoundShow).toMatchObject({ code: 1, stderr: `no execution ${unknown} in this journal\n` });
     expect(await typesOf(id)).toEqual(['ExecutionAccepted', 'ApprovalRequested']);

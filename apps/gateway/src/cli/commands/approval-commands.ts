@@ -3,8 +3,9 @@ import { systemClock } from '@oncegate/execution-journal';
 import { decide, isApprovalRefusal, pending, show, type ApprovalDecision, type ApprovalView } from '@oncegate/service-host/approvals/approval-queue';
 import type { GatewayConfig } from '@oncegate/service-host/config/gateway-config';
 import { loadTools } from '@oncegate/service-host/host';
-import { EXIT_CODES, UsageError, type CliCommand, type CliIo, type ExitCode } from '@oncegate/service-host/cli-command';
-import { byOption, executionIdArgument, parseCommandArgs, stringOption, withDataFolder } from '../command-helpers';
+import { Command, type CommandUnknownOpts } from '@commander-js/extra-typings';
+import { action, EXIT_CODES, UsageError, type CliIo, type ExitCode } from '@oncegate/service-host/cli-command';
+import { actingAs, byOption, configOption, executionId, jsonOption, reasonOf, reasonOption, withDataFolder } from '../command-helpers';
 import { tokenCommands } from './token-commands';
 
 /** Who decides when `--by` is not given. */
@@ -63,94 +64,106 @@ function formatView(view: ApprovalView): string {
   return `${lines.join('\n')}\n`;
 }
 
-export const approvalsListCommand: CliCommand = {
-  group: 'approvals',
-  name: 'list',
-  summary: 'List executions awaiting an approval decision, oldest first.',
-  usage: 'Usage: oncegate approvals list [--json] [--config <file>]',
-  async run(args, io) {
-    const parsed = parseCommandArgs(args, { json: { type: 'boolean' } });
-    if (parsed.positionals.length > 0) throw new UsageError('takes no arguments');
-    return withDataFolder(parsed, io, async (folder) => {
-      const approvals = await pending(folder.store);
-      if (parsed.values['json'] === true) {
-        io.stdout(`${JSON.stringify(approvals, null, 2)}\n`);
-        return EXIT_CODES.ok;
-      }
-      if (approvals.length === 0) io.stdout('nothing is awaiting approval\n');
-      for (const a of approvals) {
-        io.stdout(
-          `${a.executionId}\t${a.tool}\t${a.actor}\t${a.scope === 'run' ? `run ${a.runId}` : 'execution'}\trequested ${a.requestedAt} by ${a.requestedBy}\texpires ${a.expiresAt ?? 'never'}\tretries ${a.retriesAttached}\t${a.reason}\n`,
-        );
-      }
-      return EXIT_CODES.ok;
-    });
-  },
-};
-
-export const approvalsShowCommand: CliCommand = {
-  group: 'approvals',
-  name: 'show',
-  summary: 'Show one approval request: who asks, what would be sent where, and what granting does.',
-  usage: 'Usage: oncegate approvals show <execution-id> [--json] [--config <file>]',
-  async run(args, io) {
-    const parsed = parseCommandArgs(args, { json: { type: 'boolean' } });
-    const id = executionIdArgument(parsed);
-    return withDataFolder(parsed, io, (folder, config) =>
-      answering(io, async () => {
-        const view = await show(folder.store, id, { tools: toolsOrNone(config, io) ?? new Map() });
-        io.stdout(parsed.values['json'] === true ? `${JSON.stringify(view, null, 2)}\n` : formatView(view));
-        return EXIT_CODES.ok;
-      }),
-    );
-  },
-};
-
-function decisionCommand(decision: ApprovalDecision): CliCommand {
-  const name = decision === 'approve' ? 'approve' : 'deny';
-  return {
-    group: 'approvals',
-    name,
-    summary:
-      decision === 'approve'
-        ? 'Grant a pending approval (recorded with who and why); authorization then lets it proceed.'
-        : 'Deny a pending approval (recorded with who and why); nothing is sent.',
-    usage: `Usage: oncegate approvals ${name} <execution-id> --reason "..." [--by <who>] [--config <file>]
-
-Records ${decision === 'approve' ? 'ApprovalGranted' : 'ApprovalDenied'} on the execution, by --by (default ${DEFAULT_DECIDER}).
-Refused (exit 1, nothing recorded) when the execution is unknown or not awaiting a decision:
-already decided, timed out, or denied for another reason.`,
-    async run(args, io) {
-      const parsed = parseCommandArgs(args, { reason: { type: 'string' }, by: { type: 'string' } });
-      const id = executionIdArgument(parsed);
-      const reason = stringOption(parsed, 'reason')?.trim();
-      if (!reason) throw new UsageError('--reason "..." is required: say why');
-      const by = byOption(parsed, DEFAULT_DECIDER);
-      return withDataFolder(parsed, io, (folder) =>
-        answering(io, async () => {
-          const view = await decide(folder.store, systemClock, id, decision, by, reason);
-          io.stdout(`${id} ${view.approval.decision} by ${by}\n`);
+function listCommand(): CommandUnknownOpts {
+  return new Command('list')
+    .summary('List executions awaiting an approval decision, oldest first.')
+    .description('List executions awaiting an approval decision, oldest first: tool, actor, scope, who asked and when, when it expires, retries attached, and why.')
+    .addOption(jsonOption())
+    .addOption(configOption())
+    .action(
+      action((io, options) =>
+        withDataFolder(options, io, async (folder) => {
+          const approvals = await pending(folder.store);
+          if (options.json === true) {
+            io.stdout(`${JSON.stringify(approvals, null, 2)}\n`);
+            return EXIT_CODES.ok;
+          }
+          if (approvals.length === 0) io.stdout('nothing is awaiting approval\n');
+          for (const a of approvals) {
+            io.stdout(
+              `${a.executionId}\t${a.tool}\t${a.actor}\t${a.scope === 'run' ? `run ${a.runId}` : 'execution'}\trequested ${a.requestedAt} by ${a.requestedBy}\texpires ${a.expiresAt ?? 'never'}\tretries ${a.retriesAttached}\t${a.reason}\n`,
+            );
+          }
           return EXIT_CODES.ok;
         }),
-      );
-    },
-  };
+      ),
+    );
 }
 
-export const approvalsApproveCommand = decisionCommand('approve');
-export const approvalsDenyCommand = decisionCommand('deny');
+function showCommand(): CommandUnknownOpts {
+  return new Command('show')
+    .summary('Show one approval request: who asks, what would be sent where, and what granting does.')
+    .description(
+      'Show one approval request: who asks, what would be sent where, and what granting does. Reads the contract file for the ' +
+        "target's request details; if it cannot, it says so and shows the recorded target. Exit 1 when the execution is unknown.",
+    )
+    .argument('<execution-id>', 'the execution awaiting approval (ex_…)', executionId)
+    .addOption(jsonOption())
+    .addOption(configOption())
+    .action(
+      action((io, id, options) =>
+        withDataFolder(options, io, (folder, config) =>
+          answering(io, async () => {
+            const view = await show(folder.store, id, { tools: toolsOrNone(config, io) ?? new Map() });
+            io.stdout(options.json === true ? `${JSON.stringify(view, null, 2)}\n` : formatView(view));
+            return EXIT_CODES.ok;
+          }),
+        ),
+      ),
+    );
+}
 
-const approverTokenCommands = tokenCommands({
-  group: 'approvers',
-  label: 'approver',
-  directory: (folder) => folder.approvers,
-  summaries: {
-    add: 'Issue an API token for a person who decides approvals over HTTP (printed once, stored hashed).',
-    list: 'List approvers and their tokens (ids only).',
-    revoke: 'Revoke every token of an approver; the approvals API answers 401 from then on.',
-  },
-});
+function decisionCommand(decision: ApprovalDecision): CommandUnknownOpts {
+  const summary =
+    decision === 'approve'
+      ? 'Grant a pending approval (recorded with who and why); authorization then lets it proceed.'
+      : 'Deny a pending approval (recorded with who and why); nothing is sent.';
+  return new Command(decision)
+    .summary(summary)
+    .description(
+      `${summary}\n\nRecords ${decision === 'approve' ? 'ApprovalGranted' : 'ApprovalDenied'} on the execution, by --by. Refused (exit 1, nothing ` +
+        'recorded) when the execution is unknown or not awaiting a decision: already decided, timed out, or denied for another reason.',
+    )
+    .argument('<execution-id>', 'the execution awaiting approval (ex_…)', executionId)
+    .addOption(reasonOption())
+    .addOption(byOption(DEFAULT_DECIDER))
+    .addOption(configOption())
+    .action(
+      action((io, id, options) => {
+        const reason = reasonOf(options);
+        const by = actingAs(options.by);
+        return withDataFolder(options, io, (folder) =>
+          answering(io, async () => {
+            const view = await decide(folder.store, systemClock, id, decision, by, reason);
+            io.stdout(`${id} ${view.approval.decision} by ${by}\n`);
+            return EXIT_CODES.ok;
+          }),
+        );
+      }),
+    );
+}
 
-export const approversAddCommand = approverTokenCommands.add;
-export const approversListCommand = approverTokenCommands.list;
-export const approversRevokeCommand = approverTokenCommands.revoke;
+/** `oncegate approvals …`: the approval queue, as an approver works it from a terminal. */
+export function approvalsCommand(): Command {
+  return new Command('approvals')
+    .description('The approval queue: executions that wait for a person to decide (list, show), and the decisions (approve, deny).')
+    .addCommand(listCommand())
+    .addCommand(showCommand())
+    .addCommand(decisionCommand('approve'))
+    .addCommand(decisionCommand('deny'));
+}
+
+/** `oncegate approvers …`: the API tokens of the people who decide approvals over HTTP and in the console. */
+export function approversCommand(): Command {
+  return tokenCommands({
+    group: 'approvers',
+    label: 'approver',
+    description: 'The people who decide approvals over HTTP and in the console, and their API tokens: add, list, revoke.',
+    directory: (folder) => folder.approvers,
+    summaries: {
+      add: 'Issue an API token for a person who decides approvals over HTTP (printed once, stored hashed).',
+      list: 'List approvers and their tokens (ids only).',
+      revoke: 'Revoke every token of an approver; the approvals API answers 401 from then on.',
+    },
+  });
+}

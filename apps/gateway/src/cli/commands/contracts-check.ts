@@ -1,14 +1,7 @@
 import { OPERATION_CLASSES } from '@oncegate/domain';
 import { checkContractFile, formatIssue, type ContractFile } from '@oncegate/contracts';
-import { EXIT_CODES, UsageError, type CliCommand, type CliIo, type ExitCode } from '@oncegate/service-host/cli-command';
-
-const USAGE = `Usage: oncegate contracts check <file...>
-
-Validates tool contract files (YAML, version 1; see docs/contracts.md).
-Prints one summary line per valid file, and every problem as
-'file:line:column path: reason'.
-
-Exit codes: 0 all files valid, 1 a file is invalid or unreadable, 2 usage error.`;
+import { Command } from '@commander-js/extra-typings';
+import { action, EXIT_CODES, type CliIo, type ExitCode } from '@oncegate/service-host/cli-command';
 
 /** `examples/tools.yaml: 6 tools OK (read_only 1, idempotent_write 1, ...)`, classes in the domain's order. */
 export function summarise(contract: ContractFile): string {
@@ -19,20 +12,7 @@ export function summarise(contract: ContractFile): string {
   return `${contract.file}: ${tools} OK (${counts.join(', ')})`;
 }
 
-function parseArgs(args: readonly string[]): string[] {
-  const files: string[] = [];
-  let optionsEnded = false;
-  for (const arg of args) {
-    if (!optionsEnded && arg === '--') optionsEnded = true;
-    else if (!optionsEnded && arg.startsWith('-') && arg !== '-') throw new UsageError(`unknown option '${arg}'`);
-    else files.push(arg);
-  }
-  if (files.length === 0) throw new UsageError('name at least one contract file');
-  return files;
-}
-
-async function run(args: readonly string[], io: CliIo): Promise<ExitCode> {
-  const files = parseArgs(args);
+async function check(files: readonly string[], io: CliIo): Promise<ExitCode> {
   let problems = 0;
   let failedFiles = 0;
   for (const file of files) {
@@ -59,10 +39,15 @@ async function run(args: readonly string[], io: CliIo): Promise<ExitCode> {
   return EXIT_CODES.failed;
 }
 
-export const contractsCheckCommand: CliCommand = {
-  group: 'contracts',
-  name: 'check',
-  summary: 'Validate tool contract files and summarise each one.',
-  usage: USAGE,
-  run,
-};
+/** `oncegate contracts check`: needs no configuration, data folder or gateway. */
+export function contractsCommand(): Command {
+  const checkCommand = new Command('check')
+    .summary('Validate tool contract files and summarise each one.')
+    .description(
+      'Validates tool contract files (YAML, version 1; see docs/contracts.md). Prints one summary line per valid file, and every ' +
+        "problem as 'file:line:column path: reason'.\n\nExit codes: 0 all files valid, 1 a file is invalid or unreadable, 2 usage error.",
+    )
+    .argument('<file...>', 'contract files to check')
+    .action(action((io, files) => check(files, io)));
+  return new Command('contracts').description('Tool contract files (docs/contracts.md): check.').addCommand(checkCommand);
+}

@@ -78,7 +78,7 @@ describe('oncegate parked (the real CLI process on a SQLite data folder)', () =>
 
   it('given mistakes on the command line, when run, then each is a usage error naming the fix', async () => {
     expect(await run('parked', 'list', '--consumer', 'sealer')).toMatchObject({ code: 2 });
-    expect((await run('parked', 'replay', '--all')).stderr).toContain('--consumer is required');
+    expect((await run('parked', 'replay', '--all')).stderr).toContain("required option '--consumer <service>' not specified");
     expect((await run('parked', 'replay', 'x', '--all', '--consumer', 'authorization')).stderr).toContain('not both');
     expect(await run('parked', 'show', 'no-such-id')).toMatchObject({ code: 1 });
   });

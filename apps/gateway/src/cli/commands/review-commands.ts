@@ -1,54 +1,55 @@
-import { userInfo } from 'node:os';
 import type { ReviewResolution } from '@oncegate/domain';
 import { loadExecution, systemClock, type LoadedExecution } from '@oncegate/execution-journal';
 import { held, isReviewRefusal, resolveReview, reviewViewOf } from '@oncegate/service-host/review/review-queue';
-import { EXIT_CODES, UsageError, type CliCommand } from '@oncegate/service-host/cli-command';
-import { byOption, executionIdArgument, parseCommandArgs, stringOption, withDataFolder } from '../command-helpers';
+import { Command, Option } from '@commander-js/extra-typings';
+import { action, EXIT_CODES } from '@oncegate/service-host/cli-command';
+import { actingAs, byLoginOption, configOption, executionId, reasonOf, reasonOption, withDataFolder } from '../command-helpers';
 
-const RESOLUTIONS: Record<string, ReviewResolution> = {
+/** What `--as` takes, and the resolution each records. */
+const RESOLUTIONS = {
   completed: 'completed',
   'not-executed': 'not_executed',
   abandoned: 'abandoned',
-};
+} as const satisfies Record<string, ReviewResolution>;
+const RESOLUTION_NAMES = Object.keys(RESOLUTIONS) as (keyof typeof RESOLUTIONS)[];
 
-export const reviewListCommand: CliCommand = {
-  group: 'review',
-  name: 'list',
-  summary: 'List executions held for review (the gateway will not proceed alone).',
-  usage: 'Usage: oncegate review list [--config <file>]',
-  async run(args, io) {
-    const parsed = parseCommandArgs(args);
-    if (parsed.positionals.length > 0) throw new UsageError('takes no arguments');
-    return withDataFolder(parsed, io, async (folder) => {
-      const executions = await held(folder.store);
-      if (executions.length === 0) io.stdout('nothing is held for review\n');
-      for (const item of executions) {
-        io.stdout(`${item.executionId}\t${item.tool}\t${item.actor}\t${item.reason}\tsince ${item.requiredAt}\tattempts ${item.attempts}\n`);
-      }
-      return EXIT_CODES.ok;
-    });
-  },
-};
+function listCommand() {
+  return new Command('list')
+    .summary('List executions held for review (the gateway will not proceed alone).')
+    .addOption(configOption())
+    .action(
+      action((io, options) =>
+        withDataFolder(options, io, async (folder) => {
+          const executions = await held(folder.store);
+          if (executions.length === 0) io.stdout('nothing is held for review\n');
+          for (const item of executions) {
+            io.stdout(`${item.executionId}\t${item.tool}\t${item.actor}\t${item.reason}\tsince ${item.requiredAt}\tattempts ${item.attempts}\n`);
+          }
+          return EXIT_CODES.ok;
+        }),
+      ),
+    );
+}
 
-export const reviewShowCommand: CliCommand = {
-  group: 'review',
-  name: 'show',
-  summary: 'Show one execution under review: what was asked, what happened, why it is held.',
-  usage: 'Usage: oncegate review show <execution-id> [--config <file>]',
-  async run(args, io) {
-    const parsed = parseCommandArgs(args);
-    const id = executionIdArgument(parsed);
-    return withDataFolder(parsed, io, async (folder) => {
-      const execution = await loadExecution(folder.store, id);
-      if (execution.state.accepted === null) {
-        io.stderr(`no execution ${id} in this data folder\n`);
-        return EXIT_CODES.failed;
-      }
-      io.stdout(formatReview(execution));
-      return EXIT_CODES.ok;
-    });
-  },
-};
+function showCommand() {
+  return new Command('show')
+    .summary('Show one execution under review: what was asked, what happened, why it is held.')
+    .argument('<execution-id>', 'the execution held for review (ex_…)', executionId)
+    .addOption(configOption())
+    .action(
+      action((io, id, options) =>
+        withDataFolder(options, io, async (folder) => {
+          const execution = await loadExecution(folder.store, id);
+          if (execution.state.accepted === null) {
+            io.stderr(`no execution ${id} in this data folder\n`);
+            return EXIT_CODES.failed;
+          }
+          io.stdout(formatReview(execution));
+          return EXIT_CODES.ok;
+        }),
+      ),
+    );
+}
 
 /**
  * What `review show` prints for an accepted execution: its status, the review, the evidence recovery gathered for
@@ -62,33 +63,43 @@ export function formatReview(execution: LoadedExecution): string {
   return `${lines.join('\n')}\n`;
 }
 
-export const reviewResolveCommand: CliCommand = {
-  group: 'review',
-  name: 'resolve',
-  summary: 'Resolve a review as completed, not-executed (sends it again, same execution id) or abandoned.',
-  usage: `Usage: oncegate review resolve <execution-id> --as completed|not-executed|abandoned --reason "..." [--by <who>]
+function resolveCommand() {
+  return new Command('resolve')
+    .summary('Resolve a review as completed, not-executed (sends it again, same execution id) or abandoned.')
+    .description(
+      'Resolves a review and records who resolved it and why. not-executed lets the gateway send it again under the same execution ' +
+        'id and idempotency key; completed records the effect as done; abandoned stops here.',
+    )
+    .argument('<execution-id>', 'the execution held for review (ex_…)', executionId)
+    .addOption(new Option('--as <resolution>', 'what the operator found').choices(RESOLUTION_NAMES).makeOptionMandatory())
+    .addOption(reasonOption())
+    .addOption(byLoginOption('operator'))
+    .addOption(configOption())
+    .action(
+      action((io, id, options) => {
+        const resolution = RESOLUTIONS[options.as];
+        const reason = reasonOf(options);
+        const by = actingAs(options.by, 'operator');
+        return withDataFolder(options, io, async (folder) => {
+          try {
+            await resolveReview(folder.store, systemClock, id, resolution, by, reason);
+          } catch (error) {
+            if (!isReviewRefusal(error)) throw error;
+            io.stderr(`${error.message}\n`);
+            return EXIT_CODES.failed;
+          }
+          io.stdout(`${id} resolved as ${options.as} by ${by}\n`);
+          return EXIT_CODES.ok;
+        });
+      }),
+    );
+}
 
-Records who resolved it and why. not-executed lets the gateway send it again under the same execution id
-and idempotency key; completed records the effect as done; abandoned stops here.`,
-  async run(args, io) {
-    const parsed = parseCommandArgs(args, { as: { type: 'string' }, reason: { type: 'string' }, by: { type: 'string' } });
-    const id = executionIdArgument(parsed);
-    const as = stringOption(parsed, 'as');
-    const resolution = as === undefined ? undefined : RESOLUTIONS[as];
-    if (resolution === undefined) throw new UsageError(`--as must be one of: ${Object.keys(RESOLUTIONS).join(', ')}`);
-    const reason = stringOption(parsed, 'reason')?.trim();
-    if (!reason) throw new UsageError('--reason "..." is required: say why');
-    const by = byOption(parsed, `operator:${userInfo().username}`);
-    return withDataFolder(parsed, io, async (folder) => {
-      try {
-        await resolveReview(folder.store, systemClock, id, resolution, by, reason);
-      } catch (error) {
-        if (!isReviewRefusal(error)) throw error;
-        io.stderr(`${error.message}\n`);
-        return EXIT_CODES.failed;
-      }
-      io.stdout(`${id} resolved as ${as} by ${by}\n`);
-      return EXIT_CODES.ok;
-    });
-  },
-};
+/** `oncegate review …`: executions whose outcome the gateway could not settle alone. */
+export function reviewCommand() {
+  return new Command('review')
+    .description('Executions held for review, whose outcome the gateway will not settle alone: list, show, resolve.')
+    .addCommand(listCommand())
+    .addCommand(showCommand())
+    .addCommand(resolveCommand());
+}

@@ -158,16 +158,20 @@ describe('oncegate vault (real processes, a temporary data folder)', () => {
 
   it.each([
     [['--kind', 'bearer'], /bind the credential to at least one host/],
-    [['--kind', 'token', '--bind', 'api.example.com'], /'token' is not a credential kind; use one of: bearer, basic, header, ssh_key/],
-    [['--bind', 'api.example.com'], /--kind is required/],
+    [['--kind', 'token', '--bind', 'api.example.com'], /option '--kind <kind>' argument 'token' is invalid\. Allowed choices are bearer, basic, header, ssh_key, password\./],
+    [['--bind', 'api.example.com'], /required option '--kind <kind>' not specified/],
     [['--kind', 'bearer', '--bind', 'https://api.example.com'], /is not a binding: leave out the scheme/],
     [['--kind', 'bearer', '--bind', 'api.example.com:99999'], /port 99999 is out of range/],
     [['--kind', 'ssh_key', '--bind', 'host.example.com/srv'], /without a path/],
     [['--kind', 'basic', '--bind', 'api.example.com'], /needs --username/],
     [['--kind', 'bearer', '--bind', 'api.example.com', '--header', 'X-Key'], /--header does not apply to a bearer credential/],
-    [['--kind', 'bearer', '--bind', 'api.example.com', '--approval', 'sometimes'], /not an approval requirement/],
+    [['--kind', 'bearer', '--bind', 'api.example.com', '--approval', 'sometimes'], /argument 'sometimes' is invalid\. Allowed choices are none, per_use\./],
     [['--kind', 'bearer', '--bind', 'api.example.com', '--value', FROM_STDIN], /never taken from the command line/],
-    [['--kind', 'bearer', '--bind', 'api.example.com', '--from-env', 'A', '--from-file', 'b'], /name one source/],
+    [['--kind', 'bearer', '--bind', 'api.example.com', `--value=${FROM_STDIN}`], /never taken from the command line/],
+    [['--kind', 'bearer', '--bind', 'api.example.com', `--valeu=${FROM_STDIN}`], /unknown option '--valeu=…'/],
+    [[FROM_STDIN, '--kind', 'bearer', '--bind', 'api.example.com'], /too many arguments for 'set'\. Expected 1 argument but got 2\./],
+    [['--kind', 'bearer', '--bind', 'api.example.com', '--from-env', FROM_STDIN], /--from-env takes the name of an environment variable/],
+    [['--kind', 'bearer', '--bind', 'api.example.com', '--from-env', 'A', '--from-file', 'b'], /option '--from-env <VARIABLE>' cannot be used with option '--from-file <path>'/],
   ])('given vault set %j, when run, then it is refused with a clear message and nothing is appended', async (args, message) => {
     withInitialisedVault();
     const before = await vaultEvents();
