@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseContractFile } from '@oncegate/contracts';
 import type { ToolContract } from '@oncegate/contracts';
-import { HttpDispatcher } from '@oncegate/dispatcher-http';
+import { HttpDispatcher } from '@oncegate/channel-http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startDemoTarget } from './demo-target';
 import type { DemoTarget } from './demo-target';

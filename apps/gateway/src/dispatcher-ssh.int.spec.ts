@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { singleToolContract, type ToolContract } from '@oncegate/contracts';
-import { SshDispatcher } from '@oncegate/dispatcher-ssh';
+import { SshDispatcher } from '@oncegate/channel-ssh';
 import { executionIdFromUlid, executionStream, type ExecutionCommand, type ExecutionId } from '@oncegate/domain';
 import type { RecordedEvent } from '@oncegate/event-store';
 import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-store-sqlite';

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parseContractFile, type ToolContract } from '@oncegate/contracts';
-import { HttpDispatcher } from '@oncegate/dispatcher-http';
+import { HttpDispatcher } from '@oncegate/channel-http';
 import { executionStream } from '@oncegate/domain';
 import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-store-sqlite';
 import { isoNow, runExecutionCommand, systemClock } from '@oncegate/execution-journal';

@@ -1,4 +1,4 @@
-import { renderHttpRequest, HttpDispatcher, type HttpCredential, type HttpCredentialBuffer } from '@oncegate/dispatcher-http';
+import { renderHttpRequest, HttpDispatcher, type HttpCredential, type HttpCredentialBuffer } from '@oncegate/channel-http';
 import type { ToolContract } from '@oncegate/contracts';
 import { activeTraceparent } from '@oncegate/execution-journal';
 import {

@@ -13,7 +13,7 @@ import { PreparedCalls } from '@oncegate/service-host/prepared-calls';
 // Every rendering and every credential decryption of the process, whoever imports them, goes through these spies.
 // The module file itself, not the package: the dispatcher's own rendering imports it from inside the library.
 const rendering = vi.hoisted(() => ({ renderHttpRequest: undefined as unknown as Mock }));
-vi.mock('../../dispatcher-http/src/render-http-request', async (importOriginal) => {
+vi.mock('../../channel-http/src/render-http-request', async (importOriginal) => {
   const original = await importOriginal<{ renderHttpRequest: (...args: unknown[]) => unknown }>();
   rendering.renderHttpRequest = vi.fn(original.renderHttpRequest);
   return { ...original, renderHttpRequest: rendering.renderHttpRequest };

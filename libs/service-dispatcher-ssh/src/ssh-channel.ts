@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import type { ToolContract } from '@oncegate/contracts';
-import { SshDispatcher, type SshCredential } from '@oncegate/dispatcher-ssh';
+import { SshDispatcher, type SshCredential } from '@oncegate/channel-ssh';
 import {
   defineChannel,
   type ChannelAttempt,

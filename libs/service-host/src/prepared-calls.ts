@@ -1,7 +1,7 @@
 import type { ExecutionId, ExecutionState } from '@oncegate/domain';
 import { LRUCache } from 'lru-cache';
 import type { ToolContract } from '@oncegate/contracts';
-import { renderHttpRequest, type RenderedHttpRequest } from '@oncegate/dispatcher-http';
+import { renderHttpRequest, type RenderedHttpRequest } from '@oncegate/channel-http';
 import type { SealedStore } from '@oncegate/sealed-store';
 import type { HttpBindingChecked } from './vault/vault-service';
 import { openArguments } from './sealed-arguments';

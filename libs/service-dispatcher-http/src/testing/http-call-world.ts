@@ -4,7 +4,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ToolContract } from '@oncegate/contracts';
-import { HttpDispatcher } from '@oncegate/dispatcher-http';
+import { HttpDispatcher } from '@oncegate/channel-http';
 import { executionIdFromUlid, type ExecutionId } from '@oncegate/domain';
 import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-store-sqlite';
 import { isoNow, newUlid, runExecutionCommand, systemClock } from '@oncegate/execution-journal';

@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
-import type { HttpCredential, HttpCredentialBuffer } from '@oncegate/dispatcher-http';
-import type { SshCredential } from '@oncegate/dispatcher-ssh';
+import type { HttpCredential, HttpCredentialBuffer } from '@oncegate/channel-http';
+import type { SshCredential } from '@oncegate/channel-ssh';
 import { vaultStream } from '@oncegate/domain';
 import type { EventStore, RecordedEvent, Subscription } from '@oncegate/event-store';
 import { bindingMatches, describeTarget, parseBinding, type BindingTarget } from '@oncegate/vault';
