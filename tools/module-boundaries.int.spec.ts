@@ -65,7 +65,7 @@ describe('module boundaries', () => {
 
   it('given the console API shapes, when the gateway and the console pages import them, then lint passes', async () => {
     const code = "import type { ApprovalView } from '@oncegate/console-api';\nexport type Shown = ApprovalView;\n";
-    expect(await lint(code, 'apps/gateway/src/front/lint-probe.ts')).toEqual([]);
+    expect(await lint(code, 'libs/service-gateway/src/front/lint-probe.ts')).toEqual([]);
     expect(await lint(code, 'apps/console/src/lint-probe.tsx')).toEqual([]);
   });
 

@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 
 /**
  * vitest global set-up: compiles the apps once before any test runs, so the end-to-end tests start the gateway
- * as users run it (`bin/oncegate.mjs` → dist/apps/gateway/main.js) from the sources under test.
+ * as users run it (`bin/oncegate.mjs` → dist/apps/oncegate/main.js) from the sources under test.
  */
 export default function setup(): void {
   const root = fileURLToPath(new URL('../', import.meta.url));

@@ -16,7 +16,7 @@ import { ApproverDirectory } from '@oncegate/service-host/infrastructure/approve
 import { endRun } from '@oncegate/service-host/runs/run-journal';
 import { initVault, lockVault, removeCredential, storeCredential, unlockVault, type VaultContext } from '@oncegate/vault';
 /* eslint-disable @nx/enforce-module-boundaries -- the schemas are checked against a real gateway's journal, made with the e2e harness */
-import { startGateway } from '../../apps/gateway/src/gateway';
+import { startGateway } from '../../apps/oncegate/src/gateway';
 import { CREDENTIAL_CANARY, gatewayFolder, type GatewayFolder } from '../../test/support/gateway-process';
 import { eventually } from '../../test/support/journal';
 import { connectClient } from '../../test/support/mcp-clients';

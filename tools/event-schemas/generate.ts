@@ -38,7 +38,7 @@ export interface EventDataSource {
 const EVENTS = 'libs/domain/src/events.ts';
 const CLAIMS = 'libs/execution-journal/src/intent-claims.ts';
 const RUNS = 'libs/service-host/src/runs/run-journal.ts';
-const SESSIONS = 'apps/gateway/src/front/mcp-http-front.ts';
+const SESSIONS = 'libs/service-gateway/src/front/mcp-http-front.ts';
 const TOKENS = 'libs/service-host/src/infrastructure/principal-directory.ts';
 const VAULT = 'libs/vault/src/vault-journal.ts';
 const PARKED = 'libs/nest-event-store/src/parked-events.ts';
@@ -309,7 +309,7 @@ const WRITERS: Readonly<Record<string, string>> = {
   intent: 'the gateway front, with the execution\'s first events (`libs/execution-journal` intent-claims)',
   idempotency: 'the gateway front, with the execution\'s first events (`libs/execution-journal` intent-claims)',
   run: 'the sessions journal (`libs/service-host` runs/run-journal)',
-  session: 'the MCP HTTP front (`apps/gateway` front/mcp-http-front)',
+  session: 'the MCP HTTP front (`libs/service-gateway` front/mcp-http-front)',
   agent: '`oncegate agents` (`libs/service-host` infrastructure/principal-directory)',
   approver: '`oncegate approvers` (`libs/service-host` infrastructure/principal-directory)',
   vault: '`oncegate vault` (`libs/vault` vault-journal)',

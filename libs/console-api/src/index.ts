@@ -1,6 +1,6 @@
 /**
  * The JSON the gateway answers to the people who decide: the console's API (`/console/api`, served by
- * apps/gateway/src/front/console-api.ts) and the approvals API (`/approvals`, approvals-api.ts). The server checks
+ * libs/service-gateway/src/front/console-api.ts) and the approvals API (`/approvals`, approvals-api.ts). The server checks
  * every answer it writes against these shapes and the browser console reads them through them, so a change to an
  * answer is a type error on both sides. Types only: the console's bundle takes nothing from here at run time.
  *

@@ -40,7 +40,7 @@ export const STORED_EVENT_TYPES: readonly StoredEventType[] = Object.freeze(
     entry('RunStarted', STREAM_CATEGORIES.run),
     entry('RunGranted', STREAM_CATEGORIES.run),
     entry('RunEnded', STREAM_CATEGORIES.run),
-    // MCP sessions of the HTTP front, restored after a restart (apps/gateway front/mcp-http-front).
+    // MCP sessions of the HTTP front, restored after a restart (libs/service-gateway front/mcp-http-front).
     entry('SessionStarted', STREAM_CATEGORIES.session),
     entry('SessionClosed', STREAM_CATEGORIES.session),
     // API tokens, stored hashed (libs/service-host infrastructure/principal-directory).

@@ -4,7 +4,7 @@ import { pathToFileURL } from 'node:url';
 
 /**
  * How to start the worker thread `name` that sits beside the module at `here` (its `import.meta.url`). From a
- * bundle (dist/apps/gateway, built by tools/build-app.mjs with an entry per worker): the `.js` file beside it. From
+ * bundle (dist/apps/oncegate, built by tools/build-app.mjs with an entry per worker): the `.js` file beside it. From
  * TypeScript sources (tsx, vitest): a small script that registers tsx's loader in the thread, then imports the
  * `.ts` file — a worker's `--import` hooks do not apply to its own entry file. tsx is resolved from the caller's
  * package, so any working directory works. The store's writer thread and the journal's verify pool both start

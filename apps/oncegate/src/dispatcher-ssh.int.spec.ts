@@ -14,7 +14,7 @@ import { SqliteSealedStore } from '@oncegate/sealed-store';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- integration tests run the shared real-sshd harness
 import { startSshd, type SshdHandle } from '../../../test/support/sshd';
 import { formatReview } from './cli/commands/review-commands';
-import { toolResult } from './front/tool-results';
+import { toolResult } from '@oncegate/service-gateway';
 import { initVault, storeCredential, type VaultContext } from '@oncegate/vault';
 import { VaultService } from '@oncegate/service-host/vault/vault-service';
 import { sshDispatcher } from '@oncegate/service-dispatcher-ssh';

@@ -1,19 +1,19 @@
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 /* eslint-disable @nx/enforce-module-boundaries -- a real target process, data folder and official client, as the end-to-end suites use them */
-import { startDemoTargetProcess, type DemoTargetProcess } from '../../../../test/support/demo-target-process';
-import { fillDisk, freeDisk } from '../../../../test/support/full-disk';
-import { gatewayFolder, type GatewayFolder } from '../../../../test/support/gateway-process';
-import { readJournal } from '../../../../test/support/journal';
-import { connectClient } from '../../../../test/support/mcp-clients';
+import { startDemoTargetProcess, type DemoTargetProcess } from '../../../test/support/demo-target-process';
+import { fillDisk, freeDisk } from '../../../test/support/full-disk';
+import { gatewayFolder, type GatewayFolder } from '../../../test/support/gateway-process';
+import { readJournal } from '../../../test/support/journal';
+import { connectClient } from '../../../test/support/mcp-clients';
 /* eslint-enable @nx/enforce-module-boundaries */
 import { loadGatewayConfig } from '@oncegate/service-host/config/load-config';
-import { startGateway, type RunningGateway } from '../gateway';
+import { startGateway, type RunningGateway } from './gateway';
 
 // The gateway's own SQLite connections, so the test can fill their files as a full disk would.
 vi.mock('node:sqlite', async (original) => {
   // eslint-disable-next-line @nx/enforce-module-boundaries -- see above
-  const { trackedSqlite } = await import('../../../../test/support/full-disk');
+  const { trackedSqlite } = await import('../../../test/support/full-disk');
   return trackedSqlite(await original());
 });
 

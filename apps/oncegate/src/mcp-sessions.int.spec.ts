@@ -1,12 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 /* eslint-disable @nx/enforce-module-boundaries -- a real target process, data folder and official client, as the end-to-end suites use them */
-import { startDemoTargetProcess, type DemoTargetProcess } from '../../../../test/support/demo-target-process';
-import { freePort, gatewayFolder, type GatewayFolder } from '../../../../test/support/gateway-process';
-import { eventually, readJournal } from '../../../../test/support/journal';
-import { connectClient } from '../../../../test/support/mcp-clients';
+import { startDemoTargetProcess, type DemoTargetProcess } from '../../../test/support/demo-target-process';
+import { freePort, gatewayFolder, type GatewayFolder } from '../../../test/support/gateway-process';
+import { eventually, readJournal } from '../../../test/support/journal';
+import { connectClient } from '../../../test/support/mcp-clients';
 /* eslint-enable @nx/enforce-module-boundaries */
 import { loadGatewayConfig } from '@oncegate/service-host/config/load-config';
-import { startGateway, type RunningGateway } from '../gateway';
+import { startGateway, type RunningGateway } from './gateway';
 
 const INIT = {
   jsonrpc: '2.0',

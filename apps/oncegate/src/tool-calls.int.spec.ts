@@ -1,11 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 /* eslint-disable @nx/enforce-module-boundaries -- a real target process and data folder, as the end-to-end suites use them */
-import { startDemoTargetProcess, type DemoTargetProcess } from '../../../../test/support/demo-target-process';
-import { gatewayFolder, type GatewayFolder } from '../../../../test/support/gateway-process';
-import { eventually, readJournal } from '../../../../test/support/journal';
+import { startDemoTargetProcess, type DemoTargetProcess } from '../../../test/support/demo-target-process';
+import { gatewayFolder, type GatewayFolder } from '../../../test/support/gateway-process';
+import { eventually, readJournal } from '../../../test/support/journal';
 /* eslint-enable @nx/enforce-module-boundaries */
 import { loadGatewayConfig } from '@oncegate/service-host/config/load-config';
-import { startGateway, type RunningGateway } from '../gateway';
+import { startGateway, type RunningGateway } from './gateway';
 
 describe('a call whose client gave up before the call was accepted (in-process gateway)', () => {
   let target: DemoTargetProcess;

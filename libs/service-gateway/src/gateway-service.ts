@@ -1,0 +1,155 @@
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ExecutionWatcher, InlineSteps } from '@oncegate/execution-journal';
+import { keyRingFromConfig } from '@oncegate/fingerprint';
+import { BlobCipher } from '@oncegate/sealed-store';
+import { GatewayConfigError, unauthenticatedAgentProblem, type GatewayConfig } from '@oncegate/service-host/config/gateway-config';
+import type { Host, ServiceDefinition } from '@oncegate/service-host/host';
+import type { AgentDirectory } from '@oncegate/service-host/infrastructure/agent-directory';
+import { queueGauges } from '@oncegate/service-host/operations/queue-gauges';
+import { initDevelopmentVault } from '@oncegate/vault';
+import { sharedCallers, type DeliveryTracker } from '@oncegate/service-result-delivery';
+import { ApprovalsApi } from './front/approvals-api';
+import { ConsoleApi } from './front/console-api';
+import { hostRulesOf } from './front/host-origin-guard';
+import { OAuthResource } from './front/oauth-resource';
+import { McpHttpFront } from './front/mcp-http-front';
+import { SseResumptionStore } from './front/sse-resumption-store';
+import { ToolCalls } from './front/tool-calls';
+
+/**
+ * The built console (`npm run build` writes it to dist/apps/console). Both the compiled CLI that bundles this
+ * library (dist/apps/oncegate/main.js) and this source file (libs/service-gateway/src/gateway-service.ts) sit three
+ * folders below the root.
+ */
+const CONSOLE_ASSETS_DIR = fileURLToPath(new URL('../../../dist/apps/console/', import.meta.url));
+
+/** Reuses the development token kept in the data folder, or issues one for `agent:dev`. */
+async function developmentToken(dataDir: string, agents: AgentDirectory): Promise<string> {
+  const file = join(dataDir, 'dev-token');
+  if (existsSync(file)) {
+    const token = readFileSync(file, 'utf8').trim();
+    if ((await agents.authenticate(token)) !== undefined) return token;
+  }
+  const { token } = await agents.issue('dev');
+  writeFileSync(file, `${token}\n`, { mode: 0o600 });
+  chmodSync(file, 0o600);
+  return token;
+}
+
+/** The MCP front: sessions, tool calls, the approvals API and the console. */
+export interface Front {
+  readonly url: string;
+  readonly port: number;
+  readonly toolCalls: ToolCalls;
+  readonly devToken: string | undefined;
+  liveSessions(actor?: string): number;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the MCP front on a host: in its own process (`oncegate serve gateway`) it learns outcomes through the
+ * store; embedded beside the other services (`oncegate start`) it is given their result delivery and inline steps.
+ */
+export async function hostFront(host: Host, deliveries: DeliveryTracker, inlineSteps: InlineSteps): Promise<Front> {
+  const { config, options, store, sealed, tools, clock, keys, logger } = host;
+  const { agents, approvers } = host.folder;
+  const hostRules = hostRulesOf(config);
+  queueGauges(host);
+  // Resumption messages only need to survive a process restart, not a power cut, and only for the retention:
+  // what is older is deleted now, before the front listens, and then periodically.
+  const resumption = new SseResumptionStore({
+    file: join(config.dataDir, 'mcp-streams.db'),
+    cipher: new BlobCipher(keys.sealing),
+    clock,
+    retentionMs: config.resumptionRetentionMs,
+    onWriteFailed: (error) =>
+      logger.warn(`resumption messages were sent without being kept for a resume: ${error instanceof Error ? error.message : String(error)}`, 'front'),
+  });
+  await resumption.start();
+  host.opened.push(resumption);
+  const keyRing = keyRingFromConfig({
+    current: keys.fingerprint.id,
+    keys: [{ id: keys.fingerprint.id, secret: keys.fingerprint.secret }],
+    argumentKey: { id: keys.argument.id, secret: keys.argument.secret },
+  });
+  const watcher = new ExecutionWatcher(store);
+  await watcher.start();
+  host.opened.push({ close: () => watcher.stop() });
+  const toolCalls = new ToolCalls({ store, watcher, sealed, keyRing, tools, deliveries, clock, callWaitMs: config.callWaitMs, inlineSteps });
+  // The identity provider's access tokens, beside the agent and approver tokens of the journal (`oauth`).
+  const withOAuth = config.oauth === null ? {} : { oauth: new OAuthResource(config.oauth, { clock, metrics: host.metrics }) };
+  const front = new McpHttpFront({
+    host: config.host,
+    port: config.port,
+    path: config.path,
+    maxRequestBytes: config.maxRequestBytes,
+    store,
+    agents,
+    tools,
+    toolCalls,
+    resumption,
+    clock,
+    hostRules,
+    mounted: [new ApprovalsApi({ store, approvers, tools, clock, ...withOAuth }), new ConsoleApi({ store, approvers, tools, clock, assetsDir: CONSOLE_ASSETS_DIR, ...withOAuth })],
+    ...withOAuth,
+    sessionLimits: config.sessions,
+    sseRetryMs: config.sseRetryMs,
+    unauthenticatedActor: config.unauthenticatedAgent ?? undefined,
+  });
+  const listening = options.front === 'none' ? { url: '', port: 0 } : await front.listen();
+  host.opened.push(front);
+  if (config.unauthenticatedAgent !== null && options.front !== 'none') {
+    logger.warn(
+      `TEST ONLY: MCP requests without a token are served as ${config.unauthenticatedAgent} (testing.unauthenticated_agent in ` +
+        `${config.source}); anyone on this machine can call tools. Never run a real gateway with this setting`,
+      'mcp-http',
+    );
+  }
+  const devToken = config.devToken ? await developmentToken(config.dataDir, agents) : undefined;
+  await agents.refresh();
+  const agentWatch = agents.watch();
+  await approvers.refresh();
+  const approverWatch = approvers.watch();
+  return {
+    url: listening.url,
+    port: listening.port,
+    toolCalls,
+    devToken,
+    liveSessions: (actor) => front.liveSessions(actor),
+    async close() {
+      await front.close();
+      await agentWatch.stop();
+      await approverWatch.stop();
+      await watcher.stop();
+      await resumption.close();
+    },
+  };
+}
+
+/** `testing.unauthenticated_agent` is refused outright where the configuration makes it unsafe. */
+function refuseUnsafeTesting(config: GatewayConfig): void {
+  const unauthenticated = config.unauthenticatedAgent === null ? undefined : unauthenticatedAgentProblem(config);
+  if (unauthenticated !== undefined) {
+    throw new GatewayConfigError([{ file: config.source, path: 'testing.unauthenticated_agent', line: 0, column: 0, reason: `test only, refused: ${unauthenticated}` }]);
+  }
+}
+
+/**
+ * `oncegate serve gateway`: the MCP front, with the approvals API and the console. Result delivery runs elsewhere:
+ * the callers waiting here are shown to it through the store, and outcomes are learnt from the execution streams.
+ */
+export const gatewayService: ServiceDefinition = {
+  name: 'gateway',
+  check(config) {
+    hostRulesOf(config);
+    refuseUnsafeTesting(config);
+  },
+  async serve(host) {
+    const { config } = host;
+    if (config.devToken) await initDevelopmentVault({ store: host.store, dataDir: config.dataDir, env: host.env, by: 'service:gateway' });
+    const front = await hostFront(host, sharedCallers(host), new InlineSteps());
+    return { url: front.url, devToken: front.devToken, close: () => front.close() };
+  },
+};
