@@ -8,7 +8,7 @@ import { gatewayFolder, type GatewayFolder } from '../support/gateway-process';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
-/** The services that are apps of their own (the gateway's app is the CLI, whose `serve gateway` runs the front). */
+/** The services that are apps of their own (the gateway's is the oncegate command, apps/oncegate, whose `serve gateway` runs the front). */
 const SERVICE_APPS = ['authorization', 'dispatcher-http', 'dispatcher-ssh', 'result-delivery', 'sealer', 'relay-kafka'] as const;
 
 const main = (service: string) => join(ROOT, 'dist/apps', service, 'main.js');
