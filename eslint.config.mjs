@@ -44,7 +44,7 @@ const domainSources = readdirSync('libs', { withFileTypes: true })
   .map((entry) => `libs/${entry.name}/src/**/*.ts`);
 
 export default [
-  { ignores: ['**/node_modules/**', '**/dist/**', '**/.nx/**', '**/.oncegate/**', '**/fixtures/lint/**'] },
+  { ignores: ['**/node_modules/**', '**/dist/**', '**/.nx/**', '**/.oncegate/**', '**/fixtures/lint/**', 'schemas/*.validate.mjs', 'schemas/*.validate.d.mts'] },
   ...tseslint.configs.recommended,
   {
     files: ['**/*.ts', '**/*.tsx', '**/*.mts', '**/*.mjs'],

@@ -8,7 +8,9 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import standaloneCode from 'ajv/dist/standalone/index.js';
 import { createGenerator, DEFAULT_CONFIG, type CompletedConfig } from 'ts-json-schema-generator';
+import { fileSchemaAjv } from '@oncegate/contracts';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** Where the schemas go, relative to the repository root. */
@@ -19,12 +21,14 @@ export interface ConfigSchemaSource {
   readonly file: string;
   readonly typeName: string;
   readonly output: string;
+  /** The schema compiled ahead of time (ajv's standalone code), which the loader validates with. */
+  readonly validator: string;
   readonly id: string;
 }
 
 export const CONFIG_SCHEMAS: readonly ConfigSchemaSource[] = [
-  { file: 'libs/service-host/src/config/oncegate-file.ts', typeName: 'OncegateFile', output: 'oncegate.schema.json', id: 'oncegate:config:oncegate.yaml:v1' },
-  { file: 'libs/contracts/src/tools-file.ts', typeName: 'ToolsFile', output: 'tools.schema.json', id: 'oncegate:config:tools.yaml:v1' },
+  { file: 'libs/service-host/src/config/oncegate-file.ts', typeName: 'OncegateFile', output: 'oncegate.schema.json', validator: 'oncegate.validate.mjs', id: 'oncegate:config:oncegate.yaml:v1' },
+  { file: 'libs/contracts/src/tools-file.ts', typeName: 'ToolsFile', output: 'tools.schema.json', validator: 'tools.validate.mjs', id: 'oncegate:config:tools.yaml:v1' },
 ];
 
 /**
@@ -90,9 +94,31 @@ function formatJson(value: unknown): string {
   return `${JSON.stringify(value, null, 2)}\n`;
 }
 
+/** What the loaders import the compiled validator as. */
+const VALIDATOR_TYPES = `import type { ValidateFunction } from 'ajv';\n\nexport declare const validate: ValidateFunction;\nexport default validate;\n`;
+
+/**
+ * The schema compiled by the loaders' own ajv set-up into a module: a process that reads a configuration then loads a
+ * function instead of compiling the schema each time it starts.
+ */
+function compiledValidator(source: ConfigSchemaSource, schema: object): string {
+  const ajv = fileSchemaAjv({ source: true, esm: true });
+  const code = standaloneCode(ajv, ajv.compile(schema));
+  return `// Generated from ${OUTPUT_DIR}/${source.output} by tools/config-schemas (\`npm run schemas\`): do not edit.\n${code}\n`;
+}
+
 /** Every file of schemas/ as the types make it now: file name → content. */
 export function generateConfigSchemas(): Map<string, string> {
-  return new Map(CONFIG_SCHEMAS.map((source) => [source.output, formatJson(configSchema(source))]));
+  return new Map(
+    CONFIG_SCHEMAS.flatMap((source) => {
+      const schema = configSchema(source);
+      return [
+        [source.output, formatJson(schema)],
+        [source.validator, compiledValidator(source, schema)],
+        [source.validator.replace(/\.mjs$/, '.d.mts'), VALIDATOR_TYPES],
+      ] as const;
+    }),
+  );
 }
 
 /** File names whose committed content differs from `expected`. */

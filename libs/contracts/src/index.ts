@@ -47,7 +47,7 @@ export { DURATION_FORMS } from './duration';
 export type { Duration, DurationText, NonEmptyString } from './yaml-values';
 export type { ToolsFile } from './tools-file';
 export { childPath, openYamlDocument, YamlContext } from './yaml-reader';
-export { compileFileSchema, describeValue, SchemaCheckedYaml } from './schema-issues';
+export { compileFileSchema, describeValue, fileSchemaAjv, SchemaCheckedYaml } from './schema-issues';
 export type { SchemaMessages, Segment } from './schema-issues';
 export { argumentsWithDefaults } from './argument-defaults';
 export { singleToolContract } from './single-tool';

@@ -1,16 +1,17 @@
 import type { Node } from 'yaml';
 import { recoveryPolicyOf, type OperationClass } from '@oncegate/domain';
-// The published schema of the file (generated from tools-file.ts by tools/config-schemas); the checks below are what it cannot say.
-// It is published at the repository root (schemas/), where editors and users find it, and bundled from there.
+// The published schema of the file (generated from tools-file.ts by tools/config-schemas), compiled ahead of time beside
+// it so that no process compiles it when it starts; the checks below are what it cannot say. It is published at the
+// repository root (schemas/), where editors and users find it, and bundled from there.
 // eslint-disable-next-line @nx/enforce-module-boundaries -- the one copy of the schema, outside every project
-import toolsSchema from '../../../schemas/tools.schema.json' with { type: 'json' };
+import { validate as validateToolsFile } from '../../../schemas/tools.validate.mjs';
 import { ContractValidationError, type ContractIssue } from './contract-issue';
 import { CREDENTIAL_REF_RULE, isCredentialRef } from './credential-ref';
 import { DURATION_FORMS, parseDuration } from './duration';
 import { checkInputSchema, type CheckedInputSchema } from './input-schema';
 import { checkHeaders, checkJsonTemplate, checkTemplates, checkUrl, type ToolScope } from './request-checks';
 import { reservedHeaderReason } from './request-headers';
-import { compileFileSchema, SchemaCheckedYaml, type SchemaMessages, type Segment } from './schema-issues';
+import { SchemaCheckedYaml, type SchemaMessages, type Segment } from './schema-issues';
 import { checkAbsolutePath, checkArgv, checkHost, checkHostKey } from './ssh-checks';
 import { didYouMean } from './suggest';
 import { scanTemplates } from './template';
@@ -89,8 +90,6 @@ const MESSAGES: SchemaMessages = {
   invalidValue: (shape, value) => (shape === 'version' ? `unsupported version ${JSON.stringify(value)}; this gateway reads version 1` : undefined),
 };
 
-let validator: ReturnType<typeof compileFileSchema> | undefined;
-
 const BUILT_IN_CHANNELS = ['http', 'ssh'];
 
 /**
@@ -126,7 +125,7 @@ export function checkContractFile(text: string, file: string, options: ContractC
     ctx.report(null, '', "the file is empty; expected 'version: 1' and a 'tools:' list");
     return fail();
   }
-  const checked = new SchemaCheckedYaml<ToolsFile>(ctx, root, (validator ??= compileFileSchema(toolsSchema)), MESSAGES);
+  const checked = new SchemaCheckedYaml<ToolsFile>(ctx, root, validateToolsFile, MESSAGES);
   const written = checked.value as Partial<ToolsFile> | null;
   const entries: unknown[] = Array.isArray(written?.tools) ? written.tools : [];
 

@@ -30,13 +30,19 @@ export interface SchemaMessages {
 const MESSAGE_KEYWORDS = ['patternErrorMessage', 'errorMessage'];
 
 /**
- * Compiles a published configuration schema (schemas/*.schema.json): every error collected, with the schema and the
- * value it concerns (`verbose`), which the translation below needs.
+ * The validator of the published configuration schemas (schemas/*.schema.json): every error collected, with the schema
+ * and the value it concerns (`verbose`), which the translation below needs. `code` is for tools/config-schemas, which
+ * compiles the schemas ahead of time (schemas/*.validate.mjs) so that no process compiles them when it starts.
  */
-export function compileFileSchema(schema: object): ValidateFunction {
-  const ajv = new Ajv2020({ allErrors: true, verbose: true, strict: true, allowUnionTypes: true, logger: false });
+export function fileSchemaAjv(code?: { source: true; esm: true }): Ajv2020 {
+  const ajv = new Ajv2020({ allErrors: true, verbose: true, strict: true, allowUnionTypes: true, logger: false, ...(code === undefined ? {} : { code }) });
   ajv.addVocabulary(MESSAGE_KEYWORDS);
-  return ajv.compile(schema);
+  return ajv;
+}
+
+/** Compiles a published configuration schema at run time, as schemas/*.validate.mjs holds it compiled ahead. */
+export function compileFileSchema(schema: object): ValidateFunction {
+  return fileSchemaAjv().compile(schema);
 }
 
 type SchemaNode = Readonly<Record<string, unknown>>;

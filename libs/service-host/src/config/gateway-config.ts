@@ -1,7 +1,6 @@
 import { isAbsolute, resolve } from 'node:path';
 import {
   childPath,
-  compileFileSchema,
   DURATION_FORMS,
   formatIssue,
   openYamlDocument,
@@ -13,10 +12,11 @@ import {
   type YamlContext,
 } from '@oncegate/contracts';
 import { isStoredEventType, STORED_EVENT_TYPES } from '@oncegate/domain';
-// The published schema of the file (generated from oncegate-file.ts by tools/config-schemas); the checks below are what it cannot say.
-// It is published at the repository root (schemas/), where editors and users find it, and bundled from there.
+// The published schema of the file (generated from oncegate-file.ts by tools/config-schemas), compiled ahead of time beside
+// it so that no process compiles it when it starts; the checks below are what it cannot say. It is published at the
+// repository root (schemas/), where editors and users find it, and bundled from there.
 // eslint-disable-next-line @nx/enforce-module-boundaries -- the one copy of the schema, outside every project
-import oncegateSchema from '../../../../schemas/oncegate.schema.json' with { type: 'json' };
+import { validate as validateOncegateFile } from '../../../../schemas/oncegate.validate.mjs';
 import { isLoopbackAuthority, isLoopbackHost } from './loopback';
 import type { FailHandlingSection, KafkaDecisionsSection, KafkaTopicRule, OAuthApproverSection, OncegateFile, PolicyRuleEntry } from './oncegate-file';
 import { isPostgresUrl } from './store-url';
@@ -254,8 +254,6 @@ export const DEFAULT_CONFIG: Omit<GatewayConfig, 'source'> = {
   kafka: null,
   oauth: null,
 };
-
-let validator: ReturnType<typeof compileFileSchema> | undefined;
 
 const HANDLING_SERVICES_NOTE = HANDLING_SERVICES.join(', ');
 
@@ -579,7 +577,7 @@ type MutableConfig = { -readonly [K in keyof GatewayConfig]: GatewayConfig[K] };
 export function parseGatewayConfig(text: string, file: string, base = DEFAULT_CONFIG, env: NodeJS.ProcessEnv = {}): GatewayConfig {
   const { ctx, root } = openYamlDocument(text, file);
   const config: MutableConfig = { ...base, source: file };
-  const checked = root === undefined ? undefined : new SchemaCheckedYaml<OncegateFile>(ctx, root, (validator ??= compileFileSchema(oncegateSchema)), MESSAGES);
+  const checked = root === undefined ? undefined : new SchemaCheckedYaml<OncegateFile>(ctx, root, validateOncegateFile, MESSAGES);
   if (checked !== undefined && typeof checked.value === 'object' && checked.value !== null && !Array.isArray(checked.value)) {
     const reader = new ConfigReader(checked);
     if (reader.section('listen')) readListen(reader, config);
