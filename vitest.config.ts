@@ -20,21 +20,27 @@ const alias = [
 const everywhere = (suffix: string) => ['libs', 'apps', 'test', 'tools', 'deploy'].map((folder) => `${folder}/**/*.${suffix}.spec.ts`);
 
 /**
- * The tests' workers. The integration and end-to-end tiers mostly wait (on a gateway process, a server, a
- * target's delay), so they run more files at once than the machine has cores; unit tests are CPU-bound.
+ * The tests' workers. The integration and end-to-end tiers wait on processes, servers and a target's delays, but the
+ * processes they start (a gateway, the CLI, the services) are what the machine spends most of a run on: one file
+ * more than the machine has cores keeps both busy without slowing every file down. Unit tests are CPU-bound.
  * `ONCEGATE_TEST_WORKERS` overrides the number for the waiting tiers.
  */
 const cores = availableParallelism();
-const waitingWorkers = Number(process.env['ONCEGATE_TEST_WORKERS'] ?? Math.max(4, cores * 2));
+const waitingWorkers = Number(process.env['ONCEGATE_TEST_WORKERS'] ?? Math.max(3, cores + 1));
 
 /** One tier: its files by name (`*.<tier>.spec.ts`); tiers with a different worker count run one after another. */
-function tier(name: string, suffix: string, options: { groupOrder: number; maxWorkers: number; testTimeout?: number; hookTimeout?: number }): TestProjectInlineConfiguration {
+function tier(
+  name: string,
+  suffix: string,
+  options: { groupOrder: number; maxWorkers: number; isolate?: boolean; testTimeout?: number; hookTimeout?: number },
+): TestProjectInlineConfiguration {
   return {
     resolve: { alias },
     test: {
       name,
       include: everywhere(suffix),
       pool: 'forks',
+      isolate: options.isolate ?? true,
       maxWorkers: options.maxWorkers,
       sequence: { groupOrder: options.groupOrder },
       testTimeout: options.testTimeout ?? 30_000,
@@ -54,7 +60,10 @@ export default defineConfig({
       tier('unit', 'unit', { groupOrder: 0, maxWorkers: cores }),
       // Real components and real processes, files side by side; the end-to-end files are queued first, being the longest.
       tier('integration', 'int', { groupOrder: 1, maxWorkers: waitingWorkers }),
-      tier('e2e', 'e2e', { groupOrder: 1, maxWorkers: waitingWorkers }),
+      // The end-to-end files drive processes from the outside and mock nothing in their own: a worker is reused for
+      // the next file instead of starting and importing afresh for each (the integration tier mocks modules and
+      // fills disks, so each of its files keeps a worker of its own).
+      tier('e2e', 'e2e', { groupOrder: 1, maxWorkers: waitingWorkers, isolate: false }),
       // The long campaigns (`npm run soak`): never part of `npm test`, which runs their bounded samples.
       tier('soak', 'soak', { groupOrder: 2, maxWorkers: 1, testTimeout: 3 * 60 * 60_000, hookTimeout: 3 * 60 * 60_000 }),
     ],

@@ -242,5 +242,5 @@ describe('the gateway on PostgreSQL (store.driver: postgres)', () => {
     outputs.push(invalid.stdout, invalid.stderr);
 
     for (const output of outputs) expect(output).not.toContain(PASSWORD);
-  });
+  }, 90_000);
 });

@@ -21,7 +21,8 @@ interface Run {
   readonly stderr: string;
 }
 
-describe('oncegate vault (real processes, a temporary data folder)', () => {
+// Its tests run the CLI as a process up to a dozen times each, one after another: longer than most tests.
+describe('oncegate vault (real processes, a temporary data folder)', { timeout: 90_000 }, () => {
   let dir: string;
   let configFile: string;
   const outputs: string[] = [];
