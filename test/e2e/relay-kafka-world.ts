@@ -3,7 +3,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { Kafka, logLevel, type Consumer, type KafkaMessage } from 'kafkajs';
-import { expect } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { startService, type LocalServer, type ServiceProcess } from '@oncegate/deploy-local';
 import type { RecordedEvent } from '@oncegate/event-store';
 import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
@@ -12,6 +12,7 @@ import { CREDENTIAL_CANARY, gatewayFolder, oncegate, startGatewayProcess, type G
 import { eventually, readJournal } from '../support/journal';
 import { connectClient } from '../support/mcp-clients';
 import { executionOf } from '../support/scenario';
+import { startKafka, type KafkaHandle } from '../support/kafka';
 import { prefixesOf } from '../support/canaries';
 
 /** A secret argument (`send_payment`'s card_token) that must not reach the bus, nor any prefix of it. */
@@ -160,6 +161,23 @@ export class RelayWorld {
     await this.target.stop();
     this.folder.dispose();
   }
+}
+
+/**
+ * Registers, around the calling `describe`, a broker of its own (which its tests may stop and start) and a relay world
+ * on it; the handle's fields are set once the set-up ran.
+ */
+export function relayWorldOnOwnBroker(): { broker: KafkaHandle; world: RelayWorld } {
+  const handle = {} as { broker: KafkaHandle; world: RelayWorld };
+  beforeAll(async () => {
+    handle.broker = await startKafka();
+    handle.world = await RelayWorld.start(handle.broker.brokers, 'oncegate');
+  }, 240_000);
+  afterAll(async () => {
+    await handle.world?.stop();
+    await handle.broker?.stop();
+  });
+  return handle;
 }
 
 /**
