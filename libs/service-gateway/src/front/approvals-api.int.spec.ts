@@ -12,10 +12,8 @@ import type { ApprovalView, PendingApproval } from '@oncegate/service-host/appro
 import { AgentDirectory } from '@oncegate/service-host/infrastructure/agent-directory';
 import { ApproverDirectory } from '@oncegate/service-host/infrastructure/approver-directory';
 import { APPROVALS_PATH, ApprovalsApi } from './approvals-api';
-import { McpHttpFront } from './mcp-http-front';
-import type { SseResumptionStore } from './sse-resumption-store';
-import type { ToolCalls } from './tool-calls';
-import { LOOPBACK_HOSTS } from './host-origin-guard';
+import { apiFront } from './api-front-fixture';
+import type { McpHttpFront } from './mcp-http-front';
 
 /** Reasons are not secret and are recorded; the canary proves the byte search below can find what is there. */
 /** A request with headers fetch would not let a test set (`Host`). */
@@ -56,21 +54,7 @@ describe('the approvals HTTP API on the MCP front (SQLite event store, real fetc
     clock = new ManualClock(new Date().toISOString());
     const approvers = new ApproverDirectory(store);
     const tools = approvalTools('https://payments.example');
-    front = new McpHttpFront({
-      host: '127.0.0.1',
-      port: 0,
-      path: '/mcp',
-      maxRequestBytes: 64 * 1024,
-      store,
-      agents: new AgentDirectory(store),
-      tools,
-      // Tool calls and resumption are not what these tests are about: no request here reaches them.
-      toolCalls: {} as ToolCalls,
-      resumption: {} as SseResumptionStore,
-      clock,
-      hostRules: { allowedHosts: LOOPBACK_HOSTS, allowedOrigins: [] },
-      mounted: [new ApprovalsApi({ store, approvers, tools, clock })],
-    });
+    front = apiFront({ store, tools, clock, mounted: [new ApprovalsApi({ store, approvers, tools, clock })] });
     const { url } = await front.listen();
     base = new URL(url).origin;
     approverToken = (await new ApproverDirectory(cliStore).issue('alice')).token;

@@ -10,10 +10,8 @@ import { AgentDirectory } from '@oncegate/service-host/infrastructure/agent-dire
 import { ApproverDirectory } from '@oncegate/service-host/infrastructure/approver-directory';
 import { CONSOLE_CSP, ConsoleApi } from './console-api';
 import { CSRF_HEADER } from './console-sessions';
-import { LOOPBACK_HOSTS } from './host-origin-guard';
-import { McpHttpFront } from './mcp-http-front';
-import type { SseResumptionStore } from './sse-resumption-store';
-import type { ToolCalls } from './tool-calls';
+import { apiFront } from './api-front-fixture';
+import type { McpHttpFront } from './mcp-http-front';
 
 interface ErrorBody {
   readonly error: { readonly code: string; readonly message: string; readonly state?: string };
@@ -41,21 +39,7 @@ describe('the console API on the MCP front (SQLite event store, real fetch)', ()
     clock = new ManualClock(new Date().toISOString());
     approvers = new ApproverDirectory(store);
     const tools = approvalTools('https://payments.example');
-    front = new McpHttpFront({
-      host: '127.0.0.1',
-      port: 0,
-      path: '/mcp',
-      maxRequestBytes: 64 * 1024,
-      store,
-      agents: new AgentDirectory(store),
-      tools,
-      // Tool calls and resumption are not what these tests are about: no request here reaches them.
-      toolCalls: {} as ToolCalls,
-      resumption: {} as SseResumptionStore,
-      clock,
-      hostRules: { allowedHosts: LOOPBACK_HOSTS, allowedOrigins: [] },
-      mounted: [new ConsoleApi({ store, approvers, tools, clock, assetsDir })],
-    });
+    front = apiFront({ store, tools, clock, mounted: [new ConsoleApi({ store, approvers, tools, clock, assetsDir })] });
     base = new URL((await front.listen()).url).origin;
     approverToken = (await new ApproverDirectory(cliStore).issue('alice')).token;
   });

@@ -9,18 +9,15 @@ import type { EventStore } from '@oncegate/event-store';
 import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
 import { ManualClock, approvalTools } from '@oncegate/service-host/approvals/approval-fixtures';
 import type { OAuthConfig } from '@oncegate/service-host/config/gateway-config';
-import { AgentDirectory } from '@oncegate/service-host/infrastructure/agent-directory';
 import { ApproverDirectory } from '@oncegate/service-host/infrastructure/approver-directory';
 import { ProcessMetrics } from '@oncegate/service-host/operations/process-metrics';
 /* eslint-disable-next-line @nx/enforce-module-boundaries -- the real OpenID Provider the end-to-end suite uses */
 import { startIdentityProvider, type IdentityProvider, type TestClient } from '../../../../test/support/identity-provider';
 import { ApprovalsApi } from './approvals-api';
-import { LOOPBACK_HOSTS } from './host-origin-guard';
 import { REREAD_INTERVAL_MS } from './issuer-keys';
-import { McpHttpFront } from './mcp-http-front';
+import { apiFront } from './api-front-fixture';
+import type { McpHttpFront } from './mcp-http-front';
 import { OAuthResource } from './oauth-resource';
-import type { SseResumptionStore } from './sse-resumption-store';
-import type { ToolCalls } from './tool-calls';
 
 const RESOURCE = 'https://gateway.example.com/mcp';
 const BUILD_BOT: TestClient = { clientId: 'build-bot', clientSecret: 'build-bot-secret-0123456789abcdef' };
@@ -80,22 +77,7 @@ describe("the issuer's key set: rotation, forged key ids and outages (oidc-provi
     oauth = new OAuthResource(config, { clock: clockOfKeys, metrics });
     const approvers = new ApproverDirectory(store);
     const tools = approvalTools('https://payments.example');
-    front = new McpHttpFront({
-      host: '127.0.0.1',
-      port: 0,
-      path: '/mcp',
-      maxRequestBytes: 64 * 1024,
-      store,
-      agents: new AgentDirectory(store),
-      tools,
-      // No request here reaches a tool call or a resumption.
-      toolCalls: {} as ToolCalls,
-      resumption: {} as SseResumptionStore,
-      clock,
-      hostRules: { allowedHosts: LOOPBACK_HOSTS, allowedOrigins: [] },
-      mounted: [new ApprovalsApi({ store, approvers, tools, clock, oauth })],
-      oauth,
-    });
+    front = apiFront({ store, tools, clock, mounted: [new ApprovalsApi({ store, approvers, tools, clock, oauth })], oauth });
     base = new URL((await front.listen()).url).origin;
   }
 
