@@ -158,3 +158,19 @@ export async function runProgram(program: CommandUnknownOpts, argv: readonly str
     return error.exitCode === 0 ? EXIT_CODES.ok : EXIT_CODES.usage;
   }
 }
+
+/** How long a process that has finished may still be held by what a library left behind before it ends anyway. */
+const LINGER_MS = 2_000;
+
+/**
+ * Ends a process's main with `code`. The process ends when nothing holds it any more; if something a library left
+ * behind still does (a Kafka client's retry timer after a broker came back, a socket), it ends `LINGER_MS` later
+ * anyway, saying so: a command or a service that has finished must not stay running until it is killed.
+ */
+export function exitWhenDone(code: ExitCode): void {
+  process.exitCode = code;
+  setTimeout(() => {
+    process.stderr.write(`still held ${LINGER_MS / 1000} s after it finished; exiting\n`);
+    process.exit(code);
+  }, LINGER_MS).unref();
+}

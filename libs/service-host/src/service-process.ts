@@ -1,7 +1,7 @@
 import { ContractValidationError } from '@oncegate/contracts';
 import { EventStoreOpenError, EventStoreUnavailableError } from '@oncegate/event-store';
 import { Command } from '@commander-js/extra-typings';
-import { action, EXIT_CODES, PROCESS_IO, runProgram, type CliIo, type ExitCode } from './cli-command';
+import { action, EXIT_CODES, exitWhenDone, PROCESS_IO, runProgram, type CliIo, type ExitCode } from './cli-command';
 import { configOption, configOrExit } from './command-args';
 import { GatewayConfigError } from './config/gateway-config';
 import { serveService, storeLocation, type ServiceDefinition } from './host';
@@ -146,5 +146,5 @@ export async function serviceMain(service: ServiceDefinition, argv: readonly str
     .addOption(configOption())
     .addOption(readyFileOption())
     .action(action((io, options) => runServiceProcess(service, options, io)));
-  process.exitCode = await runProgram(program, argv, PROCESS_IO);
+  exitWhenDone(await runProgram(program, argv, PROCESS_IO));
 }
