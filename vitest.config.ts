@@ -22,13 +22,13 @@ const everywhere = (suffix: string) => ['libs', 'apps', 'test', 'tools', 'deploy
 /**
  * The tests' workers. The integration and end-to-end tiers wait on processes, servers and a target's delays, but the
  * processes they start (a gateway, the CLI, the services) are what the machine spends most of a run on: one file
- * more than the machine has cores keeps both busy without slowing every file down. Unit tests are CPU-bound.
- * `ONCEGATE_TEST_WORKERS` overrides the number for the waiting tiers.
+ * more than the machine has cores keeps both busy without slowing every file down.
+ * `ONCEGATE_TEST_WORKERS` overrides the number.
  */
 const cores = availableParallelism();
 const waitingWorkers = Number(process.env['ONCEGATE_TEST_WORKERS'] ?? Math.max(3, cores + 1));
 
-/** One tier: its files by name (`*.<tier>.spec.ts`); tiers with a different worker count run one after another. */
+/** One tier: its files by name (`*.<tier>.spec.ts`); tiers of one group share its workers, groups run one after another. */
 function tier(
   name: string,
   suffix: string,
@@ -56,8 +56,9 @@ export default defineConfig({
     // The apps are built once, and the shared PostgreSQL and Kafka are started on first use, for every tier.
     globalSetup: ['./tools/vitest-build.ts', './tools/vitest-servers.ts'],
     projects: [
-      // Pure code: as many files at once as there are cores.
-      tier('unit', 'unit', { groupOrder: 0, maxWorkers: cores }),
+      // Pure code. In the same pool as the two tiers below, queued after them (projects are queued by name): the unit
+      // files fill the workers while the last long files end, instead of the whole run waiting on the unit tier first.
+      tier('unit', 'unit', { groupOrder: 1, maxWorkers: waitingWorkers }),
       // Real components and real processes, files side by side; the end-to-end files are queued first, being the longest.
       tier('integration', 'int', { groupOrder: 1, maxWorkers: waitingWorkers }),
       // The end-to-end files drive processes from the outside and mock nothing in their own: a worker is reused for
