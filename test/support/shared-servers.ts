@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { Client } from 'pg';
 import { inject } from 'vitest';
 
 /** The run's PostgreSQL 15 server, shared by every test file that does not stop or restart its own. */
@@ -10,8 +9,6 @@ export interface SharedPostgres {
   readonly user: 'postgres';
   /** Connection URL of the database `postgres` (or of `database`) as the superuser. */
   url(database?: string): string;
-  /** A new, empty database of the test's own (`prefix_<random>`), created as the superuser. */
-  createDatabase(prefix: string): Promise<string>;
 }
 
 /** The run's Apache Kafka broker, shared by every test file that does not stop its own; topics are named per test. */
@@ -34,26 +31,12 @@ let kafka: Promise<SharedKafka> | undefined;
 
 /** The run's PostgreSQL server (started on first use by the global set-up). */
 export function sharedPostgres(): Promise<SharedPostgres> {
-  postgres ??= ask<{ port: number }>('postgres').then(({ port }) => {
-    const url = (database = 'postgres') => `postgres://postgres@127.0.0.1:${port}/${database}`;
-    return {
-      host: '127.0.0.1' as const,
-      port,
-      user: 'postgres' as const,
-      url,
-      async createDatabase(prefix: string) {
-        const database = `${prefix}_${randomBytes(6).toString('hex')}`;
-        const admin = new Client({ connectionString: url() });
-        await admin.connect();
-        try {
-          await admin.query(`CREATE DATABASE "${database}"`);
-        } finally {
-          await admin.end();
-        }
-        return database;
-      },
-    };
-  });
+  postgres ??= ask<{ port: number }>('postgres').then(({ port }) => ({
+    host: '127.0.0.1' as const,
+    port,
+    user: 'postgres' as const,
+    url: (database = 'postgres') => `postgres://postgres@127.0.0.1:${port}/${database}`,
+  }));
   return postgres;
 }
 

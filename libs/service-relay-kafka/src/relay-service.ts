@@ -35,28 +35,13 @@ export async function hostRelay(host: Host): Promise<HostedRelay | undefined> {
     relay,
     decisions,
     async close() {
-      // kafkajs can keep a disconnect or a send waiting on a broker that just came back (a group rejoining, a retry's
-      // timer, a batch of a long catch-up); the process is stopping, so each part gets a bound and the stop goes on
-      // without it. A batch the broker acknowledges after that is sent again by the next relay (at least once).
-      await settledWithin(decisions?.stop(), 'the decisions consumer', logger);
-      await settledWithin(relay.stop(), 'the relay', logger);
-      await settledWithin(producer.close(), 'the producer', logger);
+      await decisions?.stop();
+      await relay.stop();
+      await producer.close();
     },
   };
   host.opened.push(hosted);
   return hosted;
-}
-
-/** How long a stop waits for a Kafka client to disconnect. */
-const DISCONNECT_BOUND_MS = 5_000;
-
-async function settledWithin(stopping: Promise<void> | undefined, what: string, logger: Host['logger']): Promise<void> {
-  if (stopping === undefined) return;
-  let timer: NodeJS.Timeout | undefined;
-  const bound = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), DISCONNECT_BOUND_MS)));
-  const outcome = await Promise.race([stopping.then(() => 'done' as const, () => 'done' as const), bound]);
-  clearTimeout(timer);
-  if (outcome === 'late') logger.warn(`${what} did not disconnect within ${DISCONNECT_BOUND_MS / 1000} s; stopping without it`, RELAY_CONSUMER);
 }
 
 /** `oncegate serve relay-kafka`. */
