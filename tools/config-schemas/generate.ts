@@ -5,12 +5,12 @@
  * `# yaml-language-server: $schema=…` line of a file. `npm run schemas` writes them; `npm run schemas -- --check`
  * changes nothing and exits 1 naming the files that differ from what the types make now.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import standaloneCode from 'ajv/dist/standalone/index.js';
 import { createGenerator, DEFAULT_CONFIG, type CompletedConfig } from 'ts-json-schema-generator';
 import { fileSchemaAjv } from '@oncegate/contracts';
+import { differingFiles as differingGeneratedFiles, syncGeneratedFiles } from '../generated-files';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** Where the schemas go, relative to the repository root. */
@@ -123,30 +123,11 @@ export function generateConfigSchemas(): Map<string, string> {
 
 /** File names whose committed content differs from `expected`. */
 export function differingFiles(expected: ReadonlyMap<string, string>, dir = join(ROOT, OUTPUT_DIR)): string[] {
-  return [...expected].filter(([name, content]) => !existsSync(join(dir, name)) || readFileSync(join(dir, name), 'utf8') !== content).map(([name]) => name);
+  return differingGeneratedFiles(expected, dir);
 }
 
 function main(args: readonly string[]): number {
-  const unknown = args.filter((arg) => arg !== '--check');
-  if (unknown.length > 0) {
-    process.stderr.write(`usage: npm run schemas [-- --check]\nunknown argument: ${unknown.join(' ')}\n`);
-    return 2;
-  }
-  const expected = generateConfigSchemas();
-  const dir = join(ROOT, OUTPUT_DIR);
-  const differing = differingFiles(expected, dir);
-  if (args.includes('--check')) {
-    if (differing.length === 0) {
-      process.stdout.write(`${OUTPUT_DIR}: ${expected.size} files up to date\n`);
-      return 0;
-    }
-    process.stderr.write(`${OUTPUT_DIR} differs from what the types make now; run npm run schemas:\n${differing.map((name) => `  ${OUTPUT_DIR}/${name}\n`).join('')}`);
-    return 1;
-  }
-  mkdirSync(dir, { recursive: true });
-  for (const name of differing) writeFileSync(join(dir, name), expected.get(name)!);
-  process.stdout.write(differing.length === 0 ? `${OUTPUT_DIR}: ${expected.size} files up to date\n` : `${OUTPUT_DIR}: wrote ${differing.join(', ')}\n`);
-  return 0;
+  return syncGeneratedFiles(args, { script: 'schemas', root: ROOT, outputDir: OUTPUT_DIR, expected: generateConfigSchemas() });
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {

@@ -6,7 +6,7 @@
  * Which types are stored is `STORED_EVENT_TYPES` (libs/domain/src/event-catalog.ts); `EVENT_DATA_SOURCES` below
  * says where the type of each one's data is declared. The two must name the same event types.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import {
@@ -22,6 +22,7 @@ import {
   type SubTypeFormatter,
 } from 'ts-json-schema-generator';
 import ts from 'typescript';
+import { differingFiles as differingGeneratedFiles, syncGeneratedFiles } from '../generated-files';
 import { STORED_EVENT_TYPES, type StoredEventType } from '@oncegate/domain';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -434,37 +435,12 @@ export function eventSchemaFiles(dir = join(ROOT, OUTPUT_DIR)): string[] {
 
 /** File names whose committed content differs from `expected`: changed, missing or no longer generated. */
 export function differingFiles(expected: ReadonlyMap<string, string>, dir = join(ROOT, OUTPUT_DIR)): string[] {
-  const differing = [...expected].filter(([name, content]) => !existsSync(join(dir, name)) || readFileSync(join(dir, name), 'utf8') !== content).map(([name]) => name);
-  const stale = eventSchemaFiles(dir).filter((name) => !expected.has(name));
-  return [...differing, ...stale].sort();
+  return differingGeneratedFiles(expected, dir, eventSchemaFiles(dir));
 }
 
 function main(args: readonly string[]): number {
-  const unknown = args.filter((arg) => arg !== '--check');
-  if (unknown.length > 0) {
-    process.stderr.write(`usage: npm run events:schemas [-- --check]\nunknown argument: ${unknown.join(' ')}\n`);
-    return 2;
-  }
-  const expected = generateEventSchemas();
   const dir = join(ROOT, OUTPUT_DIR);
-  const differing = differingFiles(expected, dir);
-  if (args.includes('--check')) {
-    if (differing.length === 0) {
-      process.stdout.write(`${OUTPUT_DIR}: ${expected.size} files up to date\n`);
-      return 0;
-    }
-    const lines = differing.map((name) => `  ${OUTPUT_DIR}/${name}${expected.has(name) ? '' : ' (no longer generated)'}\n`);
-    process.stderr.write(`${OUTPUT_DIR} differs from what the types make now; run npm run events:schemas:\n${lines.join('')}`);
-    return 1;
-  }
-  mkdirSync(dir, { recursive: true });
-  for (const name of differing) {
-    const content = expected.get(name);
-    if (content === undefined) rmSync(join(dir, name));
-    else writeFileSync(join(dir, name), content);
-  }
-  process.stdout.write(differing.length === 0 ? `${OUTPUT_DIR}: ${expected.size} files up to date\n` : `${OUTPUT_DIR}: wrote or removed ${differing.join(', ')}\n`);
-  return 0;
+  return syncGeneratedFiles(args, { script: 'events:schemas', root: ROOT, outputDir: OUTPUT_DIR, expected: generateEventSchemas(), existing: eventSchemaFiles(dir) });
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
