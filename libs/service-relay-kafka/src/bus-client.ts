@@ -1,7 +1,7 @@
 import type { LoggerService } from '@nestjs/common';
-import { Kafka, logLevel, type Message, type Producer } from 'kafkajs';
+import { Kafka, logLevel, type Producer } from 'kafkajs';
 import type { KafkaConfig } from '@oncegate/service-host/config/gateway-config';
-import type { BusMessage } from './cloud-events';
+import { byTopic, type TopicMessage } from './bus-publisher';
 
 /**
  * The Kafka client of one process. kafkajs's own log goes to this process's log at debug level only: while a broker
@@ -47,19 +47,13 @@ export class BusProducer {
   }
 
   /** Sends messages to their topics and resolves once every broker that leads one of them acknowledged (`acks=all`). */
-  async send(messages: ReadonlyArray<{ readonly topic: string; readonly message: BusMessage }>): Promise<void> {
-    const byTopic = new Map<string, Message[]>();
-    for (const { topic, message } of messages) {
-      let list = byTopic.get(topic);
-      if (list === undefined) byTopic.set(topic, (list = []));
-      list.push({ key: message.key, value: message.value, headers: { ...message.headers } });
-    }
+  async send(messages: readonly TopicMessage[]): Promise<void> {
     const producer = this.producer;
     let timer: NodeJS.Timeout | undefined;
     try {
       this.connected ??= producer.connect();
       const sent = this.connected.then(() =>
-        producer.sendBatch({ acks: -1, timeout: 30_000, topicMessages: [...byTopic].map(([topic, list]) => ({ topic, messages: list })) }),
+        producer.sendBatch({ acks: -1, timeout: 30_000, topicMessages: byTopic(messages) }),
       );
       // A send that settles after the bound is let go: its failure is not the process's.
       sent.catch(() => undefined);

@@ -2,7 +2,7 @@ import type { LoggerService } from '@nestjs/common';
 import { backoffMs, type EventStore, type RecordedEvent, type Subscription } from '@oncegate/event-store';
 import type { Clock } from '@oncegate/execution-journal';
 import type { KafkaConfig } from '@oncegate/service-host/config/gateway-config';
-import type { BusProducer } from './bus-client';
+import type { BusPublisher } from './bus-publisher';
 import { cloudEventMessage, topicOf } from './cloud-events';
 
 /** The relay's checkpoint (the last position the broker acknowledged) and its claim on publishing go by this name. */
@@ -16,7 +16,7 @@ const MAX_BACKOFF_MS = 10_000;
 
 export interface EventRelayOptions {
   readonly store: EventStore;
-  readonly producer: BusProducer;
+  readonly publisher: BusPublisher;
   readonly config: KafkaConfig;
   readonly clock: Clock;
   readonly logger: LoggerService;
@@ -27,20 +27,24 @@ export interface EventRelayOptions {
 /** What the relay has done so far, for its summary, the benchmark and the tests. */
 export interface RelayProgress {
   readonly publishing: boolean;
-  /** The last global position the broker acknowledged (the checkpoint). */
+  /** The last global position the bus holds (the checkpoint). */
   readonly relayed: number;
   /** Events sent and acknowledged by this relay since it started. */
   readonly sent: number;
 }
 
 /**
- * Publishes every event of the journal to Kafka, in the store's global order, at least once.
+ * Publishes every event of the journal to Kafka, in the store's global order: exactly once for consumers that read
+ * committed messages (`kafka.delivery: exactly_once`, Kafka transactions), or at least once.
  *
  * One relay publishes at a time: it holds the claim `relay-kafka` and renews it; any other relay on the store waits
- * and takes over when the claim lapses (a relay killed is replaced within `kafka.lease`). The publishing relay reads
- * from its checkpoint with a catch-up subscription, sends batches of up to 1,000 events with an idempotent producer and
- * `acks=all`, and writes the checkpoint only after the broker acknowledged the batch. After a crash the next relay
- * sends again what was sent but not yet checkpointed: duplicates carry the same `ce_id`.
+ * and takes over when the claim lapses (a relay killed is replaced within `kafka.lease`). The publishing relay asks
+ * its publisher where the bus stands (the checkpoint committed in Kafka with the last transaction), reads from there
+ * with a catch-up subscription, and sends batches of up to 1,000 events. With transactions a batch and its checkpoint
+ * are committed together, so after a crash or a failed send the relay resumes right after the last batch Kafka holds.
+ * At least once, the checkpoint is the store's, written after the broker acknowledged the batch: after a crash the
+ * next relay sends again what was sent but not yet checkpointed, and duplicates carry the same `ce_id`. The store's
+ * checkpoint is written after every batch in both modes (the lag metric and the tests read it).
  */
 export class EventRelay {
   private readonly log: LoggerService;
@@ -50,7 +54,9 @@ export class EventRelay {
   private stopped = false;
   private holding = false;
   private subscription: Subscription | undefined;
-  private flushing: Promise<void> | undefined;
+  /** Counts subscriptions: events handed over by an earlier one (before a resumption) are dropped. */
+  private generation = 0;
+  private publishing: Promise<void> | undefined;
   private buffer: RecordedEvent[] = [];
   private wakeFlusher: (() => void) | undefined;
   private roomWaiters: Array<() => void> = [];
@@ -84,71 +90,119 @@ export class EventRelay {
     const now = this.options.clock.now();
     const claim = await this.options.store.claim(RELAY_CONSUMER, this.options.owner, new Date(now.getTime() + this.leaseMs).toISOString(), now.toISOString());
     const holds = claim.owner === this.options.owner;
-    if (holds && !this.holding) await this.begin();
-    else if (!holds && this.holding) {
+    if (holds && !this.holding) {
+      this.holding = true;
+      // In the background: waiting for the broker must not hold up the claim's renewal.
+      this.publishing = this.publishWhileHolding();
+    } else if (!holds && this.holding) {
       this.log.warn(`another relay (${claim.owner}) holds ${RELAY_CONSUMER} now; this one stops publishing`, RELAY_CONSUMER);
       await this.end();
     }
   }
 
-  private async begin(): Promise<void> {
-    const { store } = this.options;
-    this.relayed = (await store.readCheckpoint(RELAY_CONSUMER)) ?? 0;
-    this.holding = true;
+  /** Resumes from where the bus stands, publishes until a send fails, and resumes again, while this relay holds the claim. */
+  private async publishWhileHolding(): Promise<void> {
+    const { store, publisher, config } = this.options;
+    let announced = false;
+    while (this.holding) {
+      let from: number;
+      try {
+        const onBus = await publisher.open();
+        const stored = (await store.readCheckpoint(RELAY_CONSUMER)) ?? 0;
+        // The bus's checkpoint is never behind the store's (that one is written after the commit), unless the relay ran at
+        // least once for a while: then the store's is where the bus stands.
+        from = Math.max(onBus ?? 0, stored);
+      } catch (error) {
+        await this.failed(error, `connecting to ${config.brokers.join(', ')}`);
+        continue;
+      }
+      if (!this.holding) break;
+      if (!announced || this.failures > 0) {
+        this.log.log(`publishing to ${config.brokers.join(', ')} from position ${from} (${publisher.delivery.replace('_', ' ')})`, RELAY_CONSUMER);
+        announced = true;
+      }
+      this.relayed = from;
+      const generation = ++this.generation;
+      this.subscription = store.subscribeToAll((event) => this.accept(event, generation), { from: { after: from } });
+      await this.flushUntilFailure(generation);
+      await this.dropSubscription();
+    }
+  }
+
+  private async dropSubscription(): Promise<void> {
+    this.generation += 1;
+    this.wakeFlusher?.();
+    for (const waiter of this.roomWaiters.splice(0)) waiter();
+    const subscription = this.subscription;
+    this.subscription = undefined;
+    await subscription?.stop();
     this.buffer = [];
-    this.log.log(`publishing to ${this.options.config.brokers.join(', ')} from position ${this.relayed}`, RELAY_CONSUMER);
-    this.flushing = this.flushLoop();
-    this.subscription = store.subscribeToAll((event) => this.accept(event), { from: { after: this.relayed } });
   }
 
   private async end(): Promise<void> {
     this.holding = false;
-    this.wakeFlusher?.();
-    for (const waiter of this.roomWaiters.splice(0)) waiter();
-    await this.subscription?.stop();
-    this.subscription = undefined;
-    await this.flushing;
-    this.flushing = undefined;
-    this.buffer = [];
+    await this.dropSubscription();
+    await this.publishing;
+    this.publishing = undefined;
   }
 
   /** The subscription's handler: queues the event, and waits while the queue is full (the broker is slow or away). */
-  private async accept(event: RecordedEvent): Promise<void> {
-    if (!this.holding) return;
+  private async accept(event: RecordedEvent, generation: number): Promise<void> {
+    if (!this.holding || generation !== this.generation) return;
     this.buffer.push(event);
     this.wakeFlusher?.();
     if (this.buffer.length >= MAX_BUFFERED) await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
   }
 
-  private async flushLoop(): Promise<void> {
-    while (this.holding) {
+  /** Sends batches while this subscription lasts; returns after a failed send (the caller resumes from the bus). */
+  private async flushUntilFailure(generation: number): Promise<void> {
+    const { publisher, store, config } = this.options;
+    while (this.holding && generation === this.generation) {
       if (this.buffer.length === 0) {
         await new Promise<void>((resolve) => (this.wakeFlusher = resolve));
         this.wakeFlusher = undefined;
         continue;
       }
       const batch = this.buffer.slice(0, BATCH_EVENTS);
+      const last = batch[batch.length - 1]!.position;
       try {
-        await this.options.producer.send(batch.map((event) => ({ topic: topicOf(event, this.options.config), message: cloudEventMessage(event, this.options.config.source) })));
-        const last = batch[batch.length - 1]!.position;
+        await publisher.publish(
+          batch.map((event) => ({ topic: topicOf(event, config), message: cloudEventMessage(event, config.source) })),
+          last,
+        );
         // A relay that lost its claim meanwhile leaves the checkpoint to the one that holds it now.
         if (!this.holding) return;
-        await this.options.store.storeCheckpoint(RELAY_CONSUMER, last);
         this.relayed = last;
         this.sent += batch.length;
         this.buffer.splice(0, batch.length);
         for (const waiter of this.roomWaiters.splice(0)) waiter();
+        await store.storeCheckpoint(RELAY_CONSUMER, last);
         if (this.failures > 0) this.log.log(`publishing resumed after ${this.failures} failed tries`, RELAY_CONSUMER);
         this.failures = 0;
       } catch (error) {
-        this.failures += 1;
-        const pause = backoffMs(this.failures, 200, MAX_BACKOFF_MS);
-        if ((this.failures & (this.failures - 1)) === 0) {
-          this.log.error(`publishing failed (${this.failures} in a row, ${this.buffer.length} events waiting from position ${batch[0]!.position}; next try in ${(pause / 1000).toFixed(1)} s): ${(error as Error).message}`, RELAY_CONSUMER);
-        }
-        await new Promise((resolve) => setTimeout(resolve, pause).unref());
+        await this.failed(error, `publishing (${this.buffer.length} events waiting from position ${batch[0]!.position})`);
+        return;
       }
     }
+  }
+
+  /** Counts a failure, says so (the 1st, 2nd, 4th, 8th… in a row), lets the connection go and pauses before the next try. */
+  private async failed(error: unknown, what: string): Promise<void> {
+    this.failures += 1;
+    const pause = backoffMs(this.failures, 200, MAX_BACKOFF_MS);
+    if ((this.failures & (this.failures - 1)) === 0) {
+      this.log.error(`${what} failed (${this.failures} in a row; next try in ${(pause / 1000).toFixed(1)} s): ${(error as Error).message}`, RELAY_CONSUMER);
+    }
+    await this.options.publisher.reset();
+    // Cut short when the relay stops or loses its claim.
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, pause);
+      this.wakeFlusher = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    this.wakeFlusher = undefined;
   }
 
   /** Stops publishing and gives the claim up, so a standby relay takes over at once. */

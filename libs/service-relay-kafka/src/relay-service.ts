@@ -3,6 +3,7 @@ import { GatewayConfigError, type GatewayConfig } from '@oncegate/service-host/c
 import type { Host, ServiceDefinition } from '@oncegate/service-host/host';
 import { BusProducer, busClient } from './bus-client';
 import { BusDecisions } from './bus-decisions';
+import { busPublisher } from './bus-publisher';
 import { EventRelay, RELAY_CONSUMER } from './event-relay';
 
 /** The relay and the decisions consumer of one process. */
@@ -19,7 +20,8 @@ export async function hostRelay(host: Host): Promise<HostedRelay | undefined> {
   if (kafkaConfig === null) return undefined;
   const kafka = busClient(kafkaConfig, logger, RELAY_CONSUMER);
   const producer = new BusProducer(kafka);
-  const relay = new EventRelay({ store, producer, config: kafkaConfig, clock, logger, owner: `${RELAY_CONSUMER}@${hostname()}/${host.instance}` });
+  const publisher = busPublisher(kafka, producer, kafkaConfig);
+  const relay = new EventRelay({ store, publisher, config: kafkaConfig, clock, logger, owner: `${RELAY_CONSUMER}@${hostname()}/${host.instance}` });
   relay.start();
   host.metrics.gauge('oncegate_relay_lag_events', 'Events committed to the journal that the broker has not acknowledged yet (on the relay that publishes).', async () =>
     relay.progress().publishing ? Math.max(0, (await store.headPosition()) - relay.progress().relayed) : undefined,
@@ -37,6 +39,7 @@ export async function hostRelay(host: Host): Promise<HostedRelay | undefined> {
     async close() {
       await decisions?.stop();
       await relay.stop();
+      await publisher.close();
       await producer.close();
     },
   };
@@ -68,6 +71,9 @@ export function relaySummary(config: GatewayConfig): string[] {
   return [
     `  kafka:        ${kafka.brokers.join(', ')} (client id ${kafka.clientId}, source ${kafka.source})`,
     `  events to:    ${topics.join(', ')}; one relay publishes at a time (claim ${RELAY_CONSUMER}, lease ${kafka.leaseMs / 1000}s)`,
+    kafka.delivery === 'exactly_once'
+      ? `  delivery:     exactly once for read_committed consumers (transactional id ${kafka.transactionalId}, checkpoint on ${kafka.checkpointTopic})`
+      : '  delivery:     at least once (duplicates carry the same ce_id)',
     ...(kafka.decisions ? [`  decisions:    from ${kafka.decisions.topic} (group ${kafka.decisions.group}), answers to ${kafka.decisions.replies}`] : []),
   ];
 }

@@ -18,7 +18,7 @@ import { isStoredEventType, STORED_EVENT_TYPES } from '@oncegate/domain';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- the one copy of the schema, outside every project
 import { validate as validateOncegateFile } from '../../../../schemas/oncegate.validate.mjs';
 import { isLoopbackAuthority, isLoopbackHost } from './loopback';
-import type { FailHandlingSection, KafkaDecisionsSection, KafkaTopicRule, OAuthApproverSection, OncegateFile, PolicyRuleEntry } from './oncegate-file';
+import type { FailHandlingSection, KafkaDecisionsSection, KafkaDelivery, KafkaTopicRule, OAuthApproverSection, OncegateFile, PolicyRuleEntry } from './oncegate-file';
 import { isPostgresUrl } from './store-url';
 
 export const STORE_DRIVERS = ['sqlite', 'postgres'] as const;
@@ -189,6 +189,12 @@ export interface KafkaConfig {
   /** How long the relay's claim on publishing lasts unless renewed: a standby relay takes over that long after a crash. */
   readonly leaseMs: number;
   readonly decisions: KafkaDecisionsConfig | null;
+  /** `exactly_once`: each batch and the relay's checkpoint in one Kafka transaction; `at_least_once`: duplicates after a crash. */
+  readonly delivery: KafkaDelivery;
+  /** The transactional id every relay of this journal shares (exactly once); also the group its checkpoint is committed in. */
+  readonly transactionalId: string;
+  /** The one-partition topic under whose offsets the checkpoint is committed (exactly once). */
+  readonly checkpointTopic: string;
 }
 
 /** The services whose handlers `testing.fail_handling` can make fail: those that consume events. */
@@ -449,7 +455,18 @@ function readRoutes(file: ConfigReader): KafkaRoute[] {
   return routes;
 }
 
-const KAFKA_DEFAULTS = { clientId: 'oncegate', source: 'oncegate', defaultTopic: 'oncegate.events', leaseMs: 10_000, group: 'oncegate-decisions' } as const;
+const KAFKA_DEFAULTS = {
+  clientId: 'oncegate',
+  source: 'oncegate',
+  defaultTopic: 'oncegate.events',
+  leaseMs: 10_000,
+  group: 'oncegate-decisions',
+  delivery: 'exactly_once',
+  checkpointTopic: 'oncegate.relay-checkpoints',
+} as const;
+
+/** The transactional id of a journal's relays unless `kafka.transactional_id` names one: one per `kafka.source`. */
+const defaultTransactionalId = (source: string) => `oncegate-relay:${source}`;
 
 /** The `kafka` section: the bus the relay publishes to and takes decisions from. */
 function readKafka(file: ConfigReader, env: NodeJS.ProcessEnv): KafkaConfig | undefined {
@@ -462,15 +479,19 @@ function readKafka(file: ConfigReader, env: NodeJS.ProcessEnv): KafkaConfig | un
   const lease = file.duration(['kafka', 'lease'], AT_LEAST_300MS);
   const decisions = file.valid<KafkaDecisionsSection>('kafka', 'decisions');
   const routes = readRoutes(file);
+  const source = file.valid<string>('kafka', 'source') ?? KAFKA_DEFAULTS.source;
   if (brokers === undefined) return undefined;
   return {
     brokers,
     clientId: file.valid<string>('kafka', 'client_id') ?? KAFKA_DEFAULTS.clientId,
-    source: file.valid<string>('kafka', 'source') ?? KAFKA_DEFAULTS.source,
+    source,
     routes,
     defaultTopic: file.valid<string>('kafka', 'default_topic') ?? KAFKA_DEFAULTS.defaultTopic,
     leaseMs: lease ?? KAFKA_DEFAULTS.leaseMs,
     decisions: decisions === undefined ? null : { topic: decisions.topic, replies: decisions.replies, group: decisions.group ?? KAFKA_DEFAULTS.group },
+    delivery: file.valid<KafkaDelivery>('kafka', 'delivery') ?? KAFKA_DEFAULTS.delivery,
+    transactionalId: file.valid<string>('kafka', 'transactional_id') ?? defaultTransactionalId(source),
+    checkpointTopic: file.valid<string>('kafka', 'checkpoint_topic') ?? KAFKA_DEFAULTS.checkpointTopic,
   };
 }
 
@@ -688,7 +709,20 @@ export function applyEnvironment(config: GatewayConfig, env: NodeJS.ProcessEnv):
   if (env['ONCEGATE_KAFKA_BROKERS']) {
     const brokers = env['ONCEGATE_KAFKA_BROKERS'].split(',').map((broker) => broker.trim());
     if (brokers.some((broker) => !BROKER.test(broker))) bad('ONCEGATE_KAFKA_BROKERS', 'expected host:port[,host:port…]');
-    else next.kafka = { ...(next.kafka ?? { clientId: KAFKA_DEFAULTS.clientId, source: KAFKA_DEFAULTS.source, routes: [], defaultTopic: KAFKA_DEFAULTS.defaultTopic, leaseMs: KAFKA_DEFAULTS.leaseMs, decisions: null }), brokers };
+    else next.kafka = {
+      ...(next.kafka ?? {
+        clientId: KAFKA_DEFAULTS.clientId,
+        source: KAFKA_DEFAULTS.source,
+        routes: [],
+        defaultTopic: KAFKA_DEFAULTS.defaultTopic,
+        leaseMs: KAFKA_DEFAULTS.leaseMs,
+        decisions: null,
+        delivery: KAFKA_DEFAULTS.delivery,
+        transactionalId: defaultTransactionalId(KAFKA_DEFAULTS.source),
+        checkpointTopic: KAFKA_DEFAULTS.checkpointTopic,
+      }),
+      brokers,
+    };
   }
   if (next.store.driver === 'postgres' && next.store.url === '') {
     bad('ONCEGATE_STORE_URL', `store.driver postgres (${config.source}) needs a URL: write store.url, or set ONCEGATE_STORE_URL`);

@@ -311,7 +311,30 @@ export interface KafkaSection {
   lease?: Duration;
   /** Approval decisions and review resolutions taken from the bus; off without it. */
   decisions?: KafkaDecisionsSection;
+  /**
+   * `exactly_once`: each batch of events and the relay's checkpoint are committed in one Kafka transaction, so a
+   * consumer with `isolation.level=read_committed` reads every event once, across crashes of the relay and restarts
+   * of the broker. `at_least_once`: for brokers without transactions; after a crash the relay sends again what it
+   * sent but had not checkpointed (duplicates carry the same `ce_id`).
+   * @default "exactly_once"
+   */
+  delivery?: KafkaDelivery;
+  /**
+   * The transactional id every relay of this journal shares (exactly once): a relay that starts fences the ones
+   * before it. It is also the consumer group the relay's checkpoint is committed in. Default: `oncegate-relay:` and
+   * `source`.
+   */
+  transactional_id?: NonEmptyString;
+  /**
+   * The topic (one partition; created if missing and allowed) under whose offsets the relay's checkpoint is
+   * committed (exactly once). Nothing is written to it.
+   * @default "oncegate.relay-checkpoints"
+   */
+  checkpoint_topic?: TopicName;
 }
+
+/** How the relay publishes: in Kafka transactions, or at least once. */
+export type KafkaDelivery = 'exactly_once' | 'at_least_once';
 
 /**
  * A JWT claim name, e.g. `sub`, `client_id` or `roles`.
