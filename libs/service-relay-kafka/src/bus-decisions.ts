@@ -4,7 +4,7 @@ import { Ajv } from 'ajv';
 import type { Consumer, Kafka } from 'kafkajs';
 import type { ToolContract } from '@oncegate/contracts';
 import { executionStream, isExecutionId, type ExecutionId, type ReviewResolution } from '@oncegate/domain';
-import type { EventStore } from '@oncegate/event-store';
+import { backoffMs, type EventStore } from '@oncegate/event-store';
 import type { Clock } from '@oncegate/execution-journal';
 import { decide, isApprovalRefusal, type ApprovalDecision } from '@oncegate/service-host/approvals/approval-queue';
 import type { KafkaDecisionsConfig } from '@oncegate/service-host/config/gateway-config';
@@ -42,6 +42,14 @@ export interface DecisionReply {
   readonly state: string | null;
 }
 
+const CONTEXT = 'relay-decisions';
+/** How often the consumer looks for a decisions topic that does not exist yet. */
+const TOPIC_POLL_MS = 2_000;
+/** Longest a stop waits for the consumer's loop to end. */
+const STOP_BOUND_MS = 5_000;
+/** Longest pause between two tries while the consumer keeps failing. */
+const MAX_PAUSE_MS = 10_000;
+
 /** Largest decision message read; a larger one is refused unread. */
 const MAX_DECISION_BYTES = 64 * 1024;
 
@@ -69,18 +77,94 @@ export interface BusDecisionsOptions {
  */
 export class BusDecisions {
   private consumer: Consumer | undefined;
+  private stopped = false;
+  private running: Promise<void> | undefined;
+  /** Cuts a pause short when the consumer stops. */
+  private wake: (() => void) | undefined;
+  /** `undefined` while the consumer is a member of its group and takes decisions; else why not. */
+  private notConsuming: string | undefined = 'starting';
+  private restarts = 0;
 
   constructor(private readonly options: BusDecisionsOptions) {}
 
-  async start(): Promise<void> {
+  /**
+   * Starts taking decisions in the background, and keeps at it: while the decisions topic does not exist yet it waits
+   * for it, and when the broker is away, the group cannot be joined or the consumer crashed for good, it starts a new
+   * consumer after a growing pause (up to 10 s). Every decision is answered once the topic exists.
+   */
+  start(): void {
+    this.running ??= this.keepConsuming();
+  }
+
+  /** Whether decisions are being taken: `undefined` when they are, else why not (for `/readyz`). */
+  state(): { readonly notConsuming: string | undefined; readonly restarts: number } {
+    return { notConsuming: this.notConsuming, restarts: this.restarts };
+  }
+
+  private async keepConsuming(): Promise<void> {
+    const { logger } = this.options;
+    let failures = 0;
+    while (!this.stopped) {
+      try {
+        await this.waitForTopic();
+        if (this.stopped) break;
+        const crashed = await this.consume(() => (failures = 0));
+        if (this.stopped) break;
+        throw crashed;
+      } catch (error) {
+        if (this.stopped) break;
+        failures += 1;
+        this.restarts += 1;
+        const pause = backoffMs(failures, 500, MAX_PAUSE_MS);
+        this.notConsuming = `the consumer failed (${failures} in a row; next try in ${(pause / 1000).toFixed(1)} s): ${(error as Error).message}`;
+        if ((failures & (failures - 1)) === 0) logger.error(`decisions: ${this.notConsuming}`, CONTEXT);
+        await this.consumer?.disconnect().catch(() => undefined);
+        this.consumer = undefined;
+        await this.pause(pause);
+      }
+    }
+  }
+
+  /** Returns once the decisions topic exists (a consumer subscribed to a topic that does not exist yet never recovers). */
+  private async waitForTopic(): Promise<void> {
+    const { kafka, config, logger } = this.options;
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      let said = false;
+      while (!this.stopped && !(await admin.listTopics()).includes(config.topic)) {
+        this.notConsuming = `waiting for the topic ${config.topic} to exist`;
+        if (!said) logger.warn(`decisions: ${this.notConsuming}; decisions published to it then are taken from its beginning`, CONTEXT);
+        said = true;
+        await this.pause(TOPIC_POLL_MS);
+      }
+    } finally {
+      await admin.disconnect().catch(() => undefined);
+    }
+  }
+
+  /** Runs one consumer; resolves with the error it crashed with for good, or when the consumer stops. */
+  private async consume(joined: () => void): Promise<Error> {
     const { kafka, config, logger } = this.options;
     // A relay killed without a word leaves the group within 10 s, so its partitions of the decisions topic move on soon.
-    const consumer = kafka.consumer({ groupId: config.group, allowAutoTopicCreation: true, sessionTimeout: 10_000, rebalanceTimeout: 20_000 });
+    const consumer = kafka.consumer({ groupId: config.group, allowAutoTopicCreation: false, sessionTimeout: 10_000, rebalanceTimeout: 20_000 });
     this.consumer = consumer;
-    consumer.on(consumer.events.CRASH, (event) => {
-      const { error, restart } = event.payload as { error: Error; restart: boolean };
-      if (!restart) logger.error(`decisions consumer stopped: ${error.message}`, 'relay-decisions');
+    const crashed = new Promise<Error>((resolve) => {
+      consumer.on(consumer.events.CRASH, (event) => {
+        const { error, restart } = event.payload as { error: Error; restart: boolean };
+        // With `restart` the client starts the consumer again itself.
+        if (!restart) resolve(error);
+        else this.notConsuming = `restarting after: ${error.message}`;
+      });
+      consumer.on(consumer.events.STOP, () => resolve(new Error('the consumer stopped')));
     });
+    consumer.on(consumer.events.GROUP_JOIN, () => {
+      if (this.notConsuming !== undefined) logger.log(`decisions: taking decisions from ${config.topic} (group ${config.group})`, CONTEXT);
+      this.notConsuming = undefined;
+      joined();
+    });
+    consumer.on(consumer.events.REBALANCING, () => (this.notConsuming = `rejoining the group ${config.group}`));
+    this.notConsuming = `joining the group ${config.group}`;
     await consumer.connect();
     await consumer.subscribe({ topics: [config.topic], fromBeginning: true });
     await consumer.run({
@@ -88,9 +172,21 @@ export class BusDecisions {
         const reply = await this.apply(message.value, `${topic}/${partition}/${message.offset}`);
         await this.options.producer.send([{ topic: config.replies, message: this.replyMessage(reply) }]);
         const about = reply.execution_id ?? reply.in_reply_to;
-        logger.log(`decision ${reply.in_reply_to} on ${about}: ${reply.outcome}${reply.refusal ? ` (${reply.refusal})` : ''}`, 'relay-decisions');
+        logger.log(`decision ${reply.in_reply_to} on ${about}: ${reply.outcome}${reply.refusal ? ` (${reply.refusal})` : ''}`, CONTEXT);
       },
     });
+    return crashed;
+  }
+
+  private async pause(ms: number): Promise<void> {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    this.wake = undefined;
   }
 
   /** Applies one decision message; never throws for anything the message says. */
@@ -161,7 +257,14 @@ export class BusDecisions {
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
+    this.wake?.();
     await this.consumer?.disconnect().catch(() => undefined);
+    // A client still waiting on a broker that is away is let go after a while: a stop does not wait for its retries.
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.running, new Promise((resolve) => (timer = setTimeout(resolve, STOP_BOUND_MS)))]);
+    clearTimeout(timer);
     this.consumer = undefined;
+    this.notConsuming = 'stopped';
   }
 }

@@ -31,8 +31,15 @@ export async function hostRelay(host: Host): Promise<HostedRelay | undefined> {
     kafkaConfig.decisions === null
       ? undefined
       : new BusDecisions({ kafka, producer, config: kafkaConfig.decisions, source: kafkaConfig.source, store, approvers: host.folder.approvers, tools: host.tools, clock, logger });
-  // The consumer joins its group in the background: a broker that is not there yet must not stop the process.
-  decisions?.start().catch((error: unknown) => logger.error(`decisions consumer: ${(error as Error).message}`, 'relay-decisions'));
+  // The consumer joins its group in the background: a broker or a topic that is not there yet must not stop the process.
+  if (decisions !== undefined) {
+    decisions.start();
+    host.operations?.ready({ name: 'decisions', check: async () => decisions.state().notConsuming });
+    host.metrics.gauge('oncegate_relay_decisions_consuming', '1 while the decisions consumer is a member of its group and takes decisions, 0 while it waits for its topic, the broker or the group.', async () =>
+      decisions.state().notConsuming === undefined ? 1 : 0,
+    );
+    host.metrics.gauge('oncegate_relay_decisions_consumer_restarts', 'Times the decisions consumer was started again after it failed, since the process started.', async () => decisions.state().restarts);
+  }
   const hosted: HostedRelay = {
     relay,
     decisions,
