@@ -18,7 +18,7 @@ import { machineLine, ms, percentile, printTable, rate } from './table';
  *
  * Phases: the load without the relay (the gateway's own rate), the same load with the relay (rate, lag over the
  * run, time to drain after the last call), and a catch-up of the whole journal from position 0 to a new topic (how
- * fast the relay can go when it is behind).
+ * fast the relay can go when it is behind), in Kafka transactions (the default) and at least once, side by side.
  */
 export async function run(argv: string[]): Promise<void> {
   const { values } = parseArgs({
@@ -50,9 +50,14 @@ export async function run(argv: string[]): Promise<void> {
     writeFileSync(join(dir, 'tools.yaml'), contractsYaml(target.matches[0]![1]!));
     const gatewayConfig = join(dir, 'oncegate.yaml');
     writeFileSync(gatewayConfig, gatewayYaml(dir, 'FULL'));
-    const relayConfig = (topic: string) => {
+    // Each relay configuration publishes to a topic of its own, with a transactional id and checkpoint of its own.
+    const relayConfig = (topic: string, delivery: 'exactly_once' | 'at_least_once' = 'exactly_once') => {
       const file = join(dir, `relay-${topic}.yaml`);
-      writeFileSync(file, `${gatewayYaml(dir, 'FULL')}kafka:\n  brokers: [${broker!.brokers.join(', ')}]\n  default_topic: ${topic}\n`);
+      writeFileSync(
+        file,
+        `${gatewayYaml(dir, 'FULL')}kafka:\n  brokers: [${broker!.brokers.join(', ')}]\n  default_topic: ${topic}\n` +
+          `  delivery: ${delivery}\n  transactional_id: bench-${topic}\n  checkpoint_topic: ${topic}.checkpoints\n`,
+      );
       return file;
     };
     const started = await startGatewayProcess(gatewayConfig);
@@ -122,20 +127,25 @@ export async function run(argv: string[]): Promise<void> {
       },
     ]);
 
-    // Catch-up: the relay stopped, its checkpoint set back to 0, a new topic: the whole journal as fast as it goes.
+    // Catch-up: the relay stopped, its checkpoint set back to 0, a new topic (and transactional id): the whole
+    // journal as fast as it goes, once in transactions and once at least once.
     await relay.stop();
     servers.splice(servers.indexOf(relay), 1);
-    const writer = openSqliteEventStore({ file: join(dir, 'data', 'events.db') });
-    await writer.storeCheckpoint(RELAY_CONSUMER, 0);
-    await writer.close();
     const head = await store.headPosition();
-    const t0 = Date.now();
-    const again = await spawnServer('relay', ['dist/apps/relay-kafka/main.js', '--config', relayConfig('bench.catchup')], [/is running \(instance/]);
-    servers.push(again);
-    const caught = await eventuallyAt(async () => ((await sample()).relayed >= head ? Date.now() : undefined), 300_000);
-    printTable('catch-up of the whole journal (relay from position 0, to a new topic, no load)', [
-      { events: head, seconds: ((caught - t0) / 1000).toFixed(1), 'events/s (incl. start)': rate(head, (caught - t0) / 1000) },
-    ]);
+    const catchUps = [];
+    for (const delivery of ['exactly_once', 'at_least_once'] as const) {
+      const writer = openSqliteEventStore({ file: join(dir, 'data', 'events.db') });
+      await writer.storeCheckpoint(RELAY_CONSUMER, 0);
+      await writer.close();
+      const t0 = Date.now();
+      const again = await spawnServer('relay', ['dist/apps/relay-kafka/main.js', '--config', relayConfig(`bench.catchup-${delivery.replace('_', '-').replace('_', '-')}`, delivery)], [/is running \(instance/]);
+      servers.push(again);
+      const caught = await eventuallyAt(async () => ((await sample()).relayed >= head ? Date.now() : undefined), 300_000);
+      await again.stop();
+      servers.splice(servers.indexOf(again), 1);
+      catchUps.push({ delivery: delivery.replace('_', ' '), events: head, seconds: ((caught - t0) / 1000).toFixed(1), 'events/s (incl. start)': rate(head, (caught - t0) / 1000) });
+    }
+    printTable('catch-up of the whole journal (relay from position 0, to a new topic, no load)', catchUps);
     const growing = mean(thirds[2]!) > 2 * Math.max(50, mean(thirds[0]!));
     process.stdout.write(
       `\nAim — the relay keeps up with the gateway at full load (lag bounded, not growing): ${growing ? 'NOT met' : 'met'} ` +
