@@ -64,6 +64,7 @@ describe('the journal is evidence: sealed, exported, verified offline, investiga
     const investigated = await oncegate(scenario.folder, ['investigate', executionId, '--json']);
     expect(investigated.code, investigated.stderr).toBe(0);
     const report = JSON.parse(investigated.stdout) as {
+      executions: Array<{ attempts: Array<{ attempt: number; dispatcherId: string; position: number }> }>;
       answers: {
         processes: { facts: { verdict: string; calls: number; sessions: string[]; runs: string[] } };
         firstCall: { facts: { executions: Array<{ authorized: unknown; firstDispatch: unknown }> } };
@@ -81,10 +82,15 @@ describe('the journal is evidence: sealed, exported, verified offline, investiga
     expect(outcome.facts.executions[0]).toMatchObject({ kind: 'succeeded', outcomes: [{ targetStatus: 200 }] });
     expect(delivery.facts.executions[0]).toMatchObject({ failedAfterCompletion: true, deliveredAfterFailure: true });
     expect(secondCall.facts).toMatchObject({ attached: true, newAttempt: false, newExecution: false, idempotencyKey: false });
+    // The dispatcher instance that ran the attempt, in a field of its own and on a labelled line.
+    const [attempt] = report.executions[0]!.attempts;
+    expect(report.executions[0]!.attempts).toHaveLength(1);
+    expect(attempt).toMatchObject({ attempt: 1, dispatcherId: expect.stringMatching(/^dispatcher-http@\S+$/) });
     const text = await oncegate(scenario.folder, ['investigate', executionId]);
     expect(text.code).toBe(0);
     expect(text.stdout).toMatch(/ResultDeliveryFailed/);
     expect(text.stdout).toMatch(/RetryAttached/);
+    expect(text.stdout).toContain(`\n    attempt 1  dispatcher: ${attempt!.dispatcherId}  dispatched `);
   });
 
   it('given a journal, when an analyst runs a built-in projection and their own module, then rows come out and the module resumes from its checkpoint', async () => {

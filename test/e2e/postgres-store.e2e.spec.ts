@@ -161,7 +161,7 @@ describe('the gateway on PostgreSQL (store.driver: postgres)', () => {
       (error: Error) => error.message,
     );
     expect(refused).toMatch(/gateway exited with 1/);
-    expect(refused).toMatch(/cannot listen: .*EADDRINUSE/);
+    expect(refused).toMatch(/cannot listen on 127\.0\.0\.1:\d+ for the MCP endpoint: the port is taken by process \d+ \(oncegate start\) \(EADDRINUSE\); set listen\.port or ONCEGATE_PORT/);
     expect(Date.now() - started).toBeLessThan(15_000);
   });
 

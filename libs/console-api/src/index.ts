@@ -299,6 +299,8 @@ export interface ExecutionSummary {
   readonly acceptedAt: string;
   readonly acceptedPosition: number;
   readonly status: string;
+  /** Every attempt, in order, with the dispatcher instance that ran it; empty when it was never dispatched. */
+  readonly attempts: readonly { readonly attempt: number; readonly dispatcherId: string; readonly dispatchedAt: string; readonly position: number }[];
 }
 
 export interface Investigation {

@@ -2,3 +2,4 @@ export { PostgresEventStore, openPostgresEventStore } from './postgres-event-sto
 export type { PostgresEventStoreOptions } from './postgres-event-store';
 export { openPostgresEventStore as openEventStore } from './postgres-event-store';
 export { unavailableOr } from './postgres-errors';
+export { createPostgresDatabase } from './create-database';

@@ -1,3 +1,4 @@
+import { escapeIdentifier } from 'pg';
 import { EventStoreOpenError, EventStoreUnavailableError } from '@oncegate/event-store';
 
 /**
@@ -47,17 +48,50 @@ export function unavailableOr(location: string, error: unknown): unknown {
   return isUnavailable(error) ? new EventStoreUnavailableError(location, postgresDetail(error)) : error;
 }
 
+/** The server a store connects to and as whom, as node-postgres resolves them (never the password). */
+export interface PostgresServer {
+  readonly host: string;
+  readonly port: number;
+  readonly user: string;
+  readonly database: string;
+}
+
+/** SQLSTATE of a database the server does not have. */
+export const NO_SUCH_DATABASE = '3D000';
+
 /**
  * An error while opening the store: an unreachable server is `store_unavailable` (a later open succeeds once it is
- * back); refused credentials, a missing database or missing privileges are `store_open_failed`; others as they are.
+ * back); a missing database (`no_database`, saying how to create it), refused credentials or missing privileges
+ * (`access_denied`) are `store_open_failed`; others as they are.
  */
-export function openFailure(location: string, error: unknown): unknown {
+export function openFailure(location: string, error: unknown, server: PostgresServer): unknown {
   if (error instanceof EventStoreOpenError || error instanceof EventStoreUnavailableError) return error;
   if (isUnavailable(error)) return new EventStoreUnavailableError(location, postgresDetail(error));
   const code = (error as { code?: unknown })?.code;
-  // 28: invalid authorisation; 3D000: no such database; 42501: insufficient privilege.
-  if (typeof code === 'string' && /^(28|3D000|42501)/.test(code)) return new EventStoreOpenError(location, 'cannot_open', postgresDetail(error));
+  if (code === NO_SUCH_DATABASE) return new EventStoreOpenError(location, 'no_database', postgresDetail(error), missingDatabaseAdvice(server));
+  // 28: invalid authorisation; 42501: insufficient privilege.
+  if (typeof code === 'string' && /^(28|42501)/.test(code)) return new EventStoreOpenError(location, 'access_denied', postgresDetail(error));
   return error;
+}
+
+/** `host:port`, or the socket folder and port of a Unix-socket connection. */
+export function serverName(server: PostgresServer): string {
+  return server.host.startsWith('/') ? `the server at ${server.host} (port ${server.port})` : `${server.host}:${server.port}`;
+}
+
+/** How to create the database: PostgreSQL's own `createdb` for that server and user, or the SQL statement. */
+export function missingDatabaseAdvice(server: PostgresServer): string {
+  const { host, port, user, database } = server;
+  const createdb = ['createdb', '-h', host, '-p', String(port), '-U', user, database].map(shellWord).join(' ');
+  return (
+    `database ${escapeIdentifier(database)} does not exist on ${serverName(server)}; create it there as a user allowed to ` +
+    `(${createdb}, or in psql: CREATE DATABASE ${escapeIdentifier(database)};), then try again`
+  );
+}
+
+/** A word as a POSIX shell reads it back: plain when it is safe, else in single quotes. */
+function shellWord(word: string): string {
+  return /^[A-Za-z0-9_.,:/@%+=-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`;
 }
 
 /** A unique violation on `constraint`. */

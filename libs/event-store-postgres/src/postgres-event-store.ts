@@ -39,7 +39,7 @@ import {
   type SubscribeOptions,
   type Subscription,
 } from '@oncegate/event-store';
-import { isUnavailable, isUniqueViolation, openFailure, unavailableOr } from './postgres-errors';
+import { isUnavailable, isUniqueViolation, openFailure, unavailableOr, type PostgresServer } from './postgres-errors';
 import { quotedSchema, schemaStatements, SCHEMA_VERSION } from './schema';
 
 export interface PostgresEventStoreOptions {
@@ -137,6 +137,13 @@ function describeLocation(config: PoolConfig, schema: string): string {
     }
   }
   return `postgres://${config.host ?? 'localhost'}:${config.port ?? 5432}/${config.database ?? config.user ?? ''} (schema ${schema})`;
+}
+
+/** Where a configuration connects and as whom, resolved as node-postgres resolves it (the URL, then PG* variables, then defaults). */
+export function postgresServerOf(config: ClientConfig): PostgresServer {
+  // Made, never connected: only its resolved connection parameters are read.
+  const client = new Client(config);
+  return { host: client.host, port: client.port, user: client.user ?? '', database: client.database ?? client.user ?? '' };
 }
 
 /**
@@ -269,7 +276,7 @@ export class PostgresEventStore implements EventStore {
       await store.migrate();
     } catch (error) {
       await store.pool.end().catch(() => undefined);
-      throw openFailure(store.location, error);
+      throw openFailure(store.location, error, postgresServerOf(store.pool.options));
     }
     return store;
   }

@@ -48,8 +48,12 @@ export class EventStoreClosedError extends Error {
   }
 }
 
-/** Why a store's file could not be opened. */
-export type StoreOpenProblem = 'corrupt' | 'read_only' | 'cannot_open' | 'no_space' | 'newer_schema';
+/**
+ * Why a store could not be opened: its file (`corrupt`, `read_only`, `cannot_open`, `no_space`), its schema
+ * (`newer_schema`), or, for a store on a server, a database the server does not have (`no_database`) or a login or
+ * privilege it refused (`access_denied`).
+ */
+export type StoreOpenProblem = 'corrupt' | 'read_only' | 'cannot_open' | 'no_space' | 'newer_schema' | 'no_database' | 'access_denied';
 
 const OPEN_ADVICE: Record<StoreOpenProblem, string> = {
   corrupt: 'it is not a database or it is corrupted; restore it from a backup, or move it away to start an empty journal',
@@ -58,9 +62,11 @@ const OPEN_ADVICE: Record<StoreOpenProblem, string> = {
   cannot_open: 'it cannot be opened; check that its folder exists and that the user running the gateway may read and write it',
   no_space: 'the disk holding it is full or failing; free space (or fix the disk), then start again',
   newer_schema: 'it was written by a newer version; run that version, or restore a backup made by this one',
+  no_database: 'the database it names does not exist on that server; create it, then start again',
+  access_denied: "the server refused the login or a privilege the store needs; check the user and password it connects with and that user's grants",
 };
 
-/** The store's file cannot be used: names the file, what is wrong and what to do. */
+/** The store cannot be used: names the file (or the server's URL, without a password), what is wrong and what to do. */
 export class EventStoreOpenError extends Error {
   readonly kind = 'store_open_failed' as const;
   constructor(
@@ -68,8 +74,10 @@ export class EventStoreOpenError extends Error {
     readonly problem: StoreOpenProblem,
     /** The driver's own code or message, for the operator. */
     readonly detail: string,
+    /** What to do, in the adapter's words when the remedy names what only it knows (the database to create and how). */
+    readonly advice: string = OPEN_ADVICE[problem],
   ) {
-    super(`cannot open the store ${file}: ${OPEN_ADVICE[problem]} (${detail})`);
+    super(`cannot open the store ${file}: ${advice} (${detail})`);
     this.name = 'EventStoreOpenError';
   }
 }

@@ -77,6 +77,7 @@ export {
   parseInvestigationSubject,
   type Answer,
   type AttachedCall,
+  type AttemptOfExecution,
   type DeliveryFacts,
   type DeliveryOfExecution,
   type ExecutionSummary,

@@ -62,6 +62,16 @@ export interface Answer<TFacts> {
   readonly facts: TFacts;
 }
 
+/** One attempt of an execution: which dispatcher instance ran it, from its `Dispatched` event. */
+export interface AttemptOfExecution {
+  readonly attempt: number;
+  /** The dispatcher instance that sent it, e.g. `dispatcher-http@host/serve/4242-9f3a1c2e`. */
+  readonly dispatcherId: string;
+  readonly dispatchedAt: string;
+  /** Global position of its `Dispatched` event. */
+  readonly position: number;
+}
+
 export interface ExecutionSummary {
   readonly executionId: ExecutionId;
   readonly fingerprint: string;
@@ -71,6 +81,8 @@ export interface ExecutionSummary {
   readonly acceptedAt: string;
   readonly acceptedPosition: number;
   readonly status: ExecutionStatus;
+  /** Every attempt, in order; empty when it was never dispatched. */
+  readonly attempts: AttemptOfExecution[];
 }
 
 export type ProcessVerdict = 'one' | 'several' | 'ambiguous' | 'unknown';
@@ -305,6 +317,12 @@ function summaryOf(history: ExecutionHistory): ExecutionSummary {
     acceptedAt: data.acceptedAt,
     acceptedPosition: history.acceptedPosition,
     status: history.state.status,
+    attempts: stepsOf(history, 'Dispatched').map(({ event, recorded }) => ({
+      attempt: event.data.attempt,
+      dispatcherId: event.data.dispatcherId,
+      dispatchedAt: event.data.dispatchedAt,
+      position: recorded.position,
+    })),
   };
 }
 
@@ -784,6 +802,9 @@ export function formatInvestigation(investigation: Investigation): string {
     lines.push(
       `  ${execution.executionId}  ${execution.tool} by ${execution.actor}  scope ${execution.scope}  accepted ${execution.acceptedAt}  now ${execution.status}`,
     );
+    for (const attempt of execution.attempts) {
+      lines.push(`    attempt ${attempt.attempt}  dispatcher: ${attempt.dispatcherId}  dispatched ${attempt.dispatchedAt}  #${attempt.position}`);
+    }
   }
   lines.push('', 'Timeline:');
   for (const entry of investigation.timeline) {

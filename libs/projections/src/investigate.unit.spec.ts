@@ -242,6 +242,51 @@ describe('investigate', () => {
     });
   });
 
+  describe('given an idempotent call whose first dispatcher was lost mid-attempt, sent again by another dispatcher', () => {
+    const history = new RecordedHistory();
+    const executionId = executionIdOf('J');
+    const first = 'dispatcher-http@host-a/serve/101-0a1b2c3d';
+    const second = 'dispatcher-http@host-b/serve/202-4e5f6a7b';
+    history.accept(executionId, { fingerprint: fingerprintOf('c3'), operationClass: 'idempotent_write' });
+    history.run(executionId, { type: 'AuthorizeExecution', now: at(10), basis: 'policy' }, { actor: 'service:authorization' });
+    const [firstDispatch] = history.run(executionId, { type: 'RecordDispatch', now: at(20), dispatcherId: first }, { actor: 'service:dispatcher-http' });
+    history.run(executionId, { type: 'RecordUnknownOutcome', now: at(15_000), attempt: 1, reason: 'dispatcher_lost' }, { actor: 'service:dispatcher-http' });
+    const [secondDispatch] = history.run(executionId, { type: 'RecordDispatch', now: at(15_010), dispatcherId: second }, { actor: 'service:dispatcher-http' });
+    history.run(
+      executionId,
+      { type: 'ObserveOutcome', now: at(15_200), attempt: 2, outcome: 'succeeded', source: 'response', targetStatus: 200, exitCode: null, resultRef: null, resultDigest: null },
+      { actor: 'service:dispatcher-http' },
+    );
+    const inv = investigate(history.events, { executionId });
+
+    it('then each attempt names the dispatcher instance that ran it in a field of its own', () => {
+      expect(inv.executions[0]!.attempts).toEqual([
+        { attempt: 1, dispatcherId: first, dispatchedAt: at(20), position: firstDispatch!.position },
+        { attempt: 2, dispatcherId: second, dispatchedAt: at(15_010), position: secondDispatch!.position },
+      ]);
+      // As `oncegate investigate --json` prints it.
+      expect(JSON.parse(JSON.stringify(inv)).executions[0].attempts.map((attempt: { dispatcherId: string }) => attempt.dispatcherId)).toEqual([first, second]);
+    });
+
+    it('then the text gives each attempt a line labelling its dispatcher, under its execution', () => {
+      const lines = formatInvestigation(inv).split('\n');
+      const execution = lines.findIndex((line) => line.startsWith(`  ${executionId}  `));
+      expect(lines.slice(execution + 1, execution + 3)).toEqual([
+        `    attempt 1  dispatcher: ${first}  dispatched ${at(20)}  #${firstDispatch!.position}`,
+        `    attempt 2  dispatcher: ${second}  dispatched ${at(15_010)}  #${secondDispatch!.position}`,
+      ]);
+    });
+
+    it('then an execution never dispatched has no attempt, and no attempt line', () => {
+      const undispatched = new RecordedHistory();
+      const id = executionIdOf('K');
+      undispatched.accept(id, { fingerprint: fingerprintOf('c4') });
+      const found = investigate(undispatched.events, { executionId: id });
+      expect(found.executions[0]!.attempts).toEqual([]);
+      expect(formatInvestigation(found)).not.toMatch(/^ {4}attempt /m);
+    });
+  });
+
   it('given nothing recorded, then it is not found and the text says so', () => {
     const inv = investigate([], { executionId: executionIdOf('G') });
     expect(inv.found).toBe(false);

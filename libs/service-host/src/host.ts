@@ -6,7 +6,7 @@ import type { INestMicroservice, LoggerService, LogLevel } from '@nestjs/common'
 import { Logger } from '@nestjs/common';
 import { parseContractFile, type PluginSectionCheck, type ToolContract } from '@oncegate/contracts';
 import type { EventStore, RecordedEvent } from '@oncegate/event-store';
-import { openPostgresEventStore } from '@oncegate/event-store-postgres';
+import { createPostgresDatabase, openPostgresEventStore } from '@oncegate/event-store-postgres';
 import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-store-sqlite';
 import { systemClock, traceContextFrom, type Clock, type InlineStep } from '@oncegate/execution-journal';
 import { EventStoreTransport, readParked } from '@oncegate/nest-event-store';
@@ -63,6 +63,19 @@ const STORE_DRIVERS: { readonly [D in StoreConfig['driver']]: StoreDriver<Extrac
 
 function storeDriver<S extends StoreConfig>(store: S): StoreDriver<S> {
   return STORE_DRIVERS[store.driver] as unknown as StoreDriver<S>;
+}
+
+/**
+ * Creates the database the PostgreSQL store's URL names when the server does not have it (`oncegate init
+ * --create-database`), as the URL's user; says where and whether it was made. Errors never hold the password.
+ */
+export async function createStoreDatabase(store: Extract<StoreConfig, { driver: 'postgres' }>): Promise<{ readonly database: string; readonly server: string; readonly created: boolean }> {
+  try {
+    const { server, created } = await createPostgresDatabase(store.url);
+    return { database: server.database, server: `${server.host}:${server.port}`, created };
+  } catch (error) {
+    throw scrubbed(store.url, error);
+  }
 }
 
 /** Where the configured journal is, as it may be printed: the SQLite file, or the PostgreSQL URL without its password. */

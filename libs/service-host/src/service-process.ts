@@ -6,6 +6,7 @@ import { configOption, configOrExit } from './command-args';
 import { GatewayConfigError } from './config/gateway-config';
 import { serveService, storeLocation, type ServiceDefinition } from './host';
 import { KeyFileError } from './infrastructure/key-files';
+import { PortTakenError } from './operations/port-taken';
 import { announceReady, clearReadyFile, formatDuration, prepareReadyFile, readyFileOption, sinceProcessStart } from './operations/ready-signal';
 import { SealKeyError } from '@oncegate/vault';
 
@@ -43,9 +44,14 @@ export function startupFailure(error: unknown, io: CliIo): ExitCode {
     io.stderr(`${error.message}; nothing was started\n`);
     return EXIT_CODES.failed;
   }
+  if (error instanceof PortTakenError) {
+    io.stderr(`${error.message}; nothing was started\n`);
+    return EXIT_CODES.failed;
+  }
   const code = (error as NodeJS.ErrnoException).code;
   if (code === 'EADDRINUSE') {
-    io.stderr(`cannot listen: ${(error as Error).message}; set listen.port or ONCEGATE_PORT\n`);
+    // A listener that does not say which setting chooses its port: naming one could send the operator to the wrong key.
+    io.stderr(`cannot listen: ${(error as Error).message}; nothing was started\n`);
     return EXIT_CODES.failed;
   }
   if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') {

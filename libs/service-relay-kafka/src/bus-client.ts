@@ -2,12 +2,14 @@ import type { LoggerService } from '@nestjs/common';
 import { Kafka, logLevel, type Producer } from 'kafkajs';
 import type { KafkaConfig } from '@oncegate/service-host/config/gateway-config';
 import { byTopic, type TopicMessage } from './bus-publisher';
+import { fixIdleRequestQueueChecks } from './kafkajs-request-queue';
 
 /**
  * The Kafka client of one process. kafkajs's own log goes to this process's log at debug level only: while a broker
  * is away it logs every reconnection, and the relay says once (and then less and less often) what failed.
  */
 export function busClient(config: KafkaConfig, logger: LoggerService, context: string): Kafka {
+  fixIdleRequestQueueChecks();
   return new Kafka({
     clientId: config.clientId,
     brokers: [...config.brokers],

@@ -18,6 +18,7 @@ import type { ToolContract } from '@oncegate/contracts';
 import { EventStoreUnavailableError, newEventId, type EventStore } from '@oncegate/event-store';
 import { isoNow, type Clock } from '@oncegate/execution-journal';
 import type { AgentDirectory } from '@oncegate/service-host/infrastructure/agent-directory';
+import { listenFor } from '@oncegate/service-host/operations/port-taken';
 import { requestKey, SessionDeliveries } from './delivery-evidence';
 import { checkHostAndOrigin, type HostOriginRules } from './host-origin-guard';
 import { initializeProblem, refuseMalformedCall } from './incoming-checks';
@@ -245,10 +246,7 @@ export class McpHttpFront {
       });
     });
     this.http.keepAliveTimeout = 65_000;
-    await new Promise<void>((resolve, reject) => {
-      this.http!.once('error', reject);
-      this.http!.listen(this.options.port, this.options.host, () => resolve());
-    });
+    await listenFor('mcp', this.http, this.options.host, this.options.port);
     this.sessions.start();
     const port = (this.http.address() as AddressInfo).port;
     const host = this.options.host.includes(':') ? `[${this.options.host}]` : this.options.host;

@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { listenFor } from './port-taken';
 import type { ProcessMetrics } from './process-metrics';
 
 /** One condition `/readyz` checks: `undefined` when met, else why not (said in the answer, never a secret). */
@@ -45,10 +46,7 @@ export class OperationsServer {
         });
     });
     this.server = server;
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(this.port, this.host, () => resolve());
-    });
+    await listenFor('operations', server, this.host, this.port);
     const { address, port } = server.address() as AddressInfo;
     return `http://${address.includes(':') ? `[${address}]` : address}:${port}`;
   }

@@ -1,10 +1,12 @@
 import { existsSync } from 'node:fs';
-import { readAllFrom } from '@oncegate/event-store';
+import { EventStoreOpenError, EventStoreUnavailableError, readAllFrom } from '@oncegate/event-store';
 import { formatEventLine, formatHeader, publicKeyId, verifyJournalFile, type VerifyReport } from '@oncegate/journal';
 import { KeyFileError, loadGatewayKeys } from '@oncegate/service-host/infrastructure/key-files';
 import { initSealKeys, loadSealPublicKey, SealKeyError, sealKeyPaths } from '@oncegate/vault';
 import { Command, Option } from '@commander-js/extra-typings';
-import { action, EXIT_CODES } from '@oncegate/service-host/cli-command';
+import { action, EXIT_CODES, UsageError, type CliIo, type ExitCode } from '@oncegate/service-host/cli-command';
+import type { GatewayConfig } from '@oncegate/service-host/config/gateway-config';
+import { createStoreDatabase, openDataFolder, storeLocation, type DataFolder } from '@oncegate/service-host/host';
 import { configOption, configOrExit, wholeNumber, withDataFolder } from '../command-helpers';
 
 /** Events read per page by `journal export`, and lines written to stdout at once. */
@@ -15,18 +17,27 @@ const position = wholeNumber(0);
 
 export function initCommand() {
   return new Command('init')
-    .summary('Create the data folder, its keys and the journal signing key pair.')
+    .summary('Create the data folder, its keys and the journal signing key pair, and prepare the store.')
     .description(
-      "Creates the data folder's keys and the Ed25519 key pair that signs journal seals. The private key is stored encrypted under " +
-        'the master key from ONCEGATE_MASTER_KEY or ONCEGATE_MASTER_KEY_FILE; --dev writes a random development master key into the ' +
-        'data folder instead. Give auditors the printed public key file.',
+      'Opens the configured store, making its schema (PostgreSQL) or its file (SQLite), and refuses, naming it, a ' +
+        'database the PostgreSQL server does not have, unless --create-database. Then creates the data folder\'s keys and the ' +
+        'Ed25519 key pair that signs journal seals. The private key is stored encrypted under the master key from ' +
+        'ONCEGATE_MASTER_KEY or ONCEGATE_MASTER_KEY_FILE; --dev writes a random development master key into the data folder ' +
+        'instead. Give auditors the printed public key file. Existing keys and stores are left as they are.',
     )
     .option('--dev', 'without a master key, write a development master key into the data folder (development only)')
+    .option('--create-database', "store.driver postgres: create the database the store URL names when the server does not have it (the URL's user needs CREATEDB)")
     .addOption(configOption())
     .action(
       action(async (io, options) => {
         const loaded = configOrExit(options, io);
         if (typeof loaded === 'number') return loaded;
+        if (options.createDatabase === true && loaded.store.driver !== 'postgres') {
+          throw new UsageError(`--create-database applies to store.driver postgres only; ${loaded.source} sets ${loaded.store.driver}, whose store init makes in the data folder`);
+        }
+        // The store first: an init that cannot use its store makes no keys, and says so before anything else.
+        const store = await preparedStore(loaded, options.createDatabase === true, io);
+        if (store !== EXIT_CODES.ok) return store;
         try {
           const dev = options.dev === true;
           const result = initSealKeys(loaded.dataDir, process.env, { dev });
@@ -44,6 +55,48 @@ export function initCommand() {
         }
       }),
     );
+}
+
+/**
+ * Opens the configured store once (which makes its schema or its file) and says so; a PostgreSQL database the server
+ * does not have is created first with `createDatabase`, else refused naming it. Other failures are printed as every
+ * command prints them, without the URL's password.
+ */
+async function preparedStore(config: GatewayConfig, createDatabase: boolean, io: CliIo): Promise<ExitCode> {
+  let opened = await openedOrError(config);
+  if (opened instanceof EventStoreOpenError && opened.problem === 'no_database' && config.store.driver === 'postgres') {
+    if (!createDatabase) {
+      io.stderr(`${opened.message}; or run oncegate init --create-database to create it as the store URL's user; nothing was made\n`);
+      return EXIT_CODES.failed;
+    }
+    let made;
+    try {
+      made = await createStoreDatabase(config.store);
+    } catch (error) {
+      if (!(error instanceof EventStoreOpenError || error instanceof EventStoreUnavailableError)) throw error;
+      io.stderr(`${error.message}; nothing was made\n`);
+      return EXIT_CODES.failed;
+    }
+    io.stdout(`${made.created ? 'created' : 'already there'}: database ${made.database} on ${made.server}\n`);
+    opened = await openedOrError(config);
+  }
+  if (opened instanceof Error) {
+    io.stderr(`${opened.message}; nothing was made\n`);
+    return EXIT_CODES.failed;
+  }
+  await opened.close();
+  io.stdout(`store ready: ${config.store.driver} ${storeLocation(config)}\n`);
+  return EXIT_CODES.ok;
+}
+
+/** The data folder's store opened, or the store's own error (a missing database, an unreachable server). */
+async function openedOrError(config: GatewayConfig): Promise<DataFolder | EventStoreOpenError | EventStoreUnavailableError> {
+  try {
+    return await openDataFolder(config);
+  } catch (error) {
+    if (error instanceof EventStoreOpenError || error instanceof EventStoreUnavailableError) return error;
+    throw error;
+  }
 }
 
 export function journalCommand() {
