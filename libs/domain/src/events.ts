@@ -103,6 +103,13 @@ export type RetryReturn =
   | 'recovering'
   | 'abandoned';
 
+/**
+ * What an attempt came to, as recorded in `OutcomeObserved`. With source `response` or `marker` the target gave a
+ * definite answer and the execution is `completed` either way: `succeeded` when the answer is not an error, `failed`
+ * when it is one (an HTTP 3xx, 4xx or 5xx other than 502/504, a non-zero exit status, an error the SQL server
+ * answered) — the answer is then told with `isError`, and the target may still have acted. With source `not_sent`
+ * it is always `failed`: nothing was sent, and the execution is `failed` (docs/design.md section 9).
+ */
 export type DefiniteOutcome = 'succeeded' | 'failed';
 
 /**
@@ -240,6 +247,7 @@ export interface DispatchedData {
 
 export interface OutcomeObservedData {
   readonly attempt: number;
+  /** `failed` with source `response` or `marker`: an error answer (the execution is `completed`); with `not_sent`: nothing was sent. */
   readonly outcome: DefiniteOutcome;
   readonly source: OutcomeSource;
   /** HTTP status of the target, when the channel has one. */

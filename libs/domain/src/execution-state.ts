@@ -30,7 +30,12 @@ export const EXECUTION_STATUSES = [
   'denied',
   'cancelled',
   'dispatched',
+  /**
+   * The target gave a definite answer, whatever its status: an error answer (`outcome.outcome` `failed`) is still
+   * `completed`, told with `isError`, for the target may have acted before it answered so.
+   */
   'completed',
+  /** Nothing was sent (the attempt's outcome has source `not_sent`): nothing reached the target. */
   'failed',
   'outcome_unknown',
   'needs_review',
@@ -81,6 +86,7 @@ export interface DispatchFacts {
 
 export interface OutcomeFacts {
   readonly attempt: number;
+  /** With source `response`, `marker` or `review`: `failed` is an error answer; with `not_sent`: nothing was sent. */
   readonly outcome: DefiniteOutcome;
   /** `review` when an operator resolved an unknown outcome as completed. */
   readonly source: OutcomeSource | 'review';
@@ -197,6 +203,15 @@ export const DEFINITE_OUTCOME_STATUSES = [
   'delivered',
   'failed',
 ] as const satisfies readonly ExecutionStatus[];
+
+/**
+ * Whether the target's definite answer was an error (an HTTP 3xx, 4xx or 5xx, a non-zero exit status, an error of
+ * the SQL server): the execution is `completed` and the answer is told with `isError`. A `failed` outcome with source
+ * `not_sent` is no answer at all: nothing was sent.
+ */
+export function answeredWithError(outcome: Pick<OutcomeFacts, 'outcome' | 'source'> | null): boolean {
+  return outcome !== null && outcome.outcome === 'failed' && outcome.source !== 'not_sent';
+}
 
 export function statusIn<const TStatuses extends readonly ExecutionStatus[]>(
   status: ExecutionStatus,

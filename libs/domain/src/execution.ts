@@ -24,6 +24,7 @@ import {
   type ReviewReason,
 } from './events';
 import {
+  answeredWithError,
   DEFINITE_OUTCOME_STATUSES,
   initialState,
   PRE_DISPATCH_STATUSES,
@@ -116,9 +117,12 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
       };
     }
     case 'OutcomeObserved':
+      // The target answered (or its marker did): completed, whatever the answer; an error answer is told with
+      // isError. Only an attempt that sent nothing is a failure. Journals written when an error answer folded to
+      // `failed` hold the same events and now fold to this.
       return {
         ...state,
-        status: event.data.outcome === 'succeeded' ? 'completed' : 'failed',
+        status: event.data.source === 'not_sent' ? 'failed' : 'completed',
         outcome: { ...event.data },
       };
     case 'OutcomeUnknown':
@@ -566,6 +570,8 @@ export interface ExecutionStatusView {
   readonly firstDispatchedAt: IsoInstant | null;
   readonly targetStatus: number | null;
   readonly exitCode: number | null;
+  /** The target's definite answer was an error (state `completed`); see `answeredWithError`. */
+  readonly errorAnswer: boolean;
   readonly resultRef: string | null;
   readonly denialBasis: DenialBasis | null;
   readonly reviewReason: ReviewReason | null;
@@ -579,6 +585,7 @@ export function executionStatusView(state: ExecutionState): ExecutionStatusView 
     firstDispatchedAt: state.firstDispatchedAt,
     targetStatus: state.outcome?.targetStatus ?? null,
     exitCode: state.outcome?.exitCode ?? null,
+    errorAnswer: answeredWithError(state.outcome),
     resultRef: state.outcome?.resultRef ?? null,
     denialBasis: state.denial?.basis ?? null,
     reviewReason: state.review?.reason ?? null,

@@ -454,10 +454,33 @@ describe('given a dispatched execution', () => {
     expect(next.outcome).toMatchObject({ targetStatus: 201, resultRef: 'result:01J3Z6Y8QK4W5X2V7N9M0P1R2S:1' });
   });
 
-  it('when a definite failure is observed then it is failed', () => {
+  it('when the target answers with an error then it is completed with that status, as an error answer', () => {
     const { state: next } = when(state, observe({ outcome: 'failed', targetStatus: 409, resultRef: null }));
-    expect(next.status).toBe('failed');
+    expect(next.status).toBe('completed');
     expect(next.outcome?.targetStatus).toBe(409);
+    expect(executionStatusView(next)).toMatchObject({ state: 'completed', targetStatus: 409, errorAnswer: true });
+  });
+
+  it('when a remote command exits non-zero then it is completed with the exit code, as an error answer', () => {
+    const { state: next } = when(state, observe({ outcome: 'failed', targetStatus: null, exitCode: 3 }));
+    expect(executionStatusView(next)).toMatchObject({ state: 'completed', exitCode: 3, errorAnswer: true });
+  });
+
+  it('when a journal recorded before this meaning holds an error answer then it folds to completed, events untouched', () => {
+    // As OutcomeObserved was written when a 500 folded to `failed`: the same payload, read with today's fold.
+    const recorded = [
+      ...historyOf(...dispatched()),
+      {
+        type: 'OutcomeObserved' as const,
+        schemaVersion: 1 as const,
+        data: { attempt: 1, outcome: 'failed' as const, source: 'response' as const, targetStatus: 500, exitCode: null, resultRef: 'result:x', resultDigest: null, observedAt: at(500) },
+      },
+    ];
+    const before = JSON.stringify(recorded);
+    const folded = foldExecution(recorded);
+    expect(folded.status).toBe('completed');
+    expect(executionStatusView(folded)).toMatchObject({ targetStatus: 500, errorAnswer: true });
+    expect(JSON.stringify(recorded)).toBe(before);
   });
 
   it('when an outcome reports another attempt then a typed StaleAttemptError names both attempts', () => {
@@ -479,6 +502,7 @@ describe('given a dispatched execution', () => {
     );
     expect(events[0]!.data).toMatchObject({ outcome: 'failed', source: 'not_sent', notSentReason: 'host key mismatch: …' });
     expect(next.status).toBe('failed');
+    expect(executionStatusView(next).errorAnswer).toBe(false);
   });
 
   it('when a not-sent outcome claims a success or gives no reason then it is refused as invalid', () => {
@@ -695,9 +719,9 @@ describe('given an outcome-unknown execution', () => {
     it('when the marker says completed with exit 3 and a success is claimed then it is refused as not proven', () => {
       const probed = given(...unknown('remote_command'), markerProbe('completed', 3));
       expectIllegal(probed, observe({ source: 'marker', outcome: 'succeeded', exitCode: 3 }), 'outcome_not_proven');
-      expect(
-        when(probed, observe({ source: 'marker', outcome: 'failed', targetStatus: null, exitCode: 3 })).state.status,
-      ).toBe('failed');
+      // The command ran and exited 3: a definite answer, an error one.
+      const next = when(probed, observe({ source: 'marker', outcome: 'failed', targetStatus: null, exitCode: 3 })).state;
+      expect(executionStatusView(next)).toMatchObject({ state: 'completed', exitCode: 3, errorAnswer: true });
     });
 
     it('when an outcome is claimed from the response after it was declared unknown then it is refused', () => {
@@ -896,8 +920,11 @@ describe('given a completed execution', () => {
   });
 });
 
-describe('given a definitely failed execution', () => {
-  const state = given(...dispatched(), observe({ outcome: 'failed', targetStatus: 500 }));
+describe('given an execution that failed: nothing was sent', () => {
+  const state = given(
+    ...dispatched(),
+    observe({ outcome: 'failed', source: 'not_sent', targetStatus: null, resultRef: null, resultDigest: null, notSentReason: 'connect ECONNREFUSED 127.0.0.1:9' }),
+  );
 
   it('when the failure is delivered then the delivery is recorded and it stays failed', () => {
     const { state: next } = when(state, delivered());
@@ -911,6 +938,24 @@ describe('given a definitely failed execution', () => {
 
   it('when a retry attaches then it gets the same failure', () => {
     expect(when(state, attachRetry()).events[0]).toMatchObject({ data: { returned: 'failure' } });
+  });
+});
+
+describe('given an execution the target answered with an error (HTTP 500)', () => {
+  const state = given(...dispatched(), observe({ outcome: 'failed', targetStatus: 500 }));
+
+  it('when the answer is delivered then it is delivered, still an error answer', () => {
+    const next = when(state, delivered()).state;
+    expect(executionStatusView(next)).toMatchObject({ state: 'delivered', targetStatus: 500, errorAnswer: true });
+  });
+
+  it('when the answer could not be delivered then it is completed_result_not_delivered', () => {
+    expect(when(state, deliveryFailed()).state.status).toBe('completed_result_not_delivered');
+  });
+
+  it('when a retry attaches then it gets the stored answer, never a second dispatch', () => {
+    expect(when(state, attachRetry()).events[0]).toMatchObject({ data: { returned: 'stored_result', replayed: false } });
+    expectIllegal(state, dispatch(at(1_000)), 'state_does_not_allow');
   });
 });
 
@@ -993,6 +1038,7 @@ describe('the decider as a whole', () => {
       firstDispatchedAt: at(400),
       targetStatus: 200,
       exitCode: null,
+      errorAnswer: false,
       resultRef: 'result:01J3Z6Y8QK4W5X2V7N9M0P1R2S:1',
       denialBasis: null,
       reviewReason: null,

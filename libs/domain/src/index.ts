@@ -160,6 +160,7 @@ export {
   EXECUTION_STATUSES,
   PRE_DISPATCH_STATUSES,
   UNSETTLED_STATUSES,
+  answeredWithError,
   initialState,
   type AcceptedFacts,
   type ApprovalFacts,

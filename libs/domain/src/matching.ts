@@ -83,10 +83,11 @@ export type AttachAction =
       /** True while the attempt is still in flight (no outcome, known or unknown, yet). */
       readonly inFlight: boolean;
     }
-  /** Completed and not (yet) handed to any client: return it, no dispatch. */
+  /** Completed (an error answer included) and not (yet) handed to any client: return it, no dispatch. */
   | { readonly kind: 'return_stored_result'; readonly resultRef: string | null }
   /** Delivered inside the redelivery grace: return it again, marked replayed. */
   | { readonly kind: 'replay_stored_result'; readonly resultRef: string | null }
+  /** Nothing was sent (`failed`): return that, no dispatch. */
   | { readonly kind: 'return_failure' }
   | { readonly kind: 'return_review_hold'; readonly reason: ReviewReason | null }
   | { readonly kind: 'return_abandoned' };

@@ -141,8 +141,14 @@ describe('matching a retry (docs/design.md section 5)', () => {
       });
     });
 
-    it('when it failed definitely then the retry gets that failure', () => {
-      expect(match(given(...dispatched(), observe({ outcome: 'failed' })))).toEqual(attachWith({ kind: 'return_failure' }));
+    it('when it failed (nothing was sent) then the retry gets that failure', () => {
+      expect(match(given(...dispatched(), observe({ outcome: 'failed', source: 'not_sent', targetStatus: null, resultRef: null, resultDigest: null, notSentReason: 'connection refused' })))).toEqual(attachWith({ kind: 'return_failure' }));
+    });
+
+    it('when the target answered with an error then the retry gets that stored answer, not a new attempt', () => {
+      expect(match(given(...dispatched(), observe({ outcome: 'failed', targetStatus: 500 })))).toEqual(
+        attachWith({ kind: 'return_stored_result', resultRef: 'result:01J3Z6Y8QK4W5X2V7N9M0P1R2S:1' }),
+      );
     });
 
     it('when a review abandoned it then the retry is told so, not given a fresh attempt', () => {
@@ -245,7 +251,7 @@ describe('matching a retry (docs/design.md section 5)', () => {
       ['denied', () => given(...accepted(), denyExecution())],
       ['completed', () => given(...completed())],
       ['completed_result_not_delivered', () => given(...completed(), deliveryFailed())],
-      ['failed', () => given(...dispatched(), observe({ outcome: 'failed' }))],
+      ['failed', () => given(...dispatched(), observe({ outcome: 'failed', source: 'not_sent', targetStatus: null, resultRef: null, resultDigest: null, notSentReason: 'connection refused' }))],
     ])('when the prior is %s then it is a new execution and the prior should be expired', (_status, build) => {
       expect(match(build(), WINDOW_END)).toEqual({ kind: 'new_execution', reason: 'window_ended', expirePrior: true });
     });
