@@ -156,7 +156,10 @@ export type ReviewReason =
 export type ReviewResolution =
   /** The operator confirmed the effect happened. */
   | 'completed'
-  /** The operator confirmed nothing happened; the execution may be dispatched again with the same key. */
+  /**
+   * The operator confirmed nothing happened. Nothing is sent on that alone: the agent's retry sends the next attempt
+   * with the same key, or an operator asks for a resend (`resend`).
+   */
   | 'not_executed'
   /** The gateway stops here; the outcome stays as the operator found it. */
   | 'abandoned';
@@ -316,6 +319,12 @@ export interface ReviewResolvedData {
   readonly by: string;
   readonly reason: string;
   readonly resolvedAt: IsoInstant;
+  /**
+   * With `not_executed`: send it again now, without the agent's retry, under the same execution id and key. For an
+   * irreversible call the first such resolution only asks, and a second one by another operator sends it. Absent
+   * in older events and when not asked, read as false: a resolution alone sends nothing.
+   */
+  readonly resend?: boolean;
 }
 
 export interface ResultDeliveredData {

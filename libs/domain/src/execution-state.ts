@@ -44,6 +44,11 @@ export const EXECUTION_STATUSES = [
   'expired',
   /** A review resolved as abandoned: the gateway stops and the outcome stays as the operator found it. */
   'abandoned',
+  /**
+   * A review found the last attempt not executed. Nothing is sent on that alone: the agent's retry (or an operator's
+   * resend) moves it back to `authorized` for the next attempt, under the same execution id and key.
+   */
+  'not_executed',
 ] as const;
 
 export type ExecutionStatus = (typeof EXECUTION_STATUSES)[number];
@@ -123,6 +128,17 @@ export interface ReviewFacts {
   readonly resolution: ReviewResolution | null;
   readonly resolvedBy: string | null;
   readonly resolvedAt: IsoInstant | null;
+  /**
+   * An operator's resend of a `not_executed` resolution: who asked and when, and who confirmed it (an irreversible
+   * call's second operator; `null` while it waits for one, and for the classes that need no second). `null`: none asked.
+   */
+  readonly resend: ResendFacts | null;
+}
+
+export interface ResendFacts {
+  readonly requestedBy: string;
+  readonly requestedAt: IsoInstant;
+  readonly confirmedBy: string | null;
 }
 
 export interface DeliveryFacts {
@@ -188,8 +204,8 @@ export function initialState(): ExecutionState {
 
 /**
  * States in which no attempt has been sent yet, so cancellation and expiry are still safe. `authorized` with
- * attempts > 0 (after a review found the earlier attempt not executed) is excluded from cancellation by the
- * decider, because a Dispatched has been appended before.
+ * attempts > 0 (after a review found the earlier attempt not executed, and the agent retried or an operator asked
+ * for a resend) is excluded from cancellation by the decider, because a Dispatched has been appended before.
  */
 export const PRE_DISPATCH_STATUSES = ['accepted', 'awaiting_approval', 'authorized'] as const satisfies readonly ExecutionStatus[];
 

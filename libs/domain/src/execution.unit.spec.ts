@@ -811,10 +811,19 @@ describe('given an execution that needs review', () => {
     expect(when(next, delivered()).state.status).toBe('delivered');
   });
 
-  it('when resolved as not executed then it may be dispatched again, attempt 2 with the same key', () => {
+  it('when resolved as not executed then nothing may be sent on that alone: it waits for the agent', () => {
     const resolved = when(state, resolveReview('not_executed')).state;
-    expect(resolved.status).toBe('authorized');
-    const { events } = when(resolved, dispatch(at(1_000)));
+    expect(resolved.status).toBe('not_executed');
+    expect(resolved.review).toMatchObject({ resolution: 'not_executed', resolvedBy: 'user:operator', resend: null });
+    expectIllegal(resolved, dispatch(at(1_000)), 'state_does_not_allow');
+  });
+
+  it("when resolved as not executed and the agent retries, then the retry authorizes attempt 2 with the same key", () => {
+    const resolved = when(state, resolveReview('not_executed')).state;
+    const retried = when(resolved, attachRetry(at(900)));
+    expect(retried.events[0]).toMatchObject({ type: 'RetryAttached', data: { returned: 'recovering' } });
+    expect(retried.state.status).toBe('authorized');
+    const { events } = when(retried.state, dispatch(at(1_000)));
     expect(events[0]).toMatchObject({ type: 'Dispatched', data: { attempt: 2, idempotencyKey: EXECUTION_ID } });
   });
 
@@ -823,7 +832,7 @@ describe('given an execution that needs review', () => {
   });
 
   it('when resolved as not executed and attempt 2 sends nothing, then that failure is definite: the operator vouched for attempt 1', () => {
-    const second = when(when(state, resolveReview('not_executed')).state, dispatch(at(1_000))).state;
+    const second = when(when(when(state, resolveReview('not_executed')).state, attachRetry(at(900))).state, dispatch(at(1_000))).state;
     const { state: next } = when(second, observe({ attempt: 2, outcome: 'failed', source: 'not_sent', targetStatus: null, resultRef: null, resultDigest: null, notSentReason: 'refused' }));
     expect(next.status).toBe('failed');
   });
@@ -938,6 +947,64 @@ describe('given an execution that failed: nothing was sent', () => {
 
   it('when a retry attaches then it gets the same failure', () => {
     expect(when(state, attachRetry()).events[0]).toMatchObject({ data: { returned: 'failure' } });
+  });
+});
+
+describe('given a review resolved as not executed with a resend', () => {
+  const held = (operationClass: 'idempotent_write' | 'irreversible') => given(...unknown(operationClass), requireReview());
+  const resend = (by: string, now = at(800)) => resolveReview('not_executed', { resend: true, by, now });
+
+  it('when the call is an idempotent write then it is authorized at once for attempt 2, with the resend on record', () => {
+    const { events, state } = when(held('idempotent_write'), resend('user:alice'));
+    expect(events[0]).toMatchObject({ type: 'ReviewResolved', data: { resolution: 'not_executed', by: 'user:alice', resend: true } });
+    expect(state.status).toBe('authorized');
+    expect(state.review?.resend).toEqual({ requestedBy: 'user:alice', requestedAt: at(800), confirmedBy: null });
+    expect(when(state, dispatch(at(1_000))).events[0]).toMatchObject({ data: { attempt: 2, idempotencyKey: EXECUTION_ID } });
+  });
+
+  it('when the call is irreversible then the first resend only asks: nothing may be sent', () => {
+    const { state } = when(held('irreversible'), resend('user:alice'));
+    expect(state.status).toBe('not_executed');
+    expect(state.review).toMatchObject({ resolvedBy: 'user:alice', resend: { requestedBy: 'user:alice', confirmedBy: null } });
+    expectIllegal(state, dispatch(at(1_000)), 'state_does_not_allow');
+  });
+
+  it('when the same operator asks again for an irreversible call then it is refused: a second operator must confirm', () => {
+    const asked = when(held('irreversible'), resend('user:alice')).state;
+    expectIllegal(asked, resend('user:alice', at(850)), 'second_operator_required');
+  });
+
+  it('when another operator confirms an irreversible resend then it is authorized for attempt 2; who found it stays on record', () => {
+    const asked = when(held('irreversible'), resend('user:alice')).state;
+    const { state } = when(asked, resend('user:bob', at(850)));
+    expect(state.status).toBe('authorized');
+    expect(state.review).toMatchObject({ resolution: 'not_executed', resolvedBy: 'user:alice', resend: { requestedBy: 'user:alice', confirmedBy: 'user:bob' } });
+    expect(when(state, dispatch(at(1_000))).events[0]).toMatchObject({ data: { attempt: 2 } });
+  });
+
+  it('when a resend is asked later, after a plain not-executed resolution, then it asks (irreversible) or sends (others)', () => {
+    const irreversible = when(when(held('irreversible'), resolveReview('not_executed')).state, resend('user:alice', at(850))).state;
+    expect(irreversible).toMatchObject({ status: 'not_executed', review: { resolvedBy: 'user:operator', resend: { requestedBy: 'user:alice', confirmedBy: null } } });
+    expect(when(when(held('idempotent_write'), resolveReview('not_executed')).state, resend('user:alice', at(850))).state.status).toBe('authorized');
+  });
+
+  it('when a resend goes with another resolution, or comes without one once resolved, then it is refused', () => {
+    expect(thrownBy(() => decide(resolveReview('completed', { resend: true }), held('irreversible')))).toBeInstanceOf(InvalidCommandError);
+    expectIllegal(when(held('irreversible'), resolveReview('not_executed')).state, resolveReview('not_executed', { now: at(850) }), 'state_does_not_allow');
+  });
+
+  it('when the correlation window has ended then a resend is refused: it could never be sent', () => {
+    expectIllegal(held('idempotent_write'), resend('user:alice', at(WINDOW_MS + 1)), 'window_ended');
+  });
+
+  it('when a journal holds a not-executed resolution written before resend existed then it folds to waiting, and its Dispatched still folds', () => {
+    const recorded = [
+      ...historyOf(...unknown('irreversible'), requireReview()),
+      { type: 'ReviewResolved' as const, schemaVersion: 1 as const, data: { resolution: 'not_executed' as const, by: 'user:operator', reason: 'no charge', resolvedAt: at(800) } },
+    ];
+    expect(foldExecution(recorded).status).toBe('not_executed');
+    const dispatchedThen = { type: 'Dispatched' as const, schemaVersion: 1 as const, data: { attempt: 2, dispatcherId: 'd1', idempotencyKey: EXECUTION_ID, dispatchedAt: at(900) } };
+    expect(foldExecution([...recorded, dispatchedThen])).toMatchObject({ status: 'dispatched', attempts: 2 });
   });
 });
 

@@ -170,6 +170,7 @@ export {
   type ExecutionStatus,
   type MarkerProbeEvidence,
   type OutcomeFacts,
+  type ResendFacts,
   type ReviewFacts,
   type StatusQueryEvidence,
 } from './execution-state';

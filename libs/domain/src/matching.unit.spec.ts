@@ -14,6 +14,7 @@ import {
 import {
   accepted,
   at,
+  attachRetry,
   authorized,
   cancel,
   completed,
@@ -34,6 +35,7 @@ import {
   resolveReview,
   thrownBy,
   unknown,
+  when,
   WINDOW_MS,
 } from './test-support/execution-fixtures';
 
@@ -49,7 +51,7 @@ function attachWith(action: AttachAction): MatchDecision {
 }
 
 describe('matching a retry (docs/design.md section 5)', () => {
-  it('lists the matchable states of docs/design.md section 5 plus denied, failed and abandoned', () => {
+  it('lists the matchable states of docs/design.md section 5 plus denied, failed, abandoned and not_executed', () => {
     expect(MATCHABLE).toEqual([
       'accepted',
       'awaiting_approval',
@@ -63,6 +65,7 @@ describe('matching a retry (docs/design.md section 5)', () => {
       'delivered',
       'failed',
       'abandoned',
+      'not_executed',
     ]);
     expect(MATCHABLE).not.toContain('cancelled');
     expect(MATCHABLE).not.toContain('expired');
@@ -157,10 +160,10 @@ describe('matching a retry (docs/design.md section 5)', () => {
       );
     });
 
-    it('when a review found it not executed then the retry continues it', () => {
-      expect(match(given(...unknown('irreversible'), requireReview(), resolveReview('not_executed')))).toEqual(
-        attachWith({ kind: 'continue' }),
-      );
+    it('when a review found it not executed then the retry sends it again, recorded as recovering', () => {
+      const resolved = given(...unknown('irreversible'), requireReview(), resolveReview('not_executed'));
+      expect(match(resolved)).toEqual(attachWith({ kind: 'send_again' }));
+      expect(when(resolved, attachRetry()).events[0]).toMatchObject({ type: 'RetryAttached', data: { returned: 'recovering', replayed: false } });
     });
   });
 

@@ -144,6 +144,25 @@ function notSentWords(state: ExecutionState, tool: string): string {
 }
 
 /**
+ * A review found the last attempt not executed, and nothing is sent on that alone (docs/gateway.md, review queue):
+ * the agent's retry sends the next attempt, which is what a matching call does in this state (`send_again`).
+ */
+function notExecutedWords(state: ExecutionState, tool: string): string {
+  const review = state.review;
+  const who = review?.resolvedBy ? ` (${review.resolvedBy}, at ${review.resolvedAt})` : '';
+  const resend = review?.resend;
+  const waiting =
+    resend != null && resend.confirmedBy === null
+      ? ` ${resend.requestedBy} asked to send it again; that waits for a second operator to confirm it.`
+      : '';
+  return (
+    `An operator found that ${tool} was not executed${who}; nothing has been sent since. Execution ${state.executionId}: call again ` +
+    `${sameCall(state)} to send it — it goes out as attempt ${state.attempts + 1} under the same execution id and ` +
+    `idempotency key.${waiting}`
+  );
+}
+
+/**
  * The sentence an answer starts with, and whether it is an error (docs/gateway.md, what the agent is told). A
  * definite answer of the target is `completed` whatever its status, with `isError` when the answer is an error;
  * `failed` is said only when nothing was sent.
@@ -194,6 +213,8 @@ export function headline(state: ExecutionState, tool: string, result: StoredResu
       return { text: `Execution ${id} of ${tool} expired before it was sent.`, isError: true };
     case 'abandoned':
       return { text: `Execution ${id} of ${tool} was abandoned by an operator; its outcome stays as found.`, isError: false };
+    case 'not_executed':
+      return { text: notExecutedWords(state, tool), isError: false };
     case 'awaiting_approval': {
       const approval = state.approval;
       const what = approval?.scope === 'run' ? `a session grant for run ${approval.runId}` : 'an approval of this call';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ExecutionCommand, OperationClass } from '@oncegate/domain';
-import { acceptExecution, at, authorize, dispatch, given, observe, requireReview, WINDOW_MS } from '@oncegate/domain/testing';
+import { acceptExecution, at, attachRetry, authorize, dispatch, given, observe, requireReview, resolveReview, WINDOW_MS } from '@oncegate/domain/testing';
 import { headline, toolResult, type StoredResult } from './tool-results';
 
 /** What one attempt came to, per status family; a remote command's families are exit statuses. */
@@ -137,3 +137,30 @@ describe('the rest of an answer about an error answer', () => {
     expect(text).toContain('Calling again with the same arguments and idempotency key is matched to this execution and gets this same answer back: it is not sent again.');
   });
 });
+
+describe('what the agent is told after a review found its call not executed', () => {
+  const lost: ExecutionCommand = { type: 'RecordUnknownOutcome', executionId: acceptExecution().executionId, now: at(500), attempt: 1, reason: 'timeout_after_send' };
+  const held = [acceptExecution({ operationClass: 'irreversible', redeliveryGraceMs: null }), authorize(), dispatch(), lost, requireReview()];
+
+  it('given the resolution alone, then it says an operator found it not executed, nothing was sent since, and that calling again sends it', () => {
+    const { text, isError } = headline(given(...held, resolveReview('not_executed')), 'send_payment', undefined);
+    expect(isError).toBe(false);
+    expect(text).toBe(
+      `An operator found that send_payment was not executed (user:operator, at ${at(800)}); nothing has been sent since. ` +
+        `Execution ${acceptExecution().executionId}: call again with the same arguments in the same run to send it — it goes out as attempt 2 ` +
+        'under the same execution id and idempotency key.',
+    );
+  });
+
+  it('given a resend asked for an irreversible call, then it also says the resend waits for a second operator', () => {
+    const { text } = headline(given(...held, resolveReview('not_executed', { resend: true, by: 'user:alice' })), 'send_payment', undefined);
+    expect(text).toMatch(/ user:alice asked to send it again; that waits for a second operator to confirm it\.$/);
+  });
+
+  it('given the agent called again, then the call is in progress again: attempt 2 is about to be sent', () => {
+    const state = given(...held, resolveReview('not_executed'), attachRetry(at(900)));
+    expect(state.status).toBe('authorized');
+    expect(headline(state, 'send_payment', undefined).text).toMatch(/^send_payment is still in progress \(authorized\)/);
+  });
+});
+
