@@ -738,7 +738,7 @@ export function detailOf(event: ExecutionEvent): string {
     case 'ReviewRequired':
       return `attempt ${event.data.attempt}: ${event.data.reason}`;
     case 'ReviewResolved':
-      return `${event.data.resolution} by ${event.data.by}: ${event.data.reason}`;
+      return `${event.data.resolution}${event.data.resend === true ? ' with a resend' : ''} by ${event.data.by}: ${event.data.reason}`;
     case 'ResultDelivered':
       return event.data.replayed ? 'replayed' : 'delivered';
     case 'ResultDeliveryFailed':

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatInvestigation, investigate, parseInvestigationSubject, InvalidInvestigationSubjectError } from './investigate';
+import { detailOf, formatInvestigation, investigate, parseInvestigationSubject, InvalidInvestigationSubjectError } from './investigate';
 import { droppedConnectionThenAttach, newExecutionAfterGrace, twoActors } from './test-support/gateway-scenarios';
 import { at, executionIdOf, fingerprintOf, RecordedHistory } from './test-support/recorded-history';
 
@@ -198,6 +198,15 @@ describe('investigate', () => {
       expect(inv.answers.secondCall.facts.attaches[0]!.returned).toBe('review_hold');
       expect(inv.answers.secondCall.summary).toContain('idempotency key: key:pay-42');
       expect(inv.answers.processes.facts.verdict).toBe('ambiguous');
+    });
+  });
+
+  describe('given review resolutions as the timeline shows them', () => {
+    it('then a resend is named beside the resolution, and a plain one is not', () => {
+      const resolved = (resend?: boolean) =>
+        detailOf({ type: 'ReviewResolved', schemaVersion: 1, data: { resolution: 'not_executed', by: 'user:alice', reason: 'no charge', resolvedAt: at(5), ...(resend === undefined ? {} : { resend }) } });
+      expect(resolved(true)).toBe('not_executed with a resend by user:alice: no charge');
+      expect(resolved()).toBe('not_executed by user:alice: no charge');
     });
   });
 
