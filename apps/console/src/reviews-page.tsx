@@ -169,7 +169,7 @@ function ReviewCard({
         </Row>
         <Row label="Target">
           {view.record.target} {view.record.method ?? ''} ({view.operationClass})
-          {view.targetStatus !== null ? `, last target status ${view.targetStatus}` : ''}
+          {view.targetStatus !== null ? `, last target status ${view.targetStatus}${view.errorAnswer ? ' (an error answer)' : ''}` : ''}
         </Row>
         <Row label="Arguments">
           <Json value={view.record.arguments} />
