@@ -266,6 +266,8 @@ function unsupported(answer: Extract<AgentAnswer, { kind: 'result' }>, events: r
   }
   const sent = requests.filter((request) => request.idempotencyKey === answer.executionId);
   if (answer.state === 'cancelled' && sent.length > 0) return `${told} ("before anything was sent"), but the target received ${sent.length} request(s) for it`;
+  // `failed` means nothing was sent: an answer of the target, an error one included, is `completed`.
+  if (answer.state === 'failed' && sent.length > 0) return `${told} ("nothing was sent"), but the target received ${sent.length} request(s) for it`;
   const http = operationClass !== 'remote_command';
   if (http && COMPLETED.has(answer.state) && !answer.isError && !sent.some((request) => request.status !== null && request.status < 300)) {
     return `${told} as a success, but the target answered no request of it with 2xx`;

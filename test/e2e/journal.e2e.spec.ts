@@ -79,7 +79,7 @@ describe('the journal is evidence: sealed, exported, verified offline, investiga
     expect(processes.facts.sessions).toHaveLength(2);
     expect(processes.facts.runs).toEqual(['run-investigated']);
     expect(firstCall.facts.executions[0]).toMatchObject({ authorized: expect.anything(), firstDispatch: expect.anything() });
-    expect(outcome.facts.executions[0]).toMatchObject({ kind: 'succeeded', outcomes: [{ targetStatus: 200 }] });
+    expect(outcome.facts.executions[0]).toMatchObject({ kind: 'completed', outcomes: [{ targetStatus: 200 }] });
     expect(delivery.facts.executions[0]).toMatchObject({ failedAfterCompletion: true, deliveredAfterFailure: true });
     expect(secondCall.facts).toMatchObject({ attached: true, newAttempt: false, newExecution: false, idempotencyKey: false });
     // The dispatcher instance that ran the attempt, in a field of its own and on a labelled line.

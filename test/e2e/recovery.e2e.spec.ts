@@ -63,12 +63,38 @@ describe('gateway end to end: recovery by operation class, and the review queue'
     expect((await scenario.target.effects()).requestsTotal).toBe(2); // the write, and one status query
   });
 
-  it('given an irreversible call held for review, when an operator resolves it as not executed, then it is sent again under the same execution id', async () => {
+  /** The execution's event types after its last `ReviewResolved`. */
+  async function afterResolution(id: string): Promise<string[]> {
+    const types = await executionEvents(scenario.folder.dataDir, id);
+    return types.slice(types.lastIndexOf('ReviewResolved') + 1);
+  }
+
+  /** Nothing reaches the target for a while: the request count stays where it was. */
+  async function quietFor(ms: number, requestsBefore: number): Promise<void> {
+    await new Promise((resolve) => setTimeout(resolve, ms));
+    expect((await scenario.target.effects()).requestsTotal).toBe(requestsBefore);
+  }
+
+  async function status(id: string) {
+    const { client } = await connectClient(scenario.gateway.url, scenario.gateway.devToken);
+    try {
+      return await client.callTool({ name: 'execution_status', arguments: { execution_id: id } });
+    } finally {
+      await client.close();
+    }
+  }
+
+  async function heldPayment(payment: Record<string, unknown>): Promise<string> {
     await scenario.target.control('reset', { match: 'POST /payments', times: 1 });
-    const payment = { payment_reference: 'order-review-001', amount_cents: 990, card_token: 'tok_review_000001' };
     const first = await call('send_payment', payment);
     const id = executionOf(first).id;
     await eventually(async () => ((await executionEvents(scenario.folder.dataDir, id)).includes('ReviewRequired') ? true : undefined));
+    return id;
+  }
+
+  it('given an irreversible call held for review, when an operator resolves it as not executed, then nothing is sent until the agent calls again, and that call sends it once under the same execution id', async () => {
+    const payment = { payment_reference: 'order-review-001', amount_cents: 990, card_token: 'tok_review_000001' };
+    const id = await heldPayment(payment);
     const held = await call('send_payment', payment);
     expect(executionOf(held)).toMatchObject({ id, state: 'needs_review' });
     expect((await scenario.target.effects()).byEndpoint['POST /payments']).toBe(1);
@@ -85,18 +111,92 @@ describe('gateway end to end: recovery by operation class, and the review queue'
       'review', 'resolve', id, '--as', 'not-executed', '--reason', 'the processor has no charge for this reference', '--by', 'user:alice',
     ]);
     expect(resolved.code, resolved.stderr).toBe(0);
+    expect(resolved.stdout).toBe(`${id} resolved as not-executed by user:alice: nothing is sent until the agent calls again with the same arguments; that call sends attempt 2 under the same execution id\n`);
 
-    // The target charged once already (the reset came after the effect); an operator said otherwise, and is on record.
-    await eventually(async () => ((await scenario.target.effects()).byEndpoint['POST /payments'] === 2 ? true : undefined));
-    const events = await eventually(async () => {
-      const types = await executionEvents(scenario.folder.dataDir, id);
+    // The resolution alone sends nothing: no request reaches the target, and the journal has no attempt after it.
+    await quietFor(500, 1);
+    expect(await afterResolution(id)).toEqual([]);
+    const told = await status(id);
+    expect(executionOf(told)).toMatchObject({ id, state: 'not_executed', attempts: 1 });
+    expect(told.isError).toBe(false);
+    expect(textOf(told)).toMatch(/^An operator found that send_payment was not executed \(user:alice, at \S+\); nothing has been sent since\. Execution ex_\w+: call again with the same arguments to send it — it goes out as attempt 2 under the same execution id and idempotency key\.$/);
+    expect((await oncegate(scenario.folder, ['review', 'list'])).stdout).toBe('nothing is held for review\n');
+
+    // The agent's retry sends it, once, under the same execution id. (The target charged the first time already —
+    // the reset came after the effect; the operator said otherwise, and is on record.)
+    const retry = await call('send_payment', payment);
+    expect(executionOf(retry)).toMatchObject({ id, attached: true, attempts: 2 });
+    expect(['completed', 'completed_result_not_delivered', 'delivered']).toContain(executionOf(retry).state);
+    expect(await afterResolution(id)).toEqual(['RetryAttached', 'Dispatched', 'OutcomeObserved']);
+    const effects = await scenario.target.effects();
+    expect(effects.requestsTotal).toBe(2);
+    expect(effects.requests.map((request) => request.idempotencyKey)).toEqual([id, id]);
+  });
+
+  it('given an idempotent write held for review, when an operator resolves it as not executed with --resend, then it is sent once at once, with no retry of the agent', async () => {
+    // Every attempt's answer is lost, until recovery reaches the attempt limit and holds it for review.
+    await scenario.target.control('reset', { match: 'PUT /config/:name', times: 3 });
+    const args = { name: 'resend.flag', value: 'on' };
+    const first = await call('set_config', args);
+    const id = executionOf(first).id;
+    await call('set_config', args);
+    await call('set_config', args);
+    await eventually(async () => ((await executionEvents(scenario.folder.dataDir, id)).includes('ReviewRequired') ? true : undefined));
+    expect((await oncegate(scenario.folder, ['review', 'list'])).stdout).toContain(`${id}\tset_config\tagent:dev\tattempt_limit_reached`);
+    const before = (await scenario.target.effects()).requestsTotal;
+    expect(before).toBe(3);
+
+    const resolved = await oncegate(scenario.folder, [
+      'review', 'resolve', id, '--as', 'not-executed', '--resend', '--reason', 'the config service restarted and lost them', '--by', 'user:alice',
+    ]);
+    expect(resolved.code, resolved.stderr).toBe(0);
+    expect(resolved.stdout).toMatch(new RegExp(`^${id} resolved as not-executed with a resend by user:alice: (attempt 4 is sent now|attempt 4 is on its way) under the same execution id\n$`));
+
+    const after = await eventually(async () => {
+      const types = await afterResolution(id);
       return types.includes('OutcomeObserved') ? types : undefined;
     });
-    expect(events).toEqual(expect.arrayContaining(['ReviewRequired', 'ReviewResolved', 'Dispatched', 'OutcomeObserved']));
-    expect(events.filter((type) => type === 'Dispatched')).toHaveLength(2);
-    const after = await call('send_payment', payment);
-    expect(executionOf(after)).toMatchObject({ id, attached: true, attempts: 2 });
-    expect((await oncegate(scenario.folder, ['review', 'list'])).stdout).toBe('nothing is held for review\n');
+    // Result delivery may add that nobody waited for the answer (no agent asked): no attempt besides the one.
+    expect(after.filter((type) => type !== 'ResultDeliveryFailed')).toEqual(['Dispatched', 'OutcomeObserved']);
+    await quietFor(300, before + 1);
+    const effects = await scenario.target.effects();
+    expect(effects.requests.at(-1)).toMatchObject({ method: 'PUT', idempotencyKey: id, status: 200 });
+    expect(executionOf(await status(id))).toMatchObject({ id, attempts: 4 });
+  });
+
+  it('given an irreversible call held for review, when one operator resolves it with --resend, then nothing is sent until a second operator confirms: the same one twice is refused', async () => {
+    const payment = { payment_reference: 'order-resend-002', amount_cents: 1990, card_token: 'tok_resend_000002' };
+    const id = await heldPayment(payment);
+    const resolve = (by: string) =>
+      oncegate(scenario.folder, ['review', 'resolve', id, '--as', 'not-executed', '--resend', '--reason', 'the processor shows no charge', '--by', by]);
+
+    const asked = await resolve('user:alice');
+    expect(asked.code, asked.stderr).toBe(0);
+    expect(asked.stdout).toMatch(/the resend waits for a second operator/);
+    await quietFor(500, 1);
+    expect(await afterResolution(id)).toEqual([]);
+    expect((await oncegate(scenario.folder, ['review', 'list'])).stdout).toMatch(
+      new RegExp(`^${id}\tsend_payment\tagent:dev\tirreversible_outcome_unknown\tsince [^\t]+\tattempts 1\tresolved not executed; resend asked by user:alice, waiting for a second operator\n$`),
+    );
+    const told = await status(id);
+    expect(executionOf(told)).toMatchObject({ state: 'not_executed' });
+    expect(textOf(told)).toMatch(/user:alice asked to send it again; that waits for a second operator to confirm it\.$/);
+
+    const twice = await resolve('user:alice');
+    expect(twice.code).toBe(1);
+    expect(twice.stderr).toBe(`by: user:alice asked to send ${id} again already (at ${/at (\S+)\)/.exec(twice.stderr)?.[1]}); a resend of an irreversible call needs a second operator: another operator resolves it as not_executed with a resend\n`);
+    await quietFor(300, 1);
+
+    const confirmed = await resolve('user:bob');
+    expect(confirmed.code, confirmed.stderr).toBe(0);
+    expect(confirmed.stdout).toMatch(/resend confirmed \(asked by user:alice, confirmed by user:bob\): attempt 2 is sent now|attempt 2 is on its way/);
+    const after = await eventually(async () => {
+      const types = await afterResolution(id);
+      return types.includes('OutcomeObserved') ? types : undefined;
+    });
+    expect(after.filter((type) => type !== 'ResultDeliveryFailed')).toEqual(['Dispatched', 'OutcomeObserved']);
+    await quietFor(300, 2);
+    expect((await scenario.target.effects()).requests.map((request) => request.idempotencyKey)).toEqual([id, id]);
   });
 
   it('given a restart with executions left in dispatched, when the gateway comes back, then each is recovered by its class', async () => {

@@ -67,7 +67,7 @@ export const api = {
   decide: (executionId: string, decision: 'approve' | 'deny', reason: string) =>
     call<ApprovalView>('POST', `/approvals/${encodeURIComponent(executionId)}/${decision}`, { reason }),
   reviews: () => call<ReviewsAnswer>('GET', '/reviews'),
-  resolve: (executionId: string, resolution: ReviewResolution, reason: string) =>
-    call<ReviewView>('POST', `/reviews/${encodeURIComponent(executionId)}/resolve`, { resolution, reason }),
+  resolve: (executionId: string, resolution: ReviewResolution, reason: string, resend = false) =>
+    call<ReviewView>('POST', `/reviews/${encodeURIComponent(executionId)}/resolve`, { resolution, reason, ...(resend ? { resend } : {}) }),
   investigation: (executionId: string) => call<Investigation>('GET', `/executions/${encodeURIComponent(executionId)}`),
 };

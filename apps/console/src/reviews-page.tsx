@@ -16,10 +16,30 @@ const WHY: Readonly<Record<string, string>> = {
 };
 
 const CHOICES: ReadonlyArray<{ readonly value: Resolution; readonly label: string; readonly hint: string }> = [
-  { value: 'completed', label: 'Completed', hint: 'the effect happened; the execution is recorded as succeeded' },
-  { value: 'not_executed', label: 'Not executed', hint: 'nothing happened; the gateway sends it again with the same execution id' },
+  { value: 'completed', label: 'Completed', hint: 'the effect happened; the execution is recorded as completed' },
+  {
+    value: 'not_executed',
+    label: 'Not executed',
+    hint: "nothing happened; nothing is sent until the agent calls again, which sends it under the same execution id (or tick 'send it again now')",
+  },
   { value: 'abandoned', label: 'Abandoned', hint: 'stop here; the outcome stays as found' },
 ];
+
+/** What the recorded resolution does next, as the review queue says it (nothing is sent by a resolution alone). */
+function nextStep(view: ReviewView): string {
+  const resend = view.review?.resend ?? null;
+  switch (view.state) {
+    case 'not_executed':
+      return resend !== null && resend.confirmedBy === null
+        ? 'The resend waits for a second operator; until then it is sent again only if the agent calls again.'
+        : 'Nothing is sent until the agent calls again with the same arguments.';
+    case 'authorized':
+    case 'dispatched':
+      return `Attempt ${view.state === 'authorized' ? view.attempts + 1 : view.attempts} is sent under the same execution id${resend?.confirmedBy ? ` (resend asked by ${resend.requestedBy}, confirmed by ${resend.confirmedBy})` : ''}.`;
+    default:
+      return '';
+  }
+}
 
 /** The review queue: why each execution is held, the evidence, and a resolution with a reason. */
 export function ReviewsPage({ onSignedOut }: { readonly onSignedOut: () => void }) {
@@ -102,23 +122,36 @@ function ReviewCard({
   const submit = async (event: Event) => {
     event.preventDefault();
     const form = event.currentTarget as HTMLFormElement;
-    const resolution = (form.elements.namedItem('resolution') as RadioNodeList).value as Resolution | '';
+    // The confirming form of a resend waiting for a second operator has no choice: it is a not-executed resend.
+    const choice = form.elements.namedItem('resolution') as RadioNodeList | null;
+    const resolution = (choice === null ? 'not_executed' : choice.value) as Resolution | '';
     const reason = (form.elements.namedItem('reason') as HTMLTextAreaElement).value;
+    const resendBox = form.elements.namedItem('resend') as HTMLInputElement | null;
+    const resend = resendBox === null ? true : resendBox.checked;
     if (resolution === '' || reason.trim().length === 0) {
       setProblem('Choose a resolution and say why.');
       return;
     }
+    if (resend && resolution !== 'not_executed') {
+      setProblem("Only a not-executed resolution can be sent again: untick 'send it again now' or choose Not executed.");
+      return;
+    }
     setProblem(null);
     setBusy(true);
-    const result = await api.resolve(id, resolution, reason);
+    const result = await api.resolve(id, resolution, reason, resend);
     setBusy(false);
     if (result.ok) {
       const review = result.value.review;
-      onResolved(result.value, { ok: true, message: `Recorded: resolved as ${review?.resolution} by ${review?.resolvedBy}; the execution is now ${result.value.state}.` });
+      const step = nextStep(result.value);
+      onResolved(result.value, {
+        ok: true,
+        message: `Recorded: resolved as ${review?.resolution} by ${review?.resolvedBy}; the execution is now ${result.value.state}.${step === '' ? '' : ` ${step}`}`,
+      });
     } else if (result.error.status === 401) onSignedOut();
     else onResolved(view, { ok: false, message: `Refused: ${result.error.message}` });
   };
   const review = view.review;
+  const resendWaiting = view.state === 'not_executed' && review?.resend != null && review.resend.confirmedBy === null ? review.resend : null;
   return (
     <article class="card" aria-labelledby={`review-${id}`}>
       <h2 id={`review-${id}`}>
@@ -136,7 +169,7 @@ function ReviewCard({
         </Row>
         <Row label="Target">
           {view.record.target} {view.record.method ?? ''} ({view.operationClass})
-          {view.targetStatus !== null ? `, last target status ${view.targetStatus}` : ''}
+          {view.targetStatus !== null ? `, last target status ${view.targetStatus}${view.errorAnswer ? ' (an error answer)' : ''}` : ''}
         </Row>
         <Row label="Arguments">
           <Json value={view.record.arguments} />
@@ -144,6 +177,8 @@ function ReviewCard({
         {review?.resolution != null && (
           <Row label="Resolution">
             {review.resolution} by {review.resolvedBy} at {review.resolvedAt}
+            {review.resend !== null &&
+              `; resend asked by ${review.resend.requestedBy} at ${review.resend.requestedAt}${review.resend.confirmedBy === null ? ', waiting for a second operator' : `, confirmed by ${review.resend.confirmedBy}`}`}
           </Row>
         )}
       </dl>
@@ -167,11 +202,35 @@ function ReviewCard({
               </label>
             ))}
           </fieldset>
+          <label class="choice">
+            <input type="checkbox" name="resend" /> Send it again now, with Not executed:{' '}
+            <span class="muted">
+              {view.operationClass === 'irreversible'
+                ? 'an irreversible call is sent again only once a second operator confirms it'
+                : 'attempt sent at once under the same execution id, without waiting for the agent'}
+            </span>
+          </label>
           <label for={`resolve-reason-${id}`}>Reason for the resolution</label>
           <textarea id={`resolve-reason-${id}`} name="reason" rows={2} maxLength={1000} required />
           <div class="actions">
             <button type="submit" disabled={busy}>
               Resolve
+            </button>
+          </div>
+          {problem !== null && <p role="alert" class="refused">{problem}</p>}
+        </form>
+      )}
+      {outcome === undefined && resendWaiting !== null && (
+        <form class="decide" onSubmit={(event) => void submit(event)}>
+          <p>
+            {resendWaiting.requestedBy} asked to send this irreversible call again at {resendWaiting.requestedAt}. A second operator confirms it: it is
+            then sent at once under the same execution id.
+          </p>
+          <label for={`resend-reason-${id}`}>Reason for confirming the resend</label>
+          <textarea id={`resend-reason-${id}`} name="reason" rows={2} maxLength={1000} required />
+          <div class="actions">
+            <button type="submit" disabled={busy}>
+              Confirm the resend
             </button>
           </div>
           {problem !== null && <p role="alert" class="refused">{problem}</p>}

@@ -100,6 +100,8 @@ describe('the SQL channel against a real PostgreSQL 15', () => {
     expect((await world.events(executionId)).filter((event) => event.type === 'Dispatched')).toHaveLength(1);
 
     await world.resolveReview(executionId, 'not_executed', 'the payment list looked empty');
+    expect((await world.recover(executionId, dispatcher)).status).toBe('not_executed');
+    await world.retry(executionId);
     const state = await world.recover(executionId, dispatcher);
 
     expect(state.status).toBe('completed');

@@ -223,16 +223,17 @@ limits: { connect_timeout: 2s, response_timeout: 10s }`,
     const tool = migration({ script: `sleep 1; echo ran >> ${effectFile()}; echo migrated`, startedWait: '5s' });
     const controller = controllerFor(tool);
     const { executionId } = await authorized(tool);
-    // Attempt 1 was lost and held for review; an operator resolved it as not executed, so attempt 2 is sent — while
-    // attempt 1 is in fact running on the host.
+    // Attempt 1 was lost and held for review; an operator resolved it as not executed and the agent retried, so
+    // attempt 2 is sent — while attempt 1 is in fact running on the host.
     await append(executionId, (now) => ({ type: 'RecordDispatch', executionId, now, dispatcherId: 'dispatcher-ssh@test' }));
     await append(executionId, (now) => ({ type: 'RecordUnknownOutcome', executionId, now, attempt: 1, reason: 'ssh_connection_dropped' }));
     await append(executionId, (now) => ({ type: 'RequireReview', executionId, now, reason: 'marker_started' }));
     await append(executionId, (now) => ({ type: 'ResolveReview', executionId, now, resolution: 'not_executed', by: 'operator:test', reason: 'looked wrong' }));
+    await append(executionId, (now) => ({ type: 'AttachRetry', executionId, now, correlation: { jsonRpcId: 2 } }));
     const first = ssh.run({ executionId, attempt: 1, tool, arguments: {}, credential: { privateKey: sshd.clientPrivateKey } });
     await eventuallyTrue(() => existsSync(join(markers(), `${executionId}.started`)));
 
-    await controller.onReviewResolved(await lastOf(executionId, 'ReviewResolved'));
+    await controller.onRetryAttached(await lastOf(executionId, 'RetryAttached'));
     await controller.drain();
     expect((await lastOf(executionId, 'OutcomeUnknown')).data).toMatchObject({ attempt: 2, reason: 'claimed_by_another_attempt' });
     await first;

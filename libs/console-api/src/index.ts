@@ -198,6 +198,11 @@ export interface ResolutionRequest {
   readonly resolution: ReviewResolution;
   /** At most 1000 characters; recorded in the journal for good. */
   readonly reason: string;
+  /**
+   * With `not_executed`: send it again now instead of when the agent retries. An irreversible call needs two
+   * operators: the first asks, another confirms with the same resolution. Default false: nothing is sent.
+   */
+  readonly resend?: boolean;
 }
 
 /** One recorded event of the execution, with what it says in one line. */
@@ -217,6 +222,8 @@ export interface ReviewView {
   readonly firstDispatchedAt: string | null;
   readonly targetStatus: number | null;
   readonly exitCode: number | null;
+  /** The target's definite answer was an error (the state is completed). */
+  readonly errorAnswer: boolean;
   readonly resultRef: string | null;
   readonly denialBasis: string | null;
   readonly reviewReason: string | null;
@@ -227,6 +234,8 @@ export interface ReviewView {
     readonly resolution: ReviewResolution | null;
     readonly resolvedBy: string | null;
     readonly resolvedAt: string | null;
+    /** A resend asked after a not_executed resolution; `confirmedBy` is an irreversible call's second operator (`null` while it waits). */
+    readonly resend: { readonly requestedBy: string; readonly requestedAt: string; readonly confirmedBy: string | null } | null;
   } | null;
   /** Evidence recovery gathered for the current attempt: the marker probe or status query, when there was one. */
   readonly evidence: {

@@ -73,9 +73,10 @@ export interface ChannelAttempt {
 }
 
 /**
- * What one attempt came to. `observed`: the target answered (a definite outcome, success or failure). `not_sent`:
- * certainly nothing reached the target (it is recorded as a failure with source `not_sent`). `unknown`: the request
- * may have taken effect and no answer says whether — recovery by class decides what follows, never the channel.
+ * What one attempt came to. `observed`: the target answered, a definite outcome: `succeeded`, or `failed` for an error
+ * answer — the execution is `completed` either way and the agent is told an error answer with `isError`. `not_sent`:
+ * certainly nothing reached the target (the execution `failed`, source `not_sent`). `unknown`: the request may have
+ * taken effect and no answer says whether — recovery by class decides what follows, never the channel.
  */
 export type SendOutcome =
   | {

@@ -147,15 +147,16 @@ describe('channel dispatcher: recording the outcome (SQLite store)', () => {
     ]);
   });
 
-  it('given a dispatcher without a preflight whose cached fold is behind the delivered event by more than one (another process wrote meanwhile), when an operator resolves the review as not executed, then the call is sent again', async () => {
+  it('given a dispatcher without a preflight whose cached fold is behind the delivered event by more than one (another process wrote meanwhile), when an operator resolves the review as not executed, then nothing is sent until the agent retries, and the retry sends attempt 2', async () => {
     const args = await sealed.seal('arguments', 'ex_behind', Buffer.from('{}'));
     const executionId = await givenExecution(store, systemClock, { through: 'dispatched', argumentsRef: args.ref });
     // This process folded the execution once it was dispatched (as it does when it dispatches)...
     expect((await loadExecution(store, executionId)).state.status).toBe('dispatched');
-    // ...and the rest was written by other processes: a sweeper gave the attempt up, recovery and an operator.
+    // ...and the rest was written by other processes: a sweeper gave the attempt up, recovery, an operator, the agent.
     const elsewhere = openSqliteEventStore({ file: join(dir, 'events.db') });
+    const now = () => new Date().toISOString() as never;
+    const dispatcher = new AnsweringDispatcher(store, sealed);
     try {
-      const now = () => new Date().toISOString() as never;
       await runExecutionCommand(elsewhere, executionId, () => ({ type: 'RecordUnknownOutcome', executionId, now: now(), attempt: 1, reason: 'dispatcher_lost' }), { actor: 'service:attempt-sweeper' }, systemClock);
       await runExecutionCommand(elsewhere, executionId, () => ({ type: 'RequireReview', executionId, now: now(), reason: 'irreversible_outcome_unknown' }), { actor: 'service:recovery' }, systemClock);
       await runExecutionCommand(
@@ -165,13 +166,17 @@ describe('channel dispatcher: recording the outcome (SQLite store)', () => {
         { actor: 'user:alice' },
         systemClock,
       );
+      const resolved = (await store.readStream(executionStream(executionId))).find((event) => event.type === 'ReviewResolved')!;
+      await dispatcher.onReviewResolved(resolved);
+      await dispatcher.drain();
+      expect((await loadExecution(store, executionId)).state).toMatchObject({ status: 'not_executed', attempts: 1 });
+
+      await runExecutionCommand(elsewhere, executionId, () => ({ type: 'AttachRetry', executionId, now: now(), correlation: { jsonRpcId: 2 } }), { actor: 'agent:test' }, systemClock);
     } finally {
       await elsewhere.close();
     }
-    const resolved = (await store.readStream(executionStream(executionId))).find((event) => event.type === 'ReviewResolved')!;
-
-    const dispatcher = new AnsweringDispatcher(store, sealed);
-    await dispatcher.onReviewResolved(resolved);
+    const retried = (await store.readStream(executionStream(executionId))).find((event) => event.type === 'RetryAttached')!;
+    await dispatcher.onRetryAttached(retried);
     await dispatcher.drain();
 
     const { state } = await loadExecution(store, executionId);

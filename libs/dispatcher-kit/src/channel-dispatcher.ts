@@ -79,7 +79,11 @@ export abstract class ChannelDispatcher {
     return this.dispatch(event.metadata['executionId'] as ExecutionId, event);
   }
 
-  /** A new attempt after an operator resolved a review as not executed. */
+  /**
+   * A new attempt after an operator resolved a review as not executed and asked for a resend (an irreversible call's
+   * confirmed by a second operator): only then is the execution `authorized` by the resolution. A resolution alone
+   * leaves it `not_executed`, and this sends nothing.
+   */
   @EventPattern('ReviewResolved')
   onReviewResolved(@Payload() event: RecordedEvent): Promise<void> {
     return this.dispatch(event.metadata['executionId'] as ExecutionId, event);
@@ -91,9 +95,15 @@ export abstract class ChannelDispatcher {
     return this.recover(event);
   }
 
+  /**
+   * The agent's retry: recovery by class after an unknown outcome, or the next attempt of an execution a review found
+   * not executed (its retry authorized it again; the first attempt of a call is sent from `ExecutionAuthorized`).
+   */
   @EventPattern('RetryAttached')
-  onRetryAttached(@Payload() event: RecordedEvent): Promise<void> {
-    return this.recover(event);
+  async onRetryAttached(@Payload() event: RecordedEvent): Promise<void> {
+    const executionId = event.metadata['executionId'] as ExecutionId;
+    await this.recover(event);
+    await this.dispatch(executionId, event, 'authorized', (state) => state.attempts > 0);
   }
 
   /** Runs one attempt of the prepared call against the target; resolves with what came of it, never rejects. */
@@ -137,11 +147,20 @@ export abstract class ChannelDispatcher {
     this.maxInFlight = max;
   }
 
-  /** Appends Dispatched (from `from`: `authorized` unless recovering) and, once it is durable, runs the attempt. */
-  protected async dispatch(executionId: ExecutionId, cause: RecordedEvent, from: 'authorized' | 'outcome_unknown' = 'authorized'): Promise<void> {
+  /**
+   * Appends Dispatched (from `from`: `authorized` unless recovering; `also` narrows which states of it) and, once it
+   * is durable, runs the attempt.
+   */
+  protected async dispatch(
+    executionId: ExecutionId,
+    cause: RecordedEvent,
+    from: 'authorized' | 'outcome_unknown' = 'authorized',
+    also: (state: ExecutionState) => boolean = () => true,
+  ): Promise<void> {
     // Another channel's execution, or dispatched already (inline, in the commit that authorized it).
-    if (stepTakenAlready(this.store, executionId, cause, (s) => this.takes(s, from))) return;
+    if (stepTakenAlready(this.store, executionId, cause, (s) => this.takes(s, from) && also(s))) return;
     const { state } = await executionAsOf(this.store, executionId, cause);
+    if (!also(state)) return;
     // The call is prepared and checked first; a slot is then taken before Dispatched is appended and held until the
     // attempt's outcome is recorded.
     if (await this.refused(state, cause, from)) return;
@@ -151,7 +170,7 @@ export abstract class ChannelDispatcher {
       const outcome = await runExecutionCommand(
         this.store,
         executionId,
-        (state) => (this.takes(state, from) ? this.dispatchCommand(state) : undefined),
+        (state) => (this.takes(state, from) && also(state) ? this.dispatchCommand(state) : undefined),
         { actor: this.actor, causationId: cause.id, correlation: cause.metadata['correlation'] as never },
         this.clock,
         // The fold that holds the delivered event decides first; a stream that moved on makes the append conflict.

@@ -159,7 +159,7 @@ describe('the dispatcher kit around a plugin channel (SQLite journal, real vault
     expect(await w.last(executionId, 'OutcomeObserved')).toBeUndefined();
   });
 
-  it('given attempt 1 unknown and held for review, when an operator resolves it as not executed and attempt 2 sends nothing, then that failure is definite', async () => {
+  it('given attempt 1 unknown and held for review, when an operator resolves it as not executed, then nothing is sent until the agent retries, and when attempt 2 sends nothing that failure is definite', async () => {
     const counter = { attempts: 0 };
     const kit = unknownThenRefused(counter);
     world = await DispatcherWorld.open({
@@ -175,6 +175,10 @@ describe('the dispatcher kit around a plugin channel (SQLite journal, real vault
     expect((await w.recover(executionId, dispatcher)).status).toBe('needs_review');
 
     await w.resolveReview(executionId, 'not_executed', 'the target shows nothing of it');
+    expect((await w.recover(executionId, dispatcher)).status).toBe('not_executed');
+    expect(counter.attempts).toBe(1);
+
+    await w.retry(executionId);
     const state = await w.recover(executionId, dispatcher);
 
     expect(counter.attempts).toBe(2);

@@ -127,6 +127,11 @@ export interface ResolveReview extends CommandBase<'ResolveReview'> {
   readonly resolution: ReviewResolution;
   readonly by: string;
   readonly reason: string;
+  /**
+   * With `not_executed` only: send it again now rather than on the agent's retry. An irreversible call needs it from
+   * two operators: the first asks, another confirms (the same one twice is refused).
+   */
+  readonly resend?: boolean;
 }
 
 export interface RecordResultDelivered extends CommandBase<'RecordResultDelivered'> {

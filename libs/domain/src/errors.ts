@@ -60,7 +60,9 @@ export type IllegalTransitionRule =
   | 'outcome_not_proven'
   | 'wrong_outcome_source'
   /** Recovery evidence of a kind the execution's class does not use. */
-  | 'evidence_not_applicable';
+  | 'evidence_not_applicable'
+  /** An irreversible call's resend asked by this operator already: another operator must confirm it. */
+  | 'second_operator_required';
 
 export class IllegalTransitionError extends DomainError {
   readonly kind = 'illegal_transition' as const;

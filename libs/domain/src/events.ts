@@ -103,6 +103,13 @@ export type RetryReturn =
   | 'recovering'
   | 'abandoned';
 
+/**
+ * What an attempt came to, as recorded in `OutcomeObserved`. With source `response` or `marker` the target gave a
+ * definite answer and the execution is `completed` either way: `succeeded` when the answer is not an error, `failed`
+ * when it is one (an HTTP 3xx, 4xx or 5xx other than 502/504, a non-zero exit status, an error the SQL server
+ * answered) — the answer is then told with `isError`, and the target may still have acted. With source `not_sent`
+ * it is always `failed`: nothing was sent, and the execution is `failed` (docs/design.md section 9).
+ */
 export type DefiniteOutcome = 'succeeded' | 'failed';
 
 /**
@@ -149,7 +156,10 @@ export type ReviewReason =
 export type ReviewResolution =
   /** The operator confirmed the effect happened. */
   | 'completed'
-  /** The operator confirmed nothing happened; the execution may be dispatched again with the same key. */
+  /**
+   * The operator confirmed nothing happened. Nothing is sent on that alone: the agent's retry sends the next attempt
+   * with the same key, or an operator asks for a resend (`resend`).
+   */
   | 'not_executed'
   /** The gateway stops here; the outcome stays as the operator found it. */
   | 'abandoned';
@@ -240,6 +250,7 @@ export interface DispatchedData {
 
 export interface OutcomeObservedData {
   readonly attempt: number;
+  /** `failed` with source `response` or `marker`: an error answer (the execution is `completed`); with `not_sent`: nothing was sent. */
   readonly outcome: DefiniteOutcome;
   readonly source: OutcomeSource;
   /** HTTP status of the target, when the channel has one. */
@@ -308,6 +319,12 @@ export interface ReviewResolvedData {
   readonly by: string;
   readonly reason: string;
   readonly resolvedAt: IsoInstant;
+  /**
+   * With `not_executed`: send it again now, without the agent's retry, under the same execution id and key. For an
+   * irreversible call the first such resolution only asks, and a second one by another operator sends it. Absent
+   * in older events and when not asked, read as false: a resolution alone sends nothing.
+   */
+  readonly resend?: boolean;
 }
 
 export interface ResultDeliveredData {

@@ -30,7 +30,12 @@ export const EXECUTION_STATUSES = [
   'denied',
   'cancelled',
   'dispatched',
+  /**
+   * The target gave a definite answer, whatever its status: an error answer (`outcome.outcome` `failed`) is still
+   * `completed`, told with `isError`, for the target may have acted before it answered so.
+   */
   'completed',
+  /** Nothing was sent (the attempt's outcome has source `not_sent`): nothing reached the target. */
   'failed',
   'outcome_unknown',
   'needs_review',
@@ -39,6 +44,11 @@ export const EXECUTION_STATUSES = [
   'expired',
   /** A review resolved as abandoned: the gateway stops and the outcome stays as the operator found it. */
   'abandoned',
+  /**
+   * A review found the last attempt not executed. Nothing is sent on that alone: the agent's retry (or an operator's
+   * resend) moves it back to `authorized` for the next attempt, under the same execution id and key.
+   */
+  'not_executed',
 ] as const;
 
 export type ExecutionStatus = (typeof EXECUTION_STATUSES)[number];
@@ -81,6 +91,7 @@ export interface DispatchFacts {
 
 export interface OutcomeFacts {
   readonly attempt: number;
+  /** With source `response`, `marker` or `review`: `failed` is an error answer; with `not_sent`: nothing was sent. */
   readonly outcome: DefiniteOutcome;
   /** `review` when an operator resolved an unknown outcome as completed. */
   readonly source: OutcomeSource | 'review';
@@ -117,6 +128,17 @@ export interface ReviewFacts {
   readonly resolution: ReviewResolution | null;
   readonly resolvedBy: string | null;
   readonly resolvedAt: IsoInstant | null;
+  /**
+   * An operator's resend of a `not_executed` resolution: who asked and when, and who confirmed it (an irreversible
+   * call's second operator; `null` while it waits for one, and for the classes that need no second). `null`: none asked.
+   */
+  readonly resend: ResendFacts | null;
+}
+
+export interface ResendFacts {
+  readonly requestedBy: string;
+  readonly requestedAt: IsoInstant;
+  readonly confirmedBy: string | null;
 }
 
 export interface DeliveryFacts {
@@ -182,8 +204,8 @@ export function initialState(): ExecutionState {
 
 /**
  * States in which no attempt has been sent yet, so cancellation and expiry are still safe. `authorized` with
- * attempts > 0 (after a review found the earlier attempt not executed) is excluded from cancellation by the
- * decider, because a Dispatched has been appended before.
+ * attempts > 0 (after a review found the earlier attempt not executed, and the agent retried or an operator asked
+ * for a resend) is excluded from cancellation by the decider, because a Dispatched has been appended before.
  */
 export const PRE_DISPATCH_STATUSES = ['accepted', 'awaiting_approval', 'authorized'] as const satisfies readonly ExecutionStatus[];
 
@@ -197,6 +219,15 @@ export const DEFINITE_OUTCOME_STATUSES = [
   'delivered',
   'failed',
 ] as const satisfies readonly ExecutionStatus[];
+
+/**
+ * Whether the target's definite answer was an error (an HTTP 3xx, 4xx or 5xx, a non-zero exit status, an error of
+ * the SQL server): the execution is `completed` and the answer is told with `isError`. A `failed` outcome with source
+ * `not_sent` is no answer at all: nothing was sent.
+ */
+export function answeredWithError(outcome: Pick<OutcomeFacts, 'outcome' | 'source'> | null): boolean {
+  return outcome !== null && outcome.outcome === 'failed' && outcome.source !== 'not_sent';
+}
 
 export function statusIn<const TStatuses extends readonly ExecutionStatus[]>(
   status: ExecutionStatus,

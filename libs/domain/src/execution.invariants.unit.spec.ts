@@ -45,7 +45,7 @@ type Builder = (now: string, variant: number, attempt: number) => ExecutionComma
  * (cancel, deny, expire, abandon) rare, so random histories reach re-dispatches and reviews.
  */
 const BUILDERS: ReadonlyArray<{ readonly weight: number; readonly build: Builder }> = [
-  { weight: 1, build: (now) => attachRetry(now) },
+  { weight: 2, build: (now) => attachRetry(now) },
   { weight: 1, build: (now) => requestApproval({ now }) },
   { weight: 1, build: (now) => grantApproval(now) },
   { weight: 1, build: (now) => denyApproval(now) },
@@ -67,7 +67,14 @@ const BUILDERS: ReadonlyArray<{ readonly weight: number; readonly build: Builder
     build: (now, v, attempt) => ({ ...markerProbe(pickOf(['completed', 'started', 'absent'], v), v % 2, attempt), now }),
   },
   { weight: 3, build: (now) => ({ ...requireReview(), now }) },
-  { weight: 3, build: (now, v) => ({ ...resolveReview(pickOf(['not_executed', 'completed', 'not_executed', 'abandoned'], v)), now }) },
+  {
+    weight: 3,
+    build: (now, v) => ({
+      ...resolveReview(pickOf(['not_executed', 'completed', 'not_executed', 'abandoned'], v), { by: pickOf(['user:alice', 'user:bob', 'user:carol'], v) }),
+      now,
+      ...(v % 3 === 0 ? { resend: true } : {}),
+    }),
+  },
   { weight: 1, build: (now, v) => delivered(now, v % 2 === 1) },
   { weight: 1, build: (now) => deliveryFailed(now) },
   { weight: 1, build: (now) => cancel(now) },
@@ -169,6 +176,30 @@ describe('invariants over any history the decider accepts', () => {
           } else {
             sinceLastDispatch?.push(event);
           }
+        }
+      }),
+      { numRuns: 400 },
+    );
+  });
+
+  it('a review resolution never sends by itself: after not_executed, the next attempt follows the agent\'s retry or a resend (an irreversible one confirmed by a second operator)', () => {
+    fc.assert(
+      fc.property(scenario, ({ operationClass, markerBeforeWork, steps, windowMs }) => {
+        const { events } = simulate(operationClass, markerBeforeWork, steps, windowMs);
+        let sinceLastDispatch: ExecutionEvent[] = [];
+        for (const event of events) {
+          if (event.type !== 'Dispatched') {
+            sinceLastDispatch.push(event);
+            continue;
+          }
+          const resolvedAt = sinceLastDispatch.findIndex((e) => e.type === 'ReviewResolved' && e.data.resolution === 'not_executed');
+          if (resolvedAt >= 0) {
+            const after = sinceLastDispatch.slice(resolvedAt);
+            const resends = after.filter((e) => e.type === 'ReviewResolved' && e.data.resend === true).map((e) => (e as { data: { by: string } }).data.by);
+            const resent = operationClass === 'irreversible' ? new Set(resends).size >= 2 : resends.length >= 1;
+            expect(after.some((e) => e.type === 'RetryAttached') || resent).toBe(true);
+          }
+          sinceLastDispatch = [];
         }
       }),
       { numRuns: 400 },

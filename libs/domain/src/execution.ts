@@ -22,8 +22,10 @@ import {
   type DenialBasis,
   type ExecutionEvent,
   type ReviewReason,
+  type ReviewResolvedData,
 } from './events';
 import {
+  answeredWithError,
   DEFINITE_OUTCOME_STATUSES,
   initialState,
   PRE_DISPATCH_STATUSES,
@@ -32,6 +34,7 @@ import {
   type AcceptedFacts,
   type ExecutionState,
   type ExecutionStatus,
+  type ReviewFacts,
 } from './execution-state';
 import { isFingerprint } from './fingerprint-value';
 import { EXPIRABLE, matchRetry, retryReturnOf } from './matching';
@@ -70,7 +73,12 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
       };
     }
     case 'RetryAttached':
-      return { ...state, retriesAttached: state.retriesAttached + 1 };
+      // After a review found the last attempt not executed, the agent's retry is what sends the next one.
+      return {
+        ...state,
+        status: state.status === 'not_executed' ? 'authorized' : state.status,
+        retriesAttached: state.retriesAttached + 1,
+      };
     case 'ApprovalRequested':
       return {
         ...state,
@@ -116,9 +124,12 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
       };
     }
     case 'OutcomeObserved':
+      // The target answered (or its marker did): completed, whatever the answer; an error answer is told with
+      // isError. Only an attempt that sent nothing is a failure. Journals written when an error answer folded to
+      // `failed` hold the same events and now fold to this.
       return {
         ...state,
-        status: event.data.outcome === 'succeeded' ? 'completed' : 'failed',
+        status: event.data.source === 'not_sent' ? 'failed' : 'completed',
         outcome: { ...event.data },
       };
     case 'OutcomeUnknown':
@@ -131,11 +142,15 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
       return {
         ...state,
         status: 'needs_review',
-        review: { ...event.data, resolution: null, resolvedBy: null, resolvedAt: null },
+        review: { ...event.data, resolution: null, resolvedBy: null, resolvedAt: null, resend: null },
       };
     case 'ReviewResolved': {
       const { resolution, by, resolvedAt } = event.data;
-      const review = state.review && { ...state.review, resolution, resolvedBy: by, resolvedAt };
+      // A second not_executed with resend (confirming or asking again) keeps who found it not executed, and when.
+      const review =
+        state.status === 'not_executed'
+          ? state.review
+          : state.review && { ...state.review, resolution, resolvedBy: by, resolvedAt, resend: null };
       switch (resolution) {
         case 'completed':
           return {
@@ -154,8 +169,7 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
             },
           };
         case 'not_executed':
-          // Nothing happened: back to authorized, ready for a dispatch with the same key.
-          return { ...state, status: 'authorized', review };
+          return notExecuted(state, review, event.data);
         case 'abandoned':
           return { ...state, status: 'abandoned', review };
         default:
@@ -193,6 +207,25 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
     default:
       return assertNever(event);
   }
+}
+
+/**
+ * A review found the last attempt not executed. Nothing is sent on that alone: the execution waits in `not_executed`
+ * for the agent's retry. With `resend` it is `authorized` at once (a dispatcher sends the next attempt), except for
+ * an irreversible call, whose resend needs a second operator: the first resend only asks, and one by another
+ * operator sends it.
+ */
+function notExecuted(state: ExecutionState, review: ReviewFacts | null, data: ReviewResolvedData): ExecutionState {
+  if (data.resend !== true || review === null) return { ...state, status: 'not_executed', review };
+  const asked = review.resend;
+  if (state.accepted?.operationClass === 'irreversible' && (asked === null || asked.requestedBy === data.by)) {
+    return { ...state, status: 'not_executed', review: { ...review, resend: { requestedBy: data.by, requestedAt: data.resolvedAt, confirmedBy: null } } };
+  }
+  const resend =
+    asked === null
+      ? { requestedBy: data.by, requestedAt: data.resolvedAt, confirmedBy: null }
+      : { ...asked, confirmedBy: state.accepted?.operationClass === 'irreversible' ? data.by : asked.confirmedBy };
+  return { ...state, status: 'authorized', review: { ...review, resend } };
 }
 
 export function decide(command: ExecutionCommand, state: ExecutionState): ExecutionEvent[] {
@@ -369,17 +402,34 @@ export function decide(command: ExecutionCommand, state: ExecutionState): Execut
       if (state.status !== 'outcome_unknown') throw refuse('state_does_not_allow');
       return [executionEvent('ReviewRequired', { attempt: state.attempts, reason: command.reason, requiredAt: now })];
 
-    case 'ResolveReview':
-      if (state.status !== 'needs_review') throw refuse('state_does_not_allow');
+    case 'ResolveReview': {
+      const resend = command.resend === true;
+      if (resend && command.resolution !== 'not_executed') {
+        throw new InvalidCommandError(command.type, 'resend', "only a 'not_executed' resolution can be sent again");
+      }
+      if (state.status === 'not_executed') {
+        // Resolved already: only a resend may follow (asked later, or an irreversible call's second operator).
+        if (!resend) throw refuse('state_does_not_allow');
+        const asked = state.review?.resend ?? null;
+        if (accepted.operationClass === 'irreversible' && asked !== null && asked.requestedBy === command.by) {
+          throw refuse('second_operator_required');
+        }
+      } else if (state.status !== 'needs_review') {
+        throw refuse('state_does_not_allow');
+      }
       requireText(command.type, 'by', command.by);
+      // A resend after the window ended would be refused at dispatch and leave the execution stuck: refuse it here.
+      if (resend && windowHasEnded(accepted, now)) throw refuse('window_ended');
       return [
         executionEvent('ReviewResolved', {
           resolution: command.resolution,
           by: command.by,
           reason: command.reason,
           resolvedAt: now,
+          ...(resend ? { resend: true } : {}),
         }),
       ];
+    }
 
     case 'RecordResultDelivered':
       if (!statusIn(state.status, DEFINITE_OUTCOME_STATUSES)) throw refuse('no_definite_outcome');
@@ -566,6 +616,8 @@ export interface ExecutionStatusView {
   readonly firstDispatchedAt: IsoInstant | null;
   readonly targetStatus: number | null;
   readonly exitCode: number | null;
+  /** The target's definite answer was an error (state `completed`); see `answeredWithError`. */
+  readonly errorAnswer: boolean;
   readonly resultRef: string | null;
   readonly denialBasis: DenialBasis | null;
   readonly reviewReason: ReviewReason | null;
@@ -579,6 +631,7 @@ export function executionStatusView(state: ExecutionState): ExecutionStatusView 
     firstDispatchedAt: state.firstDispatchedAt,
     targetStatus: state.outcome?.targetStatus ?? null,
     exitCode: state.outcome?.exitCode ?? null,
+    errorAnswer: answeredWithError(state.outcome),
     resultRef: state.outcome?.resultRef ?? null,
     denialBasis: state.denial?.basis ?? null,
     reviewReason: state.review?.reason ?? null,

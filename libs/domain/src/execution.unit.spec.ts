@@ -454,10 +454,33 @@ describe('given a dispatched execution', () => {
     expect(next.outcome).toMatchObject({ targetStatus: 201, resultRef: 'result:01J3Z6Y8QK4W5X2V7N9M0P1R2S:1' });
   });
 
-  it('when a definite failure is observed then it is failed', () => {
+  it('when the target answers with an error then it is completed with that status, as an error answer', () => {
     const { state: next } = when(state, observe({ outcome: 'failed', targetStatus: 409, resultRef: null }));
-    expect(next.status).toBe('failed');
+    expect(next.status).toBe('completed');
     expect(next.outcome?.targetStatus).toBe(409);
+    expect(executionStatusView(next)).toMatchObject({ state: 'completed', targetStatus: 409, errorAnswer: true });
+  });
+
+  it('when a remote command exits non-zero then it is completed with the exit code, as an error answer', () => {
+    const { state: next } = when(state, observe({ outcome: 'failed', targetStatus: null, exitCode: 3 }));
+    expect(executionStatusView(next)).toMatchObject({ state: 'completed', exitCode: 3, errorAnswer: true });
+  });
+
+  it('when a journal recorded before this meaning holds an error answer then it folds to completed, events untouched', () => {
+    // As OutcomeObserved was written when a 500 folded to `failed`: the same payload, read with today's fold.
+    const recorded = [
+      ...historyOf(...dispatched()),
+      {
+        type: 'OutcomeObserved' as const,
+        schemaVersion: 1 as const,
+        data: { attempt: 1, outcome: 'failed' as const, source: 'response' as const, targetStatus: 500, exitCode: null, resultRef: 'result:x', resultDigest: null, observedAt: at(500) },
+      },
+    ];
+    const before = JSON.stringify(recorded);
+    const folded = foldExecution(recorded);
+    expect(folded.status).toBe('completed');
+    expect(executionStatusView(folded)).toMatchObject({ targetStatus: 500, errorAnswer: true });
+    expect(JSON.stringify(recorded)).toBe(before);
   });
 
   it('when an outcome reports another attempt then a typed StaleAttemptError names both attempts', () => {
@@ -479,6 +502,7 @@ describe('given a dispatched execution', () => {
     );
     expect(events[0]!.data).toMatchObject({ outcome: 'failed', source: 'not_sent', notSentReason: 'host key mismatch: …' });
     expect(next.status).toBe('failed');
+    expect(executionStatusView(next).errorAnswer).toBe(false);
   });
 
   it('when a not-sent outcome claims a success or gives no reason then it is refused as invalid', () => {
@@ -695,9 +719,9 @@ describe('given an outcome-unknown execution', () => {
     it('when the marker says completed with exit 3 and a success is claimed then it is refused as not proven', () => {
       const probed = given(...unknown('remote_command'), markerProbe('completed', 3));
       expectIllegal(probed, observe({ source: 'marker', outcome: 'succeeded', exitCode: 3 }), 'outcome_not_proven');
-      expect(
-        when(probed, observe({ source: 'marker', outcome: 'failed', targetStatus: null, exitCode: 3 })).state.status,
-      ).toBe('failed');
+      // The command ran and exited 3: a definite answer, an error one.
+      const next = when(probed, observe({ source: 'marker', outcome: 'failed', targetStatus: null, exitCode: 3 })).state;
+      expect(executionStatusView(next)).toMatchObject({ state: 'completed', exitCode: 3, errorAnswer: true });
     });
 
     it('when an outcome is claimed from the response after it was declared unknown then it is refused', () => {
@@ -787,10 +811,19 @@ describe('given an execution that needs review', () => {
     expect(when(next, delivered()).state.status).toBe('delivered');
   });
 
-  it('when resolved as not executed then it may be dispatched again, attempt 2 with the same key', () => {
+  it('when resolved as not executed then nothing may be sent on that alone: it waits for the agent', () => {
     const resolved = when(state, resolveReview('not_executed')).state;
-    expect(resolved.status).toBe('authorized');
-    const { events } = when(resolved, dispatch(at(1_000)));
+    expect(resolved.status).toBe('not_executed');
+    expect(resolved.review).toMatchObject({ resolution: 'not_executed', resolvedBy: 'user:operator', resend: null });
+    expectIllegal(resolved, dispatch(at(1_000)), 'state_does_not_allow');
+  });
+
+  it("when resolved as not executed and the agent retries, then the retry authorizes attempt 2 with the same key", () => {
+    const resolved = when(state, resolveReview('not_executed')).state;
+    const retried = when(resolved, attachRetry(at(900)));
+    expect(retried.events[0]).toMatchObject({ type: 'RetryAttached', data: { returned: 'recovering' } });
+    expect(retried.state.status).toBe('authorized');
+    const { events } = when(retried.state, dispatch(at(1_000)));
     expect(events[0]).toMatchObject({ type: 'Dispatched', data: { attempt: 2, idempotencyKey: EXECUTION_ID } });
   });
 
@@ -799,7 +832,7 @@ describe('given an execution that needs review', () => {
   });
 
   it('when resolved as not executed and attempt 2 sends nothing, then that failure is definite: the operator vouched for attempt 1', () => {
-    const second = when(when(state, resolveReview('not_executed')).state, dispatch(at(1_000))).state;
+    const second = when(when(when(state, resolveReview('not_executed')).state, attachRetry(at(900))).state, dispatch(at(1_000))).state;
     const { state: next } = when(second, observe({ attempt: 2, outcome: 'failed', source: 'not_sent', targetStatus: null, resultRef: null, resultDigest: null, notSentReason: 'refused' }));
     expect(next.status).toBe('failed');
   });
@@ -896,8 +929,11 @@ describe('given a completed execution', () => {
   });
 });
 
-describe('given a definitely failed execution', () => {
-  const state = given(...dispatched(), observe({ outcome: 'failed', targetStatus: 500 }));
+describe('given an execution that failed: nothing was sent', () => {
+  const state = given(
+    ...dispatched(),
+    observe({ outcome: 'failed', source: 'not_sent', targetStatus: null, resultRef: null, resultDigest: null, notSentReason: 'connect ECONNREFUSED 127.0.0.1:9' }),
+  );
 
   it('when the failure is delivered then the delivery is recorded and it stays failed', () => {
     const { state: next } = when(state, delivered());
@@ -911,6 +947,82 @@ describe('given a definitely failed execution', () => {
 
   it('when a retry attaches then it gets the same failure', () => {
     expect(when(state, attachRetry()).events[0]).toMatchObject({ data: { returned: 'failure' } });
+  });
+});
+
+describe('given a review resolved as not executed with a resend', () => {
+  const held = (operationClass: 'idempotent_write' | 'irreversible') => given(...unknown(operationClass), requireReview());
+  const resend = (by: string, now = at(800)) => resolveReview('not_executed', { resend: true, by, now });
+
+  it('when the call is an idempotent write then it is authorized at once for attempt 2, with the resend on record', () => {
+    const { events, state } = when(held('idempotent_write'), resend('user:alice'));
+    expect(events[0]).toMatchObject({ type: 'ReviewResolved', data: { resolution: 'not_executed', by: 'user:alice', resend: true } });
+    expect(state.status).toBe('authorized');
+    expect(state.review?.resend).toEqual({ requestedBy: 'user:alice', requestedAt: at(800), confirmedBy: null });
+    expect(when(state, dispatch(at(1_000))).events[0]).toMatchObject({ data: { attempt: 2, idempotencyKey: EXECUTION_ID } });
+  });
+
+  it('when the call is irreversible then the first resend only asks: nothing may be sent', () => {
+    const { state } = when(held('irreversible'), resend('user:alice'));
+    expect(state.status).toBe('not_executed');
+    expect(state.review).toMatchObject({ resolvedBy: 'user:alice', resend: { requestedBy: 'user:alice', confirmedBy: null } });
+    expectIllegal(state, dispatch(at(1_000)), 'state_does_not_allow');
+  });
+
+  it('when the same operator asks again for an irreversible call then it is refused: a second operator must confirm', () => {
+    const asked = when(held('irreversible'), resend('user:alice')).state;
+    expectIllegal(asked, resend('user:alice', at(850)), 'second_operator_required');
+  });
+
+  it('when another operator confirms an irreversible resend then it is authorized for attempt 2; who found it stays on record', () => {
+    const asked = when(held('irreversible'), resend('user:alice')).state;
+    const { state } = when(asked, resend('user:bob', at(850)));
+    expect(state.status).toBe('authorized');
+    expect(state.review).toMatchObject({ resolution: 'not_executed', resolvedBy: 'user:alice', resend: { requestedBy: 'user:alice', confirmedBy: 'user:bob' } });
+    expect(when(state, dispatch(at(1_000))).events[0]).toMatchObject({ data: { attempt: 2 } });
+  });
+
+  it('when a resend is asked later, after a plain not-executed resolution, then it asks (irreversible) or sends (others)', () => {
+    const irreversible = when(when(held('irreversible'), resolveReview('not_executed')).state, resend('user:alice', at(850))).state;
+    expect(irreversible).toMatchObject({ status: 'not_executed', review: { resolvedBy: 'user:operator', resend: { requestedBy: 'user:alice', confirmedBy: null } } });
+    expect(when(when(held('idempotent_write'), resolveReview('not_executed')).state, resend('user:alice', at(850))).state.status).toBe('authorized');
+  });
+
+  it('when a resend goes with another resolution, or comes without one once resolved, then it is refused', () => {
+    expect(thrownBy(() => decide(resolveReview('completed', { resend: true }), held('irreversible')))).toBeInstanceOf(InvalidCommandError);
+    expectIllegal(when(held('irreversible'), resolveReview('not_executed')).state, resolveReview('not_executed', { now: at(850) }), 'state_does_not_allow');
+  });
+
+  it('when the correlation window has ended then a resend is refused: it could never be sent', () => {
+    expectIllegal(held('idempotent_write'), resend('user:alice', at(WINDOW_MS + 1)), 'window_ended');
+  });
+
+  it('when a journal holds a not-executed resolution written before resend existed then it folds to waiting, and its Dispatched still folds', () => {
+    const recorded = [
+      ...historyOf(...unknown('irreversible'), requireReview()),
+      { type: 'ReviewResolved' as const, schemaVersion: 1 as const, data: { resolution: 'not_executed' as const, by: 'user:operator', reason: 'no charge', resolvedAt: at(800) } },
+    ];
+    expect(foldExecution(recorded).status).toBe('not_executed');
+    const dispatchedThen = { type: 'Dispatched' as const, schemaVersion: 1 as const, data: { attempt: 2, dispatcherId: 'd1', idempotencyKey: EXECUTION_ID, dispatchedAt: at(900) } };
+    expect(foldExecution([...recorded, dispatchedThen])).toMatchObject({ status: 'dispatched', attempts: 2 });
+  });
+});
+
+describe('given an execution the target answered with an error (HTTP 500)', () => {
+  const state = given(...dispatched(), observe({ outcome: 'failed', targetStatus: 500 }));
+
+  it('when the answer is delivered then it is delivered, still an error answer', () => {
+    const next = when(state, delivered()).state;
+    expect(executionStatusView(next)).toMatchObject({ state: 'delivered', targetStatus: 500, errorAnswer: true });
+  });
+
+  it('when the answer could not be delivered then it is completed_result_not_delivered', () => {
+    expect(when(state, deliveryFailed()).state.status).toBe('completed_result_not_delivered');
+  });
+
+  it('when a retry attaches then it gets the stored answer, never a second dispatch', () => {
+    expect(when(state, attachRetry()).events[0]).toMatchObject({ data: { returned: 'stored_result', replayed: false } });
+    expectIllegal(state, dispatch(at(1_000)), 'state_does_not_allow');
   });
 });
 
@@ -993,6 +1105,7 @@ describe('the decider as a whole', () => {
       firstDispatchedAt: at(400),
       targetStatus: 200,
       exitCode: null,
+      errorAnswer: false,
       resultRef: 'result:01J3Z6Y8QK4W5X2V7N9M0P1R2S:1',
       denialBasis: null,
       reviewReason: null,

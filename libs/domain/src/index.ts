@@ -160,6 +160,7 @@ export {
   EXECUTION_STATUSES,
   PRE_DISPATCH_STATUSES,
   UNSETTLED_STATUSES,
+  answeredWithError,
   initialState,
   type AcceptedFacts,
   type ApprovalFacts,
@@ -169,6 +170,7 @@ export {
   type ExecutionStatus,
   type MarkerProbeEvidence,
   type OutcomeFacts,
+  type ResendFacts,
   type ReviewFacts,
   type StatusQueryEvidence,
 } from './execution-state';

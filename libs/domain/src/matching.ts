@@ -28,7 +28,8 @@ import type { ExecutionId } from './streams';
  * States a retry can attach to while the prior's window is open. docs/design.md section 5 lists accepted through
  * completed/delivered; `denied` and `failed` are added because recover_or_attach returns the same denial or
  * failure (invariant 4), and `abandoned` because a review the operator closed must not turn into a fresh attempt
- * either. `delivered` additionally needs the redelivery grace, except for the classes whose grace is the whole
+ * either; `not_executed` because the retry of a call a review found not executed sends its next attempt, under the
+ * same execution id. `delivered` additionally needs the redelivery grace, except for the classes whose grace is the whole
  * window (`retriesForWholeWindow`).
  */
 export const MATCHABLE = [
@@ -44,6 +45,7 @@ export const MATCHABLE = [
   'delivered',
   'failed',
   'abandoned',
+  'not_executed',
 ] as const satisfies readonly ExecutionStatus[];
 
 /** Matchable states that can end with the window and be expired (everything settled or not yet sent). */
@@ -57,6 +59,7 @@ export const EXPIRABLE = [
   'delivered',
   'failed',
   'abandoned',
+  'not_executed',
 ] as const satisfies readonly ExecutionStatus[];
 
 export type NewExecutionReason =
@@ -83,12 +86,15 @@ export type AttachAction =
       /** True while the attempt is still in flight (no outcome, known or unknown, yet). */
       readonly inFlight: boolean;
     }
-  /** Completed and not (yet) handed to any client: return it, no dispatch. */
+  /** Completed (an error answer included) and not (yet) handed to any client: return it, no dispatch. */
   | { readonly kind: 'return_stored_result'; readonly resultRef: string | null }
   /** Delivered inside the redelivery grace: return it again, marked replayed. */
   | { readonly kind: 'replay_stored_result'; readonly resultRef: string | null }
+  /** Nothing was sent (`failed`): return that, no dispatch. */
   | { readonly kind: 'return_failure' }
   | { readonly kind: 'return_review_hold'; readonly reason: ReviewReason | null }
+  /** A review found the last attempt not executed: this retry sends the next one, same execution id and key. */
+  | { readonly kind: 'send_again' }
   | { readonly kind: 'return_abandoned' };
 
 export type AttachActionKind = AttachAction['kind'];
@@ -164,6 +170,8 @@ export function matchRetry({ prior, now, newIntent }: MatchRetryInput): MatchDec
       return attach({ kind: 'return_failure' });
     case 'abandoned':
       return attach({ kind: 'return_abandoned' });
+    case 'not_executed':
+      return attach({ kind: 'send_again' });
     case 'initial':
       return newExecution('no_prior');
     default:
@@ -193,6 +201,9 @@ export function retryReturnOf(action: AttachAction): { readonly returned: RetryR
       return { returned: 'review_hold', replayed: false };
     case 'return_abandoned':
       return { returned: 'abandoned', replayed: false };
+    // What follows is recovery's: the next attempt, as after an unknown outcome the agent retried.
+    case 'send_again':
+      return { returned: 'recovering', replayed: false };
     default:
       return assertNever(action);
   }

@@ -14,6 +14,7 @@ import {
 import {
   accepted,
   at,
+  attachRetry,
   authorized,
   cancel,
   completed,
@@ -34,6 +35,7 @@ import {
   resolveReview,
   thrownBy,
   unknown,
+  when,
   WINDOW_MS,
 } from './test-support/execution-fixtures';
 
@@ -49,7 +51,7 @@ function attachWith(action: AttachAction): MatchDecision {
 }
 
 describe('matching a retry (docs/design.md section 5)', () => {
-  it('lists the matchable states of docs/design.md section 5 plus denied, failed and abandoned', () => {
+  it('lists the matchable states of docs/design.md section 5 plus denied, failed, abandoned and not_executed', () => {
     expect(MATCHABLE).toEqual([
       'accepted',
       'awaiting_approval',
@@ -63,6 +65,7 @@ describe('matching a retry (docs/design.md section 5)', () => {
       'delivered',
       'failed',
       'abandoned',
+      'not_executed',
     ]);
     expect(MATCHABLE).not.toContain('cancelled');
     expect(MATCHABLE).not.toContain('expired');
@@ -141,8 +144,14 @@ describe('matching a retry (docs/design.md section 5)', () => {
       });
     });
 
-    it('when it failed definitely then the retry gets that failure', () => {
-      expect(match(given(...dispatched(), observe({ outcome: 'failed' })))).toEqual(attachWith({ kind: 'return_failure' }));
+    it('when it failed (nothing was sent) then the retry gets that failure', () => {
+      expect(match(given(...dispatched(), observe({ outcome: 'failed', source: 'not_sent', targetStatus: null, resultRef: null, resultDigest: null, notSentReason: 'connection refused' })))).toEqual(attachWith({ kind: 'return_failure' }));
+    });
+
+    it('when the target answered with an error then the retry gets that stored answer, not a new attempt', () => {
+      expect(match(given(...dispatched(), observe({ outcome: 'failed', targetStatus: 500 })))).toEqual(
+        attachWith({ kind: 'return_stored_result', resultRef: 'result:01J3Z6Y8QK4W5X2V7N9M0P1R2S:1' }),
+      );
     });
 
     it('when a review abandoned it then the retry is told so, not given a fresh attempt', () => {
@@ -151,10 +160,10 @@ describe('matching a retry (docs/design.md section 5)', () => {
       );
     });
 
-    it('when a review found it not executed then the retry continues it', () => {
-      expect(match(given(...unknown('irreversible'), requireReview(), resolveReview('not_executed')))).toEqual(
-        attachWith({ kind: 'continue' }),
-      );
+    it('when a review found it not executed then the retry sends it again, recorded as recovering', () => {
+      const resolved = given(...unknown('irreversible'), requireReview(), resolveReview('not_executed'));
+      expect(match(resolved)).toEqual(attachWith({ kind: 'send_again' }));
+      expect(when(resolved, attachRetry()).events[0]).toMatchObject({ type: 'RetryAttached', data: { returned: 'recovering', replayed: false } });
     });
   });
 
@@ -245,7 +254,7 @@ describe('matching a retry (docs/design.md section 5)', () => {
       ['denied', () => given(...accepted(), denyExecution())],
       ['completed', () => given(...completed())],
       ['completed_result_not_delivered', () => given(...completed(), deliveryFailed())],
-      ['failed', () => given(...dispatched(), observe({ outcome: 'failed' }))],
+      ['failed', () => given(...dispatched(), observe({ outcome: 'failed', source: 'not_sent', targetStatus: null, resultRef: null, resultDigest: null, notSentReason: 'connection refused' }))],
     ])('when the prior is %s then it is a new execution and the prior should be expired', (_status, build) => {
       expect(match(build(), WINDOW_END)).toEqual({ kind: 'new_execution', reason: 'window_ended', expirePrior: true });
     });

@@ -117,12 +117,18 @@ export interface FirstCallFacts {
   readonly executions: FirstCallOfExecution[];
 }
 
-/** `not_sent`: the last attempt never left the gateway (a definite failure in which nothing reached the target). */
-export type OutcomeKind = 'succeeded' | 'failed' | 'not_sent' | 'unknown' | 'awaiting' | 'not_dispatched';
+/**
+ * The words of the execution states (docs/gateway.md, what the agent is told): `completed`: the target gave a definite
+ * answer, an error one included (`isError`); `not_sent`: the last attempt never left the gateway (the execution
+ * `failed`: nothing reached the target); `unknown`: no answer came back.
+ */
+export type OutcomeKind = 'completed' | 'not_sent' | 'unknown' | 'awaiting' | 'not_dispatched';
 
 export interface ObservedOutcome {
   readonly attempt: number;
-  readonly kind: 'succeeded' | 'failed' | 'not_sent' | 'unknown';
+  readonly kind: 'completed' | 'not_sent' | 'unknown';
+  /** A completed attempt whose answer was an error (an HTTP 3xx-5xx, a non-zero exit status, a SQL error). */
+  readonly isError: boolean;
   /** Where a definite outcome came from (`response`, `marker`, `not_sent`); `null` for an unknown one. */
   readonly source: string | null;
   readonly targetStatus: number | null;
@@ -461,11 +467,12 @@ function outcomeAnswer(focus: readonly ExecutionHistory[]): Answer<OutcomeFacts>
       const position = recorded.position;
       if (event.type === 'OutcomeObserved') {
         const { attempt, outcome, source, targetStatus, exitCode, observedAt } = event.data;
-        const kind = source === 'not_sent' ? 'not_sent' : outcome;
-        outcomes.push({ attempt, kind, source, targetStatus, exitCode, reason: event.data.notSentReason ?? null, at: observedAt, position });
+        const kind = source === 'not_sent' ? 'not_sent' : 'completed';
+        const isError = kind === 'completed' && outcome === 'failed';
+        outcomes.push({ attempt, kind, isError, source, targetStatus, exitCode, reason: event.data.notSentReason ?? null, at: observedAt, position });
       } else if (event.type === 'OutcomeUnknown') {
         const { attempt, reason, observedAt } = event.data;
-        outcomes.push({ attempt, kind: 'unknown', source: null, targetStatus: null, exitCode: null, reason, at: observedAt, position });
+        outcomes.push({ attempt, kind: 'unknown', isError: false, source: null, targetStatus: null, exitCode: null, reason, at: observedAt, position });
       } else if (event.type === 'MarkerProbed') {
         const { attempt, marker, probedAt } = event.data;
         probes.push({ attempt, marker, markerAttempt: event.data.markerAttempt ?? null, failure: event.data.failure ?? null, at: probedAt, position });
@@ -492,7 +499,9 @@ function outcomeAnswer(focus: readonly ExecutionHistory[]): Answer<OutcomeFacts>
       outcome.exitCode === null ? undefined : `exit ${outcome.exitCode}`,
     ].filter(Boolean);
     const from = outcome.source === 'marker' ? ' from the marker on the host' : '';
-    return `attempt ${outcome.attempt}: definite ${outcome.kind === 'succeeded' ? 'success' : 'failure'}${status.length ? ` (${status.join(', ')})` : ''}${from} at ${outcome.at}`;
+    // An error answer is still an answer: the target may have acted before it gave it.
+    const error = outcome.isError ? ', an error answer' : '';
+    return `attempt ${outcome.attempt}: completed${status.length ? ` (${status.join(', ')}${error})` : error}${from} at ${outcome.at}`;
   };
   const probeLine = (probe: MarkerProbeFact): string =>
     probe.failure !== null
@@ -727,10 +736,10 @@ export function detailOf(event: ExecutionEvent): string {
       return `attempt ${event.data.attempt} by ${event.data.dispatcherId}, key ${event.data.idempotencyKey}`;
     case 'OutcomeObserved': {
       const { attempt, outcome, source, targetStatus, exitCode } = event.data;
-      if (source === 'not_sent') return `attempt ${attempt} ${outcome}: not sent: ${event.data.notSentReason ?? 'no reason recorded'}`;
+      if (source === 'not_sent') return `attempt ${attempt} failed: nothing was sent: ${event.data.notSentReason ?? 'no reason recorded'}`;
       const status = targetStatus === null ? '' : ` HTTP ${targetStatus}`;
       const exit = exitCode === null ? '' : ` exit ${exitCode}`;
-      return `attempt ${attempt} ${outcome}${status}${exit} (from ${source})`;
+      return `attempt ${attempt} completed${outcome === 'failed' ? ' with an error answer' : ''}${status}${exit} (from ${source})`;
     }
     case 'OutcomeUnknown':
       return `attempt ${event.data.attempt}: ${event.data.reason}`;
@@ -747,7 +756,7 @@ export function detailOf(event: ExecutionEvent): string {
     case 'ReviewRequired':
       return `attempt ${event.data.attempt}: ${event.data.reason}`;
     case 'ReviewResolved':
-      return `${event.data.resolution} by ${event.data.by}: ${event.data.reason}`;
+      return `${event.data.resolution}${event.data.resend === true ? ' with a resend' : ''} by ${event.data.by}: ${event.data.reason}`;
     case 'ResultDelivered':
       return event.data.replayed ? 'replayed' : 'delivered';
     case 'ResultDeliveryFailed':

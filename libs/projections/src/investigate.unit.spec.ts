@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatInvestigation, investigate, parseInvestigationSubject, InvalidInvestigationSubjectError } from './investigate';
+import { detailOf, formatInvestigation, investigate, parseInvestigationSubject, InvalidInvestigationSubjectError } from './investigate';
 import { droppedConnectionThenAttach, newExecutionAfterGrace, twoActors } from './test-support/gateway-scenarios';
 import { at, executionIdOf, fingerprintOf, RecordedHistory } from './test-support/recorded-history';
 
@@ -64,13 +64,13 @@ describe('investigate', () => {
       ]);
     });
 
-    it("then (3) the target's definite success came back", () => {
+    it("then (3) the target's answer came back: completed", () => {
       const [outcome] = inv.answers.outcome.facts.executions;
-      expect(outcome).toMatchObject({ kind: 'succeeded', review: null });
+      expect(outcome).toMatchObject({ kind: 'completed', review: null });
       expect(outcome!.outcomes).toEqual([
-        expect.objectContaining({ attempt: 1, kind: 'succeeded', targetStatus: 200, at: at(500) }),
+        expect.objectContaining({ attempt: 1, kind: 'completed', isError: false, targetStatus: 200, at: at(500) }),
       ]);
-      expect(inv.answers.outcome.summary).toBe(`yes: attempt 1: definite success (HTTP 200) at ${at(500)}`);
+      expect(inv.answers.outcome.summary).toBe(`yes: attempt 1: completed (HTTP 200) at ${at(500)}`);
       expect(inv.answers.outcome.evidence).toEqual(positionsOf(executionEvents, 'OutcomeObserved'));
     });
 
@@ -117,7 +117,7 @@ describe('investigate', () => {
         expect(inv.timeline.every((entry) => entry.executionId === side.executionId)).toBe(true);
         expect(inv.answers.processes.facts).toMatchObject({ verdict: 'one', calls: 1, runs: [] });
         expect(inv.answers.firstCall.facts.executions[0]!.firstDispatch).not.toBeNull();
-        expect(inv.answers.outcome.facts.executions[0]!.kind).toBe('succeeded');
+        expect(inv.answers.outcome.facts.executions[0]!.kind).toBe('completed');
         expect(inv.answers.delivery.facts.executions[0]).toMatchObject({ failedAfterCompletion: false, failures: [] });
         expect(inv.answers.delivery.summary).toMatch(/^no: delivered at /);
         expect(inv.answers.secondCall.facts).toMatchObject({ attached: false, newAttempt: false, newExecution: false, idempotencyKey: false });
@@ -151,7 +151,7 @@ describe('investigate', () => {
     it('then (1) all three calls came on one MCP session, and (2)-(4) cover both executions', () => {
       expect(inv.answers.processes.facts).toMatchObject({ verdict: 'one', calls: 3, sessions: ['session-g'], jsonRpcIds: [1, 2, 3] });
       expect(inv.answers.firstCall.facts.executions.map((execution) => execution.firstDispatch?.attempt)).toEqual([1, 1]);
-      expect(inv.answers.outcome.facts.executions.map((execution) => execution.kind)).toEqual(['succeeded', 'succeeded']);
+      expect(inv.answers.outcome.facts.executions.map((execution) => execution.kind)).toEqual(['completed', 'completed']);
       expect(inv.answers.delivery.facts.executions[0]!.deliveries.map((delivery) => delivery.replayed)).toEqual([false, true]);
       expect(inv.answers.outcome.summary).toContain(`${first}: yes`);
     });
@@ -201,6 +201,37 @@ describe('investigate', () => {
     });
   });
 
+  describe('given review resolutions as the timeline shows them', () => {
+    it('then a resend is named beside the resolution, and a plain one is not', () => {
+      const resolved = (resend?: boolean) =>
+        detailOf({ type: 'ReviewResolved', schemaVersion: 1, data: { resolution: 'not_executed', by: 'user:alice', reason: 'no charge', resolvedAt: at(5), ...(resend === undefined ? {} : { resend }) } });
+      expect(resolved(true)).toBe('not_executed with a resend by user:alice: no charge');
+      expect(resolved()).toBe('not_executed by user:alice: no charge');
+    });
+  });
+
+  describe('given a payment the target took and then answered 500', () => {
+    it('when investigated, then (3) says its answer came back: completed, an error answer, never a failure in which nothing was sent', () => {
+      const history = new RecordedHistory();
+      const executionId = executionIdOf('P');
+      const dispatcher = { actor: 'service:dispatcher-http' };
+      history.accept(executionId, { fingerprint: fingerprintOf('b1'), operationClass: 'irreversible' });
+      history.run(executionId, { type: 'AuthorizeExecution', now: at(10), basis: 'policy' }, { actor: 'service:authorization' });
+      history.run(executionId, { type: 'RecordDispatch', now: at(20), dispatcherId: 'd1' }, dispatcher);
+      history.run(
+        executionId,
+        { type: 'ObserveOutcome', now: at(30), attempt: 1, outcome: 'failed', source: 'response', targetStatus: 500, exitCode: null, resultRef: 'r', resultDigest: null },
+        dispatcher,
+      );
+      const inv = investigate(history.events, { executionId });
+
+      expect(inv.answers.outcome.facts.executions[0]).toMatchObject({ kind: 'completed', outcomes: [{ kind: 'completed', isError: true, targetStatus: 500 }] });
+      expect(inv.answers.outcome.summary).toBe(`yes: attempt 1: completed (HTTP 500, an error answer) at ${at(30)}`);
+      expect(inv.timeline.at(-1)!.detail).toBe('attempt 1 completed with an error answer HTTP 500 (from response)');
+      expect(inv.executions[0]!.status).toBe('completed');
+    });
+  });
+
   describe('given a remote command whose host presented another key than the pinned one', () => {
     const mismatch = 'host key mismatch: 10.0.0.5:22 presented ssh-ed25519 key SHA256:kq, but the contract pins ssh-ed25519 SHA256:3f';
     const dispatcher = { actor: 'service:dispatcher-ssh' };
@@ -221,7 +252,7 @@ describe('investigate', () => {
       expect(inv.answers.outcome.facts.executions[0]!.kind).toBe('not_sent');
       expect(inv.answers.outcome.summary).toBe(`no: attempt 1: not sent, nothing reached the target (${mismatch}) at ${at(30)}`);
       expect(inv.answers.firstCall.summary).toBe(`yes: authorized (policy) at ${at(10)}, dispatched at ${at(20)} (attempt 1 by d1), but nothing left the gateway: ${mismatch}`);
-      expect(inv.timeline.at(-1)!.detail).toBe(`attempt 1 failed: not sent: ${mismatch}`);
+      expect(inv.timeline.at(-1)!.detail).toBe(`attempt 1 failed: nothing was sent: ${mismatch}`);
     });
 
     it('when the marker probe meets it after a lost connection, then (3) names the failed probe beside the review it caused', () => {

@@ -17,7 +17,16 @@ import DECISION_SCHEMA from './decision.schema.json' with { type: 'json' };
 /** A decision as it arrives on `kafka.decisions.topic` (docs/events/bus-decision.schema.json). */
 export type BusDecision =
   | { readonly kind: 'approval'; readonly id?: string; readonly execution_id: string; readonly decision: ApprovalDecision; readonly by: string; readonly reason: string }
-  | { readonly kind: 'review'; readonly id?: string; readonly execution_id: string; readonly resolution: ReviewResolution; readonly by: string; readonly reason: string };
+  | {
+      readonly kind: 'review';
+      readonly id?: string;
+      readonly execution_id: string;
+      readonly resolution: ReviewResolution;
+      readonly by: string;
+      readonly reason: string;
+      /** With not_executed: send it again now (an irreversible call: once a second approver says the same). */
+      readonly resend?: boolean;
+    };
 
 export type DecisionRefusal =
   | 'malformed'
@@ -224,7 +233,7 @@ export class BusDecisions {
         const view = await decide(store, clock, executionId, decision.decision, decision.by, decision.reason, tools);
         return { in_reply_to: decision.id ?? where, kind: 'approval', execution_id: executionId, outcome: 'applied', refusal: null, message: `approval ${view.summary}`, state: view.state };
       }
-      const view = await resolveReview(store, clock, executionId, decision.resolution, decision.by, decision.reason);
+      const view = await resolveReview(store, clock, executionId, decision.resolution, decision.by, decision.reason, { resend: decision.resend === true });
       return { in_reply_to: decision.id ?? where, kind: 'review', execution_id: executionId, outcome: 'applied', refusal: null, message: `review resolved as ${decision.resolution} by ${decision.by}`, state: view.state };
     } catch (error) {
       if (isApprovalRefusal(error) || isReviewRefusal(error)) {

@@ -142,9 +142,14 @@ export class DispatcherWorld {
     return (await this.last(executionId, 'RetryAttached'))!;
   }
 
-  /** An operator resolves the execution's review (`oncegate review resolve`). */
-  async resolveReview(executionId: ExecutionId, resolution: 'completed' | 'not_executed' | 'abandoned', reason: string): Promise<RecordedEvent> {
-    await this.append(executionId, { type: 'ResolveReview', executionId, now: isoNow(systemClock), resolution, by: 'operator:test', reason });
+  /** An operator resolves the execution's review (`oncegate review resolve`, `--resend` with `resend`). */
+  async resolveReview(
+    executionId: ExecutionId,
+    resolution: 'completed' | 'not_executed' | 'abandoned',
+    reason: string,
+    { resend = false, by = 'operator:test' }: { resend?: boolean; by?: string } = {},
+  ): Promise<RecordedEvent> {
+    await this.append(executionId, { type: 'ResolveReview', executionId, now: isoNow(systemClock), resolution, by, reason, ...(resend ? { resend } : {}) });
     return (await this.last(executionId, 'ReviewResolved'))!;
   }
 

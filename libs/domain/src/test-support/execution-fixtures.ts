@@ -167,13 +167,14 @@ export const requireReview = (reason: RequireReview['reason'] = 'irreversible_ou
   now: at(700),
   reason,
 });
-export const resolveReview = (resolution: ResolveReview['resolution']): ResolveReview => ({
+export const resolveReview = (resolution: ResolveReview['resolution'], overrides: Partial<ResolveReview> = {}): ResolveReview => ({
   type: 'ResolveReview',
   executionId: id,
   now: at(800),
   resolution,
   by: 'user:operator',
   reason: 'checked the target',
+  ...overrides,
 });
 export const delivered = (now: IsoInstant = at(900), replayed = false): RecordResultDelivered => ({
   type: 'RecordResultDelivered',

@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { executionStream, type ExecutionId } from '@oncegate/domain';
 import type { EventStore } from '@oncegate/event-store';
 import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
-import { ManualClock, approvalTools, CARD_TOKEN_HMAC, paymentAwaitingApproval } from '@oncegate/service-host/approvals/approval-fixtures';
+import { acceptedPayment, ManualClock, approvalTools, CARD_TOKEN_HMAC, command, paymentAwaitingApproval } from '@oncegate/service-host/approvals/approval-fixtures';
 import { AgentDirectory } from '@oncegate/service-host/infrastructure/agent-directory';
 import { ApproverDirectory } from '@oncegate/service-host/infrastructure/approver-directory';
 import { CONSOLE_CSP, ConsoleApi } from './console-api';
@@ -169,4 +169,40 @@ describe('the console API on the MCP front (SQLite event store, real fetch)', ()
     expect(unbuilt.status).toBe(503);
     expect(((await unbuilt.json()) as ErrorBody).error.message).toMatch(/npm run build/);
   });
+
+  it('given an irreversible payment held for review, when approvers resolve it as not executed with a resend, then the first only asks, the same approver again is refused, a bad resend is refused, and a second approver sends it', async () => {
+    const id = await acceptedPayment(store, clock);
+    await command(store, clock, id, (now) => ({ type: 'AuthorizeExecution', executionId: id, now, basis: 'policy' }));
+    await command(store, clock, id, (now) => ({ type: 'RecordDispatch', executionId: id, now, dispatcherId: 'dispatcher-http@test' }), 'service:dispatcher-http');
+    await command(store, clock, id, (now) => ({ type: 'RecordUnknownOutcome', executionId: id, now, attempt: 1, reason: 'timeout_after_send' }), 'service:dispatcher-http');
+    await command(store, clock, id, (now) => ({ type: 'RequireReview', executionId: id, now, reason: 'irreversible_outcome_unknown' }), 'service:dispatcher-http');
+    const resolve = (session: { cookie: string; body: { csrfToken: string } }, body: object) =>
+      fetch(`${base}/console/api/reviews/${id}/resolve`, {
+        method: 'POST',
+        headers: { cookie: session.cookie, 'content-type': 'application/json', [CSRF_HEADER]: session.body.csrfToken },
+        body: JSON.stringify(body),
+      });
+    const alice = await signIn();
+
+    const bad = await resolve(alice, { resolution: 'not_executed', reason: 'no charge', resend: 'yes' });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as ErrorBody).error.message).toBe('resend must be true or false when given');
+
+    const asked = await resolve(alice, { resolution: 'not_executed', reason: 'no charge at the processor', resend: true });
+    expect(asked.status).toBe(200);
+    expect(await asked.json()).toMatchObject({ state: 'not_executed', review: { resend: { requestedBy: 'approver:alice', confirmedBy: null } } });
+    const listed = (await (await fetch(`${base}/console/api/reviews`, { headers: { cookie: alice.cookie } })).json()) as { reviews: Array<{ executionId: string }> };
+    expect(listed.reviews.map((view) => view.executionId)).toEqual([id]);
+
+    const twice = await resolve(alice, { resolution: 'not_executed', reason: 'really', resend: true });
+    expect(twice.status).toBe(400);
+    expect(((await twice.json()) as ErrorBody).error.message).toMatch(/^by: approver:alice asked to send .* again already .*needs a second operator/);
+
+    const bob = await signIn((await new ApproverDirectory(cliStore).issue('bob')).token);
+    const confirmed = await resolve(bob, { resolution: 'not_executed', reason: 'the ledger agrees', resend: true });
+    expect(confirmed.status).toBe(200);
+    expect(await confirmed.json()).toMatchObject({ state: 'authorized', review: { resolvedBy: 'approver:alice', resend: { requestedBy: 'approver:alice', confirmedBy: 'approver:bob' } } });
+    expect((await typesOf(id)).filter((type) => type === 'ReviewResolved')).toHaveLength(2);
+  });
 });
+

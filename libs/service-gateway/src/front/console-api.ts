@@ -197,8 +197,9 @@ export class ConsoleApi {
         const body = await this.decisionBody(req, session);
         const resolution = RESOLUTIONS[stringField(body, 'resolution')];
         if (resolution === undefined) throw new ConsoleError(400, 'invalid_reason', `resolution must be one of ${Object.keys(RESOLUTIONS).join(', ')}`);
-        const view = await resolveReview(store, clock, executionId, resolution, session.actor, stringField(body, 'reason'));
-        this.log.log(`${executionId}: review resolved as ${resolution} by ${session.actor} (console)`);
+        const resend = booleanField(body, 'resend');
+        const view = await resolveReview(store, clock, executionId, resolution, session.actor, stringField(body, 'reason'), { resend });
+        this.log.log(`${executionId}: review resolved as ${resolution}${resend ? ' with a resend' : ''} by ${session.actor} (console)`);
         return writeJson(res, 200, view satisfies ReviewView);
       }
     }
@@ -357,6 +358,14 @@ async function jsonBody(req: IncomingMessage): Promise<unknown> {
 function stringField(body: unknown, field: string): string {
   const value = (body as Record<string, unknown>)[field];
   if (typeof value !== 'string') throw new ConsoleError(400, 'invalid_reason', `a ${field} is required: send {"${field}": "..."}`);
+  return value;
+}
+
+/** An optional boolean field: absent is false; anything but a boolean is refused. */
+function booleanField(body: unknown, field: string): boolean {
+  const value = (body as Record<string, unknown>)[field];
+  if (value === undefined) return false;
+  if (typeof value !== 'boolean') throw new ConsoleError(400, 'invalid_reason', `${field} must be true or false when given`);
   return value;
 }
 

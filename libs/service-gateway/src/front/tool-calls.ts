@@ -91,6 +91,8 @@ export const ANSWERABLE: ReadonlySet<ExecutionStatus> = new Set([
   'cancelled',
   'expired',
   'abandoned',
+  // Waits for the agent's retry: telling it so is the answer.
+  'not_executed',
 ]);
 
 /** A claim whose execution stream has not appeared after this long belongs to a claimer that died. */

@@ -1,5 +1,5 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { executionStatusView, type ExecutionState, type ExecutionStatus } from '@oncegate/domain';
+import { answeredWithError, executionStatusView, retriesForWholeWindow, type ExecutionState, type ExecutionStatus } from '@oncegate/domain';
 import type { StoredResult } from '@oncegate/service-host/stored-result';
 
 export type { StoredResult } from '@oncegate/service-host/stored-result';
@@ -23,6 +23,8 @@ export function executionInfo(state: ExecutionState, flags: AnswerFlags) {
     firstDispatchedAt: view.firstDispatchedAt,
     targetStatus: view.targetStatus,
     exitCode: view.exitCode,
+    /** The target's definite answer was an error: the state is `completed`, the answer `isError`. */
+    errorAnswer: view.errorAnswer,
     ...(state.approval
       ? {
           approval: {
@@ -90,26 +92,101 @@ function probeFailure(state: ExecutionState): string {
   return ` The marker on the host could not be read: ${probe.failure ?? 'no reason recorded'}.`;
 }
 
-/** The exit status of a command whose outcome came from its marker (with a response, the body says it). */
-function exited(state: ExecutionState): string {
-  return state.outcome?.source === 'marker' && state.outcome.exitCode !== null ? ` (exit status ${state.outcome.exitCode})` : '';
+/** What the target answered, in words: its status, the command's exit status, or (a channel with neither, SQL) the answer itself. */
+function answerWords(state: ExecutionState, result: StoredResult | undefined): string {
+  const status = state.outcome?.targetStatus ?? result?.status ?? null;
+  if (status !== null) return `the target answered ${status}`;
+  const exit = state.outcome?.exitCode ?? result?.exitCode ?? null;
+  if (exit !== null) return `the command exited with status ${exit}`;
+  return result !== undefined && result.body !== '' ? 'the answer below is an error' : 'the answer was an error';
 }
 
-function headline(state: ExecutionState, tool: string, result: StoredResult | undefined): { text: string; isError: boolean } {
+/** How a retry of the same call is found: the same arguments, and the scope the fingerprint holds besides them. */
+function sameCall(state: ExecutionState): string {
+  const scope = state.accepted?.intentScope;
+  if (scope?.kind === 'key' && scope.source === 'caller') return 'with the same arguments and idempotency key';
+  if (scope?.kind === 'run') return 'with the same arguments in the same run';
+  return 'with the same arguments';
+}
+
+/** Until when a retry still matches: the correlation window, unless it lasts until confirmed. */
+function matchedUntil(state: ExecutionState): string {
+  const ends = state.accepted?.windowEndsAt ?? null;
+  return ends === null ? '' : ` until its correlation window ends at ${ends}`;
+}
+
+/**
+ * For a class whose repeat does harm (conditional_write, irreversible, remote_command), an error answer is no proof
+ * that nothing happened, so the agent is told plainly; and what a retry gets, which is true because these classes
+ * match a repeat inside the whole correlation window (`retriesForWholeWindow`) and a completed execution answers a
+ * match with its stored result.
+ */
+function mayHaveActed(state: ExecutionState): string {
+  const operationClass = state.accepted?.operationClass;
+  if (operationClass === undefined || !retriesForWholeWindow(operationClass)) return '';
+  return (
+    ' The target may have acted: it answered with an error, and an error answer does not prove that nothing happened; ' +
+    'check the target before deciding anything. ' +
+    `Calling again ${sameCall(state)} is matched to this execution${matchedUntil(state)} and gets this same answer back: ` +
+    'it is not sent again.'
+  );
+}
+
+/** A failure in which nothing was sent: why, and what a retry gets (the same failure, inside the window). */
+function notSentWords(state: ExecutionState, tool: string): string {
+  const id = state.executionId;
+  const why = state.outcome?.source === 'not_sent' ? (state.outcome.notSentReason ?? 'no reason recorded') : 'no reason recorded';
+  return (
+    `${tool} failed: nothing was sent (${why}); nothing reached the target. Execution ${id}: calling again ` +
+    `${sameCall(state)} returns this failure${matchedUntil(state)}; to try again, call with ` +
+    '_meta["io.oncegate/new-intent"]: true.'
+  );
+}
+
+/**
+ * A review found the last attempt not executed, and nothing is sent on that alone (docs/gateway.md, review queue):
+ * the agent's retry sends the next attempt, which is what a matching call does in this state (`send_again`).
+ */
+function notExecutedWords(state: ExecutionState, tool: string): string {
+  const review = state.review;
+  const who = review?.resolvedBy ? ` (${review.resolvedBy}, at ${review.resolvedAt})` : '';
+  const resend = review?.resend;
+  const waiting =
+    resend != null && resend.confirmedBy === null
+      ? ` ${resend.requestedBy} asked to send it again; that waits for a second operator to confirm it.`
+      : '';
+  return (
+    `An operator found that ${tool} was not executed${who}; nothing has been sent since. Execution ${state.executionId}: call again ` +
+    `${sameCall(state)} to send it — it goes out as attempt ${state.attempts + 1} under the same execution id and ` +
+    `idempotency key.${waiting}`
+  );
+}
+
+/**
+ * The sentence an answer starts with, and whether it is an error (docs/gateway.md, what the agent is told). A
+ * definite answer of the target is `completed` whatever its status, with `isError` when the answer is an error;
+ * `failed` is said only when nothing was sent.
+ */
+export function headline(state: ExecutionState, tool: string, result: StoredResult | undefined): { text: string; isError: boolean } {
   const id = state.executionId;
   const status = state.status as ExecutionStatus;
-  const answer = state.outcome?.targetStatus ?? result?.status;
-  const answered = answer != null ? ` (target answered ${answer})` : '';
   switch (status) {
     case 'completed':
     case 'completed_result_not_delivered':
-    case 'delivered':
-      if (state.outcome?.outcome === 'failed') {
-        return { text: `${tool} failed${answered}${exited(state)}. Execution ${id}; nothing was retried.${markerNote(state)}`, isError: true };
+    case 'delivered': {
+      if (answeredWithError(state.outcome)) {
+        return {
+          text: `${tool} completed with an error answer: ${answerWords(state, result)}. Execution ${id}.${mayHaveActed(state)}${markerNote(state)}`,
+          isError: true,
+        };
       }
-      return { text: `${tool} completed${answered}${exited(state)}. Execution ${id}.${markerNote(state)}`, isError: false };
+      const answer = state.outcome?.targetStatus ?? result?.status;
+      const answered = answer != null ? ` (target answered ${answer})` : '';
+      const exited = state.outcome?.source === 'marker' && state.outcome.exitCode !== null ? ` (exit status ${state.outcome.exitCode})` : '';
+      return { text: `${tool} completed${answered}${exited}. Execution ${id}.${markerNote(state)}`, isError: false };
+    }
     case 'failed':
-      return { text: `${tool} failed${answered}${exited(state)}. Execution ${id}; nothing was retried.${markerNote(state)}`, isError: true };
+      return { text: notSentWords(state, tool), isError: true };
     case 'denied':
       return {
         text: `${tool} was denied (${state.denial?.basis ?? 'policy'}): ${state.denial?.reason ?? ''} Nothing was sent. Execution ${id}.`,
@@ -136,6 +213,8 @@ function headline(state: ExecutionState, tool: string, result: StoredResult | un
       return { text: `Execution ${id} of ${tool} expired before it was sent.`, isError: true };
     case 'abandoned':
       return { text: `Execution ${id} of ${tool} was abandoned by an operator; its outcome stays as found.`, isError: false };
+    case 'not_executed':
+      return { text: notExecutedWords(state, tool), isError: false };
     case 'awaiting_approval': {
       const approval = state.approval;
       const what = approval?.scope === 'run' ? `a session grant for run ${approval.runId}` : 'an approval of this call';

@@ -6,7 +6,7 @@ import { executionStream, type ExecutionId } from '@oncegate/domain';
 import type { EventStore } from '@oncegate/event-store';
 import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
 import { acceptedPayment, CARD_TOKEN_HMAC, command, ManualClock } from '../approvals/approval-fixtures';
-import { held, InvalidReviewResolutionError, resolveReview, ReviewNotFoundError, ReviewNotHeldError, showReview } from './review-queue';
+import { held, InvalidReviewResolutionError, resolutionOutcome, resolveReview, ReviewNotFoundError, ReviewNotHeldError, showReview } from './review-queue';
 
 describe('the review queue (SQLite event store, two connections as two operators)', () => {
   let dir: string;
@@ -68,6 +68,49 @@ describe('the review queue (SQLite event store, two connections as two operators
     await expect(resolveReview(store, clock, id, 'completed', 'approver:alice', '  ')).rejects.toBeInstanceOf(InvalidReviewResolutionError);
     await expect(resolveReview(store, clock, id, 'maybe' as never, 'approver:alice', 'why')).rejects.toBeInstanceOf(InvalidReviewResolutionError);
     await expect(resolveReview(store, clock, 'ex_01M8NS5GSBB3RVT5JRPSNJB7AB' as ExecutionId, 'completed', 'approver:alice', 'why')).rejects.toBeInstanceOf(ReviewNotFoundError);
+    expect((await showReview(store, id)).state).toBe('needs_review');
+  });
+
+  it('given a held payment resolved as not executed, then nothing is sent on that alone: it waits for the agent, and leaves the queue', async () => {
+    const id = await heldPayment();
+    const view = await resolveReview(store, clock, id, 'not_executed', 'approver:alice', 'the processor has no charge');
+    expect(view).toMatchObject({ state: 'not_executed', attempts: 1, review: { resolution: 'not_executed', resolvedBy: 'approver:alice', resend: null } });
+    expect(resolutionOutcome(view)).toBe('nothing is sent until the agent calls again with the same arguments; that call sends attempt 2 under the same execution id');
+    expect((await store.readStream(executionStream(id))).map((event) => event.type).slice(-2)).toEqual(['ReviewRequired', 'ReviewResolved']);
+    expect(await held(store)).toEqual([]);
+    const again = resolveReview(other, clock, id, 'not_executed', 'approver:bob', 'same');
+    await expect(again).rejects.toBeInstanceOf(ReviewNotHeldError);
+    await expect(again).rejects.toThrow(/already resolved as not_executed by approver:alice at .*; it is sent again when the agent calls again, or on a resend/);
+  });
+
+  it('given a held irreversible payment, when one operator asks for a resend, then it waits for a second: the same operator is refused, another confirms it', async () => {
+    const id = await heldPayment();
+    const asked = await resolveReview(store, clock, id, 'not_executed', 'approver:alice', 'no charge at the processor', { resend: true });
+    expect(asked).toMatchObject({ state: 'not_executed', review: { resend: { requestedBy: 'approver:alice', confirmedBy: null } } });
+    expect(resolutionOutcome(asked)).toMatch(/^the resend waits for a second operator: another operator resolves .* as not_executed with a resend/);
+    expect(await held(store)).toEqual([expect.objectContaining({ executionId: id, resendAskedBy: 'approver:alice' })]);
+
+    const twice = resolveReview(other, clock, id, 'not_executed', 'approver:alice', 'really', { resend: true });
+    await expect(twice).rejects.toBeInstanceOf(InvalidReviewResolutionError);
+    await expect(twice).rejects.toThrow(
+      `by: approver:alice asked to send ${id} again already (at ${asked.review!.resend!.requestedAt}); a resend of an irreversible call needs a second operator: another operator resolves it as not_executed with a resend`,
+    );
+
+    const confirmed = await resolveReview(other, clock, id, 'not_executed', 'approver:bob', 'checked the ledger too', { resend: true });
+    expect(confirmed).toMatchObject({ state: 'authorized', review: { resolvedBy: 'approver:alice', resend: { requestedBy: 'approver:alice', confirmedBy: 'approver:bob' } } });
+    expect(resolutionOutcome(confirmed)).toBe('resend confirmed (asked by approver:alice, confirmed by approver:bob): attempt 2 is sent now under the same execution id');
+    expect(await held(store)).toEqual([]);
+  });
+
+  it('given a resend that cannot be, then each is refused with why: with another resolution, and once the correlation window ended', async () => {
+    const id = await heldPayment();
+    await expect(resolveReview(store, clock, id, 'completed', 'approver:alice', 'it went through', { resend: true })).rejects.toThrow(
+      'resend: only a not_executed resolution can be sent again, not completed',
+    );
+    clock.advance(3_600_000);
+    await expect(resolveReview(store, clock, id, 'not_executed', 'approver:alice', 'no charge', { resend: true })).rejects.toThrow(
+      /^resend: the correlation window of ex_\w+ ended at .*: it can no longer be sent under this execution; resolve without a resend$/,
+    );
     expect((await showReview(store, id)).state).toBe('needs_review');
   });
 });

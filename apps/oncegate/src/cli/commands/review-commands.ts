@@ -1,6 +1,6 @@
 import type { ReviewResolution } from '@oncegate/domain';
 import { loadExecution, systemClock, type LoadedExecution } from '@oncegate/execution-journal';
-import { held, isReviewRefusal, resolveReview, reviewViewOf } from '@oncegate/service-host/review/review-queue';
+import { held, isReviewRefusal, resolutionOutcome, resolveReview, reviewViewOf } from '@oncegate/service-host/review/review-queue';
 import { Command, Option } from '@commander-js/extra-typings';
 import { action, EXIT_CODES } from '@oncegate/service-host/cli-command';
 import { actingAs, byLoginOption, configOption, executionId, reasonOf, reasonOption, withDataFolder } from '../command-helpers';
@@ -23,7 +23,8 @@ function listCommand() {
           const executions = await held(folder.store);
           if (executions.length === 0) io.stdout('nothing is held for review\n');
           for (const item of executions) {
-            io.stdout(`${item.executionId}\t${item.tool}\t${item.actor}\t${item.reason}\tsince ${item.requiredAt}\tattempts ${item.attempts}\n`);
+            const waiting = item.resendAskedBy === null ? '' : `\tresolved not executed; resend asked by ${item.resendAskedBy}, waiting for a second operator`;
+            io.stdout(`${item.executionId}\t${item.tool}\t${item.actor}\t${item.reason}\tsince ${item.requiredAt}\tattempts ${item.attempts}${waiting}\n`);
           }
           return EXIT_CODES.ok;
         }),
@@ -65,13 +66,21 @@ export function formatReview(execution: LoadedExecution): string {
 
 function resolveCommand() {
   return new Command('resolve')
-    .summary('Resolve a review as completed, not-executed (sends it again, same execution id) or abandoned.')
+    .summary('Resolve a review as completed, not-executed (sent again on the agent\'s retry, or with --resend) or abandoned.')
     .description(
-      'Resolves a review and records who resolved it and why. not-executed lets the gateway send it again under the same execution ' +
-        'id and idempotency key; completed records the effect as done; abandoned stops here.',
+      'Resolves a review and records who resolved it and why. A resolution sends nothing by itself: not-executed waits for the ' +
+        "agent's retry, which sends it again under the same execution id and idempotency key; --resend sends it again now " +
+        '(an irreversible call only once a second operator gives the same resolution with --resend). completed records the ' +
+        'effect as done; abandoned stops here.',
     )
     .argument('<execution-id>', 'the execution held for review (ex_…)', executionId)
     .addOption(new Option('--as <resolution>', 'what the operator found').choices(RESOLUTION_NAMES).makeOptionMandatory())
+    .addOption(
+      new Option(
+        '--resend',
+        'with --as not-executed: send it again now rather than on the agent\'s retry (irreversible: asks, and a second operator confirms)',
+      ),
+    )
     .addOption(reasonOption())
     .addOption(byLoginOption('operator'))
     .addOption(configOption())
@@ -80,15 +89,17 @@ function resolveCommand() {
         const resolution = RESOLUTIONS[options.as];
         const reason = reasonOf(options);
         const by = actingAs(options.by, 'operator');
+        const resend = options.resend === true;
         return withDataFolder(options, io, async (folder) => {
+          let view;
           try {
-            await resolveReview(folder.store, systemClock, id, resolution, by, reason);
+            view = await resolveReview(folder.store, systemClock, id, resolution, by, reason, { resend });
           } catch (error) {
             if (!isReviewRefusal(error)) throw error;
             io.stderr(`${error.message}\n`);
             return EXIT_CODES.failed;
           }
-          io.stdout(`${id} resolved as ${options.as} by ${by}\n`);
+          io.stdout(`${id} resolved as ${options.as}${resend ? ' with a resend' : ''} by ${by}: ${resolutionOutcome(view)}\n`);
           return EXIT_CODES.ok;
         });
       }),
