@@ -138,12 +138,12 @@ export async function run(argv: string[]): Promise<void> {
       await writer.storeCheckpoint(RELAY_CONSUMER, 0);
       await writer.close();
       const t0 = Date.now();
-      const again = await spawnServer('relay', ['dist/apps/relay-kafka/main.js', '--config', relayConfig(`bench.catchup-${delivery.replace('_', '-').replace('_', '-')}`, delivery)], [/is running \(instance/]);
+      const again = await spawnServer('relay', ['dist/apps/relay-kafka/main.js', '--config', relayConfig(`bench.catchup-${delivery.replaceAll('_', '-')}`, delivery)], [/is running \(instance/]);
       servers.push(again);
       const caught = await eventuallyAt(async () => ((await sample()).relayed >= head ? Date.now() : undefined), 300_000);
       await again.stop();
       servers.splice(servers.indexOf(again), 1);
-      catchUps.push({ delivery: delivery.replace('_', ' '), events: head, seconds: ((caught - t0) / 1000).toFixed(1), 'events/s (incl. start)': rate(head, (caught - t0) / 1000) });
+      catchUps.push({ delivery: delivery.replaceAll('_', ' '), events: head, seconds: ((caught - t0) / 1000).toFixed(1), 'events/s (incl. start)': rate(head, (caught - t0) / 1000) });
     }
     printTable('catch-up of the whole journal (relay from position 0, to a new topic, no load)', catchUps);
     const growing = mean(thirds[2]!) > 2 * Math.max(50, mean(thirds[0]!));

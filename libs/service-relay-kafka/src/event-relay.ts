@@ -118,7 +118,7 @@ export class EventRelay {
       }
       if (!this.holding) break;
       if (!announced || this.failures > 0) {
-        this.log.log(`publishing to ${config.brokers.join(', ')} from position ${from} (${publisher.delivery.replace('_', ' ')})`, RELAY_CONSUMER);
+        this.log.log(`publishing to ${config.brokers.join(', ')} from position ${from} (${publisher.delivery.replaceAll('_', ' ')})`, RELAY_CONSUMER);
         announced = true;
       }
       this.relayed = from;
