@@ -1,14 +1,17 @@
 import type { LoggerService } from '@nestjs/common';
 import { Kafka, logLevel, type Message, type Producer } from 'kafkajs';
 import type { KafkaConfig } from '@oncegate/service-host/config/gateway-config';
+import { securityOptions, type BusPassword } from './bus-security';
 import type { BusMessage } from './cloud-events';
 
 /**
  * The Kafka client of one process. kafkajs's own log goes to this process's log at debug level only: while a broker
- * is away it logs every reconnection, and the relay says once (and then less and less often) what failed.
+ * is away it logs every reconnection, and the relay says once (and then less and less often) what failed. With
+ * `kafka.tls` it speaks TLS, with `kafka.sasl` it authenticates with the password `password` gives for each broker.
  */
-export function busClient(config: KafkaConfig, logger: LoggerService, context: string): Kafka {
+export function busClient(config: KafkaConfig, logger: LoggerService, context: string, password?: BusPassword): Kafka {
   return new Kafka({
+    ...securityOptions(config, password),
     clientId: config.clientId,
     brokers: [...config.brokers],
     logLevel: logLevel.WARN,
