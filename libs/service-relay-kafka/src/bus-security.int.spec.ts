@@ -224,7 +224,7 @@ describe('the relay over TLS and SASL (a real Kafka 4.1.1 broker with SASL_SSL a
     const logger = capturingLogger();
     relayOn(configOf(secure.ssl, tlsOf()), logger);
     const failed = await eventually(() => logger.lines.find((line) => line.startsWith('error publishing failed')), 90_000, 'the first failed send');
-    expect(failed).toMatch(new RegExp(`TLS to 127\\.0\\.0\\.1:${secure.sslPort}: the broker refused the handshake, most likely for the client certificate \\(none was configured`));
+    expect(failed).toMatch(new RegExp(`TLS to 127\\.0\\.0\\.1:${secure.sslPort}: the broker refused the handshake, most likely for the client certificate \\(none is configured: kafka\\.tls\\.cert_file and key_file\\)`));
   }, 120_000);
 
   it('given a vault credential bound to other brokers, then its password is not sent and publishing fails naming the binding', async () => {

@@ -117,7 +117,7 @@ export function tlsFailure(error: NodeJS.ErrnoException, broker: string, config:
   }
   if (code === 'CERT_HAS_EXPIRED' || code === 'CERT_NOT_YET_VALID') return `TLS to ${broker}: the broker's certificate is out of its validity: ${error.message}`;
   if (/alert (bad certificate|certificate required|unknown ca|certificate unknown|handshake failure)/i.test(error.message)) {
-    const ours = config.certFile === null ? 'none was configured (kafka.tls.cert_file and key_file)' : `kafka.tls.cert_file is ${config.certFile}`;
+    const ours = config.certFile === null ? 'none is configured: kafka.tls.cert_file and key_file' : `kafka.tls.cert_file is ${config.certFile}`;
     return `TLS to ${broker}: the broker refused the handshake, most likely for the client certificate (${ours}): ${error.message}`;
   }
   return undefined;

@@ -30,7 +30,7 @@ describe('TLS failures said in terms of the configuration', () => {
     expect(tlsFailure(failure('UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'unable to verify the first certificate'), 'k:9093', { ...tls, caFile: null })).toMatch(/does not chain to the CAs Node trusts \(kafka\.tls\.ca_file names others\)/);
     expect(tlsFailure(failure('ERR_TLS_CERT_ALTNAME_INVALID', "Hostname/IP does not match certificate's altnames"), 'k:9093', tls)).toMatch(/is not for the name it was reached by; kafka\.tls\.server_name names the one it carries/);
     expect(tlsFailure(failure('CERT_HAS_EXPIRED', 'certificate has expired'), 'k:9093', tls)).toMatch(/out of its validity/);
-    expect(tlsFailure(failure('ERR_SSL_SSLV3_ALERT_BAD_CERTIFICATE', 'ssl/tls alert bad certificate'), 'k:9093', tls)).toMatch(/refused the handshake, most likely for the client certificate \(none was configured/);
+    expect(tlsFailure(failure('ERR_SSL_SSLV3_ALERT_BAD_CERTIFICATE', 'ssl/tls alert bad certificate'), 'k:9093', tls)).toMatch(/refused the handshake, most likely for the client certificate \(none is configured: kafka\.tls\.cert_file and key_file\)/);
     expect(tlsFailure(failure('ECONNREFUSED', 'connect ECONNREFUSED'), 'k:9093', tls)).toBeUndefined();
   });
 });
