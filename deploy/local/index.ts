@@ -3,6 +3,8 @@ export type { LocalDeployment, LocalDeploymentOptions, LocalLayout, LocalService
 export { startPostgres } from './postgres';
 export type { PostgresHandle, StartPostgresOptions } from './postgres';
 export { startKafka, ensureKafkaJars } from './kafka';
-export type { KafkaHandle, StartKafkaOptions } from './kafka';
+export type { KafkaHandle, KafkaSecureListeners, KafkaSecurityOptions, StartKafkaOptions } from './kafka';
+export { makeKafkaCertificates } from './kafka-tls';
+export type { KafkaCertificates } from './kafka-tls';
 export type { LocalServer } from './local-server';
 export { freePort } from './free-port';

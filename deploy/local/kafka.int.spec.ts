@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Kafka, logLevel, type IHeaders, type KafkaMessage } from 'kafkajs';
+import { Kafka, logLevel, type IHeaders, type KafkaConfig, type KafkaMessage } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startKafka, type KafkaHandle } from './kafka';
+import { startKafka, type KafkaHandle, type KafkaSecureListeners } from './kafka';
 
 const client = (brokers: string[]) =>
   new Kafka({ clientId: 'kafka-int-spec', brokers, logLevel: logLevel.NOTHING, retry: { retries: 8, initialRetryTime: 100 } });
@@ -110,4 +110,80 @@ describe('kafka: a kept folder', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   }, 120_000);
+});
+
+describe('kafka: a broker with SASL_SSL and mTLS listeners', () => {
+  let broker: KafkaHandle;
+  let secure: KafkaSecureListeners;
+  const users = { plain: 'plain-password-1', scram: 'scram-password-2' };
+
+  beforeAll(async () => {
+    broker = await startKafka({ security: { plainUsers: { alice: users.plain }, scramUsers: { bob: users.scram } } });
+    secure = broker.secure!;
+  }, 180_000);
+  afterAll(async () => broker?.stop(), 60_000);
+
+  /** Sends one message with a client of these options and reads it back over PLAINTEXT; the error when the client is refused. */
+  const roundTrip = async (options: Omit<KafkaConfig, 'clientId'>): Promise<string | undefined> => {
+    const topic = `secure-${randomUUID().slice(0, 8)}`;
+    // A few retries: the first send to a new topic waits for its creation; a refused login is not retried.
+    const producer = new Kafka({ clientId: 'kafka-int-spec', logLevel: logLevel.NOTHING, ...options, retry: { retries: 4, initialRetryTime: 100 } }).producer();
+    try {
+      await producer.connect();
+      await producer.send({ topic, acks: -1, messages: [{ key: 'k', value: 'over-a-secure-listener' }] });
+    } catch (error) {
+      return (error as Error).message;
+    } finally {
+      await producer.disconnect().catch(() => undefined);
+    }
+    expect(values(await read(broker.brokers, topic, 1))).toEqual(['over-a-secure-listener']);
+    return undefined;
+  };
+
+  it('given the CA made for it, when clients log in over SASL_SSL with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512, then each sends, and a wrong password is refused', async () => {
+    const ssl = { ca: [readFileSync(secure.caFile)] };
+    expect(secure.saslSsl).toEqual([`127.0.0.1:${secure.saslSslPort}`]);
+    expect(await roundTrip({ brokers: secure.saslSsl, ssl, sasl: { mechanism: 'plain', username: 'alice', password: users.plain } })).toBeUndefined();
+    expect(await roundTrip({ brokers: secure.saslSsl, ssl, sasl: { mechanism: 'scram-sha-256', username: 'bob', password: users.scram } })).toBeUndefined();
+    expect(await roundTrip({ brokers: secure.saslSsl, ssl, sasl: { mechanism: 'scram-sha-512', username: 'bob', password: users.scram } })).toBeUndefined();
+    expect(await roundTrip({ brokers: secure.saslSsl, ssl, sasl: { mechanism: 'scram-sha-512', username: 'bob', password: 'not-the-password' } })).toMatch(/invalid credentials/);
+    expect(await roundTrip({ brokers: secure.saslSsl, ssl, sasl: { mechanism: 'plain', username: 'bob', password: users.scram } })).toMatch(/Invalid username or password/);
+  }, 90_000);
+
+  it('given the SSL listener, then a client with the certificate made for it sends, and one without is refused', async () => {
+    const ca = [readFileSync(secure.caFile)];
+    expect(await roundTrip({ brokers: secure.ssl, ssl: { ca, cert: readFileSync(secure.clientCertFile), key: readFileSync(secure.clientKeyFile) } })).toBeUndefined();
+    expect(await roundTrip({ brokers: secure.ssl, ssl: { ca } })).toMatch(/certificate/);
+    // The PLAINTEXT listener stays, for the broker's own traffic and the tests' checks.
+    expect(await roundTrip({ brokers: broker.brokers })).toBeUndefined();
+  }, 90_000);
+
+  it('given a kept folder, when a secure broker starts there again, then it keeps its certificates and its SCRAM users', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'oncegate-kafka-secure-kept-'));
+    try {
+      const security = { scramUsers: { carol: 'carol-password' } };
+      const first = await startKafka({ dir, security });
+      const ca = readFileSync(first.secure!.caFile, 'utf8');
+      await first.stop();
+      const second = await startKafka({ dir, security });
+      try {
+        expect(existsSync(join(dir, 'tls', 'ca.key'))).toBe(true);
+        expect(readFileSync(second.secure!.caFile, 'utf8')).toBe(ca);
+        const client = new Kafka({ clientId: 'kept', brokers: second.secure!.saslSsl, ssl: { ca: [ca] }, sasl: { mechanism: 'scram-sha-512', username: 'carol', password: 'carol-password' }, logLevel: logLevel.NOTHING }).admin();
+        await client.connect();
+        await client.disconnect();
+      } finally {
+        await second.stop();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  it('given a user name or password the broker configuration cannot hold, then the start is refused without repeating the password', async () => {
+    const password = 'has"a quote';
+    const start = startKafka({ security: { plainUsers: { alice: password } } });
+    await expect(start).rejects.toThrow(/kafka user 'alice': names and passwords are 1 to 64 of A-Z a-z 0-9/);
+    await expect(start).rejects.not.toThrow(password);
+  });
 });

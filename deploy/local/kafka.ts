@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { LocalServer } from './local-server';
 import { freePort } from './free-port';
+import { makeKafkaCertificates, type KafkaCertificates } from './kafka-tls';
 
 const KAFKA_VERSION = '4.1.1';
 /** The Maven project whose dependencies are the broker's classpath: kafka_2.13 and slf4j-simple. */
@@ -36,6 +37,37 @@ export interface KafkaHandle extends LocalServer {
   readonly port: number;
   /** The KRaft controller's listener (clients never use it). */
   readonly controllerPort: number;
+  /** The SASL_SSL and SSL listeners and the certificates made for them, when started with `security`. */
+  readonly secure: KafkaSecureListeners | undefined;
+}
+
+/**
+ * A broker's listeners for clients that authenticate, beside PLAINTEXT (which the controller and the broker's own
+ * traffic keep): SASL_SSL with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512, and SSL that requires a client certificate.
+ * Both present a certificate for 127.0.0.1 and localhost signed by `caFile`.
+ */
+export interface KafkaSecureListeners extends KafkaCertificates {
+  /** Bootstrap servers of the SASL_SSL listener. */
+  readonly saslSsl: string[];
+  readonly saslSslPort: number;
+  /** Bootstrap servers of the SSL listener, which requires a client certificate signed by `caFile`. */
+  readonly ssl: string[];
+  readonly sslPort: number;
+}
+
+/** Users of the secure listeners, and their ports. */
+export interface KafkaSecurityOptions {
+  /** PLAIN users of the SASL_SSL listener, name → password (the listener's JAAS configuration). */
+  readonly plainUsers?: Readonly<Record<string, string>>;
+  /**
+   * SCRAM users (a SCRAM-SHA-256 and a SCRAM-SHA-512 credential each), name → password. KRaft takes them when the data
+   * folder is formatted: a kept folder keeps the users of its first start.
+   */
+  readonly scramUsers?: Readonly<Record<string, string>>;
+  /** The port of the SASL_SSL listener. Default: a free one. */
+  readonly saslSslPort?: number;
+  /** The port of the SSL listener. Default: a free one. */
+  readonly sslPort?: number;
 }
 
 export interface StartKafkaOptions {
@@ -48,6 +80,11 @@ export interface StartKafkaOptions {
   readonly port?: number;
   /** The port of the KRaft controller listener. Default: a free one. */
   readonly controllerPort?: number;
+  /**
+   * Also listen with SASL_SSL and with SSL that requires client certificates, for these users; the certificates are
+   * made at start with `openssl` (kept in `<dir>/tls` with a kept folder). Default: PLAINTEXT only.
+   */
+  readonly security?: KafkaSecurityOptions;
 }
 
 /**
@@ -158,24 +195,37 @@ export async function startKafka(options: StartKafkaOptions = {}): Promise<Kafka
   await mkdir(root, { recursive: true, mode: 0o700 });
   if (!kept) temporaryRoots.add(root);
   try {
+    const security = options.security;
+    if (security !== undefined) checkUsers(security);
+    const certificates = security === undefined ? undefined : await makeKafkaCertificates(join(root, 'tls'));
     let lastError: Error | undefined;
     for (let tries = 0; tries < PORT_ATTEMPTS; tries += 1) {
-      const port = options.port ?? (await freePort());
-      let controllerPort = options.controllerPort ?? (await freePort());
-      while (controllerPort === port) controllerPort = await freePort();
-      await writeFile(config, serverProperties(data, port, controllerPort));
+      // Every listener on a port of its own; a port asked for stays, the others are free ones.
+      const asked = [options.port, options.controllerPort, ...(security === undefined ? [] : [security.saslSslPort, security.sslPort])];
+      const ports: number[] = [];
+      for (const port of asked) {
+        let chosen = port ?? (await freePort());
+        while (port === undefined && (ports.includes(chosen) || asked.includes(chosen))) chosen = await freePort();
+        ports.push(chosen);
+      }
+      const [port = 0, controllerPort = 0, saslSslPort, sslPort] = ports;
+      const secure =
+        certificates === undefined || saslSslPort === undefined || sslPort === undefined
+          ? undefined
+          : { ...certificates, saslSsl: [`127.0.0.1:${saslSslPort}`], saslSslPort, ssl: [`127.0.0.1:${sslPort}`], sslPort };
+      await writeFile(config, serverProperties(data, port, controllerPort, secure, security?.plainUsers ?? {}), { mode: 0o600 });
       // The dynamic quorum's voter set keeps the controller's address from here, but the node finds itself again through
       // controller.quorum.bootstrap.servers when a later start (or another try here) gives it a new port.
-      if (!existsSync(join(data, 'meta.properties'))) await format(jars, config, root);
+      if (!existsSync(join(data, 'meta.properties'))) await format(jars, config, root, security?.scramUsers ?? {});
       try {
         const start = () => launch(jars, config, root);
-        return handle(await start(), start, kept ? undefined : root, port, controllerPort);
+        return handle(await start(), start, kept ? undefined : root, port, controllerPort, secure);
       } catch (error) {
         lastError = error as Error;
         // Another process may have taken a port between probing and binding; try new ones (a port asked for stays).
         const taken = /failed to bind to 127\.0\.0\.1:(\d+)/.exec(lastError.message)?.[1];
-        const chosen = [options.port === undefined ? port : -1, options.controllerPort === undefined ? controllerPort : -1];
-        if (taken === undefined || !chosen.includes(Number(taken))) break;
+        const free = ports.filter((_, i) => asked[i] === undefined);
+        if (taken === undefined || !free.includes(Number(taken))) break;
       }
     }
     throw lastError ?? new Error('kafka did not start');
@@ -188,14 +238,25 @@ export async function startKafka(options: StartKafkaOptions = {}): Promise<Kafka
   }
 }
 
-function serverProperties(data: string, port: number, controllerPort: number): string {
+/** What the broker's JAAS configuration and StorageTool's `--add-scram` take without quoting: test users, not real ones. */
+const USER_TEXT = /^[A-Za-z0-9._-]{1,64}$/;
+
+function checkUsers(security: KafkaSecurityOptions): void {
+  for (const [name, password] of [...Object.entries(security.plainUsers ?? {}), ...Object.entries(security.scramUsers ?? {})]) {
+    // The password is not repeated: a test may pass a secret of its own.
+    if (!USER_TEXT.test(name) || !USER_TEXT.test(password)) throw new Error(`kafka user '${name.slice(0, 64)}': names and passwords are 1 to 64 of A-Z a-z 0-9 . _ -`);
+  }
+}
+
+function serverProperties(data: string, port: number, controllerPort: number, secure: KafkaSecureListeners | undefined, plainUsers: Readonly<Record<string, string>>): string {
+  const listeners = [`PLAINTEXT://127.0.0.1:${port}`, `CONTROLLER://127.0.0.1:${controllerPort}`, ...(secure ? [`SASL_SSL://127.0.0.1:${secure.saslSslPort}`, `SSL://127.0.0.1:${secure.sslPort}`] : [])];
   return `${[
     'process.roles=broker,controller',
     'node.id=1',
     `controller.quorum.bootstrap.servers=127.0.0.1:${controllerPort}`,
-    `listeners=PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}`,
-    `advertised.listeners=PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}`,
-    'listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT',
+    `listeners=${listeners.join(',')}`,
+    `advertised.listeners=${listeners.join(',')}`,
+    `listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT${secure ? ',SASL_SSL:SASL_SSL,SSL:SSL' : ''}`,
     'controller.listener.names=CONTROLLER',
     'inter.broker.listener.name=PLAINTEXT',
     `log.dirs=${data}`,
@@ -210,19 +271,51 @@ function serverProperties(data: string, port: number, controllerPort: number): s
     'transaction.state.log.num.partitions=4',
     'share.coordinator.state.topic.replication.factor=1',
     'share.coordinator.state.topic.min.isr=1',
+    ...(secure ? securityProperties(secure, plainUsers) : []),
   ].join('\n')}\n`;
 }
 
-/** Formats the data folder once: a new cluster id, and this node as the single voter of the controller quorum. */
-async function format(jars: string, config: string, cwd: string): Promise<void> {
+const SASL_MECHANISMS = 'PLAIN,SCRAM-SHA-256,SCRAM-SHA-512';
+
+/**
+ * The secure listeners: PEM key and trust stores (KIP-651; the key is unencrypted, so no ssl.key.password), client
+ * certificates required on SSL, and SASL_SSL's mechanisms: PLAIN users in the listener's JAAS configuration, SCRAM users
+ * in the cluster's metadata (StorageTool format).
+ */
+function securityProperties(secure: KafkaSecureListeners, plainUsers: Readonly<Record<string, string>>): string[] {
+  const users = Object.entries(plainUsers).map(([name, password]) => ` user_${name}="${password}"`).join('');
+  return [
+    'ssl.keystore.type=PEM',
+    `ssl.keystore.location=${secure.brokerKeyStoreFile}`,
+    'ssl.truststore.type=PEM',
+    `ssl.truststore.location=${secure.caFile}`,
+    'listener.name.ssl.ssl.client.auth=required',
+    `sasl.enabled.mechanisms=${SASL_MECHANISMS}`,
+    `listener.name.sasl_ssl.sasl.enabled.mechanisms=${SASL_MECHANISMS}`,
+    `listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required${users};`,
+    'listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;',
+    'listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;',
+  ];
+}
+
+/**
+ * Formats the data folder once: a new cluster id, this node as the single voter of the controller quorum, and the SCRAM
+ * users' credentials (KRaft keeps them in the cluster's metadata, which starts here).
+ */
+async function format(jars: string, config: string, cwd: string, scramUsers: Readonly<Record<string, string>>): Promise<void> {
+  const scram = Object.entries(scramUsers).flatMap(([name, password]) =>
+    ['SCRAM-SHA-256', 'SCRAM-SHA-512'].flatMap((mechanism) => ['--add-scram', `${mechanism}=[name=${name},password=${password}]`]),
+  );
   try {
-    await run('java', [...QUIET, '-cp', join(jars, '*'), 'kafka.tools.StorageTool', 'format', '-t', clusterId(), '-c', config, '--standalone'], {
+    await run('java', [...QUIET, '-cp', join(jars, '*'), 'kafka.tools.StorageTool', 'format', '-t', clusterId(), '-c', config, '--standalone', ...scram], {
       cwd,
       timeout: START_TIMEOUT_MS,
     });
   } catch (error) {
     const { stdout = '', stderr = '', message } = error as { stdout?: string; stderr?: string; message: string };
-    throw new Error(`kafka-storage format failed: ${message}\n${stdout}${stderr}`);
+    // The command line (in the message) holds the SCRAM users' passwords.
+    const hidden = Object.values(scramUsers).reduce((text, password) => text.replaceAll(password, '***'), `${message}\n${stdout}${stderr}`);
+    throw new Error(`kafka-storage format failed: ${hidden}`);
   }
 }
 
@@ -334,6 +427,7 @@ function handle(
   root: string | undefined,
   port: number,
   controllerPort: number,
+  secure: KafkaSecureListeners | undefined,
 ): KafkaHandle {
   let child: ChildProcess | undefined;
   // A broker that exits on its own counts as shut down: `start` starts it again.
@@ -368,6 +462,7 @@ function handle(
     brokers: [`127.0.0.1:${port}`],
     port,
     controllerPort,
+    secure,
     shutdown: () => kill(true),
     async start() {
       if (child === undefined) watch(await launchAgain());

@@ -1,5 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -13,7 +14,9 @@ import { startPostgres } from './postgres';
 /**
  * `npm run local [-- --dispatcher-http 3 … --kafka]`: PostgreSQL 15 in <tmp>/oncegate-local-postgres (kept between runs),
  * the demo target on 127.0.0.1:8790, and every service of LOCAL_LAYOUT as its own `oncegate serve` process, until
- * Ctrl-C. With `--kafka`, also an Apache Kafka broker (KRaft, one node, in <tmp>/oncegate-local-kafka) and one relay.
+ * Ctrl-C. With `--kafka`, also an Apache Kafka broker (KRaft, one node, in <tmp>/oncegate-local-kafka) and one relay;
+ * with `--kafka-secure` as well, the broker (in <tmp>/oncegate-local-kafka-secure) also listens with SASL_SSL and the
+ * relay publishes there, as `oncegate-relay` by SCRAM-SHA-512, trusting the CA made for the broker.
  */
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const CONFIG = fileURLToPath(new URL('./oncegate.yaml', import.meta.url));
@@ -26,6 +29,7 @@ const { values } = parseArgs({
     'postgres-port': { type: 'string', default: '54329' },
     kafka: { type: 'boolean', default: false },
     'kafka-port': { type: 'string', default: '19092' },
+    'kafka-secure': { type: 'boolean', default: false },
   },
 });
 const defaults: LocalLayout = { ...LOCAL_LAYOUT, 'relay-kafka': values.kafka ? 1 : 0 };
@@ -38,12 +42,38 @@ const admin = new Client({ connectionString: postgres.url() });
 await admin.connect();
 if ((await admin.query("SELECT 1 FROM pg_database WHERE datname = 'oncegate'")).rowCount === 0) await admin.query('CREATE DATABASE oncegate');
 await admin.end();
-const kafkaDir = process.env['ONCEGATE_LOCAL_KAFKA_DIR'] ?? join(tmpdir(), 'oncegate-local-kafka');
-const kafka: KafkaHandle | undefined = values.kafka ? await startKafka({ dir: kafkaDir, port: Number(values['kafka-port']), controllerPort: Number(values['kafka-port']) + 1 }) : undefined;
+// A secure broker has a folder of its own: SCRAM users are added when a folder is formatted.
+const secureKafka = values.kafka && values['kafka-secure'];
+const kafkaDir = process.env['ONCEGATE_LOCAL_KAFKA_DIR'] ?? join(tmpdir(), secureKafka ? 'oncegate-local-kafka-secure' : 'oncegate-local-kafka');
+const kafkaPort = Number(values['kafka-port']);
+/** The relay's SCRAM password, made with the folder and kept in it (mode 0600) for the next runs. */
+const relayPasswordFile = join(kafkaDir, 'relay-password');
+if (secureKafka && !existsSync(relayPasswordFile)) {
+  mkdirSync(kafkaDir, { recursive: true, mode: 0o700 });
+  writeFileSync(relayPasswordFile, randomBytes(18).toString('hex'), { mode: 0o600 });
+}
+const kafka: KafkaHandle | undefined = values.kafka
+  ? await startKafka({
+      dir: kafkaDir,
+      port: kafkaPort,
+      controllerPort: kafkaPort + 1,
+      ...(secureKafka ? { security: { scramUsers: { 'oncegate-relay': readFileSync(relayPasswordFile, 'utf8') }, saslSslPort: kafkaPort + 2, sslPort: kafkaPort + 3 } } : {}),
+    })
+  : undefined;
+const kafkaEnv =
+  kafka?.secure === undefined
+    ? { ...(kafka === undefined ? {} : { ONCEGATE_KAFKA_BROKERS: kafka.brokers.join(',') }) }
+    : {
+        ONCEGATE_KAFKA_BROKERS: kafka.secure.saslSsl.join(','),
+        ONCEGATE_KAFKA_TLS_CA_FILE: kafka.secure.caFile,
+        ONCEGATE_KAFKA_SASL_MECHANISM: 'SCRAM-SHA-512',
+        ONCEGATE_KAFKA_SASL_USERNAME: 'oncegate-relay',
+        ONCEGATE_KAFKA_SASL_PASSWORD_FILE: relayPasswordFile,
+      };
 const env = {
   ONCEGATE_STORE_URL: postgres.url('oncegate'),
   ONCEGATE_DEMO_CREDENTIAL: process.env['ONCEGATE_DEMO_CREDENTIAL'] ?? 'demo-credential-not-secret',
-  ...(kafka === undefined ? {} : { ONCEGATE_KAFKA_BROKERS: kafka.brokers.join(',') }),
+  ...kafkaEnv,
 };
 
 // The demo's vault, as `npm start` makes it (examples/demo-vault.sh), on first use.
@@ -77,6 +107,9 @@ globalThis.process.stdout.write(
     `  store:        ${postgres.url('oncegate')} (PostgreSQL 15, data in ${postgresDir})`,
     `  demo target:  http://127.0.0.1:8790   (GET /effects counts side effects)`,
     ...(kafka === undefined ? [] : [`  kafka:        ${kafka.brokers.join(',')} (Apache Kafka 4.1.1, KRaft; data in ${kafkaDir}); every event on oncegate.events`]),
+    ...(kafka?.secure === undefined
+      ? []
+      : [`  kafka TLS:    the relay on SASL_SSL ${kafka.secure.saslSsl.join(',')} (SCRAM-SHA-512 as oncegate-relay, CA ${kafka.secure.caFile}); mTLS on ${kafka.secure.ssl.join(',')}`]),
     ...(gateways[0]?.devToken ? [`  dev token:    ${gateways[0].devToken}   (agent:dev)`] : []),
     '  Ctrl-C stops every process.',
     '',

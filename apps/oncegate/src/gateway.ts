@@ -114,7 +114,7 @@ async function startGatewayOn(config: GatewayConfig, options: StartOptions, open
   const resultDelivery = await hostResultDelivery(host, deliveries);
   const front = await hostFront(host, deliveries, inlineSteps);
   // With a kafka section, this process also relays every event to the bus and takes decisions from it.
-  const relay = await hostRelay(host);
+  const relay = await hostRelay(host, vault);
   if (config.holdBeforeSendMs > 0) {
     host.logger.warn(`TEST ONLY: every attempt dispatched inline is sent ${config.holdBeforeSendMs} ms after its commit (testing.hold_before_send in ${config.source})`, 'dispatch');
   }

@@ -2,15 +2,18 @@ import type { LoggerService } from '@nestjs/common';
 import { Kafka, logLevel, type Producer } from 'kafkajs';
 import type { KafkaConfig } from '@oncegate/service-host/config/gateway-config';
 import { byTopic, type TopicMessage } from './bus-publisher';
+import { securityOptions, type BusPassword } from './bus-security';
 import { fixIdleRequestQueueChecks } from './kafkajs-request-queue';
 
 /**
  * The Kafka client of one process. kafkajs's own log goes to this process's log at debug level only: while a broker
- * is away it logs every reconnection, and the relay says once (and then less and less often) what failed.
+ * is away it logs every reconnection, and the relay says once (and then less and less often) what failed. With
+ * `kafka.tls` it speaks TLS, with `kafka.sasl` it authenticates with the password `password` gives for each broker.
  */
-export function busClient(config: KafkaConfig, logger: LoggerService, context: string): Kafka {
+export function busClient(config: KafkaConfig, logger: LoggerService, context: string, password?: BusPassword): Kafka {
   fixIdleRequestQueueChecks();
   return new Kafka({
+    ...securityOptions(config, password),
     clientId: config.clientId,
     brokers: [...config.brokers],
     logLevel: logLevel.WARN,

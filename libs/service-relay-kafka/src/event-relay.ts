@@ -113,7 +113,7 @@ export class EventRelay {
         // least once for a while: then the store's is where the bus stands.
         from = Math.max(onBus ?? 0, stored);
       } catch (error) {
-        await this.failed(error, `connecting to ${config.brokers.join(', ')}`);
+        await this.failed(error, `while connecting to ${config.brokers.join(', ')}`);
         continue;
       }
       if (!this.holding) break;
@@ -180,18 +180,18 @@ export class EventRelay {
         if (this.failures > 0) this.log.log(`publishing resumed after ${this.failures} failed tries`, RELAY_CONSUMER);
         this.failures = 0;
       } catch (error) {
-        await this.failed(error, `publishing (${this.buffer.length} events waiting from position ${batch[0]!.position})`);
+        await this.failed(error, `${this.buffer.length} events waiting from position ${batch[0]!.position}`);
         return;
       }
     }
   }
 
   /** Counts a failure, says so (the 1st, 2nd, 4th, 8th… in a row), lets the connection go and pauses before the next try. */
-  private async failed(error: unknown, what: string): Promise<void> {
+  private async failed(error: unknown, where: string): Promise<void> {
     this.failures += 1;
     const pause = backoffMs(this.failures, 200, MAX_BACKOFF_MS);
     if ((this.failures & (this.failures - 1)) === 0) {
-      this.log.error(`${what} failed (${this.failures} in a row; next try in ${(pause / 1000).toFixed(1)} s): ${(error as Error).message}`, RELAY_CONSUMER);
+      this.log.error(`publishing failed (${this.failures} in a row, ${where}; next try in ${(pause / 1000).toFixed(1)} s): ${(error as Error).message}`, RELAY_CONSUMER);
     }
     await this.options.publisher.reset();
     // Cut short when the relay stops or loses its claim.

@@ -1,7 +1,8 @@
 import { hostname } from 'node:os';
 import { GatewayConfigError, type GatewayConfig } from '@oncegate/service-host/config/gateway-config';
-import type { Host, ServiceDefinition } from '@oncegate/service-host/host';
+import { openVault, type Host, type ServiceDefinition } from '@oncegate/service-host/host';
 import { BusProducer, busClient } from './bus-client';
+import { busPassword, securitySummary, type BusVault } from './bus-security';
 import { BusDecisions } from './bus-decisions';
 import { busPublisher } from './bus-publisher';
 import { EventRelay, RELAY_CONSUMER } from './event-relay';
@@ -13,12 +14,17 @@ export interface HostedRelay {
   close(): Promise<void>;
 }
 
-/** The relay (and, with `kafka.decisions`, the decisions consumer) in this process, when `kafka` is configured. */
-export async function hostRelay(host: Host): Promise<HostedRelay | undefined> {
+/**
+ * The relay (and, with `kafka.decisions`, the decisions consumer) in this process, when `kafka` is configured. `vault`
+ * is the process's vault when it has one open already; a SASL password kept in the vault opens one otherwise.
+ */
+export async function hostRelay(host: Host, vault?: BusVault): Promise<HostedRelay | undefined> {
   const { config, store, clock, logger } = host;
   const kafkaConfig = config.kafka;
   if (kafkaConfig === null) return undefined;
-  const kafka = busClient(kafkaConfig, logger, RELAY_CONSUMER);
+  const password = kafkaConfig.sasl?.password;
+  const secrets = password === undefined ? undefined : busPassword(password, password.from === 'vault' ? (vault ?? (await openVault(host))) : undefined);
+  const kafka = busClient(kafkaConfig, logger, RELAY_CONSUMER, secrets);
   const producer = new BusProducer(kafka);
   const publisher = busPublisher(kafka, producer, kafkaConfig);
   const relay = new EventRelay({ store, publisher, config: kafkaConfig, clock, logger, owner: `${RELAY_CONSUMER}@${hostname()}/${host.instance}` });
@@ -77,6 +83,7 @@ export function relaySummary(config: GatewayConfig): string[] {
   const topics = [...new Set([...kafka.routes.map((route) => route.topic), kafka.defaultTopic])];
   return [
     `  kafka:        ${kafka.brokers.join(', ')} (client id ${kafka.clientId}, source ${kafka.source})`,
+    `  security:     ${securitySummary(kafka)}`,
     `  events to:    ${topics.join(', ')}; one relay publishes at a time (claim ${RELAY_CONSUMER}, lease ${kafka.leaseMs / 1000}s)`,
     kafka.delivery === 'exactly_once'
       ? `  delivery:     exactly once for read_committed consumers (transactional id ${kafka.transactionalId}, checkpoint on ${kafka.checkpointTopic})`

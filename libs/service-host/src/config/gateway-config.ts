@@ -2,7 +2,9 @@ import { isAbsolute, resolve } from 'node:path';
 import {
   childPath,
   DURATION_FORMS,
+  CREDENTIAL_REF_RULE,
   formatIssue,
+  isCredentialRef,
   openYamlDocument,
   parseDuration,
   SchemaCheckedYaml,
@@ -17,6 +19,15 @@ import { isStoredEventType, STORED_EVENT_TYPES } from '@oncegate/domain';
 // repository root (schemas/), where editors and users find it, and bundled from there.
 // eslint-disable-next-line @nx/enforce-module-boundaries -- the one copy of the schema, outside every project
 import { validate as validateOncegateFile } from '../../../../schemas/oncegate.validate.mjs';
+import {
+  applyKafkaSecurityEnvironment,
+  caFileProblem,
+  clientCertificateProblems,
+  environmentNamesKafkaPassword,
+  environmentSetsKafkaTls,
+  passwordFileProblem,
+  SASL_NEEDS_TLS,
+} from './kafka-security';
 import { isLoopbackAuthority, isLoopbackHost } from './loopback';
 import type { FailHandlingSection, KafkaDecisionsSection, KafkaDelivery, KafkaTopicRule, OAuthApproverSection, OncegateFile, PolicyRuleEntry } from './oncegate-file';
 import { isPostgresUrl } from './store-url';
@@ -195,6 +206,34 @@ export interface KafkaConfig {
   readonly transactionalId: string;
   /** The one-partition topic under whose offsets the checkpoint is committed (exactly once). */
   readonly checkpointTopic: string;
+  /** TLS to the brokers (`kafka.tls`); absent: PLAINTEXT. */
+  readonly tls?: KafkaTlsConfig;
+  /** SASL to the brokers (`kafka.sasl`), over TLS only; absent: none. */
+  readonly sasl?: KafkaSaslConfig;
+}
+
+/** TLS to the brokers: whom to trust, the client certificate for brokers that require one, the name to expect. */
+export interface KafkaTlsConfig {
+  /** A PEM file of the CAs the brokers' certificates must chain to; `null`: the CAs Node trusts. */
+  readonly caFile: string | null;
+  /** The client certificate (PEM), with `keyFile`; `null` for none. */
+  readonly certFile: string | null;
+  /** The client certificate's private key (PEM, unencrypted), read from this file only. */
+  readonly keyFile: string | null;
+  /** The name the brokers' certificates must carry; `null`: the host each broker is reached by. */
+  readonly serverName: string | null;
+}
+
+export type KafkaSaslMechanism = 'PLAIN' | 'SCRAM-SHA-256' | 'SCRAM-SHA-512';
+
+/** Where a secret is kept: a credential of the vault by name, or a file. Never the secret itself. */
+export type SecretSource = { readonly from: 'vault'; readonly ref: string } | { readonly from: 'file'; readonly path: string };
+
+export interface KafkaSaslConfig {
+  readonly mechanism: KafkaSaslMechanism;
+  readonly username: string;
+  /** A `password` credential of the vault (sent only to the brokers it is bound to), or a file read at each connection. */
+  readonly password: SecretSource;
 }
 
 /** The services whose handlers `testing.fail_handling` can make fail: those that consume events. */
@@ -279,10 +318,17 @@ const REQUIRED_HINTS: Readonly<Record<string, string>> = {
 };
 
 const MESSAGES: SchemaMessages = {
-  unknownField: (shape, name) =>
-    shape === '' && name === 'credentials'
-      ? 'credentials live in the vault now: oncegate vault set <ref> --kind bearer|basic|header|ssh_key|password --bind <host[:port][/path]> (see docs/gateway.md)'
-      : undefined,
+  unknownField: (shape, name) => {
+    if (shape === '' && name === 'credentials') {
+      return 'credentials live in the vault now: oncegate vault set <ref> --kind bearer|basic|header|ssh_key|password --bind <host[:port][/path]> (see docs/gateway.md)';
+    }
+    // Secrets are never written in the file; the value is not repeated.
+    if (shape === 'kafka.sasl' && name === 'password') {
+      return 'a password is never written in this file: name a vault credential (credential_ref: <ref>, oncegate vault set <ref> --kind password --bind <broker host:port>) or a file (password_file: <path>)';
+    }
+    if (shape === 'kafka.tls' && name === 'key') return 'a private key is never written in this file: name the file that holds it (key_file: <path>)';
+    return undefined;
+  },
   requiredField: (shape, name) => {
     if (shape === 'testing.fail_handling') return name === 'service' ? `required: one of ${HANDLING_SERVICES_NOTE}` : 'required: the file whose presence is the fault';
     return `missing required field '${name}'${REQUIRED_HINTS[`${shape}.${name}`] ?? ''}`;
@@ -480,6 +526,8 @@ function readKafka(file: ConfigReader, env: NodeJS.ProcessEnv): KafkaConfig | un
   const decisions = file.valid<KafkaDecisionsSection>('kafka', 'decisions');
   const routes = readRoutes(file);
   const source = file.valid<string>('kafka', 'source') ?? KAFKA_DEFAULTS.source;
+  const tls = readKafkaTls(file);
+  const sasl = readKafkaSasl(file, env);
   if (brokers === undefined) return undefined;
   return {
     brokers,
@@ -492,7 +540,63 @@ function readKafka(file: ConfigReader, env: NodeJS.ProcessEnv): KafkaConfig | un
     delivery: file.valid<KafkaDelivery>('kafka', 'delivery') ?? KAFKA_DEFAULTS.delivery,
     transactionalId: file.valid<string>('kafka', 'transactional_id') ?? defaultTransactionalId(source),
     checkpointTopic: file.valid<string>('kafka', 'checkpoint_topic') ?? KAFKA_DEFAULTS.checkpointTopic,
+    ...(tls === undefined ? {} : { tls }),
+    ...(sasl === undefined ? {} : { sasl }),
   };
+}
+
+/** `kafka.tls`: each file readable and what it should be (relative paths from the working directory). */
+function readKafkaTls(file: ConfigReader): KafkaTlsConfig | undefined {
+  if (!file.has('kafka', 'tls')) return undefined;
+  const at = (field: string) => ['kafka', 'tls', field];
+  const path = (field: string) => file.valid<string>(...at(field)) ?? null;
+  const tls: KafkaTlsConfig = { caFile: path('ca_file'), certFile: path('cert_file'), keyFile: path('key_file'), serverName: path('server_name') };
+  if (tls.caFile !== null) {
+    const problem = caFileProblem(tls.caFile);
+    if (problem !== undefined) file.report(at('ca_file'), problem);
+  }
+  if (tls.certFile !== null && tls.keyFile === null) file.report(at('cert_file'), 'a client certificate needs its private key: add key_file');
+  if (tls.keyFile !== null && tls.certFile === null) file.report(at('key_file'), 'a client key needs its certificate: add cert_file');
+  if (tls.certFile !== null && tls.keyFile !== null) {
+    const problems = clientCertificateProblems(tls.certFile, tls.keyFile);
+    if (problems.cert !== undefined) file.report(at('cert_file'), problems.cert);
+    if (problems.key !== undefined) file.report(at('key_file'), problems.key);
+  }
+  return tls;
+}
+
+/**
+ * `kafka.sasl`: a mechanism, a user, and where the password is, over TLS only. The password may instead be named by
+ * `ONCEGATE_KAFKA_SASL_CREDENTIAL_REF` or `ONCEGATE_KAFKA_SASL_PASSWORD_FILE` (applyEnvironment), and TLS turned on
+ * by `ONCEGATE_KAFKA_TLS*`.
+ */
+function readKafkaSasl(file: ConfigReader, env: NodeJS.ProcessEnv): KafkaSaslConfig | undefined {
+  if (!file.has('kafka', 'sasl')) return undefined;
+  const at = (field: string) => ['kafka', 'sasl', field];
+  const mechanism = file.valid<KafkaSaslMechanism>(...at('mechanism'));
+  const username = file.valid<string>(...at('username'));
+  const ref = file.valid<string>(...at('credential_ref'));
+  const passwordFile = file.valid<string>(...at('password_file'));
+  if (!file.has('kafka', 'tls') && !environmentSetsKafkaTls(env)) file.report(['kafka', 'sasl'], SASL_NEEDS_TLS);
+  if (file.has(...at('credential_ref')) && file.has(...at('password_file'))) {
+    file.report(['kafka', 'sasl'], 'name either credential_ref (a vault credential) or password_file, not both');
+  } else if (!file.has(...at('credential_ref')) && !file.has(...at('password_file')) && !file.has(...at('password')) && !environmentNamesKafkaPassword(env)) {
+    file.report(
+      ['kafka', 'sasl'],
+      'where is the password? credential_ref: <ref> (a password credential of the vault) or password_file: <path>, or ONCEGATE_KAFKA_SASL_CREDENTIAL_REF / ONCEGATE_KAFKA_SASL_PASSWORD_FILE',
+      'kafka.sasl.credential_ref',
+    );
+  }
+  // The reference is not repeated: a value that looks like a secret may be the password itself.
+  if (ref !== undefined && !isCredentialRef(ref)) file.report(at('credential_ref'), CREDENTIAL_REF_RULE);
+  if (passwordFile !== undefined) {
+    const problem = passwordFileProblem(passwordFile);
+    if (problem !== undefined) file.report(at('password_file'), problem);
+  }
+  if (mechanism === undefined || username === undefined) return undefined;
+  // Without a password here, the environment names it (applyEnvironment).
+  const password: SecretSource = ref !== undefined ? { from: 'vault', ref } : { from: 'file', path: passwordFile ?? '' };
+  return { mechanism, username, password };
 }
 
 /** An absolute http(s) URL without a fragment; http only for a loopback host (a token's issuer and audience). */
@@ -724,6 +828,7 @@ export function applyEnvironment(config: GatewayConfig, env: NodeJS.ProcessEnv):
       brokers,
     };
   }
+  next.kafka = applyKafkaSecurityEnvironment(next.kafka, env, bad, config.source);
   if (next.store.driver === 'postgres' && next.store.url === '') {
     bad('ONCEGATE_STORE_URL', `store.driver postgres (${config.source}) needs a URL: write store.url, or set ONCEGATE_STORE_URL`);
   }
@@ -734,5 +839,17 @@ export function applyEnvironment(config: GatewayConfig, env: NodeJS.ProcessEnv):
 /** Relative paths in a configuration are relative to the working directory the gateway starts in. */
 export function absolutePaths(config: GatewayConfig, cwd: string): GatewayConfig {
   const abs = (path: string) => (isAbsolute(path) ? path : resolve(cwd, path));
-  return { ...config, dataDir: abs(config.dataDir), contractsFile: abs(config.contractsFile) };
+  return { ...config, dataDir: abs(config.dataDir), contractsFile: abs(config.contractsFile), kafka: kafkaPaths(config.kafka, abs) };
+}
+
+/** The files of `kafka.tls` and `kafka.sasl` made absolute. */
+function kafkaPaths(kafka: KafkaConfig | null, abs: (path: string) => string): KafkaConfig | null {
+  if (kafka === null) return null;
+  const optional = (path: string | null) => (path === null ? null : abs(path));
+  const { tls, sasl } = kafka;
+  return {
+    ...kafka,
+    ...(tls === undefined ? {} : { tls: { ...tls, caFile: optional(tls.caFile), certFile: optional(tls.certFile), keyFile: optional(tls.keyFile) } }),
+    ...(sasl?.password.from === 'file' ? { sasl: { ...sasl, password: { from: 'file' as const, path: abs(sasl.password.path) } } } : {}),
+  };
 }

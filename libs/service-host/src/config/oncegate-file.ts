@@ -331,10 +331,54 @@ export interface KafkaSection {
    * @default "oncegate.relay-checkpoints"
    */
   checkpoint_topic?: TopicName;
+  /**
+   * TLS to the brokers (`tls: {}` trusts the CAs Node trusts). `ONCEGATE_KAFKA_TLS_*` override its fields; without it
+   * the relay speaks PLAINTEXT.
+   */
+  tls?: KafkaTlsSection;
+  /** SASL authentication to the brokers, over TLS only. `ONCEGATE_KAFKA_SASL_*` override its fields. */
+  sasl?: KafkaSaslSection;
 }
 
 /** How the relay publishes: in Kafka transactions, or at least once. */
 export type KafkaDelivery = 'exactly_once' | 'at_least_once';
+
+/** TLS to the brokers: whom to trust, and the client certificate for brokers that require one. */
+export interface KafkaTlsSection {
+  /** A PEM file of the CA certificates the brokers' certificates must chain to; without it, the CAs Node trusts. */
+  ca_file?: NonEmptyString;
+  /** A PEM file of the client certificate, for brokers that require one (mTLS); with `key_file`. */
+  cert_file?: NonEmptyString;
+  /**
+   * A PEM file of the client certificate's private key, unencrypted (keep it mode 0600); with `cert_file`. The key is
+   * read from the file only, never written here.
+   */
+  key_file?: NonEmptyString;
+  /** The name the brokers' certificates must carry, when it is not the host each broker is reached by. */
+  server_name?: NonEmptyString;
+}
+
+/** SASL to the brokers: the mechanism, the user, and where the password is (the vault or a file, never here). */
+export interface KafkaSaslSection {
+  /** The SASL mechanism the brokers' listener enables. */
+  mechanism: 'PLAIN' | 'SCRAM-SHA-256' | 'SCRAM-SHA-512';
+  /** The Kafka user. */
+  username: NonEmptyString;
+  /**
+   * A `password` credential in the vault, by name (`oncegate vault set <ref> --kind password --bind <broker host:port>`),
+   * sent only to the brokers it is bound to. Name either `credential_ref` or `password_file`.
+   */
+  credential_ref?: CredentialRef;
+  /** A file holding the password (one trailing line break is dropped), read at each connection. */
+  password_file?: NonEmptyString;
+}
+
+/**
+ * The name of a credential in the vault, never the credential itself.
+ * @pattern ^[A-Za-z0-9][A-Za-z0-9_.:/-]*$
+ * @patternErrorMessage Must name a credential (letters, digits, '_', '.', ':', '/', '-'), never contain one
+ */
+export type CredentialRef = string;
 
 /**
  * A JWT claim name, e.g. `sub`, `client_id` or `roles`.
