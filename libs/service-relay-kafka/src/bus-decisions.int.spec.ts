@@ -124,6 +124,33 @@ describe('decisions taken from the bus (SQLite event store)', () => {
     expect(resolved.map((event) => event.metadata['actor'])).toEqual(['approver:alice']);
   });
 
+  it('given an irreversible payment held for review, when one approver resolves it not_executed with resend on the bus, then nothing is authorized until a second approver sends the same, and the first one twice is refused', async () => {
+    await approvers.issue('bob');
+    const id = await acceptedPayment(store, clock);
+    await command(store, clock, id, (now) => ({ type: 'AuthorizeExecution', executionId: id, now, basis: 'policy' }));
+    await command(store, clock, id, (now) => ({ type: 'RecordDispatch', executionId: id, now, dispatcherId: 'dispatcher-http@test' }), 'service:dispatcher-http');
+    await command(store, clock, id, (now) => ({ type: 'RecordUnknownOutcome', executionId: id, now, attempt: 1, reason: 'timeout_after_send' }), 'service:dispatcher-http');
+    await command(store, clock, id, (now) => ({ type: 'RequireReview', executionId: id, now, reason: 'irreversible_outcome_unknown' }), 'service:dispatcher-http');
+    const resend = (by: string, decisionId: string) =>
+      message({ kind: 'review', id: decisionId, execution_id: id, resolution: 'not_executed', resend: true, by, reason: 'the provider shows no charge' });
+
+    expect(await decisions.apply(resend('approver:alice', 'r-1'), 'p/0/1')).toMatchObject({ outcome: 'applied', state: 'not_executed' });
+    const again = await decisions.apply(resend('approver:alice', 'r-2'), 'p/0/2');
+    expect(again).toMatchObject({ outcome: 'refused', refusal: 'invalid_resolution' });
+    expect(again.message).toMatch(/needs a second operator/);
+    expect(await decisions.apply(resend('approver:bob', 'r-3'), 'p/0/3')).toMatchObject({ outcome: 'applied', state: 'authorized' });
+    const resolved = (await store.readStream(executionStream(id))).filter((event) => event.type === 'ReviewResolved');
+    expect(resolved.map((event) => event.metadata['actor'])).toEqual(['approver:alice', 'approver:bob']);
+  });
+
+  it('given a resend with a resolution other than not_executed, then it is refused and nothing is appended', async () => {
+    const id = await acceptedPayment(store, clock);
+    const head = await store.headPosition();
+    const reply = await decisions.apply(message({ kind: 'review', execution_id: id, resolution: 'completed', resend: true, by: 'approver:alice', reason: 'x' }), 'p/0/1');
+    expect(reply).toMatchObject({ outcome: 'refused', refusal: 'invalid_resolution' });
+    expect(await store.headPosition()).toBe(head);
+  });
+
   it('given the schema in docs/events, then it is the one decisions are checked against', () => {
     const documented = JSON.parse(readFileSync(new URL('../../../docs/events/bus-decision.schema.json', import.meta.url), 'utf8')) as unknown;
     expect(documented).toEqual(DECISION_SCHEMA);
