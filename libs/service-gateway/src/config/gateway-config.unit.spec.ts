@@ -331,8 +331,27 @@ describe('the kafka section of the configuration', () => {
       defaultTopic: 'oncegate.all',
       leaseMs: 4_000,
       decisions: { topic: 'oncegate.decisions', replies: 'oncegate.decision-outcomes', group: 'oncegate-decisions' },
+      delivery: 'exactly_once',
+      transactionalId: 'oncegate-relay://oncegate.example.com/prod',
+      checkpointTopic: 'oncegate.relay-checkpoints',
     });
     expect(parseGatewayConfig('call_wait: 5s\n', 'oncegate.yaml').kafka).toBeNull();
+  });
+
+  it('given at-least-once delivery, or a transactional id and checkpoint topic of its own, when parsed, then each is read; a delivery that is neither is refused with its line', () => {
+    const kafka = (lines: string[]) => parseGatewayConfig(['kafka:', '  brokers: [kafka-1.example.com:9092]', ...lines].join('\n'), 'oncegate.yaml').kafka;
+    expect(kafka(['  delivery: at_least_once'])).toMatchObject({ delivery: 'at_least_once', transactionalId: 'oncegate-relay:oncegate' });
+    expect(kafka(['  transactional_id: payments-relay', '  checkpoint_topic: payments.relay-checkpoints'])).toMatchObject({
+      delivery: 'exactly_once',
+      transactionalId: 'payments-relay',
+      checkpointTopic: 'payments.relay-checkpoints',
+    });
+    expect(issuesOf(['kafka:', '  brokers: [kafka-1.example.com:9092]', '  delivery: exactly-once', '  checkpoint_topic: "no spaces"'].join('\n'))).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^oncegate\.yaml:3:\d+ kafka\.delivery: .*exactly_once/),
+        expect.stringMatching(/^oncegate\.yaml:4:\d+ kafka\.checkpoint_topic: 'no spaces' is not a Kafka topic name/),
+      ]),
+    );
   });
 
   it('given typos in the kafka section, when parsed, then each is refused with its line, path and reason', () => {
