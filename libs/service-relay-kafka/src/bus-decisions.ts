@@ -268,7 +268,7 @@ export class BusDecisions {
   private async checkSignature(body: Readonly<Record<string, unknown>>, decision: BusDecision): Promise<string | undefined | { refusal: 'malformed' | 'bad_signature'; message: string }> {
     const how = `sign the RFC 8785 canonical JSON of the decision without signature with an Ed25519 key of ${decision.by} (docs/bus.md)`;
     if (decision.signature === undefined) {
-      return this.options.config.requireSignature
+      return this.options.config.requireSignature === true
         ? { refusal: 'bad_signature', message: `the decision carries no signature and kafka.decisions.require_signature is on: ${how}` }
         : undefined;
     }

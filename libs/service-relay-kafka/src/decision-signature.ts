@@ -1,5 +1,7 @@
 import { sign, verify, type KeyObject } from 'node:crypto';
+import { Ajv } from 'ajv';
 import { canonicalJson } from '@oncegate/fingerprint';
+import DECISION_SCHEMA from './decision.schema.json' with { type: 'json' };
 
 /**
  * Signatures of decisions taken from the bus (docs/bus.md, "Who may decide"): Ed25519 over the RFC 8785 canonical
@@ -42,4 +44,26 @@ export function verifyingKey(
 ): string | undefined {
   const bytes = decisionSigningBytes(decision);
   return keys.find(({ key }) => verify(null, bytes, key, signature))?.keyId;
+}
+
+const validateDecision = new Ajv({ allErrors: false }).compile(DECISION_SCHEMA);
+
+/**
+ * The decision in `text` (JSON) ready to be signed, or an Error saying why the relay would refuse it as malformed:
+ * signing a message the relay refuses unread helps no one.
+ */
+export function decisionToSign(text: string): Record<string, unknown> {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch (error) {
+    throw new Error(`not JSON: ${(error as Error).message}`);
+  }
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new Error('not a decision: a decision is a JSON object');
+  const { signature: _signature, ...unsigned } = body as Record<string, unknown>;
+  if (!validateDecision(unsigned)) {
+    const [first] = validateDecision.errors ?? [];
+    throw new Error(`not a decision (docs/events/bus-decision.schema.json): ${first?.instancePath || '/'} ${first?.message ?? 'is invalid'}`);
+  }
+  return unsigned;
 }

@@ -91,7 +91,7 @@ export function relaySummary(config: GatewayConfig): string[] {
     ...(kafka.decisions
       ? [
           `  decisions:    from ${kafka.decisions.topic} (group ${kafka.decisions.group}), answers to ${kafka.decisions.replies}; ` +
-            (kafka.decisions.requireSignature ? "each signed by the approver's own key" : 'signatures checked when present'),
+            (kafka.decisions.requireSignature === true ? "each signed by the approver's own key" : 'signatures checked when present'),
         ]
       : []),
   ];

@@ -186,8 +186,11 @@ export interface KafkaDecisionsConfig {
   readonly replies: string;
   /** The Kafka consumer group the relays share the decisions topic in. */
   readonly group: string;
-  /** Every decision must be signed by a live key of the approver it names (`require_signature`); else only a signature present is checked. */
-  readonly requireSignature: boolean;
+  /**
+   * Every decision must be signed by a live key of the approver it names (`require_signature`); when false or absent,
+   * only a signature present is checked.
+   */
+  readonly requireSignature?: boolean;
 }
 
 export interface KafkaConfig {
