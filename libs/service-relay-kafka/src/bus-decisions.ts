@@ -288,7 +288,7 @@ export class BusDecisions {
     if (keyId === undefined) {
       return {
         refusal: 'bad_signature',
-        message: `the signature does not verify with any live key of ${decision.by} (${keys.length}): the decision was changed after it was signed, or signed with another key; ${how}`,
+        message: `the signature does not verify with ${keys.length === 1 ? 'the live key' : `any of the ${keys.length} live keys`} of ${decision.by}: the decision was changed after it was signed, or signed with another key; ${how}`,
       };
     }
     return keyId;

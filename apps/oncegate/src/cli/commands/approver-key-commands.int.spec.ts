@@ -27,6 +27,16 @@ function bare(args: string[], cwd: string, stdin?: string): Promise<{ code: numb
   });
 }
 
+/** Whether `jq` is here: the docs' recipe without Oncegate uses it; the CI image does not install it. */
+const hasJq = (() => {
+  try {
+    execFileSync('jq', ['--version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
 /** The base64 body of a PEM file, to look for anywhere it must not be. */
 const pemBody = (file: string) => readFileSync(file, 'utf8').replace(/-----[A-Z ]+-----/g, '').replace(/\s+/g, '');
 
@@ -167,6 +177,16 @@ describe('oncegate approvers key and sign-decision (the real CLI process on a SQ
     writeFileSync(key('review.canonical.json'), decisionSigningBytes(decision));
     const byOpenssl = openssl('pkeyutl', '-sign', '-inkey', 'alice.pem', '-rawin', '-in', 'review.canonical.json').toString('base64');
     expect(signature).toBe(byOpenssl);
+  });
+
+  it.skipIf(!hasJq)("given the jq and openssl recipe of docs/bus.md, when run on a decision, then it prints what sign-decision prints", async () => {
+    const doc = readFileSync(new URL('../../../../../docs/bus.md', import.meta.url), 'utf8');
+    const recipe = [...doc.matchAll(/```sh\n([\s\S]*?)```/g)].map((match) => match[1] ?? '').find((block) => block.includes('openssl pkeyutl -sign'));
+    expect(recipe).toBeDefined();
+    writeFileSync(key('decision.json'), '{ "kind": "approval", "id": "chg-4411", "execution_id": "ex_01K0000000000000000000000A", "decision": "approve", "by": "approver:alice", "reason": "invoice 4411 checked" }\n');
+    const byRecipe = execFileSync('sh', ['-ec', recipe!], { cwd: keys }).toString();
+    const bySignDecision = await bare(['approvers', 'sign-decision', '--key', 'alice.pem', 'decision.json'], keys);
+    expect(JSON.parse(byRecipe)).toEqual(JSON.parse(bySignDecision.stdout));
   });
 
   it.each([
