@@ -252,6 +252,16 @@ describe('decisions taken from the bus (SQLite event store)', () => {
       expect(await decided(id)).toEqual([]);
     });
 
+    it('given a signed decision whose reason holds a lone surrogate escape, then it is refused as malformed: it has no canonical JSON', async () => {
+      const id = await paymentAwaitingApproval(store, clock);
+      const { signature } = signDecision(approval(id), aliceKey) as { signature: string };
+      const text = JSON.stringify({ ...approval(id), signature }).replace('checked the invoice', 'checked \\ud800');
+      const reply = await decisions.apply(Buffer.from(text), 'p/0/1');
+      expect(reply).toMatchObject({ outcome: 'refused', refusal: 'malformed' });
+      expect(reply.message).toMatch(/^the decision has no canonical JSON to check a signature over: /);
+      expect(await decided(id)).toEqual([]);
+    });
+
     it('given a signed review resolution with resend from each of two approvers, then both are applied as for unsigned ones, and the same signed message again is refused as a repeat', async () => {
       const id = await acceptedPayment(store, clock);
       await command(store, clock, id, (now) => ({ type: 'AuthorizeExecution', executionId: id, now, basis: 'policy' }));

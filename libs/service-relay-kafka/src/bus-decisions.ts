@@ -93,9 +93,10 @@ export interface BusDecisionsOptions {
  * approvals API and the console: each is decided on one read of the execution's stream and appended with its
  * expected revision, so a late or repeated decision is refused, never recorded twice. The decider named in `by` must
  * be an approver of this journal with a token that is not revoked; a decision's `signature`, when it carries one (or
- * must, with `require_signature`), must verify with one of their keys that is not revoked. Every decision gets one reply: applied, or refused
- * and why. A decision the relay took but did not answer (it crashed) is taken again from the last committed offset;
- * if it was recorded the first time, the second answer says it was refused as already decided.
+ * must, with `require_signature`), must verify with one of their keys that is not revoked. Every decision gets one
+ * reply: applied, or refused and why. A decision the relay took but did not answer (it crashed) is taken again from
+ * the last committed offset; if it was recorded the first time, the second answer says it was refused as already
+ * decided.
  */
 export class BusDecisions {
   private consumer: Consumer | undefined;
