@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ajv, type ValidateFunction } from 'ajv';
@@ -184,10 +185,13 @@ describe('event schemas against a real journal (in-process gateway and demo targ
 
     store = openSqliteEventStore({ file: join(folder.dataDir, 'events.db') });
     try {
-      // Operator commands: agent tokens, ending a run, the vault locked, unlocked and a credential removed.
+      // Operator commands: agent tokens, an approver's signing key, ending a run, the vault locked, unlocked and a credential removed.
       const agents = new AgentDirectory(store);
       await agents.issue('schema-bot');
       await agents.revoke('schema-bot');
+      const approverKeys = new ApproverDirectory(store);
+      await approverKeys.addKey('alice', generateKeyPairSync('ed25519').publicKey);
+      await approverKeys.revokeKeys('alice');
       await endRun(store, 'agent:dev/run-a', 'operator:cli', 'schema check done', systemClock);
       await lockVault(vault(), 'schema check');
       await unlockVault(vault());

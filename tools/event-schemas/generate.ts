@@ -41,6 +41,7 @@ const CLAIMS = 'libs/execution-journal/src/intent-claims.ts';
 const RUNS = 'libs/service-host/src/runs/run-journal.ts';
 const SESSIONS = 'libs/service-gateway/src/front/mcp-http-front.ts';
 const TOKENS = 'libs/service-host/src/infrastructure/principal-directory.ts';
+const APPROVER_KEYS = 'libs/service-host/src/infrastructure/approver-directory.ts';
 const VAULT = 'libs/vault/src/vault-journal.ts';
 const PARKED = 'libs/nest-event-store/src/parked-events.ts';
 const SEALS = 'libs/journal/src/seal.ts';
@@ -77,6 +78,8 @@ export const EVENT_DATA_SOURCES: Readonly<Record<string, EventDataSource>> = {
   AgentTokenRevoked: { file: TOKENS, typeName: 'PrincipalTokenRevokedData' },
   ApproverTokenIssued: { file: TOKENS, typeName: 'PrincipalTokenIssuedData' },
   ApproverTokenRevoked: { file: TOKENS, typeName: 'PrincipalTokenRevokedData' },
+  ApproverKeyAdded: { file: APPROVER_KEYS, typeName: 'ApproverKeyAddedData' },
+  ApproverKeyRevoked: { file: APPROVER_KEYS, typeName: 'ApproverKeyRevokedData' },
   VaultInitialized: { file: VAULT, typeName: 'VaultInitializedData' },
   VaultUnlocked: { file: VAULT, typeName: 'VaultUnlockedData' },
   VaultLocked: { file: VAULT, typeName: 'VaultLockedData' },
@@ -312,7 +315,7 @@ const WRITERS: Readonly<Record<string, string>> = {
   run: 'the sessions journal (`libs/service-host` runs/run-journal)',
   session: 'the MCP HTTP front (`libs/service-gateway` front/mcp-http-front)',
   agent: '`oncegate agents` (`libs/service-host` infrastructure/principal-directory)',
-  approver: '`oncegate approvers` (`libs/service-host` infrastructure/principal-directory)',
+  approver: '`oncegate approvers` and `oncegate approvers key` (`libs/service-host` infrastructure/principal-directory and approver-directory)',
   vault: '`oncegate vault` (`libs/vault` vault-journal)',
   parked: 'a service\'s event consumer and `oncegate parked` (`libs/nest-event-store` parked-events)',
   journal: 'the journal sealer (`libs/service-sealer`, seals defined in `libs/journal`)',

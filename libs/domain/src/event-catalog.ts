@@ -1,9 +1,9 @@
 /**
  * Every event type the store holds, on which streams, at which payload version: the execution events of this
  * library and the events other libraries append on their own streams (claims, runs, MCP sessions, agent and
- * approver tokens, the vault, parked events, journal seals). Configuration that names event types (which types go
- * to which Kafka topic) is checked against this list, and docs/events/ holds a JSON Schema of the `data` of each
- * (tools/event-schemas), so a type appended anywhere must be listed here.
+ * approver tokens, approvers' signing keys, the vault, parked events, journal seals). Configuration that names
+ * event types (which types go to which Kafka topic) is checked against this list, and docs/events/ holds a JSON
+ * Schema of the `data` of each (tools/event-schemas), so a type appended anywhere must be listed here.
  *
  * Pure data: the other libraries own their events' types; this list only names them.
  */
@@ -48,6 +48,9 @@ export const STORED_EVENT_TYPES: readonly StoredEventType[] = Object.freeze(
     entry('AgentTokenRevoked', STREAM_CATEGORIES.agent),
     entry('ApproverTokenIssued', STREAM_CATEGORIES.approver),
     entry('ApproverTokenRevoked', STREAM_CATEGORIES.approver),
+    // Approvers' Ed25519 public keys, which sign decisions taken from the bus (libs/service-host infrastructure/approver-directory).
+    entry('ApproverKeyAdded', STREAM_CATEGORIES.approver),
+    entry('ApproverKeyRevoked', STREAM_CATEGORIES.approver),
     // The credential vault's state changes (libs/service-host vault/vault-journal).
     entry('VaultInitialized', STREAM_CATEGORIES.vault),
     entry('VaultUnlocked', STREAM_CATEGORIES.vault),

@@ -12,11 +12,21 @@ import type { ApproverDirectory } from '@oncegate/service-host/infrastructure/ap
 import { isReviewRefusal, resolveReview } from '@oncegate/service-host/review/review-queue';
 import type { BusProducer } from './bus-client';
 import type { BusMessage } from './cloud-events';
+import { signatureBytes, verifyingKey } from './decision-signature';
 import DECISION_SCHEMA from './decision.schema.json' with { type: 'json' };
 
 /** A decision as it arrives on `kafka.decisions.topic` (docs/events/bus-decision.schema.json). */
 export type BusDecision =
-  | { readonly kind: 'approval'; readonly id?: string; readonly execution_id: string; readonly decision: ApprovalDecision; readonly by: string; readonly reason: string }
+  | {
+      readonly kind: 'approval';
+      readonly id?: string;
+      readonly execution_id: string;
+      readonly decision: ApprovalDecision;
+      readonly by: string;
+      readonly reason: string;
+      /** Base64 Ed25519 signature by a key of `by` over the canonical JSON of the rest (decision-signature.ts). */
+      readonly signature?: string;
+    }
   | {
       readonly kind: 'review';
       readonly id?: string;
@@ -26,11 +36,13 @@ export type BusDecision =
       readonly reason: string;
       /** With not_executed: send it again now (an irreversible call: once a second approver says the same). */
       readonly resend?: boolean;
+      readonly signature?: string;
     };
 
 export type DecisionRefusal =
   | 'malformed'
   | 'unknown_approver'
+  | 'bad_signature'
   | 'not_found'
   | 'not_pending'
   | 'not_held'
@@ -80,9 +92,11 @@ export interface BusDecisionsOptions {
  * Approval decisions and review resolutions taken from the bus, applied through the same queues as the CLI, the
  * approvals API and the console: each is decided on one read of the execution's stream and appended with its
  * expected revision, so a late or repeated decision is refused, never recorded twice. The decider named in `by` must
- * be an approver of this journal with a token that is not revoked. Every decision gets one reply: applied, or refused
- * and why. A decision the relay took but did not answer (it crashed) is taken again from the last committed offset;
- * if it was recorded the first time, the second answer says it was refused as already decided.
+ * be an approver of this journal with a token that is not revoked; a decision's `signature`, when it carries one (or
+ * must, with `require_signature`), must verify with one of their keys that is not revoked. Every decision gets one
+ * reply: applied, or refused and why. A decision the relay took but did not answer (it crashed) is taken again from
+ * the last committed offset; if it was recorded the first time, the second answer says it was refused as already
+ * decided.
  */
 export class BusDecisions {
   private consumer: Consumer | undefined;
@@ -227,14 +241,17 @@ export class BusDecisions {
     if (!(await this.isApprover(decision.by))) {
       return refused('unknown_approver', `${decision.by.slice(0, 80)} is not an approver of this journal (or every token of theirs is revoked): oncegate approvers add <name>`, decision);
     }
+    const signed = await this.checkSignature(body as Readonly<Record<string, unknown>>, decision);
+    if (typeof signed === 'object') return refused(signed.refusal, signed.message, decision);
+    const signedWith = signed === undefined ? '' : ` (signed with key ${signed.slice(0, 16)})`;
     const { store, clock, tools } = this.options;
     try {
       if (decision.kind === 'approval') {
         const view = await decide(store, clock, executionId, decision.decision, decision.by, decision.reason, tools);
-        return { in_reply_to: decision.id ?? where, kind: 'approval', execution_id: executionId, outcome: 'applied', refusal: null, message: `approval ${view.summary}`, state: view.state };
+        return { in_reply_to: decision.id ?? where, kind: 'approval', execution_id: executionId, outcome: 'applied', refusal: null, message: `approval ${view.summary}${signedWith}`, state: view.state };
       }
       const view = await resolveReview(store, clock, executionId, decision.resolution, decision.by, decision.reason, { resend: decision.resend === true });
-      return { in_reply_to: decision.id ?? where, kind: 'review', execution_id: executionId, outcome: 'applied', refusal: null, message: `review resolved as ${decision.resolution} by ${decision.by}`, state: view.state };
+      return { in_reply_to: decision.id ?? where, kind: 'review', execution_id: executionId, outcome: 'applied', refusal: null, message: `review resolved as ${decision.resolution} by ${decision.by}${signedWith}`, state: view.state };
     } catch (error) {
       if (isApprovalRefusal(error) || isReviewRefusal(error)) {
         const state = 'status' in error && typeof error.status === 'string' ? error.status : null;
@@ -242,6 +259,40 @@ export class BusDecisions {
       }
       throw error;
     }
+  }
+
+  /**
+   * The id of the key that signed `body` (the decision as it was read, `signature` included), `undefined` for an
+   * unsigned decision the configuration lets through, or why it is refused. A signature present is checked even when
+   * none is required: one that does not verify means the message was changed or signed by someone else.
+   */
+  private async checkSignature(body: Readonly<Record<string, unknown>>, decision: BusDecision): Promise<string | undefined | { refusal: 'malformed' | 'bad_signature'; message: string }> {
+    const how = `sign the RFC 8785 canonical JSON of the decision without signature with an Ed25519 key of ${decision.by} (docs/bus.md)`;
+    if (decision.signature === undefined) {
+      return this.options.config.requireSignature === true
+        ? { refusal: 'bad_signature', message: `the decision carries no signature and kafka.decisions.require_signature is on: ${how}` }
+        : undefined;
+    }
+    const signature = signatureBytes(decision.signature);
+    if (signature === undefined) return { refusal: 'bad_signature', message: 'signature is not an Ed25519 signature: 64 bytes in base64 (88 characters)' };
+    const keys = await this.options.approvers.signingKeys(decision.by);
+    if (keys.length === 0) {
+      return { refusal: 'bad_signature', message: `${decision.by} has no signing key that is not revoked: oncegate approvers key add ${decision.by.slice('approver:'.length)} --public-key <file>` };
+    }
+    let keyId: string | undefined;
+    try {
+      keyId = verifyingKey(body, signature, keys);
+    } catch (error) {
+      // JSON.parse lets a lone surrogate through (`"\ud800"`), which has no canonical form and so no signed bytes.
+      return { refusal: 'malformed', message: `the decision has no canonical JSON to check a signature over: ${(error as Error).message}` };
+    }
+    if (keyId === undefined) {
+      return {
+        refusal: 'bad_signature',
+        message: `the signature does not verify with ${keys.length === 1 ? 'the live key' : `any of the ${keys.length} live keys`} of ${decision.by}: the decision was changed after it was signed, or signed with another key; ${how}`,
+      };
+    }
+    return keyId;
   }
 
   private async isApprover(by: string): Promise<boolean> {

@@ -88,6 +88,11 @@ export function relaySummary(config: GatewayConfig): string[] {
     kafka.delivery === 'exactly_once'
       ? `  delivery:     exactly once for read_committed consumers (transactional id ${kafka.transactionalId}, checkpoint on ${kafka.checkpointTopic})`
       : '  delivery:     at least once (duplicates carry the same ce_id)',
-    ...(kafka.decisions ? [`  decisions:    from ${kafka.decisions.topic} (group ${kafka.decisions.group}), answers to ${kafka.decisions.replies}`] : []),
+    ...(kafka.decisions
+      ? [
+          `  decisions:    from ${kafka.decisions.topic} (group ${kafka.decisions.group}), answers to ${kafka.decisions.replies}; ` +
+            (kafka.decisions.requireSignature === true ? "each signed by the approver's own key" : 'signatures checked when present'),
+        ]
+      : []),
   ];
 }

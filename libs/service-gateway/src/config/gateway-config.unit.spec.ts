@@ -330,12 +330,17 @@ describe('the kafka section of the configuration', () => {
       ],
       defaultTopic: 'oncegate.all',
       leaseMs: 4_000,
-      decisions: { topic: 'oncegate.decisions', replies: 'oncegate.decision-outcomes', group: 'oncegate-decisions' },
+      decisions: { topic: 'oncegate.decisions', replies: 'oncegate.decision-outcomes', group: 'oncegate-decisions', requireSignature: false },
       delivery: 'exactly_once',
       transactionalId: 'oncegate-relay://oncegate.example.com/prod',
       checkpointTopic: 'oncegate.relay-checkpoints',
     });
     expect(parseGatewayConfig('call_wait: 5s\n', 'oncegate.yaml').kafka).toBeNull();
+    const signed = parseGatewayConfig(
+      'kafka:\n  brokers: [kafka-1.example.com:9092]\n  decisions: { topic: oncegate.decisions, replies: oncegate.decision-outcomes, require_signature: true }\n',
+      'oncegate.yaml',
+    );
+    expect(signed.kafka?.decisions?.requireSignature).toBe(true);
   });
 
   it('given at-least-once delivery, or a transactional id and checkpoint topic of its own, when parsed, then each is read; a delivery that is neither is refused with its line', () => {
@@ -363,7 +368,7 @@ describe('the kafka section of the configuration', () => {
         '    - { topic: oncegate.approvals, events: [ApprovalGrantd] }',
         '    - { topic: "bad topic", streams: [executions] }',
         '    - { topic: oncegate.x, events: [Dispatched], streams: [execution] }',
-        '  decisions: { topic: oncegate.decisions }',
+        '  decisions: { topic: oncegate.decisions, require_signature: sure }',
         '  lease: 10ms',
         '  partitions: 3',
       ].join('\n'),
@@ -376,6 +381,7 @@ describe('the kafka section of the configuration', () => {
         expect.stringMatching(/^oncegate\.yaml:5:\d+ kafka\.topics\[1\]\.streams: 'executions' is not a stream category; one of .*execution/),
         expect.stringMatching(/^oncegate\.yaml:6:\d+ kafka\.topics\[2\]: name either events .* or streams/),
         expect.stringMatching(/^oncegate\.yaml:7:\d+ kafka\.decisions\.replies: /),
+        expect.stringMatching(/^oncegate\.yaml:7:\d+ kafka\.decisions\.require_signature: /),
         expect.stringMatching(/^oncegate\.yaml:8:\d+ kafka\.lease: must be at least 300ms/),
         expect.stringMatching(/^oncegate\.yaml:9:\d+ kafka\.partitions: /),
       ]),

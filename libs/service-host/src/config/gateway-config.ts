@@ -186,6 +186,11 @@ export interface KafkaDecisionsConfig {
   readonly replies: string;
   /** The Kafka consumer group the relays share the decisions topic in. */
   readonly group: string;
+  /**
+   * Every decision must be signed by a live key of the approver it names (`require_signature`); when false or absent,
+   * only a signature present is checked.
+   */
+  readonly requireSignature?: boolean;
 }
 
 export interface KafkaConfig {
@@ -536,7 +541,10 @@ function readKafka(file: ConfigReader, env: NodeJS.ProcessEnv): KafkaConfig | un
     routes,
     defaultTopic: file.valid<string>('kafka', 'default_topic') ?? KAFKA_DEFAULTS.defaultTopic,
     leaseMs: lease ?? KAFKA_DEFAULTS.leaseMs,
-    decisions: decisions === undefined ? null : { topic: decisions.topic, replies: decisions.replies, group: decisions.group ?? KAFKA_DEFAULTS.group },
+    decisions:
+      decisions === undefined
+        ? null
+        : { topic: decisions.topic, replies: decisions.replies, group: decisions.group ?? KAFKA_DEFAULTS.group, requireSignature: decisions.require_signature ?? false },
     delivery: file.valid<KafkaDelivery>('kafka', 'delivery') ?? KAFKA_DEFAULTS.delivery,
     transactionalId: file.valid<string>('kafka', 'transactional_id') ?? defaultTransactionalId(source),
     checkpointTopic: file.valid<string>('kafka', 'checkpoint_topic') ?? KAFKA_DEFAULTS.checkpointTopic,

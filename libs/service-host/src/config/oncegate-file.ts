@@ -276,6 +276,13 @@ export interface KafkaDecisionsSection {
    * @default "oncegate-decisions"
    */
   group?: NonEmptyString;
+  /**
+   * Whether every decision must carry `signature`: Ed25519, by a key of the approver named in `by` that is not
+   * revoked (`oncegate approvers key add`). Without it a decision's author is whoever may write to the topic; a
+   * signature present is checked either way.
+   * @default false
+   */
+  require_signature?: boolean;
 }
 
 /** The organisation's Kafka bus. */

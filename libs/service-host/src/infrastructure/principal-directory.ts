@@ -93,7 +93,7 @@ export class PrincipalDirectory {
   private applied = 0;
 
   constructor(
-    private readonly store: EventStore,
+    protected readonly store: EventStore,
     readonly kind: PrincipalKind,
   ) {}
 
@@ -175,7 +175,7 @@ export class PrincipalDirectory {
     this.position = Math.max(this.position, events.position);
   }
 
-  private requireName(name: string): void {
+  protected requireName(name: string): void {
     if (!NAME.test(name)) throw new PrincipalNameError(this.kind.label, name);
   }
 
@@ -209,6 +209,14 @@ export class PrincipalDirectory {
       for (const [key, entry] of this.byHash) {
         if (entry.record.tokenId === previous.tokenId) this.byHash.set(key, { ...entry, record: revoked });
       }
+    } else {
+      this.applyOther(event);
     }
   }
+
+  /**
+   * Another event of this kind's streams (an approver's signing keys sit beside their tokens): a subclass that
+   * records more of a principal reads it here, in commit order and once, as `refresh` and `watch` meet it.
+   */
+  protected applyOther(_event: RecordedEvent): void {}
 }

@@ -6,6 +6,7 @@ import { loadTools } from '@oncegate/service-host/host';
 import { Command, type CommandUnknownOpts } from '@commander-js/extra-typings';
 import { action, EXIT_CODES, UsageError, type CliIo, type ExitCode } from '@oncegate/service-host/cli-command';
 import { actingAs, byOption, configOption, executionId, jsonOption, reasonOf, reasonOption, withDataFolder } from '../command-helpers';
+import { approverKeyCommand, signDecisionCommand } from './approver-key-commands';
 import { tokenCommands } from './token-commands';
 
 /** Who decides when `--by` is not given. */
@@ -153,17 +154,24 @@ export function approvalsCommand(): Command {
     .addCommand(decisionCommand('deny'));
 }
 
-/** `oncegate approvers …`: the API tokens of the people who decide approvals over HTTP and in the console. */
+/**
+ * `oncegate approvers …`: the API tokens of the people who decide approvals over HTTP and in the console, and the
+ * keys that sign their decisions taken from the bus.
+ */
 export function approversCommand(): Command {
   return tokenCommands({
     group: 'approvers',
     label: 'approver',
-    description: 'The people who decide approvals over HTTP and in the console, and their API tokens: add, list, revoke.',
+    description:
+      'The people who decide approvals over HTTP and in the console, and their API tokens: add, list, revoke; the Ed25519 keys that sign ' +
+      'their decisions taken from the bus: key add|list|revoke, and sign-decision for their tooling.',
     directory: (folder) => folder.approvers,
     summaries: {
       add: 'Issue an API token for a person who decides approvals over HTTP (printed once, stored hashed).',
       list: 'List approvers and their tokens (ids only).',
       revoke: 'Revoke every token of an approver; the approvals API answers 401 from then on.',
     },
-  });
+  })
+    .addCommand(approverKeyCommand())
+    .addCommand(signDecisionCommand());
 }
