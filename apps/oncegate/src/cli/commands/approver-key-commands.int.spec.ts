@@ -27,7 +27,7 @@ function bare(args: string[], cwd: string, stdin?: string): Promise<{ code: numb
   });
 }
 
-/** Whether `jq` is here: the docs' recipe without Oncegate uses it; the CI image does not install it. */
+/** Whether `jq` is here: the docs' recipe without Oncegate uses it (.ci/run installs it when missing). */
 const hasJq = (() => {
   try {
     execFileSync('jq', ['--version'], { stdio: 'ignore' });
