@@ -10,6 +10,7 @@ const alias = [
   { find: '@oncegate/event-store/chain', replacement: root('./libs/event-store/src/chain.ts') },
   { find: '@oncegate/event-store/worker-entry', replacement: root('./libs/event-store/src/worker-entry.ts') },
   { find: '@oncegate/event-store/testing', replacement: root('./libs/event-store/src/testing/index.ts') },
+  { find: '@oncegate/dispatcher-kit/testing/vitest', replacement: root('./libs/dispatcher-kit/src/testing/vitest.ts') },
   { find: '@oncegate/dispatcher-kit/testing', replacement: root('./libs/dispatcher-kit/src/testing/index.ts') },
   { find: '@oncegate/demo-target', replacement: root('./apps/demo-target/src/index.ts') },
   { find: '@oncegate/deploy-local', replacement: root('./deploy/local/index.ts') },

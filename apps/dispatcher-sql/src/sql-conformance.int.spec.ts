@@ -1,4 +1,4 @@
-import { describeDispatcherConformance } from '@oncegate/dispatcher-kit/testing';
+import { describeDispatcherConformance } from '@oncegate/dispatcher-kit/testing/vitest';
 import { sqlKit } from './sql-channel';
 import { openShopDatabase } from './testing/shop-database';
 import { shopContract } from './testing/shop-tools';
@@ -36,5 +36,5 @@ describeDispatcherConformance(
       close: () => shop.stop(),
     };
   },
-  { classes: ['read_only', 'idempotent_write', 'conditional_write', 'irreversible'] },
+  { classes: ['read_only', 'idempotent_write', 'conditional_write', 'irreversible'], noEcho: 'a database does not answer with the password it was given' },
 );

@@ -1,3 +1,11 @@
-export { describeDispatcherConformance, type ConformanceOptions, type ConformanceSubject, type ConformanceTarget } from './conformance';
+export {
+  ConformanceFailure,
+  defineDispatcherConformance,
+  type ConformanceOptions,
+  type ConformanceRunner,
+  type ConformanceSubject,
+  type ConformanceTarget,
+} from './conformance';
 export { DispatcherWorld, type DispatcherWorldOptions, type WorldCredential, type WorldDispatcher } from './dispatcher-world';
 export { FaultProxy } from './fault-proxy';
+export { nodeTestRunner } from './node-test-runner';
