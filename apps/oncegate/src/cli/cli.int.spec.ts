@@ -230,7 +230,7 @@ describe('the command dispatcher', () => {
     const io = captureIo();
     expect(await runCli(['contracts'], io)).toBe(EXIT_CODES.usage);
     expect(io.err()).toMatch(/^Usage: oncegate contracts <command> \[options\]\n/);
-    expect(io.err()).toMatch(/\n {2}check <file\.\.\.> {2,}Validate tool contract files/);
+    expect(io.err()).toMatch(/\n {2}check \[options\] <file\.\.\.> {2,}Validate tool contract files/);
   });
 
   it('given another command registered, when run, then its action gets its own arguments and options and its exit code is the run\'s', async () => {

@@ -1,0 +1,95 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { EXIT_CODES, type CliIo } from '@oncegate/service-host/cli-command';
+import { runCli } from '../cli';
+
+/**
+ * A plugin channel's module as a team ships it (compiled JavaScript exporting its kit): its section check is what
+ * `contracts check --channel` runs. Only what the CLI reads of a kit is here; the kit's own tests run real ones.
+ */
+const LEDGER_MODULE = `export const ledgerKit = {
+  definition: {
+    name: 'ledger',
+    open() { throw new Error('not opened by a check'); },
+    contract: {
+      check(section, report) {
+        if (typeof section.file !== 'string') report(['file'], 'the ledger file to write to (a path)');
+        for (const key of Object.keys(section)) if (key !== 'file') report([key], \`unknown setting '\${key}' of the ledger channel\`);
+      },
+    },
+  },
+};
+`;
+
+const contract = (plugin: string) => `version: 1
+tools:
+  - name: record_entry
+    description: Record one entry in the ledger.
+    class: idempotent_write
+    channel: ledger
+    target: ledger/entries
+    input_schema: { type: object, properties: { n: { type: integer } }, required: [n], additionalProperties: false }
+    correlation_window: 10m
+    plugin: ${plugin}
+`;
+
+describe('oncegate contracts check --channel', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'oncegate-contracts-check-'));
+    writeFileSync(join(dir, 'ledger-channel.mjs'), LEDGER_MODULE);
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  const captureIo = (): CliIo & { out: () => string; err: () => string } => {
+    let out = '';
+    let err = '';
+    return { stdout: (text) => void (out += text), stderr: (text) => void (err += text), readFile: (path) => readFile(path, 'utf8'), out: () => out, err: () => err };
+  };
+
+  it('given a plugin section the channel refuses, when checked with the channel, then each mistake is named at its line and column and it exits 1', async () => {
+    const file = join(dir, 'tools.yaml');
+    writeFileSync(file, contract('{ fiel: /var/lib/ledger.txt }'));
+    const io = captureIo();
+    const code = await runCli(['contracts', 'check', file, '--channel', join(dir, 'ledger-channel.mjs')], io);
+    expect(io.out().trimEnd().split('\n')).toEqual([
+      `${file}:10:13 tools[0].plugin.file: the ledger file to write to (a path)`,
+      `${file}:10:21 tools[0].plugin.fiel: unknown setting 'fiel' of the ledger channel`,
+    ]);
+    expect(io.err()).toBe('2 problems in 1 file\n');
+    expect(code).toBe(EXIT_CODES.failed);
+  });
+
+  it('given the same file without the channel, then it is OK but says its plugin section was not checked', async () => {
+    const file = join(dir, 'tools.yaml');
+    writeFileSync(file, contract('{ fiel: /var/lib/ledger.txt }'));
+    const io = captureIo();
+    expect(await runCli(['contracts', 'check', file], io)).toBe(EXIT_CODES.ok);
+    expect(io.out()).toBe(`${file}: 1 tool OK (idempotent_write 1); the plugin: sections of channel ledger were not checked (--channel <its module>)\n`);
+  });
+
+  it('given a right section and the channel, then it is OK with no note', async () => {
+    const file = join(dir, 'tools.yaml');
+    writeFileSync(file, contract('{ file: /var/lib/ledger.txt }'));
+    const io = captureIo();
+    expect(await runCli(['contracts', 'check', file, '--channel', join(dir, 'ledger-channel.mjs')], io)).toBe(EXIT_CODES.ok);
+    expect(io.out()).toBe(`${file}: 1 tool OK (idempotent_write 1)\n`);
+  });
+
+  it('given a module that cannot be loaded or exports no channel, then it is a usage error naming it', async () => {
+    writeFileSync(join(dir, 'nothing.mjs'), 'export const answer = 42;\n');
+    const file = join(dir, 'tools.yaml');
+    writeFileSync(file, contract('{ file: x }'));
+    for (const [module, said] of [
+      [join(dir, 'missing.mjs'), /--channel .*missing\.mjs: cannot load it: /],
+      [join(dir, 'nothing.mjs'), /--channel .*nothing\.mjs: it exports no channel \(a kit made by defineChannel of @oncegate\/dispatcher-kit\)/],
+    ] as const) {
+      const io = captureIo();
+      expect(await runCli(['contracts', 'check', file, '--channel', module], io)).toBe(EXIT_CODES.usage);
+      expect(io.err()).toMatch(said);
+    }
+  });
+});
