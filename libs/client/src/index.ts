@@ -1,1 +1,1 @@
-export { lostOnTheWay, OncegateClient, type CallOptions, type OncegateClientOptions } from './oncegate-client';
+export { lostOnTheWay, OncegateClient, type CallOptions, type OncegateClientOptions } from './oncegate-client.js';

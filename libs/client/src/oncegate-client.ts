@@ -16,7 +16,13 @@ const META_IDEMPOTENCY_KEY = 'io.oncegate/idempotency-key';
 const META_RUN = 'io.oncegate/run';
 /** JSON-RPC code of "storage unavailable": nothing was accepted, the same call may be made again. */
 const STORAGE_UNAVAILABLE = -32012;
+/**
+ * What the client tells the gateway it is when the caller does not say, with the version of the package
+ * (libs/client/package.json; a unit test keeps the two equal), so that the gateway's side can tell which release calls.
+ */
+export const DEFAULT_CLIENT_INFO = { name: 'oncegate-client', version: '0.1.0' } as const;
 
+/** How to reach the gateway and how often to make a lost call again (`OncegateClient.connect`). */
 export interface OncegateClientOptions {
   /** The gateway's MCP endpoint, e.g. `http://127.0.0.1:8787/mcp`. */
   readonly url: string | URL;
@@ -26,20 +32,27 @@ export interface OncegateClientOptions {
   readonly authProvider?: OAuthClientProvider;
   /** `auto` (default): 2026-07-28 when the gateway offers it, else 2025-11-25; `legacy`: always 2025-11-25. */
   readonly revision?: 'auto' | 'legacy';
-  /** How many times a call lost on the way is made again (default 5), and the first pause (default 250 ms, doubling). */
+  /** How many times a call lost on the way is made again (default 5). */
   readonly retries?: number;
+  /** The pause before the first try again (default 250 ms), doubling with each one after. */
   readonly minRetryDelayMs?: number;
+  /** What the client tells the gateway it is (default: `oncegate-client` and this package's version). */
   readonly clientInfo?: { readonly name: string; readonly version: string };
+  /** The fetch every request goes through (default: the global one), e.g. to go through a proxy. */
   readonly fetch?: typeof fetch;
+  /** Headers added to every request (after `Authorization`, so one here replaces the token's). */
   readonly headers?: Record<string, string>;
 }
 
+/** The options of one call (`OncegateClient.callTool`). */
 export interface CallOptions {
   /** The caller key of this intent; a new one per call when not given. Give your own to re-issue after a restart. */
   readonly idempotencyKey?: string;
   /** A run id: calls of one run share its session grants (docs/gateway.md). */
   readonly run?: string;
+  /** Gives the call up: no try is made after it is aborted, and the attempt in flight is abandoned. */
   readonly signal?: AbortSignal;
+  /** Told each step the call waits at (awaiting approval, dispatched, …), as the gateway reports its progress. */
   readonly onprogress?: (progress: { progress: number; total?: number; message?: string }) => void;
   /**
    * How long one attempt waits for its answer before it counts as lost (default: the SDK's 60 s). Keep it above the
@@ -89,6 +102,7 @@ export class OncegateClient {
 
   private constructor(private readonly options: OncegateClientOptions) {}
 
+  /** Opens a connection to the gateway (negotiating the revision) and returns the client once it is open. */
   static async connect(options: OncegateClientOptions): Promise<OncegateClient> {
     const client = new OncegateClient(options);
     await client.connected();
@@ -100,6 +114,7 @@ export class OncegateClient {
     return this.client?.getNegotiatedProtocolVersion();
   }
 
+  /** The tools the gateway offers this agent. */
   async listTools(): Promise<Tool[]> {
     return (await (await this.connected()).listTools()).tools;
   }
@@ -143,6 +158,7 @@ export class OncegateClient {
     );
   }
 
+  /** Closes the connection, and those replaced earlier whose calls are still in flight. */
   async close(): Promise<void> {
     await this.disconnect();
     await Promise.all([...this.retired].map((client) => client.close().catch(() => undefined)));
@@ -177,7 +193,7 @@ export class OncegateClient {
       ...(authProvider ? { authProvider } : {}),
       ...(fetch ? { fetch } : {}),
     });
-    const client = new Client(clientInfo ?? { name: 'oncegate-client', version: '0.1.0' }, { versionNegotiation: { mode: revision === 'auto' ? 'auto' : 'legacy' } });
+    const client = new Client(clientInfo ?? DEFAULT_CLIENT_INFO, { versionNegotiation: { mode: revision === 'auto' ? 'auto' : 'legacy' } });
     await client.connect(transport);
     this.client = client;
     return client;

@@ -1,6 +1,7 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ProtocolError, SdkError, SdkErrorCode, SdkHttpError } from '@modelcontextprotocol/client';
-import { lostOnTheWay } from './oncegate-client';
+import { DEFAULT_CLIENT_INFO, lostOnTheWay } from './oncegate-client';
 
 describe('lostOnTheWay: which failures may hide an answer, so the call is made again with its caller key', () => {
   it.each([
@@ -23,5 +24,12 @@ describe('lostOnTheWay: which failures may hide an answer, so the call is made a
     ['a plain error', new Error('something else')],
   ])('%s: an answer, not made again', (_what, error) => {
     expect(lostOnTheWay(error)).toBe(false);
+  });
+});
+
+describe('the client info a connection gives when the caller gives none', () => {
+  it('given the package manifest, then its version is the version of the package (bumped together)', () => {
+    const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+    expect(DEFAULT_CLIENT_INFO.version).toBe(manifest.version);
   });
 });
