@@ -1,6 +1,5 @@
-import { pending } from '../approvals/approval-queue';
-import type { Host } from '../host';
-import { held } from '../review/review-queue';
+import { held, pending } from '@oncegate/host-decisions';
+import type { Host } from './host';
 
 /** How long one reading of the queues serves scrapes: reading them scans the executions that ever asked. */
 const QUEUES_FRESH_MS = 10_000;
