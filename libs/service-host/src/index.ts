@@ -4,7 +4,6 @@ export { action, EXIT_CODES, exitWhenDone, PROCESS_IO, runProgram, UsageError, t
 export { configOption, configOrExit, jsonOption, wholeNumber } from './command-args';
 export { closeHost, closeInOrder, createStoreDatabase, heldBeforeSend, loadTools, microservice, openDataFolder, openHost, openVault, SERVICE_CONSUMERS, startOrUndo, storeLocation, type DataFolder, type Host, type ServiceDefinition, type StartOptions } from './host';
 export { PreparedCalls, type PreparedCall } from './prepared-calls';
-export { queueGauges } from './queue-gauges';
 export { announceReady, clearReadyFile, formatDuration, prepareReadyFile, readyFileOption, sinceProcessStart } from './ready-signal';
 export { runServiceProcess, SERVICE_PROCESS_HELP, serviceMain, StartupError, startupFailure, stoppedCleanly, untilSignal } from './service-process';
 export type { StoredResult } from './stored-result';
