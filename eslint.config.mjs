@@ -43,6 +43,15 @@ const domainSources = readdirSync('libs', { withFileTypes: true })
   })
   .map((entry) => `libs/${entry.name}/src/**/*.ts`);
 
+// A library is imported by its index (`@oncegate/<library>`) or by an entry point tsconfig.base.json names (`/testing`,
+// the event store's chain and worker entry): what a library keeps behind its index may move without its importers
+// knowing, and a library can be packaged on its own. A path into a library's folders resolves nowhere and is refused.
+const entryPoints = Object.keys(JSON.parse(readFileSync('tsconfig.base.json', 'utf8')).compilerOptions.paths);
+const deepImports = {
+  group: ['@oncegate/*/**', ...entryPoints.filter((name) => name.split('/').length > 2).map((name) => `!${name}`)],
+  message: "import the library by its index, or by an entry point named in tsconfig.base.json's paths",
+};
+
 export default [
   { ignores: ['**/node_modules/**', '**/dist/**', '**/.nx/**', '**/.oncegate/**', '**/fixtures/lint/**', 'schemas/*.validate.mjs', 'schemas/*.validate.d.mts'] },
   ...tseslint.configs.recommended,
@@ -51,6 +60,7 @@ export default [
     plugins: { '@nx': nx },
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      'no-restricted-imports': ['error', { patterns: [deepImports] }],
       '@nx/enforce-module-boundaries': [
         'error',
         {
@@ -103,7 +113,11 @@ export default [
     rules: {
       'no-restricted-imports': [
         'error',
-        { paths: builtinInfrastructure.map((name) => ({ name, message: 'the domain stays free of I/O: use a port and an adapter' })) },
+        // This setting replaces the one above for the domain's files: it refuses deep imports as well.
+        {
+          paths: builtinInfrastructure.map((name) => ({ name, message: 'the domain stays free of I/O: use a port and an adapter' })),
+          patterns: [deepImports],
+        },
       ],
     },
   },

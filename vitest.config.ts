@@ -14,7 +14,8 @@ const alias = [
   { find: '@oncegate/dispatcher-kit/testing', replacement: root('./libs/dispatcher-kit/src/testing/index.ts') },
   { find: '@oncegate/demo-target', replacement: root('./apps/demo-target/src/index.ts') },
   { find: '@oncegate/deploy-local', replacement: root('./deploy/local/index.ts') },
-  { find: /^@oncegate\/service-host\/(.+)$/, replacement: `${root('./libs/service-host/src/')}$1` },
+  { find: '@oncegate/host-decisions/testing', replacement: root('./libs/host-decisions/src/testing/approval-fixtures.ts') },
+  { find: '@oncegate/host-recovery/testing', replacement: root('./libs/host-recovery/src/testing/execution-histories.ts') },
   { find: /^@oncegate\/([a-z-]+)$/, replacement: root('./libs/$1/src/index.ts') },
 ];
 

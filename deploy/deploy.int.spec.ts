@@ -7,7 +7,7 @@ import { Ajv } from 'ajv';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, parse as parseYaml } from 'yaml';
 import { parseContractFile } from '@oncegate/contracts';
-import { applyEnvironment, parseGatewayConfig } from '@oncegate/service-host/config/gateway-config';
+import { applyEnvironment, parseGatewayConfig } from '@oncegate/host-config';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const CHART = join(ROOT, 'deploy/helm/oncegate');

@@ -77,4 +77,31 @@ describe('module boundaries', () => {
     expect(values).toHaveLength(1);
     expect(values[0]!.message).toContain('types only');
   });
+
+  it.each([
+    ['a service library', 'libs/service-gateway/src/lint-probe.ts', "import { parseGatewayConfig } from '@oncegate/host-config/gateway-config';\nexport const x = parseGatewayConfig;\n"],
+    ['an app', 'apps/oncegate/src/lint-probe.ts', "import { serviceMain } from '@oncegate/service-host/service-process';\nexport const x = serviceMain;\n"],
+    ['a test suite', 'test/e2e/lint-probe.ts', "export { approvalTools } from '@oncegate/host-decisions/approval-fixtures';\n"],
+    ['the domain library', 'libs/domain/src/lint-probe.ts', "import { parseContractFile } from '@oncegate/contracts/tools-file';\nexport const x = parseContractFile;\n"],
+  ])('given %s, when it imports a path inside another library, then lint fails', async (_who, filePath, code) => {
+    const messages = await lint(code, filePath);
+    expect(messages).toHaveLength(1);
+    expect(messages[0]!.ruleId).toBe('no-restricted-imports');
+    expect(messages[0]!.message).toContain('by its index');
+    expect(messages[0]!.severity).toBe(2);
+  });
+
+  it('given a library and a suite, when they import by index and by the entry points tsconfig names, then lint passes', async () => {
+    const code = [
+      "import { loadGatewayConfig } from '@oncegate/host-config';",
+      "import { serviceMain } from '@oncegate/service-host';",
+      "import { approvalTools } from '@oncegate/host-decisions/testing';",
+      "import { givenExecution } from '@oncegate/host-recovery/testing';",
+      "import { DispatcherWorld } from '@oncegate/dispatcher-kit/testing';",
+      'export const x = [loadGatewayConfig, serviceMain, approvalTools, givenExecution, DispatcherWorld];',
+      '',
+    ].join('\n');
+    expect(await lint(code, 'libs/service-relay-kafka/src/lint-probe.int.spec.ts')).toEqual([]);
+    expect(await lint("import { eventHash } from '@oncegate/event-store/chain';\nexport const x = eventHash;\n", 'libs/journal/src/lint-probe.ts')).toEqual([]);
+  });
 });

@@ -24,7 +24,7 @@ describe('each service as an app of its own (apps/<service>, built to dist/apps/
     for (const service of SERVICE_APPS) {
       const source = readFileSync(join(ROOT, 'apps', service, 'src/main.ts'), 'utf8');
       const imports = new Set([...source.matchAll(/from '([^']+)'/g)].map((match) => match[1]));
-      expect(imports, service).toEqual(new Set(['@oncegate/service-host/service-process', `@oncegate/service-${service}`]));
+      expect(imports, service).toEqual(new Set(['@oncegate/service-host', `@oncegate/service-${service}`]));
     }
   });
 

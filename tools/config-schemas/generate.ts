@@ -27,7 +27,7 @@ export interface ConfigSchemaSource {
 }
 
 export const CONFIG_SCHEMAS: readonly ConfigSchemaSource[] = [
-  { file: 'libs/service-host/src/config/oncegate-file.ts', typeName: 'OncegateFile', output: 'oncegate.schema.json', validator: 'oncegate.validate.mjs', id: 'oncegate:config:oncegate.yaml:v1' },
+  { file: 'libs/host-config/src/oncegate-file.ts', typeName: 'OncegateFile', output: 'oncegate.schema.json', validator: 'oncegate.validate.mjs', id: 'oncegate:config:oncegate.yaml:v1' },
   { file: 'libs/contracts/src/tools-file.ts', typeName: 'ToolsFile', output: 'tools.schema.json', validator: 'tools.validate.mjs', id: 'oncegate:config:tools.yaml:v1' },
 ];
 

@@ -10,11 +10,10 @@ import * as fixtures from '@oncegate/domain/testing';
 import { readAllFrom, type EventStore, type RecordedEvent } from '@oncegate/event-store';
 import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
 import { newUlid, runExecutionCommand, systemClock } from '@oncegate/execution-journal';
+import { loadGatewayConfig } from '@oncegate/host-config';
+import { endRun } from '@oncegate/host-decisions';
+import { AgentDirectory, ApproverDirectory } from '@oncegate/host-principals';
 import { EventStoreTransport, requestReplay } from '@oncegate/nest-event-store';
-import { loadGatewayConfig } from '@oncegate/service-host/config/load-config';
-import { AgentDirectory } from '@oncegate/service-host/infrastructure/agent-directory';
-import { ApproverDirectory } from '@oncegate/service-host/infrastructure/approver-directory';
-import { endRun } from '@oncegate/service-host/runs/run-journal';
 import { initVault, lockVault, removeCredential, storeCredential, unlockVault, type VaultContext } from '@oncegate/vault';
 /* eslint-disable @nx/enforce-module-boundaries -- the schemas are checked against a real gateway's journal, made with the e2e harness */
 import { startGateway } from '../../apps/oncegate/src/gateway';

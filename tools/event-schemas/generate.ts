@@ -38,10 +38,10 @@ export interface EventDataSource {
 
 const EVENTS = 'libs/domain/src/events.ts';
 const CLAIMS = 'libs/execution-journal/src/intent-claims.ts';
-const RUNS = 'libs/service-host/src/runs/run-journal.ts';
+const RUNS = 'libs/host-decisions/src/run-journal.ts';
 const SESSIONS = 'libs/service-gateway/src/front/mcp-http-front.ts';
-const TOKENS = 'libs/service-host/src/infrastructure/principal-directory.ts';
-const APPROVER_KEYS = 'libs/service-host/src/infrastructure/approver-directory.ts';
+const TOKENS = 'libs/host-principals/src/principal-directory.ts';
+const APPROVER_KEYS = 'libs/host-principals/src/approver-directory.ts';
 const VAULT = 'libs/vault/src/vault-journal.ts';
 const PARKED = 'libs/nest-event-store/src/parked-events.ts';
 const SEALS = 'libs/journal/src/seal.ts';
@@ -312,10 +312,10 @@ const WRITERS: Readonly<Record<string, string>> = {
   execution: 'the execution journal (`libs/execution-journal`), from the decisions of `libs/domain`',
   intent: 'the gateway front, with the execution\'s first events (`libs/execution-journal` intent-claims)',
   idempotency: 'the gateway front, with the execution\'s first events (`libs/execution-journal` intent-claims)',
-  run: 'the sessions journal (`libs/service-host` runs/run-journal)',
+  run: 'the sessions journal (`libs/host-decisions` run-journal)',
   session: 'the MCP HTTP front (`libs/service-gateway` front/mcp-http-front)',
-  agent: '`oncegate agents` (`libs/service-host` infrastructure/principal-directory)',
-  approver: '`oncegate approvers` and `oncegate approvers key` (`libs/service-host` infrastructure/principal-directory and approver-directory)',
+  agent: '`oncegate agents` (`libs/host-principals` principal-directory)',
+  approver: '`oncegate approvers` and `oncegate approvers key` (`libs/host-principals` principal-directory and approver-directory)',
   vault: '`oncegate vault` (`libs/vault` vault-journal)',
   parked: 'a service\'s event consumer and `oncegate parked` (`libs/nest-event-store` parked-events)',
   journal: 'the journal sealer (`libs/service-sealer`, seals defined in `libs/journal`)',

@@ -16,7 +16,7 @@ import { startSshd, type SshdHandle } from '../../../test/support/sshd';
 import { formatReview } from './cli/commands/review-commands';
 import { toolResult } from '@oncegate/service-gateway';
 import { initVault, storeCredential, type VaultContext } from '@oncegate/vault';
-import { VaultService } from '@oncegate/service-host/vault/vault-service';
+import { VaultService } from '@oncegate/host-vault';
 import { sshDispatcher } from '@oncegate/service-dispatcher-ssh';
 
 const MASTER = { ONCEGATE_MASTER_KEY: 'a master key for the SSH dispatcher tests' };

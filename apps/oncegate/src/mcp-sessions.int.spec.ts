@@ -5,7 +5,7 @@ import { freePort, gatewayFolder, type GatewayFolder } from '../../../test/suppo
 import { eventually, readJournal } from '../../../test/support/journal';
 import { connectClient } from '../../../test/support/mcp-clients';
 /* eslint-enable @nx/enforce-module-boundaries */
-import { loadGatewayConfig } from '@oncegate/service-host/config/load-config';
+import { loadGatewayConfig } from '@oncegate/host-config';
 import { startGateway, type RunningGateway } from './gateway';
 
 const INIT = {

@@ -7,7 +7,7 @@ import { gatewayFolder, type GatewayFolder } from '../../../test/support/gateway
 import { readJournal } from '../../../test/support/journal';
 import { connectClient } from '../../../test/support/mcp-clients';
 /* eslint-enable @nx/enforce-module-boundaries */
-import { loadGatewayConfig } from '@oncegate/service-host/config/load-config';
+import { loadGatewayConfig } from '@oncegate/host-config';
 import { startGateway, type RunningGateway } from './gateway';
 
 // The gateway's own SQLite connections, so the test can fill their files as a full disk would.

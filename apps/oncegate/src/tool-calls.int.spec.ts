@@ -4,7 +4,7 @@ import { startDemoTargetProcess, type DemoTargetProcess } from '../../../test/su
 import { gatewayFolder, type GatewayFolder } from '../../../test/support/gateway-process';
 import { eventually, readJournal } from '../../../test/support/journal';
 /* eslint-enable @nx/enforce-module-boundaries */
-import { loadGatewayConfig } from '@oncegate/service-host/config/load-config';
+import { loadGatewayConfig } from '@oncegate/host-config';
 import { startGateway, type RunningGateway } from './gateway';
 
 describe('a call whose client gave up before the call was accepted (in-process gateway)', () => {

@@ -3,10 +3,10 @@ import type { ToolContract, ToolLimits, PluginSectionCheck } from '@oncegate/con
 import type { DefiniteOutcome, ExecutionId, ExecutionState, OperationClass, UnknownOutcomeReason } from '@oncegate/domain';
 import type { SealedStore } from '@oncegate/sealed-store';
 import type { DispatchRefusal } from './channel-dispatcher';
-import type { PreparedCall } from '@oncegate/service-host/prepared-calls';
-import type { MarkerFinding } from '@oncegate/service-host/recovery/execution-recovery';
+import type { PreparedCall } from '@oncegate/service-host';
+import type { MarkerFinding } from '@oncegate/host-recovery';
 import type { CredentialKind } from '@oncegate/vault';
-import type { VaultService } from '@oncegate/service-host/vault/vault-service';
+import type { VaultService } from '@oncegate/host-vault';
 
 /*
  * The dispatcher kit's public API: what a team implements to add a channel (docs/dispatchers.md). The kit owns the

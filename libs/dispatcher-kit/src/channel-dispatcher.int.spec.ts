@@ -9,9 +9,9 @@ import type { EventStore } from '@oncegate/event-store';
 import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-store-sqlite';
 import { loadExecution, runExecutionCommand, systemClock } from '@oncegate/execution-journal';
 import { SqliteSealedStore } from '@oncegate/sealed-store';
-import { givenExecution } from '@oncegate/service-host/test-support/execution-histories';
+import { givenExecution } from '@oncegate/host-recovery/testing';
 import { ChannelDispatcher, textResult, type AttemptRecord } from './channel-dispatcher';
-import type { PreparedCall } from '@oncegate/service-host/prepared-calls';
+import type { PreparedCall } from '@oncegate/service-host';
 
 const TOOL: ToolContract = parseContractFile(
   `version: 1

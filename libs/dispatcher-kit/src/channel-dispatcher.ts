@@ -1,15 +1,13 @@
 import { Logger } from '@nestjs/common';
 import { EventPattern, Payload } from '@nestjs/microservices';
-import { awaitsLateReport, DomainError, earlierAttemptMayHaveActed, type DefiniteOutcome, type ExecutionCommand, type ExecutionId, type ExecutionState, type UnknownOutcomeReason } from '@oncegate/domain';
 import type { ToolContract } from '@oncegate/contracts';
+import { awaitsLateReport, DomainError, earlierAttemptMayHaveActed, type DefiniteOutcome, type ExecutionCommand, type ExecutionId, type ExecutionState, type UnknownOutcomeReason } from '@oncegate/domain';
 import { backoffMs, EventStoreClosedError, type EventStore, type RecordedEvent } from '@oncegate/event-store';
 import { executionAsOf, isoNow, loadExecution, runExecutionCommand, stepTakenAlready, type Clock, type InlineStep, type LoadedExecution } from '@oncegate/execution-journal';
+import { inSpan, processMetrics, SpanKind } from '@oncegate/host-operations';
+import { recoverExecution, type MarkerFinding } from '@oncegate/host-recovery';
 import type { SealedStore } from '@oncegate/sealed-store';
-import type { StoredResult } from '@oncegate/service-host/stored-result';
-import { recoverExecution, type MarkerFinding } from '@oncegate/service-host/recovery/execution-recovery';
-import { processMetrics } from '@oncegate/service-host/operations/process-metrics';
-import { inSpan, SpanKind } from '@oncegate/service-host/operations/tracing';
-import { PreparedCalls, type PreparedCall } from '@oncegate/service-host/prepared-calls';
+import { PreparedCalls, type PreparedCall, type StoredResult } from '@oncegate/service-host';
 
 /** The longest pause between two tries at recording an outcome. */
 const RECORD_RETRY_MAX_MS = 2_000;

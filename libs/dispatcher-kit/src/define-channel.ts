@@ -5,11 +5,19 @@ import type { Clock } from '@oncegate/execution-journal';
 import { EventStoreModule } from '@oncegate/nest-event-store';
 import type { SealedStore } from '@oncegate/sealed-store';
 import { dispatcherService, type DispatchChannel } from './dispatchers';
-import { microservice, type ServiceDefinition } from '@oncegate/service-host/host';
-import { PreparedCalls } from '@oncegate/service-host/prepared-calls';
-import { serviceMain } from '@oncegate/service-host/service-process';
-import { CLOCK, DISPATCHER_ID, PREPARED_CALLS, SEALED_STORE, TOOLS, VAULT } from '@oncegate/service-host/tokens';
-import type { VaultService } from '@oncegate/service-host/vault/vault-service';
+import {
+  CLOCK,
+  DISPATCHER_ID,
+  microservice,
+  PREPARED_CALLS,
+  PreparedCalls,
+  SEALED_STORE,
+  serviceMain,
+  TOOLS,
+  VAULT,
+  type ServiceDefinition,
+} from '@oncegate/service-host';
+import type { VaultService } from '@oncegate/host-vault';
 import type { ChannelDefinition, ChannelDriver } from './channel-definition';
 import { KitDispatcher, OPENED_CHANNEL, type OpenedChannel } from './kit-dispatcher';
 

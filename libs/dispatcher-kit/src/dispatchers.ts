@@ -1,11 +1,9 @@
 import { join } from 'node:path';
 import type { INestMicroservice } from '@nestjs/common';
 import type { InlineStep } from '@oncegate/execution-journal';
-import { closeInOrder, heldBeforeSend, openVault, type Host, type ServiceDefinition } from '@oncegate/service-host/host';
-import { PreparedCalls } from '@oncegate/service-host/prepared-calls';
-import { AttemptSweeper } from '@oncegate/service-host/recovery/attempt-sweeper';
-import { dispatcherInstanceId, InstanceLeases } from '@oncegate/service-host/recovery/instance-leases';
-import type { VaultService } from '@oncegate/service-host/vault/vault-service';
+import { AttemptSweeper, dispatcherInstanceId, InstanceLeases } from '@oncegate/host-recovery';
+import type { VaultService } from '@oncegate/host-vault';
+import { closeInOrder, heldBeforeSend, openVault, PreparedCalls, type Host, type ServiceDefinition } from '@oncegate/service-host';
 import type { ChannelDispatcher } from './channel-dispatcher';
 
 /** What a channel's dispatcher is given to start: the vault, the prepared calls of this process, its id. */

@@ -8,10 +8,9 @@ import { EVENT_STORE } from '@oncegate/nest-event-store';
 import type { SealedStore } from '@oncegate/sealed-store';
 import { ChannelDispatcher, notSent, type AttemptRecord, type DispatchRefusal } from './channel-dispatcher';
 import { isVaultError, vaultRefusal } from './vault-refusal';
-import type { PreparedCall, PreparedCalls } from '@oncegate/service-host/prepared-calls';
-import type { MarkerFinding } from '@oncegate/service-host/recovery/execution-recovery';
-import { CLOCK, DISPATCHER_ID, PREPARED_CALLS, SEALED_STORE, TOOLS, VAULT } from '@oncegate/service-host/tokens';
-import type { VaultService } from '@oncegate/service-host/vault/vault-service';
+import { CLOCK, DISPATCHER_ID, PREPARED_CALLS, SEALED_STORE, TOOLS, VAULT, type PreparedCall, type PreparedCalls } from '@oncegate/service-host';
+import type { MarkerFinding } from '@oncegate/host-recovery';
+import type { VaultService } from '@oncegate/host-vault';
 import type { ChannelAttempt, ChannelDefinition, ChannelDriver, SendOutcome, StatusFinding } from './channel-definition';
 import { hideSecretBytes, hideSecrets } from './hide-secrets';
 

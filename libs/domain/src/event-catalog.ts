@@ -36,22 +36,22 @@ export const STORED_EVENT_TYPES: readonly StoredEventType[] = Object.freeze(
     // The claims committed with an execution's first events (libs/execution-journal intent-claims).
     entry('IntentClaimed', STREAM_CATEGORIES.intent),
     entry('IdempotencyKeyClaimed', STREAM_CATEGORIES.idempotencyKey),
-    // The sessions journal of agent runs (libs/service-host runs/run-journal).
+    // The sessions journal of agent runs (libs/host-decisions run-journal).
     entry('RunStarted', STREAM_CATEGORIES.run),
     entry('RunGranted', STREAM_CATEGORIES.run),
     entry('RunEnded', STREAM_CATEGORIES.run),
     // MCP sessions of the HTTP front, restored after a restart (libs/service-gateway front/mcp-http-front).
     entry('SessionStarted', STREAM_CATEGORIES.session),
     entry('SessionClosed', STREAM_CATEGORIES.session),
-    // API tokens, stored hashed (libs/service-host infrastructure/principal-directory).
+    // API tokens, stored hashed (libs/host-principals principal-directory).
     entry('AgentTokenIssued', STREAM_CATEGORIES.agent),
     entry('AgentTokenRevoked', STREAM_CATEGORIES.agent),
     entry('ApproverTokenIssued', STREAM_CATEGORIES.approver),
     entry('ApproverTokenRevoked', STREAM_CATEGORIES.approver),
-    // Approvers' Ed25519 public keys, which sign decisions taken from the bus (libs/service-host infrastructure/approver-directory).
+    // Approvers' Ed25519 public keys, which sign decisions taken from the bus (libs/host-principals approver-directory).
     entry('ApproverKeyAdded', STREAM_CATEGORIES.approver),
     entry('ApproverKeyRevoked', STREAM_CATEGORIES.approver),
-    // The credential vault's state changes (libs/service-host vault/vault-journal).
+    // The credential vault's state changes (libs/vault vault-journal).
     entry('VaultInitialized', STREAM_CATEGORIES.vault),
     entry('VaultUnlocked', STREAM_CATEGORIES.vault),
     entry('VaultLocked', STREAM_CATEGORIES.vault),

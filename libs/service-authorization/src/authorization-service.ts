@@ -1,9 +1,8 @@
 import type { INestMicroservice } from '@nestjs/common';
 import type { ToolContract } from '@oncegate/contracts';
-import { GatewayConfigError, type GatewayConfig } from '@oncegate/service-host/config/gateway-config';
-import { closeInOrder, loadTools, microservice, openVault, SERVICE_CONSUMERS, type Host, type ServiceDefinition } from '@oncegate/service-host/host';
-import { PreparedCalls } from '@oncegate/service-host/prepared-calls';
-import type { VaultService } from '@oncegate/service-host/vault/vault-service';
+import { GatewayConfigError, type GatewayConfig } from '@oncegate/host-config';
+import type { VaultService } from '@oncegate/host-vault';
+import { closeInOrder, loadTools, microservice, openVault, PreparedCalls, SERVICE_CONSUMERS, type Host, type ServiceDefinition } from '@oncegate/service-host';
 import { AuthorizationModule } from './authorization.module';
 import { Policy } from './policy';
 

@@ -1,16 +1,14 @@
 import { Controller, Inject, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { EventPattern, Payload } from '@nestjs/microservices';
-import type { DenialBasis, ExecutionAcceptedData, ExecutionCommand, ExecutionId, ExecutionState, IsoInstant } from '@oncegate/domain';
 import { pluginServerOf, type ToolContract } from '@oncegate/contracts';
+import type { DenialBasis, ExecutionAcceptedData, ExecutionCommand, ExecutionId, ExecutionState, IsoInstant } from '@oncegate/domain';
 import type { EventStore, RecordedEvent } from '@oncegate/event-store';
-import { EVENT_STORE } from '@oncegate/nest-event-store';
 import { executionAsOf, executionsWithEvent, isoNow, loadExecution, runExecutionCommand, stepTakenAlready, type Clock, type InlineStep } from '@oncegate/execution-journal';
+import { endRun, grantedTools, grantRun, isPending, readRun, sessionRunId, startRun, type RunGrantedData } from '@oncegate/host-decisions';
+import { noVault, type BindingTarget, type VaultService, type VaultState } from '@oncegate/host-vault';
+import { EVENT_STORE } from '@oncegate/nest-event-store';
 import type { SealedStore } from '@oncegate/sealed-store';
-import { grantRun, grantedTools, readRun, sessionRunId, startRun, endRun, type RunGrantedData } from '@oncegate/service-host/runs/run-journal';
-import { noVault, type BindingTarget, type VaultService, type VaultState } from '@oncegate/service-host/vault/vault-service';
-import { APPROVAL_TIMEOUT_MS, CLOCK, POLICY, PREPARED_CALLS, SEALED_STORE, TOOLS, VAULT } from '@oncegate/service-host/tokens';
-import { isPending } from '@oncegate/service-host/approvals/approval-queue';
-import { PreparedCalls, type PreparedCall } from '@oncegate/service-host/prepared-calls';
+import { APPROVAL_TIMEOUT_MS, CLOCK, POLICY, PREPARED_CALLS, PreparedCalls, SEALED_STORE, TOOLS, VAULT, type PreparedCall } from '@oncegate/service-host';
 import { approvalDeadline, climbLadder, type LadderFacts, type LadderVerdict, type RunFacts } from './ladder';
 import type { Policy } from './policy';
 

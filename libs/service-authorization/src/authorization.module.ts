@@ -1,12 +1,11 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import type { ToolContract } from '@oncegate/contracts';
-import { EventStoreModule } from '@oncegate/nest-event-store';
 import type { EventStore } from '@oncegate/event-store';
 import type { Clock } from '@oncegate/execution-journal';
+import type { VaultService } from '@oncegate/host-vault';
+import { EventStoreModule } from '@oncegate/nest-event-store';
 import type { SealedStore } from '@oncegate/sealed-store';
-import type { VaultService } from '@oncegate/service-host/vault/vault-service';
-import { APPROVAL_TIMEOUT_MS, CLOCK, POLICY, PREPARED_CALLS, SEALED_STORE, TOOLS, VAULT } from '@oncegate/service-host/tokens';
-import { PreparedCalls } from '@oncegate/service-host/prepared-calls';
+import { APPROVAL_TIMEOUT_MS, CLOCK, POLICY, PREPARED_CALLS, PreparedCalls, SEALED_STORE, TOOLS, VAULT } from '@oncegate/service-host';
 import { AuthorizationController } from './authorization.controller';
 import type { Policy } from './policy';
 

@@ -1,4 +1,4 @@
-import type { PolicyDecision, PolicyRule } from '@oncegate/service-host/config/gateway-config';
+import type { PolicyDecision, PolicyRule } from '@oncegate/host-config';
 
 export interface PolicyVerdict {
   readonly decision: PolicyDecision | 'no_rule';

@@ -3,13 +3,13 @@ import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { parseContractFile, type ToolContract } from '@oncegate/contracts';
 import { HttpDispatcher } from '@oncegate/channel-http';
+import { parseContractFile, type ToolContract } from '@oncegate/contracts';
 import { executionStream } from '@oncegate/domain';
 import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-store-sqlite';
 import { isoNow, runExecutionCommand, systemClock } from '@oncegate/execution-journal';
+import { VaultService } from '@oncegate/host-vault';
 import { initVault, lockVault, storeCredential, type VaultContext } from '@oncegate/vault';
-import { VaultService } from '@oncegate/service-host/vault/vault-service';
 import { acceptHttpCall, openHttpCallWorld, type HttpCallWorld } from './testing/http-call-world';
 import { httpDispatcher } from './http-channel';
 

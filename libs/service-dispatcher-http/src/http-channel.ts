@@ -1,6 +1,5 @@
 import { renderHttpRequest, HttpDispatcher, type HttpCredential, type HttpCredentialBuffer } from '@oncegate/channel-http';
 import type { ToolContract } from '@oncegate/contracts';
-import { activeTraceparent } from '@oncegate/execution-journal';
 import {
   defineChannel,
   type ChannelAttempt,
@@ -12,7 +11,8 @@ import {
   vaultRefusal,
   type StatusFinding,
 } from '@oncegate/dispatcher-kit';
-import type { VaultService } from '@oncegate/service-host/vault/vault-service';
+import { activeTraceparent } from '@oncegate/execution-journal';
+import type { VaultService } from '@oncegate/host-vault';
 
 /**
  * Sends HTTP tools: the outcome is observed or unknown from what the socket saw; a conditional write's status query

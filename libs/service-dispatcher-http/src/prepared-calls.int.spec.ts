@@ -8,7 +8,7 @@ import { Policy } from '@oncegate/service-authorization';
 import { httpDispatcher } from './http-channel';
 import type { KitDispatcher } from '@oncegate/dispatcher-kit';
 import { acceptHttpCall, openHttpCallWorld, type HttpCallWorld } from './testing/http-call-world';
-import { PreparedCalls } from '@oncegate/service-host/prepared-calls';
+import { PreparedCalls } from '@oncegate/service-host';
 
 // Every rendering and every credential decryption of the process, whoever imports them, goes through these spies.
 // The module file itself, not the package: the dispatcher's own rendering imports it from inside the library.

@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
-import type { ToolContract } from '@oncegate/contracts';
 import { SshDispatcher, type SshCredential } from '@oncegate/channel-ssh';
+import type { ToolContract } from '@oncegate/contracts';
 import {
   defineChannel,
   type ChannelAttempt,
@@ -12,7 +12,7 @@ import {
   type StandaloneDependencies,
   vaultRefusal,
 } from '@oncegate/dispatcher-kit';
-import type { VaultService } from '@oncegate/service-host/vault/vault-service';
+import type { VaultService } from '@oncegate/host-vault';
 
 /**
  * Runs SSH tools (remote commands) through the durable marker protocol: after an unknown outcome the marker on the

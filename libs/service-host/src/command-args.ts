@@ -1,7 +1,6 @@
 import { InvalidArgumentError, Option } from '@commander-js/extra-typings';
 import { EXIT_CODES, type CliIo, type ExitCode } from './cli-command';
-import { GatewayConfigError, type GatewayConfig } from './config/gateway-config';
-import { loadGatewayConfig } from './config/load-config';
+import { GatewayConfigError, loadGatewayConfig, type GatewayConfig } from '@oncegate/host-config';
 
 /** `--config <file>`, which every command that reads the configuration takes. */
 export function configOption() {

@@ -9,21 +9,14 @@ import type { EventStore, RecordedEvent } from '@oncegate/event-store';
 import { createPostgresDatabase, openPostgresEventStore } from '@oncegate/event-store-postgres';
 import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-store-sqlite';
 import { systemClock, traceContextFrom, type Clock, type InlineStep } from '@oncegate/execution-journal';
+import { redactedStoreUrl, withoutStorePassword, type GatewayConfig, type StoreConfig } from '@oncegate/host-config';
+import { createLogger, inSpan, meteredStore, OperationsServer, processMetrics, SpanKind, startTracing, type ProcessMetrics } from '@oncegate/host-operations';
+import { AgentDirectory, ApproverDirectory } from '@oncegate/host-principals';
+import { newInstance } from '@oncegate/host-recovery';
+import { loadGatewayKeys, VaultService, type GatewayKeys } from '@oncegate/host-vault';
 import { EventStoreTransport, readParked } from '@oncegate/nest-event-store';
 import { PostgresSealedStore, RecentlySealed, SqliteSealedStore, type SealedBlobWriter, type SealedStore, type SealingKey } from '@oncegate/sealed-store';
-import type { GatewayConfig, StoreConfig } from './config/gateway-config';
-import { redactedStoreUrl, withoutStorePassword } from './config/store-url';
-import { AgentDirectory } from './infrastructure/agent-directory';
-import { ApproverDirectory } from './infrastructure/approver-directory';
-import { loadGatewayKeys, type GatewayKeys } from './infrastructure/key-files';
-import { createLogger } from './operations/logger';
-import { meteredStore } from './operations/metered-store';
-import { OperationsServer } from './operations/operations-server';
-import { processMetrics, type ProcessMetrics } from './operations/process-metrics';
-import { inSpan, SpanKind, startTracing } from './operations/tracing';
-import { newInstance } from './recovery/instance-leases';
 import { initDevelopmentVault } from '@oncegate/vault';
-import { VaultService } from './vault/vault-service';
 
 /** How one `store.driver` opens the event store and the sealed store; the rest of the gateway only sees the ports. */
 interface StoreDriver<S extends StoreConfig> {

@@ -3,7 +3,7 @@ import { LRUCache } from 'lru-cache';
 import type { ToolContract } from '@oncegate/contracts';
 import { renderHttpRequest, type RenderedHttpRequest } from '@oncegate/channel-http';
 import type { SealedStore } from '@oncegate/sealed-store';
-import type { HttpBindingChecked } from './vault/vault-service';
+import type { HttpBindingChecked } from '@oncegate/host-vault';
 import { openArguments } from './sealed-arguments';
 
 /** How many prepared calls one process keeps; the oldest is dropped first. */

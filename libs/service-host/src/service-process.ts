@@ -3,11 +3,11 @@ import { EventStoreOpenError, EventStoreUnavailableError } from '@oncegate/event
 import { Command } from '@commander-js/extra-typings';
 import { action, EXIT_CODES, exitWhenDone, PROCESS_IO, runProgram, type CliIo, type ExitCode } from './cli-command';
 import { configOption, configOrExit } from './command-args';
-import { GatewayConfigError } from './config/gateway-config';
+import { GatewayConfigError } from '@oncegate/host-config';
 import { serveService, storeLocation, type ServiceDefinition } from './host';
-import { KeyFileError } from './infrastructure/key-files';
-import { PortTakenError } from './operations/port-taken';
-import { announceReady, clearReadyFile, formatDuration, prepareReadyFile, readyFileOption, sinceProcessStart } from './operations/ready-signal';
+import { KeyFileError } from '@oncegate/host-vault';
+import { PortTakenError } from '@oncegate/host-operations';
+import { announceReady, clearReadyFile, formatDuration, prepareReadyFile, readyFileOption, sinceProcessStart } from './ready-signal';
 import { SealKeyError } from '@oncegate/vault';
 
 /** A start that cannot go on for a reason its message names with what to change (printed without a stack). */

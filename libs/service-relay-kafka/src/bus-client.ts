@@ -1,6 +1,6 @@
 import type { LoggerService } from '@nestjs/common';
 import { Kafka, logLevel, type Producer } from 'kafkajs';
-import type { KafkaConfig } from '@oncegate/service-host/config/gateway-config';
+import type { KafkaConfig } from '@oncegate/host-config';
 import { byTopic, type TopicMessage } from './bus-publisher';
 import { securityOptions, type BusPassword } from './bus-security';
 import { fixIdleRequestQueueChecks } from './kafkajs-request-queue';

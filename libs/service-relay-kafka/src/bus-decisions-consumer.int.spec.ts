@@ -8,9 +8,9 @@ import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vit
 import { executionStream, type ExecutionId } from '@oncegate/domain';
 import type { EventStore } from '@oncegate/event-store';
 import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
-import { approvalTools, ManualClock, paymentAwaitingApproval } from '@oncegate/service-host/approvals/approval-fixtures';
-import type { KafkaConfig } from '@oncegate/service-host/config/gateway-config';
-import { ApproverDirectory } from '@oncegate/service-host/infrastructure/approver-directory';
+import { approvalTools, ManualClock, paymentAwaitingApproval } from '@oncegate/host-decisions/testing';
+import type { KafkaConfig } from '@oncegate/host-config';
+import { ApproverDirectory } from '@oncegate/host-principals';
 /* eslint-disable @nx/enforce-module-boundaries -- the broker the tests run, and the polling every suite uses */
 import { freePort } from '@oncegate/deploy-local';
 import { eventually } from '../../../test/support/journal';

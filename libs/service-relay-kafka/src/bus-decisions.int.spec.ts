@@ -8,8 +8,8 @@ import { executionIdFromUlid, executionStream, type ExecutionId } from '@oncegat
 import type { EventStore } from '@oncegate/event-store';
 import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
 import { newUlid } from '@oncegate/execution-journal';
-import { acceptedPayment, approvalTools, command, ManualClock, paymentAwaitingApproval } from '@oncegate/service-host/approvals/approval-fixtures';
-import { ApproverDirectory } from '@oncegate/service-host/infrastructure/approver-directory';
+import { acceptedPayment, approvalTools, command, ManualClock, paymentAwaitingApproval } from '@oncegate/host-decisions/testing';
+import { ApproverDirectory } from '@oncegate/host-principals';
 import type { Kafka } from 'kafkajs';
 import type { BusProducer } from './bus-client';
 import { BusDecisions } from './bus-decisions';

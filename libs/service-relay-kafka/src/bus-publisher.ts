@@ -1,5 +1,5 @@
 import type { Admin, Kafka, Message, Producer } from 'kafkajs';
-import type { KafkaConfig } from '@oncegate/service-host/config/gateway-config';
+import type { KafkaConfig } from '@oncegate/host-config';
 import type { BusProducer } from './bus-client';
 import type { BusMessage } from './cloud-events';
 

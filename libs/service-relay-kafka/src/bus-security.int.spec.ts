@@ -9,10 +9,10 @@ import { executionStream } from '@oncegate/domain';
 import type { EventStore } from '@oncegate/event-store';
 import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
 import { systemClock } from '@oncegate/execution-journal';
-import { approvalTools, ManualClock, paymentAwaitingApproval } from '@oncegate/service-host/approvals/approval-fixtures';
-import type { GatewayConfig, KafkaConfig, KafkaSaslConfig, KafkaTlsConfig } from '@oncegate/service-host/config/gateway-config';
-import { ApproverDirectory } from '@oncegate/service-host/infrastructure/approver-directory';
-import { VaultService } from '@oncegate/service-host/vault/vault-service';
+import type { GatewayConfig, KafkaConfig, KafkaSaslConfig, KafkaTlsConfig } from '@oncegate/host-config';
+import { approvalTools, ManualClock, paymentAwaitingApproval } from '@oncegate/host-decisions/testing';
+import { ApproverDirectory } from '@oncegate/host-principals';
+import { VaultService } from '@oncegate/host-vault';
 import { initVault, storeCredential } from '@oncegate/vault';
 /* eslint-disable @nx/enforce-module-boundaries -- the broker the tests run, and the polling and canary checks every suite uses */
 import { prefixesOf } from '../../../test/support/canaries';

@@ -6,8 +6,7 @@ import type { ISocketFactory, Mechanism } from 'kafkajs';
 import plainProvider from 'kafkajs/src/broker/saslAuthenticator/plain.js';
 import scram256Provider from 'kafkajs/src/broker/saslAuthenticator/scram256.js';
 import scram512Provider from 'kafkajs/src/broker/saslAuthenticator/scram512.js';
-import type { KafkaConfig, KafkaSaslConfig, KafkaSaslMechanism, KafkaTlsConfig, SecretSource } from '@oncegate/service-host/config/gateway-config';
-import { passwordOf } from '@oncegate/service-host/config/kafka-security';
+import { passwordOf, type KafkaConfig, type KafkaSaslConfig, type KafkaSaslMechanism, type KafkaTlsConfig, type SecretSource } from '@oncegate/host-config';
 
 /**
  * TLS and SASL between the relay and the brokers (`kafka.tls`, `kafka.sasl`). The SASL password is fetched for each

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { GatewayConfig, KafkaConfig, KafkaTlsConfig } from '@oncegate/service-host/config/gateway-config';
-import { passwordOf } from '@oncegate/service-host/config/kafka-security';
+import { passwordOf, type GatewayConfig, type KafkaConfig, type KafkaTlsConfig } from '@oncegate/host-config';
 import { securityOptions, securitySummary, tlsFailure } from './bus-security';
 import { relaySummary } from './relay-service';
 

@@ -1,6 +1,6 @@
 import { executionIdOfStream } from '@oncegate/domain';
 import type { RecordedEvent } from '@oncegate/event-store';
-import type { KafkaConfig } from '@oncegate/service-host/config/gateway-config';
+import type { KafkaConfig } from '@oncegate/host-config';
 
 /** One Kafka message as the relay produces it. */
 export interface BusMessage {

@@ -8,7 +8,7 @@ import { afterEach, beforeAll, beforeEach, describe, expect, it, onTestFinished 
 import type { EventStore } from '@oncegate/event-store';
 import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
 import { systemClock } from '@oncegate/execution-journal';
-import type { KafkaConfig } from '@oncegate/service-host/config/gateway-config';
+import type { KafkaConfig } from '@oncegate/host-config';
 /* eslint-disable @nx/enforce-module-boundaries -- the broker the tests run, and the polling every suite uses */
 import { eventually } from '../../../test/support/journal';
 import { startKafka } from '../../../test/support/kafka';

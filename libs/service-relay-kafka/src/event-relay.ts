@@ -1,7 +1,7 @@
 import type { LoggerService } from '@nestjs/common';
 import { backoffMs, type EventStore, type RecordedEvent, type Subscription } from '@oncegate/event-store';
 import type { Clock } from '@oncegate/execution-journal';
-import type { KafkaConfig } from '@oncegate/service-host/config/gateway-config';
+import type { KafkaConfig } from '@oncegate/host-config';
 import type { BusPublisher } from './bus-publisher';
 import { cloudEventMessage, topicOf } from './cloud-events';
 

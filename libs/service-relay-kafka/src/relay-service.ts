@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
-import { GatewayConfigError, type GatewayConfig } from '@oncegate/service-host/config/gateway-config';
-import { openVault, type Host, type ServiceDefinition } from '@oncegate/service-host/host';
+import { GatewayConfigError, type GatewayConfig } from '@oncegate/host-config';
+import { openVault, type Host, type ServiceDefinition } from '@oncegate/service-host';
 import { BusProducer, busClient } from './bus-client';
 import { busPassword, securitySummary, type BusVault } from './bus-security';
 import { BusDecisions } from './bus-decisions';

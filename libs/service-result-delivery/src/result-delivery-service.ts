@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import type { INestMicroservice } from '@nestjs/common';
-import { microservice, SERVICE_CONSUMERS, type Host, type ServiceDefinition } from '@oncegate/service-host/host';
+import { microservice, SERVICE_CONSUMERS, type Host, type ServiceDefinition } from '@oncegate/service-host';
 import { DeliveryTracker } from './callers';
 import { ResultDeliveryModule } from './result-delivery.module';
 

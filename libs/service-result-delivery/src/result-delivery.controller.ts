@@ -5,7 +5,7 @@ import type { EventStore, RecordedEvent } from '@oncegate/event-store';
 import { EVENT_STORE } from '@oncegate/nest-event-store';
 import { isoNow, runExecutionCommand, type Clock } from '@oncegate/execution-journal';
 import type { DeliveryTracker } from './callers';
-import { CLOCK, DELIVERY_TRACKER } from '@oncegate/service-host/tokens';
+import { CLOCK, DELIVERY_TRACKER } from '@oncegate/service-host';
 
 /**
  * Tracks whether results reach their callers. A caller waiting on an open transport records its own delivery

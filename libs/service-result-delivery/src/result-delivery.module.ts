@@ -3,7 +3,7 @@ import { EventStoreModule } from '@oncegate/nest-event-store';
 import type { EventStore } from '@oncegate/event-store';
 import type { Clock } from '@oncegate/execution-journal';
 import type { DeliveryTracker } from './callers';
-import { CLOCK, DELIVERY_TRACKER } from '@oncegate/service-host/tokens';
+import { CLOCK, DELIVERY_TRACKER } from '@oncegate/service-host';
 import { ResultDeliveryController } from './result-delivery.controller';
 
 export interface ResultDeliveryDependencies {

@@ -1,5 +1,5 @@
+import type { Host, ServiceDefinition } from '@oncegate/service-host';
 import { initSealKeys, loadSealPrivateKey, loadSealPublicKey, sealKeyPaths } from '@oncegate/vault';
-import type { Host, ServiceDefinition } from '@oncegate/service-host/host';
 import { JournalSealer } from './journal-sealer';
 
 /** The journal's sealer in this process, unless `seal_every` is 0. */

@@ -1,6 +1,6 @@
 // The credential vault and the master keys: the vault file, its journal, its commands (init, set, lock, …) and
 // the keys the data folder's secrets are wrapped under. The service that opens credentials for a dispatcher is in
-// @oncegate/service-host (vault-service.ts); this library needs no service host, so a fixture or a command that
+// @oncegate/host-vault (vault-service.ts); this library needs no service host, so a fixture or a command that
 // only administers the vault loads nothing else.
 export * from './credential-bindings';
 export * from './seal-keys';

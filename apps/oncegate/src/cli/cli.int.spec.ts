@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { Command, type CommandUnknownOpts } from '@commander-js/extra-typings';
 import { describe, expect, it } from 'vitest';
 import { oncegateProgram, runCli } from './cli';
-import { action, EXIT_CODES, type CliIo } from '@oncegate/service-host/cli-command';
+import { action, EXIT_CODES, type CliIo } from '@oncegate/service-host';
 
 const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 const TYPOS = 'libs/contracts/fixtures/typos.yaml';

@@ -1,5 +1,5 @@
 import { Command, type CommandUnknownOpts } from '@commander-js/extra-typings';
-import { runProgram, type CliIo, type ExitCode } from '@oncegate/service-host/cli-command';
+import { runProgram, type CliIo, type ExitCode } from '@oncegate/service-host';
 import { COMMANDS } from './commands';
 
 /** The `oncegate` program with `commands`, made afresh for one run. */

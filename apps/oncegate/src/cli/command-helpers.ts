@@ -2,12 +2,10 @@ import { userInfo } from 'node:os';
 import { InvalidArgumentError, Option } from '@commander-js/extra-typings';
 import { isExecutionId, type ExecutionId } from '@oncegate/domain';
 import { EventStoreOpenError, EventStoreUnavailableError } from '@oncegate/event-store';
-import type { GatewayConfig } from '@oncegate/service-host/config/gateway-config';
-import { configOrExit } from '@oncegate/service-host/command-args';
-import { openDataFolder, type DataFolder } from '@oncegate/service-host/host';
-import { EXIT_CODES, UsageError, type CliIo, type ExitCode } from '@oncegate/service-host/cli-command';
+import type { GatewayConfig } from '@oncegate/host-config';
+import { configOrExit, EXIT_CODES, openDataFolder, UsageError, type CliIo, type DataFolder, type ExitCode } from '@oncegate/service-host';
 
-export { configOption, configOrExit, jsonOption, wholeNumber } from '@oncegate/service-host/command-args';
+export { configOption, configOrExit, jsonOption, wholeNumber } from '@oncegate/service-host';
 
 /** Parses an `<execution-id>` argument. */
 export function executionId(text: string): ExecutionId {

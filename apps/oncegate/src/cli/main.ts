@@ -1,4 +1,4 @@
-import { exitWhenDone, PROCESS_IO } from '@oncegate/service-host/cli-command';
+import { exitWhenDone, PROCESS_IO } from '@oncegate/service-host';
 import { runCli } from './cli';
 
 exitWhenDone(await runCli(process.argv.slice(2), PROCESS_IO));

@@ -8,11 +8,11 @@ import { executionIdFromUlid, executionStream, type ExecutionCommand, type Execu
 import type { EventStore, RecordedEvent } from '@oncegate/event-store';
 import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-store-sqlite';
 import { isoNow, loadExecution, newUlid, runExecutionCommand, systemClock } from '@oncegate/execution-journal';
+import { AttemptSweeper } from '@oncegate/host-recovery';
+import { VaultService } from '@oncegate/host-vault';
 import { SqliteSealedStore } from '@oncegate/sealed-store';
-import { AttemptSweeper } from '@oncegate/service-host/recovery/attempt-sweeper';
 import { initVault, storeCredential, type VaultContext } from '@oncegate/vault';
 import type { CredentialKind } from '@oncegate/vault';
-import { VaultService } from '@oncegate/service-host/vault/vault-service';
 import type { ChannelDriver } from '../channel-definition';
 import type { KitChannel } from '../define-channel';
 import type { KitDispatcher } from '../kit-dispatcher';

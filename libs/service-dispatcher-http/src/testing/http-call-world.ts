@@ -3,14 +3,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { ToolContract } from '@oncegate/contracts';
 import { HttpDispatcher } from '@oncegate/channel-http';
+import type { ToolContract } from '@oncegate/contracts';
 import { executionIdFromUlid, type ExecutionId } from '@oncegate/domain';
 import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-store-sqlite';
 import { isoNow, newUlid, runExecutionCommand, systemClock } from '@oncegate/execution-journal';
+import { VaultService } from '@oncegate/host-vault';
 import { SqliteSealedStore } from '@oncegate/sealed-store';
 import { initVault, storeCredential, type VaultContext } from '@oncegate/vault';
-import { VaultService } from '@oncegate/service-host/vault/vault-service';
 
 /*
  * Test support for the integration tests of the HTTP path through the services (authorization, the HTTP

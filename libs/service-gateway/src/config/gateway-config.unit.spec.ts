@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { hostRulesOf } from '../front/host-origin-guard';
-import { applyEnvironment, GatewayConfigError, parseGatewayConfig } from '@oncegate/service-host/config/gateway-config';
+import { applyEnvironment, GatewayConfigError, parseGatewayConfig } from '@oncegate/host-config';
 
 function issuesOf(text: string): string[] {
   try {

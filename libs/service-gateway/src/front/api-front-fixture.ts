@@ -1,7 +1,7 @@
 import type { ToolContract } from '@oncegate/contracts';
 import type { EventStore } from '@oncegate/event-store';
 import type { Clock } from '@oncegate/execution-journal';
-import { AgentDirectory } from '@oncegate/service-host/infrastructure/agent-directory';
+import { AgentDirectory } from '@oncegate/host-principals';
 import { LOOPBACK_HOSTS } from './host-origin-guard';
 import { McpHttpFront, type MountedApi } from './mcp-http-front';
 import type { OAuthResource } from './oauth-resource';

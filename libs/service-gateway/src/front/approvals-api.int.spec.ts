@@ -7,10 +7,9 @@ import { executionIdFromUlid, executionStream, type ExecutionId } from '@oncegat
 import type { EventStore } from '@oncegate/event-store';
 import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
 import { newUlid } from '@oncegate/execution-journal';
-import { ManualClock, approvalTools, deniedOnTimeout, paymentAwaitingApproval, retryAttached } from '@oncegate/service-host/approvals/approval-fixtures';
-import type { ApprovalView, PendingApproval } from '@oncegate/service-host/approvals/approval-queue';
-import { AgentDirectory } from '@oncegate/service-host/infrastructure/agent-directory';
-import { ApproverDirectory } from '@oncegate/service-host/infrastructure/approver-directory';
+import type { ApprovalView, PendingApproval } from '@oncegate/host-decisions';
+import { approvalTools, deniedOnTimeout, ManualClock, paymentAwaitingApproval, retryAttached } from '@oncegate/host-decisions/testing';
+import { AgentDirectory, ApproverDirectory } from '@oncegate/host-principals';
 import { APPROVALS_PATH, ApprovalsApi } from './approvals-api';
 import { apiFront } from './api-front-fixture';
 import type { McpHttpFront } from './mcp-http-front';

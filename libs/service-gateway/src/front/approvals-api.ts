@@ -5,15 +5,8 @@ import type { ToolContract } from '@oncegate/contracts';
 import { isExecutionId, type ExecutionId } from '@oncegate/domain';
 import type { EventStore } from '@oncegate/event-store';
 import type { Clock } from '@oncegate/execution-journal';
-import {
-  decide,
-  isApprovalRefusal,
-  MAX_APPROVAL_REASON_LENGTH,
-  pending,
-  show,
-  type ApprovalDecision,
-} from '@oncegate/service-host/approvals/approval-queue';
-import type { ApproverDirectory } from '@oncegate/service-host/infrastructure/approver-directory';
+import { decide, isApprovalRefusal, MAX_APPROVAL_REASON_LENGTH, pending, show, type ApprovalDecision } from '@oncegate/host-decisions';
+import type { ApproverDirectory } from '@oncegate/host-principals';
 import { looksLikeJwt, type OAuthResource } from './oauth-resource';
 
 /** Where the API is mounted on the gateway's listener. */

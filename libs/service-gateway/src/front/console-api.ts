@@ -16,10 +16,9 @@ import type { ToolContract } from '@oncegate/contracts';
 import { isExecutionId, type ExecutionId, type ReviewResolution } from '@oncegate/domain';
 import type { EventStore } from '@oncegate/event-store';
 import type { Clock } from '@oncegate/execution-journal';
+import { decide, held, isApprovalRefusal, isReviewRefusal, pending, resolveReview, show, showReview, type ApprovalDecision } from '@oncegate/host-decisions';
+import type { ApproverDirectory } from '@oncegate/host-principals';
 import { gatherInvestigationEvents, investigate } from '@oncegate/projections';
-import { decide, isApprovalRefusal, pending, show, type ApprovalDecision } from '@oncegate/service-host/approvals/approval-queue';
-import type { ApproverDirectory } from '@oncegate/service-host/infrastructure/approver-directory';
-import { held, isReviewRefusal, resolveReview, showReview } from '@oncegate/service-host/review/review-queue';
 import {
   CONSOLE_COOKIE,
   ConsoleSessions,

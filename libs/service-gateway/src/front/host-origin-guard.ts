@@ -1,7 +1,6 @@
-import { GatewayConfigError, type GatewayConfig } from '@oncegate/service-host/config/gateway-config';
-import { isLoopbackHost, LOOPBACK_HOSTS } from '@oncegate/service-host/config/loopback';
+import { GatewayConfigError, isLoopbackHost, LOOPBACK_HOSTS, type GatewayConfig } from '@oncegate/host-config';
 
-export { isLoopbackHost, LOOPBACK_HOSTS } from '@oncegate/service-host/config/loopback';
+export { isLoopbackHost, LOOPBACK_HOSTS } from '@oncegate/host-config';
 
 /**
  * DNS-rebinding protection for every endpoint on the gateway's listener: the `Host` a request names must be one

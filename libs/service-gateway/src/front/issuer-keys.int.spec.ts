@@ -7,10 +7,10 @@ import { afterEach, beforeEach, describe, expect, it, vi, type MockInstance } fr
 import { decodeProtectedHeader } from 'jose';
 import type { EventStore } from '@oncegate/event-store';
 import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
-import { ManualClock, approvalTools } from '@oncegate/service-host/approvals/approval-fixtures';
-import type { OAuthConfig } from '@oncegate/service-host/config/gateway-config';
-import { ApproverDirectory } from '@oncegate/service-host/infrastructure/approver-directory';
-import { ProcessMetrics } from '@oncegate/service-host/operations/process-metrics';
+import type { OAuthConfig } from '@oncegate/host-config';
+import { approvalTools, ManualClock } from '@oncegate/host-decisions/testing';
+import { ProcessMetrics } from '@oncegate/host-operations';
+import { ApproverDirectory } from '@oncegate/host-principals';
 /* eslint-disable-next-line @nx/enforce-module-boundaries -- the real OpenID Provider the end-to-end suite uses */
 import { startIdentityProvider, type IdentityProvider, type TestClient } from '../../../../test/support/identity-provider';
 import { ApprovalsApi } from './approvals-api';

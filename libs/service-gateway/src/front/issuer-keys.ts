@@ -1,8 +1,8 @@
 import { Logger } from '@nestjs/common';
 import { createLocalJWKSet, createRemoteJWKSet, errors, type CryptoKey, type FlattenedJWSInput, type JSONWebKeySet, type JWSHeaderParameters } from 'jose';
 import type { Clock } from '@oncegate/execution-journal';
-import type { OAuthConfig } from '@oncegate/service-host/config/gateway-config';
-import type { ProcessMetrics } from '@oncegate/service-host/operations/process-metrics';
+import type { OAuthConfig } from '@oncegate/host-config';
+import type { ProcessMetrics } from '@oncegate/host-operations';
 
 /**
  * The least time between two reads of the key set. A token naming a key the set does not hold makes the gateway

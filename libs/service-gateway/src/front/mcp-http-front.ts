@@ -13,12 +13,12 @@ import {
   SUPPORTED_PROTOCOL_VERSIONS,
   type JSONRPCMessage,
 } from '@modelcontextprotocol/sdk/types.js';
-import { sessionStream } from '@oncegate/domain';
 import type { ToolContract } from '@oncegate/contracts';
+import { sessionStream } from '@oncegate/domain';
 import { EventStoreUnavailableError, newEventId, type EventStore } from '@oncegate/event-store';
 import { isoNow, type Clock } from '@oncegate/execution-journal';
-import type { AgentDirectory } from '@oncegate/service-host/infrastructure/agent-directory';
-import { listenFor } from '@oncegate/service-host/operations/port-taken';
+import { listenFor } from '@oncegate/host-operations';
+import type { AgentDirectory } from '@oncegate/host-principals';
 import { requestKey, SessionDeliveries } from './delivery-evidence';
 import { checkHostAndOrigin, type HostOriginRules } from './host-origin-guard';
 import { initializeProblem, refuseMalformedCall } from './incoming-checks';

@@ -9,7 +9,7 @@ import {
 } from '@modelcontextprotocol/server';
 import { errors, jwtVerify, type JWTPayload } from 'jose';
 import { systemClock } from '@oncegate/execution-journal';
-import type { OAuthConfig } from '@oncegate/service-host/config/gateway-config';
+import type { OAuthConfig } from '@oncegate/host-config';
 import { IssuerKeys, IssuerKeysUnavailable, type IssuerKeysOptions } from './issuer-keys';
 
 /** A compact JWS: three base64url parts. The gateway's own agent and approver tokens never have a dot. */

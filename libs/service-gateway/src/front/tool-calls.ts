@@ -1,5 +1,4 @@
-import { processMetrics } from '@oncegate/service-host/operations/process-metrics';
-import { inSpan, SpanKind } from '@oncegate/service-host/operations/tracing';
+import { inSpan, processMetrics, SpanKind } from '@oncegate/host-operations';
 import {
   executionIdFromUlid,
   isExecutionId,
@@ -40,7 +39,7 @@ import type { CallProgress } from './call-progress';
 import { invalidArguments, invalidRun, toMcpError, unknownTool } from './mcp-errors';
 import { toolResult, type AnswerFlags, type StoredResult } from './tool-results';
 import type { DeliveryTracker, DeliveryWatch } from '@oncegate/service-result-delivery';
-import { DECLARED_RUN, runOfCall } from '@oncegate/service-host/runs/run-journal';
+import { DECLARED_RUN, runOfCall } from '@oncegate/host-decisions';
 
 export const META_RUN = 'io.oncegate/run';
 export const META_IDEMPOTENCY_KEY = 'io.oncegate/idempotency-key';

@@ -1,8 +1,8 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { answeredWithError, executionStatusView, retriesForWholeWindow, type ExecutionState, type ExecutionStatus } from '@oncegate/domain';
-import type { StoredResult } from '@oncegate/service-host/stored-result';
+import type { StoredResult } from '@oncegate/service-host';
 
-export type { StoredResult } from '@oncegate/service-host/stored-result';
+export type { StoredResult } from '@oncegate/service-host';
 
 export interface AnswerFlags {
   /** This call matched an earlier execution instead of creating one. */

@@ -19,7 +19,7 @@ import {
   writeRows,
 } from '@oncegate/projections';
 import { Command, Option } from '@commander-js/extra-typings';
-import { action, EXIT_CODES, type CliIo, type ExitCode } from '@oncegate/service-host/cli-command';
+import { action, EXIT_CODES, type CliIo, type ExitCode } from '@oncegate/service-host';
 import { configOption, configOrExit, dataFolderOrExit, jsonOption, wholeNumber, withDataFolder } from '../command-helpers';
 
 /** Errors an analyst can act on: printed as they are (they name the file, line or reason), exit 2. */

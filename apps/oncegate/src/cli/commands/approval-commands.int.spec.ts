@@ -8,9 +8,9 @@ import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
 import { newUlid, systemClock } from '@oncegate/execution-journal';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- the CLI runs as its own process, as the end-to-end suites run it
 import { oncegate, type GatewayFolder } from '../../../../../test/support/gateway-process';
-import { ApproverDirectory } from '@oncegate/service-host/infrastructure/approver-directory';
-import { CARD_TOKEN_HMAC, approvalToolsYaml, deniedOnTimeout, paymentAwaitingApproval, retryAttached } from '@oncegate/service-host/approvals/approval-fixtures';
-import type { ApprovalView, PendingApproval } from '@oncegate/service-host/approvals/approval-queue';
+import { ApproverDirectory } from '@oncegate/host-principals';
+import { approvalToolsYaml, CARD_TOKEN_HMAC, deniedOnTimeout, paymentAwaitingApproval, retryAttached } from '@oncegate/host-decisions/testing';
+import type { ApprovalView, PendingApproval } from '@oncegate/host-decisions';
 
 const TARGET = 'https://payments.example';
 

@@ -1,10 +1,9 @@
 import type { ToolContract } from '@oncegate/contracts';
 import { systemClock } from '@oncegate/execution-journal';
-import { decide, isApprovalRefusal, pending, show, type ApprovalDecision, type ApprovalView } from '@oncegate/service-host/approvals/approval-queue';
-import type { GatewayConfig } from '@oncegate/service-host/config/gateway-config';
-import { loadTools } from '@oncegate/service-host/host';
+import type { GatewayConfig } from '@oncegate/host-config';
+import { decide, isApprovalRefusal, pending, show, type ApprovalDecision, type ApprovalView } from '@oncegate/host-decisions';
+import { action, EXIT_CODES, loadTools, UsageError, type CliIo, type ExitCode } from '@oncegate/service-host';
 import { Command, type CommandUnknownOpts } from '@commander-js/extra-typings';
-import { action, EXIT_CODES, UsageError, type CliIo, type ExitCode } from '@oncegate/service-host/cli-command';
 import { actingAs, byOption, configOption, executionId, jsonOption, reasonOf, reasonOption, withDataFolder } from '../command-helpers';
 import { approverKeyCommand, signDecisionCommand } from './approver-key-commands';
 import { tokenCommands } from './token-commands';

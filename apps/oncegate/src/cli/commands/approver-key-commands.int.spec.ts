@@ -8,9 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EventStore } from '@oncegate/event-store';
 import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
 import { systemClock } from '@oncegate/execution-journal';
+import { approvalTools, approvalToolsYaml, paymentAwaitingApproval } from '@oncegate/host-decisions/testing';
+import { ApproverDirectory } from '@oncegate/host-principals';
 import { BusDecisions, decisionSigningBytes, type BusProducer } from '@oncegate/service-relay-kafka';
-import { approvalTools, approvalToolsYaml, paymentAwaitingApproval } from '@oncegate/service-host/approvals/approval-fixtures';
-import { ApproverDirectory } from '@oncegate/service-host/infrastructure/approver-directory';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- the CLI runs as its own process, as the end-to-end suites run it
 import { oncegate, type GatewayFolder } from '../../../../../test/support/gateway-process';
 

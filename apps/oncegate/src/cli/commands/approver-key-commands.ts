@@ -1,9 +1,7 @@
 import { createPrivateKey, type KeyObject } from 'node:crypto';
 import { Command } from '@commander-js/extra-typings';
-import type { DataFolder } from '@oncegate/service-host/host';
-import { ApproverKeyError, approverPublicKey, type ApproverDirectory } from '@oncegate/service-host/infrastructure/approver-directory';
-import { PrincipalNameError } from '@oncegate/service-host/infrastructure/principal-directory';
-import { action, EXIT_CODES, UsageError, type CliIo, type ExitCode } from '@oncegate/service-host/cli-command';
+import { ApproverKeyError, approverPublicKey, PrincipalNameError, type ApproverDirectory } from '@oncegate/host-principals';
+import { action, EXIT_CODES, UsageError, type CliIo, type DataFolder, type ExitCode } from '@oncegate/service-host';
 import { decisionToSign, signDecision } from '@oncegate/service-relay-kafka';
 import { configOption, withDataFolder } from '../command-helpers';
 

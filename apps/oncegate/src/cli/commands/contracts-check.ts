@@ -3,7 +3,7 @@ import { pathToFileURL } from 'node:url';
 import { OPERATION_CLASSES } from '@oncegate/domain';
 import { checkContractFile, formatIssue, type ContractFile, type PluginSectionCheck } from '@oncegate/contracts';
 import { Command } from '@commander-js/extra-typings';
-import { action, EXIT_CODES, type CliIo, type ExitCode } from '@oncegate/service-host/cli-command';
+import { action, EXIT_CODES, type CliIo, type ExitCode } from '@oncegate/service-host';
 
 /** `examples/tools.yaml: 6 tools OK (read_only 1, idempotent_write 1, ...)`, classes in the domain's order. */
 export function summarise(contract: ContractFile): string {

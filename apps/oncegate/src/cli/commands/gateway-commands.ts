@@ -1,9 +1,21 @@
-import { logLevelsUpTo } from '@oncegate/service-host/config/gateway-config';
+import { logLevelsUpTo } from '@oncegate/host-config';
 import { Argument, Command } from '@commander-js/extra-typings';
-import { action, EXIT_CODES } from '@oncegate/service-host/cli-command';
-import { storeLocation } from '@oncegate/service-host/host';
-import { announceReady, clearReadyFile, formatDuration, prepareReadyFile, readyFileOption, sinceProcessStart } from '@oncegate/service-host/operations/ready-signal';
-import { runServiceProcess, SERVICE_PROCESS_HELP, startupFailure, stoppedCleanly, untilSignal } from '@oncegate/service-host/service-process';
+import {
+  action,
+  announceReady,
+  clearReadyFile,
+  EXIT_CODES,
+  formatDuration,
+  prepareReadyFile,
+  readyFileOption,
+  runServiceProcess,
+  SERVICE_PROCESS_HELP,
+  sinceProcessStart,
+  startupFailure,
+  stoppedCleanly,
+  storeLocation,
+  untilSignal,
+} from '@oncegate/service-host';
 import { connectMcpServer, createMcpServer, StdioConnection, tokenRevoked } from '@oncegate/service-gateway';
 import { relaySummary } from '@oncegate/service-relay-kafka';
 import { SERVICES, startGateway } from '../../gateway';

@@ -1,12 +1,21 @@
 import { existsSync } from 'node:fs';
 import { EventStoreOpenError, EventStoreUnavailableError, readAllFrom } from '@oncegate/event-store';
 import { formatEventLine, formatHeader, publicKeyId, verifyJournalFile, type VerifyReport } from '@oncegate/journal';
-import { KeyFileError, loadGatewayKeys } from '@oncegate/service-host/infrastructure/key-files';
+import { KeyFileError, loadGatewayKeys } from '@oncegate/host-vault';
 import { initSealKeys, loadSealPublicKey, SealKeyError, sealKeyPaths } from '@oncegate/vault';
 import { Command, Option } from '@commander-js/extra-typings';
-import { action, EXIT_CODES, UsageError, type CliIo, type ExitCode } from '@oncegate/service-host/cli-command';
-import type { GatewayConfig } from '@oncegate/service-host/config/gateway-config';
-import { createStoreDatabase, openDataFolder, storeLocation, type DataFolder } from '@oncegate/service-host/host';
+import {
+  action,
+  createStoreDatabase,
+  EXIT_CODES,
+  openDataFolder,
+  storeLocation,
+  UsageError,
+  type CliIo,
+  type DataFolder,
+  type ExitCode,
+} from '@oncegate/service-host';
+import type { GatewayConfig } from '@oncegate/host-config';
 import { configOption, configOrExit, wholeNumber, withDataFolder } from '../command-helpers';
 
 /** Events read per page by `journal export`, and lines written to stdout at once. */

@@ -1,7 +1,6 @@
 import { ParkedReplayRefusal, readParked, requestReplay, type ParkedEvent } from '@oncegate/nest-event-store';
-import { SERVICE_CONSUMERS } from '@oncegate/service-host/host';
+import { action, EXIT_CODES, SERVICE_CONSUMERS, UsageError } from '@oncegate/service-host';
 import { Command, Option } from '@commander-js/extra-typings';
-import { action, EXIT_CODES, UsageError } from '@oncegate/service-host/cli-command';
 import { actingAs, byLoginOption, configOption, jsonOption, withDataFolder } from '../command-helpers';
 
 const CONSUMERS: readonly string[] = Object.values(SERVICE_CONSUMERS);

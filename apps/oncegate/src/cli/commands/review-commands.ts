@@ -1,8 +1,8 @@
 import type { ReviewResolution } from '@oncegate/domain';
 import { loadExecution, systemClock, type LoadedExecution } from '@oncegate/execution-journal';
-import { held, isReviewRefusal, resolutionOutcome, resolveReview, reviewViewOf } from '@oncegate/service-host/review/review-queue';
+import { held, isReviewRefusal, resolutionOutcome, resolveReview, reviewViewOf } from '@oncegate/host-decisions';
 import { Command, Option } from '@commander-js/extra-typings';
-import { action, EXIT_CODES } from '@oncegate/service-host/cli-command';
+import { action, EXIT_CODES } from '@oncegate/service-host';
 import { actingAs, byLoginOption, configOption, executionId, reasonOf, reasonOption, withDataFolder } from '../command-helpers';
 
 /** What `--as` takes, and the resolution each records. */

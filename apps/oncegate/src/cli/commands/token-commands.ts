@@ -1,7 +1,6 @@
 import { Command } from '@commander-js/extra-typings';
-import type { DataFolder } from '@oncegate/service-host/host';
-import { PrincipalNameError, PrincipalTokenError, type PrincipalDirectory } from '@oncegate/service-host/infrastructure/principal-directory';
-import { action, EXIT_CODES, UsageError, type CliIo, type ExitCode } from '@oncegate/service-host/cli-command';
+import { PrincipalNameError, PrincipalTokenError, type PrincipalDirectory } from '@oncegate/host-principals';
+import { action, EXIT_CODES, UsageError, type CliIo, type DataFolder, type ExitCode } from '@oncegate/service-host';
 import { configOption, withDataFolder } from '../command-helpers';
 
 /** What differs between the token commands of agents and of approvers. */

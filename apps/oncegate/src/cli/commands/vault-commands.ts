@@ -1,6 +1,6 @@
 import { Command, Option } from '@commander-js/extra-typings';
-import type { GatewayConfig } from '@oncegate/service-host/config/gateway-config';
-import type { DataFolder } from '@oncegate/service-host/host';
+import type { GatewayConfig } from '@oncegate/host-config';
+import { action, EXIT_CODES, UsageError, type CliIo, type DataFolder, type ExitCode } from '@oncegate/service-host';
 import { lockVault, initVault, removeCredential, storeCredential, unlockVault, vaultStatus, type VaultContext } from '@oncegate/vault';
 import {
   CREDENTIAL_APPROVALS,
@@ -12,7 +12,6 @@ import {
   type CredentialInput,
 } from '@oncegate/vault';
 import { VaultKeyError, VaultStateError } from '@oncegate/vault';
-import { action, EXIT_CODES, UsageError, type CliIo, type ExitCode } from '@oncegate/service-host/cli-command';
 import { actingAs, byOption, configOption, jsonOption, withDataFolder } from '../command-helpers';
 
 const DEFAULT_BY = 'operator:cli';

@@ -15,7 +15,7 @@ import {
   paymentAwaitingApproval,
   retryAttached,
   approvalTools,
-} from './approval-fixtures';
+} from './testing/approval-fixtures';
 import {
   ApprovalNotFoundError,
   ApprovalNotPendingError,

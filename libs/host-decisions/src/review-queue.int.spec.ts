@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { executionStream, type ExecutionId } from '@oncegate/domain';
 import type { EventStore } from '@oncegate/event-store';
 import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
-import { acceptedPayment, CARD_TOKEN_HMAC, command, ManualClock } from '../approvals/approval-fixtures';
+import { acceptedPayment, CARD_TOKEN_HMAC, command, ManualClock } from './testing/approval-fixtures';
 import { held, InvalidReviewResolutionError, resolutionOutcome, resolveReview, ReviewNotFoundError, ReviewNotHeldError, showReview } from './review-queue';
 
 describe('the review queue (SQLite event store, two connections as two operators)', () => {

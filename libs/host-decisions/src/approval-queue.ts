@@ -24,6 +24,7 @@ import {
   type RetryAttachedData,
   type RetryReturn,
 } from '@oncegate/domain';
+import type { EventStore } from '@oncegate/event-store';
 import {
   executionsWithEvent,
   isoNow,
@@ -33,8 +34,7 @@ import {
   type Clock,
   type LoadedExecution,
 } from '@oncegate/execution-journal';
-import type { EventStore } from '@oncegate/event-store';
-import { processMetrics } from '../operations/process-metrics';
+import { processMetrics } from '@oncegate/host-operations';
 
 /** Longest decision reason accepted; reasons are recorded in the journal for good. */
 export const MAX_APPROVAL_REASON_LENGTH = 1000;

@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ATTEMPT_REPORT_MARGIN_MS, executionStream, type ExecutionId } from '@oncegate/domain';
 import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-store-sqlite';
 import { loadExecution, type Clock } from '@oncegate/execution-journal';
-import { givenExecution } from '../test-support/execution-histories';
+import { givenExecution } from './testing/execution-histories';
 import { AttemptSweeper } from './attempt-sweeper';
 import { InstanceLeases } from './instance-leases';
 

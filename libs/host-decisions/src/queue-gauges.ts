@@ -1,17 +1,27 @@
-import { pending } from '../approvals/approval-queue';
-import type { Host } from '../host';
-import { held } from '../review/review-queue';
+import type { EventStore } from '@oncegate/event-store';
+import type { Clock } from '@oncegate/execution-journal';
+import type { OperationsServer, ProcessMetrics } from '@oncegate/host-operations';
+import { pending } from './approval-queue';
+import { held } from './review-queue';
 
 /** How long one reading of the queues serves scrapes: reading them scans the executions that ever asked. */
 const QUEUES_FRESH_MS = 10_000;
 
 let registered = false;
 
+/** What the gauges need of the process's host: its journal and clock, its metrics, and its operations listener. */
+export interface QueueGaugesHost {
+  readonly store: EventStore;
+  readonly clock: Clock;
+  readonly metrics: ProcessMetrics;
+  readonly operations: OperationsServer | undefined;
+}
+
 /**
  * Gauges of what waits for people: approval requests pending and review cases held, with the age of the oldest of
  * each. Read from the journal when scraped (at most every 10 s), in the process that serves the MCP front.
  */
-export function queueGauges(host: Host): void {
+export function queueGauges(host: QueueGaugesHost): void {
   if (registered || host.operations === undefined) return;
   registered = true;
   const { store, clock, metrics } = host;

@@ -18,7 +18,7 @@ import { isStoredEventType, STORED_EVENT_TYPES } from '@oncegate/domain';
 // it so that no process compiles it when it starts; the checks below are what it cannot say. It is published at the
 // repository root (schemas/), where editors and users find it, and bundled from there.
 // eslint-disable-next-line @nx/enforce-module-boundaries -- the one copy of the schema, outside every project
-import { validate as validateOncegateFile } from '../../../../schemas/oncegate.validate.mjs';
+import { validate as validateOncegateFile } from '../../../schemas/oncegate.validate.mjs';
 import {
   applyKafkaSecurityEnvironment,
   caFileProblem,

@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 /* eslint-disable @nx/enforce-module-boundaries -- the certificates the local broker uses, and the canary checks every suite uses */
-import { prefixesOf } from '../../../../test/support/canaries';
-import { makeKafkaCertificates, type KafkaCertificates } from '../../../../test/support/kafka';
+import { prefixesOf } from '../../../test/support/canaries';
+import { makeKafkaCertificates, type KafkaCertificates } from '../../../test/support/kafka';
 /* eslint-enable @nx/enforce-module-boundaries */
 import { absolutePaths, applyEnvironment, GatewayConfigError, parseGatewayConfig, type GatewayConfig } from './gateway-config';
 
