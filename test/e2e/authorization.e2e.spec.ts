@@ -377,6 +377,6 @@ describe('no credential value anywhere', () => {
       }
     }
     expect(scenario.gateway.output()).toMatch(/"context":"authorization".*(allow|ask) at rung/);
-    // Eight operator commands, each a process of its own: about 10 s alone, three times that on a busy machine.
+    // Nine operator commands, each a process of its own: about 10 s in all alone, three times that on a busy machine.
   }, 90_000);
 });
