@@ -303,13 +303,21 @@ describe('the services as processes of their own on PostgreSQL (deploy/local, on
     const outage = log.requests.filter((request) => request.path.startsWith('/config/outage-'));
     expect(outage.length).toBeGreaterThan(0);
     for (const request of outage) expect(dispatched.has(request.idempotencyKey!)).toBe(true);
-    // Nothing is stuck: every execution accepted in the run reaches a settled state.
-    const unsettled = () =>
-      sql<{ stream_id: string }>(
-        `SELECT a.stream_id FROM oncegate.events a WHERE a.type = 'ExecutionAccepted'
-           AND a.stream_id IN (SELECT stream_id FROM oncegate.events WHERE type = 'Dispatched')
-           AND NOT EXISTS (SELECT 1 FROM oncegate.events o WHERE o.stream_id = a.stream_id AND o.type IN ('OutcomeObserved', 'ReviewRequired'))`,
-      );
+    // Nothing is stuck: every execution accepted in the run reaches a settled state. One exception is the truth and
+    // not a loss: a Dispatched the server committed while the connection broke, so its dispatcher took it as not
+    // written and sent nothing; the sweeper then records the attempt unknown (lost, or past its deadline), and no
+    // answer can come. Such an execution has no request at the target; any other must have its outcome.
+    const unsettled = async () => {
+      const sentKeys = new Set((await target.effects()).requests.map((request) => request.idempotencyKey));
+      return (
+        await sql<{ stream_id: string; reason: string | null }>(
+          `SELECT a.stream_id, (SELECT u.data->>'reason' FROM oncegate.events u WHERE u.stream_id = a.stream_id AND u.type = 'OutcomeUnknown' ORDER BY u.position DESC LIMIT 1) AS reason
+             FROM oncegate.events a WHERE a.type = 'ExecutionAccepted'
+             AND a.stream_id IN (SELECT stream_id FROM oncegate.events WHERE type = 'Dispatched')
+             AND NOT EXISTS (SELECT 1 FROM oncegate.events o WHERE o.stream_id = a.stream_id AND o.type IN ('OutcomeObserved', 'ReviewRequired'))`,
+        )
+      ).filter(({ stream_id, reason }) => !(reason !== null && ['dispatcher_lost', 'attempt_deadline_passed'].includes(reason) && !sentKeys.has(stream_id.slice('execution-'.length))));
+    };
     // Leases go unrenewed while the store is away, so another instance may give an attempt up for lost
     // (dispatcher_lost) while its dispatcher holds the answer: that answer still settles it once it lands. An
     // attempt still in flight has its response timeout (20 s) and the grace: wait for that more than once; when
