@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { executionEvents } from '../support/journal';
-import { connectClient } from '../support/mcp-clients';
+import { callOnce } from '../support/mcp-clients';
 import { executionOf, gatewayScenario, textOf } from '../support/scenario';
 
 /**
@@ -10,14 +10,7 @@ import { executionOf, gatewayScenario, textOf } from '../support/scenario';
 describe('gateway end to end: the outcome words an agent is told', () => {
   const scenario = gatewayScenario();
 
-  async function call(name: string, args: Record<string, unknown>) {
-    const { client } = await connectClient(scenario.gateway.url, scenario.gateway.devToken);
-    try {
-      return await client.callTool({ name, arguments: args });
-    } finally {
-      await client.close();
-    }
-  }
+  const call = (name: string, args: Record<string, unknown>) => callOnce(scenario.gateway, name, args);
 
   it('given a payment the target takes and then answers 500, when the agent calls and calls again, then it is told completed with an error answer that may have acted, and the retry gets the same answer without a second charge', async () => {
     await scenario.target.control('behave', { match: 'POST /payments', action: 'status', status: 500, applyEffect: true, times: 1 });

@@ -1,21 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { oncegate, startGatewayProcess } from '../support/gateway-process';
 import { eventually, executionEvents, executionIds } from '../support/journal';
-import { connectClient } from '../support/mcp-clients';
+import { callOnce, connectClient } from '../support/mcp-clients';
 import { executionOf, gatewayScenario, textOf } from '../support/scenario';
 
 /** Each test loses the outcome after dispatch, then retries; the target's effect count is the verdict. */
 describe('gateway end to end: recovery by operation class, and the review queue', () => {
   const scenario = gatewayScenario();
 
-  async function call(name: string, args: Record<string, unknown>) {
-    const { client } = await connectClient(scenario.gateway.url, scenario.gateway.devToken);
-    try {
-      return await client.callTool({ name, arguments: args });
-    } finally {
-      await client.close();
-    }
-  }
+  const call = (name: string, args: Record<string, unknown>) => callOnce(scenario.gateway, name, args);
 
   it('given a read that lost its answer, when retried, then it is sent again (a read may repeat)', async () => {
     await scenario.target.control('reset', { match: 'GET /builds/:id', times: 1 });

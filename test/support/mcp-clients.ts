@@ -150,6 +150,16 @@ export async function connectClient(url: string, token: string, options: ClientO
   return { client, transport };
 }
 
+/** One tool call on a session of its own, closed after: what an agent that reconnects for each call sends. */
+export async function callOnce(gateway: { readonly url: string; readonly devToken: string }, name: string, args: Record<string, unknown>) {
+  const { client } = await connectClient(gateway.url, gateway.devToken);
+  try {
+    return await client.callTool({ name, arguments: args });
+  } finally {
+    await client.close();
+  }
+}
+
 /**
  * The official v2 client (`@modelcontextprotocol/client`) over Streamable HTTP with version negotiation on
  * (`auto`): it probes with `server/discover` and speaks the 2026-07-28 revision when the server offers it.
