@@ -172,11 +172,12 @@ export class EventRelay {
         );
         // A relay that lost its claim meanwhile leaves the checkpoint to the one that holds it now.
         if (!this.holding) return;
+        // The store's checkpoint first: what progress() says relayed is in it by then (the lag metric reads both).
+        await store.storeCheckpoint(RELAY_CONSUMER, last);
         this.relayed = last;
         this.sent += batch.length;
         this.buffer.splice(0, batch.length);
         for (const waiter of this.roomWaiters.splice(0)) waiter();
-        await store.storeCheckpoint(RELAY_CONSUMER, last);
         if (this.failures > 0) this.log.log(`publishing resumed after ${this.failures} failed tries`, RELAY_CONSUMER);
         this.failures = 0;
       } catch (error) {
