@@ -1,7 +1,7 @@
 import type { LoggerService } from '@nestjs/common';
 import { Kafka, logLevel, type Producer } from 'kafkajs';
 import type { KafkaConfig } from '@oncegate/host-config';
-import { byTopic, type TopicMessage } from './bus-publisher';
+import { BOUND_MS, bounded, byTopic, type TopicMessage } from './bus-publisher';
 import { securityOptions, type BusPassword } from './bus-security';
 import { fixIdleRequestQueueChecks } from './kafkajs-request-queue';
 
@@ -24,9 +24,6 @@ export function busClient(config: KafkaConfig, logger: LoggerService, context: s
     connectionTimeout: 3_000,
   });
 }
-
-/** Longest a send may take before it counts as failed, whatever the client is waiting for. */
-const SEND_BOUND_MS = 60_000;
 
 /**
  * An idempotent producer (`acks=all`, one request in flight, so the broker drops a batch it already has from this
@@ -54,18 +51,12 @@ export class BusProducer {
   /** Sends messages to their topics and resolves once every broker that leads one of them acknowledged (`acks=all`). */
   async send(messages: readonly TopicMessage[]): Promise<void> {
     const producer = this.producer;
-    let timer: NodeJS.Timeout | undefined;
     try {
       this.connected ??= producer.connect();
-      const sent = this.connected.then(() =>
-        producer.sendBatch({ acks: -1, timeout: 30_000, topicMessages: byTopic(messages) }),
+      const connected = this.connected;
+      await bounded(`no acknowledgement within ${BOUND_MS / 1000} s`, () =>
+        connected.then(() => producer.sendBatch({ acks: -1, timeout: 30_000, topicMessages: byTopic(messages) })),
       );
-      // A send that settles after the bound is let go: its failure is not the process's.
-      sent.catch(() => undefined);
-      const bound = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no acknowledgement within ${SEND_BOUND_MS / 1000} s`)), SEND_BOUND_MS);
-      });
-      await Promise.race([sent, bound]);
     } catch (error) {
       if (this.producer === producer) {
         this.producer = this.newProducer();
@@ -73,8 +64,6 @@ export class BusProducer {
         void producer.disconnect().catch(() => undefined);
       }
       throw error;
-    } finally {
-      clearTimeout(timer);
     }
   }
 

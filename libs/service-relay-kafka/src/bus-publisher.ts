@@ -63,8 +63,8 @@ export interface TransactionalOptions {
   readonly checkpointTopic: string;
 }
 
-/** Longest a batch's transaction, or opening the producer, may take before it counts as failed. */
-const BOUND_MS = 60_000;
+/** Longest a send, a batch's transaction or opening the producer may take before it counts as failed. */
+export const BOUND_MS = 60_000;
 /** The broker aborts a transaction of a relay that died after this long, if no other relay fenced it sooner. */
 const TRANSACTION_TIMEOUT_MS = 60_000;
 
@@ -90,7 +90,7 @@ export class TransactionalPublisher implements BusPublisher {
 
   async open(): Promise<number | undefined> {
     await this.reset();
-    return bounded(`opening the transactional producer ${this.options.transactionalId}`, async () => {
+    return bounded(`opening the transactional producer ${this.options.transactionalId} took longer than ${BOUND_MS / 1000} s`, async () => {
       const admin = this.kafka.admin();
       await admin.connect();
       try {
@@ -132,7 +132,7 @@ export class TransactionalPublisher implements BusPublisher {
   async publish(messages: readonly TopicMessage[], last: number): Promise<void> {
     const producer = this.producer;
     if (producer === undefined) throw new Error('the transactional producer is not open');
-    await bounded(`a transaction of ${messages.length} events`, async () => {
+    await bounded(`a transaction of ${messages.length} events took longer than ${BOUND_MS / 1000} s`, async () => {
       const transaction = await producer.transaction();
       try {
         await transaction.sendBatch({ acks: -1, timeout: 30_000, topicMessages: byTopic(messages) });
@@ -171,8 +171,11 @@ export function byTopic(messages: readonly TopicMessage[]): Array<{ topic: strin
   return [...topics].map(([topic, list]) => ({ topic, messages: list }));
 }
 
-/** `work`, failing with "… took longer than 60 s" if it has not settled by then (its own later failure is let go). */
-async function bounded<T>(what: string, work: () => Promise<T>): Promise<T> {
+/**
+ * `work`, failing with `timeoutMessage` if it has not settled within 60 s, whatever the client is waiting for (its
+ * own later failure is let go: it is not the process's).
+ */
+export async function bounded<T>(timeoutMessage: string, work: () => Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const running = work();
   running.catch(() => undefined);
@@ -180,7 +183,7 @@ async function bounded<T>(what: string, work: () => Promise<T>): Promise<T> {
     return await Promise.race([
       running,
       new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`${what} took longer than ${BOUND_MS / 1000} s`)), BOUND_MS);
+        timer = setTimeout(() => reject(new Error(timeoutMessage)), BOUND_MS);
       }),
     ]);
   } finally {
