@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
@@ -5,19 +6,12 @@ import type { TestProjectInlineConfiguration } from 'vitest/config';
 
 const root = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 
-const alias = [
-  { find: '@oncegate/domain/testing', replacement: root('./libs/domain/src/test-support/execution-fixtures.ts') },
-  { find: '@oncegate/event-store/chain', replacement: root('./libs/event-store/src/chain.ts') },
-  { find: '@oncegate/event-store/worker-entry', replacement: root('./libs/event-store/src/worker-entry.ts') },
-  { find: '@oncegate/event-store/testing', replacement: root('./libs/event-store/src/testing/index.ts') },
-  { find: '@oncegate/dispatcher-kit/testing/vitest', replacement: root('./libs/dispatcher-kit/src/testing/vitest.ts') },
-  { find: '@oncegate/dispatcher-kit/testing', replacement: root('./libs/dispatcher-kit/src/testing/index.ts') },
-  { find: '@oncegate/demo-target', replacement: root('./apps/demo-target/src/index.ts') },
-  { find: '@oncegate/deploy-local', replacement: root('./deploy/local/index.ts') },
-  { find: '@oncegate/host-decisions/testing', replacement: root('./libs/host-decisions/src/testing/approval-fixtures.ts') },
-  { find: '@oncegate/host-recovery/testing', replacement: root('./libs/host-recovery/src/testing/execution-histories.ts') },
-  { find: /^@oncegate\/([a-z-]+)$/, replacement: root('./libs/$1/src/index.ts') },
-];
+/**
+ * The workspace's import names, as tsconfig.base.json's paths give them (one list for tsc, esbuild and the tests):
+ * each an exact match, so that `@oncegate/x/testing` never resolves under `@oncegate/x`.
+ */
+const { compilerOptions } = JSON.parse(readFileSync(root('./tsconfig.base.json'), 'utf8')) as { compilerOptions: { paths: Record<string, [string]> } };
+const alias = Object.entries(compilerOptions.paths).map(([name, [target]]) => ({ find: new RegExp(`^${name.replaceAll('/', '\\/')}$`), replacement: root(target) }));
 
 const everywhere = (suffix: string) => ['libs', 'apps', 'test', 'tools', 'deploy'].map((folder) => `${folder}/**/*.${suffix}.spec.ts`);
 

@@ -97,7 +97,7 @@ describe('module boundaries', () => {
       "import { serviceMain } from '@oncegate/service-host';",
       "import { approvalTools } from '@oncegate/host-decisions/testing';",
       "import { givenExecution } from '@oncegate/host-recovery/testing';",
-      "import { DispatcherWorld } from '@oncegate/dispatcher-kit/testing';",
+      "import { DispatcherWorld } from '@oncegate/dispatcher-kit/host-testing';",
       'export const x = [loadGatewayConfig, serviceMain, approvalTools, givenExecution, DispatcherWorld];',
       '',
     ].join('\n');

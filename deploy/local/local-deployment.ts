@@ -29,9 +29,17 @@ export type LocalLayout = Readonly<Record<LocalService, number>>;
  */
 export const LOCAL_LAYOUT: LocalLayout = { gateway: 2, authorization: 2, 'dispatcher-http': 3, 'dispatcher-ssh': 1, 'dispatcher-sql': 0, 'result-delivery': 2, sealer: 1, 'relay-kafka': 0 };
 
-/** One service's process (`oncegate serve <service>`, or the service's own app). */
+/** A service this repository does not build: a channel's dispatcher built on the kit's package elsewhere. */
+export interface ServiceCommand {
+  /** How it is named in messages (`dispatcher-ledger`). */
+  readonly name: string;
+  /** Node's arguments: its entry point and options; `--config <file>` is added. */
+  readonly command: readonly string[];
+}
+
+/** One service's process (`oncegate serve <service>`, the service's own app, or a command). */
 export interface ServiceProcess {
-  readonly service: LocalService;
+  readonly service: LocalService | string;
   /** The instance id it printed. */
   readonly instance: string;
   readonly pid: number;
@@ -65,9 +73,11 @@ export interface ServiceOptions {
 }
 
 /** Starts a service as its own process and waits until it says it runs. */
-export async function startService(service: LocalService, options: ServiceOptions): Promise<ServiceProcess> {
+export async function startService(what: LocalService | ServiceCommand, options: ServiceOptions): Promise<ServiceProcess> {
+  const service = typeof what === 'string' ? what : what.name;
+  const command = typeof what === 'string' ? serviceCommand(what) : what.command;
   const env = { ...process.env, ...options.env, ...(options.port === undefined ? {} : { ONCEGATE_PORT: String(options.port) }) };
-  const child = spawn(process.execPath, [...serviceCommand(service), '--config', options.configFile], {
+  const child = spawn(process.execPath, [...command, '--config', options.configFile], {
     cwd: options.cwd,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,7 +1,8 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkContractFile } from '@oncegate/contracts';
-import { DispatcherWorld } from '@oncegate/dispatcher-kit/testing';
+import { hostingOf } from '@oncegate/dispatcher-kit/host';
+import { DispatcherWorld } from '@oncegate/dispatcher-kit/host-testing';
 import { IDEMPOTENCY_TABLE, sqlKit } from './sql-channel';
 import { openShopDatabase, shopConnection, type ShopDatabase } from './testing/shop-database';
 import { shopContract } from './testing/shop-tools';
@@ -181,7 +182,7 @@ describe('the SQL channel against a real PostgreSQL 15', () => {
 });
 
 describe('a SQL tool in the contract file, checked by the channel', () => {
-  const checks = sqlKit.service.pluginChannels!;
+  const checks = hostingOf(sqlKit).service.pluginChannels!;
   const at = shopConnection({ port: 5432 } as ShopDatabase);
   const contract = (operationClass: string, section: string) => `version: 1
 tools:

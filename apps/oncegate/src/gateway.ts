@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { ToolContract } from '@oncegate/contracts';
-import { hostDispatchers, type DispatchChannel } from '@oncegate/dispatcher-kit';
+import { hostDispatchers, type DispatchChannel } from '@oncegate/dispatcher-kit/host';
 import type { EventStore } from '@oncegate/event-store';
 import { InlineSteps } from '@oncegate/execution-journal';
 import type { GatewayConfig } from '@oncegate/host-config';

@@ -7,7 +7,9 @@ export type TemplateReference =
   /** `{{execution.id}}`: the execution id the gateway assigned (also the idempotency key). */
   | { readonly kind: 'execution_id' };
 
+/** What a string of a section refers to: its templates, and what is wrong with them. */
 export interface TemplateScan {
+  /** The arguments and the execution id the templates name, in order. */
   readonly references: readonly TemplateReference[];
   /** Malformed or unknown templates, as reasons. */
   readonly problems: readonly string[];
@@ -18,6 +20,7 @@ export interface TemplateScan {
 const TEMPLATE = /\{\{(.*?)\}\}/g;
 const ARGUMENT = /^args\.([A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*)$/;
 
+/** The `{{…}}` templates of a string: `{{args.<name>}}` and `{{execution.id}}`, anything else a problem. */
 export function scanTemplates(text: string): TemplateScan {
   const references: TemplateReference[] = [];
   const problems: string[] = [];

@@ -1,17 +1,12 @@
-import type { Logger } from '@nestjs/common';
-import type { ToolContract, ToolLimits, PluginSectionCheck } from '@oncegate/contracts';
-import type { DefiniteOutcome, ExecutionId, ExecutionState, OperationClass, UnknownOutcomeReason } from '@oncegate/domain';
-import type { SealedStore } from '@oncegate/sealed-store';
-import type { DispatchRefusal } from './channel-dispatcher';
-import type { PreparedCall } from '@oncegate/service-host';
-import type { MarkerFinding } from '@oncegate/host-recovery';
-import type { CredentialKind } from '@oncegate/vault';
-import type { VaultService } from '@oncegate/host-vault';
+import type { PluginSectionCheck } from '@oncegate/contracts';
+import type { DefiniteOutcome, ExecutionId, OperationClass, UnknownOutcomeReason } from '@oncegate/domain';
 
 /*
  * The dispatcher kit's public API: what a team implements to add a channel (docs/dispatchers.md). The kit owns the
  * rest — the subscription and its consumer group, `Dispatched` durable before anything is sent, attempt deadlines,
  * recovery by operation class, sealing results, fetching and wiping the credential, hiding secrets in results.
+ * Every type here is the kit's own: a channel sees no part of the host (its services, its vault, the execution's
+ * state), so the host can change without a channel noticing.
  */
 
 /** What a channel is: its name in contracts, what it keeps its promise for, and how its connections open. */
@@ -33,43 +28,76 @@ export interface ChannelDefinition {
    * binding to the section's `host` and `port` before `Dispatched`, decrypts the secret once just before `send`,
    * hands it over as `ChannelAttempt.secret`, zero-fills it after, and hides it in whatever the attempt returns.
    */
-  readonly credentialKinds?: readonly Extract<CredentialKind, 'password'>[];
+  readonly credentialKinds?: readonly CredentialKind[];
   /** Opens the channel's connections in this process; called once when its dispatcher starts. */
   open(context: ChannelContext): ChannelDriver | Promise<ChannelDriver>;
 }
 
+/** The vault credential kinds a channel may take: `password` (a secret string, with an optional user name). */
+export type CredentialKind = 'password';
+
+/** Where a channel logs: under `dispatcher-<name>`, in the process's log format. Never log a secret or a secret argument. */
+export interface ChannelLog {
+  /** What the channel did, for an operator following along. */
+  log(message: string): void;
+  /** Something went wrong that the channel recovered from or reported as an outcome. */
+  warn(message: string): void;
+  /** Something went wrong that the channel could not handle. */
+  error(message: string): void;
+}
+
+/** A tool of the channel as the contract file declares it: what a channel needs of it. */
+export interface ChannelTool {
+  /** The MCP tool name. */
+  readonly name: string;
+  /** The logical target recorded with every call. */
+  readonly target: string;
+  /** The tool's class (`class:`), which decides recovery after an unknown outcome. */
+  readonly operationClass: OperationClass;
+  /** The vault credential the tool names (`credential_ref`), `null` when none; never the credential itself. */
+  readonly credentialRef: string | null;
+  /** Arguments the contract marks secret: the kit hides their values in results; never log them. */
+  readonly secretArguments: readonly string[];
+  /** The tool's `limits`. */
+  readonly limits: ChannelLimits;
+}
+
+/** The contract's `limits` of a tool: its timeouts, and the largest result kept. */
+export interface ChannelLimits {
+  /** Largest result body kept, in bytes; the kit cuts a longer one (after hiding secrets). */
+  readonly responseBytes: number;
+  /** How long opening a connection to the target may take. */
+  readonly connectTimeoutMs: number;
+  /** How long an attempt may wait for the target's answer; past it, `send` resolves with an unknown outcome. */
+  readonly responseTimeoutMs: number;
+}
+
 /** What a channel is given when it opens. */
 export interface ChannelContext {
-  /** Logs under `dispatcher-<name>`; never log a secret or an argument marked secret. */
-  readonly log: Logger;
-  /** The contracts of this process, by tool name. */
-  readonly tools: ReadonlyMap<string, ToolContract>;
-  /**
-   * The vault, for channels that apply a credential in their own way (the built-in HTTP and SSH channels). A
-   * channel that declares `credentialKinds` gets its secret from the kit and needs none of this.
-   */
-  readonly vault: VaultService;
-  readonly sealed: SealedStore;
+  /** Logs under `dispatcher-<name>`. */
+  readonly log: ChannelLog;
+  /** The tools of this channel in this process's contract file, by name. */
+  readonly tools: ReadonlyMap<string, ChannelTool>;
 }
 
 /** One attempt of one execution, as the channel sends it. */
 export interface ChannelAttempt {
+  /** The execution's id: the same on every attempt, the natural idempotency key at a target that keeps one. */
   readonly executionId: ExecutionId;
   /** 1 for the first attempt; a recovery attempt has the next number and the same execution id. */
   readonly attempt: number;
+  /** The execution's class as it was accepted (the contract's, at the time of the call). */
   readonly operationClass: OperationClass;
-  readonly tool: ToolContract;
+  /** The tool called. */
+  readonly tool: ChannelTool;
   /** The tool's `plugin:` section as the contract file has it (empty for the built-in channels). */
   readonly section: Readonly<Record<string, unknown>>;
   /** The call's arguments, opened once per execution. */
   readonly args: Readonly<Record<string, unknown>>;
-  /** The connect and response timeouts of the contract (`limits`), and the largest result kept. */
-  readonly limits: ToolLimits;
+  /** The contract's timeouts and the largest result kept (the tool's `limits`). */
+  readonly limits: ChannelLimits;
   /** The credential's secret when the tool names one and the channel declares `credentialKinds`; wiped after the call. */
   readonly secret?: Buffer;
-  /** The prepared call (built-in channels keep their rendering on it). */
-  readonly call: PreparedCall;
-  readonly state: ExecutionState;
 }
 
 /**
@@ -84,14 +112,14 @@ export type SendOutcome =
       readonly outcome: DefiniteOutcome;
       /**
        * What the agent reads as the result, whole: the kit hides the secrets in it, then cuts it to
-       * `limits.response_bytes` (a channel that cut it first could leave the start of a secret at its cut).
+       * `limits.responseBytes` (a channel that cut it first could leave the start of a secret at its cut).
        */
       readonly body: string;
       readonly contentType?: string | null;
       readonly encoding?: 'utf8' | 'base64';
       readonly status?: number | null;
       readonly exitCode?: number | null;
-      /** The built-in channels cut and hide their bodies themselves, as they stream them. */
+      /** Set when the channel already cut the body (the built-in channels cut and hide as they stream). */
       readonly truncated?: boolean;
     }
   | { readonly kind: 'not_sent'; readonly reason: string; readonly text?: string }
@@ -99,8 +127,35 @@ export type SendOutcome =
 
 /** What a status query found (conditional writes): may the write be sent again, and what was seen (no secret). */
 export interface StatusFinding {
+  /** Whether the write's precondition still holds at the target: only then may it be sent again. */
   readonly preconditionHolds: boolean;
+  /** What the query saw, shown to the operator (hidden secrets, cut to 200 characters); `null` when nothing. */
   readonly observedStatus: string | null;
+}
+
+/**
+ * What a marker probe found (remote commands): the marker the command left at the target, the exit status it
+ * recorded, and why the probe could not tell when it could not (`probe_failed`, with `failure`).
+ */
+export interface MarkerFinding {
+  /** `completed`: the command ran to its end; `started`: it began and did not finish; `absent`: it never began. */
+  readonly marker: 'completed' | 'started' | 'absent' | 'probe_failed';
+  /** The exit status the marker recorded (`completed`), else `null`. */
+  readonly exitStatus: number | null;
+  /** The attempt named in the marker. */
+  readonly markerAttempt?: number | null;
+  /** Required with `probe_failed`: why nothing could be read (no secret). */
+  readonly failure?: string;
+  /** Where the command's output was kept on the target, when it was. */
+  readonly keptOutput?: { readonly host: string; readonly paths: readonly string[] } | null;
+}
+
+/** Why an attempt must not be sent, found before `Dispatched` is written; recorded as the denial's basis. */
+export interface DispatchRefusal {
+  /** `vault_locked`: no credential can be read now; `credential_unresolved`: this call's credential cannot be used. */
+  readonly basis: 'vault_locked' | 'credential_unresolved';
+  /** Names the credential and the target; never a value. */
+  readonly reason: string;
 }
 
 /**
@@ -112,11 +167,12 @@ export interface StatusFinding {
 export interface ChannelDriver {
   /** Why this call must not be sent (checked before `Dispatched`; a refusal of a first attempt is a denial). */
   preflight?(attempt: Omit<ChannelAttempt, 'secret'>): Promise<DispatchRefusal | undefined>;
+  /** Sends one attempt and tells what came of it; resolves within the attempt's limits, never rejects. */
   send(attempt: ChannelAttempt): Promise<SendOutcome>;
+  /** Conditional writes: reads the target's current state after an unknown outcome (the status query). */
   queryStatus?(attempt: ChannelAttempt): Promise<StatusFinding>;
+  /** Remote commands: reads the marker the command leaves at the target, after an unknown outcome. */
   probeMarker?(attempt: ChannelAttempt): Promise<MarkerFinding>;
   /** Closes the channel's connections; attempts in flight have recorded their outcome by then. */
   close?(): Promise<void>;
 }
-
-export type { DispatchRefusal, MarkerFinding };

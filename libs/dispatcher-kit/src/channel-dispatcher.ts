@@ -8,6 +8,7 @@ import { inSpan, processMetrics, SpanKind } from '@oncegate/host-operations';
 import { recoverExecution, type MarkerFinding } from '@oncegate/host-recovery';
 import type { SealedStore } from '@oncegate/sealed-store';
 import { PreparedCalls, type PreparedCall, type StoredResult } from '@oncegate/service-host';
+import type { DispatchRefusal } from './channel-definition';
 
 /** The longest pause between two tries at recording an outcome. */
 const RECORD_RETRY_MAX_MS = 2_000;
@@ -28,13 +29,6 @@ export type AttemptRecord =
       readonly notSentReason?: string;
     }
   | { readonly kind: 'unknown'; readonly reason: UnknownOutcomeReason };
-
-/** Why an attempt must not be sent, found before `Dispatched` is written; recorded as the denial's basis. */
-export interface DispatchRefusal {
-  readonly basis: 'vault_locked' | 'credential_unresolved';
-  /** Names the credential and the target; never a value. */
-  readonly reason: string;
-}
 
 /**
  * What every channel dispatcher does alike: append `Dispatched` (durable, with the expected revision, so only

@@ -18,7 +18,8 @@ import {
   type ServiceDefinition,
 } from '@oncegate/service-host';
 import type { VaultService } from '@oncegate/host-vault';
-import type { ChannelDefinition, ChannelDriver } from './channel-definition';
+import type { ChannelDefinition } from './channel-definition';
+import type { HostChannelDefinition, HostChannelDriver } from './host-channel';
 import { KitDispatcher, OPENED_CHANNEL, type OpenedChannel } from './kit-dispatcher';
 
 interface KitDependencies extends StandaloneDependencies {
@@ -46,17 +47,37 @@ export class KitDispatcherModule {
   }
 }
 
-/** A channel built on the kit: how a process hosts its dispatcher, and its service to run as a process of its own. */
+/** A channel built on the kit: export it from the channel's module, and call `main()` in its process's entry point. */
 export interface KitChannel {
+  /** The definition the kit was made from. */
   readonly definition: ChannelDefinition;
+  /**
+   * Runs the channel's dispatcher as a process of its own (`node main.js [--config <file>]`): it opens the store and
+   * the vault the configuration names, joins the channel's consumer group beside any other instance, and stops on
+   * SIGTERM once its attempts in flight recorded their outcome.
+   */
+  main(argv?: readonly string[]): Promise<void>;
+}
+
+/** How this repository's processes host a kit's channel (not part of the package's API). */
+export interface ChannelHosting {
+  /** The definition as the host reads it (a built-in channel's driver opens on the host's context). */
+  readonly definition: HostChannelDefinition;
   /** Its dispatcher among the dispatchers of a process (`oncegate start` hosts the built-in channels this way). */
   readonly channel: DispatchChannel;
   /** `dispatcher-<name>`: the channel's service, one instance of its consumer group per process. */
   readonly service: ServiceDefinition;
-  /** The main of the channel's own app: `node main.js [--config <file>]`. */
-  main(argv?: readonly string[]): Promise<void>;
   /** The channel's dispatcher on `driver` outside a Nest application, for tests that hand it events by hand. */
-  standalone(driver: ChannelDriver, deps: StandaloneDependencies): KitDispatcher;
+  standalone(driver: HostChannelDriver, deps: StandaloneDependencies): KitDispatcher;
+}
+
+const HOSTING = new WeakMap<KitChannel, ChannelHosting>();
+
+/** How to host `kit`: a kit made by this copy of the kit (defineChannel or defineHostChannel). */
+export function hostingOf(kit: KitChannel): ChannelHosting {
+  const hosting = HOSTING.get(kit);
+  if (hosting === undefined) throw new Error(`channel ${kit.definition.name} was not made by this copy of @oncegate/dispatcher-kit's defineChannel`);
+  return hosting;
 }
 
 /** What a dispatcher outside a Nest application runs on (its service gets them from the process's host). */
@@ -75,6 +96,11 @@ const CHANNEL_NAME = /^[a-z][a-z0-9-]*$/;
 
 /** Makes a channel's dispatcher and service from its definition (docs/dispatchers.md). */
 export function defineChannel(definition: ChannelDefinition): KitChannel {
+  return defineHostChannel(definition);
+}
+
+/** defineChannel for the built-in channels, whose drivers read the host's view of each attempt (host-channel.ts). */
+export function defineHostChannel(definition: HostChannelDefinition): KitChannel {
   if (!CHANNEL_NAME.test(definition.name)) throw new Error(`'${definition.name}' is not a channel name ([a-z][a-z0-9-]*)`);
   if (definition.contract === undefined && definition.credentialKinds !== undefined) {
     throw new Error(`channel ${definition.name}: credentialKinds needs a contract section (its host and port bind the credential)`);
@@ -83,7 +109,7 @@ export function defineChannel(definition: ChannelDefinition): KitChannel {
     channel: definition.name,
     async start({ host, vault, prepared, dispatcherId }) {
       const { store, tools, sealed, clock } = host;
-      const driver = await definition.open({ log: new Logger(`dispatcher-${definition.name}`), tools, vault, sealed });
+      const driver = await definition.open({ log: new Logger(`dispatcher-${definition.name}`), tools: toolsOf(definition.name, tools), vault, sealed });
       try {
         const module = KitDispatcherModule.forRoot({ store, tools, sealed, vault, dispatcherId, clock, prepared, opened: { definition, driver } });
         const app = await microservice(host, module, `dispatcher-${definition.name}`);
@@ -96,18 +122,24 @@ export function defineChannel(definition: ChannelDefinition): KitChannel {
   };
   const sections = sectionChecks(definition);
   const service: ServiceDefinition = { ...dispatcherService(channel), ...(sections === undefined ? {} : { pluginChannels: sections }) };
-  return {
+  const kit: KitChannel = { definition: definition as ChannelDefinition, main: (argv) => serviceMain(service, argv) };
+  HOSTING.set(kit, {
     definition,
     channel,
     service,
-    main: (argv) => serviceMain(service, argv),
     standalone: (driver, deps) =>
       new KitDispatcher(deps.store, deps.tools, deps.sealed, deps.vault, deps.dispatcherId, deps.clock, deps.prepared ?? new PreparedCalls(deps.sealed), { definition, driver }),
-  };
+  });
+  return kit;
+}
+
+/** The tools of the process that name this channel. */
+function toolsOf(channel: string, tools: ReadonlyMap<string, ToolContract>): ReadonlyMap<string, ToolContract> {
+  return new Map([...tools].filter(([, tool]) => tool.channel === channel));
 }
 
 /** The check a process hosting the channel applies to its tools' sections: the classes it supports, then its own. */
-function sectionChecks(definition: ChannelDefinition): ReadonlyMap<string, PluginSectionCheck> | undefined {
+function sectionChecks(definition: HostChannelDefinition): ReadonlyMap<string, PluginSectionCheck> | undefined {
   const { contract, classes } = definition;
   if (contract === undefined) return undefined;
   const check: PluginSectionCheck = (section, report, tool) => {

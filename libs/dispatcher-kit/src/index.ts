@@ -1,10 +1,22 @@
-export type { ChannelAttempt, ChannelContext, ChannelDefinition, ChannelDriver, DispatchRefusal, MarkerFinding, SendOutcome, StatusFinding } from './channel-definition';
-export { defineChannel, KitDispatcherModule, type KitChannel, type StandaloneDependencies } from './define-channel';
-export { KitDispatcher } from './kit-dispatcher';
+// @oncegate/dispatcher-kit: what a team builds a channel with (docs/dispatchers.md). Everything here is the package's
+// public API (api/dispatcher-kit.api.md); the host's side of the kit is in host.ts, for this repository's processes.
+export type {
+  ChannelAttempt,
+  ChannelContext,
+  ChannelDefinition,
+  ChannelDriver,
+  ChannelLimits,
+  ChannelLog,
+  ChannelTool,
+  CredentialKind,
+  DispatchRefusal,
+  MarkerFinding,
+  SendOutcome,
+  StatusFinding,
+} from './channel-definition';
+export { OPERATION_CLASSES, type DefiniteOutcome, type ExecutionId, type OperationClass, type UnknownOutcomeReason } from '@oncegate/domain';
+export { defineChannel, type KitChannel } from './define-channel';
 export { hideSecrets, HIDDEN } from './hide-secrets';
 export { templateValue, TemplateError } from './templates';
-export { scanTemplates, type PluginSectionCheck } from '@oncegate/contracts';
+export { scanTemplates, type PluginSectionCheck, type TemplateReference, type TemplateScan } from '@oncegate/contracts';
 export { sectionSchema } from './section-schema';
-export { ChannelDispatcher, notSent, textResult, type AttemptRecord } from './channel-dispatcher';
-export { dispatcherService, hostDispatchers, type ChannelStart, type DispatchChannel, type Dispatchers, type StartedChannel } from './dispatchers';
-export { vaultRefusal } from './vault-refusal';

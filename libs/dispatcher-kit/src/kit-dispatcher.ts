@@ -6,20 +6,20 @@ import type { EventStore, RecordedEvent } from '@oncegate/event-store';
 import type { Clock } from '@oncegate/execution-journal';
 import { EVENT_STORE } from '@oncegate/nest-event-store';
 import type { SealedStore } from '@oncegate/sealed-store';
-import { ChannelDispatcher, notSent, type AttemptRecord, type DispatchRefusal } from './channel-dispatcher';
+import { ChannelDispatcher, notSent, type AttemptRecord } from './channel-dispatcher';
 import { isVaultError, vaultRefusal } from './vault-refusal';
 import { CLOCK, DISPATCHER_ID, PREPARED_CALLS, SEALED_STORE, TOOLS, VAULT, type PreparedCall, type PreparedCalls } from '@oncegate/service-host';
-import type { MarkerFinding } from '@oncegate/host-recovery';
 import type { VaultService } from '@oncegate/host-vault';
-import type { ChannelAttempt, ChannelDefinition, ChannelDriver, SendOutcome, StatusFinding } from './channel-definition';
+import type { DispatchRefusal, MarkerFinding, SendOutcome, StatusFinding } from './channel-definition';
+import type { HostAttempt, HostChannelDefinition, HostChannelDriver } from './host-channel';
 import { hideSecretBytes, hideSecrets } from './hide-secrets';
 
 /** The channel this dispatcher runs: its definition and the driver it opened in this process. */
 export const OPENED_CHANNEL = Symbol('oncegate:opened-channel');
 
 export interface OpenedChannel {
-  readonly definition: ChannelDefinition;
-  readonly driver: ChannelDriver;
+  readonly definition: HostChannelDefinition;
+  readonly driver: HostChannelDriver;
 }
 
 /**
@@ -29,8 +29,8 @@ export interface OpenedChannel {
  */
 @Controller()
 export class KitDispatcher extends ChannelDispatcher {
-  private readonly definition: ChannelDefinition;
-  private readonly driver: ChannelDriver;
+  private readonly definition: HostChannelDefinition;
+  private readonly driver: HostChannelDriver;
 
   constructor(
     @Inject(EVENT_STORE) store: EventStore,
@@ -106,7 +106,7 @@ export class KitDispatcher extends ChannelDispatcher {
   /** Evidence after an unknown outcome, with the credential as an attempt has it; `shown` hides secrets in what it says. */
   private async withEvidence<T>(
     state: ExecutionState,
-    ask: ((attempt: ChannelAttempt) => Promise<T>) | undefined,
+    ask: ((attempt: HostAttempt) => Promise<T>) | undefined,
     unasked: (reason: string) => T,
     shown: (found: T, hide: (text: string) => string) => T,
   ): Promise<T> {
@@ -131,7 +131,7 @@ export class KitDispatcher extends ChannelDispatcher {
     }
   }
 
-  private attemptOf(state: ExecutionState, call: PreparedCall): ChannelAttempt {
+  private attemptOf(state: ExecutionState, call: PreparedCall): HostAttempt {
     const { tool } = call;
     return {
       executionId: state.executionId!,
@@ -224,4 +224,3 @@ function recordOf(outcome: SendOutcome, hidden: readonly string[], responseBytes
   }
 }
 
-export type { StatusFinding, MarkerFinding };

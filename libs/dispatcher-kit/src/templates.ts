@@ -2,6 +2,7 @@ import { scanTemplates, type TemplateReference } from '@oncegate/contracts';
 
 /** A template that cannot be filled from the call (an argument it interpolates is absent). */
 export class TemplateError extends Error {
+  /** `TemplateError`. */
   override readonly name = 'TemplateError';
 }
 

@@ -1,5 +1,5 @@
 import { CredentialBindingError, CredentialUnavailableError, VaultLockedError } from '@oncegate/vault';
-import type { DispatchRefusal } from './channel-dispatcher';
+import type { DispatchRefusal } from './channel-definition';
 
 /**
  * A failure to obtain a credential from the vault, as a dispatcher records it: a locked vault is `vault_locked`;

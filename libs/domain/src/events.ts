@@ -119,6 +119,7 @@ export type DefiniteOutcome = 'succeeded' | 'failed';
  */
 export type OutcomeSource = 'response' | 'marker' | 'not_sent';
 
+/** Why an attempt's outcome is unknown: what broke between sending and hearing the answer. */
 export type UnknownOutcomeReason =
   /** The request was handed to the OS and no response arrived in time. */
   | 'timeout_after_send'

@@ -12,6 +12,7 @@ export const OPERATION_CLASSES = [
   'remote_command',
 ] as const;
 
+/** How a tool's call is recovered after an unknown outcome (docs/design.md section 6). */
 export type OperationClass = (typeof OPERATION_CLASSES)[number];
 
 export function isOperationClass(value: unknown): value is OperationClass {

@@ -1,16 +1,15 @@
 import { renderHttpRequest, HttpDispatcher, type HttpCredential, type HttpCredentialBuffer } from '@oncegate/channel-http';
 import type { ToolContract } from '@oncegate/contracts';
 import {
-  defineChannel,
-  type ChannelAttempt,
-  type ChannelDriver,
-  type DispatchRefusal,
+  defineHostChannel,
+  hostingOf,
+  type HostAttempt,
+  type HostChannelDriver,
   type KitDispatcher,
-  type SendOutcome,
   type StandaloneDependencies,
   vaultRefusal,
-  type StatusFinding,
-} from '@oncegate/dispatcher-kit';
+} from '@oncegate/dispatcher-kit/host';
+import type { DispatchRefusal, SendOutcome, StatusFinding } from '@oncegate/dispatcher-kit';
 import { activeTraceparent } from '@oncegate/execution-journal';
 import type { VaultService } from '@oncegate/host-vault';
 
@@ -22,7 +21,7 @@ import type { VaultService } from '@oncegate/host-vault';
  * Each execution's request is rendered once (`PreparedCalls`, shared with authorization in this process): the
  * preflight admits the credential for that rendering, the attempt decrypts it once and sends that same rendering.
  */
-export class HttpChannelDriver implements ChannelDriver {
+export class HttpChannelDriver implements HostChannelDriver {
   constructor(
     private readonly http: HttpDispatcher,
     private readonly vault: VaultService,
@@ -32,7 +31,7 @@ export class HttpChannelDriver implements ChannelDriver {
    * The vault is unlocked and the credential is there and bound to the URL this attempt goes to (the prepared
    * rendering). Nothing is decrypted here: the attempt decrypts, once, just before sending.
    */
-  async preflight({ call }: Omit<ChannelAttempt, 'secret'>): Promise<DispatchRefusal | undefined> {
+  async preflight({ call }: Omit<HostAttempt, 'secret'>): Promise<DispatchRefusal | undefined> {
     const ref = call.tool.credentialRef;
     // A request that cannot be rendered is reported by the attempt, which sends nothing.
     if (ref !== null && call.http !== undefined && 'request' in call.http) {
@@ -72,7 +71,7 @@ export class HttpChannelDriver implements ChannelDriver {
     }
   }
 
-  async send({ executionId, tool, args, call }: ChannelAttempt): Promise<SendOutcome> {
+  async send({ executionId, tool, args, call }: HostAttempt): Promise<SendOutcome> {
     if (call.http === undefined || 'error' in call.http) {
       const why = call.http === undefined ? `tool '${tool.name}': channel: is '${tool.channel}', not http` : call.http.error.message;
       return { kind: 'not_sent', reason: `could not render the request: ${why}` };
@@ -116,7 +115,7 @@ export class HttpChannelDriver implements ChannelDriver {
   }
 
   /** The contract's status query: does the precondition of the write still hold at the target? */
-  async queryStatus({ executionId, tool, args }: ChannelAttempt): Promise<StatusFinding> {
+  async queryStatus({ executionId, tool, args }: HostAttempt): Promise<StatusFinding> {
     const query = tool.statusQuery;
     if (query == null) return { preconditionHolds: false, observedStatus: 'no status query in the contract' };
     const statusTool: ToolContract = {
@@ -165,15 +164,15 @@ function isText(contentType: string | null): boolean {
 }
 
 /** The HTTP channel on the dispatcher kit. */
-export const httpKit = defineChannel({ name: 'http', open: ({ vault }) => new HttpChannelDriver(new HttpDispatcher(), vault) });
+export const httpKit = defineHostChannel({ name: 'http', open: ({ vault }) => new HttpChannelDriver(new HttpDispatcher(), vault) });
 
 /** The HTTP channel's dispatcher among the dispatchers of a process. */
-export const httpChannel = httpKit.channel;
+export const httpChannel = hostingOf(httpKit).channel;
 
 /** `oncegate serve dispatcher-http`. */
-export const dispatcherHttpService = httpKit.service;
+export const dispatcherHttpService = hostingOf(httpKit).service;
 
 /** The HTTP dispatcher on its own, outside a Nest application (the services' integration tests drive it by hand). */
 export function httpDispatcher(deps: StandaloneDependencies & { readonly http: HttpDispatcher }): KitDispatcher {
-  return httpKit.standalone(new HttpChannelDriver(deps.http, deps.vault), deps);
+  return hostingOf(httpKit).standalone(new HttpChannelDriver(deps.http, deps.vault), deps);
 }

@@ -6,7 +6,7 @@ import { storeCredential, vaultCrypto } from '@oncegate/vault';
 import { AuthorizationController } from '@oncegate/service-authorization';
 import { Policy } from '@oncegate/service-authorization';
 import { httpDispatcher } from './http-channel';
-import type { KitDispatcher } from '@oncegate/dispatcher-kit';
+import type { KitDispatcher } from '@oncegate/dispatcher-kit/host';
 import { acceptHttpCall, openHttpCallWorld, type HttpCallWorld } from './testing/http-call-world';
 import { PreparedCalls } from '@oncegate/service-host';
 

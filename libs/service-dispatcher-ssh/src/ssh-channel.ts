@@ -2,16 +2,15 @@ import { Logger } from '@nestjs/common';
 import { SshDispatcher, type SshCredential } from '@oncegate/channel-ssh';
 import type { ToolContract } from '@oncegate/contracts';
 import {
-  defineChannel,
-  type ChannelAttempt,
-  type ChannelDriver,
-  type DispatchRefusal,
+  defineHostChannel,
+  hostingOf,
+  type HostAttempt,
+  type HostChannelDriver,
   type KitDispatcher,
-  type MarkerFinding,
-  type SendOutcome,
   type StandaloneDependencies,
   vaultRefusal,
-} from '@oncegate/dispatcher-kit';
+} from '@oncegate/dispatcher-kit/host';
+import type { DispatchRefusal, MarkerFinding, SendOutcome } from '@oncegate/dispatcher-kit';
 import type { VaultService } from '@oncegate/host-vault';
 
 /**
@@ -19,7 +18,7 @@ import type { VaultService } from '@oncegate/host-vault';
  * host decides (docs/design.md section 6). The key comes from the vault at connect time, only for the host and port
  * it is bound to.
  */
-export class SshChannelDriver implements ChannelDriver {
+export class SshChannelDriver implements HostChannelDriver {
   constructor(
     private readonly ssh: SshDispatcher,
     private readonly vault: VaultService,
@@ -27,7 +26,7 @@ export class SshChannelDriver implements ChannelDriver {
   ) {}
 
   /** The vault is unlocked and the key opens and is bound to the contract's host and port. */
-  async preflight({ tool }: Omit<ChannelAttempt, 'secret'>): Promise<DispatchRefusal | undefined> {
+  async preflight({ tool }: Omit<HostAttempt, 'secret'>): Promise<DispatchRefusal | undefined> {
     const found = await this.keyFor(tool);
     return 'refusal' in found ? found.refusal : undefined;
   }
@@ -43,7 +42,7 @@ export class SshChannelDriver implements ChannelDriver {
     }
   }
 
-  async send({ executionId, attempt, tool, args }: ChannelAttempt): Promise<SendOutcome> {
+  async send({ executionId, attempt, tool, args }: HostAttempt): Promise<SendOutcome> {
     const found = await this.keyFor(tool);
     if ('refusal' in found) return { kind: 'not_sent', reason: found.refusal.reason };
     const result = await this.ssh.run({ executionId, attempt, tool, arguments: args as Record<string, unknown>, credential: found.credential });
@@ -80,7 +79,7 @@ export class SshChannelDriver implements ChannelDriver {
    * `probe_failed` with the reason — at once for a host key that is not the pinned one, after `started_wait` for a
    * host that may come back — never as a marker state it did not show.
    */
-  async probeMarker({ executionId, tool }: ChannelAttempt): Promise<MarkerFinding> {
+  async probeMarker({ executionId, tool }: HostAttempt): Promise<MarkerFinding> {
     if (tool.request.kind !== 'ssh') {
       return { marker: 'probe_failed', exitStatus: null, failure: `tool ${tool.name} is no longer an SSH tool in the contract file` };
     }
@@ -122,15 +121,15 @@ export class SshChannelDriver implements ChannelDriver {
 }
 
 /** The SSH channel on the dispatcher kit. */
-export const sshKit = defineChannel({ name: 'ssh', open: ({ vault, log }) => new SshChannelDriver(new SshDispatcher(), vault, log) });
+export const sshKit = defineHostChannel({ name: 'ssh', open: ({ vault, log }) => new SshChannelDriver(new SshDispatcher(), vault, log) });
 
 /** The SSH channel's dispatcher among the dispatchers of a process. */
-export const sshChannel = sshKit.channel;
+export const sshChannel = hostingOf(sshKit).channel;
 
 /** `oncegate serve dispatcher-ssh`. */
-export const dispatcherSshService = sshKit.service;
+export const dispatcherSshService = hostingOf(sshKit).service;
 
 /** The SSH dispatcher on its own, outside a Nest application (integration tests drive it by hand). */
 export function sshDispatcher(deps: StandaloneDependencies & { readonly ssh: SshDispatcher }): KitDispatcher {
-  return sshKit.standalone(new SshChannelDriver(deps.ssh, deps.vault, new Logger('dispatcher-ssh')), deps);
+  return hostingOf(sshKit).standalone(new SshChannelDriver(deps.ssh, deps.vault, new Logger('dispatcher-ssh')), deps);
 }

@@ -1,5 +1,4 @@
-import type { ExecutionId, OperationClass } from '@oncegate/domain';
-import type { KitChannel } from '../define-channel';
+import type { ExecutionId, KitChannel, OperationClass } from '@oncegate/dispatcher-kit';
 import { DispatcherWorld, type WorldCredential } from './dispatcher-world';
 
 /** The channel's real target, seen from the test: how often an execution took effect there, and its faults. */
@@ -21,6 +20,7 @@ export interface ConformanceTarget {
 
 /** A channel under the suite: its kit, a contract with one tool per class it declares, its vault credential and target. */
 export interface ConformanceSubject {
+  /** The channel under test, as its module exports it. */
   readonly kit: KitChannel;
   /**
    * A contract file with a tool `conformance_<class>` for each class of the suite's options, each naming the
@@ -32,6 +32,7 @@ export interface ConformanceSubject {
    * needs none leaves it out (and its tools name none): the cases about the credential are skipped, saying why.
    */
   readonly credential?: WorldCredential;
+  /** The channel's real target, and the faults the suite makes there. */
   readonly target: ConformanceTarget;
   /**
    * A tool `conformance_echo` (class read_only) whose target answers with the credential as it received it, when the
@@ -40,9 +41,11 @@ export interface ConformanceSubject {
   readonly echo?: { readonly args: Record<string, unknown> };
   /** Arguments for the `n`th call of a class's tool: each call a distinct intent. */
   args(operationClass: OperationClass, n: number): Record<string, unknown>;
+  /** Releases the target and whatever the subject opened (called once, after the last case). */
   close(): Promise<void>;
 }
 
+/** What the suite runs for a channel, and the cases it skips with the reason. */
 export interface ConformanceOptions {
   /** The classes the channel declares, each with its tool in the subject's contract. */
   readonly classes: readonly OperationClass[];
@@ -72,17 +75,21 @@ const AFTER_LOST_ANSWER: Record<OperationClass, { status: string; dispatches: nu
  * that say what broke), not the runner's.
  */
 export interface ConformanceRunner {
+  /** A group of cases. */
   describe(name: string, body: () => void): void;
   /** A case; `timeoutMs` is the most it may take. */
   it(name: string, body: () => Promise<void>, timeoutMs: number): void;
   /** A case that does not run, and why. */
   skip(name: string, reason: string): void;
+  /** Runs once before the group's cases. */
   beforeAll(body: () => Promise<void>, timeoutMs: number): void;
+  /** Runs once after the group's cases, whether they passed or not. */
   afterAll(body: () => Promise<void>, timeoutMs: number): void;
 }
 
 /** A promise of the suite broken: what was expected, what happened, and the execution's events when they help. */
 export class ConformanceFailure extends Error {
+  /** `ConformanceFailure`. */
   override readonly name = 'ConformanceFailure';
 }
 

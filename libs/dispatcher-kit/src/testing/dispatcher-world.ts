@@ -11,18 +11,22 @@ import { isoNow, loadExecution, newUlid, runExecutionCommand, systemClock } from
 import { AttemptSweeper } from '@oncegate/host-recovery';
 import { VaultService } from '@oncegate/host-vault';
 import { SqliteSealedStore } from '@oncegate/sealed-store';
-import { initVault, storeCredential, type VaultContext } from '@oncegate/vault';
-import type { CredentialKind } from '@oncegate/vault';
-import type { ChannelDriver } from '../channel-definition';
-import type { KitChannel } from '../define-channel';
+import { CREDENTIAL_KINDS, initVault, storeCredential, type CredentialKind, type VaultContext } from '@oncegate/vault';
+import { hostingOf, type KitChannel } from '../define-channel';
+import type { HostChannelDriver } from '../host-channel';
 import type { KitDispatcher } from '../kit-dispatcher';
 
 /** A credential the world's vault holds; its value is what must never be seen again. */
 export interface WorldCredential {
+  /** The name the tools give it (`credential_ref`). */
   readonly ref: string;
-  readonly kind: CredentialKind;
+  /** A vault credential kind: `password` for a channel that declares `credentialKinds`. */
+  readonly kind: string;
+  /** Where it may be used: `host:port` of the channel's target. */
   readonly bindings: readonly string[];
+  /** The secret; the suite looks for it, and every prefix of it, where it must never be. */
   readonly value: string;
+  /** For a credential with a user name (`password`, `basic`). */
   readonly username?: string;
 }
 
@@ -58,7 +62,7 @@ const ATTEMPT_EVENT_HANDLERS: Record<string, keyof Pick<KitDispatcher, 'onOutcom
  */
 export class DispatcherWorld {
   private readonly captured: string[] = [];
-  private readonly drivers: ChannelDriver[] = [];
+  private readonly drivers: HostChannelDriver[] = [];
 
   private constructor(
     readonly dataDir: string,
@@ -71,7 +75,7 @@ export class DispatcherWorld {
 
   static async open(options: DispatcherWorldOptions): Promise<DispatcherWorld> {
     const dataDir = mkdtempSync(join(tmpdir(), `oncegate-${options.kit.definition.name}-world-`));
-    const tools = new Map(parseContractFile(options.contract, join(dataDir, 'tools.yaml'), { pluginChannels: options.kit.service.pluginChannels ?? new Map() }).tools.map((tool) => [tool.name, tool]));
+    const tools = new Map(parseContractFile(options.contract, join(dataDir, 'tools.yaml'), { pluginChannels: hostingOf(options.kit).service.pluginChannels ?? new Map() }).tools.map((tool) => [tool.name, tool]));
     const env = { ONCEGATE_MASTER_KEY: `a master key for the ${options.kit.definition.name} world` };
     const store = openSqliteEventStore({ file: join(dataDir, 'events.db') });
     const sealed = new SqliteSealedStore({ file: join(dataDir, 'sealed.db'), current: { id: 'seal-test', key: randomBytes(32) } });
@@ -79,7 +83,7 @@ export class DispatcherWorld {
     await initVault(context);
     const { credential } = options;
     if (credential !== undefined) {
-      await storeCredential(context, { ref: credential.ref, kind: credential.kind, bindings: [...credential.bindings], ...(credential.username ? { username: credential.username } : {}) }, credential.value);
+      await storeCredential(context, { ref: credential.ref, kind: credentialKind(credential.kind), bindings: [...credential.bindings], ...(credential.username ? { username: credential.username } : {}) }, credential.value);
     }
     const vault = new VaultService({ store, dataDir, env });
     await vault.start();
@@ -102,12 +106,13 @@ export class DispatcherWorld {
   async dispatcher(id = `dispatcher-${this.kit.definition.name}@${randomBytes(3).toString('hex')}`): Promise<WorldDispatcher> {
     let killed = false;
     let afterDispatched = false;
-    const driver = await this.kit.definition.open({ log: new Logger(`dispatcher-${this.kit.definition.name}`), tools: this.tools, vault: this.vault, sealed: this.sealed });
+    const { definition, standalone } = hostingOf(this.kit);
+    const driver = await definition.open({ log: new Logger(`dispatcher-${this.kit.definition.name}`), tools: this.tools, vault: this.vault, sealed: this.sealed });
     this.drivers.push(driver);
     const store = killable(this.store, () => killed, () => {
       if (afterDispatched) killed = true;
     });
-    const dispatcher = this.kit.standalone(driver, { store, tools: this.tools, sealed: this.sealed, vault: this.vault, dispatcherId: id, clock: systemClock });
+    const dispatcher = standalone(driver, { store, tools: this.tools, sealed: this.sealed, vault: this.vault, dispatcherId: id, clock: systemClock });
     return { dispatcher, id, kill: () => (killed = true), killAfterDispatched: () => (afterDispatched = true) };
   }
 
@@ -256,4 +261,9 @@ function killable(store: EventStore, killed: () => boolean, dispatched: () => vo
       return (value as (...a: unknown[]) => unknown).bind(target);
     },
   });
+}
+
+function credentialKind(kind: string): CredentialKind {
+  if (!(CREDENTIAL_KINDS as readonly string[]).includes(kind)) throw new Error(`'${kind}' is not a vault credential kind (${CREDENTIAL_KINDS.join(', ')})`);
+  return kind as CredentialKind;
 }

@@ -1,5 +1,4 @@
-import type { ChannelAttempt, ChannelDriver, SendOutcome } from '../channel-definition';
-import type { KitChannel } from '../define-channel';
+import { defineChannel, type ChannelAttempt, type ChannelDriver, type KitChannel, type SendOutcome } from '@oncegate/dispatcher-kit';
 
 /**
  * Faults at the driver's boundary, for channels whose target is not reached over TCP (a file, a queue's client
@@ -25,7 +24,7 @@ export class DriverFaults {
   static around(kit: KitChannel): { readonly kit: KitChannel; readonly faults: DriverFaults } {
     const faults = new DriverFaults();
     const definition = { ...kit.definition, open: async (...args: Parameters<KitChannel['definition']['open']>) => faults.wrap(await kit.definition.open(...args)) };
-    return { kit: { ...kit, definition }, faults };
+    return { kit: defineChannel(definition), faults };
   }
 
   /** The next attempt takes effect and its answer is lost: the dispatcher is told the connection broke after sending. */

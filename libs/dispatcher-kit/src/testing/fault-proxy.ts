@@ -12,10 +12,12 @@ export class FaultProxy {
   /** Armed: the next client data holding `marker` goes through, and the answer to it is lost (`cut`) or withheld. */
   private armed: { marker: Buffer; then: 'cut' | 'withhold'; fire: () => void } | undefined;
   private fired: Promise<void> = Promise.resolve();
+  /** Where the proxy listens on 127.0.0.1: the port the channel's contract names instead of the target's. */
   port = 0;
 
   private constructor(private readonly targetPort: number) {}
 
+  /** A proxy in front of the target listening on 127.0.0.1:`targetPort`, on a free port of its own. */
   static async start(targetPort: number): Promise<FaultProxy> {
     const proxy = new FaultProxy(targetPort);
     await proxy.listen(0);
@@ -108,6 +110,7 @@ export class FaultProxy {
     }
   }
 
+  /** Closes the proxy and every connection through it. */
   async stop(): Promise<void> {
     await this.refuse(true);
   }

@@ -1,3 +1,5 @@
+// @oncegate/dispatcher-kit/testing: the conformance suite a channel proves itself with, under any test runner, and
+// the faults it injects (at a TCP target with FaultProxy, or at the driver with DriverFaults).
 export {
   ConformanceFailure,
   defineDispatcherConformance,
@@ -7,6 +9,6 @@ export {
   type ConformanceTarget,
 } from './conformance';
 export { DriverFaults } from './driver-faults';
-export { DispatcherWorld, type DispatcherWorldOptions, type WorldCredential, type WorldDispatcher } from './dispatcher-world';
+export type { WorldCredential } from './dispatcher-world';
 export { FaultProxy } from './fault-proxy';
 export { nodeTestRunner } from './node-test-runner';

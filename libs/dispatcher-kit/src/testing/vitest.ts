@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, it } from 'vitest';
-import { defineDispatcherConformance, type ConformanceOptions, type ConformanceRunner, type ConformanceSubject } from './conformance';
+import { defineDispatcherConformance, type ConformanceOptions, type ConformanceRunner, type ConformanceSubject } from '@oncegate/dispatcher-kit/testing';
 
 /** The conformance suite under vitest (`@oncegate/dispatcher-kit/testing/vitest`, apart so that no other runner needs vitest). */
 export const vitestRunner: ConformanceRunner = {

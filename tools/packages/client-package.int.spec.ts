@@ -1,85 +1,15 @@
-import { execFile } from 'node:child_process';
-import { copyFileSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- a real gateway process and target, as the end-to-end suites start them
 import { gatewayScenario, executionOf } from '../../test/support/scenario';
-import { API_REPORT, buildClientPackage, checkClientApi, clientManifest, packClientPackage, ROOT, UPDATE_API_COMMAND } from './client-package';
+import { consumerEnv, consumerFolder, inside, run, symlinksUnder, TSC } from './consumer-folder';
+import { buildPackage, checkApi, CLIENT, manifestOf, packPackage, reportPath, ROOT, UPDATE_API_COMMAND } from './packages';
 
-const TSC = join(ROOT, 'node_modules/typescript/bin/tsc');
-
-/** Runs a command to its end without blocking this process (the gateway's output keeps flowing into its pipes). */
-function run(command: string, args: readonly string[], options: { cwd: string; env: NodeJS.ProcessEnv; timeout?: number }): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((done) => {
-    execFile(command, args, { ...options, encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
-      done({ status: error === null ? 0 : typeof error.code === 'number' ? error.code : null, stdout, stderr: `${stderr}${error && typeof error.code !== 'number' ? error.message : ''}` });
-    });
-  });
-}
-
-/** Whether `path` is `folder` or inside it. */
-function inside(folder: string, path: string): boolean {
-  const rel = relative(folder, path);
-  return rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel);
-}
-
-/** Every symbolic link under `dir` (npm makes them for `.bin`), with where it points. */
-function symlinksUnder(dir: string): Array<{ link: string; target: string }> {
-  const found: Array<{ link: string; target: string }> = [];
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    if (lstatSync(path).isSymbolicLink()) found.push({ link: path, target: resolve(dirname(path), readlinkSync(path)) });
-    else if (entry.isDirectory()) found.push(...symlinksUnder(path));
-  }
-  return found;
-}
-
-interface LockEntry {
-  readonly dependencies?: Record<string, string>;
-  readonly optionalDependencies?: Record<string, string>;
-  readonly peerDependencies?: Record<string, string>;
-  readonly [field: string]: unknown;
-}
-
-/**
- * A package-lock.json for the consumer's folder that holds the given packages and everything they depend on, as this
- * repository's lockfile resolved them (where, which version, which integrity). `npm ci` fills npm's cache with the
- * tarballs only, not with the registry's documents that resolving a version range needs, so `npm install --offline`
- * cannot resolve the package's dependencies by itself; with their versions already resolved it takes them from the
- * cache. The flags that describe this repository's tree (dev, optional, peer) are left for npm to work out.
- */
-function seededLockfile(names: readonly string[]): string {
-  const packages = (JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, LockEntry> }).packages;
-  // Node's lookup: the folder's own node_modules, then each enclosing package's, up to the root's.
-  const locate = (from: string, name: string): string => {
-    for (let base = from; ; base = base.includes('/node_modules/') ? base.slice(0, base.lastIndexOf('/node_modules/')) : '') {
-      const location = `${base === '' ? '' : `${base}/`}node_modules/${name}`;
-      if (packages[location] !== undefined) return location;
-      if (base === '') throw new Error(`${name} (needed by ${from || 'the consumer'}) is not in package-lock.json`);
-    }
-  };
-  const seeded: Record<string, LockEntry> = {};
-  const queue = names.map((name) => locate('', name));
-  for (let location = queue.shift(); location !== undefined; location = queue.shift()) {
-    if (seeded[location] !== undefined) continue;
-    const { dev: _dev, optional: _optional, devOptional: _devOptional, peer: _peer, ...entry } = packages[location]!;
-    seeded[location] = entry;
-    for (const name of Object.keys({ ...entry.dependencies, ...entry.optionalDependencies, ...entry.peerDependencies })) queue.push(locate(location, name));
-  }
-  return `${JSON.stringify({ name: 'consumer', lockfileVersion: 3, requires: true, packages: { '': { name: 'consumer' }, ...seeded } }, null, 2)}\n`;
-}
-
-/**
- * The environment of a process run in the consumer's folder: nothing that points back here. npm passes its settings
- * to the scripts it runs (`npm_config_local_prefix` names this repository: an npm install would go there), and Node's
- * options or module path would load or find modules of this repository.
- */
-function consumerEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
-  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^npm_/i.test(name) && !['NODE_OPTIONS', 'NODE_PATH'].includes(name)));
-  return { ...env, ...extra };
-}
+const API_REPORT = reportPath(CLIENT, CLIENT.entries[0]!);
+const clientManifest = () => manifestOf(CLIENT) as { name: string; version: string; dependencies: Record<string, string> };
 
 /** The ES module a team would write: it imports the package by name, from its own node_modules, and makes one call. */
 const CONSUMER_SCRIPT = `import { registerHooks } from 'node:module';
@@ -124,24 +54,24 @@ export async function setConfig(): Promise<string | undefined> {
 `;
 
 describe('@oncegate/client as a package: its public API is the committed report', () => {
-  beforeAll(() => {
-    buildClientPackage();
+  beforeAll(async () => {
+    await buildPackage(CLIENT);
   }, 60_000);
 
-  it('given the library as it is now, when API Extractor reads the built declarations, then the API is exactly the committed report, without findings', { timeout: 60_000 }, () => {
-    const { changed, problems } = checkClientApi();
+  it('given the library as it is now, when API Extractor reads the built declarations, then the API is exactly the committed report, without findings', { timeout: 60_000 }, async () => {
+    const { changed, problems } = await checkApi(CLIENT);
     expect(problems).toEqual([]);
-    expect(changed, `the public API of @oncegate/client differs from ${API_REPORT}: run ${UPDATE_API_COMMAND} and commit the report`).toBe(false);
+    expect(changed, `the public API of @oncegate/client differs from ${API_REPORT}: run ${UPDATE_API_COMMAND} and commit the report`).toEqual([]);
   });
 
-  it('given a report that lacks one line of the API, when the API is checked, then it differs', { timeout: 60_000 }, () => {
+  it('given a report that lacks one line of the API, when the API is checked, then it differs', { timeout: 60_000 }, async () => {
     const folder = mkdtempSync(join(tmpdir(), 'oncegate-client-api-'));
     try {
       const report = readFileSync(join(ROOT, API_REPORT), 'utf8');
       const line = report.split('\n').find((text) => text.includes('lostOnTheWay'));
       expect(line).toBeDefined();
       writeFileSync(join(folder, 'client.api.md'), report.replace(`${line}\n`, ''));
-      expect(checkClientApi({ reportFolder: folder }).changed).toBe(true);
+      expect((await checkApi(CLIENT, { reportFolder: folder })).changed).toEqual([API_REPORT]);
     } finally {
       rmSync(folder, { recursive: true, force: true });
     }
@@ -152,17 +82,8 @@ describe('@oncegate/client installed from its tarball into an empty folder, outs
   let consumer: string;
 
   beforeAll(async () => {
-    const tarball = packClientPackage();
-    consumer = realpathSync(mkdtempSync(join(tmpdir(), 'oncegate-client-consumer-')));
-    writeFileSync(join(consumer, 'package.json'), `${JSON.stringify({ name: 'consumer', private: true, type: 'module' }, null, 2)}\n`);
-    // The tarball is copied in, as a team would download it: npm records where it was installed from.
-    copyFileSync(tarball, join(consumer, 'oncegate-client.tgz'));
     // Node's own types, of the version this repository uses, as a TypeScript project on Node has them.
-    const typesNode = (JSON.parse(readFileSync(join(ROOT, 'node_modules/@types/node/package.json'), 'utf8')) as { version: string }).version;
-    // Offline: the dependencies come from npm's cache, which installing this repository filled.
-    writeFileSync(join(consumer, 'package-lock.json'), seededLockfile([...Object.keys(clientManifest().dependencies), '@types/node']));
-    const installed = await run('npm', ['install', '--offline', '--no-audit', '--no-fund', './oncegate-client.tgz', `@types/node@${typesNode}`], { cwd: consumer, env: consumerEnv() });
-    expect(installed.status, `${installed.stdout}${installed.stderr}`).toBe(0);
+    consumer = await consumerFolder({ tarballs: [await packPackage(CLIENT)], dependenciesOf: Object.keys(clientManifest().dependencies), packages: ['@types/node'], prefix: 'oncegate-client-consumer-' });
   }, 120_000);
 
   afterAll(() => {
