@@ -323,11 +323,14 @@ function runExtractor(
 }
 
 /**
- * Builds the package and runs API Extractor over each entry's declarations. `update`: writes a report that differs;
- * otherwise the reports are left alone and `changed` names those that differ.
+ * Builds the package (unless `built`: buildPackage ran already) and runs API Extractor over each entry's declarations.
+ * `update`: writes a report that differs; otherwise the reports are left alone and `changed` names those that differ.
  */
-export async function checkApi(spec: PackageSpec, { update = false, reportFolder }: { update?: boolean; reportFolder?: string } = {}): Promise<ApiCheck> {
-  await buildPackage(spec);
+export async function checkApi(
+  spec: PackageSpec,
+  { update = false, reportFolder, built = false }: { update?: boolean; reportFolder?: string; built?: boolean } = {},
+): Promise<ApiCheck> {
+  if (!built) await buildPackage(spec);
   const changed: string[] = [];
   const problems: string[] = [];
   for (const entry of spec.entries) {
