@@ -1,6 +1,7 @@
 import { Controller, Inject, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { EventPattern, Payload } from '@nestjs/microservices';
 import { pluginServerOf, type ToolContract } from '@oncegate/contracts';
+import { preparedRequest } from '@oncegate/channel-http';
 import type { DenialBasis, ExecutionAcceptedData, ExecutionCommand, ExecutionId, ExecutionState, IsoInstant } from '@oncegate/domain';
 import type { EventStore, RecordedEvent } from '@oncegate/event-store';
 import { executionAsOf, executionsWithEvent, isoNow, loadExecution, runExecutionCommand, stepTakenAlready, type Clock, type InlineStep } from '@oncegate/execution-journal';
@@ -257,10 +258,9 @@ export class AuthorizationController implements OnApplicationBootstrap, OnApplic
     }
     const call = await this.prepared.get(state, tool);
     if (call === undefined) return 'the call arguments are missing';
-    if (call.http === undefined || 'error' in call.http) {
-      return `the request of ${tool.name} cannot be built: ${call.http?.error.message ?? 'it is not an HTTP tool'}`;
-    }
-    return { target: { channel: 'http', url: call.http.request.url }, call };
+    const prepared = preparedRequest(call);
+    if ('error' in prepared) return `the request of ${tool.name} cannot be built: ${prepared.error.message}`;
+    return { target: { channel: 'http', url: prepared.request.url }, call };
   }
 
   private track(state: ExecutionState): void {

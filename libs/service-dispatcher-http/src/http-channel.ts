@@ -1,4 +1,4 @@
-import { renderHttpRequest, HttpDispatcher, type HttpCredential, type HttpCredentialBuffer } from '@oncegate/channel-http';
+import { preparedRequest, renderHttpRequest, HttpDispatcher, type HttpCredential, type HttpCredentialBuffer } from '@oncegate/channel-http';
 import type { ToolContract } from '@oncegate/contracts';
 import {
   defineHostChannel,
@@ -34,10 +34,11 @@ export class HttpChannelDriver implements HostChannelDriver {
   async preflight({ call }: Omit<HostAttempt, 'secret'>): Promise<DispatchRefusal | undefined> {
     const ref = call.tool.credentialRef;
     // A request that cannot be rendered is reported by the attempt, which sends nothing.
-    if (ref !== null && call.http !== undefined && 'request' in call.http) {
+    const prepared = preparedRequest(call);
+    if (ref !== null && 'request' in prepared) {
       try {
         // Catching up with the vault's journal found it unlocked; the binding is checked again only if it moved.
-        call.binding = await this.vault.admitHttp(ref, call.http.request.url, call.binding);
+        call.binding = await this.vault.admitHttp(ref, prepared.request.url, call.binding);
         return undefined;
       } catch (error) {
         return vaultRefusal(error);
@@ -72,11 +73,9 @@ export class HttpChannelDriver implements HostChannelDriver {
   }
 
   async send({ executionId, tool, args, call }: HostAttempt): Promise<SendOutcome> {
-    if (call.http === undefined || 'error' in call.http) {
-      const why = call.http === undefined ? `tool '${tool.name}': channel: is '${tool.channel}', not http` : call.http.error.message;
-      return { kind: 'not_sent', reason: `could not render the request: ${why}` };
-    }
-    const rendered = call.http.request;
+    const prepared = preparedRequest(call);
+    if ('error' in prepared) return { kind: 'not_sent', reason: `could not render the request: ${prepared.error.message}` };
+    const rendered = prepared.request;
     let credential: HttpCredentialBuffer | undefined;
     if (tool.credentialRef !== null) {
       try {

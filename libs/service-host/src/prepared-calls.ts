@@ -1,7 +1,6 @@
 import type { ExecutionId, ExecutionState } from '@oncegate/domain';
 import { LRUCache } from 'lru-cache';
 import type { ToolContract } from '@oncegate/contracts';
-import { renderHttpRequest, type RenderedHttpRequest } from '@oncegate/channel-http';
 import type { SealedStore } from '@oncegate/sealed-store';
 import type { HttpBindingChecked } from '@oncegate/host-vault';
 import { openArguments } from './sealed-arguments';
@@ -13,8 +12,9 @@ export const DEFAULT_PREPARED_CALLS = 1024;
 export type CheckedBinding = HttpBindingChecked;
 
 /**
- * What one execution's attempts are computed from, computed once: its arguments opened from the sealed store,
- * and for an HTTP tool the request rendered from them (or why it cannot be). Holds no credential.
+ * What one execution's attempts are computed from, computed once: its arguments opened from the sealed store.
+ * A channel keeps what it derives from them with the call object as its key (the HTTP channel's rendered request:
+ * `preparedRequest` of @oncegate/channel-http), so it too is computed once. Holds no credential.
  */
 export interface PreparedCall {
   readonly executionId: ExecutionId;
@@ -22,9 +22,7 @@ export interface PreparedCall {
   /** The contract the rendering came from: a reloaded contract is another object, and is prepared again. */
   readonly tool: ToolContract;
   readonly args: Readonly<Record<string, unknown>>;
-  /** HTTP tools: the request every attempt sends; `undefined` for other channels. */
-  readonly http?: { readonly request: RenderedHttpRequest } | { readonly error: Error };
-  /** Set once the credential binding was checked against `http.request.url`. */
+  /** Set once the credential binding was checked against the URL the call goes to (HTTP tools). */
   binding?: CheckedBinding;
 }
 
@@ -84,15 +82,6 @@ export class PreparedCalls {
   private async prepare(state: ExecutionState, executionId: ExecutionId, argumentsRef: string, tool: ToolContract): Promise<PreparedCall | undefined> {
     const args = await openArguments(this.sealed, state);
     if (args === undefined) return undefined;
-    const call: PreparedCall = { executionId, argumentsRef, tool, args, ...(tool.request.kind === 'http' ? { http: render(tool, args, executionId) } : {}) };
-    return call;
-  }
-}
-
-function render(tool: ToolContract, args: Record<string, unknown>, executionId: string): { request: RenderedHttpRequest } | { error: Error } {
-  try {
-    return { request: renderHttpRequest(tool, args, executionId) };
-  } catch (error) {
-    return { error: error instanceof Error ? error : new Error(String(error)) };
+    return { executionId, argumentsRef, tool, args };
   }
 }
