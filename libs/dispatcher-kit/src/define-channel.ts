@@ -20,6 +20,8 @@ import {
 import type { VaultService } from '@oncegate/host-vault';
 import type { ChannelDefinition, ChannelDriver } from './channel-definition';
 import { KitDispatcher, OPENED_CHANNEL, type OpenedChannel } from './kit-dispatcher';
+import { channelOptionsReader } from './channel-options';
+import { contractCheck } from './channel-schemas';
 
 interface KitDependencies extends StandaloneDependencies {
   readonly prepared: PreparedCalls;
@@ -79,11 +81,12 @@ export function defineChannel(definition: ChannelDefinition): KitChannel {
   if (definition.contract === undefined && definition.credentialKinds !== undefined) {
     throw new Error(`channel ${definition.name}: credentialKinds needs a contract section (its host and port bind the credential)`);
   }
+  const options = channelOptionsReader(definition);
   const channel: DispatchChannel = {
     channel: definition.name,
     async start({ host, vault, prepared, dispatcherId }) {
       const { store, tools, sealed, clock } = host;
-      const driver = await definition.open({ log: new Logger(`dispatcher-${definition.name}`), tools, vault, sealed });
+      const driver = await definition.open({ log: new Logger(`dispatcher-${definition.name}`), tools, vault, sealed, options: options.read(host.config) });
       try {
         const module = KitDispatcherModule.forRoot({ store, tools, sealed, vault, dispatcherId, clock, prepared, opened: { definition, driver } });
         const app = await microservice(host, module, `dispatcher-${definition.name}`);
@@ -95,7 +98,12 @@ export function defineChannel(definition: ChannelDefinition): KitChannel {
     },
   };
   const sections = sectionChecks(definition);
-  const service: ServiceDefinition = { ...dispatcherService(channel), ...(sections === undefined ? {} : { pluginChannels: sections }) };
+  const service: ServiceDefinition = {
+    ...dispatcherService(channel),
+    // Its own process refuses a mistake in the channel's options before it opens anything.
+    check: (config) => void options.read(config),
+    ...(sections === undefined ? {} : { pluginChannels: sections }),
+  };
   return {
     definition,
     channel,
@@ -110,11 +118,12 @@ export function defineChannel(definition: ChannelDefinition): KitChannel {
 function sectionChecks(definition: ChannelDefinition): ReadonlyMap<string, PluginSectionCheck> | undefined {
   const { contract, classes } = definition;
   if (contract === undefined) return undefined;
+  const own = contractCheck(contract);
   const check: PluginSectionCheck = (section, report, tool) => {
     if (classes !== undefined && tool.operationClass !== undefined && !classes.includes(tool.operationClass)) {
       report([], `channel ${definition.name} recovers ${classes.join(', ')} calls; class ${tool.operationClass} is not one of them`);
     }
-    contract.check(section, report, tool);
+    own(section, report, tool);
   };
   return new Map([[definition.name, check]]);
 }

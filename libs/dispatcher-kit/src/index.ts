@@ -1,4 +1,4 @@
-export type { ChannelAttempt, ChannelContext, ChannelDefinition, ChannelDriver, DispatchRefusal, MarkerFinding, SendOutcome, StatusFinding } from './channel-definition';
+export type { ChannelAttempt, ChannelContext, ChannelContract, ChannelDefinition, ChannelDriver, DispatchRefusal, MarkerFinding, SendOutcome, StatusFinding } from './channel-definition';
 export { defineChannel, KitDispatcherModule, type KitChannel, type StandaloneDependencies } from './define-channel';
 export { KitDispatcher } from './kit-dispatcher';
 export { hideSecrets, HIDDEN } from './hide-secrets';
@@ -8,3 +8,5 @@ export { sectionSchema } from './section-schema';
 export { ChannelDispatcher, notSent, textResult, type AttemptRecord } from './channel-dispatcher';
 export { dispatcherService, hostDispatchers, type ChannelStart, type DispatchChannel, type Dispatchers, type StartedChannel } from './dispatchers';
 export { vaultRefusal } from './vault-refusal';
+export { channelOptionsReader, type ChannelOptionsCheck, type ChannelOptionsReader, type ChannelOptionsSource } from './channel-options';
+export { contractCheck, publishedSchemas, type PublishedChannelSchemas } from './channel-schemas';
