@@ -36,7 +36,11 @@ export function channelOptionsReader(definition: Pick<ChannelDefinition, 'name' 
     }
     const options = structuredClone(entry?.options ?? {}) as Record<string, unknown>;
     if (validate(options)) return { ok: true, options };
-    const issues = schemaProblems(validate.errors ?? []).map(({ path, reason, field }) => channelOptionsIssue(config, name, path, reason, field ? 'key' : 'value'));
+    // Misspelt fields first, as the configuration's own check lists them (a typo often explains the rest), then in file order.
+    const issues = schemaProblems(validate.errors ?? [])
+      .map(({ path, reason, field }) => ({ field, issue: channelOptionsIssue(config, name, path, reason, field ? 'key' : 'value') }))
+      .sort((a, b) => Number(b.field) - Number(a.field) || a.issue.line - b.issue.line || a.issue.column - b.issue.column)
+      .map(({ issue }) => issue);
     return { ok: false, issues };
   };
   return {

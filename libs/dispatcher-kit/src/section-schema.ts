@@ -62,6 +62,9 @@ function describe(error: ErrorObject, at: Array<string | number>): SchemaProblem
       return { path: [...at, String(params['missingProperty'])], reason: `missing required field '${String(params['missingProperty'])}'`, field: false };
     case 'enum':
       return { path: at, reason: `must be one of ${((params['allowedValues'] as unknown[]) ?? []).map((value) => JSON.stringify(value)).join(', ')}`, field: false };
+    case 'minimum':
+    case 'maximum':
+      return { path: at, reason: `must be at ${error.keyword === 'minimum' ? 'least' : 'most'} ${String(params['limit'])}, got ${JSON.stringify(error.data)}`, field: false };
     case 'type': {
       const expected = ([] as string[]).concat(params['type'] as string | string[]).flatMap((type) => String(type).split(','));
       return { path: at, reason: `must be ${expected.map((type) => TYPE_NAMES[type] ?? type).join(' or ')}, got ${describeValue(error.data)}`, field: false };
