@@ -117,7 +117,7 @@ describe('the SQL dispatcher as its own process beside the gateway', () => {
     const result = await client.callTool({ name: 'list_prices', arguments: {} });
 
     expect(result.isError ?? false).toBe(false);
-    const answer = JSON.parse((result.content as Array<{ type: string; text: string }>)[0]!.text) as { rows: Array<{ sku: string }>; rowsCut?: number };
+    const answer = (result.structuredContent as { response: { rows: Array<{ sku: string }>; rowsCut?: number } }).response;
     expect(answer.rows.map((row) => row.sku)).toEqual(['coffee']);
     expect(answer.rowsCut).toBe(2);
   });
