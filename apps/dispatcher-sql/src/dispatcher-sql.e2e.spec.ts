@@ -35,6 +35,21 @@ function sqlTools(port: number, database: string, user: string): string {
       parameters: ["{{args.cents}}", "{{execution.id}}", "{{args.sku}}"]
       expect_rows: 1
     limits: { connect_timeout: 2s, response_timeout: 3s }
+  - name: list_prices
+    description: List the shop's prices.
+    class: read_only
+    channel: sql
+    target: shop/prices
+    credential_ref: shop-db
+    correlation_window: 10m
+    input_schema: { type: object, properties: {}, additionalProperties: false }
+    plugin:
+      host: 127.0.0.1
+      port: ${port}
+      database: ${database}
+      user: ${user}
+      statement: "SELECT sku, cents FROM prices ORDER BY sku"
+    limits: { connect_timeout: 2s, response_timeout: 3s }
 `;
 }
 
@@ -72,7 +87,8 @@ describe('the SQL dispatcher as its own process beside the gateway', () => {
       CREATE TRIGGER prices_change AFTER UPDATE ON prices FOR EACH ROW EXECUTE FUNCTION log_change();
       INSERT INTO prices (sku, cents) VALUES ('tea', 300), ('coffee', 450);
       ALTER TABLE prices OWNER TO ${user}; ALTER TABLE price_changes OWNER TO ${user};`);
-    folder = await gatewayFolder('http://127.0.0.1:9', { instance_lease: '2s' }, [{ ref: 'shop-db', kind: 'password', bind: [`127.0.0.1:${server.port}`] }]);
+    // The SQL channel's options: the gateway (which hosts no SQL channel) leaves them to the SQL process.
+    folder = await gatewayFolder('http://127.0.0.1:9', { instance_lease: '2s', channels: '{ sql: { max_rows: 1 } }' }, [{ ref: 'shop-db', kind: 'password', bind: [`127.0.0.1:${server.port}`] }]);
     appendFileSync(join(folder.dir, 'tools.yaml'), sqlTools(server.port, database, user));
     gateway = await startGatewayProcess(folder);
     dispatcher = await startService('dispatcher-sql', { configFile: folder.configFile, cwd: folder.dir });
@@ -95,6 +111,15 @@ describe('the SQL dispatcher as its own process beside the gateway', () => {
     expect(text).toContain('"rowCount":1');
     expect((await shop.query('SELECT cents FROM prices WHERE sku = $1', ['tea'])).rows).toEqual([{ cents: 320 }]);
     expect(dispatcher.output()).toContain('Oncegate dispatcher-sql is running');
+  });
+
+  it('given max_rows: 1 in channels.sql of the configuration, then the SQL process keeps one row of a longer result and says how many there were', async () => {
+    const result = await client.callTool({ name: 'list_prices', arguments: {} });
+
+    expect(result.isError ?? false).toBe(false);
+    const answer = (result.structuredContent as { response: { rows: Array<{ sku: string }>; rowsCut?: number } }).response;
+    expect(answer.rows.map((row) => row.sku)).toEqual(['coffee']);
+    expect(answer.rowsCut).toBe(2);
   });
 
   it('given the SQL process is killed -9 while its statement waits on a lock, when it restarts and the agent calls again, then the statement takes effect exactly once', async () => {
@@ -140,5 +165,16 @@ describe('the SQL dispatcher as its own process beside the gateway', () => {
     expect(run.status).toBe(1);
     expect(run.stderr).toContain('the contract file is invalid; nothing was started');
     expect(run.stderr).toMatch(/broken-tools\.yaml:16:\d+ tools\[0\]\.plugin\.statement: a template in the statement text would splice a value into SQL/);
+  });
+
+  it('given a misspelt field in channels.sql, then the SQL process refuses to start, naming its line and column and the nearest field', () => {
+    const config = join(folder.dir, 'misspelt.yaml');
+    writeFileSync(config, `data_dir: ${folder.dataDir}\ncontracts: ${join(folder.dir, 'tools.yaml')}\ndev_token: true\nchannels:\n  sql:\n    max_rowz: 10\n`);
+
+    const run = spawnSync(process.execPath, [MAIN, '--config', config], { encoding: 'utf8', timeout: 30_000 });
+
+    expect(run.status).toBe(1);
+    expect(run.stderr).toContain(`${config}:6:5 channels.sql.max_rowz: unknown field 'max_rowz'; did you mean 'max_rows'?`);
+    expect(run.stderr).toContain('nothing was started');
   });
 });

@@ -159,6 +159,46 @@ describe('the SQL channel against a real PostgreSQL 15', () => {
     }
   });
 
+  it("given max_rows in the channel's options, then a longer result keeps that many rows and says how many there were", async () => {
+    const listing = `version: 1
+tools:
+  - name: list_prices
+    description: List the first prices.
+    class: read_only
+    channel: sql
+    target: shop/prices
+    credential_ref: shop-db
+    input_schema: { type: object, additionalProperties: false }
+    plugin: { ${shopConnection(shop)}, statement: "SELECT sku FROM prices ORDER BY sku LIMIT 10" }
+    limits: { connect_timeout: 2s, response_timeout: 2s }
+    correlation_window: 10m
+`;
+    const other = await DispatcherWorld.open({
+      kit: sqlKit,
+      contract: listing,
+      credential: { ref: 'shop-db', kind: 'password', bindings: [`127.0.0.1:${shop.port}`], value: shop.password },
+      options: { max_rows: 3 },
+    });
+    try {
+      const { dispatcher } = await other.dispatcher();
+      const { executionId } = await other.call('list_prices', {});
+      await other.dispatch(executionId, dispatcher);
+
+      expect((await other.last(executionId, 'OutcomeObserved'))!.data).toMatchObject({ outcome: 'succeeded', source: 'response' });
+      const answer = JSON.parse((await other.resultBody(executionId))!) as { rows: unknown[]; rowCount: number; rowsCut?: number };
+      expect(answer).toMatchObject({ rowCount: 10, rowsCut: 10 });
+      expect(answer.rows).toHaveLength(3);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it("given a misspelt field in the channel's options, then the channel is not opened and the field is named with the nearest one", async () => {
+    await expect(DispatcherWorld.open({ kit: sqlKit, contract: shopContract(shop, { prefix: '' }), options: { max_rowz: 3 } })).rejects.toThrow(
+      "channels.sql.max_rowz: unknown field 'max_rowz'; did you mean 'max_rows'?",
+    );
+  });
+
   it('given the vault holds another kind of credential under the name, then the call is denied before anything is sent', async () => {
     const other = await DispatcherWorld.open({
       kit: sqlKit,

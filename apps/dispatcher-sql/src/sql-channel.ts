@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import pg from 'pg';
 import { defineChannel, templateValue, type ChannelAttempt, type ChannelDriver, type SendOutcome, type StatusFinding } from '@oncegate/dispatcher-kit';
-import { checkSqlSection, sqlSection, type SqlSection, type SqlStatement } from './sql-section';
+import { sqlOptions, SQL_OPTIONS_SCHEMA, type SqlOptions } from './sql-options';
+import { checkSqlStatements, SQL_SECTION_SCHEMA, sqlSection, type SqlSection, type SqlStatement } from './sql-section';
 
 /**
  * The idempotency record: one row per execution that took effect, written in the same transaction as its
@@ -22,8 +23,6 @@ const CREATE_TABLE = `CREATE TABLE IF NOT EXISTS ${IDEMPOTENCY_TABLE} (
 /** Held by an attempt's transaction and by a look-up: a look-up waits for an attempt still running on the server. */
 const LOCK = `SELECT pg_advisory_xact_lock(hashtextextended('oncegate:' || $1::text, 0))`;
 const LOOK_UP = `SELECT attempt, outcome, result, recorded_at FROM ${IDEMPOTENCY_TABLE} WHERE execution_id = $1`;
-/** Rows of a result kept in the answer and the record. */
-const MAX_ROWS = 1000;
 /** After the statement timeout, how long the answer of a statement or a COMMIT is awaited before the connection is cut. */
 const ANSWER_MARGIN_MS = 1_000;
 
@@ -100,8 +99,9 @@ function bound(statement: SqlStatement, attempt: ChannelAttempt): unknown[] {
   });
 }
 
-function answer(result: pg.QueryResult): Record<string, unknown> {
-  return { command: result.command, rowCount: result.rowCount, rows: result.rows.slice(0, MAX_ROWS), ...(result.rows.length > MAX_ROWS ? { rowsCut: result.rows.length } : {}) };
+/** What the agent reads of a result: at most `maxRows` rows (`max_rows` of the channel's options), and how many there were when cut. */
+function answer(result: pg.QueryResult, maxRows: number): Record<string, unknown> {
+  return { command: result.command, rowCount: result.rowCount, rows: result.rows.slice(0, maxRows), ...(result.rows.length > maxRows ? { rowsCut: result.rows.length } : {}) };
 }
 
 function storedAnswer(record: StoredRecord): SendOutcome {
@@ -120,6 +120,8 @@ export class SqlChannelDriver implements ChannelDriver {
   private readonly tables = new Map<string, Promise<void>>();
   /** The `tls_ca` files, read once each. */
   private readonly authorities = new Map<string, string>();
+
+  constructor(private readonly options: SqlOptions = sqlOptions({})) {}
 
   /**
    * How the connection is protected: `verify-full` checks the server's certificate and name (the default off
@@ -186,10 +188,10 @@ export class SqlChannelDriver implements ChannelDriver {
       const result = await session.client.query(extended(section.statement, parameters));
       if (section.expect_rows !== null && result.rowCount !== section.expect_rows) {
         await session.client.query('ROLLBACK');
-        const body = { ...answer(result), rolledBack: `expected ${section.expect_rows} row${section.expect_rows === 1 ? '' : 's'} affected, ${result.rowCount ?? 0} were: rolled back, nothing changed` };
+        const body = { ...answer(result, this.options.max_rows), rolledBack: `expected ${section.expect_rows} row${section.expect_rows === 1 ? '' : 's'} affected, ${result.rowCount ?? 0} were: rolled back, nothing changed` };
         return { kind: 'observed', outcome: 'failed', contentType: 'application/json', body: JSON.stringify(body) };
       }
-      const body = JSON.stringify(answer(result));
+      const body = JSON.stringify(answer(result, this.options.max_rows));
       if (!reading) {
         await session.client.query(`INSERT INTO ${IDEMPOTENCY_TABLE} (execution_id, attempt, tool, outcome, result) VALUES ($1, $2, $3, 'succeeded', $4)`, [
           attempt.executionId,
@@ -283,7 +285,8 @@ export class SqlChannelDriver implements ChannelDriver {
 export const sqlKit = defineChannel({
   name: 'sql',
   classes: ['read_only', 'idempotent_write', 'conditional_write', 'irreversible'],
-  contract: { check: checkSqlSection },
+  contract: { schema: SQL_SECTION_SCHEMA, check: checkSqlStatements },
+  options: { schema: SQL_OPTIONS_SCHEMA },
   credentialKinds: ['password'],
-  open: () => new SqlChannelDriver(),
+  open: ({ options }) => new SqlChannelDriver(sqlOptions(options)),
 });

@@ -1,4 +1,4 @@
-import { scanTemplates, sectionSchema, type PluginSectionCheck } from '@oncegate/dispatcher-kit';
+import { scanTemplates, type PluginSectionCheck } from '@oncegate/dispatcher-kit';
 import { statementShape } from './sql-text';
 
 /** One statement of a SQL tool: its text with `$1`…`$n` and the values bound to them. */
@@ -26,27 +26,47 @@ export interface SqlSection extends SqlStatement {
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
 
-const PARAMETERS = { type: 'array', maxItems: 100, items: { type: ['string', 'number', 'boolean', 'null'] } };
+const PARAMETERS = {
+  type: 'array',
+  maxItems: 100,
+  items: { type: ['string', 'number', 'boolean', 'null'] },
+  description: 'The values bound to $1…$n, in order: literals, or exactly one template each ({{args.<name>}}, {{execution.id}}).',
+};
 
-const SCHEMA = {
+/**
+ * The JSON Schema of a SQL tool's `plugin:` section, as the channel publishes it (`oncegate channels schema`): the
+ * kit checks a section against it first, then `checkSqlStatements` says what a schema cannot (the statement's text,
+ * its parameters' count, what the tool's class allows).
+ */
+export const SQL_SECTION_SCHEMA = {
+  title: 'A SQL tool: one PostgreSQL statement',
   type: 'object',
   additionalProperties: false,
   required: ['host', 'port', 'database', 'user', 'statement'],
   properties: {
-    host: { type: 'string', minLength: 1, pattern: '^[^{}\\s]+$' },
-    port: { type: 'integer', minimum: 1, maximum: 65535 },
-    database: { type: 'string', minLength: 1, pattern: '^[^{}]+$' },
-    user: { type: 'string', minLength: 1, pattern: '^[^{}]+$' },
-    statement: { type: 'string', minLength: 1 },
+    host: { type: 'string', minLength: 1, pattern: '^[^{}\\s]+$', description: 'The PostgreSQL server: a name or an address, no template.' },
+    port: { type: 'integer', minimum: 1, maximum: 65535, description: "The server's port; the tool's credential is bound to host:port." },
+    database: { type: 'string', minLength: 1, pattern: '^[^{}]+$', description: 'The database, no template.' },
+    user: { type: 'string', minLength: 1, pattern: '^[^{}]+$', description: "The user; its password is the tool's credential_ref, a password credential of the vault." },
+    statement: { type: 'string', minLength: 1, description: 'One statement with $1…$n for its values; no template, no transaction control.' },
     parameters: PARAMETERS,
-    expect_rows: { type: 'integer', minimum: 0 },
-    tls: { enum: ['disable', 'require', 'verify-full'] },
-    tls_ca: { type: 'string', pattern: '^/' },
+    expect_rows: { type: 'integer', minimum: 0, description: 'The rows the statement must affect; another count rolls it back as an error answer. Default: any.' },
+    tls: {
+      enum: ['disable', 'require', 'verify-full'],
+      description: 'verify-full checks the certificate and name (the default off loopback); require encrypts without verifying; disable (the default on loopback) is refused off loopback.',
+    },
+    tls_ca: { type: 'string', pattern: '^/', description: "An absolute path to a PEM file of the authorities verify-full trusts; default: the system's." },
     status_query: {
       type: 'object',
       additionalProperties: false,
       required: ['statement', 'column', 'equals'],
-      properties: { statement: { type: 'string', minLength: 1 }, parameters: PARAMETERS, column: { type: 'string', minLength: 1 }, equals: { type: ['string', 'number', 'boolean', 'null'] } },
+      description: 'conditional_write only: what is read after an unknown outcome to decide whether the write may be sent again.',
+      properties: {
+        statement: { type: 'string', minLength: 1, description: 'A SELECT with $1…$n for its values.' },
+        parameters: PARAMETERS,
+        column: { type: 'string', minLength: 1, description: 'The column of the first row compared with equals.' },
+        equals: { type: ['string', 'number', 'boolean', 'null'], description: 'The value the precondition holds for: a literal or one template.' },
+      },
     },
   },
 };
@@ -81,8 +101,8 @@ function checkStatement(statement: SqlStatement, at: ReadonlyArray<string>, repo
   });
 }
 
-/** The SQL channel's section check (the kit's `contract.check`). */
-export const checkSqlSection: PluginSectionCheck = sectionSchema(SCHEMA, (raw, report, tool) => {
+/** What the SQL channel checks of a section beyond its schema (the kit's `contract.check`, run once the schema passes). */
+export const checkSqlStatements: PluginSectionCheck = (raw, report, tool) => {
   const section = sqlSection(raw);
   checkStatement(section, [], report, tool.operationClass === 'read_only');
   if (section.status_query !== null) checkStatement(section.status_query, ['status_query'], report, true);
@@ -95,7 +115,7 @@ export const checkSqlSection: PluginSectionCheck = sectionSchema(SCHEMA, (raw, r
   if (tool.operationClass !== 'conditional_write' && section.status_query !== null) {
     report(['status_query'], `only a conditional_write has a status query (this tool is ${tool.operationClass ?? 'of no class'})`);
   }
-});
+};
 
 /** The section with its defaults; only for a section the check passed. */
 export function sqlSection(raw: Readonly<Record<string, unknown>>): SqlSection {

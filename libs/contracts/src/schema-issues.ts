@@ -215,6 +215,11 @@ export class SchemaCheckedYaml<T> {
     return { node: nodeAt(this.ctx, this.root, segments), path: pathOf(segments) };
   }
 
+  /** The node of the key of a field at a location (`undefined` for a list item or the root). */
+  keyOf(segments: readonly Segment[]): Node | undefined {
+    return keyNodeAt(this.ctx, this.root, segments);
+  }
+
   /** Reports a problem at the value of a location. */
   report(segments: readonly Segment[], reason: string): void {
     const { node, path } = this.where(segments);

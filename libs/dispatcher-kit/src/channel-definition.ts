@@ -20,9 +20,17 @@ export interface ChannelDefinition {
   readonly classes?: readonly OperationClass[];
   /**
    * How the tool's `plugin:` section is checked when the contract file is loaded by a process hosting the channel:
-   * each problem reported at a path inside the section is shown as `file:line:column path: reason`.
+   * each problem reported at a path inside the section is shown as `file:line:column path: reason`. `schema` (the
+   * section's JSON Schema, published by `oncegate channels schema`) is checked first; `check` then says what a schema
+   * cannot.
    */
-  readonly contract?: { readonly check: PluginSectionCheck };
+  readonly contract?: ChannelContract;
+  /**
+   * The JSON Schema of the channel's options (`channels.<name>` in oncegate.yaml, published by `oncegate channels
+   * schema`): a process hosting the channel checks its entry against it, fills in the schema's defaults and hands the
+   * result to `open` as `ChannelContext.options`. Without it, an entry for the channel is refused.
+   */
+  readonly options?: { readonly schema: Record<string, unknown> };
   /**
    * The vault credential kinds a tool of this channel may name (`credential_ref`). The kit checks the kind and the
    * binding to the section's `host` and `port` before `Dispatched`, decrypts the secret once just before `send`,
@@ -78,7 +86,14 @@ export interface ChannelContext {
   readonly log: ChannelLog;
   /** The tools of this channel in this process's contract file, by name. */
   readonly tools: ReadonlyMap<string, ChannelTool>;
+  /** The channel's `channels.<name>` entry of oncegate.yaml, checked against `options.schema` with its defaults; `{}` without one. */
+  readonly options: Readonly<Record<string, unknown>>;
 }
+
+/** A channel's `plugin:` section: its JSON Schema, its own check, or both (the check runs once the schema passes). */
+export type ChannelContract =
+  | { readonly check: PluginSectionCheck; readonly schema?: Record<string, unknown> }
+  | { readonly schema: Record<string, unknown>; readonly check?: PluginSectionCheck };
 
 /** One attempt of one execution, as the channel sends it. */
 export interface ChannelAttempt {

@@ -21,6 +21,8 @@ import type { VaultService } from '@oncegate/host-vault';
 import type { ChannelDefinition } from './channel-definition';
 import type { HostChannelDefinition, HostChannelDriver } from './host-channel';
 import { KitDispatcher, OPENED_CHANNEL, type OpenedChannel } from './kit-dispatcher';
+import { channelOptionsReader } from './channel-options';
+import { contractCheck } from './channel-schemas';
 
 interface KitDependencies extends StandaloneDependencies {
   readonly prepared: PreparedCalls;
@@ -105,11 +107,12 @@ export function defineHostChannel(definition: HostChannelDefinition): KitChannel
   if (definition.contract === undefined && definition.credentialKinds !== undefined) {
     throw new Error(`channel ${definition.name}: credentialKinds needs a contract section (its host and port bind the credential)`);
   }
+  const options = channelOptionsReader(definition);
   const channel: DispatchChannel = {
     channel: definition.name,
     async start({ host, vault, prepared, dispatcherId }) {
       const { store, tools, sealed, clock } = host;
-      const driver = await definition.open({ log: new Logger(`dispatcher-${definition.name}`), tools: toolsOf(definition.name, tools), vault, sealed });
+      const driver = await definition.open({ log: new Logger(`dispatcher-${definition.name}`), tools: toolsOf(definition.name, tools), vault, sealed, options: options.read(host.config) });
       try {
         const module = KitDispatcherModule.forRoot({ store, tools, sealed, vault, dispatcherId, clock, prepared, opened: { definition, driver } });
         const app = await microservice(host, module, `dispatcher-${definition.name}`);
@@ -121,7 +124,12 @@ export function defineHostChannel(definition: HostChannelDefinition): KitChannel
     },
   };
   const sections = sectionChecks(definition);
-  const service: ServiceDefinition = { ...dispatcherService(channel), ...(sections === undefined ? {} : { pluginChannels: sections }) };
+  const service: ServiceDefinition = {
+    ...dispatcherService(channel),
+    // Its own process refuses a mistake in the channel's options before it opens anything.
+    check: (config) => void options.read(config),
+    ...(sections === undefined ? {} : { pluginChannels: sections }),
+  };
   const kit: KitChannel = { definition: definition as ChannelDefinition, main: (argv) => serviceMain(service, argv) };
   HOSTING.set(kit, {
     definition,
@@ -138,15 +146,25 @@ function toolsOf(channel: string, tools: ReadonlyMap<string, ToolContract>): Rea
   return new Map([...tools].filter(([, tool]) => tool.channel === channel));
 }
 
-/** The check a process hosting the channel applies to its tools' sections: the classes it supports, then its own. */
-function sectionChecks(definition: HostChannelDefinition): ReadonlyMap<string, PluginSectionCheck> | undefined {
+/**
+ * The check of a channel's tools' sections: the classes it supports, then its own; undefined for a channel without a
+ * section. Read from the definition alone, so that `oncegate contracts check --channel` applies the same check to a
+ * channel built on another copy of the kit (its package).
+ */
+export function sectionCheckOf(definition: Pick<ChannelDefinition, 'name' | 'classes' | 'contract'>): PluginSectionCheck | undefined {
   const { contract, classes } = definition;
   if (contract === undefined) return undefined;
+  const own = contractCheck(contract);
   const check: PluginSectionCheck = (section, report, tool) => {
     if (classes !== undefined && tool.operationClass !== undefined && !classes.includes(tool.operationClass)) {
       report([], `channel ${definition.name} recovers ${classes.join(', ')} calls; class ${tool.operationClass} is not one of them`);
     }
-    contract.check(section, report, tool);
+    own(section, report, tool);
   };
-  return new Map([[definition.name, check]]);
+  return check;
+}
+
+function sectionChecks(definition: HostChannelDefinition): ReadonlyMap<string, PluginSectionCheck> | undefined {
+  const check = sectionCheckOf(definition);
+  return check === undefined ? undefined : new Map([[definition.name, check]]);
 }

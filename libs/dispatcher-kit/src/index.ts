@@ -3,6 +3,7 @@
 export type {
   ChannelAttempt,
   ChannelContext,
+  ChannelContract,
   ChannelDefinition,
   ChannelDriver,
   ChannelLimits,

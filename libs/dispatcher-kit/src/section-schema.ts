@@ -1,5 +1,16 @@
 import { Ajv, type ErrorObject } from 'ajv';
-import { closestMatch, type PluginSectionCheck } from '@oncegate/contracts';
+import { closestMatch, describeValue, type PluginSectionCheck } from '@oncegate/contracts';
+
+/** A JSON Schema type as a message names it. */
+const TYPE_NAMES: Readonly<Record<string, string>> = {
+  string: 'a string',
+  integer: 'a whole number',
+  number: 'a number',
+  boolean: 'true or false',
+  object: 'a mapping',
+  array: 'a list',
+  null: 'nothing',
+};
 
 /**
  * A channel's section check from a JSON Schema (draft 2020-12 subset that Ajv reads), followed by `also` for what a
@@ -10,15 +21,23 @@ export function sectionSchema(schema: Record<string, unknown>, also?: PluginSect
   const validate = new Ajv({ allErrors: true, strict: false, verbose: true }).compile(schema);
   return (section, report, tool) => {
     if (!validate(section)) {
-      for (const error of validate.errors ?? []) {
-        const at = pathOf(error.instancePath);
-        const { path, reason } = describe(error, at);
-        report(path, reason);
-      }
+      for (const { path, reason } of schemaProblems(validate.errors ?? [])) report(path, reason);
       return;
     }
     also?.(section, report, tool);
   };
+}
+
+/** One violation of a channel's schema: where (a path inside the value checked) and why; `field` for an unknown field. */
+export interface SchemaProblem {
+  readonly path: Array<string | number>;
+  readonly reason: string;
+  readonly field: boolean;
+}
+
+/** Ajv's errors (of a validator compiled with `verbose`) in the contract file's words, each at its path. */
+export function schemaProblems(errors: readonly ErrorObject[]): SchemaProblem[] {
+  return errors.map((error) => describe(error, pathOf(error.instancePath)));
 }
 
 function pathOf(pointer: string): Array<string | number> {
@@ -30,20 +49,27 @@ function pathOf(pointer: string): Array<string | number> {
     .map((part) => (/^\d+$/.test(part) ? Number(part) : part));
 }
 
-function describe(error: ErrorObject, at: Array<string | number>): { path: Array<string | number>; reason: string } {
+function describe(error: ErrorObject, at: Array<string | number>): SchemaProblem {
   const params = error.params as Record<string, unknown>;
   switch (error.keyword) {
     case 'additionalProperties': {
       const field = String(params['additionalProperty']);
       const known = Object.keys(((error.parentSchema as { properties?: object } | undefined)?.properties ?? {}) as object);
       const near = closestMatch(field, known);
-      return { path: [...at, field], reason: `unknown field '${field}'${near === undefined ? `; known fields: ${known.join(', ')}` : `; did you mean '${near}'?`}` };
+      return { path: [...at, field], reason: `unknown field '${field}'${near === undefined ? `; known fields: ${known.join(', ')}` : `; did you mean '${near}'?`}`, field: true };
     }
     case 'required':
-      return { path: [...at, String(params['missingProperty'])], reason: `missing required field '${String(params['missingProperty'])}'` };
+      return { path: [...at, String(params['missingProperty'])], reason: `missing required field '${String(params['missingProperty'])}'`, field: false };
     case 'enum':
-      return { path: at, reason: `must be one of ${((params['allowedValues'] as unknown[]) ?? []).map((value) => JSON.stringify(value)).join(', ')}` };
+      return { path: at, reason: `must be one of ${((params['allowedValues'] as unknown[]) ?? []).map((value) => JSON.stringify(value)).join(', ')}`, field: false };
+    case 'minimum':
+    case 'maximum':
+      return { path: at, reason: `must be at ${error.keyword === 'minimum' ? 'least' : 'most'} ${String(params['limit'])}, got ${JSON.stringify(error.data)}`, field: false };
+    case 'type': {
+      const expected = ([] as string[]).concat(params['type'] as string | string[]).flatMap((type) => String(type).split(','));
+      return { path: at, reason: `must be ${expected.map((type) => TYPE_NAMES[type] ?? type).join(' or ')}, got ${describeValue(error.data)}`, field: false };
+    }
     default:
-      return { path: at, reason: error.message ?? error.keyword };
+      return { path: at, reason: error.message ?? error.keyword, field: false };
   }
 }

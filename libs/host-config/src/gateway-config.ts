@@ -28,6 +28,7 @@ import {
   passwordFileProblem,
   SASL_NEEDS_TLS,
 } from './kafka-security';
+import { channelNameProblem, channelOptionsEntry, type ChannelOptionsEntry } from './channel-options';
 import { isLoopbackAuthority, isLoopbackHost } from './loopback';
 import type { FailHandlingSection, KafkaDecisionsSection, KafkaDelivery, KafkaTopicRule, OAuthApproverSection, OncegateFile, PolicyRuleEntry } from './oncegate-file';
 import { isPostgresUrl } from './store-url';
@@ -143,6 +144,12 @@ export interface GatewayConfig {
    * provider beside its own agent tokens; `null` (the default) takes agent tokens only.
    */
   readonly oauth: OAuthConfig | null;
+  /**
+   * Each plugin channel's options (`channels.<name>`) as written, and where: only a process hosting the channel knows
+   * what they may hold (the schema the channel publishes), so it checks its own entry when its dispatcher opens and
+   * leaves the others alone. Empty without the section.
+   */
+  readonly channels: Readonly<Record<string, ChannelOptionsEntry>>;
 }
 
 /** The `oauth` section: whose access tokens are taken, for which resource, and how their claims name principals. */
@@ -303,6 +310,7 @@ export const DEFAULT_CONFIG: Omit<GatewayConfig, 'source'> = {
   tracing: null,
   kafka: null,
   oauth: null,
+  channels: {},
 };
 
 const HANDLING_SERVICES_NOTE = HANDLING_SERVICES.join(', ');
@@ -686,6 +694,26 @@ function readStore(file: ConfigReader, base: StoreConfig, env: NodeJS.ProcessEnv
   }
 }
 
+/**
+ * `channels`: each entry kept as written with its positions. What an entry may hold is its channel's to say (the
+ * dispatcher kit checks it in the process hosting the channel); here only that it is a mapping under a channel name.
+ */
+function readChannels(file: ConfigReader): Record<string, ChannelOptionsEntry> {
+  const channels: Record<string, ChannelOptionsEntry> = {};
+  for (const name of Object.keys(file.checked.value.channels ?? {})) {
+    const problem = channelNameProblem(name);
+    if (problem !== undefined) {
+      file.checked.reportKey(['channels', name], problem);
+      continue;
+    }
+    const options = file.valid<Record<string, unknown>>('channels', name);
+    if (options === undefined) continue;
+    const { node } = file.checked.where(['channels', name]);
+    channels[name] = channelOptionsEntry(file.ctx, node, file.checked.keyOf(['channels', name]), options);
+  }
+  return channels;
+}
+
 /** The test-only `testing` section; read last, since whether it may be on depends on the listen section. */
 function readTesting(file: ConfigReader, config: MutableConfig): void {
   const name = file.valid<string>('testing', 'unauthenticated_agent');
@@ -741,6 +769,7 @@ export function parseGatewayConfig(text: string, file: string, base = DEFAULT_CO
     else if (endpoint !== undefined) config.tracing = { endpoint, sampleRatio: reader.valid<number>('tracing', 'sample_ratio') ?? 1 };
     if (reader.section('kafka')) config.kafka = readKafka(reader, env) ?? config.kafka;
     if (reader.section('oauth')) config.oauth = readOAuth(reader) ?? config.oauth;
+    if (reader.section('channels')) config.channels = readChannels(reader);
     config.devToken = reader.valid<boolean>('dev_token') ?? config.devToken;
     if (reader.section('testing')) readTesting(reader, config);
   }

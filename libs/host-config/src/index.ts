@@ -5,3 +5,4 @@ export { passwordOf } from './kafka-security';
 export { loadGatewayConfig } from './load-config';
 export { isLoopbackHost, LOOPBACK_HOSTS } from './loopback';
 export { redactedStoreUrl, withoutStorePassword } from './store-url';
+export { channelOptionsIssue, type ChannelOptionsEntry, type FilePosition, type OptionPosition } from './channel-options';

@@ -80,9 +80,19 @@ export interface OncegateFile {
   operations?: OperationsSection;
   /** Traces: every process exports its spans over OTLP/HTTP, one trace per tool call across the services. */
   tracing?: TracingSection;
+  /**
+   * Each plugin channel's options, by channel name (`channels: { sql: { max_rows: 500 } }`): what applies to every tool
+   * of the channel. A process hosting the channel checks its entry against the schema the channel publishes
+   * (`oncegate channels schema <module>`) and refuses to start on a mistake; an entry for a channel the process does
+   * not host is left to the process that does.
+   */
+  channels?: Record<string, ChannelOptionsSection>;
   /** Test only: settings that let test suites drive a gateway; warned about at start. */
   testing?: TestingSection;
 }
+
+/** One channel's options: what they may hold is the channel's own schema (docs/dispatchers.md). */
+export type ChannelOptionsSection = Record<string, unknown>;
 
 /**
  * A TCP port; 0 picks a free one.

@@ -1,5 +1,6 @@
 import type { CommandUnknownOpts } from '@commander-js/extra-typings';
 import { approvalsCommand, approversCommand } from './commands/approval-commands';
+import { channelsCommand } from './commands/channel-commands';
 import { contractsCommand } from './commands/contracts-check';
 import { agentsCommand, serveCommand, startCommand, stdioCommand } from './commands/gateway-commands';
 import { auditCommand, initCommand, journalCommand } from './commands/journal-commands';
@@ -21,6 +22,7 @@ export const COMMANDS: readonly (() => CommandUnknownOpts)[] = [
   agentsCommand,
   vaultCommand,
   contractsCommand,
+  channelsCommand,
   journalCommand,
   auditCommand,
   investigateCommand,

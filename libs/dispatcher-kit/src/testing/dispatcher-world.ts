@@ -15,6 +15,7 @@ import { CREDENTIAL_KINDS, initVault, storeCredential, type CredentialKind, type
 import { hostingOf, type KitChannel } from '../define-channel';
 import type { HostChannelDriver } from '../host-channel';
 import type { KitDispatcher } from '../kit-dispatcher';
+import { channelOptionsReader } from '../channel-options';
 
 /** A credential the world's vault holds; its value is what must never be seen again. */
 export interface WorldCredential {
@@ -35,6 +36,11 @@ export interface DispatcherWorldOptions {
   /** The text of a contract file (checked with the channel's own section check). */
   readonly contract: string;
   readonly credential?: WorldCredential;
+  /**
+   * The channel's options as `channels.<name>` of oncegate.yaml would hold them: checked against its options schema,
+   * defaults filled in, and handed to every driver the world opens, as a process hosting the channel does.
+   */
+  readonly options?: Readonly<Record<string, unknown>>;
 }
 
 /** A dispatcher of the world, and what it can be made to do to its store. */
@@ -71,9 +77,15 @@ export class DispatcherWorld {
     readonly vault: VaultService,
     readonly tools: ReadonlyMap<string, ToolContract>,
     private readonly kit: KitChannel,
+    private readonly options: Readonly<Record<string, unknown>>,
   ) {}
 
   static async open(options: DispatcherWorldOptions): Promise<DispatcherWorld> {
+    const { name } = options.kit.definition;
+    const channelOptions = channelOptionsReader(options.kit.definition).read({
+      source: 'DispatcherWorld options',
+      channels: options.options === undefined ? {} : { [name]: { options: options.options, positions: {} } },
+    });
     const dataDir = mkdtempSync(join(tmpdir(), `oncegate-${options.kit.definition.name}-world-`));
     const tools = new Map(parseContractFile(options.contract, join(dataDir, 'tools.yaml'), { pluginChannels: hostingOf(options.kit).service.pluginChannels ?? new Map() }).tools.map((tool) => [tool.name, tool]));
     const env = { ONCEGATE_MASTER_KEY: `a master key for the ${options.kit.definition.name} world` };
@@ -87,7 +99,7 @@ export class DispatcherWorld {
     }
     const vault = new VaultService({ store, dataDir, env });
     await vault.start();
-    const world = new DispatcherWorld(dataDir, store, sealed, vault, tools, options.kit);
+    const world = new DispatcherWorld(dataDir, store, sealed, vault, tools, options.kit, channelOptions);
     Logger.overrideLogger(world.logger());
     return world;
   }
@@ -107,7 +119,7 @@ export class DispatcherWorld {
     let killed = false;
     let afterDispatched = false;
     const { definition, standalone } = hostingOf(this.kit);
-    const driver = await definition.open({ log: new Logger(`dispatcher-${this.kit.definition.name}`), tools: this.tools, vault: this.vault, sealed: this.sealed });
+    const driver = await definition.open({ log: new Logger(`dispatcher-${this.kit.definition.name}`), tools: this.tools, vault: this.vault, sealed: this.sealed, options: this.options });
     this.drivers.push(driver);
     const store = killable(this.store, () => killed, () => {
       if (afterDispatched) killed = true;

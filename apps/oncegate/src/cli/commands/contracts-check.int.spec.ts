@@ -24,6 +24,20 @@ const LEDGER_MODULE = `export const ledgerKit = {
 };
 `;
 
+/**
+ * The same channel as a module built on the kit's schemas would publish it: its section and its options as JSON
+ * Schemas, which the CLI checks with the kit's own reading of them.
+ */
+const LEDGER_SCHEMAS_MODULE = `export const ledgerKit = {
+  definition: {
+    name: 'ledger',
+    open() { throw new Error('not opened by a check'); },
+    contract: { schema: { type: 'object', additionalProperties: false, required: ['file'], properties: { file: { type: 'string' } } } },
+    options: { schema: { type: 'object', additionalProperties: false, properties: { directory: { type: 'string' }, fsync: { type: 'boolean', default: true } } } },
+  },
+};
+`;
+
 const contract = (plugin: string) => `version: 1
 tools:
   - name: record_entry
@@ -41,6 +55,7 @@ describe('oncegate contracts check --channel', () => {
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'oncegate-contracts-check-'));
     writeFileSync(join(dir, 'ledger-channel.mjs'), LEDGER_MODULE);
+    writeFileSync(join(dir, 'ledger-schemas.mjs'), LEDGER_SCHEMAS_MODULE);
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -91,5 +106,62 @@ describe('oncegate contracts check --channel', () => {
       expect(await runCli(['contracts', 'check', file, '--channel', module], io)).toBe(EXIT_CODES.usage);
       expect(io.err()).toMatch(said);
     }
+  });
+
+  describe('with --config', () => {
+    const configuration = (lines: readonly string[]) => {
+      const file = join(dir, 'oncegate.yaml');
+      writeFileSync(file, ['data_dir: ./data', ...lines, ''].join('\n'));
+      return file;
+    };
+
+    it("given a mistake in a tool's plugin section and one in the channel's entry of the configuration, then both are named at their line and column and it exits 1", async () => {
+      const file = join(dir, 'tools.yaml');
+      writeFileSync(file, contract('{ fiel: /var/lib/ledger.txt }'));
+      const config = configuration(['channels:', '  ledger:', '    directry: /var/lib/ledger']);
+      const io = captureIo();
+
+      const code = await runCli(['contracts', 'check', file, '--channel', join(dir, 'ledger-schemas.mjs'), '--config', config], io);
+
+      expect(io.out().trimEnd().split('\n')).toEqual([
+        `${config}:4:5 channels.ledger.directry: unknown field 'directry'; did you mean 'directory'?`,
+        `${file}:10:13 tools[0].plugin.file: missing required field 'file'`,
+        `${file}:10:21 tools[0].plugin.fiel: unknown field 'fiel'; did you mean 'file'?`,
+      ]);
+      expect(io.err()).toBe('3 problems in 2 files\n');
+      expect(code).toBe(EXIT_CODES.failed);
+    });
+
+    it("given right entries, then it is OK and says which channels' entries it could not check", async () => {
+      const file = join(dir, 'tools.yaml');
+      writeFileSync(file, contract('{ file: /var/lib/ledger.txt }'));
+      const config = configuration(['channels:', '  ledger: { directory: /var/lib/ledger }', '  sql: { max_rows: 5 }']);
+      const io = captureIo();
+
+      expect(await runCli(['contracts', 'check', file, '--channel', join(dir, 'ledger-schemas.mjs'), '--config', config], io)).toBe(EXIT_CODES.ok);
+      expect(io.out()).toBe(
+        `${config}: configuration OK (options of channel ledger checked); channels.sql not checked (--channel <its module>)\n${file}: 1 tool OK (idempotent_write 1)\n`,
+      );
+    });
+
+    it('given an entry for a channel that declares no options, then it is refused at its key', async () => {
+      const file = join(dir, 'tools.yaml');
+      writeFileSync(file, contract('{ file: /var/lib/ledger.txt }'));
+      const config = configuration(['channels:', '  ledger: { directory: /var/lib/ledger }']);
+      const io = captureIo();
+
+      expect(await runCli(['contracts', 'check', file, '--channel', join(dir, 'ledger-channel.mjs'), '--config', config], io)).toBe(EXIT_CODES.failed);
+      expect(io.out().split('\n')[0]).toBe(`${config}:3:3 channels.ledger: channel ledger takes no options; remove the entry`);
+    });
+
+    it('given a configuration with a mistake of its own, then it is named like any other', async () => {
+      const file = join(dir, 'tools.yaml');
+      writeFileSync(file, contract('{ file: /var/lib/ledger.txt }'));
+      const config = configuration(['chanels: { ledger: {} }']);
+      const io = captureIo();
+
+      expect(await runCli(['contracts', 'check', file, '--config', config], io)).toBe(EXIT_CODES.failed);
+      expect(io.out().split('\n')[0]).toBe(`${config}:2:1 chanels: unknown field 'chanels' — did you mean 'channels'?`);
+    });
   });
 });

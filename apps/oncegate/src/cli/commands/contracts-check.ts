@@ -1,9 +1,10 @@
-import { resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { OPERATION_CLASSES } from '@oncegate/domain';
 import { checkContractFile, formatIssue, type ContractFile, type PluginSectionCheck } from '@oncegate/contracts';
 import { Command } from '@commander-js/extra-typings';
+import { channelOptionsReader } from '@oncegate/dispatcher-kit/host';
+import { GatewayConfigError, parseGatewayConfig, type GatewayConfig } from '@oncegate/host-config';
 import { action, EXIT_CODES, type CliIo, type ExitCode } from '@oncegate/service-host';
+import { loadChannelKits, sectionCheckOfKit, type ChannelModuleKit } from './channel-modules';
 
 /** `examples/tools.yaml: 6 tools OK (read_only 1, idempotent_write 1, ...)`, classes in the domain's order. */
 export function summarise(contract: ContractFile): string {
@@ -14,49 +15,61 @@ export function summarise(contract: ContractFile): string {
   return `${contract.file}: ${tools} OK (${counts.join(', ')})`;
 }
 
-/** What `--channel` needs of a module: a channel kit (`defineChannel`'s result) among its exports. */
-interface ChannelModuleKit {
-  readonly definition: { readonly name: string; readonly contract?: { readonly check: PluginSectionCheck } };
-}
-
-function isKit(value: unknown): value is ChannelModuleKit {
-  const definition = (value as { definition?: { name?: unknown; open?: unknown } } | null)?.definition;
-  return typeof definition?.name === 'string' && typeof definition.open === 'function';
+/** The section checks of the channels named by `--channel`, by channel name. */
+function pluginChannels(kits: readonly ChannelModuleKit[]): Map<string, PluginSectionCheck> {
+  return new Map(kits.map((kit) => [kit.definition.name, sectionCheckOfKit(kit)]));
 }
 
 /**
- * The plugin channels named by `--channel`: each module's exported kits (a channel's package, or its compiled entry
- * point that exports the kit without starting it), by channel name.
+ * `--config`: the configuration file checked as a process would read it, then the `channels.<name>` entry of each
+ * channel given with `--channel` against the options schema it publishes, as the process hosting it would at start.
+ * An entry of a channel not given is said to be unchecked, not passed over.
  */
-async function pluginChannels(modules: readonly string[]): Promise<Map<string, PluginSectionCheck> | string> {
-  const checks = new Map<string, PluginSectionCheck>();
-  for (const module of modules) {
-    let exports: Record<string, unknown>;
-    try {
-      // A path is taken from the working directory; anything else (a package name) is resolved as Node would.
-      const specifier = /^(\.|\/)/.test(module) ? pathToFileURL(resolve(module)).href : module;
-      exports = (await import(specifier)) as Record<string, unknown>;
-    } catch (error) {
-      return `--channel ${module}: cannot load it: ${error instanceof Error ? error.message : String(error)}`;
-    }
-    const kits = Object.values(exports).filter(isKit);
-    if (kits.length === 0) return `--channel ${module}: it exports no channel (a kit made by defineChannel of @oncegate/dispatcher-kit)`;
-    for (const kit of kits) {
-      // A channel without a section check takes any section; the file's check still requires one.
-      checks.set(kit.definition.name, kit.definition.contract?.check ?? (() => undefined));
-    }
+async function checkConfiguration(file: string, kits: readonly ChannelModuleKit[], io: CliIo): Promise<number> {
+  let text: string;
+  try {
+    text = await io.readFile(file);
+  } catch (error) {
+    io.stdout(`${file}: cannot read file: ${error instanceof Error ? error.message : String(error)}\n`);
+    return 1;
   }
-  return checks;
+  let config: GatewayConfig;
+  try {
+    // The environment may supply what the file leaves out (ONCEGATE_STORE_URL, ONCEGATE_KAFKA_BROKERS).
+    config = parseGatewayConfig(text, file, undefined, process.env);
+  } catch (error) {
+    if (!(error instanceof GatewayConfigError)) throw error;
+    for (const issue of error.issues) io.stdout(`${formatIssue(issue)}\n`);
+    return error.issues.length;
+  }
+  const issues = kits.flatMap((kit) => {
+    const checked = channelOptionsReader(kit.definition).check(config);
+    return checked.ok ? [] : checked.issues;
+  });
+  for (const issue of issues) io.stdout(`${formatIssue(issue)}\n`);
+  if (issues.length === 0) {
+    const checked = kits.map((kit) => kit.definition.name);
+    const unchecked = Object.keys(config.channels).filter((name) => !checked.includes(name));
+    const note = unchecked.length === 0 ? '' : `; ${unchecked.map((name) => `channels.${name}`).join(', ')} not checked (--channel <its module>)`;
+    io.stdout(`${file}: configuration OK${checked.length === 0 ? '' : ` (options of channel ${checked.join(', ')} checked)`}${note}\n`);
+  }
+  return issues.length;
 }
 
-async function check(files: readonly string[], modules: readonly string[], io: CliIo): Promise<ExitCode> {
-  const channels = await pluginChannels(modules);
-  if (typeof channels === 'string') {
-    io.stderr(`${channels}\n`);
+async function check(files: readonly string[], modules: readonly string[], configFile: string | undefined, io: CliIo): Promise<ExitCode> {
+  const kits = await loadChannelKits(modules, (module) => `--channel ${module}`);
+  if (typeof kits === 'string') {
+    io.stderr(`${kits}\n`);
     return EXIT_CODES.usage;
   }
+  const channels = pluginChannels(kits);
   let problems = 0;
   let failedFiles = 0;
+  if (configFile !== undefined) {
+    const found = await checkConfiguration(configFile, kits, io);
+    problems += found;
+    if (found > 0) failedFiles += 1;
+  }
   for (const file of files) {
     let text: string;
     try {
@@ -90,7 +103,9 @@ export function contractsCommand(): Command {
     .summary('Validate tool contract files and summarise each one.')
     .description(
       'Validates tool contract files (YAML, version 1; see docs/contracts.md). Prints one summary line per valid file, and every ' +
-        "problem as 'file:line:column path: reason'.\n\nExit codes: 0 all files valid, 1 a file is invalid or unreadable, 2 usage error.",
+        "problem as 'file:line:column path: reason'. With --config, a configuration file is checked first, and with it the " +
+        'channels.<name> entries of the --channel channels.' +
+        '\n\nExit codes: 0 all files valid, 1 a file is invalid or unreadable, 2 usage error.',
     )
     .argument('<file...>', 'contract files to check')
     .option(
@@ -98,6 +113,10 @@ export function contractsCommand(): Command {
       "a plugin channel's module (its package name, or the path of a JavaScript file exporting its kit): the plugin: sections of its tools are checked by the channel, as its service would at start",
       [] as string[],
     )
-    .action(action((io, files, options) => check(files, options.channel, io)));
+    .option(
+      '--config <file>',
+      "a configuration file (oncegate.yaml): checked as a process reads it, with the channels.<name> entry of each --channel against that channel's options schema",
+    )
+    .action(action((io, files, options) => check(files, options.channel, options.config, io)));
   return new Command('contracts').description('Tool contract files (docs/contracts.md): check.').addCommand(checkCommand);
 }
