@@ -165,6 +165,15 @@ tools:
     expect(said).toContain(`${contract}:11:7 tools[0].plugin.account: missing required field 'account'`);
   });
 
+  it('when `oncegate channels schema` loads the compiled channel, then it prints the JSON Schemas of its section and of its options', { timeout: 60_000 }, async () => {
+    const printed = await run(process.execPath, [join(ROOT, 'bin/oncegate.mjs'), 'channels', 'schema', join(consumer, 'dist/src/ledger-channel.js')], { cwd: consumer, env: consumerEnv() });
+    expect(printed.status, printed.stderr).toBe(0);
+    const schemas = JSON.parse(printed.stdout) as { channel: string; section: { required: string[] }; options: { properties: Record<string, { default?: string }> } };
+    expect(schemas.channel).toBe('ledger');
+    expect(schemas.section.required).toEqual(['file', 'account']);
+    expect(schemas.options.properties['currency']?.default).toBe('EUR');
+  });
+
   describe('as a process of its own beside `oncegate start`', () => {
     let folder: GatewayFolder;
     let gateway: GatewayProcess;
@@ -174,7 +183,8 @@ tools:
     const modulesFile = () => join(consumer, 'loaded-modules.json');
 
     beforeAll(async () => {
-      folder = await gatewayFolder('http://127.0.0.1:9', { instance_lease: '2s' });
+      // The channel's options reach it from the configuration every process reads; the gateway leaves them alone.
+      folder = await gatewayFolder('http://127.0.0.1:9', { instance_lease: '2s', channels: '{ ledger: { currency: CHF } }' });
       ledger = join(folder.dir, 'ledger.jsonl');
       appendFileSync(
         join(folder.dir, 'tools.yaml'),
@@ -213,7 +223,7 @@ tools:
       const again = await client.callTool({ name: 'book_payment', arguments: { amount: 42 } });
       expect(executionOf(again).id).toBe(execution.id);
       const lines = readFileSync(ledger, 'utf8').split('\n').filter((line) => line !== '');
-      expect(lines.map((line) => JSON.parse(line) as { executionId: string; amount: number })).toEqual([expect.objectContaining({ executionId: execution.id, amount: 42 })]);
+      expect(lines.map((line) => JSON.parse(line) as { executionId: string; amount: number })).toEqual([expect.objectContaining({ executionId: execution.id, amount: 42, currency: 'CHF' })]);
     });
 
     it('when the channel\'s process stops, then every module it loaded came from the folder, none from this repository', { timeout: 60_000 }, async () => {

@@ -2,7 +2,7 @@
 // ledger's idempotency key: an attempt that finds its id already written reports what was written, and writes
 // nothing again — the same promise a payment provider keeps with an Idempotency-Key.
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
-import { defineChannel, sectionSchema, templateValue, type ChannelAttempt, type SendOutcome } from '@oncegate/dispatcher-kit';
+import { defineChannel, templateValue, type ChannelAttempt, type SendOutcome } from '@oncegate/dispatcher-kit';
 
 /** One line of the ledger. */
 export interface LedgerEntry {
@@ -11,6 +11,7 @@ export interface LedgerEntry {
   readonly tool: string;
   readonly account: string;
   readonly amount: number;
+  readonly currency: string;
 }
 
 /** The tool's `plugin:` section: which ledger file, which account, and the amount (a template of the arguments). */
@@ -22,6 +23,15 @@ const SECTION_SCHEMA = {
     amount: { type: 'string', description: 'The amount, usually a template such as "{{args.amount}}".' },
   },
   required: ['file', 'account'],
+  additionalProperties: false,
+} as const;
+
+/** The channel's options: `channels.ledger` in oncegate.yaml. */
+const OPTIONS_SCHEMA = {
+  type: 'object',
+  properties: {
+    currency: { type: 'string', pattern: '^[A-Z]{3}$', default: 'EUR', description: 'The currency every amount is booked in.' },
+  },
   additionalProperties: false,
 } as const;
 
@@ -38,7 +48,7 @@ function booked(entry: LedgerEntry, earlier: boolean): SendOutcome {
   return { kind: 'observed', outcome: 'succeeded', contentType: 'application/json', body: JSON.stringify({ booked: entry, ...(earlier ? { note: 'booked by an earlier attempt; not booked again' } : {}) }) };
 }
 
-function send(attempt: ChannelAttempt): SendOutcome {
+function send(attempt: ChannelAttempt, currency: string): SendOutcome {
   const file = attempt.section['file'] as string;
   const account = attempt.section['account'] as string;
   if (attempt.operationClass === 'read_only') {
@@ -51,7 +61,7 @@ function send(attempt: ChannelAttempt): SendOutcome {
   if (earlier !== undefined) return booked(earlier, true);
   const amount = Number(templateValue(String(attempt.section['amount'] ?? '0'), attempt.args, attempt.executionId));
   if (!Number.isFinite(amount)) return { kind: 'not_sent', reason: `the amount of ${attempt.tool.name} is not a number` };
-  const entry: LedgerEntry = { executionId: attempt.executionId, attempt: attempt.attempt, tool: attempt.tool.name, account, amount };
+  const entry: LedgerEntry = { executionId: attempt.executionId, attempt: attempt.attempt, tool: attempt.tool.name, account, amount, currency };
   appendFileSync(file, `${JSON.stringify(entry)}\n`);
   return booked(entry, false);
 }
@@ -62,9 +72,11 @@ export const ledgerKit = defineChannel({
   // The ledger keeps the execution id: a write sent again is recognised, so idempotent writes may be retried and
   // irreversible ones are still never sent twice by the kit (their unknown outcome goes to review).
   classes: ['read_only', 'idempotent_write', 'irreversible'],
-  contract: { check: sectionSchema(SECTION_SCHEMA) },
-  open({ log, tools }) {
-    log.log(`the ledger channel serves ${tools.size} tool(s): ${[...tools.keys()].join(', ')}`);
-    return { send: async (attempt) => send(attempt) };
+  contract: { schema: SECTION_SCHEMA },
+  options: { schema: OPTIONS_SCHEMA },
+  open({ log, tools, options }) {
+    const currency = options['currency'] as string;
+    log.log(`the ledger channel serves ${tools.size} tool(s) in ${currency}: ${[...tools.keys()].join(', ')}`);
+    return { send: async (attempt) => send(attempt, currency) };
   },
 });
