@@ -115,12 +115,19 @@ export interface PluginRequestTemplate {
 }
 
 /**
- * The server a plugin channel's tool goes to, when its section names one (`host` and `port`): where a credential
- * of the tool must be bound (checked at authorization and again before the channel sends). `undefined` otherwise.
+ * The server a plugin channel's tool goes to, when its section names one — `host` and `port`, or an http(s) `url`
+ * (its port, or the scheme's): where a credential of the tool must be bound (checked at authorization and again
+ * before the channel sends). `undefined` otherwise.
  */
 export function pluginServerOf(request: PluginRequestTemplate): { readonly host: string; readonly port: number } | undefined {
-  const { host, port } = request.config;
-  return typeof host === 'string' && host !== '' && Number.isInteger(port) ? { host, port: port as number } : undefined;
+  const { host, port, url } = request.config;
+  if (typeof host === 'string' && host !== '' && Number.isInteger(port)) return { host, port: port as number };
+  if (typeof url !== 'string' || !URL.canParse(url)) return undefined;
+  const parsed = new URL(url);
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return undefined;
+  // A bracketed IPv6 literal is bound by its address, as the vault's bindings write it.
+  const hostname = parsed.hostname.replace(/^\[(.*)\]$/, '$1');
+  return { host: hostname, port: parsed.port === '' ? (parsed.protocol === 'https:' ? 443 : 80) : Number(parsed.port) };
 }
 
 /** How a conditional write finds out whether an attempt with an unknown outcome took effect. */

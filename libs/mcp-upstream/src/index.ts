@@ -1,0 +1,8 @@
+export {
+  classFromAnnotations,
+  definitionDigest,
+  UPSTREAM_SECTION_SCHEMA,
+  type UpstreamSection,
+  type UpstreamToolAnnotations,
+  type UpstreamToolDefinition,
+} from './upstream-tool';
