@@ -228,16 +228,20 @@ function checkDependencies(spec: PackageSpec, metafile: { outputs: Record<string
     }
   }
   const manifest = manifestOf(spec);
-  const declared = { ...manifest.dependencies, ...manifest.peerDependencies };
   const root = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string>; devDependencies: Record<string, string> };
+  const rootRange = (name: string) => root.dependencies[name] ?? root.devDependencies[name];
+  // A peer (the team's own test runner) is declared as a caret range from the version this repository is tested
+  // with: the team keeps its own within that major version.
+  const expected = (name: string) => (manifest.peerDependencies?.[name] !== undefined && /^\d/.test(rootRange(name) ?? '') ? `^${rootRange(name)}` : rootRange(name));
+  const declared = { ...manifest.dependencies, ...manifest.peerDependencies };
   const problems = [
-    ...[...imported].filter((name) => declared[name] === undefined).map((name) => `${name} is imported but not declared (add "${name}": "${root.dependencies[name] ?? root.devDependencies[name] ?? '?'}")`),
+    ...[...imported].filter((name) => declared[name] === undefined).map((name) => `${name} is imported but not declared (add "${name}": "${rootRange(name) ?? '?'}")`),
     ...Object.keys(declared)
       .filter((name) => !imported.has(name))
       .map((name) => `${name} is declared but nothing imports it`),
     ...Object.entries(declared)
-      .filter(([name, range]) => imported.has(name) && range !== (root.dependencies[name] ?? root.devDependencies[name]))
-      .map(([name, range]) => `${name}: ${range} differs from the repository's ${root.dependencies[name] ?? root.devDependencies[name]}`),
+      .filter(([name, range]) => imported.has(name) && range !== expected(name))
+      .map(([name, range]) => `${name}: ${range} differs from ${expected(name)} (the repository's ${rootRange(name)})`),
   ];
   if (problems.length > 0) throw new PackageBuildError(`${spec.libraryDir}/package.json does not match what the package imports:\n  ${[...problems].sort().join('\n  ')}`);
 }
