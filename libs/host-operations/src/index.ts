@@ -5,4 +5,5 @@ export { meteredStore } from './metered-store';
 export { OperationsServer } from './operations-server';
 export { listenFor, PortTakenError } from './port-taken';
 export { processMetrics, ProcessMetrics } from './process-metrics';
+export { tokenRefusals, TokenRefusals, type RefusalSurface } from './token-refusals';
 export { inSpan, SpanKind, startTracing } from './tracing';

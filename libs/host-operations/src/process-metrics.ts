@@ -84,6 +84,14 @@ export class ProcessMetrics {
     registers: [this.registry],
   });
 
+  /** Requests refused for their token (tokenRefusals() counts them and logs them, never the token). */
+  readonly tokenRefusals = new Counter({
+    name: 'oncegate_token_refusals_total',
+    help: 'Requests refused for their token, by surface (mcp, approvals, console) and reason (missing, malformed, wrong_kind, unknown, revoked, access_token).',
+    labelNames: ['surface', 'reason'] as const,
+    registers: [this.registry],
+  });
+
   private processCollected = false;
 
   /** Adds the runtime's own metrics (CPU, memory, event loop delay, handles), once; only a process that exposes them pays for them. */

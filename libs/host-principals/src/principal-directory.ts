@@ -52,6 +52,17 @@ export class PrincipalTokenError extends Error {
 
 const NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/;
 const TOKEN_BODY = /^[A-Za-z0-9_-]{43}$/;
+/** Any kind's token: `og<letter>_` and 43 characters (agents `ogt_`, approvers `oga_`). */
+const ANY_KIND = /^og[a-z]_[A-Za-z0-9_-]{43}$/;
+
+/**
+ * Why a token was refused: none given, not a token of ours, a token of another kind (an approver's on the MCP
+ * endpoint), no such token, or a revoked one. A bounded set: it labels a metric.
+ */
+export type TokenRefusal = 'missing' | 'malformed' | 'wrong_kind' | 'unknown' | 'revoked';
+
+/** What a token is: its actor, or why it is refused (with the principal a revoked token was issued to). */
+export type TokenVerdict = { readonly actor: string } | { readonly refused: TokenRefusal; readonly principal?: string };
 
 function hashToken(token: string): Buffer {
   return createHash('sha256').update(token).digest();
@@ -139,7 +150,14 @@ export class PrincipalDirectory {
 
   /** The actor a bearer token belongs to, or `undefined` (unknown, malformed, of another kind, or revoked). */
   async authenticate(token: string | undefined): Promise<string | undefined> {
-    if (!this.wellFormed(token)) return undefined;
+    const verdict = await this.verify(token);
+    return 'actor' in verdict ? verdict.actor : undefined;
+  }
+
+  /** The actor a bearer token belongs to, or why it is refused. */
+  async verify(token: string | undefined): Promise<TokenVerdict> {
+    if (token === undefined) return { refused: 'missing' };
+    if (!this.wellFormed(token)) return { refused: ANY_KIND.test(token) ? 'wrong_kind' : 'malformed' };
     const hash = hashToken(token);
     let found = this.byHash.get(hash.toString('hex'));
     if (found === undefined) {
@@ -147,8 +165,9 @@ export class PrincipalDirectory {
       await this.refresh();
       found = this.byHash.get(hash.toString('hex'));
     }
-    if (found === undefined || !timingSafeEqual(found.hash, hash) || found.record.revokedAt !== null) return undefined;
-    return found.record.actor;
+    if (found === undefined || !timingSafeEqual(found.hash, hash)) return { refused: 'unknown' };
+    if (found.record.revokedAt !== null) return { refused: 'revoked', principal: found.record.name };
+    return { actor: found.record.actor };
   }
 
   /** Whether `token` has this kind's shape (say, to tell a caller it brought a token of another kind). */

@@ -7,6 +7,7 @@ import type { EventStore } from '@oncegate/event-store';
 import type { Clock } from '@oncegate/execution-journal';
 import { decide, isApprovalRefusal, MAX_APPROVAL_REASON_LENGTH, pending, show, type ApprovalDecision } from '@oncegate/host-decisions';
 import type { ApproverDirectory } from '@oncegate/host-principals';
+import { tokenRefusals, type RefusalSurface } from '@oncegate/host-operations';
 import { looksLikeJwt, type OAuthResource } from './oauth-resource';
 
 /** Where the API is mounted on the gateway's listener. */
@@ -37,13 +38,17 @@ export async function authenticateApprover(
   token: string | undefined,
   approvers: ApproverDirectory,
   oauth: OAuthResource | undefined,
+  surface: RefusalSurface = 'approvals',
 ): Promise<{ actor: string } | { refused: string; status: number; challenge?: string }> {
   if (oauth !== undefined && token !== undefined && looksLikeJwt(token)) {
     const verified = await oauth.approverOf(`Bearer ${token}`);
-    return 'actor' in verified ? verified : { refused: verified.refused.description, status: verified.refused.status, challenge: verified.refused.challenge };
+    if ('actor' in verified) return verified;
+    if (verified.refused.status < 500) tokenRefusals().refused(surface, 'access_token');
+    return { refused: verified.refused.description, status: verified.refused.status, challenge: verified.refused.challenge };
   }
-  const actor = await approvers.authenticate(token);
-  if (actor !== undefined) return { actor };
+  const verdict = await approvers.verify(token);
+  if ('actor' in verdict) return { actor: verdict.actor };
+  tokenRefusals().refused(surface, verdict.refused, verdict.principal === undefined ? undefined : `approver:${verdict.principal}`);
   const refused =
     token === undefined
       ? 'a bearer approver token is required'

@@ -219,7 +219,7 @@ export class ConsoleApi {
       const body = await jsonBody(req);
       const given = (body as Record<string, unknown>)['token'];
       const token = typeof given === 'string' ? given.trim() : '';
-      const approver = await authenticateApprover(token.length === 0 ? undefined : token, this.options.approvers, this.options.oauth);
+      const approver = await authenticateApprover(token.length === 0 ? undefined : token, this.options.approvers, this.options.oauth, 'console');
       if (!('actor' in approver)) {
         throw approver.status >= 500 ? new ConsoleError(503, 'unavailable', approver.refused, { 'retry-after': '5' }) : new ConsoleError(401, 'unauthorized', approver.refused);
       }
@@ -245,7 +245,7 @@ export class ConsoleApi {
   private async authenticated(req: IncomingMessage): Promise<{ id: string; session: ConsoleSession }> {
     const id = sessionCookieOf(req.headers.cookie);
     const session = this.sessions.find(id);
-    const approver = session === undefined ? undefined : await authenticateApprover(session.approverToken, this.options.approvers, this.options.oauth);
+    const approver = session === undefined ? undefined : await authenticateApprover(session.approverToken, this.options.approvers, this.options.oauth, 'console');
     if (id !== undefined && session !== undefined && approver !== undefined && 'actor' in approver && approver.actor === session.actor) {
       return { id, session };
     }

@@ -17,7 +17,7 @@ import type { ToolContract } from '@oncegate/contracts';
 import { sessionStream } from '@oncegate/domain';
 import { EventStoreUnavailableError, newEventId, type EventStore } from '@oncegate/event-store';
 import { isoNow, type Clock } from '@oncegate/execution-journal';
-import { listenFor } from '@oncegate/host-operations';
+import { listenFor, tokenRefusals } from '@oncegate/host-operations';
 import type { AgentDirectory } from '@oncegate/host-principals';
 import { requestKey, SessionDeliveries } from './delivery-evidence';
 import { checkHostAndOrigin, type HostOriginRules } from './host-origin-guard';
@@ -313,11 +313,13 @@ export class McpHttpFront {
       const verified = await oauth.agentOf(`Bearer ${token}`);
       if ('actor' in verified) return verified.actor;
       req.resume();
+      if (verified.refused.status < 500) tokenRefusals().refused('mcp', 'access_token');
       if (verified.refused.status >= 500) throw new HttpError(503, -32001, `Unavailable: ${verified.refused.description}`, { 'retry-after': '5' });
       throw new HttpError(verified.refused.status, -32001, `Unauthorized: ${verified.refused.description}`, { 'www-authenticate': verified.refused.challenge });
     }
-    const actor = await this.options.agents.authenticate(token);
-    if (actor === undefined) {
+    const verdict = await this.options.agents.verify(token);
+    if (!('actor' in verdict)) {
+      tokenRefusals().refused('mcp', verdict.refused, verdict.principal === undefined ? undefined : `agent:${verdict.principal}`);
       // Drain the body so the client reads the 401 instead of a reset; nothing is parsed or recorded.
       req.resume();
       throw new HttpError(401, -32001, token === undefined ? 'Unauthorized: a bearer token is required' : 'Unauthorized: unknown or revoked token', {
@@ -325,7 +327,7 @@ export class McpHttpFront {
         'www-authenticate': oauth === undefined ? 'Bearer realm="oncegate"' : `${oauth.challengeWithoutToken()}, realm="oncegate"`,
       });
     }
-    return actor;
+    return verdict.actor;
   }
 
   private async post(req: IncomingMessage, res: ServerResponse, actor: string): Promise<void> {
