@@ -35,7 +35,7 @@ describe('the journal is evidence: sealed, exported, verified offline, investiga
   }
 
   it('given a stopped gateway, when its journal is exported and verified with the public key, then it verifies; an edited byte is named', async () => {
-    await droppedThenAttached();
+    const executionId = await droppedThenAttached();
     await scenario.gateway.stop();
     const exported = await oncegate(scenario.folder, ['journal', 'export']);
     expect(exported.code, exported.stderr).toBe(0);
@@ -57,6 +57,29 @@ describe('the journal is evidence: sealed, exported, verified offline, investiga
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain('FAILED (edited)');
     expect(refused.stderr).toContain(`stream ${edited.streamId}, revision ${edited.revision}, global position ${edited.position}`);
+
+    // An auditor holding only the export investigates from it: verified first, with the journal's public key.
+    const fromStore = await oncegate(scenario.folder, ['investigate', executionId, '--json']);
+    const fromExport = await oncegate(scenario.folder, ['investigate', executionId, '--json', '--journal', file, '--public-key', publicKey]);
+    expect(fromExport.code, fromExport.stderr).toBe(0);
+    expect(JSON.parse(fromExport.stdout)).toEqual(JSON.parse(fromStore.stdout));
+    const unkeyed = await oncegate(scenario.folder, ['investigate', executionId, '--journal', file]);
+    expect(unkeyed.code).toBe(2);
+    expect(unkeyed.stderr).toContain('an export is verified before it is read: give --public-key');
+    // A tampered export is refused before anything is read from it, by investigate and by a projection alike.
+    for (const args of [['investigate', executionId], ['projection', 'run', 'fingerprint-index']]) {
+      const broken = await oncegate(scenario.folder, [...args, '--journal', tampered, '--public-key', publicKey]);
+      expect(broken.code, args.join(' ')).toBe(2);
+      expect(broken.stderr).toContain(`${tampered} does not verify (edited)`);
+      expect(broken.stdout).toBe('');
+    }
+    // Read anyway on the analyst's word, it is said loudly.
+    const unverified = await oncegate(scenario.folder, ['investigate', executionId, '--journal', tampered, '--unverified']);
+    expect(unverified.code, unverified.stderr).toBe(0);
+    expect(unverified.stderr).toContain(`WARNING: ${tampered} is read WITHOUT verifying its hash chains and seals`);
+    const projected = await oncegate(scenario.folder, ['projection', 'run', 'fingerprint-index', '--journal', file, '--public-key', publicKey]);
+    expect(projected.code, projected.stderr).toBe(0);
+    expect(JSON.parse(projected.stdout)).toHaveLength(1);
   });
 
   it('given the dropped-connection scenario, when investigated, then the five answers say what happened', async () => {

@@ -94,6 +94,8 @@ describe('gateway end to end: recovery by operation class, and the review queue'
 
     const listed = await oncegate(scenario.folder, ['review', 'list']);
     expect(listed.stdout).toContain(`${id}\tsend_payment\tagent:dev\tirreversible_outcome_unknown`);
+    const listedJson = JSON.parse((await oncegate(scenario.folder, ['review', 'list', '--json'])).stdout) as unknown[];
+    expect(listedJson).toContainEqual(expect.objectContaining({ executionId: id, tool: 'send_payment', actor: 'agent:dev', reason: 'irreversible_outcome_unknown', attempts: 1, resendAskedBy: null }));
     const shown = await oncegate(scenario.folder, ['review', 'show', id]);
     expect(shown.stdout).toContain('"reason": "irreversible_outcome_unknown"');
     expect(shown.stdout).not.toContain('tok_review_000001');

@@ -7,7 +7,7 @@ import { executionStream, intentStream, isExecutionId, isFingerprint, type Execu
 import type { EventStore, RecordedEvent } from '@oncegate/event-store';
 import type { InvestigationSubject } from './investigate';
 
-export async function gatherInvestigationEvents(store: EventStore, subject: InvestigationSubject): Promise<RecordedEvent[]> {
+export async function gatherInvestigationEvents(store: Pick<EventStore, 'readStream'>, subject: InvestigationSubject): Promise<RecordedEvent[]> {
   const byPosition = new Map<number, RecordedEvent>();
   const add = (events: readonly RecordedEvent[]): void => {
     for (const event of events) byPosition.set(event.position, event);

@@ -1,6 +1,6 @@
 // Public surface of @oncegate/projections: explicit named exports only.
 
-export { matchesFilter, type Projection, type ProjectionCell, type ProjectionFilter, type ProjectionRow } from './projection';
+export { jsonProblem, matchesFilter, type Projection, type ProjectionCell, type ProjectionFilter, type ProjectionParam, type ProjectionParams, type ProjectionRow } from './projection';
 
 export {
   JOURNAL_EXPORT_FORMAT,
@@ -18,6 +18,9 @@ export {
   CHECKPOINT_FORMAT,
   DEFAULT_CHECKPOINT_EVERY,
   ProjectionCheckpointError,
+  ProjectionParamError,
+  projectionParams,
+  ProjectionStateError,
   readCheckpoint,
   runProjection,
   type ProjectionCheckpoint,
@@ -97,3 +100,4 @@ export {
   type TimelineEntry,
 } from './investigate';
 export { gatherInvestigationEvents } from './gather-investigation-events';
+export { journalFileStreams, JournalVerificationError, verifyExport, type JournalTrust } from './verified-journal';

@@ -93,6 +93,18 @@ export function projectionProblems(value: unknown): string[] {
   for (const field of ['initialState', 'evolve', 'rows'] as const) {
     if (typeof candidate[field] !== 'function') problems.push(`${field} must be a function`);
   }
+  const params = candidate['params'];
+  if (params !== undefined) {
+    if (typeof params !== 'object' || params === null || Array.isArray(params)) {
+      problems.push('params must be an object: { <name>: { description, default? } }');
+    } else {
+      for (const [name, param] of Object.entries(params as Record<string, unknown>)) {
+        const { description, default: fallback } = (param ?? {}) as { description?: unknown; default?: unknown };
+        if (typeof description !== 'string' || description.length === 0) problems.push(`params.${name}.description must be a non-empty string`);
+        if (fallback !== undefined && typeof fallback !== 'string') problems.push(`params.${name}.default must be a string (parameters are given as text)`);
+      }
+    }
+  }
   const filter = candidate['filter'];
   if (filter !== undefined) {
     if (typeof filter !== 'object' || filter === null) {

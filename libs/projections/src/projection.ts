@@ -17,17 +17,60 @@ export interface ProjectionFilter {
   readonly eventTypes?: string[];
 }
 
+/** The values of a run's `--param key=value`, by key, defaults applied. */
+export type ProjectionParams = Readonly<Record<string, string>>;
+
+/** A parameter a projection takes: what it means, and its value when the run gives none (without one it is required). */
+export interface ProjectionParam {
+  readonly description: string;
+  readonly default?: string;
+}
+
 export interface Projection<State> {
   /** Short, kebab-case; stored in checkpoints so a checkpoint is never resumed by another projection. */
   readonly name: string;
   readonly description: string;
   readonly filter?: ProjectionFilter;
-  /** The state before any event. Must be JSON-serialisable: checkpoints store it as JSON. */
-  initialState(): State;
+  /** The parameters it takes (`--param key=value`); a run naming another is refused, as one missing a required one. */
+  readonly params?: Readonly<Record<string, ProjectionParam>>;
+  /**
+   * The state before any event. Must be plain JSON (objects, arrays, strings, finite numbers, booleans, null):
+   * checkpoints store it as JSON, and a state holding anything else (a Map, a Set, a Date) is refused when checkpointed.
+   */
+  initialState(params: ProjectionParams): State;
   /** Pure: folds one event into the state. May return the same object mutated or a new one. */
-  evolve(state: State, event: RecordedEvent): State;
+  evolve(state: State, event: RecordedEvent, params: ProjectionParams): State;
   /** The tabular result. */
-  rows(state: State): ProjectionRow[];
+  rows(state: State, params: ProjectionParams): ProjectionRow[];
+}
+
+/**
+ * Where a value is not plain JSON, as `state.byActor` or `state.list[3]`, and what it is; `undefined` when it is. A
+ * Map or a Set would be written as `{}` and lose everything in it.
+ */
+export function jsonProblem(value: unknown, path = 'state'): string | undefined {
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return undefined;
+  if (typeof value === 'number') return Number.isFinite(value) ? undefined : `${path} is ${value}, which JSON cannot hold`;
+  if (Array.isArray(value)) {
+    for (const [index, item] of value.entries()) {
+      const problem = jsonProblem(item, `${path}[${index}]`);
+      if (problem !== undefined) return problem;
+    }
+    return undefined;
+  }
+  if (typeof value === 'object') {
+    const prototype = Object.getPrototypeOf(value) as object | null;
+    if (prototype !== Object.prototype && prototype !== null) {
+      const kind = (value as { constructor?: { name?: string } }).constructor?.name ?? 'an object of a class';
+      return `${path} is a ${kind}, which JSON cannot hold${kind === 'Map' ? ' (it would be checkpointed as {}): use a plain object keyed by string' : kind === 'Set' ? ': use an array or an object' : ''}`;
+    }
+    for (const [key, item] of Object.entries(value)) {
+      const problem = jsonProblem(item, /^[A-Za-z_$][\w$]*$/.test(key) ? `${path}.${key}` : `${path}[${JSON.stringify(key)}]`);
+      if (problem !== undefined) return problem;
+    }
+    return undefined;
+  }
+  return `${path} is ${typeof value === 'undefined' ? 'undefined' : `a ${typeof value}`}, which JSON cannot hold`;
 }
 
 /** True when the filter lets the event through (no filter: everything). */

@@ -63,7 +63,7 @@ describe('runProjection on a SQLite event store (sqlite adapter)', () => {
       source: storeSource(store, 3),
       onProgress: (done, total) => progress.push([done, total]),
     });
-    expect(result.rows).toEqual(fingerprintIndex.rows(fold(fingerprintIndex, scenario.history.events)));
+    expect(result.rows).toEqual(fingerprintIndex.rows(fold(fingerprintIndex, scenario.history.events), {}));
     expect(result.rows).toHaveLength(2);
     expect(result.position).toBe(await store.headPosition());
     expect(progress.at(-1)).toEqual([result.position, result.position]);
@@ -233,5 +233,61 @@ describe('gatherInvestigationEvents on a SQLite event store written by the execu
     const fromExecution = await gatherInvestigationEvents(store, { executionId: first });
     expect(fromExecution).toEqual(events);
     expect(await gatherInvestigationEvents(store, { executionId: executionIdOf('Z') })).toEqual([]);
+  });
+});
+
+describe('a projection with parameters, and a state that must stay JSON', () => {
+  /** Counts the executions one actor accepted: its actor is a parameter. */
+  const byActor = {
+    name: 'accepted-by-actor',
+    description: 'executions accepted for one actor',
+    params: { actor: { description: 'the actor, as agent:<name>' }, label: { description: 'the label of the row', default: 'accepted' } },
+    filter: { eventTypes: ['ExecutionAccepted'] },
+    initialState: () => ({ count: 0 }),
+    evolve: (state: { count: number }, event: RecordedEvent, params: Readonly<Record<string, string>>) => (event.metadata['actor'] === params['actor'] ? { count: state.count + 1 } : state),
+    rows: (state: { count: number }, params: Readonly<Record<string, string>>) => [{ actor: params['actor']!, [params['label']!]: state.count }],
+  };
+
+  it('given --param values, then the fold and the rows see them, defaults fill the rest, and the checkpoint keeps them', async () => {
+    const scenario = twoActors();
+    await appendAll(scenario.history.events);
+    const actors = [...new Set(scenario.history.events.filter((event) => event.type === 'ExecutionAccepted').map((event) => String(event.metadata['actor'])))];
+    expect(actors.length).toBe(2);
+    const checkpointFile = join(dir, 'by-actor.checkpoint.json');
+    const result = await runProjection({ projection: byActor, source: storeSource(store), params: { actor: actors[0]! }, checkpointFile });
+    const expected = scenario.history.events.filter((event) => event.type === 'ExecutionAccepted' && event.metadata['actor'] === actors[0]).length;
+    expect(result.rows).toEqual([{ actor: actors[0], accepted: expected }]);
+    expect(JSON.parse(readFileSync(checkpointFile, 'utf8')).params).toEqual({ actor: actors[0], label: 'accepted' });
+    // Resuming with other values would mix two folds: refused, naming both.
+    await expect(runProjection({ projection: byActor, source: storeSource(store), params: { actor: actors[1]! }, checkpointFile })).rejects.toThrow(
+      `its state was folded with actor=${actors[0]} label=accepted, not actor=${actors[1]} label=accepted; rebuild`,
+    );
+  });
+
+  it('given a parameter the projection does not take, or none for a required one, then the run is refused saying which', async () => {
+    await expect(runProjection({ projection: byActor, source: storeSource(store), params: { actr: 'agent:a' } })).rejects.toThrow(
+      "projection accepted-by-actor takes no parameter 'actr'; it takes: actor (the actor, as agent:<name>), label (the label of the row)",
+    );
+    await expect(runProjection({ projection: byActor, source: storeSource(store) })).rejects.toThrow('projection accepted-by-actor needs --param actor=… (the actor, as agent:<name>)');
+    await expect(runProjection({ projection: fingerprintIndex, source: storeSource(store), params: { actor: 'x' } })).rejects.toThrow("takes no parameter 'actor' (it takes none)");
+  });
+
+  it('given a state holding a Map, when it is checkpointed, then the run stops naming where the Map is, and no checkpoint of {} is written', async () => {
+    await appendAll(twoActors().history.events);
+    const withMap = {
+      name: 'streams-in-a-map',
+      description: 'a projection that keeps a Map',
+      initialState: () => ({ byStream: new Map<string, number>() }),
+      evolve: (state: { byStream: Map<string, number> }, event: RecordedEvent) => {
+        state.byStream.set(event.streamId, (state.byStream.get(event.streamId) ?? 0) + 1);
+        return state;
+      },
+      rows: () => [],
+    };
+    const checkpointFile = join(dir, 'map.checkpoint.json');
+    await expect(runProjection({ projection: withMap, source: storeSource(store), checkpointFile })).rejects.toThrow(
+      /projection streams-in-a-map: its state after global position \d+ cannot be checkpointed: state\.byStream is a Map, which JSON cannot hold \(it would be checkpointed as \{\}\): use a plain object keyed by string/,
+    );
+    expect(existsSync(checkpointFile)).toBe(false);
   });
 });

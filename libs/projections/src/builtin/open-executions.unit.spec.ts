@@ -23,7 +23,7 @@ function dispatchedHistory(operationClass: 'irreversible' | 'idempotent_write') 
 describe('open-executions', () => {
   it('given an unknown outcome and a review hold, then both are listed with reason and since when', () => {
     const { history, unknown, review } = dispatchedHistory('irreversible');
-    expect(openExecutions.rows(fold(openExecutions, history.events))).toEqual([
+    expect(openExecutions.rows(fold(openExecutions, history.events), {})).toEqual([
       expect.objectContaining({ executionId: unknown, state: 'outcome_unknown', queue: 'unknown_outcome', reason: 'timeout_after_send', since: at(30_000), attempt: 1, operationClass: 'irreversible' }),
       expect.objectContaining({ executionId: review, state: 'needs_review', queue: 'review', reason: 'irreversible_outcome_unknown', since: at(30_500) }),
     ]);
@@ -34,11 +34,11 @@ describe('open-executions', () => {
     history.run(review, { type: 'ResolveReview', now: at(40_000), resolution: 'completed', by: 'user:alice', reason: 'checked' }, { actor: 'user:alice' });
     history.run(unknown, { type: 'RecordDispatch', now: at(40_000), dispatcherId: 'd1' }, dispatcher);
     const afterRedispatch = fold(openExecutions, history.events);
-    expect(openExecutions.rows(afterRedispatch)).toEqual([]);
+    expect(openExecutions.rows(afterRedispatch, {})).toEqual([]);
   });
 
   it('given a completed execution, then it is not listed', () => {
     const { history } = droppedConnectionThenAttach();
-    expect(openExecutions.rows(fold(openExecutions, history.events))).toEqual([]);
+    expect(openExecutions.rows(fold(openExecutions, history.events), {})).toEqual([]);
   });
 });

@@ -17,7 +17,7 @@ function restartedUnderNewRun(gapMs: number) {
 describe('possible-duplicate-intents', () => {
   it('given the same body accepted under two runs 4 minutes apart, then one group lists both executions, scopes and times', () => {
     const history = restartedUnderNewRun(4 * 60_000);
-    expect(possibleDuplicateIntentsProjection.rows(fold(possibleDuplicateIntentsProjection, history.events))).toEqual([
+    expect(possibleDuplicateIntentsProjection.rows(fold(possibleDuplicateIntentsProjection, history.events), {})).toEqual([
       expect.objectContaining({
         actor: 'agent:deploy-bot',
         tool: 'set_config',
@@ -34,16 +34,16 @@ describe('possible-duplicate-intents', () => {
 
   it('given them 11 minutes apart, then the default 10-minute window keeps them apart; a 15-minute window groups them', () => {
     const history = restartedUnderNewRun(11 * 60_000);
-    expect(possibleDuplicateIntentsProjection.rows(fold(possibleDuplicateIntentsProjection, history.events))).toEqual([]);
+    expect(possibleDuplicateIntentsProjection.rows(fold(possibleDuplicateIntentsProjection, history.events), {})).toEqual([]);
     const wide = possibleDuplicateIntents({ windowMs: 15 * 60_000 });
-    expect(wide.rows(fold(wide, history.events))).toHaveLength(1);
+    expect(wide.rows(fold(wide, history.events), {})).toHaveLength(1);
   });
 
   it('given two actors or the same scope twice, then nothing is reported', () => {
     const actors = twoActors().history;
     const sameScope = newExecutionAfterGrace().history;
     for (const history of [actors, sameScope]) {
-      expect(possibleDuplicateIntentsProjection.rows(fold(possibleDuplicateIntentsProjection, history.events))).toEqual([]);
+      expect(possibleDuplicateIntentsProjection.rows(fold(possibleDuplicateIntentsProjection, history.events), {})).toEqual([]);
     }
   });
 

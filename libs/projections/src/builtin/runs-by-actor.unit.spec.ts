@@ -7,7 +7,7 @@ import { at, executionIdOf, fingerprintOf, RecordedHistory, T0 } from '../test-s
 describe('runs-by-actor', () => {
   it('given a declared run that reconnected, then one run with one execution, one retry and two sessions', () => {
     const { history } = droppedConnectionThenAttach();
-    expect(runsByActor.rows(fold(runsByActor, history.events))).toEqual([
+    expect(runsByActor.rows(fold(runsByActor, history.events), {})).toEqual([
       {
         actor: 'agent:deploy-bot',
         run: 'run-dropped-connection',
@@ -24,7 +24,7 @@ describe('runs-by-actor', () => {
 
   it('given no declared run, then the MCP session stands for the run, per actor', () => {
     const { history } = twoActors();
-    const rows = runsByActor.rows(fold(runsByActor, history.events));
+    const rows = runsByActor.rows(fold(runsByActor, history.events), {});
     expect(rows.map((row) => [row['actor'], row['run'], row['runSource'], row['executions']])).toEqual([
       ['agent:deploy-bot', 'session:session-a', 'mcp_session', 1],
       ['agent:second-agent', 'session:session-b', 'mcp_session', 1],
@@ -37,7 +37,7 @@ describe('runs-by-actor', () => {
     history.accept(executionIdOf('A'), { fingerprint: fingerprintOf('a1'), actor: '__proto__', scope, tool: 'set_config' });
     history.accept(executionIdOf('B'), { fingerprint: fingerprintOf('b1'), actor: '__proto__', scope, tool: 'deploy', now: at(1_000) });
     history.accept(executionIdOf('C'), { fingerprint: fingerprintOf('c1'), actor: '__proto__', scope, tool: 'deploy', now: at(2_000), correlation: {} });
-    const [row] = runsByActor.rows(fold(runsByActor, history.events));
+    const [row] = runsByActor.rows(fold(runsByActor, history.events), {});
     expect(row).toMatchObject({ actor: '__proto__', run: 'r1', executions: 3, tools: 'deploy set_config', sessions: 1, lastAcceptedAt: at(2_000) });
   });
 });

@@ -8,28 +8,65 @@ import {
   InvalidInvestigationSubjectError,
   JournalFileError,
   journalFileSource,
+  journalFileStreams,
+  JournalVerificationError,
   loadProjectionModule,
   parseInvestigationSubject,
   ProjectionCheckpointError,
   ProjectionModuleError,
+  ProjectionParamError,
+  ProjectionStateError,
   progressReporter,
   runProjection,
   storeSource,
   UnsupportedRowsFormatError,
+  verifyExport,
   writeRows,
+  type JournalTrust,
 } from '@oncegate/projections';
-import { Command, Option } from '@commander-js/extra-typings';
+import { loadSealPublicKey, SealKeyError } from '@oncegate/vault';
+import { Command, InvalidArgumentError, Option } from '@commander-js/extra-typings';
 import { action, EXIT_CODES, type CliIo, type ExitCode } from '@oncegate/service-host';
 import { configOption, configOrExit, dataFolderOrExit, jsonOption, wholeNumber, withDataFolder } from '../command-helpers';
 
 /** Errors an analyst can act on: printed as they are (they name the file, line or reason), exit 2. */
 function analystError(error: unknown, io: CliIo): ExitCode {
-  const known = [ProjectionModuleError, ProjectionCheckpointError, JournalFileError, UnsupportedRowsFormatError, InvalidInvestigationSubjectError];
+  const known = [
+    ProjectionModuleError,
+    ProjectionCheckpointError,
+    ProjectionParamError,
+    ProjectionStateError,
+    JournalFileError,
+    JournalVerificationError,
+    SealKeyError,
+    UnsupportedRowsFormatError,
+    InvalidInvestigationSubjectError,
+  ];
   if (known.some((type) => error instanceof type)) {
     io.stderr(`${(error as Error).message}\n`);
     return EXIT_CODES.usage;
   }
   throw error;
+}
+
+/** `--public-key`: the export given with `--journal` is verified with it before it is read. */
+const publicKeyOption = () =>
+  new Option('--public-key <file>', "with --journal: the journal's public key (journal-seal.pub.pem of the data folder's keys); the export is verified with it first");
+
+/** `--unverified`: the export is read without that check, and the run says so. */
+const unverifiedOption = () => new Option('--unverified', 'with --journal: read the export without verifying it (said loudly: nothing read is evidence)');
+
+/** How the export is trusted, from the options; the key file is read here (its error names the file). */
+function trustOf(options: { publicKey?: string; unverified?: boolean }): JournalTrust | undefined {
+  if (options.unverified === true) return { unverified: true };
+  return options.publicKey === undefined ? undefined : { publicKey: loadSealPublicKey(options.publicKey) };
+}
+
+/** `--param key=value`, repeatable. */
+function collectParam(text: string, previous: Record<string, string> = {}): Record<string, string> {
+  const at = text.indexOf('=');
+  if (at <= 0) throw new InvalidArgumentError(`'${text}' is not key=value`);
+  return { ...previous, [text.slice(0, at)]: text.slice(at + 1) };
 }
 
 export function investigateCommand() {
@@ -42,22 +79,37 @@ export function investigateCommand() {
     )
     .argument('<execution-id|fingerprint>', 'an execution id (ex_…) or an intent fingerprint (hmac-sha256:…)')
     .addOption(jsonOption())
+    .option('--journal <file>', 'read an exported journal (oncegate journal export) instead of the store; verified first')
+    .addOption(publicKeyOption())
+    .addOption(unverifiedOption())
     .addOption(configOption())
     .action(
-      action((io, subjectText, options) =>
-        withDataFolder(options, io, async (folder) => {
+      action(async (io, subjectText, options) => {
+        const answer = async (store: Parameters<typeof gatherInvestigationEvents>[0]): Promise<ExitCode> => {
+          const subject = parseInvestigationSubject(subjectText);
+          const found = investigate(await gatherInvestigationEvents(store, subject), subject);
+          const text = options.json === true ? JSON.stringify(found, null, 2) : formatInvestigation(found);
+          io.stdout(text.endsWith('\n') ? text : `${text}\n`);
+          if (!found.found) io.stderr(`nothing is recorded for ${subjectText}\n`);
+          return found.found ? EXIT_CODES.ok : EXIT_CODES.failed;
+        };
+        try {
+          if (options.journal !== undefined) {
+            parseInvestigationSubject(subjectText);
+            await verifyExport(options.journal, trustOf(options), io.stderr);
+            return await answer(await journalFileStreams(options.journal, ['execution-', 'intent-']));
+          }
+        } catch (error) {
+          return analystError(error, io);
+        }
+        return withDataFolder(options, io, async (folder) => {
           try {
-            const subject = parseInvestigationSubject(subjectText);
-            const found = investigate(await gatherInvestigationEvents(folder.store, subject), subject);
-            const text = options.json === true ? JSON.stringify(found, null, 2) : formatInvestigation(found);
-            io.stdout(text.endsWith('\n') ? text : `${text}\n`);
-            if (!found.found) io.stderr(`nothing is recorded for ${subjectText}\n`);
-            return found.found ? EXIT_CODES.ok : EXIT_CODES.failed;
+            return await answer(folder.store);
           } catch (error) {
             return analystError(error, io);
           }
-        }),
-      ),
+        });
+      }),
     );
 }
 
@@ -75,7 +127,10 @@ export function projectionCommand() {
     .option('--out <file>', 'write the rows to a .json or .csv file (default: JSON to stdout)')
     .option('--journal <file>', 'read an exported journal (oncegate journal export) instead of the store')
     .option('--rebuild', "start from zero, not from the module's checkpoint")
-    .option('--checkpoint <file>', "the module's checkpoint file (default: <data>/projections/<name>.checkpoint.json)")
+    .option('--checkpoint <file>', "the module's checkpoint file (default with the store: <data>/projections/<name>.checkpoint.json; with --journal only this keeps one)")
+    .option('--param <key=value>', "a parameter of the projection (its module's `params`); repeat for each", collectParam)
+    .addOption(publicKeyOption())
+    .addOption(unverifiedOption())
     .addOption(configOption())
     .action(
       action(async (io, specifier, options) => {
@@ -86,6 +141,7 @@ export function projectionCommand() {
         if (typeof folder === 'number') return folder;
         try {
           const { projection, builtin } = await loadProjectionModule(specifier, { cwd: process.cwd() });
+          if (journal !== undefined) await verifyExport(journal, trustOf(options), io.stderr);
           let checkpointFile = options.checkpoint;
           if (checkpointFile === undefined && !builtin && config !== undefined) {
             mkdirSync(join(config.dataDir, 'projections'), { recursive: true });
@@ -98,6 +154,7 @@ export function projectionCommand() {
             ...(from !== undefined ? { from } : {}),
             ...(checkpointFile !== undefined ? { checkpointFile } : {}),
             rebuild: builtin || options.rebuild === true,
+            ...(options.param === undefined ? {} : { params: options.param }),
             onProgress: bar.update,
           });
           bar.finish();

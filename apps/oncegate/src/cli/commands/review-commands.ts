@@ -2,7 +2,7 @@ import type { ReviewResolution } from '@oncegate/domain';
 import { loadExecution, systemClock, type LoadedExecution } from '@oncegate/execution-journal';
 import { held, isReviewRefusal, resolutionOutcome, resolveReview, reviewViewOf } from '@oncegate/host-decisions';
 import { Command, Option } from '@commander-js/extra-typings';
-import { action, EXIT_CODES } from '@oncegate/service-host';
+import { action, EXIT_CODES, jsonOption } from '@oncegate/service-host';
 import { actingAs, byLoginOption, configOption, executionId, reasonOf, reasonOption, withDataFolder } from '../command-helpers';
 
 /** What `--as` takes, and the resolution each records. */
@@ -16,11 +16,16 @@ const RESOLUTION_NAMES = Object.keys(RESOLUTIONS) as (keyof typeof RESOLUTIONS)[
 function listCommand() {
   return new Command('list')
     .summary('List executions held for review (the gateway will not proceed alone).')
+    .addOption(jsonOption())
     .addOption(configOption())
     .action(
       action((io, options) =>
         withDataFolder(options, io, async (folder) => {
           const executions = await held(folder.store);
+          if (options.json === true) {
+            io.stdout(`${JSON.stringify(executions, null, 2)}\n`);
+            return EXIT_CODES.ok;
+          }
           if (executions.length === 0) io.stdout('nothing is held for review\n');
           for (const item of executions) {
             const waiting = item.resendAskedBy === null ? '' : `\tresolved not executed; resend asked by ${item.resendAskedBy}, waiting for a second operator`;
