@@ -4,6 +4,7 @@ import { OPERATION_CLASSES } from '@oncegate/domain';
 import { checkContractFile, formatIssue, type ContractFile, type PluginSectionCheck } from '@oncegate/contracts';
 import { Command } from '@commander-js/extra-typings';
 import { action, EXIT_CODES, type CliIo, type ExitCode } from '@oncegate/service-host';
+import { importCommand } from './contracts-import';
 
 /** `examples/tools.yaml: 6 tools OK (read_only 1, idempotent_write 1, ...)`, classes in the domain's order. */
 export function summarise(contract: ContractFile): string {
@@ -84,7 +85,7 @@ async function check(files: readonly string[], modules: readonly string[], io: C
   return EXIT_CODES.failed;
 }
 
-/** `oncegate contracts check`: needs no configuration, data folder or gateway. */
+/** `oncegate contracts check` and `oncegate contracts import`: need no configuration, data folder or gateway. */
 export function contractsCommand(): Command {
   const checkCommand = new Command('check')
     .summary('Validate tool contract files and summarise each one.')
@@ -99,5 +100,5 @@ export function contractsCommand(): Command {
       [] as string[],
     )
     .action(action((io, files, options) => check(files, options.channel, io)));
-  return new Command('contracts').description('Tool contract files (docs/contracts.md): check.').addCommand(checkCommand);
+  return new Command('contracts').description('Tool contract files (docs/contracts.md): check, import.').addCommand(checkCommand).addCommand(importCommand());
 }
