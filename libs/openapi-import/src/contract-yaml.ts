@@ -84,16 +84,16 @@ export function importSummary(result: OpenApiImport, written: string | undefined
     .filter(([, count]) => count > 0)
     .map(([name, count]) => `${name} ${count}`)
     .join(', ');
-  const lines = [
-    `${result.source}: ${result.tools.length} tool${result.tools.length === 1 ? '' : 's'} imported${classes === '' ? '' : ` (${classes})`}${written === undefined ? '' : ` into ${written}`}`,
-  ];
+  // With no tool there is no file: nothing is written, with or without --out.
+  const into = result.tools.length === 0 ? undefined : written;
+  const lines = [`${result.source}: ${result.tools.length} tool${result.tools.length === 1 ? '' : 's'} imported${classes === '' ? '' : ` (${classes})`}${into === undefined ? '' : ` into ${into}`}`];
   if (result.skipped.length > 0) {
     lines.push(`not imported (${result.skipped.length}):`);
     for (const skipped of result.skipped) lines.push(`  ${operationName(skipped.operation)}: ${line(skipped.reasons.join('; '))}`);
   }
   const withNotes = result.tools.filter((tool) => tool.notes.length > 0);
   if (result.notes.length > 0 || withNotes.length > 0) {
-    lines.push(`notes (also written as comments${written === undefined ? '' : ` in ${written}`}, at each tool):`);
+    lines.push(result.tools.length === 0 ? 'notes:' : `notes (also written as comments${into === undefined ? '' : ` in ${into}`}, at each tool):`);
     for (const note of result.notes) lines.push(`  ${line(note)}`);
     for (const tool of withNotes) for (const note of tool.notes) lines.push(`  ${tool.name}: ${line(note)}`);
   }
