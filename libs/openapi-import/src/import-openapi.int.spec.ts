@@ -153,7 +153,7 @@ describe('importing an OpenAPI 3.1 document (every rule of the mapping)', () => 
     expect(toolOf(result, 'getSessionInfo').notes).toEqual([
       "cookie parameter 'session_hint' is not mapped: a contract sends no cookies",
       "header parameter 'Accept' is left out: OpenAPI says to ignore it (the body's media type and the security scheme say it)",
-      "header parameter 'X-Api-Token' is not mapped: it carries a credential, which a contract names by reference only; store it with oncegate vault set <ref> --kind header --header X-Api-Token and import with --credential <ref>",
+      "header parameter 'X-Api-Token' is not mapped: it carries a credential, which a contract names by reference only; store it with oncegate vault set <ref> --kind header --header X-Api-Token --bind … and add credential_ref: <ref> to the tool",
       'the document marks this operation deprecated',
     ]);
     expect(toolOf(result, 'getSessionInfo').contract.input_schema.properties).toEqual({});
@@ -204,7 +204,7 @@ describe('importing an OpenAPI 3.1 document (every rule of the mapping)', () => 
     expect(toolOf(result, 'getMe').contract['credential_ref']).toBe('apiKeyHeader');
     expect(toolOf(result, 'getAudit').contract['credential_ref']).toBe('basicAuth');
     expect(toolOf(result, 'getAudit').notes).toEqual([
-      "security scheme 'oauth' (oauth2) is not mapped: the gateway runs no OAuth 2.0 or OpenID Connect flow (a token you obtain yourself can be stored as a bearer credential and named with --credential)",
+      "security scheme 'oauth' (oauth2) is not mapped: the gateway runs no OAuth 2.0 or OpenID Connect flow",
     ]);
     expect(toolOf(result, 'getHealth').contract['credential_ref']).toBeUndefined();
     expect(toolOf(result, 'getStats').contract['credential_ref']).toBeUndefined();
@@ -249,6 +249,14 @@ describe('importing an OpenAPI 3.1 document (every rule of the mapping)', () => 
     const orders = importOpenApi(read, { tags: ['orders'], server: 'http://127.0.0.1:8790/api', credential: 'workshop-token' });
     expect(new Set(orders.tools.map((tool) => tool.contract['credential_ref']))).toEqual(new Set(['workshop-token']));
     expect(orders.credentials.map((credential) => credential.command)).toEqual(['oncegate vault set workshop-token --kind bearer --bind 127.0.0.1:8790']);
+  });
+
+  it('given --credential and operations with no scheme the vault can hold, then it is said that no tool names it', async () => {
+    const read = await readOpenApiDocument(WORKSHOP);
+    const result = importOpenApi(read, { operations: ['getHealth', 'getStats'], credential: 'stats-key' });
+    expect(result.tools.map((tool) => tool.contract['credential_ref'])).toEqual([undefined, undefined]);
+    expect(result.notes).toContain('--credential stats-key is named by no tool: none of the operations imported has a security scheme the vault can hold');
+    expect(result.credentials).toEqual([]);
   });
 
   it('given an unknown tag or operationId, then the error lists the known ones with the closest', async () => {
@@ -388,9 +396,12 @@ paths:
     await expect(readOpenApiDocument(join(dir, 'absent.yaml'))).rejects.toThrow(/ENOENT/);
   });
 
-  it('given a document whose server is relative, then the import asks for --server; read from a URL, the server is taken relative to it', async () => {
+  it('given a document whose server is relative or missing, then the import asks for --server; read from a URL, the server is taken relative to it', async () => {
     const text = 'openapi: 3.1.0\ninfo: { title: x, version: "1" }\nservers: [{ url: /api/v1 }]\npaths:\n  /ping:\n    get:\n      operationId: ping\n      responses: { "200": { description: ok } }\n';
     writeFileSync(join(dir, 'relative.yaml'), text);
+    writeFileSync(join(dir, 'serverless.yaml'), text.replace('servers: [{ url: /api/v1 }]\n', ''));
+    const serverless = await readOpenApiDocument(join(dir, 'serverless.yaml'));
+    expect(() => importOpenApi(serverless)).toThrow(new ServerUrlError("the document names no server; give the API's absolute URL with --server https://…"));
     const fromFile = await readOpenApiDocument(join(dir, 'relative.yaml'));
     expect(() => importOpenApi(fromFile)).toThrow(new ServerUrlError("the document's server '/api/v1' is relative (to wherever the document is served); give the API's absolute URL with --server https://…"));
 

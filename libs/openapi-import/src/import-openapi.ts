@@ -1,6 +1,6 @@
 import { CREDENTIAL_HEADERS, CREDENTIAL_REF_RULE, checkContractFile, closestMatch, isCredentialName, isCredentialRef, reservedHeaderReason } from '@oncegate/contracts';
 import { contractFileText } from './contract-yaml';
-import { CredentialOptionError, UnknownSelectionError } from './import-errors';
+import { CredentialOptionError, ServerUrlError, UnknownSelectionError } from './import-errors';
 import { SchemaConverter } from './json-schema-conversion';
 import { nameOf, renamedBecause, toolNames, UniqueNames, wantedToolName } from './names';
 import type { OpenApiDocument } from './openapi-document';
@@ -176,6 +176,9 @@ export function importOpenApi(read: OpenApiDocument, options: ImportOptions = {}
   }
 
   const refs = credentialRefs(drafts, options.credential);
+  if (options.credential !== undefined && refs.size === 0) {
+    notes.push(`--credential ${options.credential} is named by no tool: none of the operations imported has a security scheme the vault can hold`);
+  }
   const names = toolNames();
   const tools: ImportedTool[] = [];
   for (const draft of drafts) {
@@ -321,7 +324,9 @@ function draftTool(
   let server = context.server;
   if (server === undefined) {
     const [list, level] = operation.servers?.length ? [operation.servers, 'operation'] : item.servers?.length ? [item.servers, 'path'] : [context.documentServers, 'document'];
-    server = documentServer(list[0] ?? { url: '/' }, read.baseUrl);
+    const first = list[0];
+    if (first === undefined) throw new ServerUrlError("the document names no server; give the API's absolute URL with --server https://…");
+    server = documentServer(first, read.baseUrl);
     if (level !== 'document' && list.length > 1) notes.push(`servers of the ${level}: the first, ${list[0]!.url}, is used; ignored: ${list.slice(1).map((s) => s.url).join(', ')}`);
   }
 
@@ -350,7 +355,7 @@ function draftTool(
       }
       if ((CREDENTIAL_HEADERS as readonly string[]).includes(lower) || isCredentialName(parameter.name)) {
         notes.push(
-          `${where(parameter)} is not mapped: it carries a credential, which a contract names by reference only; store it with oncegate vault set <ref> --kind header --header ${parameter.name} and import with --credential <ref>`,
+          `${where(parameter)} is not mapped: it carries a credential, which a contract names by reference only; store it with oncegate vault set <ref> --kind header --header ${parameter.name} --bind … and add credential_ref: <ref> to the tool`,
         );
         continue;
       }

@@ -58,7 +58,7 @@ function mapScheme(name: string, scheme: SecuritySchemeObject): MappedScheme | s
     }
     case 'oauth2':
     case 'openIdConnect':
-      return 'the gateway runs no OAuth 2.0 or OpenID Connect flow (a token you obtain yourself can be stored as a bearer credential and named with --credential)';
+      return 'the gateway runs no OAuth 2.0 or OpenID Connect flow';
     case 'mutualTLS':
       return 'client certificates are not a credential the vault holds';
     default:
