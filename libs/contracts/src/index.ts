@@ -35,6 +35,9 @@ export type {
 export { parseDuration } from './duration';
 export { scanTemplates } from './template';
 export { reservedHeaderReason } from './request-headers';
+export { CREDENTIAL_HEADERS, isCredentialName } from './secret-detection';
+export { KEYWORDS as INPUT_SCHEMA_KEYWORDS } from './input-schema';
+export { SUPPORTED_FORMATS } from './schema-compiler';
 export type { TemplateReference, TemplateScan } from './template';
 export { fingerprintPolicyOf } from './fingerprint-policy';
 export type { FingerprintPolicy } from './fingerprint-policy';

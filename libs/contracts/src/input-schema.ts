@@ -7,7 +7,7 @@ import type { JsonSchemaObject } from './tool-contract';
 import { childPath, nodeAt, pathOfSegments, pointerSegments, type YamlContext } from './yaml-reader';
 
 /** JSON Schema 2020-12 keywords (plus draft-07 `definitions`), the ones ajv accepts in strict mode. */
-const KEYWORDS = [
+export const KEYWORDS = [
   '$schema', '$id', '$anchor', '$ref', '$dynamicRef', '$dynamicAnchor', '$defs', '$comment', '$vocabulary', 'definitions',
   'title', 'description', 'default', 'examples', 'deprecated', 'readOnly', 'writeOnly',
   'type', 'enum', 'const', 'multipleOf', 'maximum', 'exclusiveMaximum', 'minimum', 'exclusiveMinimum',

@@ -1,7 +1,11 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { checkContractFile, fingerprintPolicyOf, parseContractFile, validateArguments } from '@oncegate/contracts';
+import { importedFileText, importOpenApi, readOpenApiDocument } from '@oncegate/openapi-import';
 
 const DOC = fileURLToPath(new URL('../../../../docs/contracts.md', import.meta.url));
 
@@ -27,5 +31,20 @@ describe('docs/contracts.md', () => {
     if (tool === undefined) throw new Error('the doc example declares no tool');
     expect(validateArguments(tool, { name: 'x' })).toEqual([{ pointer: '/value', keyword: 'required', message: 'is required' }]);
     expect(fingerprintPolicyOf(tool)).toEqual({ defaults: { dry_run: false }, exclude: [], secret: [] });
+  });
+
+  it('given the OpenAPI document of the import section, when imported, then the contracts are those the doc shows', async () => {
+    const text = await readFile(DOC, 'utf8');
+    const section = text.slice(text.indexOf('## Importing from OpenAPI'));
+    const [openapi = '', contracts = ''] = [...section.matchAll(/```yaml\n([\s\S]*?)```/g)].map((match) => match[1] ?? '');
+    const dir = mkdtempSync(join(tmpdir(), 'oncegate-docs-openapi-'));
+    try {
+      writeFileSync(join(dir, 'orders.yaml'), openapi);
+      const written = importedFileText(importOpenApi(await readOpenApiDocument(join(dir, 'orders.yaml'))));
+      expect(written.slice(written.indexOf('version: 1\n'))).toBe(contracts);
+      expect(written).toContain('#   oncegate vault set ordersToken --kind bearer --bind api.example.com\n');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -5,6 +5,7 @@ import { channelOptionsReader } from '@oncegate/dispatcher-kit/host';
 import { GatewayConfigError, parseGatewayConfig, type GatewayConfig } from '@oncegate/host-config';
 import { action, EXIT_CODES, type CliIo, type ExitCode } from '@oncegate/service-host';
 import { loadChannelKits, sectionCheckOfKit, type ChannelModuleKit } from './channel-modules';
+import { importCommand } from './contracts-import';
 
 /** `examples/tools.yaml: 6 tools OK (read_only 1, idempotent_write 1, ...)`, classes in the domain's order. */
 export function summarise(contract: ContractFile): string {
@@ -97,7 +98,7 @@ async function check(files: readonly string[], modules: readonly string[], confi
   return EXIT_CODES.failed;
 }
 
-/** `oncegate contracts check`: needs no configuration, data folder or gateway. */
+/** `oncegate contracts check` and `oncegate contracts import`: need no configuration, data folder or gateway. */
 export function contractsCommand(): Command {
   const checkCommand = new Command('check')
     .summary('Validate tool contract files and summarise each one.')
@@ -118,5 +119,5 @@ export function contractsCommand(): Command {
       "a configuration file (oncegate.yaml): checked as a process reads it, with the channels.<name> entry of each --channel against that channel's options schema",
     )
     .action(action((io, files, options) => check(files, options.channel, options.config, io)));
-  return new Command('contracts').description('Tool contract files (docs/contracts.md): check.').addCommand(checkCommand);
+  return new Command('contracts').description('Tool contract files (docs/contracts.md): check, import.').addCommand(checkCommand).addCommand(importCommand());
 }
