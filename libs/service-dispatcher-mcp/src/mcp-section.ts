@@ -27,16 +27,23 @@ export function mcpSection(section: Readonly<Record<string, unknown>>): McpSecti
   return { upstream: written.upstream, transport, tool: written.tool, definition: written.definition };
 }
 
-/** The upstream as a connection sees it: two tools naming one upstream must say the same of it. */
+/**
+ * The upstream as a connection sees it, for a session's key and for messages: its url, or its command and folder and
+ * the names of its environment's variables (never their values, which may be anything an upstream needs).
+ */
 export function transportKey(transport: UpstreamTransport): string {
-  return transport.kind === 'http'
-    ? `url ${transport.url}`
-    : `command ${JSON.stringify([transport.command, ...transport.args])}${Object.keys(transport.env).length === 0 ? '' : ` with env ${JSON.stringify(sortedKeys(transport.env))}`}${transport.cwd === undefined ? '' : ` in ${transport.cwd}`}`;
+  if (transport.kind === 'http') return `url ${transport.url}`;
+  const names = Object.keys(transport.env).sort();
+  return `command ${JSON.stringify([transport.command, ...transport.args])}${names.length === 0 ? '' : ` with env ${names.join(', ')}`}${transport.cwd === undefined ? '' : ` in ${transport.cwd}`}`;
 }
 
-/** The environment's names only, sorted: a message may show which variables differ, never their values. */
-function sortedKeys(env: Readonly<Record<string, string>>): Record<string, string> {
-  return Object.fromEntries(Object.keys(env).sort().map((name) => [name, '…']));
+/** How two tools name one upstream differently, in words that show no value of an environment. */
+function difference(upstream: string, first: string, there: UpstreamTransport, here: UpstreamTransport): string {
+  if (there.kind === 'stdio' && here.kind === 'stdio' && JSON.stringify([there.command, ...there.args, there.cwd ?? null]) === JSON.stringify([here.command, ...here.args, here.cwd ?? null])) {
+    const names = [...new Set([...Object.keys(there.env), ...Object.keys(here.env)])].filter((name) => there.env[name] !== here.env[name]).sort();
+    return `upstream '${upstream}' is started for tool ${first} with another env (${names.join(', ')} ${names.length === 1 ? 'differs' : 'differ'})`;
+  }
+  return `upstream '${upstream}' is ${transportKey(there)} for tool ${first}, here ${transportKey(here)}`;
 }
 
 /** Whether two transports are one upstream: the same url, or the same command, environment and folder. */
@@ -98,7 +105,7 @@ function checkSameUpstream(written: UpstreamSection, report: Parameters<PluginSe
     const field = written.url !== undefined ? 'url' : 'command';
     report(
       [field],
-      `upstream '${written.upstream}' is ${transportKey(there)} for tool ${name}, here ${transportKey(here)}: ` +
+      `${difference(written.upstream, name, there, here)}: ` +
         "the tools of one upstream share one connection (or one child process) and must name it alike; give a different server another 'upstream' name",
     );
     return;

@@ -240,9 +240,19 @@ export class UpstreamSession {
       clearTimeout(this.restart.timer);
       this.restart = undefined;
     }
-    const opening = this.connect(why).finally(() => {
-      if (this.opening === opening) this.opening = undefined;
-    });
+    const startedAt = Date.now();
+    const opening = this.connect(why).then(
+      (connection) => {
+        this.opening = undefined;
+        return connection;
+      },
+      (error: unknown) => {
+        this.opening = undefined;
+        // A child that could not be started (or answer) is tried again after a pause, whether or not a call waits.
+        if (this.transport.kind === 'stdio') this.scheduleRestart(startedAt);
+        throw error;
+      },
+    );
     this.opening = opening;
     // The caller may stop waiting (its connect timeout); the opening goes on for the next call.
     opening.catch(() => undefined);
@@ -287,7 +297,6 @@ export class UpstreamSession {
       const said = stderr.length === 0 ? '' : `; it said: ${stderr.join(' | ')}`;
       const reason = `could not open upstream ${this.name} (${this.where}): ${describeError(error)}${said}`;
       this.log.warn(reason);
-      if (this.transport.kind === 'stdio') this.scheduleRestart(startedAt);
       throw new NotSent(reason);
     }
     const opened = connection;

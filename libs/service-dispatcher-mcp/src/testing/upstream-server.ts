@@ -202,11 +202,13 @@ export interface UpstreamContext {
   readonly lose: () => void;
   /** The Authorization header the request came with (HTTP). */
   readonly authorization?: () => string | undefined;
+  /** Whether the upstream declares `tools.listChanged` (default: it does). */
+  readonly notifies?: boolean;
 }
 
 /** The low-level SDK server of the upstream: one per connection (stdio) or per request (HTTP, createMcpHandler). */
 export function upstreamServer(context: UpstreamContext): Server {
-  const server = new Server({ name: 'oncegate-test-upstream', version: '1.0.0' }, { capabilities: { tools: { listChanged: true } } });
+  const server = new Server({ name: 'oncegate-test-upstream', version: '1.0.0' }, { capabilities: { tools: { listChanged: context.notifies ?? true } } });
   server.setRequestHandler('tools/list', async () => ({ tools: upstreamTools(context.folder.variant) }));
   server.setRequestHandler('tools/call', async (request) => {
     const { name } = request.params;
@@ -269,6 +271,8 @@ export interface HttpUpstreamOptions {
   readonly era?: 'both' | 'legacy';
   /** The port to listen on (0: any free one). */
   readonly port?: number;
+  /** Whether it declares `tools.listChanged` (default true): without it, a client learns of a change only by asking. */
+  readonly notifies?: boolean;
 }
 
 /** An upstream served over Streamable HTTP on 127.0.0.1. */
@@ -291,6 +295,7 @@ export async function startHttpUpstream(options: HttpUpstreamOptions): Promise<H
     folder,
     lose: () => current.getStore()?.socket.destroy(),
     authorization: () => current.getStore()?.authorization,
+    notifies: options.notifies ?? true,
   };
   const handler = options.era === 'legacy' ? legacyHandler(context) : modernHandler(context);
   const sockets = new Set<Socket>();
