@@ -765,7 +765,10 @@ export function parseGatewayConfig(text: string, file: string, base = DEFAULT_CO
     config.sealEveryMs = reader.duration(['seal_every']) ?? config.sealEveryMs;
     config.instanceLeaseMs = reader.duration(['instance_lease'], AT_LEAST_300MS) ?? config.instanceLeaseMs;
     config.dispatchInFlight = reader.valid<number>('dispatch_in_flight') ?? config.dispatchInFlight;
-    config.dispatchChannels = reader.valid<BuiltInChannel[]>('dispatch_channels') ?? config.dispatchChannels;
+    const channels = reader.valid<BuiltInChannel[]>('dispatch_channels');
+    const twice = channels?.find((channel, index) => channels.indexOf(channel) !== index);
+    if (twice !== undefined) reader.report(['dispatch_channels'], `'${twice}' is named twice; name each channel once`);
+    else config.dispatchChannels = channels ?? config.dispatchChannels;
     config.logLevel = reader.valid<LogLevelName>('log_level') ?? config.logLevel;
     if (reader.section('operations')) {
       config.operations = { host: reader.valid<string>('operations', 'host') ?? '127.0.0.1', port: reader.valid<number>('operations', 'port') ?? 9464 };

@@ -69,7 +69,6 @@ export interface OncegateFile {
    * The built-in channels `oncegate start` (and `oncegate stdio`) dispatches on in its own process. A channel left out is
    * dispatched by its own service beside it (`oncegate serve dispatcher-<channel>`, `dist/apps/dispatcher-mcp/main.js`);
    * until one runs, its calls wait in `authorized`.
-   * @uniqueItems true
    * @default ["http", "ssh", "mcp"]
    */
   dispatch_channels?: BuiltInChannel[];

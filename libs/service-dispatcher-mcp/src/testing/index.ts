@@ -13,4 +13,4 @@ export {
   type UpstreamFault,
   type UpstreamVariant,
 } from './upstream-server';
-export { mcpContract, mcpContractTools, stdioUpstreamCommand, upstreamDigest, UPSTREAM_MAIN, type McpContractTool, type UpstreamReach } from './upstream-contract';
+export { mcpContract, mcpContractTools, startUpstreamProcess, stdioUpstreamCommand, upstreamDigest, UPSTREAM_MAIN, type McpContractTool, type UpstreamProcess, type UpstreamReach } from './upstream-contract';

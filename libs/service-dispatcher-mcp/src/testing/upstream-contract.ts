@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { OperationClass } from '@oncegate/dispatcher-kit';
@@ -73,4 +74,50 @@ function toolYaml(tool: McpContractTool): string {
     `      tool: ${tool.upstreamTool}`,
     `      definition: "${upstreamDigest(tool.upstreamTool, tool.variant ?? 'original')}"`,
   ].join('\n');
+}
+
+/** The test upstream over Streamable HTTP as a process of its own (for the end-to-end tests and the benchmark). */
+export interface UpstreamProcess {
+  readonly url: string;
+  readonly port: number;
+  readonly pid: number;
+  /** Everything it wrote. */
+  output(): string;
+  /** SIGTERM, and waits for it to exit. */
+  stop(): Promise<void>;
+}
+
+/** Starts the test upstream over HTTP in a process of its own; `token` is handed over in its environment, never its arguments. */
+export async function startUpstreamProcess(options: { readonly dir: string; readonly token?: string; readonly era?: 'both' | 'legacy' }): Promise<UpstreamProcess> {
+  const args = ['--import', TSX, UPSTREAM_MAIN, '--http', '--dir', options.dir, ...(options.token === undefined ? [] : ['--token-env', 'UPSTREAM_TOKEN']), ...(options.era === 'legacy' ? ['--era', 'legacy'] : [])];
+  const child = spawn(process.execPath, args, { env: { ...process.env, ...(options.token === undefined ? {} : { UPSTREAM_TOKEN: options.token }) }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (chunk) => (output += String(chunk)));
+  child.stderr!.on('data', (chunk) => (output += String(chunk)));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the test upstream did not start:\n${output}`)), 30_000);
+    const look = () => {
+      const match = /listening on (http:\/\/\S+)/.exec(output);
+      if (match === null) return;
+      clearTimeout(timer);
+      child.stdout!.off('data', look);
+      resolve(match[1]!);
+    };
+    child.stdout!.on('data', look);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`the test upstream exited with ${code}:\n${output}`));
+    });
+  });
+  return {
+    url,
+    port: Number(new URL(url).port),
+    pid: child.pid!,
+    output: () => output,
+    async stop() {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
 }

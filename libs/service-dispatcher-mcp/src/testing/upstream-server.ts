@@ -156,6 +156,16 @@ export class UpstreamFolder {
     return existsSync(join(this.dir, 'down'));
   }
 
+  /** From now on every call waits `ms` before it takes effect (0: none), so that calls overlap at the upstream. */
+  set delayMs(ms: number) {
+    writeFileSync(join(this.dir, 'delay'), String(ms));
+  }
+
+  get delayMs(): number {
+    const file = join(this.dir, 'delay');
+    return existsSync(file) ? Number(readFileSync(file, 'utf8')) || 0 : 0;
+  }
+
   /** Which definitions the upstream lists from now on (read at every tools/list). */
   set variant(variant: UpstreamVariant) {
     writeFileSync(join(this.dir, 'variant'), variant);
@@ -216,6 +226,8 @@ export function upstreamServer(context: UpstreamContext): Server {
     const meta = (request.params._meta ?? {}) as Record<string, unknown>;
     const executionId = typeof meta[EXECUTION_ID] === 'string' ? (meta[EXECUTION_ID] as string) : null;
     const attempt = typeof meta[ATTEMPT] === 'number' ? (meta[ATTEMPT] as number) : null;
+    const delay = context.folder.delayMs;
+    if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
     const result = callTool(context, name, args, executionId, attempt);
     const fault = context.folder.take(name);
     if (fault === 'lose') context.lose();
