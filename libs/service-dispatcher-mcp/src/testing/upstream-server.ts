@@ -81,6 +81,7 @@ export function upstreamTools(variant: UpstreamVariant = 'original'): Tool[] {
 export class UpstreamFolder {
   constructor(readonly dir: string) {
     mkdirSync(join(dir, 'pids'), { recursive: true });
+    mkdirSync(join(dir, 'seen'), { recursive: true });
   }
 
   private get log(): string {
@@ -108,6 +109,18 @@ export class UpstreamFolder {
 
   record(entry: UpstreamEffect): void {
     appendFileSync(this.log, `${JSON.stringify(entry)}\n`);
+    // Looked up by the careful tool on every call: a file per execution, not a scan of the whole log.
+    if (entry.effect && entry.executionId !== null) writeFileSync(this.seenFile(entry.tool, entry.executionId), JSON.stringify(entry));
+  }
+
+  /** The effect `tool` took under `executionId` before, when it did (whichever process of the folder recorded it). */
+  seen(tool: string, executionId: string): UpstreamEffect | undefined {
+    const file = this.seenFile(tool, executionId);
+    return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as UpstreamEffect) : undefined;
+  }
+
+  private seenFile(tool: string, executionId: string): string {
+    return join(this.dir, 'seen', `${tool}.${executionId.replace(/[^\w-]/g, '_')}.json`);
   }
 
   /** The next call of `tool` (any tool when not given) takes effect, then its answer is lost or withheld. */
@@ -252,7 +265,7 @@ function callTool(context: UpstreamContext, name: string, args: Record<string, u
     }
     case 'set_limit': {
       // A careful upstream: a call it has seen under this execution id is answered again, not applied again.
-      const earlier = executionId === null ? undefined : folder.entries().find((entry) => entry.tool === name && entry.executionId === executionId && entry.effect);
+      const earlier = executionId === null ? undefined : folder.seen(name, executionId);
       if (earlier !== undefined) {
         record(false);
         return text(`the limit of ${String(args['account'])} was already set to ${String(earlier.args['cents'])} by attempt ${earlier.attempt ?? '?'} of ${executionId}`);
@@ -265,7 +278,7 @@ function callTool(context: UpstreamContext, name: string, args: Record<string, u
       if (!(cents > 0)) return { ...text(`a payment of ${cents} cents is refused: the amount must be positive`), isError: true };
       // A careless upstream: every call is a payment.
       record(true);
-      return text(`paid ${cents} cents to ${String(args['to'])} (payment ${folder.effectsOf(name).length})`);
+      return text(`paid ${cents} cents to ${String(args['to'])}`);
     }
     case 'echo_credential':
       return text(`the upstream was given: ${context.authorization?.() ?? 'no Authorization header'}`);
