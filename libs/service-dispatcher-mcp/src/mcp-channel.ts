@@ -107,7 +107,8 @@ export class McpChannelDriver implements ChannelDriver {
  */
 export const mcpKit = defineChannel({
   name: 'mcp',
-  classes: ['read_only', 'idempotent_write', 'conditional_write', 'irreversible'],
+  // No conditional_write: nothing at an upstream can be asked after an unknown outcome (docs/dispatchers.md, tasks).
+  classes: ['read_only', 'idempotent_write', 'irreversible'],
   contract: { schema: UPSTREAM_SECTION_SCHEMA as unknown as Record<string, unknown>, check: checkMcpSection },
   // A url upstream's bearer token, bound to the url's host and port.
   credentialKinds: ['password'],

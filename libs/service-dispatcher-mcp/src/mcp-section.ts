@@ -87,8 +87,9 @@ export const checkMcpSection: PluginSectionCheck = (section, report, tool) => {
   if (tool.operationClass === 'conditional_write') {
     report(
       [],
-      'an upstream MCP tool cannot be a conditional_write: after an unknown outcome the channel would have to find the call again at the upstream, and an upstream without the tasks extension keeps nothing a later attempt could ask about; ' +
-        'declare it irreversible (held for review after an unknown outcome), or idempotent_write when the upstream recognises a call sent again by _meta["io.oncegate/execution-id"]',
+      'a conditional_write needs a status query after an unknown outcome, and an upstream MCP server offers none: without the tasks extension it keeps nothing to ask about, ' +
+        'and with it the task id is the upstream\'s own, returned only in the answer that was lost; ' +
+        'declare the tool irreversible (held for review after an unknown outcome), or idempotent_write when the upstream recognises a call sent again by _meta["io.oncegate/execution-id"]',
     );
   }
 };

@@ -76,11 +76,11 @@ describe('the mcp channel checks its sections when the contract file is loaded',
     expect(found[0]).not.toContain('live-');
   });
 
-  it('given a conditional_write tool, then it is refused with what to declare instead', () => {
+  it('given a conditional_write tool, then it is refused with why and what to declare instead', () => {
     const conditional = tool('set_limit', `{ upstream: ledger, url: "http://127.0.0.1:9100/mcp", tool: set_limit, definition: "${DIGEST}" }`).replace('class: idempotent_write', 'class: conditional_write');
-    const found = problems(conditional);
-    expect(found).toHaveLength(1);
-    expect(found[0]).toMatch(/^tools\[0\]\.plugin: an upstream MCP tool cannot be a conditional_write/);
-    expect(found[0]).toContain('declare it irreversible');
+    expect(problems(conditional)).toEqual([
+      'tools[0].plugin: channel mcp recovers read_only, idempotent_write, irreversible calls; class conditional_write is not one of them',
+      expect.stringMatching(/^tools\[0\]\.plugin: a conditional_write needs a status query after an unknown outcome, and an upstream MCP server offers none: .*declare the tool irreversible/),
+    ]);
   });
 });
