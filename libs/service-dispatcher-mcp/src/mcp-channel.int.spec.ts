@@ -105,6 +105,18 @@ describe('the mcp channel, driven by its dispatcher on a real journal', () => {
     expect(folder.entries()).toEqual([]);
   });
 
+  it('given an upstream that stops taking the credential once connected, then the next call is not sent and says so', async () => {
+    const { call, folder, upstream } = await open({ http: { token: TOKEN } }, {});
+    expect((await call('set_limit', { account: 'acct-9', cents: 1 })).observed.outcome).toBe('succeeded');
+
+    upstream!.setToken('a-rotated-token-7e2d');
+    const { observed } = await call('send_payment', { to: 'acct-9', cents: 700 });
+
+    expect(observed).toMatchObject({ outcome: 'failed', source: 'not_sent' });
+    expect(observed.notSentReason).toMatch(/^upstream ledger \(http:\/\/127\.0\.0\.1:\d+\/mcp\) refused the request with HTTP 401: /);
+    expect(folder.effectsOf('send_payment')).toEqual([]);
+  });
+
   it('given structured content, then the agent reads it as JSON; given an error answer, then it is completed with that error, nothing paid', async () => {
     const { call, folder } = await open({ http: {} });
 

@@ -307,6 +307,8 @@ export interface HttpUpstream {
   readonly folder: UpstreamFolder;
   /** While on, nothing listens on its port: a connection is refused and nothing reaches it. */
   refuse(on: boolean): Promise<void>;
+  /** The bearer token it takes from now on (a credential rotated at the upstream). */
+  setToken(token: string): void;
   /** Lists the `variant` definitions from now on, and says so to the clients that listen. */
   change(variant: UpstreamVariant): Promise<void>;
   close(): Promise<void>;
@@ -323,9 +325,10 @@ export async function startHttpUpstream(options: HttpUpstreamOptions): Promise<H
     notifies: options.notifies ?? true,
   };
   const handler = options.era === 'legacy' ? legacyHandler(context) : modernHandler(context);
+  let token = options.token;
   const sockets = new Set<Socket>();
   const serve = async (req: IncomingMessage, res: ServerResponse) => {
-    if (options.token !== undefined && req.headers.authorization !== `Bearer ${options.token}`) {
+    if (token !== undefined && req.headers.authorization !== `Bearer ${token}`) {
       res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer' }).end('{"error":"unauthorized"}');
       return;
     }
@@ -361,6 +364,7 @@ export async function startHttpUpstream(options: HttpUpstreamOptions): Promise<H
     port,
     folder,
     refuse: async (on) => (on ? stop() : server === undefined ? listen() : undefined),
+    setToken: (next) => void (token = next),
     async change(variant) {
       folder.variant = variant;
       await handler.changed();
