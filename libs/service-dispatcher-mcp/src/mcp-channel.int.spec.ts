@@ -94,19 +94,22 @@ describe('the mcp channel, driven by its dispatcher on a real journal', () => {
     expect(world.logs.join('\n')).toMatch(/upstream ledger \(http:\/\/127\.0\.0\.1:\d+\/mcp\) opened for a call \(2026-07-28\): 4 tools listed/);
   });
 
-  it('given an upstream that refuses the credential, then nothing is sent and the reason says so without the credential', async () => {
-    const { call, folder } = await open({ http: { token: TOKEN } }, { value: 'not-the-upstream-token-51d0' });
+  it('given an upstream that refuses the credential, then nothing is sent, and neither the reason nor the log holds the credential', async () => {
+    const { call, folder, world } = await open({ http: { token: TOKEN } }, { value: 'not-the-upstream-token-51d0' });
 
     const { observed } = await call('send_payment', { to: 'acct-2', cents: 700 });
 
     expect(observed).toMatchObject({ outcome: 'failed', source: 'not_sent' });
     expect(observed.notSentReason).toMatch(/^could not open upstream ledger \(http:\/\/127\.0\.0\.1:\d+\/mcp\): .*401/);
     expect(observed.notSentReason).not.toContain('not-the-upstream');
+    const logs = world.logs.join('\n');
+    expect(logs).toContain('could not open upstream ledger');
+    expect(logs).not.toContain('not-the-upstream');
     expect(folder.entries()).toEqual([]);
   });
 
-  it('given an upstream that stops taking the credential once connected, then the next call is not sent and says so', async () => {
-    const { call, folder, upstream } = await open({ http: { token: TOKEN } }, {});
+  it('given an upstream that stops taking the credential once connected and quotes it back, then the next call is not sent, and the credential shows neither in the reason nor in the log', async () => {
+    const { call, folder, upstream, world } = await open({ http: { token: TOKEN } }, {});
     expect((await call('set_limit', { account: 'acct-9', cents: 1 })).observed.outcome).toBe('succeeded');
 
     upstream!.setToken('a-rotated-token-7e2d');
@@ -114,6 +117,10 @@ describe('the mcp channel, driven by its dispatcher on a real journal', () => {
 
     expect(observed).toMatchObject({ outcome: 'failed', source: 'not_sent' });
     expect(observed.notSentReason).toMatch(/^upstream ledger \(http:\/\/127\.0\.0\.1:\d+\/mcp\) refused the request with HTTP 401: /);
+    expect(observed.notSentReason).toContain('Bearer [redacted]');
+    const logs = world.logs.join('\n');
+    expect(logs).toMatch(/connection given up \(HTTP 401: .*Bearer \[redacted\]/);
+    for (const text of [observed.notSentReason!, logs]) expect(text).not.toContain(TOKEN.slice(0, 8));
     expect(folder.effectsOf('send_payment')).toEqual([]);
   });
 

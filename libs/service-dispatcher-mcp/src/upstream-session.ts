@@ -1,6 +1,6 @@
 import { Client, ProtocolError, SdkError, SdkErrorCode, SdkHttpError, StreamableHTTPClientTransport, type CallToolResult, type Tool } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
-import type { ChannelLog, SendOutcome } from '@oncegate/dispatcher-kit';
+import { hideSecrets, type ChannelLog, type SendOutcome } from '@oncegate/dispatcher-kit';
 import { transportKey, type UpstreamTransport } from './mcp-section';
 
 /*
@@ -87,11 +87,17 @@ export class UpstreamSession {
   /** Tool definitions in use by calls, for the log of each refresh: what changed, what is held. */
   readonly onRefresh: Array<(tools: ReadonlyMap<string, Tool>, why: string) => void> = [];
 
+  /** The channel's log, with the credential hidden in every line: an upstream's error text may quote what it was sent. */
+  private readonly log: ChannelLog;
+
   constructor(
     readonly name: string,
     readonly transport: UpstreamTransport,
-    private readonly log: ChannelLog,
-  ) {}
+    log: ChannelLog,
+  ) {
+    const hidden = (text: string) => (this.secret === undefined ? text : hideSecrets(text, [this.secret.toString('utf8')]));
+    this.log = { log: (text) => log.log(hidden(text)), warn: (text) => log.warn(hidden(text)), error: (text) => log.error(hidden(text)) };
+  }
 
   /** Where the upstream is, for messages: its url, or the command it is started with (never its environment's values). */
   get where(): string {
@@ -138,7 +144,7 @@ export class UpstreamSession {
   private answerOf(error: unknown, connection: Connection): CallAnswer {
     if (error instanceof ProtocolError) return { kind: 'error_answer', message: `the upstream answered with error ${error.code}: ${error.message}` };
     if (error instanceof SdkHttpError) {
-      this.drop(connection, `HTTP ${error.status ?? '?'}`);
+      this.drop(connection, `HTTP ${error.status ?? '?'}: ${error.message}`);
       const status = error.status ?? 0;
       // The endpoint refused the request before any tool ran (an unknown session, a bad request, no authorization).
       if (status >= 400 && status < 500) return { kind: 'not_sent', reason: `upstream ${this.name} (${this.where}) refused the request with HTTP ${status}: ${error.message}` };

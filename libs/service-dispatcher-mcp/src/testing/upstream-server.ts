@@ -329,7 +329,8 @@ export async function startHttpUpstream(options: HttpUpstreamOptions): Promise<H
   const sockets = new Set<Socket>();
   const serve = async (req: IncomingMessage, res: ServerResponse) => {
     if (token !== undefined && req.headers.authorization !== `Bearer ${token}`) {
-      res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer' }).end('{"error":"unauthorized"}');
+      // A careless upstream: its refusal quotes what it was sent (the channel must not pass that on anywhere).
+      res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer' }).end(JSON.stringify({ error: 'unauthorized', got: req.headers.authorization ?? null }));
       return;
     }
     const request = await webRequest(req, res);
