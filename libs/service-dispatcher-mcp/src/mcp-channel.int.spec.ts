@@ -178,6 +178,19 @@ describe('the mcp channel, driven by its dispatcher on a real journal', () => {
     expect(folder.effectsOf('set_limit')).toHaveLength(1);
   });
 
+  it('given a stdio upstream whose command cannot be started, then nothing is sent and the reason says so', async () => {
+    const world = await DispatcherWorld.open({ kit: mcpKit, contract: mcpContract(tools({ command: ['/nonexistent/oncegate-upstream', '--stdio'] })) });
+    cleanups.push(() => world.close());
+    const { dispatcher } = await world.dispatcher();
+    const { executionId } = await world.call('send_payment', { to: 'acct-8', cents: 100 });
+
+    await world.dispatch(executionId, dispatcher);
+
+    const observed = (await world.last(executionId, 'OutcomeObserved'))!.data as { outcome: string; source: string; notSentReason: string };
+    expect(observed).toMatchObject({ outcome: 'failed', source: 'not_sent' });
+    expect(observed.notSentReason).toMatch(/^could not open upstream ledger \(command \["\/nonexistent\/oncegate-upstream","--stdio"\]\): .*ENOENT/);
+  });
+
   it('given a stdio upstream speaking 2025-11-25 only, then the channel falls back to it and the call goes through', async () => {
     const { call, world } = await open({ stdio: 'legacy' });
 
