@@ -7,6 +7,7 @@ const benches: Record<string, () => Promise<{ run(argv: string[]): Promise<void>
   journal: () => import('./journal.bench'),
   split: () => import('./split.bench'),
   relay: () => import('./relay.bench'),
+  mcp: () => import('./mcp.bench'),
 };
 
 async function main(): Promise<void> {

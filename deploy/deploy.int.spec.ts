@@ -95,7 +95,7 @@ describe('deploy/: the image definitions, the Compose file and the Helm chart, c
   };
 
   it('given the Dockerfile, then every service oncegate serve documents has a target that runs exactly that service, and each app it names is built', () => {
-    expect(services).toEqual(['gateway', 'authorization', 'dispatcher-http', 'dispatcher-ssh', 'result-delivery', 'sealer', 'relay-kafka']);
+    expect(services).toEqual(['gateway', 'authorization', 'dispatcher-http', 'dispatcher-ssh', 'dispatcher-mcp', 'result-delivery', 'sealer', 'relay-kafka']);
     for (const service of services) {
       expect(entrypoints.get(service), service).toEqual(expectedCommand(service));
       expect(existsSync(join(ROOT, expectedCommand(service)[1]!)), `${service}: ${expectedCommand(service)[1]} is built`).toBe(true);

@@ -17,17 +17,17 @@ const START_TIMEOUT_MS = 60_000;
 const STOP_TIMEOUT_MS = 30_000;
 
 /** The services `oncegate serve` runs. */
-export type LocalService = 'gateway' | 'authorization' | 'dispatcher-http' | 'dispatcher-ssh' | 'dispatcher-sql' | 'result-delivery' | 'sealer' | 'relay-kafka';
+export type LocalService = 'gateway' | 'authorization' | 'dispatcher-http' | 'dispatcher-ssh' | 'dispatcher-mcp' | 'dispatcher-sql' | 'result-delivery' | 'sealer' | 'relay-kafka';
 
 /** How many processes of each service run. */
 export type LocalLayout = Readonly<Record<LocalService, number>>;
 
 /**
  * The layout `npm run local` starts: every service apart, the competing ones more than once; the Kafka relay only with
- * a broker (`npm run local -- --kafka`). The SQL channel's dispatcher runs only where a tool names a database (none of
- * the local layout's contracts do).
+ * a broker (`npm run local -- --kafka`). The MCP and SQL channels' dispatchers run only where a tool names an upstream
+ * MCP server or a database (none of the local layout's contracts do).
  */
-export const LOCAL_LAYOUT: LocalLayout = { gateway: 2, authorization: 2, 'dispatcher-http': 3, 'dispatcher-ssh': 1, 'dispatcher-sql': 0, 'result-delivery': 2, sealer: 1, 'relay-kafka': 0 };
+export const LOCAL_LAYOUT: LocalLayout = { gateway: 2, authorization: 2, 'dispatcher-http': 3, 'dispatcher-ssh': 1, 'dispatcher-mcp': 0, 'dispatcher-sql': 0, 'result-delivery': 2, sealer: 1, 'relay-kafka': 0 };
 
 /** A service this repository does not build: a channel's dispatcher built on the kit's package elsewhere. */
 export interface ServiceCommand {

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { ToolContract } from '@oncegate/contracts';
-import { hostDispatchers, type DispatchChannel } from '@oncegate/dispatcher-kit/host';
+import { hostDispatchers, hostingOf, type DispatchChannel } from '@oncegate/dispatcher-kit/host';
 import type { EventStore } from '@oncegate/event-store';
 import { InlineSteps } from '@oncegate/execution-journal';
 import type { GatewayConfig } from '@oncegate/host-config';
@@ -10,6 +10,7 @@ import type { AgentDirectory } from '@oncegate/host-principals';
 import type { VaultService } from '@oncegate/host-vault';
 import { AuthorizationController, authorizationService, hostAuthorization } from '@oncegate/service-authorization';
 import { dispatcherHttpService, httpChannel } from '@oncegate/service-dispatcher-http';
+import { mcpKit } from '@oncegate/service-dispatcher-mcp';
 import { dispatcherSshService, sshChannel } from '@oncegate/service-dispatcher-ssh';
 import { gatewayService, hostFront, type ToolCalls } from '@oncegate/service-gateway';
 import { closeHost, openHost, openVault, PreparedCalls, startOrUndo, StartupError, type ServiceDefinition, type StartOptions } from '@oncegate/service-host';
@@ -92,12 +93,15 @@ export function startGateway(config: GatewayConfig, options: StartOptions = {}):
 }
 
 async function startGatewayOn(config: GatewayConfig, options: StartOptions, opened: Array<{ close(): Promise<void> }>): Promise<RunningGateway> {
-  // The configuration is checked before anything is opened.
-  for (const service of [authorizationService, gatewayService]) service.check?.(config);
+  const channels = config.dispatchChannels.map((name) => CHANNELS[name]);
+  // The configuration is checked before anything is opened, with the options of each channel this process hosts.
+  for (const service of [authorizationService, gatewayService, ...channels.map((channel) => channel.service)]) service.check?.(config);
   // First, so that a demo target that cannot start leaves nothing else started.
   const demo = config.demoTarget.enabled ? await startDemoTargetProcess(config.demoTarget.port) : undefined;
   if (demo !== undefined) opened.push(demo);
-  const host = await openHost(config, options, opened, false, 'oncegate');
+  // The sections of the plugin channels hosted here are checked with the contract file; the others are left to their process.
+  const sections = new Map(channels.flatMap((channel) => [...(channel.service.pluginChannels ?? new Map())]));
+  const host = await openHost(config, options, opened, false, 'oncegate', sections);
   const vault = await openVault(host);
   const sealer = hostSealer(host);
   // Each execution's arguments opened and request rendered once, for authorization and the HTTP dispatcher alike.
@@ -105,7 +109,7 @@ async function startGatewayOn(config: GatewayConfig, options: StartOptions, open
   // Authorization and the dispatchers of this process decide inline in the commit that accepts an execution.
   const inlineSteps = new InlineSteps();
   const authorization = await hostAuthorization(host, vault, prepared);
-  const dispatchers = await hostDispatchers(host, vault, prepared, CHANNELS);
+  const dispatchers = await hostDispatchers(host, vault, prepared, channels.map((channel) => channel.dispatch));
   inlineSteps.add(authorization.get(AuthorizationController).inlineStep());
   for (const step of dispatchers.inlineSteps) inlineSteps.add(step);
   const deliveries = new DeliveryTracker();
@@ -144,10 +148,20 @@ async function startGatewayOn(config: GatewayConfig, options: StartOptions, open
   };
 }
 
-/** The channels this gateway dispatches on; each channel's service is a library of its own. */
-const CHANNELS: readonly DispatchChannel[] = [httpChannel, sshChannel];
+/** The mcp channel is built on the dispatcher kit's public API; this process hosts it as the kit hosts any channel. */
+const mcpHosting = hostingOf(mcpKit);
+
+/**
+ * The built-in channels the embedded gateway can dispatch on (`dispatch_channels` picks them), each a library of its
+ * own: its dispatcher, and its service as `oncegate serve` runs it apart.
+ */
+const CHANNELS: Readonly<Record<GatewayConfig['dispatchChannels'][number], { readonly dispatch: DispatchChannel; readonly service: ServiceDefinition }>> = {
+  http: { dispatch: httpChannel, service: dispatcherHttpService },
+  ssh: { dispatch: sshChannel, service: dispatcherSshService },
+  mcp: { dispatch: mcpHosting.channel, service: mcpHosting.service },
+};
 
 /** The services `oncegate serve` runs, one per process (each also its own app, apps/<service>); `oncegate start` runs them all in one. */
 export const SERVICES: ReadonlyMap<string, ServiceDefinition> = new Map(
-  [gatewayService, authorizationService, dispatcherHttpService, dispatcherSshService, resultDeliveryService, sealerService, relayKafkaService].map((service) => [service.name, service]),
+  [gatewayService, authorizationService, dispatcherHttpService, dispatcherSshService, mcpHosting.service, resultDeliveryService, sealerService, relayKafkaService].map((service) => [service.name, service]),
 );

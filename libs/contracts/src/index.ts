@@ -2,7 +2,7 @@ export { ContractValidationError, formatIssue } from './contract-issue';
 export type { ContractIssue } from './contract-issue';
 export { checkContractFile, parseContractFile } from './parse-contract-file';
 export { CREDENTIAL_REF_PATTERN, CREDENTIAL_REF_RULE, isCredentialRef } from './credential-ref';
-export type { ContractCheck, ContractCheckOptions, PluginSectionCheck } from './parse-contract-file';
+export type { ContractCheck, ContractCheckOptions, PluginSectionCheck, PluginSectionTool } from './parse-contract-file';
 export {
   APPROVAL_MODES,
   DEFAULT_LIMITS,

@@ -99,8 +99,24 @@ const BUILT_IN_CHANNELS = ['http', 'ssh'];
 export type PluginSectionCheck = (
   section: Readonly<Record<string, unknown>>,
   report: (path: ReadonlyArray<string | number>, reason: string) => void,
-  tool: { readonly operationClass: OperationClass | undefined },
+  tool: PluginSectionTool,
 ) => void;
+
+/**
+ * The tool whose section a plugin channel checks, as far as a section's check may depend on it; `earlier` lets a
+ * channel check what tools must agree on (two tools naming one server must say the same of it) without keeping state
+ * between files.
+ */
+export interface PluginSectionTool {
+  /** The tool's class, when the file gives a valid one. */
+  readonly operationClass: OperationClass | undefined;
+  /** The tool's name, when the file gives a valid one. */
+  readonly name?: string | undefined;
+  /** The vault credential the tool names (`credential_ref`), `null` when none. */
+  readonly credentialRef?: string | null;
+  /** The sections of this channel's tools declared above this one in the same file (each already checked). */
+  readonly earlier?: ReadonlyArray<{ readonly name: string; readonly section: Readonly<Record<string, unknown>> }>;
+}
 
 /** What a contract file is checked with beyond the built-in channels: the sections of the plugin channels known here. */
 export interface ContractCheckOptions {
@@ -132,9 +148,10 @@ export function checkContractFile(text: string, file: string, options: ContractC
   const tools: ToolContract[] = [];
   const validators: CheckedInputSchema['validator'][] = [];
   const firstByName = new Map<string, { path: string; line: number }>();
+  const sections = new PluginSectionsSeen();
   entries.forEach((entry, index) => {
     checkUniqueName(checked, entry, index, firstByName);
-    const parsed = parseTool(checked, entry, index, options);
+    const parsed = parseTool(checked, entry, index, options, sections);
     if (parsed === undefined) return;
     tools.push(parsed.tool);
     validators.push(parsed.validator);
@@ -246,11 +263,27 @@ class ToolReader {
   }
 }
 
+/** The plugin sections of one file's tools so far, by channel: what a later tool's section check sees as `earlier`. */
+class PluginSectionsSeen {
+  private readonly byChannel = new Map<string, Array<{ readonly name: string; readonly section: Readonly<Record<string, unknown>> }>>();
+
+  of(channel: string): ReadonlyArray<{ readonly name: string; readonly section: Readonly<Record<string, unknown>> }> {
+    return [...(this.byChannel.get(channel) ?? [])];
+  }
+
+  add(channel: string, name: string, section: Readonly<Record<string, unknown>>): void {
+    const seen = this.byChannel.get(channel) ?? [];
+    seen.push({ name, section });
+    this.byChannel.set(channel, seen);
+  }
+}
+
 function parseTool(
   checked: SchemaCheckedYaml<ToolsFile>,
   entry: unknown,
   index: number,
   options: ContractCheckOptions,
+  sections: PluginSectionsSeen,
 ): { tool: ToolContract; validator: CheckedInputSchema['validator'] } | undefined {
   if (!isRecord(entry)) return undefined;
   const tool = new ToolReader(checked, entry as Partial<ToolEntry>, index);
@@ -285,7 +318,11 @@ function parseTool(
     } else durableKeyArgument = durable;
   }
 
-  const request = readRequest(scope, tool, channel, { check: channel === undefined ? undefined : options.pluginChannels?.get(channel), operationClass });
+  const request = readRequest(scope, tool, channel, {
+    check: channel === undefined ? undefined : options.pluginChannels?.get(channel),
+    tool: { operationClass, name, credentialRef, earlier: channel === undefined ? [] : sections.of(channel) },
+  });
+  if (request?.kind === 'plugin' && name !== undefined) sections.add(request.channel, name, request.config);
   const exclude = checkArgumentNames(tool, ['fingerprint', 'exclude'], args);
 
   const correlationWindow = readCorrelationWindow(tool);
@@ -347,7 +384,7 @@ function readRequest(
   scope: ToolScope,
   tool: ToolReader,
   channel: string | undefined,
-  plugin: { check: PluginSectionCheck | undefined; operationClass: OperationClass | undefined },
+  plugin: { check: PluginSectionCheck | undefined; tool: PluginSectionTool },
 ): RequestTemplate | undefined {
   const { ctx } = scope;
   if (channel === undefined) return undefined;
@@ -369,7 +406,7 @@ function readRequest(
       (at, reason) => {
         ctx.report(nodeAt(ctx, node, at), at.reduce<string>((parent, key) => childPath(parent, key), path), reason);
       },
-      { operationClass: plugin.operationClass },
+      plugin.tool,
     );
     if (ctx.issues.length > before) return undefined;
   }

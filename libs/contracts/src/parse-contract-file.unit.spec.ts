@@ -228,6 +228,20 @@ describe('a valid contract file', () => {
     expect(tool.request).toEqual({ kind: 'plugin', channel: 'kafka-produce', config: { topic: 'orders', key: '{{args.name}}', acks: 'all' } });
   });
 
+  it("given two tools of a plugin channel, when checked, then the second tool's check sees its name, its credential and the first tool's section", () => {
+    const seen: unknown[] = [];
+    const text = file(
+      httpTool({ channel: 'channel: queue', http: '', plugin: 'plugin: { topic: orders }' }),
+      httpTool({ name: 'name: set_other', channel: 'channel: queue', http: '', credential_ref: 'credential_ref: queue-writer', plugin: 'plugin: { topic: refunds }' }),
+    );
+    const result = checkContractFile(text, FILE, { pluginChannels: new Map([['queue', (_section, _report, tool) => void seen.push(tool)]]) });
+    expect(result.ok).toBe(true);
+    expect(seen).toEqual([
+      { operationClass: 'idempotent_write', name: 'set_config', credentialRef: null, earlier: [] },
+      { operationClass: 'idempotent_write', name: 'set_other', credentialRef: 'queue-writer', earlier: [{ name: 'set_config', section: { topic: 'orders' } }] },
+    ]);
+  });
+
   it('given YAML anchors and merge keys, when parsed, then shared blocks are reused', () => {
     const text = file(
       httpTool({ limits: 'limits: &quick { connect_timeout: 1s, response_timeout: 3s }' }),

@@ -19,5 +19,5 @@ export { OPERATION_CLASSES, type DefiniteOutcome, type ExecutionId, type Operati
 export { defineChannel, type KitChannel } from './define-channel';
 export { hideSecrets, HIDDEN } from './hide-secrets';
 export { templateValue, TemplateError } from './templates';
-export { scanTemplates, type PluginSectionCheck, type TemplateReference, type TemplateScan } from '@oncegate/contracts';
+export { scanTemplates, type PluginSectionCheck, type PluginSectionTool, type TemplateReference, type TemplateScan } from '@oncegate/contracts';
 export { sectionSchema } from './section-schema';

@@ -30,7 +30,7 @@ import {
 } from './kafka-security';
 import { channelNameProblem, channelOptionsEntry, type ChannelOptionsEntry } from './channel-options';
 import { isLoopbackAuthority, isLoopbackHost } from './loopback';
-import type { FailHandlingSection, KafkaDecisionsSection, KafkaDelivery, KafkaTopicRule, OAuthApproverSection, OncegateFile, PolicyRuleEntry } from './oncegate-file';
+import type { BuiltInChannel, FailHandlingSection, KafkaDecisionsSection, KafkaDelivery, KafkaTopicRule, OAuthApproverSection, OncegateFile, PolicyRuleEntry } from './oncegate-file';
 import { isPostgresUrl } from './store-url';
 
 export const STORE_DRIVERS = ['sqlite', 'postgres'] as const;
@@ -125,6 +125,11 @@ export interface GatewayConfig {
    * new `ExecutionAuthorized` until one finishes, so instances of a consumer group share the load.
    */
   readonly dispatchInFlight: number;
+  /**
+   * The built-in channels the embedded gateway (`oncegate start`, `oncegate stdio`) dispatches on in its own process
+   * (`dispatch_channels`); a channel left out is left to its own service beside it.
+   */
+  readonly dispatchChannels: readonly BuiltInChannel[];
   /** The most detailed log level written: `error`, `warn`, `log`, `debug` or `verbose`. */
   readonly logLevel: LogLevelName;
   /**
@@ -305,6 +310,7 @@ export const DEFAULT_CONFIG: Omit<GatewayConfig, 'source'> = {
   sealEveryMs: 5_000,
   instanceLeaseMs: 15_000,
   dispatchInFlight: 256,
+  dispatchChannels: ['http', 'ssh', 'mcp'],
   logLevel: 'log',
   operations: null,
   tracing: null,
@@ -759,6 +765,10 @@ export function parseGatewayConfig(text: string, file: string, base = DEFAULT_CO
     config.sealEveryMs = reader.duration(['seal_every']) ?? config.sealEveryMs;
     config.instanceLeaseMs = reader.duration(['instance_lease'], AT_LEAST_300MS) ?? config.instanceLeaseMs;
     config.dispatchInFlight = reader.valid<number>('dispatch_in_flight') ?? config.dispatchInFlight;
+    const channels = reader.valid<BuiltInChannel[]>('dispatch_channels');
+    const twice = channels?.find((channel, index) => channels.indexOf(channel) !== index);
+    if (twice !== undefined) reader.report(['dispatch_channels'], `'${twice}' is named twice; name each channel once`);
+    else config.dispatchChannels = channels ?? config.dispatchChannels;
     config.logLevel = reader.valid<LogLevelName>('log_level') ?? config.logLevel;
     if (reader.section('operations')) {
       config.operations = { host: reader.valid<string>('operations', 'host') ?? '127.0.0.1', port: reader.valid<number>('operations', 'port') ?? 9464 };

@@ -66,6 +66,13 @@ export interface OncegateFile {
    */
   dispatch_in_flight?: number;
   /**
+   * The built-in channels `oncegate start` (and `oncegate stdio`) dispatches on in its own process. A channel left out is
+   * dispatched by its own service beside it (`oncegate serve dispatcher-<channel>`, `dist/apps/dispatcher-mcp/main.js`);
+   * until one runs, its calls wait in `authorized`.
+   * @default ["http", "ssh", "mcp"]
+   */
+  dispatch_channels?: BuiltInChannel[];
+  /**
    * The most detailed log level written. `ONCEGATE_LOG_LEVEL` overrides it.
    * @default "log"
    */
@@ -90,6 +97,9 @@ export interface OncegateFile {
   /** Test only: settings that let test suites drive a gateway; warned about at start. */
   testing?: TestingSection;
 }
+
+/** A channel `oncegate start` can dispatch on in its own process. */
+export type BuiltInChannel = 'http' | 'ssh' | 'mcp';
 
 /** One channel's options: what they may hold is the channel's own schema (docs/dispatchers.md). */
 export type ChannelOptionsSection = Record<string, unknown>;

@@ -92,7 +92,7 @@ describe('oncegate contracts check', () => {
     const typo = captureIo();
     expect(await runCli(['serve', 'dispatcher-htp'], typo)).toBe(EXIT_CODES.usage);
     expect(typo.err()).toMatch(
-      /value 'dispatcher-htp' is invalid for argument 'service'\. Allowed choices are gateway, authorization, dispatcher-http, dispatcher-ssh, result-delivery, sealer, relay-kafka\./,
+      /value 'dispatcher-htp' is invalid for argument 'service'\. Allowed choices are gateway, authorization, dispatcher-http, dispatcher-ssh, dispatcher-mcp, result-delivery, sealer, relay-kafka\./,
     );
     const two = captureIo();
     expect(await runCli(['serve', 'gateway', 'sealer'], two)).toBe(EXIT_CODES.usage);

@@ -94,6 +94,14 @@ describe('the services apart: dispatch_in_flight and the test-only fail_handling
     expect(issuesOf('dispatch_in_flight: 0\n')).toEqual([expect.stringMatching(/dispatch_in_flight/)]);
   });
 
+  it('dispatches on every built-in channel in the embedded gateway unless told which, and refuses a channel it cannot host', () => {
+    expect(parseGatewayConfig('', 'oncegate.yaml').dispatchChannels).toEqual(['http', 'ssh', 'mcp']);
+    expect(parseGatewayConfig('dispatch_channels: [http, ssh]\n', 'oncegate.yaml').dispatchChannels).toEqual(['http', 'ssh']);
+    expect(parseGatewayConfig('dispatch_channels: []\n', 'oncegate.yaml').dispatchChannels).toEqual([]);
+    expect(issuesOf('dispatch_channels: [http, sql]\n')).toEqual(["oncegate.yaml:1:27 dispatch_channels: 'sql' is not allowed; expected one of: http, ssh, mcp"]);
+    expect(issuesOf('dispatch_channels: [mcp, mcp]\n')).toEqual(["oncegate.yaml:1:20 dispatch_channels: 'mcp' is named twice; name each channel once"]);
+  });
+
   it('reads fail_handling with its service and file, and names what is missing or unknown', () => {
     expect(parseGatewayConfig('', 'oncegate.yaml').failHandling).toBeNull();
     expect(parseGatewayConfig('testing: { fail_handling: { service: authorization, while_file_exists: /tmp/fault } }\n', 'oncegate.yaml').failHandling).toEqual({

@@ -1,0 +1,116 @@
+import type { Tool } from '@modelcontextprotocol/client';
+import { defineChannel, type ChannelAttempt, type ChannelDriver, type ChannelLog, type SendOutcome } from '@oncegate/dispatcher-kit';
+import { definitionDigest, UPSTREAM_SECTION_SCHEMA, type UpstreamToolDefinition } from '@oncegate/mcp-upstream';
+import { storedAnswer } from './call-result';
+import { checkMcpSection, mcpSection, transportKey, type McpSection } from './mcp-section';
+import { NotSent, UpstreamSession, type CallContext } from './upstream-session';
+
+/** Why a tool must not be sent as its contract has it: the upstream no longer lists it, or defines it otherwise now. */
+export function heldReason(toolName: string, section: McpSection, live: Tool | undefined): string | undefined {
+  const diff = `oncegate upstream diff ${section.upstream}`;
+  if (live === undefined) {
+    return `upstream ${section.upstream} no longer lists tool ${section.tool}: ${toolName} is held, nothing was sent (${diff})`;
+  }
+  const digest = definitionDigest(live as unknown as UpstreamToolDefinition);
+  if (digest === section.definition) return undefined;
+  return (
+    `tool ${section.tool} of upstream ${section.upstream} changed since the contract was written (its schema or annotations ` +
+    `now read ${digest}, the contract has ${section.definition}): ${toolName} is held, nothing was sent (${diff})`
+  );
+}
+
+/**
+ * The MCP channel's driver: one session per upstream (a connection, or a child process it supervises), the tool's
+ * live definition compared with the contract's before every call, and each attempt one `tools/call` carrying the
+ * execution id and the attempt number in `_meta`.
+ */
+export class McpChannelDriver implements ChannelDriver {
+  private readonly sessions = new Map<string, UpstreamSession>();
+  /** The sections of the tools called so far, by tool name: what each refresh of their upstream's tools is checked against. */
+  private readonly sections = new Map<string, McpSection>();
+  /** The tools held now, with why: a tool is logged when it becomes held or is sent again, not on every call. */
+  private readonly held = new Map<string, string>();
+
+  constructor(private readonly log: ChannelLog) {}
+
+  async send(attempt: ChannelAttempt): Promise<SendOutcome> {
+    const section = mcpSection(attempt.section);
+    const session = this.sessionOf(section);
+    this.sections.set(attempt.tool.name, section);
+    const context: CallContext = {
+      executionId: attempt.executionId,
+      attempt: attempt.attempt,
+      connectTimeoutMs: attempt.limits.connectTimeoutMs,
+      responseTimeoutMs: attempt.limits.responseTimeoutMs,
+      ...(attempt.secret === undefined ? {} : { secret: attempt.secret }),
+    };
+    let live: Tool | undefined;
+    try {
+      live = await session.definitionOf(section.tool, context);
+    } catch (error) {
+      // Nothing was written for this call: no connection, or the upstream's tools could not be read.
+      return { kind: 'not_sent', reason: error instanceof NotSent ? error.message : `upstream ${section.upstream} could not be reached: ${(error as Error).message}` };
+    }
+    const held = this.checkHeld(attempt.tool.name, section, live);
+    if (held !== undefined) return { kind: 'not_sent', reason: held };
+    const answer = await session.call(live!, attempt.args, context);
+    switch (answer.kind) {
+      case 'result': {
+        const { body, contentType } = storedAnswer(answer.result);
+        return { kind: 'observed', outcome: answer.result.isError === true ? 'failed' : 'succeeded', body, contentType };
+      }
+      case 'error_answer':
+        return { kind: 'observed', outcome: 'failed', body: answer.message, contentType: 'text/plain; charset=utf-8' };
+      default:
+        return answer;
+    }
+  }
+
+  /** Held or not, logged when that changes for the tool. */
+  private checkHeld(toolName: string, section: McpSection, live: Tool | undefined): string | undefined {
+    const reason = heldReason(toolName, section, live);
+    const before = this.held.get(toolName);
+    if (reason !== undefined && reason !== before) this.log.warn(reason);
+    if (reason === undefined && before !== undefined) this.log.log(`${toolName}: tool ${section.tool} of upstream ${section.upstream} matches its contract again; it is sent`);
+    if (reason === undefined) this.held.delete(toolName);
+    else this.held.set(toolName, reason);
+    return reason;
+  }
+
+  /** The session of the section's upstream, opened at first use (one per upstream and transport in this process). */
+  private sessionOf(section: McpSection): UpstreamSession {
+    const key = `${section.upstream} ${transportKey(section.transport)}`;
+    let session = this.sessions.get(key);
+    if (session === undefined) {
+      const opened = new UpstreamSession(section.upstream, section.transport, this.log);
+      // Each refresh of the upstream's tools says which of the tools called so far it holds now.
+      opened.onRefresh.push((tools) => {
+        for (const [toolName, known] of this.sections) {
+          if (known.upstream === section.upstream) this.checkHeld(toolName, known, tools.get(known.tool));
+        }
+      });
+      this.sessions.set(key, opened);
+      session = opened;
+    }
+    return session;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.sessions.values()].map((session) => session.close()));
+    this.sessions.clear();
+  }
+}
+
+/**
+ * The `mcp` channel (docs/dispatchers.md, the MCP channel): an upstream MCP server's tools behind Oncegate, each call
+ * with an execution identity. Built on the dispatcher kit's public API alone.
+ */
+export const mcpKit = defineChannel({
+  name: 'mcp',
+  // No conditional_write: nothing at an upstream can be asked after an unknown outcome (docs/dispatchers.md, tasks).
+  classes: ['read_only', 'idempotent_write', 'irreversible'],
+  contract: { schema: UPSTREAM_SECTION_SCHEMA as unknown as Record<string, unknown>, check: checkMcpSection },
+  // A url upstream's bearer token, bound to the url's host and port.
+  credentialKinds: ['password'],
+  open: ({ log }) => new McpChannelDriver(log),
+});

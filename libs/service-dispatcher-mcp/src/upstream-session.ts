@@ -1,0 +1,497 @@
+import { Client, ProtocolError, SdkError, SdkErrorCode, SdkHttpError, StreamableHTTPClientTransport, type CallToolResult, type Tool } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import { hideSecrets, type ChannelLog, type SendOutcome } from '@oncegate/dispatcher-kit';
+import { transportKey, type UpstreamTransport } from './mcp-section';
+
+/*
+ * One upstream MCP server as a dispatcher process holds it: one client, opened at first use and opened again after a
+ * failure; its tools as the upstream lists them now (read again when it says they changed, and on every new
+ * connection); for a stdio upstream, the child process the channel runs and supervises.
+ */
+
+/** The `_meta` keys an attempt carries, so that an upstream that cares can recognise a call sent again. */
+export const EXECUTION_ID_META = 'io.oncegate/execution-id';
+export const ATTEMPT_META = 'io.oncegate/attempt';
+
+/** How the channel names itself to an upstream. */
+const CLIENT_INFO = { name: 'oncegate-mcp-channel', version: '0.1.0' };
+/** The longest a connection may take to open when no attempt waits for it (a stdio child restarted in the background). */
+const OPEN_TIMEOUT_MS = 30_000;
+/** A stdio child that exits is started again after this pause, doubled after each quick exit up to the longest. */
+const FIRST_PAUSE_MS = 250;
+const LONGEST_PAUSE_MS = 30_000;
+/** A child that ran this long before it exited was not crash-looping: its next start waits the first pause again. */
+const STABLE_MS = 10_000;
+/** Once the connection that carried an attempt broke, how long a result already on its way may still settle it. */
+const SETTLE_GRACE_MS = 50;
+/** Errors of a connection that was never made: nothing of the request can have reached the upstream. */
+const NEVER_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+/** The last lines a stdio child wrote to stderr, kept to say why it exited. */
+const STDERR_LINES = 5;
+
+/** What a call needs of the session: its deadlines, and the credential of a url upstream. */
+export interface CallContext {
+  readonly executionId: string;
+  readonly attempt: number;
+  readonly connectTimeoutMs: number;
+  readonly responseTimeoutMs: number;
+  /** The attempt's credential (a url upstream's bearer), wiped by the kit once the attempt resolves. */
+  readonly secret?: Buffer;
+}
+
+/** A call that did not leave: why, in words an agent and an operator can act on. */
+export class NotSent extends Error {
+  override readonly name = 'NotSent';
+}
+
+/** One open connection to the upstream and what it knows of the upstream's tools. */
+interface Connection {
+  readonly client: Client;
+  readonly openedAt: number;
+  /** The upstream's tools by name, as its last tools/list said. */
+  tools: ReadonlyMap<string, Tool>;
+  /** Set when the upstream said its tools changed: the next call reads tools/list again first. */
+  stale: boolean;
+  /** Cleared when the connection closed or failed: the next call opens another. */
+  alive: boolean;
+  /** The refresh of the tools in flight, which calls wait for. */
+  refreshing: Promise<void> | undefined;
+  /** How the connection reads in a log line: the negotiated revision (and the child's pid). */
+  readonly described: string;
+  /** Calls in flight on it: a connection given up is closed once they are done, not under them. */
+  calls: number;
+}
+
+/** The HTTP requests of one attempt, as the session's fetch sees them. */
+interface AttemptWatch {
+  readonly secret: Buffer | undefined;
+  /** Resolves when the connection carrying the attempt's request broke. */
+  readonly broken: Promise<void>;
+  break(): void;
+}
+
+/** Answers of one tools/call as the channel records them. */
+export type CallAnswer = { readonly kind: 'result'; readonly result: CallToolResult } | Exclude<SendOutcome, { kind: 'observed' }> | { readonly kind: 'error_answer'; readonly message: string };
+
+export class UpstreamSession {
+  private connection: Connection | undefined;
+  private opening: Promise<Connection> | undefined;
+  /** A url upstream's credential as the last attempt gave it: the connection's own requests (initialize, tools/list) carry it. */
+  private secret: Buffer | undefined;
+  private readonly watches = new Map<string, AttemptWatch>();
+  /** A url upstream's notification stream (2025-11-25: the GET stream) is open. */
+  private getStreamOpen = false;
+  private restart: { readonly timer: NodeJS.Timeout } | undefined;
+  private pauseMs = FIRST_PAUSE_MS;
+  private closed = false;
+  /** Tool definitions in use by calls, for the log of each refresh: what changed, what is held. */
+  readonly onRefresh: Array<(tools: ReadonlyMap<string, Tool>, why: string) => void> = [];
+
+  /** The channel's log, with the credential hidden in every line: an upstream's error text may quote what it was sent. */
+  private readonly log: ChannelLog;
+
+  constructor(
+    readonly name: string,
+    readonly transport: UpstreamTransport,
+    log: ChannelLog,
+  ) {
+    const hidden = (text: string) => (this.secret === undefined ? text : hideSecrets(text, [this.secret.toString('utf8')]));
+    this.log = { log: (text) => log.log(hidden(text)), warn: (text) => log.warn(hidden(text)), error: (text) => log.error(hidden(text)) };
+  }
+
+  /** Where the upstream is, for messages: its url, or the command it is started with (never its environment's values). */
+  get where(): string {
+    return this.transport.kind === 'http' ? this.transport.url : transportKey(this.transport);
+  }
+
+  /**
+   * The upstream's current definition of `tool` (`undefined` when it lists none by that name), on a connection ready
+   * for a call: opened if there was none, its tools read again if they changed or if the upstream cannot say so.
+   *
+   * @throws NotSent when no connection could be opened (or its tools read) in time: nothing was sent
+   */
+  async definitionOf(tool: string, context: CallContext): Promise<Tool | undefined> {
+    const connection = await this.ready(context);
+    return connection.tools.get(tool);
+  }
+
+  /** Sends one tools/call on the connection `definitionOf` made ready, and says what came of it. */
+  async call(tool: Tool, args: Readonly<Record<string, unknown>>, context: CallContext): Promise<CallAnswer> {
+    const connection = this.connection;
+    if (connection === undefined || !connection.alive) return { kind: 'not_sent', reason: `the connection to upstream ${this.name} (${this.where}) closed before the call was written` };
+    const watch = this.watch(context);
+    connection.calls += 1;
+    try {
+      const call = connection.client
+        .callTool(
+          { name: tool.name, arguments: { ...args }, _meta: { [EXECUTION_ID_META]: context.executionId, [ATTEMPT_META]: context.attempt } },
+          // The live definition without its output schema: the answer is recorded as the upstream gave it (the effect
+          // happened whatever it holds), and a 2026-07-28 upstream still gets the headers its input schema declares.
+          { timeout: context.responseTimeoutMs, maxTotalTimeout: context.responseTimeoutMs, toolDefinition: { ...tool, outputSchema: undefined } },
+        )
+        .then((result): CallAnswer => ({ kind: 'result', result }), (error: unknown) => this.answerOf(error, connection));
+      // A broken connection may be the only sign (an HTTP answer cut mid-stream): a result already on its way still wins.
+      const broken = watch.broken.then(() => new Promise<CallAnswer>((resolve) => setTimeout(() => resolve({ kind: 'unknown', reason: 'connection_reset' }), SETTLE_GRACE_MS)));
+      return await Promise.race([call, broken]);
+    } finally {
+      this.watches.delete(context.executionId);
+      connection.calls -= 1;
+      if (!connection.alive && connection.calls === 0) void connection.client.close().catch(() => undefined);
+    }
+  }
+
+  /** What a failed tools/call means: the upstream answered with an error, it may have acted, or nothing left. */
+  private answerOf(error: unknown, connection: Connection): CallAnswer {
+    if (error instanceof ProtocolError) return { kind: 'error_answer', message: `the upstream answered with error ${error.code}: ${error.message}` };
+    if (error instanceof SdkHttpError) {
+      this.drop(connection, `HTTP ${error.status ?? '?'}: ${error.message}`);
+      const status = error.status ?? 0;
+      // The endpoint refused the request before any tool ran (an unknown session, a bad request, no authorization).
+      if (status >= 400 && status < 500) return { kind: 'not_sent', reason: `upstream ${this.name} (${this.where}) refused the request with HTTP ${status}: ${error.message}` };
+      return { kind: 'unknown', reason: 'connection_reset' };
+    }
+    if (error instanceof SdkError) {
+      switch (error.code) {
+        case SdkErrorCode.RequestTimeout:
+          return { kind: 'unknown', reason: 'timeout_after_send' };
+        case SdkErrorCode.NotConnected:
+          this.drop(connection, 'not connected');
+          return { kind: 'not_sent', reason: `the connection to upstream ${this.name} (${this.where}) closed before the call was written` };
+        case SdkErrorCode.InvalidResult:
+        case SdkErrorCode.UnsupportedResultType:
+        case SdkErrorCode.InputRequiredRoundsExceeded:
+          // The upstream answered, not with a result the channel can take (or asking for input it cannot give).
+          return { kind: 'error_answer', message: `the upstream's answer could not be taken: ${error.message}` };
+        default:
+          this.drop(connection, error.message);
+          return { kind: 'unknown', reason: 'connection_reset' };
+      }
+    }
+    const code = causeCode(error);
+    if (code !== undefined && NEVER_CONNECTED.has(code)) {
+      this.drop(connection, code);
+      return { kind: 'not_sent', reason: `could not connect to upstream ${this.name} at ${this.where} (${code})` };
+    }
+    this.drop(connection, (error as Error).message ?? String(error));
+    return { kind: 'unknown', reason: 'connection_reset' };
+  }
+
+  /** A connection ready for a call, its tools current. */
+  private async ready(context: CallContext): Promise<Connection> {
+    if (this.closed) throw new NotSent(`the channel is closing; nothing was sent to upstream ${this.name}`);
+    if (context.secret !== undefined) this.keepSecret(context.secret);
+    let connection = this.connection?.alive === true ? this.connection : undefined;
+    if (connection === undefined) {
+      const opening = this.open('a call');
+      connection = await deadline(opening, context.connectTimeoutMs, () => `upstream ${this.name} (${this.where}) did not answer within the connect timeout (${context.connectTimeoutMs} ms)`);
+    }
+    if (connection.stale || !this.notified(connection)) {
+      const why = connection.stale ? 'it said its tools changed' : 'it cannot say when its tools change';
+      await deadline(this.refresh(connection, why), context.responseTimeoutMs, () => `upstream ${this.name} did not list its tools within the response timeout (${context.responseTimeoutMs} ms)`);
+    }
+    if (!connection.alive) throw new NotSent(`the connection to upstream ${this.name} (${this.where}) closed before the call was written`);
+    return connection;
+  }
+
+  /**
+   * Whether a change of the upstream's tools reaches this connection: on 2026-07-28 its `subscriptions/listen` stream
+   * is open; on 2025-11-25 the upstream declares `tools.listChanged` and has a stream to send it on (stdio always, HTTP
+   * its GET stream). Without it, tools/list is read again before every call.
+   */
+  private notified(connection: Connection): boolean {
+    const client = connection.client;
+    if (client.getServerCapabilities()?.tools?.listChanged !== true) return false;
+    if (client.getProtocolEra() === 'modern') return client.autoOpenedSubscription !== undefined;
+    return this.transport.kind === 'stdio' || this.getStreamOpen;
+  }
+
+  /** Reads the upstream's tools again; a failure closes the connection (the next call opens another). */
+  private refresh(connection: Connection, why: string): Promise<void> {
+    connection.stale = false;
+    connection.refreshing ??= (async () => {
+      try {
+        const { tools } = await connection.client.listTools(undefined, { timeout: OPEN_TIMEOUT_MS, cacheMode: 'refresh' });
+        const before = connection.tools;
+        connection.tools = new Map(tools.map((tool) => [tool.name, tool]));
+        this.logRefresh(before, connection.tools, why);
+      } catch (error) {
+        this.drop(connection, `tools/list failed: ${(error as Error).message}`);
+        throw new NotSent(`upstream ${this.name} (${this.where}) could not list its tools: ${(error as Error).message}`);
+      } finally {
+        connection.refreshing = undefined;
+      }
+    })();
+    return connection.refreshing;
+  }
+
+  private logRefresh(before: ReadonlyMap<string, Tool>, after: ReadonlyMap<string, Tool>, why: string): void {
+    const changed = [...after.keys()].filter((name) => before.has(name) && JSON.stringify(before.get(name)) !== JSON.stringify(after.get(name)));
+    const added = [...after.keys()].filter((name) => !before.has(name));
+    const removed = [...before.keys()].filter((name) => !after.has(name));
+    const differences = [
+      ...(changed.length > 0 ? [`changed: ${changed.join(', ')}`] : []),
+      ...(added.length > 0 ? [`new: ${added.join(', ')}`] : []),
+      ...(removed.length > 0 ? [`gone: ${removed.join(', ')}`] : []),
+    ];
+    // Read again before every call when the upstream cannot notify: only a difference is worth a line then.
+    if (why.startsWith('it cannot say') && differences.length === 0) return;
+    this.log.log(`upstream ${this.name}: tools/list read again (${why}): ${after.size} tools${differences.length === 0 ? ', none changed' : `; ${differences.join('; ')}`}`);
+    for (const listener of this.onRefresh) listener(after, why);
+  }
+
+  /** Opens a connection (one at a time: a second caller waits for the same one). */
+  private open(why: string): Promise<Connection> {
+    if (this.opening !== undefined) return this.opening;
+    if (this.restart !== undefined) {
+      clearTimeout(this.restart.timer);
+      this.restart = undefined;
+    }
+    const startedAt = Date.now();
+    const opening = this.connect(why).then(
+      (connection) => {
+        this.opening = undefined;
+        return connection;
+      },
+      (error: unknown) => {
+        this.opening = undefined;
+        // A child that could not be started (or answer) is tried again after a pause, whether or not a call waits.
+        if (this.transport.kind === 'stdio') this.scheduleRestart(startedAt);
+        throw error;
+      },
+    );
+    this.opening = opening;
+    // The caller may stop waiting (its connect timeout); the opening goes on for the next call.
+    opening.catch(() => undefined);
+    return opening;
+  }
+
+  private async connect(why: string): Promise<Connection> {
+    let connection: Connection | undefined;
+    const client = new Client(CLIENT_INFO, {
+      // The upstream may speak 2025-11-25 or 2026-07-28: the SDK probes with server/discover and falls back.
+      versionNegotiation: { mode: 'auto' },
+      // Told at once, refreshed by the session: a call that follows the notification waits for the new list.
+      listChanged: {
+        tools: {
+          autoRefresh: false,
+          debounceMs: 0,
+          onChanged: () => {
+            if (connection !== undefined) this.changed(connection);
+          },
+        },
+      },
+    });
+    const stderr: string[] = [];
+    const transport = this.transportFor(stderr);
+    const startedAt = Date.now();
+    try {
+      await client.connect(transport, { timeout: OPEN_TIMEOUT_MS });
+      const { tools } = await client.listTools(undefined, { timeout: OPEN_TIMEOUT_MS, cacheMode: 'refresh' });
+      const pid = transport instanceof StdioClientTransport ? transport.pid : null;
+      connection = {
+        client,
+        openedAt: startedAt,
+        tools: new Map(tools.map((tool) => [tool.name, tool])),
+        stale: false,
+        alive: true,
+        refreshing: undefined,
+        calls: 0,
+        described: `${client.getNegotiatedProtocolVersion() ?? 'unknown revision'}${pid === null ? '' : `, pid ${pid}`}`,
+      };
+    } catch (error) {
+      await client.close().catch(() => undefined);
+      const said = stderr.length === 0 ? '' : `; it said: ${stderr.join(' | ')}`;
+      const reason = `could not open upstream ${this.name} (${this.where}): ${describeError(error)}${said}`;
+      this.log.warn(reason);
+      throw new NotSent(reason);
+    }
+    const opened = connection;
+    client.onclose = () => this.closedUnderneath(opened, stderr);
+    // 2026-07-28: the stream that carries list_changed; once it is gone a change could pass unseen, so the connection is done.
+    void client.autoOpenedSubscription?.closed.then((how) => {
+      if (how !== 'local') this.drop(opened, 'its subscriptions/listen stream ended');
+    });
+    this.connection = opened;
+    this.log.log(`upstream ${this.name} (${this.where}) opened for ${why} (${opened.described}): ${opened.tools.size} tools listed`);
+    for (const listener of this.onRefresh) listener(opened.tools, 'a new connection');
+    return opened;
+  }
+
+  private transportFor(stderr: string[]): StreamableHTTPClientTransport | StdioClientTransport {
+    if (this.transport.kind === 'http') {
+      return new StreamableHTTPClientTransport(new URL(this.transport.url), {
+        fetch: (input, init) => this.fetch(input, init),
+        // Resuming a stream (when the upstream numbers its events) and reopening the GET stream; a POST whose answer
+        // was cut without event ids is not resumed, and the call's own watch tells it.
+        reconnectionOptions: { initialReconnectionDelay: 500, maxReconnectionDelay: 5_000, reconnectionDelayGrowFactor: 2, maxRetries: 3 },
+      });
+    }
+    const { command, args, env, cwd } = this.transport;
+    const transport = new StdioClientTransport({ command, args: [...args], env: { ...env }, ...(cwd === undefined ? {} : { cwd }), stderr: 'pipe' });
+    // What the child says is kept to tell why it exited; it is not logged line by line (the upstream's own log).
+    transport.stderr?.on('data', (chunk: Buffer) => {
+      for (const line of String(chunk).split('\n').filter((text) => text.trim() !== '')) {
+        stderr.push(line.slice(0, 300));
+        if (stderr.length > STDERR_LINES) stderr.shift();
+      }
+    });
+    return transport;
+  }
+
+  /**
+   * The fetch of a url upstream's transport: it sets the credential (the attempt's own on its tools/call, the last one
+   * given on the connection's other requests), watches the connection that carries an attempt, and follows the GET
+   * stream a 2025-11-25 upstream notifies on.
+   */
+  private async fetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
+    const headers = new Headers(init?.headers);
+    const body = typeof init?.body === 'string' ? init.body : '';
+    const watch = this.watchIn(body);
+    const secret = watch?.secret ?? this.secret;
+    if (secret !== undefined) headers.set('authorization', `Bearer ${secret.toString('utf8')}`);
+    // A request that fails before its answer began rejects the call itself, with the reason the call's answer reads.
+    const response = await fetch(input, { ...init, headers });
+    const method = (init?.method ?? 'GET').toUpperCase();
+    const streaming = (response.headers.get('content-type') ?? '').includes('text/event-stream');
+    if (method === 'GET' && response.ok && streaming) {
+      this.getStreamOpen = true;
+      const closed = () => (this.getStreamOpen = false);
+      return rebuilt(response, watched(response.body!, { ended: closed, failed: closed }));
+    }
+    // An answer cut mid-stream leaves the SDK waiting (nothing to resume without event ids): the call's watch ends the wait.
+    if (watch === undefined || response.body === null) return response;
+    return rebuilt(response, watched(response.body, { ended: () => undefined, failed: () => watch.break() }));
+  }
+
+  /** The attempt whose tools/call a request body carries (its execution id in `_meta`). */
+  private watchIn(body: string): AttemptWatch | undefined {
+    if (this.watches.size === 0 || !body.includes(EXECUTION_ID_META)) return undefined;
+    const id = /"io\.oncegate\/execution-id"\s*:\s*"([^"]+)"/.exec(body)?.[1];
+    return id === undefined ? undefined : this.watches.get(id);
+  }
+
+  private watch(context: CallContext): AttemptWatch {
+    let resolve!: () => void;
+    const broken = new Promise<void>((done) => (resolve = done));
+    const watch: AttemptWatch = { secret: context.secret, broken, break: () => resolve() };
+    this.watches.set(context.executionId, watch);
+    return watch;
+  }
+
+  /** A copy of the credential the connection's own requests carry; the one it replaces is wiped. */
+  private keepSecret(secret: Buffer): void {
+    if (this.secret?.equals(secret)) return;
+    this.secret?.fill(0);
+    this.secret = Buffer.from(secret);
+  }
+
+  private changed(connection: Connection): void {
+    connection.stale = true;
+    // Read at once, so that the log tells of the change even when no call follows; a call waits for it.
+    this.refresh(connection, 'it said its tools changed').catch(() => undefined);
+  }
+
+  /** The connection closed without the channel closing it: a url upstream opens again on the next call; a child is restarted. */
+  private closedUnderneath(connection: Connection, stderr: readonly string[]): void {
+    if (!connection.alive) return;
+    connection.alive = false;
+    if (this.closed) return;
+    const said = stderr.length === 0 ? '' : `; it said: ${stderr.join(' | ')}`;
+    this.log.warn(`upstream ${this.name} (${this.where}, ${connection.described}) closed its connection${said}`);
+    if (this.transport.kind === 'stdio') this.scheduleRestart(connection.openedAt);
+  }
+
+  /** Gives up a connection that failed; the next call (or the supervisor of a child) opens another. */
+  private drop(connection: Connection, why: string): void {
+    if (!connection.alive) return;
+    connection.alive = false;
+    this.log.warn(`upstream ${this.name} (${this.where}): connection given up (${why}); the next call opens another`);
+    if (connection.calls === 0) void connection.client.close().catch(() => undefined);
+    if (this.transport.kind === 'stdio' && !this.closed) this.scheduleRestart(connection.openedAt);
+  }
+
+  /**
+   * A stdio child that exited is started again after a pause that doubles while it keeps exiting soon after its start
+   * (up to 30 s); a call that finds it down starts it at once.
+   */
+  private scheduleRestart(startedAt: number): void {
+    if (this.closed || this.restart !== undefined || this.opening !== undefined) return;
+    if (Date.now() - startedAt >= STABLE_MS) this.pauseMs = FIRST_PAUSE_MS;
+    const pause = this.pauseMs;
+    this.pauseMs = Math.min(this.pauseMs * 2, LONGEST_PAUSE_MS);
+    this.log.log(`upstream ${this.name}: starting it again in ${pause} ms`);
+    const timer = setTimeout(() => {
+      this.restart = undefined;
+      this.open('its supervisor, after it exited').catch(() => undefined);
+    }, pause);
+    timer.unref();
+    this.restart = { timer };
+  }
+
+  /** Closes the connection (a stdio child: its stdin closed, then SIGTERM, then SIGKILL) and stops supervising it. */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.restart !== undefined) clearTimeout(this.restart.timer);
+    const opening = this.opening;
+    const connection = this.connection;
+    this.connection = undefined;
+    if (connection !== undefined) connection.alive = false;
+    // Attempts in flight have recorded their outcome by now (the kit drains before it closes the channel).
+    await connection?.client.close().catch(() => undefined);
+    await opening?.then((opened) => opened.client.close()).catch(() => undefined);
+    this.secret?.fill(0);
+    this.secret = undefined;
+  }
+}
+
+/** `promise`, or a NotSent saying `why` once `ms` passed (what it was waiting for goes on). */
+async function deadline<T>(promise: Promise<T>, ms: number, why: () => string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new NotSent(why())), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** A response with another body and the same status and headers. */
+function rebuilt(response: Response, body: ReadableStream<Uint8Array>): Response {
+  return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+}
+
+/** A response body passed through as it comes, telling when it ended and when it broke before its end. */
+function watched(body: ReadableStream<Uint8Array>, on: { readonly ended: () => void; readonly failed: () => void }): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { done, value } = await reader.read();
+        if (done) {
+          on.ended();
+          controller.close();
+        } else controller.enqueue(value);
+      } catch (error) {
+        on.failed();
+        controller.error(error);
+      }
+    },
+    cancel(reason) {
+      return reader.cancel(reason);
+    },
+  });
+}
+
+/** The system error code under a fetch failure (undici wraps it once or twice). */
+function causeCode(error: unknown): string | undefined {
+  for (let cause = error, depth = 0; cause !== undefined && cause !== null && depth < 4; cause = (cause as { cause?: unknown }).cause, depth += 1) {
+    const code = (cause as { code?: unknown }).code;
+    if (typeof code === 'string') return code;
+  }
+  return undefined;
+}
+
+function describeError(error: unknown): string {
+  const code = causeCode(error);
+  const message = error instanceof Error ? error.message : String(error);
+  return code === undefined || message.includes(code) ? message : `${message} (${code})`;
+}
