@@ -25,6 +25,11 @@ export interface UpstreamContractInput {
   readonly only?: readonly string[];
   /** The file's name, for the check of what is written. */
   readonly file: string;
+  /**
+   * The path of schemas/tools.schema.json relative to the file's folder, when the schema is at hand: the file's first
+   * line names it, so that an editor with the YAML language server checks the file as it is edited.
+   */
+  readonly schemaPath?: string;
   /** What the header says of where the file came from. */
   readonly origin: {
     /** The URL, or the command line. */
@@ -68,8 +73,10 @@ function checkNamed(option: string, names: Iterable<string>, listing: readonly U
 /** The file's opening comment: where it came from, when, and that it is the operator's to edit. */
 function header(input: UpstreamContractInput): string {
   const { upstream, origin } = input;
+  const modeline = input.schemaPath === undefined ? [] : [` yaml-language-server: $schema=${input.schemaPath}`];
   const about = [origin.server, origin.protocolVersion === undefined ? undefined : `MCP ${origin.protocolVersion}`].filter((part) => part !== undefined).join(', ');
   return [
+    ...modeline,
     ` Tools of the upstream MCP server '${upstream}' at ${origin.source}${about === '' ? '' : ` (${about})`},`,
     ` written by \`oncegate upstream add\` on ${origin.writtenAt} from its tools/list (docs/contracts.md, "Upstream MCP servers").`,
     ' Meant to be edited: names, descriptions, classes, windows and approvals are yours. A class followed by a comment',

@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Ajv } from 'ajv';
 import { parse } from 'yaml';
@@ -117,7 +117,10 @@ describe('oncegate upstream (the real CLI, real upstream MCP servers on the offi
       expect(run.stderr).toBe('');
       expect(run.code).toBe(0);
 
-      const text = readFileSync(fileOf('upstream-desk.yaml'), 'utf8');
+      const [modeline = '', ...rest] = readFileSync(fileOf('upstream-desk.yaml'), 'utf8').split('\n');
+      const schema = /^# yaml-language-server: \$schema=(\S+)$/.exec(modeline)?.[1];
+      expect(schema && resolve(dir, schema)).toBe(join(ROOT, 'schemas/tools.schema.json'));
+      const text = rest.join('\n');
       expect(text).toMatch(new RegExp(`^# Tools of the upstream MCP server 'desk' at ${upstream.url.replaceAll('/', '\\/')} \\(ticket-desk-fixture 1\\.0\\.0, MCP 2026-07-28\\),\\n# written by \`oncegate upstream add\` on \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z`));
       expect(text).toContain('# Meant to be edited');
       const entries = entriesOf('upstream-desk.yaml');
@@ -336,7 +339,7 @@ describe('oncegate upstream (the real CLI, real upstream MCP servers on the offi
     });
 
     it('given an unreachable upstream or a file without its tools, then diff exits 2 saying why', async () => {
-      writeFileSync(fileOf('upstream-gone.yaml'), readFileSync(join(ROOT, 'examples/tools.yaml'), 'utf8'));
+      writeFileSync(fileOf('upstream-gone.yaml'), readFileSync(join(ROOT, 'test/support/test-tools.yaml'), 'utf8'));
       const none = await oncegate(['upstream', 'diff', 'gone']);
       expect([none.code, none.stderr]).toEqual([2, "upstream-gone.yaml: no tool of the upstream 'gone' (channel: mcp, plugin.upstream: gone)\n"]);
       const missing = await oncegate(['upstream', 'diff', 'desk', '--contracts', 'nowhere.yaml']);

@@ -1,6 +1,8 @@
 import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, relative, resolve } from 'node:path';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Command } from '@commander-js/extra-typings';
+import { parse } from 'yaml';
 import { checkContractFile, formatIssue, isCredentialRef, pluginServerOf } from '@oncegate/contracts';
 import { OPERATION_CLASSES } from '@oncegate/domain';
 import { loadGatewayConfig } from '@oncegate/host-config';
@@ -133,6 +135,18 @@ function writeContract(file: string, text: string, replace: boolean): void {
   }
 }
 
+/**
+ * The contract file's JSON Schema as this installation has it (schemas/tools.schema.json, a few folders above this
+ * module whether it runs compiled or from its sources), relative to the folder of `out`; `undefined` when not found.
+ */
+function schemaPathFor(out: string): string | undefined {
+  for (let dir = dirname(fileURLToPath(import.meta.url)), up = 0; up < 8; dir = dirname(dir), up += 1) {
+    const schema = join(dir, 'schemas', 'tools.schema.json');
+    if (existsSync(schema)) return relative(dirname(resolve(out)), schema).split(sep).join('/');
+  }
+  return undefined;
+}
+
 /** `upstream-desk.yaml` as a path shown from the working directory. */
 const shown = (file: string) => relative(process.cwd(), resolve(file)) || file;
 
@@ -161,6 +175,16 @@ function addSummary(name: string, out: string, listing: UpstreamListing, contrac
   return lines;
 }
 
+/** The files a contract file's `include:` names, resolved; none when it cannot be read. */
+function includes(file: string): string[] {
+  try {
+    const include = (parse(readFileSync(file, 'utf8')) as { include?: unknown } | null)?.include;
+    return Array.isArray(include) ? include.filter((entry): entry is string => typeof entry === 'string').map((entry) => resolve(dirname(file), entry)) : [];
+  } catch {
+    return [];
+  }
+}
+
 /** How to serve the file's tools: the configuration's contract file includes it. */
 function includeHint(out: string, config: string | undefined): string[] {
   let contracts: string | undefined;
@@ -172,6 +196,7 @@ function includeHint(out: string, config: string | undefined): string[] {
   // Without a configuration here, the default contract file may not exist: then no file is named.
   if (contracts !== undefined && !existsSync(contracts) && config === undefined) contracts = undefined;
   if (contracts !== undefined && resolve(contracts) === resolve(out)) return ['serve it: it is the contract file of the configuration; restart the gateway'];
+  if (contracts !== undefined && includes(contracts).includes(resolve(out))) return [`serve it: ${shown(contracts)} includes it already; restart the gateway`];
   const entry = contracts === undefined ? shown(out) : relative(dirname(contracts), resolve(out));
   const into = contracts === undefined ? 'your contract file (contracts: in oncegate.yaml)' : shown(contracts);
   return [`serve it: add   include: [${entry}]   to ${into}, check it with oncegate contracts check ${contracts === undefined ? '<that file>' : shown(contracts)}, and restart the gateway`];
@@ -233,6 +258,7 @@ async function add(givenName: string, operands: readonly string[], options: AddO
       classes,
       ...(options.only === undefined ? {} : { only: options.only }),
       file: out,
+      ...(schemaPathFor(out) === undefined ? {} : { schemaPath: schemaPathFor(out)! }),
       origin: {
         source: url ?? command.join(' '),
         ...(listing.server === undefined ? {} : { server: listing.server }),
