@@ -4,6 +4,7 @@ import { checkContractFile } from '@oncegate/contracts';
 import { definitionDigest } from '@oncegate/mcp-upstream';
 import { acceptUpstream } from './upstream-accept';
 import { upstreamContractFile } from './upstream-contract-file';
+import { UnknownUpstreamToolError, UpstreamContractError } from './upstream-errors';
 import { jsonChanges } from './upstream-diff';
 import { oncegateToolName, type UpstreamTool } from './upstream-tool-entry';
 import { readContractFileTools } from './upstream-tools-in-file';
@@ -95,6 +96,30 @@ describe('the names and files add writes', () => {
     });
     expect(contract.written.map((tool) => tool.name)).toEqual(['desk_list', 'desk_li_st', 'desk_li_st_2']);
     expect(contract.text.startsWith("# Tools of the upstream MCP server 'desk' at http://127.0.0.1:1/mcp,\n# written by `oncegate upstream add` on 2026-12-04T10:00:00.000Z")).toBe(true);
+  });
+});
+
+describe('what add refuses to write', () => {
+  const input = { upstream: 'desk', endpoint: { url: 'http://127.0.0.1:1/mcp' }, file: 'desk.yaml', origin: { source: 'http://127.0.0.1:1/mcp', writtenAt: '2026-12-04T10:00:00.000Z' } };
+
+  it('given an upstream without tools, or only tools the format refuses, then nothing is written and each refusal is named', () => {
+    expect(() => upstreamContractFile({ ...input, listing: [] })).toThrow(new UpstreamContractError("the upstream 'desk' lists no tools", []));
+    const refused = { ...LIST, inputSchema: { type: 'object', properties: { 'a.b': { type: 'string' } } } };
+    let error: unknown;
+    try {
+      upstreamContractFile({ ...input, listing: [refused] });
+    } catch (thrown) {
+      error = thrown;
+    }
+    expect(error).toBeInstanceOf(UpstreamContractError);
+    expect((error as UpstreamContractError).tools).toEqual([{ upstreamTool: 'list', reasons: [`input_schema.properties["a.b"]: argument name 'a.b' must not contain '.': fingerprint paths are dotted`] }]);
+  });
+
+  it('given --class or --only naming a tool the upstream does not list, then the error names it and what the upstream lists', () => {
+    expect(() => upstreamContractFile({ ...input, listing: [LIST, CLOSE], only: ['list', 'lsit'] })).toThrow(
+      new UnknownUpstreamToolError('--only', ['lsit'], ['list', 'close']),
+    );
+    expect(new UnknownUpstreamToolError('--only', ['lsit'], ['list', 'close']).message).toBe("--only names a tool the upstream does not list: 'lsit' (it lists list, close)");
   });
 });
 

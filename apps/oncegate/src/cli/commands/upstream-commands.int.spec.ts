@@ -168,7 +168,7 @@ describe('oncegate upstream (the real CLI, real upstream MCP servers on the offi
       expect(readFileSync(fileOf('desk.yaml'), 'utf8')).toContain('    class: idempotent_write # override: kept by oncegate upstream accept\n');
       expect(run.stdout).toContain('  idempotent_write 1: desk_close_ticket (--class)\n');
       const port = new URL(upstream.url).port;
-      expect(run.stdout).toContain(`credential: the gateway sends 'desk-api' from the vault to 127.0.0.1:${port}; store it there once`);
+      expect(run.stdout).toMatch(new RegExp(`credential: the gateway sends 'desk-api' from the vault to 127\\.0\\.0\\.1:${port} \\(not used for this listing: [^)]+\\); store it there once`));
       expect(run.stdout).toContain(`  oncegate vault set desk-api --kind bearer --bind 127.0.0.1:${port} --from-env <VARIABLE>\n`);
     });
 
@@ -202,6 +202,20 @@ describe('oncegate upstream (the real CLI, real upstream MCP servers on the offi
       expect(checked.stdout).toBe(
         'contracts/tools.yaml: 6 tools OK (read_only 3, idempotent_write 1, irreversible 2), 5 from contracts/upstream-desk.yaml; the plugin: sections of channel mcp were not checked (--channel <its module>)\n',
       );
+    });
+
+    it('given a Streamable HTTP upstream on the v1 SDK, then the listing falls back to 2025-11-25 and the file is the same', async () => {
+      const legacy = await serveUpstream(() => tools, { legacy: true });
+      try {
+        const run = await oncegate(['upstream', 'add', 'desk', '--url', legacy.url]);
+        expect(run.stderr).toBe('');
+        expect(run.stdout.split('\n')[0]).toBe('wrote upstream-desk.yaml: 5 tools of desk (ticket-desk-fixture 1.0.0, MCP 2025-11-25)');
+        expect(entriesOf('upstream-desk.yaml').map((entry) => [entry.name, entry.plugin['definition']])).toEqual(
+          DESK.filter((each) => each.name !== 'export').map((each) => [`desk_${each.name.replace('.', '_')}`, definitionDigest(each)]),
+        );
+      } finally {
+        await legacy.close();
+      }
     });
 
     it('given a stdio command with --env and --cwd, then the upstream is started for the listing (2025-11-25 on the v1 SDK) and the file names its command', async () => {

@@ -151,7 +151,7 @@ function schemaPathFor(out: string): string | undefined {
 const shown = (file: string) => relative(process.cwd(), resolve(file)) || file;
 
 /** The lines after `add` wrote its file: the tools by class, what was left out, the credential, how to serve them. */
-function addSummary(name: string, out: string, listing: UpstreamListing, contract: UpstreamContract, credential: { ref: string; url: string; used: boolean } | undefined, config: string | undefined): string[] {
+function addSummary(name: string, out: string, listing: UpstreamListing, contract: UpstreamContract, credential: { ref: string; url: string; unused?: string } | undefined, config: string | undefined): string[] {
   const about = [listing.server, listing.protocolVersion === undefined ? undefined : `MCP ${listing.protocolVersion}`].filter((part) => part !== undefined).join(', ');
   const lines = [`wrote ${shown(out)}: ${contract.written.length} tool${contract.written.length === 1 ? '' : 's'} of ${name}${about === '' ? '' : ` (${about})`}`];
   for (const operationClass of UPSTREAM_CLASSES) {
@@ -163,10 +163,11 @@ function addSummary(name: string, out: string, listing: UpstreamListing, contrac
     for (const tool of contract.leftOut) lines.push(...tool.reasons.map((reason) => `  ${tool.upstreamTool}: ${reason}`));
   }
   if (credential !== undefined) {
-    if (credential.used) lines.push(`credential: '${credential.ref}' from the vault (it was used for this listing too)`);
+    if (credential.unused === undefined) lines.push(`credential: '${credential.ref}' from the vault (it was used for this listing too)`);
     else {
       lines.push(
-        `credential: the gateway sends '${credential.ref}' from the vault to ${bindingOf(credential.url)}; store it there once (the value from stdin, --from-env or --from-file):`,
+        `credential: the gateway sends '${credential.ref}' from the vault to ${bindingOf(credential.url)} (not used for this listing: ${credential.unused}); ` +
+          'store it there once (the value from stdin, --from-env or --from-file):',
         `  oncegate vault set ${credential.ref} --kind bearer --bind ${bindingOf(credential.url)} --from-env <VARIABLE>`,
       );
     }
@@ -233,12 +234,12 @@ async function add(givenName: string, operands: readonly string[], options: AddO
   }
   const endpoint: UpstreamEndpoint = url !== undefined ? { url } : { command, ...(env ? { env } : {}), ...(options.cwd ? { cwd: options.cwd } : {}) };
 
-  let credential: { ref: string; url: string; used: boolean } | undefined;
+  let credential: { ref: string; url: string; unused?: string } | undefined;
   let headers: Record<string, string> | undefined;
   if (options.credential !== undefined && url !== undefined) {
     const found = await vaultCredential(options.credential, url, options.config);
     if ('headers' in found) headers = found.headers;
-    credential = { ref: options.credential, url, used: 'headers' in found };
+    credential = { ref: options.credential, url, ...('unused' in found ? { unused: found.unused } : {}) };
   }
   const reach: UpstreamReach = url !== undefined ? { url, ...(headers ? { headers } : {}) } : { command, ...(env ? { env } : {}), ...(options.cwd ? { cwd: options.cwd } : {}) };
   const listing = await listingOrExit(reach, io, EXIT_CODES.failed, (error) => {
