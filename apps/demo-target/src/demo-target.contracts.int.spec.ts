@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { parseContractFile } from '@oncegate/contracts';
 import type { ToolContract } from '@oncegate/contracts';
 import { HttpDispatcher } from '@oncegate/channel-http';
@@ -6,10 +7,11 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startDemoTarget } from './demo-target';
 import type { DemoTarget } from './demo-target';
 
-/** examples/tools.yaml, pointed at this test's demo target instead of port 8790. */
+/** examples/tools.yaml and the files it includes, pointed at this test's demo target instead of port 8790. */
 function exampleTools(port: number): Map<string, ToolContract> {
-  const text = readFileSync(new URL('../../../examples/tools.yaml', import.meta.url), 'utf8').replaceAll('127.0.0.1:8790', `127.0.0.1:${port}`);
-  return new Map(parseContractFile(text, 'examples/tools.yaml').tools.map((tool) => [tool.name, tool]));
+  const read = (file: string) => readFileSync(file, 'utf8').replaceAll('127.0.0.1:8790', `127.0.0.1:${port}`);
+  const file = fileURLToPath(new URL('../../../examples/tools.yaml', import.meta.url));
+  return new Map(parseContractFile(read(file), file, { readIncluded: read }).tools.map((tool) => [tool.name, tool]));
 }
 
 function withResponseTimeout(tool: ToolContract, responseTimeoutMs: number): ToolContract {

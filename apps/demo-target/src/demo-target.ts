@@ -6,6 +6,7 @@ import { DemoEndpoints, EFFECT_ENDPOINTS } from './demo-endpoints';
 import type { DemoAnswer } from './demo-endpoints';
 import { DemoControlError, FaultRules, matches, parseFaultRule } from './fault-rules';
 import type { FaultAction, FaultRule } from './fault-rules';
+import { DESK_EFFECT_ENDPOINTS, TicketDesk, type Ticket } from './ticket-desk';
 
 export interface DemoTargetOptions {
   /** Default `127.0.0.1`: the demo target is for loopback. */
@@ -16,11 +17,14 @@ export interface DemoTargetOptions {
   readonly now?: () => Date;
 }
 
-/** One request the demo target received (control and `/effects` requests are not recorded). */
+/**
+ * One request the demo target received (control and `/effects` requests are not recorded), or one tool call of the
+ * ticket desk at `/mcp`: method `MCP`, the tool as its path, `MCP <tool>` as its endpoint.
+ */
 export interface RecordedRequest {
   readonly method: string;
   readonly path: string;
-  /** `METHOD /pattern`, e.g. `PUT /config/:name`; `null` for an unknown path. */
+  /** `METHOD /pattern`, e.g. `PUT /config/:name`, or `MCP close_ticket`; `null` for an unknown path. */
   readonly endpoint: string | null;
   readonly idempotencyKey: string | null;
   /**
@@ -53,13 +57,15 @@ export interface DemoTarget {
   readonly url: string;
   readonly port: number;
   effects(): EffectLog;
+  /** The tickets of the desk at `/mcp`, as they are now. */
+  tickets(): Ticket[];
   /** Matching requests are read and applied, but their answers are withheld until `release`. */
   hold(match: string, options?: { readonly times?: number }): void;
   /** Sends the withheld answers matching `match` (all when absent) and drops those hold rules; returns how many. */
   release(match?: string): number;
   /** Adds a fault rule (see FaultRule). */
   behave(rule: FaultRule): void;
-  /** Clears state, effects, fault rules and withheld answers (withheld connections are closed). */
+  /** Clears state (the desk's tickets too), effects, fault rules and withheld answers (withheld connections are closed). */
   reset(): void;
   close(): Promise<void>;
 }
@@ -94,8 +100,8 @@ async function readBody(request: IncomingMessage): Promise<string | undefined> {
 }
 
 /**
- * Starts the bundled demo HTTP target (README.md): the endpoints examples/tools.yaml calls, an effect log at
- * `GET /effects`, and fault controls under `POST /_control/*`.
+ * Starts the bundled demo HTTP target (README.md): the endpoints examples/tools.yaml calls, the ticket desk's MCP server
+ * at `/mcp` (examples/upstream-desk.yaml), an effect log at `GET /effects`, and fault controls under `POST /_control/*`.
  */
 export async function startDemoTarget(options: DemoTargetOptions = {}): Promise<DemoTarget> {
   const host = options.host ?? '127.0.0.1';
@@ -104,9 +110,23 @@ export async function startDemoTarget(options: DemoTargetOptions = {}): Promise<
   const rules = new FaultRules();
   let requests: RecordedRequest[] = [];
   let held: HeldAnswer[] = [];
+  // The desk's calls join the log as requests of their own: one entry per tool call, whatever HTTP carried it.
+  const desk = new TicketDesk((call) =>
+    requests.push({
+      method: 'MCP',
+      path: call.tool,
+      endpoint: `MCP ${call.tool}`,
+      idempotencyKey: null,
+      authorizationSha256: call.authorizationSha256,
+      at: now().toISOString(),
+      effect: call.effect,
+      status: 200,
+      fault: null,
+    }),
+  );
 
   const effects = (): EffectLog => {
-    const byEndpoint: Record<string, number> = Object.fromEntries(EFFECT_ENDPOINTS.map((endpoint) => [endpoint, 0]));
+    const byEndpoint: Record<string, number> = Object.fromEntries([...EFFECT_ENDPOINTS, ...DESK_EFFECT_ENDPOINTS].map((endpoint) => [endpoint, 0]));
     for (const request of requests) {
       if (request.effect && request.endpoint !== null) byEndpoint[request.endpoint] = (byEndpoint[request.endpoint] ?? 0) + 1;
     }
@@ -131,6 +151,7 @@ export async function startDemoTarget(options: DemoTargetOptions = {}): Promise<
     held = [];
     rules.clear();
     endpoints.reset();
+    desk.reset();
     requests = [];
   };
 
@@ -158,6 +179,18 @@ export async function startDemoTarget(options: DemoTargetOptions = {}): Promise<
     }
   };
 
+  /** An MCP request for the desk: handed to the SDK's handler as a web request, its answer (JSON or SSE) streamed back. */
+  const serveDesk = async (request: IncomingMessage, body: string, response: ServerResponse): Promise<void> => {
+    const headers = new Headers();
+    for (const [name, value] of Object.entries(request.headers)) if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+    const method = request.method ?? 'GET';
+    const withBody = body !== '' && method !== 'GET' && method !== 'HEAD';
+    const answer = await desk.handler.fetch(new Request(`http://${request.headers.host ?? 'localhost'}${request.url ?? '/mcp'}`, { method, headers, ...(withBody ? { body } : {}) }));
+    response.writeHead(answer.status, Object.fromEntries(answer.headers.entries()));
+    if (answer.body !== null) for await (const chunk of answer.body) response.write(chunk);
+    response.end();
+  };
+
   const handle = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
     const method = request.method ?? 'GET';
     const path = (request.url ?? '/').split('?')[0] ?? '/';
@@ -179,6 +212,8 @@ export async function startDemoTarget(options: DemoTargetOptions = {}): Promise<
         return sendJson(response, 400, { error: 'bad_control_request', reason });
       }
     }
+
+    if (path === '/mcp') return serveDesk(request, body, response);
 
     const header = request.headers['idempotency-key'];
     const idempotencyKey = typeof header === 'string' ? header : null;
@@ -246,6 +281,7 @@ export async function startDemoTarget(options: DemoTargetOptions = {}): Promise<
     url: `http://${urlHost}:${port}`,
     port,
     effects,
+    tickets: () => desk.list(),
     hold: (match, holdOptions) => rules.add(parseFaultRule({ match, action: 'hold', ...(holdOptions?.times === undefined ? {} : { times: holdOptions.times }) })),
     release,
     behave: (rule) => rules.add(parseFaultRule(rule)),
@@ -254,6 +290,7 @@ export async function startDemoTarget(options: DemoTargetOptions = {}): Promise<
       held = [];
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      await desk.handler.close();
     },
   };
 }

@@ -1,2 +1,3 @@
 export { startDemoTarget } from './demo-target';
 export type { DemoTarget, DemoTargetOptions, EffectLog, RecordedRequest } from './demo-target';
+export type { Ticket } from './ticket-desk';

@@ -1,3 +1,4 @@
+import { dirname, isAbsolute, join, normalize } from 'node:path';
 import type { Node } from 'yaml';
 import { recoveryPolicyOf, type OperationClass } from '@oncegate/domain';
 // The published schema of the file (generated from tools-file.ts by tools/config-schemas), compiled ahead of time beside
@@ -121,50 +122,54 @@ export interface PluginSectionTool {
 /** What a contract file is checked with beyond the built-in channels: the sections of the plugin channels known here. */
 export interface ContractCheckOptions {
   readonly pluginChannels?: ReadonlyMap<string, PluginSectionCheck>;
+  /**
+   * Reads a file that an `include:` names (its path already resolved against the including file's folder), throwing
+   * the file system's error when it cannot. This library reads no file itself: without a reader, a file that includes
+   * others is refused at its `include:`.
+   */
+  readonly readIncluded?: (file: string) => string;
 }
 
 export type ContractCheck =
   | { readonly ok: true; readonly contract: ContractFile }
   | { readonly ok: false; readonly issues: readonly ContractIssue[] };
 
+/** Where a tool name was first declared, for the duplicate's message. */
+interface FirstDeclared {
+  readonly file: string;
+  readonly path: string;
+  readonly line: number;
+}
+
+/** One file of a contract and the files it includes, checked together: tool names are unique across them all. */
+interface ContractSet {
+  readonly options: ContractCheckOptions;
+  readonly firstByName: Map<string, FirstDeclared>;
+  /** Each file checked so far (normalised path) and the file that included it (`null` for the first one). */
+  readonly files: Map<string, string | null>;
+  readonly issues: ContractIssue[];
+  readonly tools: ToolContract[];
+  readonly validators: CheckedInputSchema['validator'][];
+}
+
 /**
  * Parses and validates the text of a tool contract file: against schemas/tools.schema.json first, then the rules a
- * schema cannot express. Every problem is collected in one pass; the result is either the whole normalised contract
- * or the list of issues, in file order.
+ * schema cannot express; then each file it includes (`options.readIncluded`), the same way. Every problem is
+ * collected in one pass; the result is either the whole normalised contract (the tools of every file, the file's own
+ * first) or the list of issues, each file's in file order.
  */
 export function checkContractFile(text: string, file: string, options: ContractCheckOptions = {}): ContractCheck {
-  const { ctx, root } = openYamlDocument(text, file);
-  const fail = (): ContractCheck => ({ ok: false, issues: sortIssues(ctx.issues) });
-
-  if (ctx.issues.length > 0) return fail();
-  if (root === undefined) {
-    ctx.report(null, '', "the file is empty; expected 'version: 1' and a 'tools:' list");
-    return fail();
-  }
-  const checked = new SchemaCheckedYaml<ToolsFile>(ctx, root, validateToolsFile, MESSAGES);
-  const written = checked.value as Partial<ToolsFile> | null;
-  const entries: unknown[] = Array.isArray(written?.tools) ? written.tools : [];
-
-  const tools: ToolContract[] = [];
-  const validators: CheckedInputSchema['validator'][] = [];
-  const firstByName = new Map<string, { path: string; line: number }>();
-  const sections = new PluginSectionsSeen();
-  entries.forEach((entry, index) => {
-    checkUniqueName(checked, entry, index, firstByName);
-    const parsed = parseTool(checked, entry, index, options, sections);
-    if (parsed === undefined) return;
-    tools.push(parsed.tool);
-    validators.push(parsed.validator);
-  });
-
-  if (ctx.issues.length > 0) return fail();
-  const frozen = tools.map((tool, index) => {
+  const set: ContractSet = { options, firstByName: new Map(), files: new Map([[normalize(file), null]]), issues: [], tools: [], validators: [] };
+  checkOneFile(set, text, file);
+  if (set.issues.length > 0) return { ok: false, issues: set.issues };
+  const frozen = set.tools.map((tool, index) => {
     const frozenTool = deepFreeze(tool);
-    const validator = validators[index];
+    const validator = set.validators[index];
     if (validator !== undefined) rememberArgumentValidator(frozenTool, validator);
     return frozenTool;
   });
-  return { ok: true, contract: Object.freeze({ file, version: 1 as const, tools: Object.freeze(frozen) }) };
+  const included = [...set.files.keys()].slice(1);
+  return { ok: true, contract: Object.freeze({ file, version: 1 as const, tools: Object.freeze(frozen), included: Object.freeze(included) }) };
 }
 
 /** Like `checkContractFile`, but throws `ContractValidationError` carrying every issue. */
@@ -174,17 +179,63 @@ export function parseContractFile(text: string, file: string, options: ContractC
   return result.contract;
 }
 
-/** Tool names are unique in a file; checked on the raw name so an otherwise broken tool still counts. */
-function checkUniqueName(checked: SchemaCheckedYaml<ToolsFile>, entry: unknown, index: number, firstByName: Map<string, { path: string; line: number }>): void {
+/** Checks one file of the set, then the files it includes, depth first. */
+function checkOneFile(set: ContractSet, text: string, file: string): void {
+  const { ctx, root } = openYamlDocument(text, file);
+  const done = (): void => void set.issues.push(...sortIssues(ctx.issues));
+  if (ctx.issues.length > 0) return done();
+  if (root === undefined) {
+    ctx.report(null, '', "the file is empty; expected 'version: 1' and a 'tools:' list");
+    return done();
+  }
+  const checked = new SchemaCheckedYaml<ToolsFile>(ctx, root, validateToolsFile, MESSAGES);
+  const written = checked.value as Partial<ToolsFile> | null;
+  const entries: unknown[] = Array.isArray(written?.tools) ? written.tools : [];
+  const sections = new PluginSectionsSeen();
+  entries.forEach((entry, index) => {
+    checkUniqueName(checked, entry, index, set.firstByName);
+    const parsed = parseTool(checked, entry, index, set.options, sections);
+    if (parsed === undefined) return;
+    set.tools.push(parsed.tool);
+    set.validators.push(parsed.validator);
+  });
+  const includes = (checked.valid<string[]>(['include']) ?? []).map((entry, index) => ({ entry, ...checked.where(['include', index]) }));
+  const readable: Array<{ file: string; text: string }> = [];
+  for (const { entry, node, path } of includes) {
+    const included = isAbsolute(entry) ? normalize(entry) : join(dirname(file), entry);
+    const by = set.files.get(included);
+    if (by !== undefined) {
+      ctx.report(node, path, by === null ? `'${entry}' is the file that includes the others` : `'${entry}' (${included}) is included already, by ${by}`);
+      continue;
+    }
+    if (set.options.readIncluded === undefined) {
+      ctx.report(node, path, `'${entry}' names another file, which a check of this text alone does not read`);
+      continue;
+    }
+    set.files.set(included, file);
+    try {
+      readable.push({ file: included, text: set.options.readIncluded(included) });
+    } catch (error) {
+      const code = (error as { code?: unknown } | null)?.code;
+      ctx.report(node, path, `cannot read '${included}': ${code === 'ENOENT' ? 'no such file' : error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+  done();
+  for (const next of readable) checkOneFile(set, next.text, next.file);
+}
+
+/** Tool names are unique across a file and the files it includes; checked on the raw name so an otherwise broken tool still counts. */
+function checkUniqueName(checked: SchemaCheckedYaml<ToolsFile>, entry: unknown, index: number, firstByName: Map<string, FirstDeclared>): void {
   const name = isRecord(entry) ? entry['name'] : undefined;
   if (typeof name !== 'string') return;
   const { node, path } = checked.where(['tools', index, 'name']);
   const first = firstByName.get(name);
   if (first === undefined) {
-    firstByName.set(name, { path: childPath('tools', index), line: checked.ctx.positionOf(node.range?.[0] ?? 0).line });
+    firstByName.set(name, { file: checked.ctx.file, path: childPath('tools', index), line: checked.ctx.positionOf(node.range?.[0] ?? 0).line });
     return;
   }
-  checked.ctx.report(node, path, `duplicate tool name '${name}' (first declared at ${first.path}, line ${first.line})`);
+  const where = first.file === checked.ctx.file ? first.path : `${first.path} of ${first.file}`;
+  checked.ctx.report(node, path, `duplicate tool name '${name}' (first declared at ${where}, line ${first.line})`);
 }
 
 function sortIssues(issues: readonly ContractIssue[]): ContractIssue[] {

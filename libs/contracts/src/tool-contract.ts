@@ -57,11 +57,13 @@ export interface ContractSource {
   readonly column: number;
 }
 
-/** A parsed contract file. */
+/** A parsed contract file, with the tools of the files it includes (each tool's `source` names its file). */
 export interface ContractFile {
   readonly file: string;
   readonly version: 1;
   readonly tools: readonly ToolContract[];
+  /** The files included, directly or through another, in the order they were read; their paths as resolved. */
+  readonly included: readonly string[];
 }
 
 export type CorrelationWindow =

@@ -13,12 +13,27 @@ export interface ToolsFile {
   /** The format's version; this gateway reads version 1. */
   version: 1;
   /**
+   * Other contract files whose tools the gateway offers as well (an upstream's file that `oncegate upstream add`
+   * wrote, for one): each path relative to this file's folder, or absolute. An included file may include others; no
+   * file is included twice, and tool names are unique across all of them.
+   * @minItems 1
+   * @errorMessage Names no file; remove 'include:' or list contract files
+   */
+  include?: IncludedFile[];
+  /**
    * The tools the gateway offers over MCP, each with the request it sends and how its replay behaves.
    * @minItems 1
    * @errorMessage Declares no tools
    */
   tools: ToolEntry[];
 }
+
+/**
+ * A contract file, by its path relative to the including file's folder (or absolute).
+ * @pattern \S
+ * @patternErrorMessage Must name a file
+ */
+export type IncludedFile = string;
 
 /**
  * An MCP tool name: 1 to 64 letters, digits, `_` or `-`, unique in the file.

@@ -113,9 +113,15 @@ export async function openDataFolder(config: GatewayConfig, options: { readonly 
   return { store, agents: new AgentDirectory(store), approvers: new ApproverDirectory(store), close: () => store.close() };
 }
 
-/** The contracts of the configuration, each plugin channel's section checked by `pluginChannels` when it is given. */
+/**
+ * The contracts of the configuration (its contract file and the files that one includes), each plugin channel's section
+ * checked by `pluginChannels` when it is given.
+ */
 export function loadTools(config: GatewayConfig, pluginChannels?: ReadonlyMap<string, PluginSectionCheck>): Map<string, ToolContract> {
-  const contract = parseContractFile(readFileSync(config.contractsFile, 'utf8'), config.contractsFile, pluginChannels === undefined ? {} : { pluginChannels });
+  const contract = parseContractFile(readFileSync(config.contractsFile, 'utf8'), config.contractsFile, {
+    readIncluded: (file) => readFileSync(file, 'utf8'),
+    ...(pluginChannels === undefined ? {} : { pluginChannels }),
+  });
   return new Map(contract.tools.map((tool) => [tool.name, tool]));
 }
 

@@ -27,7 +27,10 @@ describe('oncegate contracts check', () => {
     const io = captureIo();
     const code = await runCli(['contracts', 'check', 'examples/tools.yaml'], io);
     expect(io.err()).toBe('');
-    expect(io.out()).toBe('examples/tools.yaml: 6 tools OK (read_only 1, idempotent_write 1, conditional_write 1, irreversible 2, remote_command 1)\n');
+    expect(io.out()).toBe(
+      'examples/tools.yaml: 9 tools OK (read_only 2, idempotent_write 2, conditional_write 1, irreversible 3, remote_command 1), 3 from examples/upstream-desk.yaml; ' +
+        'the plugin: sections of channel mcp were not checked (--channel <its module>)\n',
+    );
     expect(code).toBe(EXIT_CODES.ok);
   });
 
@@ -61,7 +64,7 @@ describe('oncegate contracts check', () => {
     const code = await runCli(['contracts', 'check', 'examples/tools.yaml', TYPOS, 'examples/missing.yaml'], io);
     const lines = io.out().trimEnd().split('\n');
     expect(code).toBe(EXIT_CODES.failed);
-    expect(lines[0]).toMatch(/^examples\/tools\.yaml: 6 tools OK/);
+    expect(lines[0]).toMatch(/^examples\/tools\.yaml: 9 tools OK/);
     expect(lines.at(-1)).toMatch(/^examples\/missing\.yaml: cannot read file: ENOENT/);
     expect(io.err()).toBe('16 problems in 2 files\n');
   });

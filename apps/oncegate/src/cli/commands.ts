@@ -8,6 +8,7 @@ import { investigateCommand, projectionCommand } from './commands/analyst-comman
 import { parkedCommand } from './commands/parked-commands';
 import { runsCommand } from './commands/run-commands';
 import { reviewCommand } from './commands/review-commands';
+import { upstreamCommand } from './commands/upstream-commands';
 import { vaultCommand } from './commands/vault-commands';
 
 /**
@@ -22,6 +23,7 @@ export const COMMANDS: readonly (() => CommandUnknownOpts)[] = [
   agentsCommand,
   vaultCommand,
   contractsCommand,
+  upstreamCommand,
   channelsCommand,
   journalCommand,
   auditCommand,

@@ -22,7 +22,10 @@ describe('bin/oncegate.mjs', () => {
     try {
       const result = await runLauncher(['contracts', 'check', join(ROOT, 'examples/tools.yaml')], elsewhere);
       expect(result.stderr).toBe('');
-      expect(result.stdout).toBe(`${join(ROOT, 'examples/tools.yaml')}: 6 tools OK (read_only 1, idempotent_write 1, conditional_write 1, irreversible 2, remote_command 1)\n`);
+      expect(result.stdout).toBe(
+        `${join(ROOT, 'examples/tools.yaml')}: 9 tools OK (read_only 2, idempotent_write 2, conditional_write 1, irreversible 3, remote_command 1), ` +
+          `3 from ${join(ROOT, 'examples/upstream-desk.yaml')}; the plugin: sections of channel mcp were not checked (--channel <its module>)\n`,
+      );
       expect(result.code).toBe(0);
     } finally {
       await rm(elsewhere, { recursive: true, force: true });

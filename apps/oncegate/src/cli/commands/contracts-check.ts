@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { OPERATION_CLASSES } from '@oncegate/domain';
 import { checkContractFile, formatIssue, type ContractFile, type PluginSectionCheck } from '@oncegate/contracts';
 import { Command } from '@commander-js/extra-typings';
@@ -7,13 +8,18 @@ import { action, EXIT_CODES, type CliIo, type ExitCode } from '@oncegate/service
 import { loadChannelKits, sectionCheckOfKit, type ChannelModuleKit } from './channel-modules';
 import { importCommand } from './contracts-import';
 
-/** `examples/tools.yaml: 6 tools OK (read_only 1, idempotent_write 1, ...)`, classes in the domain's order. */
+/**
+ * `examples/tools.yaml: 9 tools OK (read_only 2, idempotent_write 2, ...), 3 from examples/upstream-desk.yaml`: classes in
+ * the domain's order, then how many tools came from each file included.
+ */
 export function summarise(contract: ContractFile): string {
   const counts = OPERATION_CLASSES.map((operationClass) => [operationClass, contract.tools.filter((tool) => tool.operationClass === operationClass).length] as const)
     .filter(([, count]) => count > 0)
     .map(([operationClass, count]) => `${operationClass} ${count}`);
   const tools = contract.tools.length === 1 ? '1 tool' : `${contract.tools.length} tools`;
-  return `${contract.file}: ${tools} OK (${counts.join(', ')})`;
+  const fromIncluded = contract.included.map((file) => `${contract.tools.filter((tool) => tool.source.file === file).length} from ${file}`);
+  const included = fromIncluded.length === 0 ? '' : `, ${fromIncluded.slice(0, -1).join(', ')}${fromIncluded.length > 1 ? ' and ' : ''}${fromIncluded.at(-1)}`;
+  return `${contract.file}: ${tools} OK (${counts.join(', ')})${included}`;
 }
 
 /** The section checks of the channels named by `--channel`, by channel name. */
@@ -81,7 +87,7 @@ async function check(files: readonly string[], modules: readonly string[], confi
       failedFiles += 1;
       continue;
     }
-    const result = checkContractFile(text, file, { pluginChannels: channels });
+    const result = checkContractFile(text, file, { pluginChannels: channels, readIncluded: (included) => readFileSync(included, 'utf8') });
     if (result.ok) {
       // Said, not hidden: a section no channel here checked may still be refused when its service starts.
       const unchecked = [...new Set(result.contract.tools.map((tool) => tool.channel))].filter((channel) => channel !== 'http' && channel !== 'ssh' && !channels.has(channel));
@@ -103,8 +109,8 @@ export function contractsCommand(): Command {
   const checkCommand = new Command('check')
     .summary('Validate tool contract files and summarise each one.')
     .description(
-      'Validates tool contract files (YAML, version 1; see docs/contracts.md). Prints one summary line per valid file, and every ' +
-        "problem as 'file:line:column path: reason'. With --config, a configuration file is checked first, and with it the " +
+      'Validates tool contract files (YAML, version 1; see docs/contracts.md), each with the files it includes. Prints one ' +
+        "summary line per valid file, and every problem as 'file:line:column path: reason'. With --config, a configuration file is checked first, and with it the " +
         'channels.<name> entries of the --channel channels.' +
         '\n\nExit codes: 0 all files valid, 1 a file is invalid or unreadable, 2 usage error.',
     )

@@ -1,0 +1,57 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startDemoTargetProcess, type DemoTargetProcess } from '../support/demo-target-process';
+import { gatewayFolder, oncegate, startGatewayProcess, type GatewayFolder, type GatewayProcess } from '../support/gateway-process';
+import { executionEvents } from '../support/journal';
+import { connectModernClient, type ModernClient } from '../support/mcp-clients';
+import { executionOf } from '../support/scenario';
+
+/**
+ * An upstream MCP server put behind the gateway as an operator would: `oncegate upstream add` writes the contract file
+ * of the demo target's ticket desk, the gateway's contract file includes it, and the gateway offers the desk's tools.
+ * No process here hosts the mcp channel, so a call is authorized and then waits for its dispatcher: nothing reaches the desk.
+ */
+describe('upstream tools behind the gateway (oncegate upstream add, include:, oncegate start)', () => {
+  let target: DemoTargetProcess;
+  let folder: GatewayFolder;
+  let gateway: GatewayProcess;
+  let client: ModernClient;
+
+  beforeAll(async () => {
+    target = await startDemoTargetProcess();
+    folder = await gatewayFolder(target.url, { call_wait: '2s' });
+    const added = await oncegate(folder, ['upstream', 'add', 'desk', '--url', `${target.url}/mcp`, '--out', join(folder.dir, 'upstream-desk.yaml')]);
+    expect(added.stderr).toBe('');
+    expect(added.stdout).toContain('serve it: add   include: [upstream-desk.yaml]   to tools.yaml');
+    const tools = join(folder.dir, 'tools.yaml');
+    writeFileSync(tools, readFileSync(tools, 'utf8').replace('version: 1\n', 'version: 1\ninclude: [upstream-desk.yaml]\n'));
+    gateway = await startGatewayProcess(folder);
+    client = await connectModernClient(gateway.url, gateway.devToken);
+  });
+  afterAll(async () => {
+    await client?.close();
+    await gateway?.stop();
+    await target?.stop();
+    folder?.dispose();
+  });
+
+  it("given the included file, then the gateway lists the desk's tools with their schemas and the hints of their classes", async () => {
+    const { tools } = await client.listTools();
+    const desk = tools.filter((tool) => tool.name.startsWith('desk_'));
+    expect(desk.map((tool) => [tool.name, tool.annotations?.readOnlyHint, tool.annotations?.idempotentHint, tool.annotations?.destructiveHint])).toEqual([
+      ['desk_list_tickets', true, true, false],
+      ['desk_set_ticket_priority', false, true, false],
+      ['desk_close_ticket', false, false, true],
+    ]);
+    expect(desk[2]!.inputSchema).toMatchObject({ required: ['ticket_id', 'resolution'], properties: { ticket_id: { pattern: '^T-[0-9]+$' } } });
+  });
+
+  it('given a call of a desk tool, then its execution is accepted and authorized and waits for the mcp channel; nothing reaches the desk', async () => {
+    const result = await client.callTool({ name: 'desk_close_ticket', arguments: { ticket_id: 'T-1', resolution: 'Paper path cleaned.' } });
+    const execution = executionOf(result);
+    expect(execution.state).toBe('authorized');
+    expect(await executionEvents(folder.dataDir, execution.id)).toEqual(['ExecutionAccepted', 'ExecutionAuthorized']);
+    expect((await target.effects()).requests.filter((request) => request.method === 'MCP')).toEqual([]);
+  });
+});
