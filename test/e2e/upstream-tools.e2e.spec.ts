@@ -9,8 +9,8 @@ import { executionOf } from '../support/scenario';
 
 /**
  * An upstream MCP server put behind the gateway as an operator would: `oncegate upstream add` writes the contract file
- * of the demo target's ticket desk, the gateway's contract file includes it, and the gateway offers the desk's tools.
- * No process here hosts the mcp channel, so a call is authorized and then waits for its dispatcher: nothing reaches the desk.
+ * of the demo target's ticket desk, the gateway's contract file includes it, and the gateway offers the desk's tools and
+ * sends their calls on the mcp channel it hosts.
  */
 describe('upstream tools behind the gateway (oncegate upstream add, include:, oncegate start)', () => {
   let target: DemoTargetProcess;
@@ -47,11 +47,14 @@ describe('upstream tools behind the gateway (oncegate upstream add, include:, on
     expect(desk[2]!.inputSchema).toMatchObject({ required: ['ticket_id', 'resolution'], properties: { ticket_id: { pattern: '^T-[0-9]+$' } } });
   });
 
-  it('given a call of a desk tool, then its execution is accepted and authorized and waits for the mcp channel; nothing reaches the desk', async () => {
-    const result = await client.callTool({ name: 'desk_close_ticket', arguments: { ticket_id: 'T-1', resolution: 'Paper path cleaned.' } });
+  it('given a call of a desk tool, then the mcp channel sends it to the desk once, and the same call again is matched to that execution, not sent again', { timeout: 60_000 }, async () => {
+    const args = { ticket_id: 'T-1', resolution: 'Paper path cleaned.' };
+    const result = await client.callTool({ name: 'desk_close_ticket', arguments: args });
     const execution = executionOf(result);
-    expect(execution.state).toBe('authorized');
-    expect(await executionEvents(folder.dataDir, execution.id)).toEqual(['ExecutionAccepted', 'ExecutionAuthorized']);
-    expect((await target.effects()).requests.filter((request) => request.method === 'MCP')).toEqual([]);
+    expect(['completed', 'delivered']).toContain(execution.state);
+    expect(await executionEvents(folder.dataDir, execution.id)).toEqual(expect.arrayContaining(['ExecutionAccepted', 'ExecutionAuthorized', 'Dispatched', 'OutcomeObserved']));
+    const again = await client.callTool({ name: 'desk_close_ticket', arguments: args });
+    expect(executionOf(again)).toMatchObject({ id: execution.id, attached: true });
+    expect((await target.effects()).requests.filter((request) => request.method === 'MCP')).toHaveLength(1);
   });
 });
