@@ -66,7 +66,9 @@ function toolYaml(tool: McpContractTool): string {
     ...(tool.credentialRef === undefined ? [] : [`    credential_ref: ${tool.credentialRef}`]),
     '    correlation_window: 10m',
     ...(tool.approval === undefined ? [] : [`    approval: ${tool.approval}`]),
-    `    limits: ${tool.limits ?? '{ connect_timeout: 5s, response_timeout: 3s }'}`,
+    // A stdio upstream is a TypeScript child started by the channel: on a loaded machine its start alone can take
+    // seconds, which a test must not read as a refused connection.
+    `    limits: ${tool.limits ?? '{ connect_timeout: 20s, response_timeout: 3s }'}`,
     `    input_schema: ${JSON.stringify(definition.inputSchema)}`,
     '    plugin:',
     `      upstream: ${tool.upstream}`,
