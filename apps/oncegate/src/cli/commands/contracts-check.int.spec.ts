@@ -50,6 +50,36 @@ tools:
     plugin: ${plugin}
 `;
 
+describe('oncegate contracts check of the built-in mcp channel', () => {
+  it('given an mcp tool whose section has a mistake, when checked without --channel, then the mistake is named at its line and column', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'oncegate-contracts-mcp-'));
+    try {
+      const file = join(dir, 'tools.yaml');
+      writeFileSync(
+        file,
+        `version: 1
+tools:
+  - name: desk_close_ticket
+    description: Close a ticket.
+    class: irreversible
+    channel: mcp
+    target: mcp/desk
+    input_schema: { type: object, properties: { ticket_id: { type: string } }, required: [ticket_id], additionalProperties: false }
+    correlation_window: 1d
+    plugin: { upstream: desk, url: "http://127.0.0.1:8790/mcp", tol: close_ticket, definition: "sha256:${'0'.repeat(64)}" }
+`,
+      );
+      let out = '';
+      const io: CliIo = { stdout: (text) => void (out += text), stderr: () => undefined, readFile: (path) => readFile(path, 'utf8') };
+      expect(await runCli(['contracts', 'check', file], io)).toBe(EXIT_CODES.failed);
+      expect(out).toContain(`${file}:10:70 tools[0].plugin.tol: unknown field 'tol'; did you mean 'tool'?`);
+      expect(out).toContain(`${file}:10:13 tools[0].plugin.tool: missing required field 'tool'`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('oncegate contracts check --channel', () => {
   let dir: string;
   beforeEach(() => {

@@ -5,6 +5,7 @@ import { Command } from '@commander-js/extra-typings';
 import { channelOptionsReader } from '@oncegate/dispatcher-kit/host';
 import { GatewayConfigError, parseGatewayConfig, type GatewayConfig } from '@oncegate/host-config';
 import { action, EXIT_CODES, type CliIo, type ExitCode } from '@oncegate/service-host';
+import { mcpKit } from '@oncegate/service-dispatcher-mcp';
 import { loadChannelKits, sectionCheckOfKit, type ChannelModuleKit } from './channel-modules';
 import { importCommand } from './contracts-import';
 
@@ -22,9 +23,12 @@ export function summarise(contract: ContractFile): string {
   return `${contract.file}: ${tools} OK (${counts.join(', ')})${included}`;
 }
 
-/** The section checks of the channels named by `--channel`, by channel name. */
+/**
+ * The section checks of the plugin channels this CLI knows: the built-in `mcp` channel's (as `oncegate start` hosting
+ * it checks its tools), then those named by `--channel`, by channel name.
+ */
 function pluginChannels(kits: readonly ChannelModuleKit[]): Map<string, PluginSectionCheck> {
-  return new Map(kits.map((kit) => [kit.definition.name, sectionCheckOfKit(kit)]));
+  return new Map([mcpKit, ...kits].map((kit) => [kit.definition.name, sectionCheckOfKit(kit)]));
 }
 
 /**
