@@ -34,7 +34,8 @@ describe('the journal is evidence: sealed, exported, verified offline, investiga
     return executionId!;
   }
 
-  it('given a stopped gateway, when its journal is exported and verified with the public key, then it verifies; an edited byte is named', async () => {
+  // Eleven CLI processes after the scenario: each start is about a second of a loaded machine's CPU.
+  it('given a stopped gateway, when its journal is exported and verified with the public key, then it verifies; an edited byte is named, and investigate and projections read the export only once it verifies', { timeout: 120_000 }, async () => {
     const executionId = await droppedThenAttached();
     await scenario.gateway.stop();
     const exported = await oncegate(scenario.folder, ['journal', 'export']);
