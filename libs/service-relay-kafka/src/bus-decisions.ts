@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import type { LoggerService } from '@nestjs/common';
-import { Ajv } from 'ajv';
 import type { Consumer, Kafka } from 'kafkajs';
 import type { ToolContract } from '@oncegate/contracts';
 import { executionStream, isExecutionId, type ExecutionId, type ReviewResolution } from '@oncegate/domain';
@@ -11,8 +10,7 @@ import { decide, isApprovalRefusal, isReviewRefusal, resolveReview, type Approva
 import type { ApproverDirectory } from '@oncegate/host-principals';
 import type { BusProducer } from './bus-client';
 import type { BusMessage } from './cloud-events';
-import { signatureBytes, verifyingKey } from './decision-signature';
-import DECISION_SCHEMA from './decision.schema.json' with { type: 'json' };
+import { decisionValidator, signatureBytes, verifyingKey } from './decision-signature';
 
 /** A decision as it arrives on `kafka.decisions.topic` (docs/events/bus-decision.schema.json). */
 export type BusDecision =
@@ -72,8 +70,6 @@ const MAX_PAUSE_MS = 10_000;
 
 /** Largest decision message read; a larger one is refused unread. */
 const MAX_DECISION_BYTES = 64 * 1024;
-
-const validate = new Ajv({ allErrors: false }).compile<BusDecision>(DECISION_SCHEMA);
 
 export interface BusDecisionsOptions {
   readonly kafka: Kafka;
@@ -230,6 +226,7 @@ export class BusDecisions {
     } catch (error) {
       return refused('malformed', `not JSON: ${(error as Error).message}`);
     }
+    const validate = decisionValidator();
     if (!validate(body)) {
       const [first] = validate.errors ?? [];
       return refused('malformed', `not a decision (docs/events/bus-decision.schema.json): ${first?.instancePath || '/'} ${first?.message ?? 'is invalid'}`);
