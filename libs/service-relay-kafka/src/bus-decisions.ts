@@ -165,7 +165,9 @@ export class BusDecisions {
   private async consume(joined: () => void): Promise<Error> {
     const { kafka, config, logger } = this.options;
     // A relay killed without a word leaves the group within 10 s, so its partitions of the decisions topic move on soon.
-    const consumer = kafka.consumer({ groupId: config.group, allowAutoTopicCreation: false, sessionTimeout: 10_000, rebalanceTimeout: 20_000 });
+    // A fetch that finds no decision waits at most a second for one (kafkajs's default is 5 s): a decision that comes
+    // meanwhile ends the wait at once either way, and a stop, which waits for the fetch in flight, takes no longer.
+    const consumer = kafka.consumer({ groupId: config.group, allowAutoTopicCreation: false, sessionTimeout: 10_000, rebalanceTimeout: 20_000, maxWaitTimeInMs: 1_000 });
     this.consumer = consumer;
     const crashed = new Promise<Error>((resolve) => {
       consumer.on(consumer.events.CRASH, (event) => {
