@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { vaultStream } from '@oncegate/domain';
 import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
+import { DEFAULT_KDF, DEVELOPMENT_KDF, VaultFile } from '@oncegate/vault';
 import { runCliHere } from '../testing/cli-in-process';
 
 const ROOT = fileURLToPath(new URL('../../../../../', import.meta.url));
@@ -67,6 +68,16 @@ describe('oncegate vault (real processes, a temporary data folder)', { timeout: 
       return (await store.readStream(vaultStream())).map((event) => ({ type: event.type, data: event.data as Record<string, unknown> }));
     } finally {
       await store.close();
+    }
+  }
+
+  /** The key derivation the vault's data key is wrapped with. */
+  function vaultKdf(): unknown {
+    const file = VaultFile.open(join(dir, 'data'));
+    try {
+      return file.keyRecord()?.kdf;
+    } finally {
+      file.close();
     }
   }
 
@@ -146,6 +157,7 @@ describe('oncegate vault (real processes, a temporary data folder)', { timeout: 
       'CredentialRemoved',
     ]);
     expect(statSync(join(dir, 'data', 'vault.db')).mode & 0o777).toBe(0o600);
+    expect(vaultKdf()).toEqual(DEFAULT_KDF);
   });
 
   it('given values set through the CLI, when every byte of the data folder and every output is read, then no value appears', async () => {
@@ -235,6 +247,8 @@ describe('oncegate vault (real processes, a temporary data folder)', { timeout: 
     expect(init.code).toBe(0);
     expect(init.stderr).toMatch(/development master key .*master\.dev\.key; do not use it in production/);
     expect(existsSync(join(dir, 'data', 'keys', 'master.dev.key'))).toBe(true);
+    // 256 random bits beside the vault: not stretched as an operator's master key is.
+    expect(vaultKdf()).toEqual(DEVELOPMENT_KDF);
     const set = await here(['vault', 'set', 'demo-writer', '--kind', 'bearer', '--bind', '127.0.0.1:8790'], { input: FROM_STDIN });
     expect(set.code).toBe(0);
     expect((await here(['vault', 'rm', 'nobody'])).stderr).toBe("there is no credential 'nobody' in the vault; nothing was changed\n");
