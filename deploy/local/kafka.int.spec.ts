@@ -47,14 +47,21 @@ async function read(brokers: string[], topic: string, count: number, timeoutMs =
 const text = (value: Buffer | string | null | undefined) => (value === null || value === undefined ? value : value.toString());
 const values = (messages: KafkaMessage[]) => messages.map((message) => text(message.value)).sort();
 
-describe('kafka: a real Apache Kafka 4.1.1 broker (KRaft, one node)', () => {
+// Each broker start costs seconds of CPU (a JVM to format the folder, one to run the broker): one broker in a kept folder
+// serves the tests that send to it, stop and start it again, and start a new one there.
+describe('kafka: a real Apache Kafka 4.1.1 broker (KRaft, one node) in a kept folder', () => {
+  let dir: string;
   let broker: KafkaHandle;
 
   // The first start may copy the jars from Maven Central.
   beforeAll(async () => {
-    broker = await startKafka();
+    dir = mkdtempSync(join(tmpdir(), 'oncegate-kafka-kept-'));
+    broker = await startKafka({ dir });
   }, 180_000);
-  afterAll(async () => broker?.stop(), 60_000);
+  afterAll(async () => {
+    await broker?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }, 60_000);
 
   it('given a fresh broker, when an idempotent producer sends messages with headers to a new topic, then a consumer group reads each back once with its headers', async () => {
     const topic = `spec-${randomUUID().slice(0, 8)}`;
@@ -86,42 +93,34 @@ describe('kafka: a real Apache Kafka 4.1.1 broker (KRaft, one node)', () => {
     await send(broker.brokers, topic, [{ key: 'a', value: 'after-1' }]);
     expect(values(await read(broker.brokers, topic, 3))).toEqual(['after-1', 'before-1', 'before-2']);
   }, 90_000);
-});
 
-describe('kafka: a kept folder', () => {
-  it('given a broker in a kept folder, when it is stopped and started anew there (on a new free controller port), then its messages are still there and the folder is kept', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'oncegate-kafka-kept-'));
-    try {
-      const first = await startKafka({ dir });
-      const topic = `kept-${randomUUID().slice(0, 8)}`;
-      try {
-        await send(first.brokers, topic, [{ key: 'a', value: 'kept-1' }]);
-      } finally {
-        await first.stop();
-      }
+  it('given the broker in its kept folder, when it is stopped and started anew there (on a new free controller port), then its messages are still there and the folder is kept', async () => {
+    const topic = `kept-${randomUUID().slice(0, 8)}`;
+    await send(broker.brokers, topic, [{ key: 'a', value: 'kept-1' }]);
+    const first = broker;
+    await first.stop();
 
-      const second = await startKafka({ dir, port: first.port });
-      try {
-        expect(values(await read(second.brokers, topic, 1))).toEqual(['kept-1']);
-      } finally {
-        await second.stop();
-      }
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    broker = await startKafka({ dir, port: first.port });
+    expect(values(await read(broker.brokers, topic, 1))).toEqual(['kept-1']);
   }, 120_000);
 });
 
-describe('kafka: a broker with SASL_SSL and mTLS listeners', () => {
+describe('kafka: a broker with SASL_SSL and mTLS listeners, in a kept folder', () => {
+  let dir: string;
   let broker: KafkaHandle;
   let secure: KafkaSecureListeners;
   const users = { plain: 'plain-password-1', scram: 'scram-password-2' };
+  const security = { plainUsers: { alice: users.plain }, scramUsers: { bob: users.scram } };
 
   beforeAll(async () => {
-    broker = await startKafka({ security: { plainUsers: { alice: users.plain }, scramUsers: { bob: users.scram } } });
+    dir = mkdtempSync(join(tmpdir(), 'oncegate-kafka-secure-kept-'));
+    broker = await startKafka({ dir, security });
     secure = broker.secure!;
   }, 180_000);
-  afterAll(async () => broker?.stop(), 60_000);
+  afterAll(async () => {
+    await broker?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }, 60_000);
 
   /** Sends one message with a client of these options and reads it back over PLAINTEXT; the error when the client is refused. */
   const roundTrip = async (options: Omit<KafkaConfig, 'clientId'>): Promise<string | undefined> => {
@@ -158,26 +157,15 @@ describe('kafka: a broker with SASL_SSL and mTLS listeners', () => {
     expect(await roundTrip({ brokers: broker.brokers })).toBeUndefined();
   }, 90_000);
 
-  it('given a kept folder, when a secure broker starts there again, then it keeps its certificates and its SCRAM users', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'oncegate-kafka-secure-kept-'));
-    try {
-      const security = { scramUsers: { carol: 'carol-password' } };
-      const first = await startKafka({ dir, security });
-      const ca = readFileSync(first.secure!.caFile, 'utf8');
-      await first.stop();
-      const second = await startKafka({ dir, security });
-      try {
-        expect(existsSync(join(dir, 'tls', 'ca.key'))).toBe(true);
-        expect(readFileSync(second.secure!.caFile, 'utf8')).toBe(ca);
-        const client = new Kafka({ clientId: 'kept', brokers: second.secure!.saslSsl, ssl: { ca: [ca] }, sasl: { mechanism: 'scram-sha-512', username: 'carol', password: 'carol-password' }, logLevel: logLevel.NOTHING }).admin();
-        await client.connect();
-        await client.disconnect();
-      } finally {
-        await second.stop();
-      }
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+  it('given its kept folder, when the secure broker starts there again, then it keeps its certificates and its SCRAM users', async () => {
+    const ca = readFileSync(secure.caFile, 'utf8');
+    await broker.stop();
+    broker = await startKafka({ dir, security });
+    expect(existsSync(join(dir, 'tls', 'ca.key'))).toBe(true);
+    expect(readFileSync(broker.secure!.caFile, 'utf8')).toBe(ca);
+    const client = new Kafka({ clientId: 'kept', brokers: broker.secure!.saslSsl, ssl: { ca: [ca] }, sasl: { mechanism: 'scram-sha-512', username: 'bob', password: users.scram }, logLevel: logLevel.NOTHING }).admin();
+    await client.connect();
+    await client.disconnect();
   }, 120_000);
 
   it('given a user name or password the broker configuration cannot hold, then the start is refused without repeating the password', async () => {

@@ -1,14 +1,16 @@
 import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { everyFile } from '../support/files';
 import { CREDENTIAL_CANARY, oncegate, startGatewayProcess, type GatewayFolder } from '../support/gateway-process';
 import { eventually, readJournal } from '../support/journal';
 import { connectClient, droppableFetch } from '../support/mcp-clients';
-import { executionOf, gatewayScenario, textOf } from '../support/scenario';
+import { executionOf, gatewayScenario, sharedGatewayScenario, textOf } from '../support/scenario';
 
 const PAYOUT = { payment_reference: 'payout-000001', amount_cents: 1250 };
+const DENIED_PAYOUT = { payment_reference: 'payout-000002', amount_cents: 1250 };
+const LOCKED_PAYOUT = { payment_reference: 'payout-000003', amount_cents: 1250 };
 const SENT_CREDENTIAL = createHash('sha256').update(`Bearer ${CREDENTIAL_CANARY}`).digest('hex');
 
 interface Decided {
@@ -52,7 +54,10 @@ function apiUrl(gatewayUrl: string, path: string): string {
 }
 
 describe('approvals: a per-use approval, asked once however often the agent retries', () => {
-  const scenario = gatewayScenario({ call_wait: '1500ms' });
+  // One gateway for the three tests (a world costs seconds to start): each asks approval for a payout of its own, and
+  // the target's log starts empty for each.
+  const scenario = sharedGatewayScenario({ call_wait: '1500ms' });
+  beforeEach(() => scenario.target.control('reset-state'));
 
   it('given a disconnect while awaiting approval, when the agent retries and an approver approves over HTTP, then there is one request, one dispatch and one execution id', async () => {
     const drop = droppableFetch();
@@ -101,7 +106,7 @@ describe('approvals: a per-use approval, asked once however often the agent retr
 
   it('given a pending approval, when an operator denies it with the CLI, then the call and every retry get that denial and nothing is sent', async () => {
     const { client } = await connectClient(scenario.gateway.url, scenario.gateway.devToken);
-    const pending = await client.callTool({ name: 'send_payout', arguments: PAYOUT });
+    const pending = await client.callTool({ name: 'send_payout', arguments: DENIED_PAYOUT });
     const executionId = executionOf(pending).id;
     expect(decidedOf(pending)).toMatchObject({ approval: { decision: 'pending', scope: 'execution' } });
 
@@ -112,7 +117,7 @@ describe('approvals: a per-use approval, asked once however often the agent retr
     const denied = await untilEvent(scenario.folder, executionId, 'ExecutionDenied');
     expect(denied.at(-1)?.data).toMatchObject({ basis: 'approval_denied' });
 
-    const retried = await client.callTool({ name: 'send_payout', arguments: PAYOUT });
+    const retried = await client.callTool({ name: 'send_payout', arguments: DENIED_PAYOUT });
     await client.close();
     expect(executionOf(retried)).toMatchObject({ id: executionId, attached: true, state: 'denied' });
     expect(retried.isError).toBe(true);
@@ -126,7 +131,7 @@ describe('approvals: a per-use approval, asked once however often the agent retr
 
   it('given a pending approval, when the vault is locked, then the request is invalidated, every new call is denied until it is unlocked', async () => {
     const { client } = await connectClient(scenario.gateway.url, scenario.gateway.devToken);
-    const pending = await client.callTool({ name: 'send_payout', arguments: PAYOUT });
+    const pending = await client.callTool({ name: 'send_payout', arguments: LOCKED_PAYOUT });
     const executionId = executionOf(pending).id;
     expect(executionOf(pending).state).toBe('awaiting_approval');
 

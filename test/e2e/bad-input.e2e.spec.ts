@@ -8,7 +8,7 @@ import { everyFile } from '../support/files';
 import { CREDENTIAL_CANARY, gatewayFolder, oncegate, startGatewayProcess, unprivilegedUser } from '../support/gateway-process';
 import { readJournal } from '../support/journal';
 import { connectClient } from '../support/mcp-clients';
-import { gatewayScenario } from '../support/scenario';
+import { gatewayScenario, sharedGatewayScenario } from '../support/scenario';
 
 const INIT = {
   jsonrpc: '2.0',
@@ -56,8 +56,10 @@ async function dispatchableEvents(dataDir: string) {
   return readJournal(dataDir, ['execution-', 'intent-', 'idempotency-']);
 }
 
+// Every request here is refused or changes nothing: one gateway for them all, and its journal and target must show
+// nothing that could dispatch after every one of them.
 describe('gateway end to end: bad input gets a clear error and appends nothing that could dispatch', () => {
-  const scenario = gatewayScenario();
+  const scenario = sharedGatewayScenario();
 
   it('given no token or a bad token, when a request arrives, then it gets 401 and nothing is recorded', async () => {
     const before = (await readJournal(scenario.folder.dataDir)).length;
@@ -109,27 +111,6 @@ describe('gateway end to end: bad input gets a clear error and appends nothing t
     await client.close();
     expect(await dispatchableEvents(scenario.folder.dataDir)).toEqual([]);
     expect((await scenario.target.effects()).requestsTotal).toBe(0);
-  });
-
-  it('given real calls with a secret argument and a credential, when every byte the gateway wrote is read, then neither value appears', async () => {
-    const { client } = await connectClient(scenario.gateway.url, scenario.gateway.devToken);
-    const cardToken = 'tok_CANARY_ab12cd34ef';
-    const withCredential = await client.callTool({ name: 'set_config', arguments: { name: 'with.credential', value: 'on' } });
-    // Authorization denies a call whose credential does not resolve, so success proves the canary was sent.
-    expect(withCredential.isError).toBe(false);
-    await client.callTool({ name: 'send_payment', arguments: { payment_reference: 'canary-order-1', amount_cents: 10, card_token: cardToken } });
-    await client.close();
-    const sent = (await scenario.target.effects()).requests;
-    expect(sent).toHaveLength(2);
-    await scenario.gateway.stop();
-
-    for (const file of everyFile(scenario.folder.dir)) {
-      const bytes = readFileSync(file);
-      expect(bytes.includes(Buffer.from(CREDENTIAL_CANARY)), file).toBe(false);
-      expect(bytes.includes(Buffer.from(cardToken)), file).toBe(false);
-    }
-    expect(scenario.gateway.output()).not.toContain(CREDENTIAL_CANARY);
-    expect(scenario.gateway.output()).not.toContain(cardToken);
   });
 
   it('given malformed tools/call params, when posted, then each is an invalid-params error with a message and nothing is accepted', async () => {
@@ -201,6 +182,31 @@ describe('gateway end to end: bad input gets a clear error and appends nothing t
     });
     expect(response.status).toBe(200);
     expect((await messageOf(response)).result).toMatchObject({ serverInfo: { name: 'oncegate' } });
+  });
+});
+
+describe('gateway end to end: no secret in anything the gateway writes', () => {
+  const scenario = gatewayScenario();
+
+  it('given real calls with a secret argument and a credential, when every byte the gateway wrote is read, then neither value appears', async () => {
+    const { client } = await connectClient(scenario.gateway.url, scenario.gateway.devToken);
+    const cardToken = 'tok_CANARY_ab12cd34ef';
+    const withCredential = await client.callTool({ name: 'set_config', arguments: { name: 'with.credential', value: 'on' } });
+    // Authorization denies a call whose credential does not resolve, so success proves the canary was sent.
+    expect(withCredential.isError).toBe(false);
+    await client.callTool({ name: 'send_payment', arguments: { payment_reference: 'canary-order-1', amount_cents: 10, card_token: cardToken } });
+    await client.close();
+    const sent = (await scenario.target.effects()).requests;
+    expect(sent).toHaveLength(2);
+    await scenario.gateway.stop();
+
+    for (const file of everyFile(scenario.folder.dir)) {
+      const bytes = readFileSync(file);
+      expect(bytes.includes(Buffer.from(CREDENTIAL_CANARY)), file).toBe(false);
+      expect(bytes.includes(Buffer.from(cardToken)), file).toBe(false);
+    }
+    expect(scenario.gateway.output()).not.toContain(CREDENTIAL_CANARY);
+    expect(scenario.gateway.output()).not.toContain(cardToken);
   });
 });
 

@@ -1,5 +1,5 @@
 import { appendFileSync } from 'node:fs';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ClientCredentialsProvider } from '@modelcontextprotocol/client';
 import { OncegateClient } from '@oncegate/client';
 import { decodeJwt, decodeProtectedHeader, generateKeyPair, SignJWT } from 'jose';
@@ -14,32 +14,42 @@ const BUILD_BOT: TestClient = { clientId: 'build-bot', clientSecret: 'build-bot-
 const ALICE: TestClient = { clientId: 'alice', clientSecret: 'alice-secret-0123456789abcdef', claims: { roles: ['oncegate-approver'] } };
 const MALLORY: TestClient = { clientId: 'mallory', clientSecret: 'mallory-secret-0123456789abcdef' };
 
-describe('OAuth 2.1: the gateway as a resource server for a real OpenID Provider (oidc-provider)', () => {
-  let idp: IdentityProvider;
-  let target: DemoTargetProcess;
-  let folder: GatewayFolder;
-  let gateway: GatewayProcess;
+/** An identity provider, the demo target and a gateway that takes the provider's tokens. */
+interface OAuthWorld {
+  idp: IdentityProvider;
+  target: DemoTargetProcess;
+  folder: GatewayFolder;
+  gateway: GatewayProcess;
+}
 
-  beforeEach(async () => {
-    idp = await startIdentityProvider([BUILD_BOT, ALICE, MALLORY]);
-    target = await startDemoTargetProcess();
-    folder = await gatewayFolder(target.url, { call_wait: '10s' });
-    appendFileSync(
-      folder.configFile,
-      // keys_max_age: 1s, so that a test sees keys read earlier serve past their age without waiting for the default 10m.
-      `oauth: { issuer: '${idp.issuer}', resource: '${folder.url}', agent_claim: client_id, scopes: [mcp], approver: { claim: roles, value: oncegate-approver, name_claim: client_id }, keys_max_age: 1s }\n`,
-    );
-    gateway = await startGatewayProcess(folder);
-  });
+async function startWorld(world: Partial<OAuthWorld>): Promise<void> {
+  world.idp = await startIdentityProvider([BUILD_BOT, ALICE, MALLORY]);
+  world.target = await startDemoTargetProcess();
+  world.folder = await gatewayFolder(world.target.url, { call_wait: '10s' });
+  appendFileSync(
+    world.folder.configFile,
+    // keys_max_age: 1s, so that a test sees keys read earlier serve past their age without waiting for the default 10m.
+    `oauth: { issuer: '${world.idp.issuer}', resource: '${world.folder.url}', agent_claim: client_id, scopes: [mcp], approver: { claim: roles, value: oncegate-approver, name_claim: client_id }, keys_max_age: 1s }\n`,
+  );
+  world.gateway = await startGatewayProcess(world.folder);
+}
 
-  afterEach(async () => {
-    await gateway?.stop();
-    await target?.stop();
-    await idp?.stop();
-    folder?.dispose();
-  });
+async function stopWorld(world: Partial<OAuthWorld>): Promise<void> {
+  await world.gateway?.stop();
+  await world.target?.stop();
+  await world.idp?.stop();
+  world.folder?.dispose();
+}
+
+// The refusals change nothing, in the gateway or at the provider: they share one world (a provider, a target and a
+// gateway cost seconds to start), and each checks that nothing at all was accepted.
+describe('OAuth 2.1: requests the gateway refuses, against a real OpenID Provider (oidc-provider)', () => {
+  const world = {} as OAuthWorld;
+  beforeAll(() => startWorld(world));
+  afterAll(() => stopWorld(world));
 
   it('given a request without a token, then the 401 challenge names the protected resource metadata, which names the issuer', async () => {
+    const { folder, idp } = world;
     const refused = await fetch(folder.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' });
     expect(refused.status).toBe(401);
     const challenge = refused.headers.get('www-authenticate') ?? '';
@@ -48,6 +58,62 @@ describe('OAuth 2.1: the gateway as a resource server for a real OpenID Provider
     const metadata = (await (await fetch(metadataUrl!)).json()) as Record<string, unknown>;
     expect(metadata).toMatchObject({ resource: folder.url, authorization_servers: [idp.issuer], scopes_supported: ['mcp'], bearer_methods_supported: ['header'] });
   });
+
+  it.each([
+    ['for another resource (aud)', async () => world.idp.token(BUILD_BOT, 'https://other.example.com/mcp'), /another resource/],
+    ['signed by someone else', async () => forged(await world.idp.token(BUILD_BOT, world.folder.url)), /signature/],
+    ['signed with a key the issuer does not publish', async () => forged(await world.idp.token(BUILD_BOT, world.folder.url), 'key-nobody-published'), /signature/],
+    [
+      'from another issuer',
+      async () => {
+        const other = await startIdentityProvider([BUILD_BOT]);
+        try {
+          return await other.token(BUILD_BOT, world.folder.url);
+        } finally {
+          await other.stop();
+        }
+      },
+      /another issuer|signature/,
+    ],
+    ['unsigned (alg: none)', async () => unsigned(await world.idp.token(BUILD_BOT, world.folder.url)), /unknown or revoked token/],
+    ['without the required scope', async () => world.idp.token(BUILD_BOT, world.folder.url, 'audit'), /scope/i],
+    [
+      'that has expired',
+      async () => {
+        const token = await world.idp.token(BUILD_BOT, world.folder.url, 'mcp', 1);
+        await new Promise((resolve) => setTimeout(resolve, 2_100));
+        return token;
+      },
+      /expired/,
+    ],
+  ])('given an access token %s, then it is refused with a challenge and nothing is accepted', async (_what, tokenOf, reason) => {
+    const { folder, gateway } = world;
+    const token = await tokenOf();
+    const refused = await fetch(folder.url, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' });
+    expect([401, 403], await refused.clone().text()).toContain(refused.status);
+    expect(refused.headers.get('www-authenticate')).toMatch(/^Bearer .*resource_metadata=/);
+    const body = await refused.text();
+    expect(body).toMatch(reason);
+    // The token is never repeated, in the answer or the log.
+    expect(body).not.toContain(token.slice(0, 40));
+    expect(gateway.output()).not.toContain(token.slice(0, 40));
+    expect((await readJournal(folder.dataDir)).filter((event) => event.type === 'ExecutionAccepted')).toEqual([]);
+  });
+});
+
+describe('OAuth 2.1: the gateway as a resource server for a real OpenID Provider (oidc-provider)', () => {
+  let idp: IdentityProvider;
+  let target: DemoTargetProcess;
+  let folder: GatewayFolder;
+  let gateway: GatewayProcess;
+  const world = {} as OAuthWorld;
+
+  // Each of these calls, stops the provider or rotates its key: a world of its own.
+  beforeEach(async () => {
+    await startWorld(world);
+    ({ idp, target, folder, gateway } = world);
+  });
+  afterEach(() => stopWorld(world));
 
   it('given the official v2 client with client credentials, then it follows the challenge to the provider, gets a token for this gateway and calls as agent:<client_id>', async () => {
     const client = await OncegateClient.connect({
@@ -60,46 +126,6 @@ describe('OAuth 2.1: the gateway as a resource server for a real OpenID Provider
     const accepted = (await readJournal(folder.dataDir)).find((event) => event.type === 'ExecutionAccepted')!;
     expect(accepted.metadata['actor']).toBe('agent:build-bot');
     expect((await target.effects()).requestsTotal).toBe(1);
-  });
-
-  it.each([
-    ['for another resource (aud)', async () => idp.token(BUILD_BOT, 'https://other.example.com/mcp'), /another resource/],
-    ['signed by someone else', async () => forged(await idp.token(BUILD_BOT, folder.url)), /signature/],
-    ['signed with a key the issuer does not publish', async () => forged(await idp.token(BUILD_BOT, folder.url), 'key-nobody-published'), /signature/],
-    [
-      'from another issuer',
-      async () => {
-        const other = await startIdentityProvider([BUILD_BOT]);
-        try {
-          return await other.token(BUILD_BOT, folder.url);
-        } finally {
-          await other.stop();
-        }
-      },
-      /another issuer|signature/,
-    ],
-    ['unsigned (alg: none)', async () => unsigned(await idp.token(BUILD_BOT, folder.url)), /unknown or revoked token/],
-    ['without the required scope', async () => idp.token(BUILD_BOT, folder.url, 'audit'), /scope/i],
-    [
-      'that has expired',
-      async () => {
-        const token = await idp.token(BUILD_BOT, folder.url, 'mcp', 1);
-        await new Promise((resolve) => setTimeout(resolve, 2_100));
-        return token;
-      },
-      /expired/,
-    ],
-  ])('given an access token %s, then it is refused with a challenge and nothing is accepted', async (_what, tokenOf, reason) => {
-    const token = await tokenOf();
-    const refused = await fetch(folder.url, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' });
-    expect([401, 403], await refused.clone().text()).toContain(refused.status);
-    expect(refused.headers.get('www-authenticate')).toMatch(/^Bearer .*resource_metadata=/);
-    const body = await refused.text();
-    expect(body).toMatch(reason);
-    // The token is never repeated, in the answer or the log.
-    expect(body).not.toContain(token.slice(0, 40));
-    expect(gateway.output()).not.toContain(token.slice(0, 40));
-    expect((await readJournal(folder.dataDir)).filter((event) => event.type === 'ExecutionAccepted')).toEqual([]);
   });
 
   it('given the identity provider out of reach before its keys were read, then a token is answered 503, told in general terms, and nothing is accepted', async () => {

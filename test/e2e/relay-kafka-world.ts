@@ -75,7 +75,8 @@ export async function consumeAll(
   timeoutMs: number,
   settleMs = 0,
 ) {
-  const consumer: Consumer = kafka.consumer({ groupId: `check-${randomUUID()}`, readUncommitted: false });
+  // A fetch that finds nothing new waits this long for more (5 s by default), and disconnecting waits for that fetch.
+  const consumer: Consumer = kafka.consumer({ groupId: `check-${randomUUID()}`, readUncommitted: false, maxWaitTimeInMs: 100 });
   const received: Array<{ topic: string; partition: number; message: KafkaMessage }> = [];
   await consumer.connect();
   await consumer.subscribe({ topics: [...topics], fromBeginning: true });

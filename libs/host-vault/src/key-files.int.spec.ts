@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SqliteSealedStore } from '@oncegate/sealed-store';
+import { DEFAULT_KDF, DEVELOPMENT_KDF } from '@oncegate/vault';
 import { KeyFileError, loadGatewayKeys } from './key-files';
 
 const MASTER = { ONCEGATE_MASTER_KEY: 'a master key for the key file tests' };
@@ -127,5 +128,16 @@ describe('the key files (keys/*.key, real SQLite sealed store)', () => {
 
     await expect(loadGatewayKeys(dataDir, {})).rejects.toThrow(/set ONCEGATE_MASTER_KEY or ONCEGATE_MASTER_KEY_FILE/);
     expect(readFileSync(join(dataDir, 'keys', 'sealing.key'), 'utf8').trim()).toBe(legacy);
+  });
+
+  it('given the development master key, when the keys are made, then they are wrapped with the light derivation; under a master key from the environment, with the default one', async () => {
+    const kdfOf = (folder: string, name: string) => (JSON.parse(readFileSync(join(folder, 'keys', `${name}.key`), 'utf8')) as { kdf: unknown }).kdf;
+    const { keys: dev } = await loadGatewayKeys(dataDir, {}, { dev: true });
+    for (const name of ['fingerprint', 'argument', 'sealing']) expect(kdfOf(dataDir, name)).toEqual(DEVELOPMENT_KDF);
+    // Opened again from the files, with the parameters they name.
+    expect((await loadGatewayKeys(dataDir, {}, { dev: true })).keys).toEqual(dev);
+
+    await loadGatewayKeys(copy, MASTER);
+    for (const name of ['fingerprint', 'argument', 'sealing']) expect(kdfOf(copy, name)).toEqual(DEFAULT_KDF);
   });
 });

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { developmentMasterKey, kdfParams, masterKey, unwrapKey, wrapKey, type WrappedKey } from '@oncegate/vault';
+import { DEFAULT_KDF, DEVELOPMENT_KDF, developmentMasterKey, kdfParams, masterKey, unwrapKey, usesDevelopmentMasterKey, wrapKey, type WrappedKey } from '@oncegate/vault';
 
 /**
  * The gateway's own keys live in `<data dir>/keys/`, created at first start with owner-only permissions:
@@ -114,13 +114,13 @@ interface LoadedKey {
   migrated: boolean;
 }
 
-async function loadOrCreateWrappedKey(dir: string, name: KeyName, master: () => string): Promise<LoadedKey> {
+async function loadOrCreateWrappedKey(dir: string, name: KeyName, master: () => string, kdf: () => WrappedKey['kdf']): Promise<LoadedKey> {
   const file = join(dir, `${name}.key`);
   const purpose = KEY_PURPOSES[name];
   if (!existsSync(file)) {
     const key = randomBytes(32);
     try {
-      writeFileSync(file, wrappedKeyText(await wrapKey(master(), key, purpose), purpose), { mode: 0o600, flag: 'wx' });
+      writeFileSync(file, wrappedKeyText(await wrapKey(master(), key, purpose, kdf()), purpose), { mode: 0o600, flag: 'wx' });
       return { key, migrated: false };
     } catch (error) {
       // Another process starting on the same folder made it first: use that one.
@@ -132,7 +132,7 @@ async function loadOrCreateWrappedKey(dir: string, name: KeyName, master: () => 
   if (PLAIN_KEY.test(text)) {
     // The key stays the same (everything sealed or fingerprinted so far depends on it); only how it is stored changes.
     const key = Buffer.from(text, 'hex');
-    replaceFile(file, wrappedKeyText(await wrapKey(master(), key, purpose), purpose));
+    replaceFile(file, wrappedKeyText(await wrapKey(master(), key, purpose, kdf()), purpose));
     return { key, migrated: true };
   }
   const key = await unwrapKey(master(), parseWrappedKey(file, text, purpose), purpose);
@@ -156,10 +156,12 @@ export async function loadGatewayKeys(dataDir: string, env: NodeJS.ProcessEnv, o
     }
     return key;
   };
+  // Taken after master(), which may have made the development key file.
+  const kdf = () => (usesDevelopmentMasterKey(dataDir, env) ? DEVELOPMENT_KDF : DEFAULT_KDF);
   const names = ['fingerprint', 'argument', 'sealing'] as const;
   // Each file is unwrapped by its own scrypt on the thread pool: all three at once, the first failure (in this
   // order) reported.
-  const settled = await Promise.allSettled(names.map((name) => loadOrCreateWrappedKey(dir, name, master)));
+  const settled = await Promise.allSettled(names.map((name) => loadOrCreateWrappedKey(dir, name, master, kdf)));
   const loaded = settled.map((result) => {
     if (result.status === 'rejected') throw result.reason;
     return result.value;

@@ -93,7 +93,8 @@ describe('decisions taken from the bus: a consumer that recovers (SQLite event s
   };
 
   const replyTo = async (brokers: string[], topic: string, id: string): Promise<DecisionReply> => {
-    const consumer = new Kafka({ clientId: 'reply-check', brokers, logLevel: logLevel.NOTHING }).consumer({ groupId: `check-${randomUUID()}` });
+    // A fetch that finds nothing new waits this long for more (5 s by default), and disconnecting waits for that fetch.
+    const consumer = new Kafka({ clientId: 'reply-check', brokers, logLevel: logLevel.NOTHING }).consumer({ groupId: `check-${randomUUID()}`, maxWaitTimeInMs: 100 });
     const replies: DecisionReply[] = [];
     await consumer.connect();
     try {

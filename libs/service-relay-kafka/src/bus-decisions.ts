@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import type { LoggerService } from '@nestjs/common';
-import { Ajv } from 'ajv';
 import type { Consumer, Kafka } from 'kafkajs';
 import type { ToolContract } from '@oncegate/contracts';
 import { executionStream, isExecutionId, type ExecutionId, type ReviewResolution } from '@oncegate/domain';
@@ -11,8 +10,7 @@ import { decide, isApprovalRefusal, isReviewRefusal, resolveReview, type Approva
 import type { ApproverDirectory } from '@oncegate/host-principals';
 import type { BusProducer } from './bus-client';
 import type { BusMessage } from './cloud-events';
-import { signatureBytes, verifyingKey } from './decision-signature';
-import DECISION_SCHEMA from './decision.schema.json' with { type: 'json' };
+import { decisionValidator, signatureBytes, verifyingKey } from './decision-signature';
 
 /** A decision as it arrives on `kafka.decisions.topic` (docs/events/bus-decision.schema.json). */
 export type BusDecision =
@@ -72,8 +70,6 @@ const MAX_PAUSE_MS = 10_000;
 
 /** Largest decision message read; a larger one is refused unread. */
 const MAX_DECISION_BYTES = 64 * 1024;
-
-const validate = new Ajv({ allErrors: false }).compile<BusDecision>(DECISION_SCHEMA);
 
 export interface BusDecisionsOptions {
   readonly kafka: Kafka;
@@ -169,7 +165,9 @@ export class BusDecisions {
   private async consume(joined: () => void): Promise<Error> {
     const { kafka, config, logger } = this.options;
     // A relay killed without a word leaves the group within 10 s, so its partitions of the decisions topic move on soon.
-    const consumer = kafka.consumer({ groupId: config.group, allowAutoTopicCreation: false, sessionTimeout: 10_000, rebalanceTimeout: 20_000 });
+    // A fetch that finds no decision waits at most a second for one (kafkajs's default is 5 s): a decision that comes
+    // meanwhile ends the wait at once either way, and a stop, which waits for the fetch in flight, takes no longer.
+    const consumer = kafka.consumer({ groupId: config.group, allowAutoTopicCreation: false, sessionTimeout: 10_000, rebalanceTimeout: 20_000, maxWaitTimeInMs: 1_000 });
     this.consumer = consumer;
     const crashed = new Promise<Error>((resolve) => {
       consumer.on(consumer.events.CRASH, (event) => {
@@ -230,6 +228,7 @@ export class BusDecisions {
     } catch (error) {
       return refused('malformed', `not JSON: ${(error as Error).message}`);
     }
+    const validate = decisionValidator();
     if (!validate(body)) {
       const [first] = validate.errors ?? [];
       return refused('malformed', `not a decision (docs/events/bus-decision.schema.json): ${first?.instancePath || '/'} ${first?.message ?? 'is invalid'}`);

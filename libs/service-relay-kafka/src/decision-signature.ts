@@ -1,6 +1,7 @@
 import { sign, verify, type KeyObject } from 'node:crypto';
-import { Ajv } from 'ajv';
+import { Ajv, type ValidateFunction } from 'ajv';
 import { canonicalJson } from '@oncegate/fingerprint';
+import type { BusDecision } from './bus-decisions';
 import DECISION_SCHEMA from './decision.schema.json' with { type: 'json' };
 
 /**
@@ -46,7 +47,17 @@ export function verifyingKey(
   return keys.find(({ key }) => verify(null, bytes, key, signature))?.keyId;
 }
 
-const validateDecision = new Ajv({ allErrors: false }).compile(DECISION_SCHEMA);
+let decisionSchema: ValidateFunction<BusDecision> | undefined;
+
+/**
+ * The validator of docs/events/bus-decision.schema.json, compiled on first use rather than at import: every oncegate
+ * process loads this library, and compiling it there (ajv compiles its meta-schema first) cost each CLI command and
+ * each service's start about a tenth of a second of CPU for a schema only the decisions consumer and
+ * `sign-decision` use.
+ */
+export function decisionValidator(): ValidateFunction<BusDecision> {
+  return (decisionSchema ??= new Ajv({ allErrors: false }).compile<BusDecision>(DECISION_SCHEMA));
+}
 
 /**
  * The decision in `text` (JSON) ready to be signed, or an Error saying why the relay would refuse it as malformed:
@@ -61,8 +72,9 @@ export function decisionToSign(text: string): Record<string, unknown> {
   }
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new Error('not a decision: a decision is a JSON object');
   const { signature: _signature, ...unsigned } = body as Record<string, unknown>;
-  if (!validateDecision(unsigned)) {
-    const [first] = validateDecision.errors ?? [];
+  const validate = decisionValidator();
+  if (!validate(unsigned)) {
+    const [first] = validate.errors ?? [];
     throw new Error(`not a decision (docs/events/bus-decision.schema.json): ${first?.instancePath || '/'} ${first?.message ?? 'is invalid'}`);
   }
   return unsigned;

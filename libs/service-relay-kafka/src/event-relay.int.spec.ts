@@ -74,16 +74,21 @@ describe('the event relay (SQLite event store, a real Kafka broker)', () => {
     return relay;
   };
 
-  /** Reads `topics` from the beginning as a consumer with `isolation.level=read_committed` (kafkajs's default). */
-  const consume = async (topics: string[], count: number): Promise<Array<{ topic: string; message: KafkaMessage }>> => {
+  /**
+   * Reads `topics` from the beginning as a consumer with `isolation.level=read_committed` (kafkajs's default) until it
+   * has `count` messages, and goes on reading `settleMs` more (to see a duplicate that would come after).
+   */
+  const consume = async (topics: string[], count: number, settleMs = 0): Promise<Array<{ topic: string; message: KafkaMessage }>> => {
     const kafka = new Kafka({ clientId: 'relay-check', brokers, logLevel: logLevel.NOTHING });
-    const consumer = kafka.consumer({ groupId: `check-${randomUUID()}`, readUncommitted: false });
+    // A fetch that finds nothing new waits this long for more (5 s by default), and disconnecting waits for that fetch.
+    const consumer = kafka.consumer({ groupId: `check-${randomUUID()}`, readUncommitted: false, maxWaitTimeInMs: 100 });
     const received: Array<{ topic: string; message: KafkaMessage }> = [];
     await consumer.connect();
     await consumer.subscribe({ topics, fromBeginning: true });
     await consumer.run({ eachMessage: async ({ topic: from, message }) => void received.push({ topic: from, message }) });
     try {
       await eventually(() => (received.length >= count ? true : undefined), 30_000, `${count} messages on ${topics.join(', ')}`);
+      if (settleMs > 0) await new Promise((resolve) => setTimeout(resolve, settleMs));
       return received;
     } finally {
       await consumer.disconnect();
@@ -126,8 +131,7 @@ describe('the event relay (SQLite event store, a real Kafka broker)', () => {
     for (let i = 20; i < 40; i += 1) await store.appendToStream(`run-r${i % 4}`, [{ type: 'RunStarted', data: { i } }]);
     await eventually(() => (second.progress().relayed === 40 ? true : undefined), 30_000, 'the second relay to take over');
     expect(second.progress()).toMatchObject({ publishing: true, sent: 20 });
-    const received = await consume([topic], 40);
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    const received = await consume([topic], 40, 500);
     expect(received.map(({ message }) => readCloudEvent(message).position).sort((a, b) => a - b)).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
   });
 
@@ -165,8 +169,7 @@ describe('the event relay (SQLite event store, a real Kafka broker)', () => {
     const second = relayOn('relay-b');
     await eventually(() => (second.progress().relayed === 15 ? true : undefined), 30_000, 'the second relay to publish');
     expect(second.progress().sent).toBe(3);
-    const received = await consume([topic], 15);
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const received = await consume([topic], 15, 1_000);
     expect(received.map(({ message }) => readCloudEvent(message).position)).toHaveLength(15);
   });
 
@@ -181,8 +184,7 @@ describe('the event relay (SQLite event store, a real Kafka broker)', () => {
     await eventually(() => (relay.progress().relayed === 5 ? true : undefined), 60_000, 'the relay to publish past the open transaction');
     await expect(transaction.commit()).rejects.toThrow();
     await dead.disconnect();
-    const received = await consume([topic], 5);
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const received = await consume([topic], 5, 1_000);
     expect(received.map(({ message }) => String(message.headers?.['ce_id']))).not.toContain('never-committed');
     expect(received.map(({ message }) => readCloudEvent(message).position)).toEqual([1, 2, 3, 4, 5]);
   });

@@ -10,4 +10,4 @@ export * from './vault-errors';
 export * from './vault-file';
 export * from './vault-journal';
 export * as vaultCrypto from './vault-crypto';
-export { kdfParams, unwrapKey, wrapKey, type WrappedKey } from './vault-crypto';
+export { DEFAULT_KDF, DEVELOPMENT_KDF, kdfParams, unwrapKey, wrapKey, type WrappedKey } from './vault-crypto';

@@ -31,6 +31,14 @@ export function sealKeyPaths(dataDir: string): SealKeyPaths {
   };
 }
 
+/**
+ * Whether the master key this process uses for `dataDir` is the development key file (no master key in the
+ * environment): what is wrapped under it is wrapped with DEVELOPMENT_KDF.
+ */
+export function usesDevelopmentMasterKey(dataDir: string, env: NodeJS.ProcessEnv): boolean {
+  return !env['ONCEGATE_MASTER_KEY'] && !env['ONCEGATE_MASTER_KEY_FILE'] && existsSync(sealKeyPaths(dataDir).devMasterKey);
+}
+
 /** The master key: the environment, the file it names, or (development) the file `init --dev` wrote. */
 export function masterKey(dataDir: string, env: NodeJS.ProcessEnv): string | undefined {
   if (env['ONCEGATE_MASTER_KEY']) return env['ONCEGATE_MASTER_KEY'];

@@ -1,6 +1,6 @@
 import { WrongExpectedRevisionError, type EventStore } from '@oncegate/event-store';
-import { developmentMasterKey, masterKey, SealKeyError } from './seal-keys';
-import { newDataKey, seal, unwrapKey, wrapKey } from './vault-crypto';
+import { developmentMasterKey, masterKey, SealKeyError, usesDevelopmentMasterKey } from './seal-keys';
+import { DEFAULT_KDF, DEVELOPMENT_KDF, newDataKey, seal, unwrapKey, wrapKey } from './vault-crypto';
 import { credentialMetadata, credentialValue, metadataAad, type CredentialInput } from './vault-entry';
 import { NO_MASTER_KEY, NOT_INITIALISED, VaultKeyError, VaultStateError, WRONG_MASTER_KEY } from './vault-errors';
 import { VAULT_DATA_KEY_PURPOSE, VaultFile, vaultFilePath } from './vault-file';
@@ -108,7 +108,8 @@ export async function initVault(context: VaultContext, options: { dev?: boolean 
   } else {
     const dataKey = newDataKey();
     try {
-      const wrapped = await wrapKey(master, dataKey, VAULT_DATA_KEY_PURPOSE);
+      const kdf = usesDevelopmentMasterKey(context.dataDir, context.env) ? DEVELOPMENT_KDF : DEFAULT_KDF;
+      const wrapped = await wrapKey(master, dataKey, VAULT_DATA_KEY_PURPOSE, kdf);
       VaultFile.create(context.dataDir, { ...wrapped, createdAt: instant(context) }).close();
     } finally {
       dataKey.fill(0);

@@ -8,6 +8,7 @@ import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
 import { newUlid, systemClock } from '@oncegate/execution-journal';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- the CLI runs as its own process, as the end-to-end suites run it
 import { oncegate, type GatewayFolder } from '../../../../../test/support/gateway-process';
+import { runCliHere } from '../testing/cli-in-process';
 import { ApproverDirectory } from '@oncegate/host-principals';
 import { approvalToolsYaml, CARD_TOKEN_HMAC, deniedOnTimeout, paymentAwaitingApproval, retryAttached } from '@oncegate/host-decisions/testing';
 import type { ApprovalView, PendingApproval } from '@oncegate/host-decisions';
@@ -18,6 +19,12 @@ describe('oncegate approvals and approvers (the real CLI process on a SQLite dat
   let folder: GatewayFolder;
   let store: EventStore;
   const run = (...args: string[]) => oncegate(folder, args);
+  /**
+   * The same command through the CLI's entry in this process (runCliHere: the exit code and every byte of output, as
+   * a process gives them), one run at a time: for the decisions and the refusals, whose subject is what the command
+   * records and says. Listing, showing and the approvers' tokens keep the real process.
+   */
+  const here = (...args: string[]) => runCliHere([...args, '--config', folder.configFile]);
   const typesOf = async (id: ExecutionId) => (await store.readStream(executionStream(id))).map((event) => event.type);
 
   beforeAll(() => {
@@ -75,16 +82,14 @@ describe('oncegate approvals and approvers (the real CLI process on a SQLite dat
   it('given a pending request, when approved from the CLI, then one ApprovalGranted by operator:cli, and a second decision is refused naming it', async () => {
     const id = await paymentAwaitingApproval(store, systemClock);
 
-    const approved = await run('approvals', 'approve', id, '--reason', 'invoice 4411 checked');
+    const approved = await here('approvals', 'approve', id, '--reason', 'invoice 4411 checked');
     expect(approved).toMatchObject({ code: 0, stdout: `${id} granted by operator:cli\n` });
     const events = await store.readStream(executionStream(id));
     expect(events.map((event) => event.type)).toEqual(['ExecutionAccepted', 'ApprovalRequested', 'ApprovalGranted']);
     expect(events[2]!.data).toMatchObject({ by: 'operator:cli', reason: 'invoice 4411 checked' });
 
-    const [again, denied] = await Promise.all([
-      run('approvals', 'approve', id, '--reason', 'twice'),
-      run('approvals', 'deny', id, '--reason', 'too late', '--by', 'user:bob'),
-    ]);
+    const again = await here('approvals', 'approve', id, '--reason', 'twice');
+    const denied = await here('approvals', 'deny', id, '--reason', 'too late', '--by', 'user:bob');
     for (const refused of [again, denied]) {
       expect(refused.code).toBe(1);
       expect(refused.stderr).toMatch(new RegExp(`^execution ${id} is not awaiting approval: already granted by operator:cli at \\S+\\n$`));
@@ -97,10 +102,8 @@ describe('oncegate approvals and approvers (the real CLI process on a SQLite dat
     await deniedOnTimeout(store, systemClock, timedOut);
     const open = await paymentAwaitingApproval(store, systemClock);
 
-    const [late, denied] = await Promise.all([
-      run('approvals', 'approve', timedOut, '--reason', 'sorry'),
-      run('approvals', 'deny', open, '--reason', 'card looks stolen', '--by', 'user:bob'),
-    ]);
+    const late = await here('approvals', 'approve', timedOut, '--reason', 'sorry');
+    const denied = await here('approvals', 'deny', open, '--reason', 'card looks stolen', '--by', 'user:bob');
 
     expect(late.code).toBe(1);
     expect(late.stderr).toMatch(/is not awaiting approval: already denied: approval_timeout at \S+ \(nobody decided before the request expired\)\n$/);
@@ -112,12 +115,10 @@ describe('oncegate approvals and approvers (the real CLI process on a SQLite dat
   it('given a missing reason, a bad or unknown execution id, when run, then usage errors exit 2 and an unknown execution exits 1', async () => {
     const id = await paymentAwaitingApproval(store, systemClock);
     const unknown = executionIdFromUlid(newUlid());
-    const [noReason, badId, notFound, notFoundShow] = await Promise.all([
-      run('approvals', 'approve', id),
-      run('approvals', 'deny', 'ex_nope', '--reason', 'x'),
-      run('approvals', 'approve', unknown, '--reason', 'ok'),
-      run('approvals', 'show', unknown),
-    ]);
+    const noReason = await here('approvals', 'approve', id);
+    const badId = await here('approvals', 'deny', 'ex_nope', '--reason', 'x');
+    const notFound = await here('approvals', 'approve', unknown, '--reason', 'ok');
+    const notFoundShow = await here('approvals', 'show', unknown);
     expect(noReason.code).toBe(2);
     expect(noReason.stderr).toMatch(/^oncegate: approvals approve: required option '--reason <text>' not specified\nUsage: oncegate approvals approve /);
     expect(badId.code).toBe(2);

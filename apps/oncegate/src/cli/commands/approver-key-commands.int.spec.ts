@@ -13,6 +13,7 @@ import { ApproverDirectory } from '@oncegate/host-principals';
 import { BusDecisions, decisionSigningBytes, type BusProducer } from '@oncegate/service-relay-kafka';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- the CLI runs as its own process, as the end-to-end suites run it
 import { oncegate, type GatewayFolder } from '../../../../../test/support/gateway-process';
+import { runCliHere } from '../testing/cli-in-process';
 
 const TARGET = 'https://payments.example';
 const LAUNCHER = new URL('../../../../../bin/oncegate.mjs', import.meta.url).pathname;
@@ -45,6 +46,11 @@ describe('oncegate approvers key and sign-decision (the real CLI process on a SQ
   let store: EventStore;
   let keys: string;
   const run = (...args: string[]) => oncegate(folder, args);
+  /**
+   * The same command through the CLI's entry in this process (runCliHere: the exit code and every byte of output, as
+   * a process gives them), for the refusals: what they prove is what the command checks and says.
+   */
+  const here = (...args: string[]) => runCliHere([...args, '--config', folder.configFile]);
   const key = (name: string) => join(keys, name);
   const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: keys, stdio: ['ignore', 'pipe', 'pipe'] });
   /** Every byte the data folder's journal holds. */
@@ -150,7 +156,7 @@ describe('oncegate approvers key and sign-decision (the real CLI process on a SQ
     ['a file that does not exist', 'nowhere.pem', /^cannot read the public key file \S+nowhere\.pem: ENOENT\n$/],
   ])('given %s, when given to key add, then it is refused with what the file holds and nothing is recorded', async (_what, file, message) => {
     const head = await store.headPosition();
-    const refused = await run('approvers', 'key', 'add', 'carol', '--public-key', key(file));
+    const refused = await here('approvers', 'key', 'add', 'carol', '--public-key', key(file));
     expect(refused).toMatchObject({ code: 1, stdout: '' });
     expect(refused.stderr).toMatch(message);
     expect(await store.headPosition()).toBe(head);
@@ -159,12 +165,12 @@ describe('oncegate approvers key and sign-decision (the real CLI process on a SQ
   });
 
   it("given keys already held or revoked, when added again for someone else, then each is refused; a key id that is not one is a clear error", async () => {
-    expect((await run('approvers', 'key', 'add', 'bob', '--public-key', key('bob.pub.pem'))).stderr).toBe(
+    expect((await here('approvers', 'key', 'add', 'bob', '--public-key', key('bob.pub.pem'))).stderr).toBe(
       'this key is already registered for approver:alice: each approver signs with a key of their own\n',
     );
-    expect((await run('approvers', 'key', 'add', 'bob', '--public-key', key('alice.pub.pem'))).stderr).toMatch(/^key [0-9a-f]{16} of approver:alice was revoked at \S+; a revoked key is not taken again: make a new key pair/);
-    expect(await run('approvers', 'key', 'revoke', 'alice', 'zz')).toMatchObject({ code: 1, stderr: "'zz' is not a key id: give at least its first 8 hex digits, as oncegate approvers key list shows them\n" });
-    expect((await run('approvers', 'key', 'add', 'Bad Name', '--public-key', key('rsa.pub.pem'))).code).toBe(1);
+    expect((await here('approvers', 'key', 'add', 'bob', '--public-key', key('alice.pub.pem'))).stderr).toMatch(/^key [0-9a-f]{16} of approver:alice was revoked at \S+; a revoked key is not taken again: make a new key pair/);
+    expect(await here('approvers', 'key', 'revoke', 'alice', 'zz')).toMatchObject({ code: 1, stderr: "'zz' is not a key id: give at least its first 8 hex digits, as oncegate approvers key list shows them\n" });
+    expect((await here('approvers', 'key', 'add', 'Bad Name', '--public-key', key('rsa.pub.pem'))).code).toBe(1);
   });
 
   it('given a decision, when signed by sign-decision and by openssl pkeyutl -rawin over its canonical JSON, then both signatures are the same (Ed25519 is deterministic)', async () => {
@@ -197,7 +203,9 @@ describe('oncegate approvers key and sign-decision (the real CLI process on a SQ
     ['a decision with a field the schema does not know', ['--key', 'alice.pem'], 'extra.json', /extra\.json: not a decision \(docs\/events\/bus-decision\.schema\.json\)/],
   ])('given %s, when sign-decision runs, then it is refused saying so and prints nothing to publish', async (_what, keyArgs, decisionFile, message) => {
     writeFileSync(key('extra.json'), JSON.stringify({ kind: 'approval', execution_id: 'ex_01K0000000000000000000000A', decision: 'approve', by: 'approver:alice', reason: 'x', approved: true }));
-    const refused = await bare(['approvers', 'sign-decision', ...keyArgs, decisionFile], keys);
+    // In this process (runCliHere), the files named by their full paths: the process runs of the tests above take them
+    // by names relative to where the approver works.
+    const refused = await runCliHere(['approvers', 'sign-decision', ...keyArgs.map((arg) => (arg.startsWith('--') ? arg : key(arg))), key(decisionFile)]);
     expect(refused).toMatchObject({ code: 1, stdout: '' });
     expect(refused.stderr).toMatch(message);
     expect(refused.stderr).not.toContain(pemBody(key('alice.pem')));

@@ -6,6 +6,8 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { vaultStream } from '@oncegate/domain';
 import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
+import { DEFAULT_KDF, DEVELOPMENT_KDF, VaultFile } from '@oncegate/vault';
+import { runCliHere } from '../testing/cli-in-process';
 
 const ROOT = fileURLToPath(new URL('../../../../../', import.meta.url));
 const LAUNCHER = join(ROOT, 'bin/oncegate.mjs');
@@ -21,7 +23,8 @@ interface Run {
   readonly stderr: string;
 }
 
-// Its tests run the CLI as a process up to a dozen times each, one after another: longer than most tests.
+// The two tests that follow an operator through the commands run the CLI as a process, up to a dozen times each, one
+// after another: longer than most tests. The refusals run the CLI's entry in this process (`here`).
 describe('oncegate vault (real processes, a temporary data folder)', { timeout: 90_000 }, () => {
   let dir: string;
   let configFile: string;
@@ -46,12 +49,35 @@ describe('oncegate vault (real processes, a temporary data folder)', { timeout: 
     );
   }
 
+  /**
+   * The same command run in this process through the CLI's entry, with the same environment, input and output
+   * (runCliHere): for the refusals, whose subject is what the command checks and says, not the process around it.
+   */
+  async function here(args: string[], options: { env?: NodeJS.ProcessEnv; input?: string } = {}): Promise<Run> {
+    const run = await runCliHere([...args, '--config', configFile], {
+      env: { ONCEGATE_MASTER_KEY: undefined, ONCEGATE_MASTER_KEY_FILE: undefined, ...options.env },
+      input: options.input ?? '',
+    });
+    outputs.push(run.stdout, run.stderr);
+    return run;
+  }
+
   async function vaultEvents(): Promise<{ type: string; data: Record<string, unknown> }[]> {
     const store = openSqliteEventStore({ file: join(dir, 'data', 'events.db') });
     try {
       return (await store.readStream(vaultStream())).map((event) => ({ type: event.type, data: event.data as Record<string, unknown> }));
     } finally {
       await store.close();
+    }
+  }
+
+  /** The key derivation the vault's data key is wrapped with. */
+  function vaultKdf(): unknown {
+    const file = VaultFile.open(join(dir, 'data'));
+    try {
+      return file.keyRecord()?.kdf;
+    } finally {
+      file.close();
     }
   }
 
@@ -73,7 +99,7 @@ describe('oncegate vault (real processes, a temporary data folder)', { timeout: 
   let initialised: string;
   beforeAll(async () => {
     newFolder();
-    expect((await oncegate(['vault', 'init'], { env: MASTER })).code).toBe(0);
+    expect((await here(['vault', 'init'], { env: MASTER })).code).toBe(0);
     initialised = dir;
   });
   afterAll(() => rmSync(initialised, { recursive: true, force: true }));
@@ -131,6 +157,7 @@ describe('oncegate vault (real processes, a temporary data folder)', { timeout: 
       'CredentialRemoved',
     ]);
     expect(statSync(join(dir, 'data', 'vault.db')).mode & 0o777).toBe(0o600);
+    expect(vaultKdf()).toEqual(DEFAULT_KDF);
   });
 
   it('given values set through the CLI, when every byte of the data folder and every output is read, then no value appears', async () => {
@@ -176,7 +203,7 @@ describe('oncegate vault (real processes, a temporary data folder)', { timeout: 
   ])('given vault set %j, when run, then it is refused with a clear message and nothing is appended', async (args, message) => {
     withInitialisedVault();
     const before = await vaultEvents();
-    const result = await oncegate(['vault', 'set', 'demo-writer', ...args], { env: MASTER, input: FROM_STDIN });
+    const result = await here(['vault', 'set', 'demo-writer', ...args], { env: MASTER, input: FROM_STDIN });
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(message);
     expect(result.stderr).not.toContain(FROM_STDIN);
@@ -191,7 +218,7 @@ describe('oncegate vault (real processes, a temporary data folder)', { timeout: 
   ])('given %s, when vault set runs, then it exits 1 saying why and nothing is appended', async (_what, options, message) => {
     withInitialisedVault();
     const before = await vaultEvents();
-    const result = await oncegate(['vault', 'set', 'demo-writer', '--kind', 'bearer', '--bind', 'api.example.com', ...(options.args ?? [])], {
+    const result = await here(['vault', 'set', 'demo-writer', '--kind', 'bearer', '--bind', 'api.example.com', ...(options.args ?? [])], {
       env: options.env ?? MASTER,
       input: options.input,
     });
@@ -202,32 +229,34 @@ describe('oncegate vault (real processes, a temporary data folder)', { timeout: 
 
   it('given a vault, when init runs again or unlock runs with another master key, then each is refused and nothing is appended', async () => {
     withInitialisedVault();
-    await oncegate(['vault', 'lock']);
+    await here(['vault', 'lock']);
     const before = await vaultEvents();
-    const again = await oncegate(['vault', 'init', '--dev'], { env: MASTER });
+    const again = await here(['vault', 'init', '--dev'], { env: MASTER });
     expect(again.code).toBe(1);
     expect(again.stderr).toMatch(/a vault already exists/);
-    const unlock = await oncegate(['vault', 'unlock'], { env: { ONCEGATE_MASTER_KEY: 'wrong' } });
+    const unlock = await here(['vault', 'unlock'], { env: { ONCEGATE_MASTER_KEY: 'wrong' } });
     expect(unlock.code).toBe(1);
     expect(unlock.stderr).toBe('the master key does not open this vault; nothing was changed\n');
-    const noKey = await oncegate(['vault', 'unlock']);
+    const noKey = await here(['vault', 'unlock']);
     expect(noKey.stderr).toMatch(/no master key in this process: set ONCEGATE_MASTER_KEY or ONCEGATE_MASTER_KEY_FILE/);
     expect(await vaultEvents()).toEqual(before);
   });
 
   it('given no master key, when vault init --dev runs, then it uses the development master key file and later commands find it', async () => {
-    const init = await oncegate(['vault', 'init', '--dev']);
+    const init = await here(['vault', 'init', '--dev']);
     expect(init.code).toBe(0);
     expect(init.stderr).toMatch(/development master key .*master\.dev\.key; do not use it in production/);
     expect(existsSync(join(dir, 'data', 'keys', 'master.dev.key'))).toBe(true);
-    const set = await oncegate(['vault', 'set', 'demo-writer', '--kind', 'bearer', '--bind', '127.0.0.1:8790'], { input: FROM_STDIN });
+    // 256 random bits beside the vault: not stretched as an operator's master key is.
+    expect(vaultKdf()).toEqual(DEVELOPMENT_KDF);
+    const set = await here(['vault', 'set', 'demo-writer', '--kind', 'bearer', '--bind', '127.0.0.1:8790'], { input: FROM_STDIN });
     expect(set.code).toBe(0);
-    expect((await oncegate(['vault', 'rm', 'nobody'])).stderr).toBe("there is no credential 'nobody' in the vault; nothing was changed\n");
+    expect((await here(['vault', 'rm', 'nobody'])).stderr).toBe("there is no credential 'nobody' in the vault; nothing was changed\n");
   });
 
   it('given a configuration that still has a credentials section, when any command loads it, then it points to the vault with file and line', async () => {
     writeFileSync(configFile, `data_dir: ${join(dir, 'data')}\ncredentials:\n  demo-writer: { env: TOKEN, scheme: Bearer }\n`);
-    const result = await oncegate(['vault', 'status']);
+    const result = await here(['vault', 'status']);
     expect(result.code).toBe(1);
     expect(result.stderr).toContain(`${configFile}:2:1 credentials: credentials live in the vault now: oncegate vault set <ref>`);
   });
