@@ -153,7 +153,7 @@ describe('oncegate upstream (the real CLI, real upstream MCP servers on the offi
       ]);
 
       const checked = await oncegate(['contracts', 'check', 'upstream-desk.yaml']);
-      expect(checked.stdout).toBe('upstream-desk.yaml: 5 tools OK (read_only 2, idempotent_write 1, irreversible 2); the plugin: sections of channel mcp were not checked (--channel <its module>)\n');
+      expect(checked.stdout).toBe('upstream-desk.yaml: 5 tools OK (read_only 2, idempotent_write 1, irreversible 2)\n');
       expect(checked.code).toBe(0);
     });
 
@@ -200,7 +200,7 @@ describe('oncegate upstream (the real CLI, real upstream MCP servers on the offi
       );
       const checked = await oncegate(['contracts', 'check', 'contracts/tools.yaml']);
       expect(checked.stdout).toBe(
-        'contracts/tools.yaml: 6 tools OK (read_only 3, idempotent_write 1, irreversible 2), 5 from contracts/upstream-desk.yaml; the plugin: sections of channel mcp were not checked (--channel <its module>)\n',
+        'contracts/tools.yaml: 6 tools OK (read_only 3, idempotent_write 1, irreversible 2), 5 from contracts/upstream-desk.yaml\n',
       );
     });
 
