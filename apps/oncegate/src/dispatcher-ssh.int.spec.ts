@@ -197,7 +197,9 @@ limits: { connect_timeout: 2s, response_timeout: 10s }`,
     const tool = migration();
     const controller = controllerFor(tool);
     const { executionId, event } = await authorized(tool);
-    await sshd.delayNextExec(2_000);
+    // Long enough that attempt 2 has claimed the execution before attempt 1 starts, even on a loaded machine: released
+    // earlier, attempt 1 would run first and the case would test another order.
+    await sshd.delayNextExec(8_000);
 
     await controller.onAuthorized(event);
     await sshd.whenExecDelayed();
