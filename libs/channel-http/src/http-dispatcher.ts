@@ -1,10 +1,20 @@
-import { Agent } from 'undici';
-import type { Dispatcher } from 'undici';
+import { createRequire } from 'node:module';
+import type { Agent, Dispatcher } from 'undici';
 import type { ToolLimits } from '@oncegate/contracts';
 import { classifyStatus } from './classify-status';
 import { CredentialRedaction } from './credential-redaction';
 import type { HttpAttempt, HttpAttemptResult } from './http-attempt';
 import { renderHttpRequest, setHeader } from './render-http-request';
+
+const require = createRequire(import.meta.url);
+
+/**
+ * undici, loaded when the first attempt is sent instead of when this library is imported: every oncegate process
+ * imports it (each CLI command, every service), and loading the package cost each of them tens of milliseconds of CPU.
+ */
+function undici(): typeof import('undici') {
+  return require('undici') as typeof import('undici');
+}
 
 export interface HttpDispatcherOptions {
   /** `user-agent` sent when the contract sets none. Default `oncegate-dispatcher-http/0.1`. */
@@ -113,7 +123,7 @@ export class HttpDispatcher {
   private agentFor(connectTimeoutMs: number): Agent {
     let agent = this.agents.get(connectTimeoutMs);
     if (agent === undefined) {
-      agent = new Agent({
+      agent = new (undici().Agent)({
         connect: { timeout: connectTimeoutMs },
         keepAliveTimeout: this.keepAliveTimeoutMs,
         connections: this.connectionsPerOrigin,

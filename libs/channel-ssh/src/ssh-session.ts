@@ -1,9 +1,20 @@
-import ssh2 from 'ssh2';
+import { createRequire } from 'node:module';
 import type { Client, ClientChannel, ClientError } from 'ssh2';
 import type { SshCommandTemplate } from '@oncegate/contracts';
 import type { CredentialRedaction } from './credential-redaction';
 import { blobKeyType, hostKeyAlgorithms, parsePinnedHostKey, sshFingerprint } from './host-key';
 import type { SshCredential, SshDeniedResult, SshExitedResult, SshNotSentResult, SshUnknownResult } from './ssh-attempt';
+
+const require = createRequire(import.meta.url);
+
+/**
+ * ssh2, loaded when the first session opens instead of when this library is imported: every oncegate process imports
+ * it (each CLI command, the gateway), few of them run a remote command, and loading the package cost each of them
+ * tens of milliseconds of CPU.
+ */
+function ssh2(): typeof import('ssh2') {
+  return require('ssh2') as typeof import('ssh2');
+}
 
 export type ConnectFailure = SshNotSentResult | SshDeniedResult;
 export type ExecOutcome = SshExitedResult | SshNotSentResult | SshUnknownResult;
@@ -55,7 +66,7 @@ export class SshSession {
   static open(options: OpenSessionOptions): Promise<SshSession | ConnectFailure> {
     const { target, credential, redaction } = options;
     const where = `${target.host}:${target.port}`;
-    const client = new ssh2.Client();
+    const client = new (ssh2().Client)();
     const session = new SshSession(client, where, redaction);
     const pinned = parsePinnedHostKey(target.hostKey);
     let mismatch: string | undefined;

@@ -1,9 +1,4 @@
 import { context, propagation, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import { BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, TracerProvider } from '@opentelemetry/sdk-trace';
 
 /** The tracer every span of Oncegate comes from (a no-op until `startTracing`). */
 const tracer = () => trace.getTracer('oncegate');
@@ -18,9 +13,19 @@ export interface TracingConfig {
 /**
  * Starts exporting this process's spans over OTLP/HTTP: a W3C trace-context propagator (so a `traceparent` from an
  * MCP request or an event's metadata continues its trace), the async-local context of Node, and a batch processor.
- * The resource names the service (`service.name` `oncegate-<service>`) and this process's instance.
+ * The resource names the service (`service.name` `oncegate-<service>`) and this process's instance. The SDK's packages
+ * are imported here, by the processes that export spans, not by every process that imports this library (each CLI
+ * command, every service): loading them cost each of those tens of milliseconds of CPU.
  */
-export function startTracing(config: TracingConfig, service: string, instance: string): { close(): Promise<void> } {
+export async function startTracing(config: TracingConfig, service: string, instance: string): Promise<{ close(): Promise<void> }> {
+  const [{ AsyncLocalStorageContextManager }, { W3CTraceContextPropagator }, { OTLPTraceExporter }, { resourceFromAttributes }, { BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, TracerProvider }] =
+    await Promise.all([
+      import('@opentelemetry/context-async-hooks'),
+      import('@opentelemetry/core'),
+      import('@opentelemetry/exporter-trace-otlp-http'),
+      import('@opentelemetry/resources'),
+      import('@opentelemetry/sdk-trace'),
+    ]);
   const provider = new TracerProvider({
     resource: resourceFromAttributes({ 'service.name': `oncegate-${service}`, 'service.namespace': 'oncegate', 'service.instance.id': instance }),
     sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(config.sampleRatio) }),

@@ -182,7 +182,7 @@ export async function openHost(
   const metrics = processMetrics();
   const store = meteredStore(folder.store, metrics);
   const instance = newInstance();
-  const tracing = config.tracing === null ? undefined : startTracing(config.tracing, service, instance);
+  const tracing = config.tracing === null ? undefined : await startTracing(config.tracing, service, instance);
   if (tracing !== undefined) opened.push(tracing);
   let operations: OperationsServer | undefined;
   let operationsUrl: string | undefined;

@@ -1,8 +1,9 @@
 import type { LoggerService } from '@nestjs/common';
-import { Kafka, logLevel, type Producer } from 'kafkajs';
+import type { Kafka, Producer } from 'kafkajs';
 import type { KafkaConfig } from '@oncegate/host-config';
 import { BOUND_MS, bounded, byTopic, type TopicMessage } from './bus-publisher';
 import { securityOptions, type BusPassword } from './bus-security';
+import { kafkajs } from './kafkajs-module';
 import { fixIdleRequestQueueChecks } from './kafkajs-request-queue';
 
 /**
@@ -12,6 +13,7 @@ import { fixIdleRequestQueueChecks } from './kafkajs-request-queue';
  */
 export function busClient(config: KafkaConfig, logger: LoggerService, context: string, password?: BusPassword): Kafka {
   fixIdleRequestQueueChecks();
+  const { Kafka, logLevel } = kafkajs();
   return new Kafka({
     ...securityOptions(config, password),
     clientId: config.clientId,

@@ -3,10 +3,8 @@ import { readFile } from 'node:fs/promises';
 import { isIP, connect as connectTcp } from 'node:net';
 import { connect as connectTls, type ConnectionOptions } from 'node:tls';
 import type { ISocketFactory, Mechanism } from 'kafkajs';
-import plainProvider from 'kafkajs/src/broker/saslAuthenticator/plain.js';
-import scram256Provider from 'kafkajs/src/broker/saslAuthenticator/scram256.js';
-import scram512Provider from 'kafkajs/src/broker/saslAuthenticator/scram512.js';
-import { passwordOf, type KafkaConfig, type KafkaSaslConfig, type KafkaSaslMechanism, type KafkaTlsConfig, type SecretSource } from '@oncegate/host-config';
+import { kafkajsSaslProvider } from './kafkajs-module';
+import { passwordOf, type KafkaConfig, type KafkaSaslConfig, type KafkaTlsConfig, type SecretSource } from '@oncegate/host-config';
 
 /**
  * TLS and SASL between the relay and the brokers (`kafka.tls`, `kafka.sasl`). The SASL password is fetched for each
@@ -50,19 +48,13 @@ export function busPassword(source: SecretSource, vault: BusVault | undefined): 
   }
 }
 
-/** kafkajs's own authenticators, by the mechanism's name as Kafka spells it. */
-const AUTHENTICATORS: Readonly<Record<KafkaSaslMechanism, typeof plainProvider>> = {
-  PLAIN: plainProvider,
-  'SCRAM-SHA-256': scram256Provider,
-  'SCRAM-SHA-512': scram512Provider,
-};
-
 /**
  * The SASL mechanism as kafkajs takes a custom one: its own authenticator, given the password fetched for this broker
  * at this connection. A refusal names the broker, the mechanism and the user, never the password.
  */
 export function saslMechanism(config: KafkaSaslConfig, password: BusPassword): Mechanism {
-  const authenticator = AUTHENTICATORS[config.mechanism];
+  // kafkajs's own authenticator for the mechanism, as Kafka spells its name.
+  const authenticator = kafkajsSaslProvider(config.mechanism);
   return {
     mechanism: config.mechanism,
     authenticationProvider: (args) => ({
