@@ -64,6 +64,7 @@ export const EVENT_DATA_SOURCES: Readonly<Record<string, EventDataSource>> = {
   ReviewResolved: { file: EVENTS, typeName: 'ReviewResolvedData' },
   ResultDelivered: { file: EVENTS, typeName: 'ResultDeliveredData' },
   ResultDeliveryFailed: { file: EVENTS, typeName: 'ResultDeliveryFailedData' },
+  AnswerGiven: { file: EVENTS, typeName: 'AnswerGivenData' },
   ExecutionCancelled: { file: EVENTS, typeName: 'ExecutionCancelledData' },
   CancellationRequested: { file: EVENTS, typeName: 'CancellationRequestedData' },
   ExecutionExpired: { file: EVENTS, typeName: 'ExecutionExpiredData' },

@@ -39,7 +39,7 @@ export function IncidentPage({ executionId, onSignedOut }: { readonly executionI
 
 function InvestigationView({ found }: { readonly found: Investigation }) {
   const attaches = found.answers.secondCall.facts.attaches;
-  const answers = [found.answers.processes, found.answers.firstCall, found.answers.outcome, found.answers.delivery, found.answers.secondCall];
+  const answers = [found.answers.processes, found.answers.firstCall, found.answers.outcome, found.answers.delivery, found.answers.secondCall, found.answers.told];
   return (
     <>
       <h2>Executions</h2>

@@ -279,7 +279,7 @@ export interface TimelineEntry {
   readonly detail: string;
 }
 
-/** One of the five answers; `facts` are described where the console reads them. */
+/** One of the six answers; `facts` are described where the console reads them. */
 export interface InvestigationAnswer<Facts = unknown> {
   readonly question: string;
   readonly summary: string;
@@ -325,5 +325,7 @@ export interface Investigation {
     readonly outcome: InvestigationAnswer;
     readonly delivery: InvestigationAnswer;
     readonly secondCall: InvestigationAnswer<{ readonly attaches: readonly AttachedCallFact[] }>;
+    /** Was the agent told, and what: per call, the state it was told and whether delivery is proven. */
+    readonly told: InvestigationAnswer;
   };
 }

@@ -4,6 +4,7 @@
  */
 import type { IsoInstant } from './durations';
 import type {
+  AnswerTold,
   ApprovalScope,
   AttemptPolicy,
   AuthorizationBasis,
@@ -139,11 +140,32 @@ export interface RecordResultDelivered extends CommandBase<'RecordResultDelivere
   readonly replayed: boolean;
   /** What proved receipt; required, because a written response alone proves nothing. */
   readonly evidence: string;
+  /** What the delivered answer told, when it is known. */
+  readonly told?: AnswerTold;
 }
 
 export interface RecordResultDeliveryFailed extends CommandBase<'RecordResultDeliveryFailed'> {
   readonly correlation: ProtocolCorrelation;
   readonly reason: string;
+  /** What the answer told, when there was one. */
+  readonly told?: AnswerTold;
+}
+
+/** How an answer's delivery settled, as the transport proved it (`now` is when it settled). */
+export type AnswerSettlement =
+  | { readonly kind: 'delivered'; readonly evidence: string }
+  | { readonly kind: 'not_delivered'; readonly reason: string }
+  | { readonly kind: 'unproven'; readonly reason?: string };
+
+/**
+ * Records an answer the gateway gave to a tools/call, once its delivery settled. The decider chooses the event: an
+ * answer that carried a definite outcome, delivered or refused, is `ResultDelivered` / `ResultDeliveryFailed` (they
+ * drive the delivery states); any other answer, and an unproven one, is `AnswerGiven`.
+ */
+export interface RecordAnswer extends CommandBase<'RecordAnswer'> {
+  readonly correlation: ProtocolCorrelation;
+  readonly told: AnswerTold;
+  readonly delivery: AnswerSettlement;
 }
 
 /** Strict: refused once Dispatched has been appended. */
@@ -186,6 +208,7 @@ export type ExecutionCommand =
   | ResolveReview
   | RecordResultDelivered
   | RecordResultDeliveryFailed
+  | RecordAnswer
   | CancelExecution
   | RequestCancellation
   | ExpireExecution;
@@ -209,6 +232,7 @@ const COMMAND_TYPE_TABLE: { readonly [TType in ExecutionCommandType]: true } = {
   ResolveReview: true,
   RecordResultDelivered: true,
   RecordResultDeliveryFailed: true,
+  RecordAnswer: true,
   CancelExecution: true,
   RequestCancellation: true,
   ExpireExecution: true,

@@ -4,6 +4,7 @@
  * edit in place. Metadata (ids, actor, clock, hash chain) is added by the caller that appends, not by `decide`.
  */
 import type { IsoInstant } from './durations';
+import type { ExecutionStatus } from './execution-state';
 import type { Fingerprint } from './fingerprint-value';
 import type { OperationClass } from './operation-class';
 import type { ExecutionId } from './streams';
@@ -338,13 +339,74 @@ export interface ResultDeliveredData {
    * past the response's event (a socket write is no proof). Absent in events recorded before it was required.
    */
   readonly evidence?: string;
+  /** What the answer that was delivered told the agent. Absent in events recorded before answers were. */
+  readonly told?: AnswerTold;
 }
 
 export interface ResultDeliveryFailedData {
+  /** The call whose answer it was; empty when no caller was waiting (result delivery found nobody to answer). */
   readonly correlation: ProtocolCorrelation;
   /** Transport detail, e.g. `response stream closed before write`. */
   readonly reason: string;
   readonly failedAt: IsoInstant;
+  /**
+   * What the answer that could not be handed over told; absent when there was no answer (nobody was waiting) and in
+   * events recorded before answers were.
+   */
+  readonly told?: AnswerTold;
+}
+
+/**
+ * What one answer to a tools/call told the agent (docs/design.md section 9): the fields of its
+ * `structuredContent.execution`, and when it was given.
+ */
+export interface AnswerTold {
+  /** The execution state the answer carried (`structuredContent.execution.state`). */
+  readonly state: ExecutionStatus;
+  /** The answer was an error (`isError`): a denial, a failure in which nothing was sent, an error answer of the target, … */
+  readonly isError: boolean;
+  /** The attempt count the answer carried. */
+  readonly attempts: number;
+  /** The call matched this execution rather than creating it. */
+  readonly attached: boolean;
+  /** The stored result was handed out again inside the redelivery grace. */
+  readonly replayed: boolean;
+  /** When the answer was made, just before it was handed to the transport. */
+  readonly givenAt: IsoInstant;
+  /**
+   * How it reached the agent when not as the tools/call's own result (the tasks extension): `task` — the tools/call
+   * was answered with a task still working, in this state; `task_result` — a `tasks/get` handed out the task's result
+   * (the correlation is that request's). Absent: the tools/call's own result.
+   */
+  readonly via?: AnswerVia;
+}
+
+export type AnswerVia = 'task' | 'task_result';
+
+/**
+ * What is known of an answer's delivery: `delivered` — evidence shows the client received it; `not_delivered` — it
+ * could not be handed over, or the client gave up on it; `unproven` — nothing showed either way before the connection
+ * ended (or before the gateway stopped watching it).
+ */
+export type AnswerDelivery = 'delivered' | 'not_delivered' | 'unproven';
+
+/**
+ * An answer the gateway gave to a tools/call (the first call or a retry, on any transport), recorded once its
+ * delivery settled. It changes nothing in the execution's state. An answer that carried a definite outcome and whose
+ * delivery was proven or refused is recorded as `ResultDelivered` / `ResultDeliveryFailed` with `told` instead, which
+ * drive the state `delivered` / `completed_result_not_delivered`; every other answer is an `AnswerGiven`.
+ */
+export interface AnswerGivenData {
+  /** The call it answered: its JSON-RPC id, session and transport. */
+  readonly correlation: ProtocolCorrelation;
+  readonly told: AnswerTold;
+  readonly delivery: AnswerDelivery;
+  /** With `delivered`: what proved receipt (a later message on the same session, a `Last-Event-ID` past it). */
+  readonly evidence?: string;
+  /** With `not_delivered`: why it was not; with `unproven`: why nothing could show it (the connection ended, …). */
+  readonly reason?: string;
+  /** When its delivery settled. */
+  readonly settledAt: IsoInstant;
 }
 
 export interface ExecutionCancelledData {
@@ -387,6 +449,7 @@ export type ReviewRequired = VersionedEvent<'ReviewRequired', 1, ReviewRequiredD
 export type ReviewResolved = VersionedEvent<'ReviewResolved', 1, ReviewResolvedData>;
 export type ResultDelivered = VersionedEvent<'ResultDelivered', 1, ResultDeliveredData>;
 export type ResultDeliveryFailed = VersionedEvent<'ResultDeliveryFailed', 1, ResultDeliveryFailedData>;
+export type AnswerGiven = VersionedEvent<'AnswerGiven', 1, AnswerGivenData>;
 export type ExecutionCancelled = VersionedEvent<'ExecutionCancelled', 1, ExecutionCancelledData>;
 export type CancellationRequested = VersionedEvent<'CancellationRequested', 1, CancellationRequestedData>;
 export type ExecutionExpired = VersionedEvent<'ExecutionExpired', 1, ExecutionExpiredData>;
@@ -408,6 +471,7 @@ export type ExecutionEvent =
   | ReviewResolved
   | ResultDelivered
   | ResultDeliveryFailed
+  | AnswerGiven
   | ExecutionCancelled
   | CancellationRequested
   | ExecutionExpired;
@@ -436,6 +500,7 @@ export const EXECUTION_EVENT_SCHEMA_VERSIONS: {
   ReviewResolved: 1,
   ResultDelivered: 1,
   ResultDeliveryFailed: 1,
+  AnswerGiven: 1,
   ExecutionCancelled: 1,
   CancellationRequested: 1,
   ExecutionExpired: 1,

@@ -30,6 +30,7 @@ describe('execution events', () => {
       'ReviewResolved',
       'ResultDelivered',
       'ResultDeliveryFailed',
+      'AnswerGiven',
       'ExecutionCancelled',
       'CancellationRequested',
       'ExecutionExpired',
@@ -65,7 +66,7 @@ describe('execution events', () => {
   });
 
   it('names commands apart from events, so a command is never mistaken for a fact', () => {
-    expect(EXECUTION_COMMAND_TYPES).toHaveLength(19);
+    expect(EXECUTION_COMMAND_TYPES).toHaveLength(20);
     expect(EXECUTION_COMMAND_TYPES.filter((type) => (EXECUTION_EVENT_TYPES as readonly string[]).includes(type))).toEqual(
       [],
     );

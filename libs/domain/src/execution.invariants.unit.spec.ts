@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { ExecutionCommand } from './commands';
+import type { AnswerSettlement, ExecutionCommand } from './commands';
 import { isDomainError } from './errors';
 import type { ExecutionEvent } from './events';
 import { addMs } from './durations';
@@ -9,6 +9,7 @@ import { initialState } from './execution-state';
 import { OPERATION_CLASSES, type OperationClass } from './operation-class';
 import {
   acceptExecution,
+  answered,
   attachRetry,
   authorize,
   cancel,
@@ -77,6 +78,15 @@ const BUILDERS: ReadonlyArray<{ readonly weight: number; readonly build: Builder
   },
   { weight: 1, build: (now, v) => delivered(now, v % 2 === 1) },
   { weight: 1, build: (now) => deliveryFailed(now) },
+  {
+    weight: 2,
+    build: (now, v, attempt) =>
+      answered(
+        { state: pickOf(['dispatched', 'completed', 'needs_review', 'denied', 'outcome_unknown'], v), attempts: Math.max(attempt, 0), givenAt: now },
+        pickOf<AnswerSettlement>([{ kind: 'unproven' }, { kind: 'delivered', evidence: 'a later message' }, { kind: 'not_delivered', reason: 'stream closed' }], v),
+        now,
+      ),
+  },
   { weight: 1, build: (now) => cancel(now) },
   { weight: 1, build: (now) => requestCancellation(now) },
   { weight: 1, build: (now) => expire(now) },
@@ -222,7 +232,8 @@ describe('invariants over any history the decider accepts', () => {
         );
         if (terminal >= 0) expect(types.slice(terminal).includes('Dispatched')).toBe(false);
         if (cancelled >= 0) {
-          expect(types.slice(cancelled + 1).every((type) => type === 'CancellationRequested')).toBe(true);
+          // After a cancel only evidence follows: a later cancel, and what callers were told.
+          expect(types.slice(cancelled + 1).every((type) => type === 'CancellationRequested' || type === 'AnswerGiven')).toBe(true);
         }
       }),
       { numRuns: 400 },
@@ -239,6 +250,24 @@ describe('invariants over any history the decider accepts', () => {
         expect(state.attempts).toBe(events.filter((event) => event.type === 'Dispatched').length);
       }),
       { numRuns: 200 },
+    );
+  });
+
+  it('an answer given moves nothing: AnswerGiven folds to the state before it, and a delivery follows only an answer that told a definite outcome', () => {
+    fc.assert(
+      fc.property(scenario, ({ operationClass, markerBeforeWork, steps, windowMs }) => {
+        const { events } = simulate(operationClass, markerBeforeWork, steps, windowMs);
+        let state = initialState();
+        for (const event of events) {
+          const next = evolve(state, event);
+          if (event.type === 'AnswerGiven') expect(next).toBe(state);
+          if ((event.type === 'ResultDelivered' || event.type === 'ResultDeliveryFailed') && event.data.told !== undefined) {
+            expect(['completed', 'completed_result_not_delivered', 'delivered', 'failed']).toContain(event.data.told.state);
+          }
+          state = next;
+        }
+      }),
+      { numRuns: 400 },
     );
   });
 

@@ -3,7 +3,7 @@
  * the folded state into event payloads, or throws a typed error; `evolve` folds one event into the state. Both are
  * pure: the clock and ids arrive in the command, metadata is added by whoever appends.
  */
-import type { ExecutionCommand, ExecutionCommandType } from './commands';
+import type { ExecutionCommand, ExecutionCommandType, RecordAnswer } from './commands';
 import { addMs, isBefore, isDurationMs, isIsoInstant, type IsoInstant } from './durations';
 import {
   AttemptLimitReachedError,
@@ -18,6 +18,7 @@ import {
 import {
   executionEvent,
   formatIntentScope,
+  type AnswerTold,
   type AuthorizationBasis,
   type DenialBasis,
   type ExecutionEvent,
@@ -27,6 +28,7 @@ import {
 import {
   answeredWithError,
   DEFINITE_OUTCOME_STATUSES,
+  EXECUTION_STATUSES,
   initialState,
   PRE_DISPATCH_STATUSES,
   statusIn,
@@ -198,6 +200,9 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
           deliveries: state.delivery?.deliveries ?? 0,
         },
       };
+    case 'AnswerGiven':
+      // What the agent was told is evidence about the call, not a step of the execution.
+      return state;
     case 'ExecutionCancelled':
       return { ...state, status: 'cancelled', cancelledAt: event.data.cancelledAt };
     case 'CancellationRequested':
@@ -440,6 +445,7 @@ export function decide(command: ExecutionCommand, state: ExecutionState): Execut
           replayed: command.replayed,
           deliveredAt: now,
           evidence: command.evidence,
+          ...(command.told === undefined ? {} : { told: toldOf(command.type, command.told) }),
         }),
       ];
 
@@ -450,8 +456,12 @@ export function decide(command: ExecutionCommand, state: ExecutionState): Execut
           correlation: command.correlation,
           reason: command.reason,
           failedAt: now,
+          ...(command.told === undefined ? {} : { told: toldOf(command.type, command.told) }),
         }),
       ];
+
+    case 'RecordAnswer':
+      return [answerEvent(command, state)];
 
     case 'CancelExecution':
       if (state.attempts > 0) throw refuse('already_dispatched');
@@ -487,6 +497,59 @@ export function decide(command: ExecutionCommand, state: ExecutionState): Execut
     default:
       return assertNever(command);
   }
+}
+
+/**
+ * The event an answer is recorded as. An answer that told a definite outcome, of an execution that still has one, is a
+ * result: proven delivered it is `ResultDelivered`, refused it is `ResultDeliveryFailed` — the two that move the
+ * execution to `delivered` / `completed_result_not_delivered`. Everything else (an answer still in progress, a denial,
+ * an unknown outcome, a review hold, and any answer whose delivery nothing proved) is `AnswerGiven`, which moves nothing.
+ */
+function answerEvent(command: RecordAnswer, state: ExecutionState): ExecutionEvent {
+  const told = toldOf(command.type, command.told);
+  const { correlation, delivery, now } = command;
+  const result = statusIn(told.state, DEFINITE_OUTCOME_STATUSES) && statusIn(state.status, DEFINITE_OUTCOME_STATUSES);
+  switch (delivery.kind) {
+    case 'delivered':
+      requireText(command.type, 'delivery.evidence', delivery.evidence);
+      return result
+        ? executionEvent('ResultDelivered', { correlation, replayed: told.replayed, deliveredAt: now, evidence: delivery.evidence, told })
+        : executionEvent('AnswerGiven', { correlation, told, delivery: 'delivered', evidence: delivery.evidence, settledAt: now });
+    case 'not_delivered':
+      requireText(command.type, 'delivery.reason', delivery.reason);
+      return result
+        ? executionEvent('ResultDeliveryFailed', { correlation, reason: delivery.reason, failedAt: now, told })
+        : executionEvent('AnswerGiven', { correlation, told, delivery: 'not_delivered', reason: delivery.reason, settledAt: now });
+    case 'unproven': {
+      const reason = delivery.reason?.trim() ? { reason: delivery.reason } : {};
+      return executionEvent('AnswerGiven', { correlation, told, delivery: 'unproven', ...reason, settledAt: now });
+    }
+    default:
+      return assertNever(delivery);
+  }
+}
+
+/** What an answer told, checked and copied field by field, so an event carries nothing its type does not declare. */
+function toldOf(commandType: ExecutionCommandType, told: AnswerTold): AnswerTold {
+  const invalid = (field: string, reason: string) => new InvalidCommandError(commandType, `told.${field}`, reason);
+  if (!(EXECUTION_STATUSES as readonly string[]).includes(told.state) || told.state === 'initial') {
+    throw invalid('state', 'expected the state of an accepted execution');
+  }
+  for (const flag of ['isError', 'attached', 'replayed'] as const) {
+    if (typeof told[flag] !== 'boolean') throw invalid(flag, 'expected a boolean');
+  }
+  if (!Number.isSafeInteger(told.attempts) || told.attempts < 0) throw invalid('attempts', 'expected a whole number of at least 0');
+  if (!isIsoInstant(told.givenAt)) throw invalid('givenAt', 'expected an ISO-8601 instant with a zone');
+  if (told.via !== undefined && told.via !== 'task' && told.via !== 'task_result') throw invalid('via', "expected 'task' or 'task_result'");
+  return {
+    state: told.state,
+    isError: told.isError,
+    attempts: told.attempts,
+    attached: told.attached,
+    replayed: told.replayed,
+    givenAt: told.givenAt,
+    ...(told.via === undefined ? {} : { via: told.via }),
+  };
 }
 
 function decideAccept(command: Extract<ExecutionCommand, { type: 'AcceptExecution' }>, state: ExecutionState) {

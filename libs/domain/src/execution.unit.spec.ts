@@ -16,6 +16,7 @@ import { initialState, type ExecutionState } from './execution-state';
 import {
   acceptExecution,
   accepted,
+  answered,
   at,
   attachRetry,
   ATTEMPT_TIMEOUT_MS,
@@ -1073,6 +1074,122 @@ describe('given an expired execution', () => {
 
   it('when authorized then it is refused', () => {
     expectIllegal(state, authorize(), 'state_does_not_allow');
+  });
+});
+
+describe('recording what the agent was told', () => {
+  const inProgress = given(...dispatched());
+  const correlation = { jsonRpcId: 1, sessionId: 'session-1', transport: 'streamable-http' };
+  const told = { state: 'dispatched', isError: false, attempts: 1, attached: false, replayed: false, givenAt: at(940) } as const;
+
+  it('given a call answered "still in progress", when the session closes with nothing proven, then AnswerGiven says so and the execution does not move', () => {
+    const { events, state: next } = when(inProgress, answered());
+    expect(events).toEqual([
+      {
+        type: 'AnswerGiven',
+        schemaVersion: 1,
+        data: {
+          correlation,
+          told,
+          delivery: 'unproven',
+          reason: 'the MCP session was closed before anything proved receipt',
+          settledAt: at(950),
+        },
+      },
+    ]);
+    expect(next).toEqual(inProgress);
+  });
+
+  it('given a call answered "still in progress", when a later request proves receipt, then AnswerGiven is delivered with the evidence, never ResultDelivered', () => {
+    const { events, state: next } = when(inProgress, answered({}, { kind: 'delivered', evidence: 'a later tools/list message on the same MCP session' }));
+    expect(events).toEqual([
+      expect.objectContaining({ type: 'AnswerGiven', data: expect.objectContaining({ delivery: 'delivered', evidence: 'a later tools/list message on the same MCP session' }) }),
+    ]);
+    expect(next.status).toBe('dispatched');
+  });
+
+  it('given a call told "still in progress" whose execution completed before its delivery settled, when receipt is proven, then it stays an AnswerGiven: the result was not what it told', () => {
+    const completedSince = given(...completed());
+    const { events, state: next } = when(completedSince, answered({}, { kind: 'delivered', evidence: 'a later message' }));
+    expect(events[0]!.type).toBe('AnswerGiven');
+    expect(next).toEqual(completedSince);
+  });
+
+  it('given a completed execution, when its result answer is proven delivered, then it is one ResultDelivered carrying what it told, and the state is delivered', () => {
+    const result = { ...told, state: 'completed' as const, attached: true };
+    const { events, state: next } = when(given(...completed()), answered(result, { kind: 'delivered', evidence: 'a later tools/list message' }, at(960)));
+    expect(events).toEqual([
+      {
+        type: 'ResultDelivered',
+        schemaVersion: 1,
+        data: { correlation, replayed: false, deliveredAt: at(960), evidence: 'a later tools/list message', told: result },
+      },
+    ]);
+    expect(next.status).toBe('delivered');
+  });
+
+  it('given a completed execution, when its result answer could not be handed over, then it is one ResultDeliveryFailed carrying what it told', () => {
+    const result = { ...told, state: 'completed' as const };
+    const { events, state: next } = when(given(...completed()), answered(result, { kind: 'not_delivered', reason: 'the response stream closed before the result was written' }));
+    expect(events).toEqual([
+      expect.objectContaining({
+        type: 'ResultDeliveryFailed',
+        data: { correlation, reason: 'the response stream closed before the result was written', failedAt: at(950), told: result },
+      }),
+    ]);
+    expect(next.status).toBe('completed_result_not_delivered');
+  });
+
+  it('given a completed execution, when its result answer stays unproven, then it is an AnswerGiven and the result stays answerable (completed)', () => {
+    const state = given(...completed());
+    const { events, state: next } = when(state, answered({ state: 'completed' }));
+    expect(events[0]).toMatchObject({ type: 'AnswerGiven', data: { delivery: 'unproven', told: { state: 'completed' } } });
+    expect(next).toEqual(state);
+  });
+
+  it.each([
+    ['a denial', () => given(...accepted(), denyExecution('policy')), { state: 'denied', isError: true, attempts: 0 }],
+    ['a review hold', () => given(...unknown('irreversible'), requireReview()), { state: 'needs_review', isError: false }],
+    ['an unknown outcome', () => given(...unknown('idempotent_write')), { state: 'outcome_unknown', isError: false }],
+    ['a pending approval', () => given(...accepted(), requestApproval()), { state: 'awaiting_approval', isError: false, attempts: 0 }],
+  ] as const)('given %s, when its answer is refused by the transport, then AnswerGiven records it not delivered and the state stays', (_, state, what) => {
+    const before = state();
+    const { events, state: next } = when(before, answered(what, { kind: 'not_delivered', reason: 'the client cancelled the request after its response was written' }));
+    expect(events).toEqual([expect.objectContaining({ type: 'AnswerGiven', data: expect.objectContaining({ delivery: 'not_delivered', told: expect.objectContaining(what) }) })]);
+    expect(next).toEqual(before);
+  });
+
+  it('given a cancelled execution, when the answer saying so settles, then it is recorded: evidence after the end is still evidence', () => {
+    const cancelled = given(...accepted(), cancel());
+    expect(when(cancelled, answered({ state: 'cancelled', isError: true, attempts: 0 })).events[0]!.type).toBe('AnswerGiven');
+  });
+
+  it('given an answer given as a task, then the event says how it reached the agent', () => {
+    expect(when(inProgress, answered({ via: 'task_result', state: 'dispatched' })).events[0]).toMatchObject({ data: { told: { via: 'task_result' } } });
+  });
+
+  it('when an answer is recorded with a state no answer carries, without evidence for a delivery, or without a reason for a refusal, then it is refused as invalid', () => {
+    expect(thrownBy(() => decide(answered({ state: 'initial' }), inProgress))).toMatchObject({ field: 'told.state' });
+    expect(thrownBy(() => decide(answered({ state: 'finished' as never }), inProgress))).toMatchObject({ field: 'told.state' });
+    expect(thrownBy(() => decide(answered({ attempts: -1 }), inProgress))).toMatchObject({ field: 'told.attempts' });
+    expect(thrownBy(() => decide(answered({ givenAt: 'yesterday' as never }), inProgress))).toMatchObject({ field: 'told.givenAt' });
+    expect(thrownBy(() => decide(answered({}, { kind: 'delivered', evidence: ' ' }), inProgress))).toMatchObject({ field: 'delivery.evidence' });
+    expect(thrownBy(() => decide(answered({}, { kind: 'not_delivered', reason: '' }), inProgress))).toMatchObject({ field: 'delivery.reason' });
+  });
+
+  it('when an answer is recorded before the execution was accepted, then it is refused', () => {
+    expectIllegal(initialState(), answered(), 'execution_not_accepted');
+  });
+
+  it('when a told carries fields of its own, then the event keeps only the declared ones', () => {
+    const { events } = when(inProgress, answered({ ...told, secret: 'x' } as never));
+    expect((events[0]!.data as { told: object }).told).toEqual(told);
+  });
+
+  it('given a result delivered before answers were recorded (no told), then it folds as before', () => {
+    const { events, state: next } = when(given(...completed()), delivered(at(900)));
+    expect(events[0]!.data).not.toHaveProperty('told');
+    expect(next.status).toBe('delivered');
   });
 });
 

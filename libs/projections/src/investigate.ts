@@ -1,6 +1,6 @@
 /**
  * "What happened to this call?" — pure over the recorded events of one execution (or of every execution of one
- * fingerprint, with its intent claims). It answers the five questions an incident review asks, each with a short
+ * fingerprint, with its intent claims). It answers the six questions an incident review asks, each with a short
  * text and the global positions of the events that prove it, beside a timeline of everything recorded.
  */
 import {
@@ -11,6 +11,8 @@ import {
   matchRetry,
   type ExecutionEvent,
   type ExecutionId,
+  type AnswerDelivery,
+  type AnswerTold,
   type ExecutionState,
   type ExecutionStatus,
   type Fingerprint,
@@ -212,6 +214,44 @@ export interface SecondCallFacts {
   readonly newExecutions: NewExecution[];
 }
 
+/** One answer the gateway gave a call: what it told, and what is known of its delivery. */
+export interface AnswerOfCall {
+  /** `AnswerGiven`, or `ResultDelivered` / `ResultDeliveryFailed` for a result whose delivery was proven or refused. */
+  readonly event: 'AnswerGiven' | 'ResultDelivered' | 'ResultDeliveryFailed';
+  /** What it told; `null` for a result delivery recorded before answers were (what it said is not recorded). */
+  readonly told: AnswerTold | null;
+  readonly delivery: AnswerDelivery;
+  /** With `delivered`: what proved receipt. */
+  readonly evidence: string | null;
+  /** With `not_delivered`: why; with `unproven`: why nothing could show it. */
+  readonly reason: string | null;
+  /** When its delivery settled. */
+  readonly at: string;
+  readonly position: number;
+}
+
+/** One call of the execution (the first, accepted; or a retry, attached) and the answers it was given. */
+export interface CallTold {
+  readonly call: 'first' | 'retry';
+  readonly correlation: ProtocolCorrelation;
+  readonly at: string;
+  /** Global position of its `ExecutionAccepted` or `RetryAttached`. */
+  readonly position: number;
+  /** Usually one; a call answered again (its stream resumed after a restart) has more; none while nothing settled. */
+  readonly answers: AnswerOfCall[];
+}
+
+export interface ToldOfExecution {
+  readonly executionId: ExecutionId;
+  readonly calls: CallTold[];
+  /** Answers that name none of its calls: a task's result handed out by a `tasks/get` (the correlation is that request's). */
+  readonly otherAnswers: Array<AnswerOfCall & { readonly correlation: ProtocolCorrelation }>;
+}
+
+export interface ToldFacts {
+  readonly executions: ToldOfExecution[];
+}
+
 export interface Investigation {
   readonly subject: InvestigationSubject;
   /** False when nothing was recorded for the subject. */
@@ -225,6 +265,7 @@ export interface Investigation {
     readonly outcome: Answer<OutcomeFacts>;
     readonly delivery: Answer<DeliveryFacts>;
     readonly secondCall: Answer<SecondCallFacts>;
+    readonly told: Answer<ToldFacts>;
   };
 }
 
@@ -234,6 +275,7 @@ const QUESTIONS = {
   outcome: "Did the target's outcome come back?",
   delivery: 'Did delivery fail after completion?',
   secondCall: 'Did the second call attach, carry an idempotency key, or create a new attempt?',
+  told: 'Was the agent told, and what?',
 } as const;
 
 interface Step {
@@ -285,6 +327,7 @@ export function investigate(events: readonly RecordedEvent[], subject: Investiga
       outcome: outcomeAnswer(focus),
       delivery: deliveryAnswer(focus),
       secondCall: secondCallAnswer(focus, lineage, 'executionId' in subject ? subject.executionId : undefined),
+      told: toldAnswer(focus),
     },
   };
 }
@@ -651,6 +694,97 @@ function secondCallAnswer(
   return { question: QUESTIONS.secondCall, summary: parts.join('; '), evidence: sorted(evidence), facts };
 }
 
+// (6) Was the agent told, and what.
+function toldAnswer(focus: readonly ExecutionHistory[]): Answer<ToldFacts> {
+  const evidence: number[] = [];
+  const executions = focus.map((history): ToldOfExecution => {
+    const calls: Array<CallTold & { answers: AnswerOfCall[] }> = [];
+    const otherAnswers: ToldOfExecution['otherAnswers'] = [];
+    for (const { event, recorded } of history.steps) {
+      const position = recorded.position;
+      if (event.type === 'ExecutionAccepted' || event.type === 'RetryAttached') {
+        const at = event.type === 'ExecutionAccepted' ? event.data.acceptedAt : event.data.attachedAt;
+        calls.push({ call: event.type === 'ExecutionAccepted' ? 'first' : 'retry', correlation: event.data.correlation, at, position, answers: [] });
+        evidence.push(position);
+        continue;
+      }
+      const answer = answerOf(event, position);
+      if (answer === undefined) continue;
+      evidence.push(position);
+      // The call it answered: the latest before it with the same correlation (JSON-RPC ids repeat across connections).
+      const call = calls.findLast((candidate) => sameCall(candidate.correlation, answer.correlation));
+      if (call !== undefined) call.answers.push(answer.given);
+      else otherAnswers.push({ ...answer.given, correlation: answer.correlation });
+    }
+    return { executionId: history.executionId, calls, otherAnswers };
+  });
+  const given = (answer: AnswerOfCall): string => {
+    const told = answer.told === null ? 'given a result (what it told was not recorded then)' : `told ${toldWords(answer.told)}`;
+    const why = answer.evidence ?? answer.reason;
+    return `${told}; ${DELIVERY_WORDS[answer.delivery]}${why === null ? '' : ` (${why})`}`;
+  };
+  const line = (facts: ToldOfExecution): string => {
+    if (facts.calls.length === 0) return 'no call recorded';
+    const parts = facts.calls.map((call) => {
+      const answers = call.answers.length === 0 ? 'no answer recorded (still waiting, cancelled, or its delivery not settled yet)' : call.answers.map(given).join(', then ');
+      return `${callName(call)}: ${answers}`;
+    });
+    for (const other of facts.otherAnswers) parts.push(`an answer to [${correlationSummary(other.correlation)}]: ${given(other)}`);
+    return parts.join('; ');
+  };
+  return { question: QUESTIONS.told, summary: perExecution(executions, line), evidence: sorted(evidence), facts: { executions } };
+}
+
+/** The answer an event records, with the correlation of the call it answered; `undefined` when it records none. */
+function answerOf(event: ExecutionEvent, position: number): { given: AnswerOfCall; correlation: ProtocolCorrelation } | undefined {
+  switch (event.type) {
+    case 'AnswerGiven': {
+      const { told, delivery, evidence, reason, settledAt, correlation } = event.data;
+      return { given: { event: event.type, told, delivery, evidence: evidence ?? null, reason: reason ?? null, at: settledAt, position }, correlation };
+    }
+    case 'ResultDelivered': {
+      const { told, evidence, deliveredAt, correlation } = event.data;
+      const given: AnswerOfCall = { event: event.type, told: told ?? null, delivery: 'delivered', evidence: evidence ?? null, reason: null, at: deliveredAt, position };
+      return { given, correlation };
+    }
+    case 'ResultDeliveryFailed': {
+      const { told, reason, failedAt, correlation } = event.data;
+      // Result delivery's own record that nobody was waiting names no call and answered nobody.
+      if (told === undefined && correlationSummary(correlation) === '') return undefined;
+      return { given: { event: event.type, told: told ?? null, delivery: 'not_delivered', evidence: null, reason, at: failedAt, position }, correlation };
+    }
+    default:
+      return undefined;
+  }
+}
+
+function sameCall(a: ProtocolCorrelation, b: ProtocolCorrelation): boolean {
+  return a.jsonRpcId === b.jsonRpcId && a.sessionId === b.sessionId && a.transport === b.transport;
+}
+
+function callName(call: CallTold): string {
+  const correlation = correlationSummary(call.correlation);
+  return `${call.call === 'first' ? 'first call' : 'retry'}${correlation === '' ? '' : ` [${correlation}]`}`;
+}
+
+const DELIVERY_WORDS: { readonly [TDelivery in AnswerDelivery]: string } = {
+  delivered: 'delivered',
+  not_delivered: 'not delivered',
+  unproven: 'delivery unproven',
+};
+
+/** What an answer told, in a few words: the state it carried, whether it was an error, and how it matched. */
+export function toldWords(told: AnswerTold): string {
+  const flags = [
+    `${told.attempts} attempt${told.attempts === 1 ? '' : 's'}`,
+    told.isError ? 'an error' : undefined,
+    told.attached ? 'attached' : undefined,
+    told.replayed ? 'replayed' : undefined,
+    told.via === 'task' ? 'as a task' : told.via === 'task_result' ? "as the task's result" : undefined,
+  ].filter(Boolean);
+  return `${told.state} (${flags.join(', ')}) at ${told.givenAt}`;
+}
+
 const NEW_EXECUTION_REASONS: { readonly [TReason in NewExecutionReason]: string } = {
   no_prior: 'no earlier execution was found',
   new_intent_requested: 'the caller asked for a new intent (io.oncegate/new-intent) while the earlier one still matched',
@@ -757,10 +891,17 @@ export function detailOf(event: ExecutionEvent): string {
       return `attempt ${event.data.attempt}: ${event.data.reason}`;
     case 'ReviewResolved':
       return `${event.data.resolution}${event.data.resend === true ? ' with a resend' : ''} by ${event.data.by}: ${event.data.reason}`;
-    case 'ResultDelivered':
-      return event.data.replayed ? 'replayed' : 'delivered';
+    case 'ResultDelivered': {
+      const delivered = event.data.replayed ? 'replayed' : 'delivered';
+      return event.data.told === undefined ? delivered : `${delivered}; told ${toldWords(event.data.told)}`;
+    }
     case 'ResultDeliveryFailed':
-      return event.data.reason;
+      return event.data.told === undefined ? event.data.reason : `${event.data.reason}; told ${toldWords(event.data.told)}`;
+    case 'AnswerGiven': {
+      const { delivery, evidence, reason } = event.data;
+      const why = evidence ?? reason;
+      return `told ${toldWords(event.data.told)}; ${DELIVERY_WORDS[delivery]}${why === undefined ? '' : ` (${why})`}`;
+    }
     case 'ExecutionCancelled':
     case 'CancellationRequested':
       return `trigger ${event.data.trigger}`;
@@ -823,7 +964,7 @@ export function formatInvestigation(investigation: Investigation): string {
   }
   lines.push('', 'Answers:');
   const answers = investigation.answers;
-  [answers.processes, answers.firstCall, answers.outcome, answers.delivery, answers.secondCall].forEach((answer, index) => {
+  [answers.processes, answers.firstCall, answers.outcome, answers.delivery, answers.secondCall, answers.told].forEach((answer, index) => {
     lines.push(`  ${index + 1}. ${answer.question}`, `     ${answer.summary}`);
     lines.push(`     evidence: ${answer.evidence.length > 0 ? answer.evidence.map((position) => `#${position}`).join(', ') : 'none'}`);
   });

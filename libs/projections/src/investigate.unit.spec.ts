@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { detailOf, formatInvestigation, investigate, parseInvestigationSubject, InvalidInvestigationSubjectError } from './investigate';
-import { droppedConnectionThenAttach, newExecutionAfterGrace, twoActors } from './test-support/gateway-scenarios';
+import { answer, droppedConnectionThenAttach, inProgressThenRetry, newExecutionAfterGrace, twoActors } from './test-support/gateway-scenarios';
 import { at, executionIdOf, fingerprintOf, RecordedHistory } from './test-support/recorded-history';
 
 const positionsOf = (events: { type: string; position: number }[], type: string) =>
@@ -318,13 +318,144 @@ describe('investigate', () => {
     });
   });
 
+  describe('given a first call answered "still in progress" and a retry given the result', () => {
+    const { history, executionId, first, retry } = inProgressThenRetry();
+    const inv = investigate(history.events, { executionId });
+    const positionOf = (type: string, nth = 0) => history.events.filter((event) => event.type === type)[nth]!.position;
+
+    it('then (6) lists each call with what it was told and what is known of its delivery', () => {
+      expect(inv.answers.told.question).toBe('Was the agent told, and what?');
+      expect(inv.answers.told.facts.executions).toEqual([
+        {
+          executionId,
+          calls: [
+            {
+              call: 'first',
+              correlation: first,
+              at: inv.executions[0]!.acceptedAt,
+              position: positionOf('ExecutionAccepted'),
+              answers: [
+                {
+                  event: 'AnswerGiven',
+                  told: { state: 'dispatched', isError: false, attempts: 1, attached: false, replayed: false, givenAt: at(1_000) },
+                  delivery: 'delivered',
+                  evidence: 'a later tools/list message on the same MCP session, received after the response was written',
+                  reason: null,
+                  at: at(1_100),
+                  position: positionOf('AnswerGiven'),
+                },
+              ],
+            },
+            {
+              call: 'retry',
+              correlation: retry,
+              at: at(4_000),
+              position: positionOf('RetryAttached'),
+              answers: [
+                expect.objectContaining({
+                  event: 'AnswerGiven',
+                  told: expect.objectContaining({ state: 'completed', attached: true }),
+                  delivery: 'unproven',
+                  reason: 'the MCP session closed before anything proved receipt',
+                }),
+              ],
+            },
+          ],
+          otherAnswers: [],
+        },
+      ]);
+      expect(inv.answers.told.evidence).toEqual(
+        [positionOf('ExecutionAccepted'), positionOf('AnswerGiven'), positionOf('RetryAttached'), positionOf('AnswerGiven', 1)].sort((a, b) => a - b),
+      );
+    });
+
+    it('then (6) says it in one line per call, and the text shows it as the sixth answer', () => {
+      expect(inv.answers.told.summary).toBe(
+        `first call [rpc=2 session=session-w transport=streamable-http]: told dispatched (1 attempt) at ${at(1_000)}; delivered ` +
+          '(a later tools/list message on the same MCP session, received after the response was written); ' +
+          `retry [rpc=4 session=session-w transport=streamable-http]: told completed (1 attempt, attached) at ${at(4_010)}; delivery unproven ` +
+          '(the MCP session closed before anything proved receipt)',
+      );
+      const text = formatInvestigation(inv);
+      expect(text).toContain('  6. Was the agent told, and what?\n     first call [rpc=2');
+      expect(text).toMatch(/AnswerGiven {2}service:result-delivery {2}\[rpc=2 session=session-w transport=streamable-http\] {2}told dispatched \(1 attempt\) at .*; delivered \(a later tools\/list/);
+    });
+
+    it('then the five answers before it stay as they were: an answer given moves nothing', () => {
+      expect(inv.executions[0]!.status).toBe('completed');
+      expect(inv.answers.delivery.summary).toBe('no delivery recorded');
+      expect(inv.answers.processes.facts.calls).toBe(2);
+    });
+  });
+
+  describe('given a dropped connection, then a retry given the stored result (the answers recorded as results)', () => {
+    const { history, executionId } = droppedConnectionThenAttach();
+    const told = investigate(history.events, { executionId }).answers.told;
+
+    it('then (6) shows the first result not delivered and the retry delivered, from ResultDeliveryFailed and ResultDelivered', () => {
+      const [call, again] = told.facts.executions[0]!.calls;
+      expect(call!.answers).toEqual([
+        expect.objectContaining({ event: 'ResultDeliveryFailed', delivery: 'not_delivered', reason: 'response stream closed before write', told: expect.objectContaining({ state: 'completed' }) }),
+      ]);
+      expect(again!.answers).toEqual([
+        expect.objectContaining({ event: 'ResultDelivered', delivery: 'delivered', told: expect.objectContaining({ state: 'completed_result_not_delivered', attached: true }) }),
+      ]);
+    });
+  });
+
+  describe('given journals written before answers were recorded', () => {
+    const history = new RecordedHistory();
+    const executionId = executionIdOf('R');
+    const correlation = { jsonRpcId: 5, sessionId: 'session-old', transport: 'streamable-http' };
+    history.accept(executionId, { fingerprint: fingerprintOf('a9'), correlation });
+    history.run(executionId, { type: 'AuthorizeExecution', now: at(10), basis: 'policy' }, { actor: 'service:authorization' });
+    history.run(executionId, { type: 'RecordDispatch', now: at(20), dispatcherId: 'd1' }, { actor: 'service:dispatcher-http' });
+    history.run(
+      executionId,
+      { type: 'ObserveOutcome', now: at(30), attempt: 1, outcome: 'succeeded', source: 'response', targetStatus: 200, exitCode: null, resultRef: null, resultDigest: null },
+      { actor: 'service:dispatcher-http' },
+    );
+    // What result delivery records when nobody waits: it answered no call.
+    history.run(executionId, { type: 'RecordResultDeliveryFailed', now: at(40), correlation: {}, reason: 'no caller was waiting on an open transport when the outcome arrived' }, { actor: 'service:result-delivery' });
+    history.run(executionId, { type: 'AttachRetry', now: at(50), correlation: { ...correlation, jsonRpcId: 6 } }, { actor: 'agent:deploy-bot' });
+    history.run(executionId, { type: 'RecordResultDelivered', now: at(60), correlation: { ...correlation, jsonRpcId: 6 }, replayed: false, evidence: 'a later message' }, { actor: 'service:result-delivery' });
+    const inv = investigate(history.events, { executionId });
+
+    it('then (6) names the delivered result without what it told, skips the failure nobody was answered with, and says the first call has no answer recorded', () => {
+      expect(inv.answers.told.summary).toBe(
+        'first call [rpc=5 session=session-old transport=streamable-http]: no answer recorded (still waiting, cancelled, or its delivery not settled yet); ' +
+          'retry [rpc=6 session=session-old transport=streamable-http]: given a result (what it told was not recorded then); delivered (a later message)',
+      );
+      expect(inv.answers.told.facts.executions[0]!.otherAnswers).toEqual([]);
+      expect(inv.timeline.find((entry) => entry.type === 'ResultDelivered')!.detail).toBe('delivered');
+    });
+  });
+
+  describe('given a task whose result a tasks/get handed out', () => {
+    const history = new RecordedHistory();
+    const executionId = executionIdOf('S');
+    const call = { jsonRpcId: 1, transport: 'streamable-http' };
+    const poll = { jsonRpcId: 2, transport: 'streamable-http' };
+    history.accept(executionId, { fingerprint: fingerprintOf('a8'), correlation: call });
+    answer(history, executionId, at(5), call, { state: 'accepted', attempts: 0, via: 'task' }, { kind: 'unproven', reason: 'written in full; on the 2026-07-28 revision no later request can show that it was read' });
+    history.run(executionId, { type: 'DenyExecution', now: at(10), basis: 'policy', reason: 'not on Fridays' }, { actor: 'service:authorization' });
+    answer(history, executionId, at(20), poll, { state: 'denied', isError: true, attempts: 0, via: 'task_result' }, { kind: 'unproven' });
+    const told = investigate(history.events, { executionId }).answers.told;
+
+    it('then (6) shows the call answered with a task, and the task result as an answer to the tasks/get that carried it', () => {
+      expect(told.facts.executions[0]!.calls[0]!.answers).toEqual([expect.objectContaining({ told: expect.objectContaining({ state: 'accepted', via: 'task' }) })]);
+      expect(told.facts.executions[0]!.otherAnswers).toEqual([expect.objectContaining({ correlation: poll, told: expect.objectContaining({ state: 'denied', isError: true, via: 'task_result' }) })]);
+      expect(told.summary).toContain(`an answer to [rpc=2 transport=streamable-http]: told denied (0 attempts, an error, as the task's result) at ${at(15)}; delivery unproven`);
+    });
+  });
+
   it('given nothing recorded, then it is not found and the text says so', () => {
     const inv = investigate([], { executionId: executionIdOf('G') });
     expect(inv.found).toBe(false);
     expect(formatInvestigation(inv)).toBe(`Nothing is recorded for execution ${executionIdOf('G')}.\n`);
   });
 
-  it('formats the timeline and the five answers as text', () => {
+  it('formats the timeline and the six answers as text', () => {
     const { history, executionId } = droppedConnectionThenAttach();
     const text = formatInvestigation(investigate(history.events, { executionId }));
     expect(text).toContain(`Investigation of execution ${executionId}`);

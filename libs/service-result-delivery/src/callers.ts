@@ -6,12 +6,13 @@ import type { Clock } from '@oncegate/execution-journal';
 /**
  * What the transport proved about a call's response: received (with the evidence), not delivered (the
  * transport closed before writing it, or the client gave up on it), or nothing either way — written, perhaps,
- * but never acknowledged; nothing is recorded then, and a matching call gets the stored result.
+ * but never acknowledged (with why nothing could show it); the answer is then recorded as unproven, the execution
+ * does not move, and a matching call gets the stored result.
  */
 export type DeliverySettlement =
   | { readonly kind: 'delivered'; readonly evidence: string }
   | { readonly kind: 'not_delivered'; readonly reason: string }
-  | { readonly kind: 'unproven' };
+  | { readonly kind: 'unproven'; readonly reason?: string };
 
 export interface DeliveryWatch {
   readonly settled: Promise<DeliverySettlement>;

@@ -4,6 +4,7 @@
  */
 import type {
   AcceptExecution,
+  AnswerSettlement,
   AttachRetry,
   AuthorizeExecution,
   CancelExecution,
@@ -13,6 +14,7 @@ import type {
   ExpireExecution,
   GrantApproval,
   ObserveOutcome,
+  RecordAnswer,
   RecordDispatch,
   RecordMarkerProbe,
   RecordResultDelivered,
@@ -25,7 +27,7 @@ import type {
   ResolveReview,
 } from '../commands';
 import { addMs, MINUTE_MS, SECOND_MS, type IsoInstant } from '../durations';
-import type { ExecutionEvent } from '../events';
+import type { AnswerTold, ExecutionEvent } from '../events';
 import { decide, evolve } from '../execution';
 import { initialState, type ExecutionState } from '../execution-state';
 import type { Fingerprint } from '../fingerprint-value';
@@ -190,6 +192,19 @@ export const deliveryFailed = (now: IsoInstant = at(900)): RecordResultDeliveryF
   now,
   correlation: { jsonRpcId: 1, transport: 'streamable-http' },
   reason: 'response stream closed before write',
+});
+/** An answer to a call, recorded once its delivery settled: by default "still in progress", unproven. */
+export const answered = (
+  told: Partial<AnswerTold> = {},
+  delivery: AnswerSettlement = { kind: 'unproven', reason: 'the MCP session was closed before anything proved receipt' },
+  now: IsoInstant = at(950),
+): RecordAnswer => ({
+  type: 'RecordAnswer',
+  executionId: id,
+  now,
+  correlation: { jsonRpcId: 1, sessionId: 'session-1', transport: 'streamable-http' },
+  told: { state: 'dispatched', isError: false, attempts: 1, attached: false, replayed: false, givenAt: at(940), ...told },
+  delivery,
 });
 export const cancel = (now: IsoInstant = at(350)): CancelExecution => ({
   type: 'CancelExecution',

@@ -14,7 +14,7 @@ interface PendingResponse {
   readonly settle: (settlement: DeliverySettlement) => void;
 }
 
-/** Unanswered entries kept per connection; beyond it the oldest is dropped, recording nothing for it. */
+/** Unsettled entries kept per connection; beyond it the oldest is settled as unproven. */
 const MAX_PENDING = 1_000;
 
 /**
@@ -32,10 +32,11 @@ export class SessionDeliveries {
 
   /** A tools/call arrived: its response will be watched until evidence settles it. */
   expect(requestId: RequestId, call: { name?: unknown; arguments?: unknown } | undefined): DeliveryWatch {
-    this.settle(requestId, { kind: 'unproven' });
+    this.settle(requestId, { kind: 'unproven', reason: `a new request with the same id came on the same ${this.connection} before anything proved receipt` });
     if (this.pending.size >= MAX_PENDING) {
       const [oldest] = this.pending.keys();
-      if (oldest !== undefined) this.settleKey(oldest, { kind: 'unproven' });
+      const reason = `more than ${MAX_PENDING} answers on the same ${this.connection} awaited evidence; the oldest stopped being watched`;
+      if (oldest !== undefined) this.settleKey(oldest, { kind: 'unproven', reason });
     }
     let settle!: (settlement: DeliverySettlement) => void;
     const settled = new Promise<DeliverySettlement>((resolve) => (settle = resolve));
@@ -91,7 +92,7 @@ export class SessionDeliveries {
         continue;
       } else if (repeatKey !== undefined && repeatKey === entry.repeatKey) {
         // The same call again: the client may not have the first answer. The repeat gets its own.
-        this.settleKey(key, { kind: 'unproven' });
+        this.settleKey(key, { kind: 'unproven', reason: `the same call came again on the same ${this.connection}, which proves nothing either way` });
       } else {
         this.settleKey(key, {
           kind: 'delivered',
@@ -116,9 +117,12 @@ export class SessionDeliveries {
     }
   }
 
-  /** The connection ended: what is still unproven stays so, and nothing is recorded for it. */
-  end(): void {
-    for (const key of [...this.pending.keys()]) this.settleKey(key, { kind: 'unproven' });
+  /**
+   * The connection ended, or the gateway stops watching it: what is still unproven stays so, and each answer is
+   * recorded as unproven with `reason`.
+   */
+  end(reason = `the ${this.connection} closed before anything proved receipt`): void {
+    for (const key of [...this.pending.keys()]) this.settleKey(key, { kind: 'unproven', reason });
   }
 
   private settle(requestId: RequestId, settlement: DeliverySettlement): void {

@@ -16,12 +16,35 @@ describe('delivery evidence on one session', () => {
     });
   });
 
-  it('given a response not yet written, when another request arrives, then nothing is proven yet', async () => {
+  it('given a response not yet written, when another request arrives, then nothing is proven yet; when the session closes, then it is unproven and says why', async () => {
     const session = new SessionDeliveries('MCP session');
     const watch = session.expect(1, call);
     session.received({ jsonrpc: '2.0', id: 2, method: 'tools/list' });
     session.end();
-    expect(await watch.settled).toEqual({ kind: 'unproven' });
+    expect(await watch.settled).toEqual({ kind: 'unproven', reason: 'the MCP session closed before anything proved receipt' });
+  });
+
+  it('given the gateway stops watching a connection, then its answers are unproven with the reason it gives', async () => {
+    const session = new SessionDeliveries('stdio connection');
+    const watch = session.expect(1, call);
+    session.written(1);
+    session.end('the gateway stopped before anything proved receipt');
+    expect(await watch.settled).toEqual({ kind: 'unproven', reason: 'the gateway stopped before anything proved receipt' });
+  });
+
+  it('given 1,000 answers awaiting evidence, when one more call arrives, then the oldest is settled as unproven, saying it stopped being watched', async () => {
+    const session = new SessionDeliveries('MCP session');
+    const oldest = session.expect(0, call);
+    for (let id = 1; id < 1_000; id += 1) session.expect(id, call);
+    session.expect(1_000, call);
+    expect(await oldest.settled).toEqual({ kind: 'unproven', reason: expect.stringMatching(/more than 1000 answers on the same MCP session awaited evidence; the oldest stopped being watched/) });
+  });
+
+  it('given an answer awaiting evidence, when a new request reuses its id, then the earlier answer is unproven', async () => {
+    const session = new SessionDeliveries('MCP session');
+    const earlier = session.expect(7, call);
+    session.expect(7, call);
+    expect(await earlier.settled).toEqual({ kind: 'unproven', reason: 'a new request with the same id came on the same MCP session before anything proved receipt' });
   });
 
   it('given a written response, when the client cancels the request, then it was not delivered', async () => {
@@ -39,7 +62,7 @@ describe('delivery evidence on one session', () => {
     session.stored(1, 'stream-a.1');
     session.streamEnded(1, true);
     session.received({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: call.name, arguments: { amount_cents: 10, payment_reference: 'order-1' } } });
-    expect(await watch.settled).toEqual({ kind: 'unproven' });
+    expect(await watch.settled).toEqual({ kind: 'unproven', reason: 'the same call came again on the same MCP session, which proves nothing either way' });
   });
 
   it('given a stored response, when a stream resumes at or past its event, then it is delivered; before it, nothing is proven', async () => {

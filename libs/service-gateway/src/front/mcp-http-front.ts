@@ -19,6 +19,7 @@ import { EventStoreUnavailableError, newEventId, type EventStore } from '@oncega
 import { isoNow, type Clock } from '@oncegate/execution-journal';
 import { listenFor, tokenRefusals } from '@oncegate/host-operations';
 import type { AgentDirectory } from '@oncegate/host-principals';
+import type { DeliverySettlement, DeliveryWatch } from '@oncegate/service-result-delivery';
 import { requestKey, SessionDeliveries } from './delivery-evidence';
 import { checkHostAndOrigin, type HostOriginRules } from './host-origin-guard';
 import { initializeProblem, refuseMalformedCall } from './incoming-checks';
@@ -205,6 +206,23 @@ async function pipeResponse(response: Response, res: ServerResponse): Promise<vo
 }
 
 /**
+ * What a 2026-07-28 response stream shows of its answers once it closes. There is no session, so no later request can
+ * prove one was read: written in full, the answer stays unproven; closed before that, it was not delivered.
+ */
+function responseStreamWatch(res: ServerResponse): DeliveryWatch {
+  const settled = new Promise<DeliverySettlement>((resolve) =>
+    res.once('close', () =>
+      resolve(
+        res.writableFinished
+          ? { kind: 'unproven', reason: 'written in full; on the 2026-07-28 revision no later request can show that it was read' }
+          : { kind: 'not_delivered', reason: 'the response stream closed before the answer was written' },
+      ),
+    ),
+  );
+  return { settled };
+}
+
+/**
  * The Streamable HTTP front: bearer-token authentication (401 and nothing recorded without a valid token),
  * size and JSON checks before the SDK sees a byte, one SDK transport and server per session, sessions recorded
  * in the sessions journal and restored after a restart, and a delivery watch per tools/call response.
@@ -219,6 +237,8 @@ export class McpHttpFront {
   private readonly resumed: ResumedCalls;
   /** The 2026-07-28 revision: no sessions; requests without a session that carry its envelope go here. */
   private readonly modern: McpHttpHandler;
+  /** Per 2026-07-28 request: what its response stream showed of the answer (written in full, or closed first). */
+  private readonly modernDeliveries = new WeakMap<Request, DeliveryWatch>();
   private http: HttpServer | undefined;
   private storageLoggedAt = 0;
 
@@ -228,6 +248,7 @@ export class McpHttpFront {
     this.modern = modernMcpHandler(options.tools, options.toolCalls, {
       maxRequestBytes: options.maxRequestBytes,
       onerror: (error) => this.log.warn(`2026-07-28 request: ${error.message}`),
+      deliveryOf: (request) => (request === undefined ? undefined : this.modernDeliveries.get(request)),
     });
   }
 
@@ -256,12 +277,17 @@ export class McpHttpFront {
   async close(): Promise<void> {
     await this.modern.close().catch(() => undefined);
     this.sessions.stop();
-    for (const session of this.sessions.values()) await session.transport.close().catch(() => undefined);
+    for (const session of this.sessions.values()) {
+      // The sessions survive a restart, but the evidence this process kept for them does not.
+      session.deliveries.end('the gateway stopped before anything proved receipt');
+      await session.transport.close().catch(() => undefined);
+    }
     this.sessions.clear();
     if (this.http) {
       this.http.closeAllConnections();
       await new Promise<void>((resolve) => this.http!.close(() => resolve()));
     }
+    await this.options.toolCalls.answersRecorded();
   }
 
   /** 503 for a request that needed a write the journal cannot make now; the cause goes to the log at most every 10 s. */
@@ -407,6 +433,7 @@ export class McpHttpFront {
       res.end(JSON.stringify(errorResponse((message as { id: string | number }).id, refused)));
       return;
     }
+    this.modernDeliveries.set(request, responseStreamWatch(res));
     const response = await this.modern.fetch(request, { parsedBody: parsed, authInfo: modernAuthInfo(actor) });
     await pipeResponse(response, res);
   }

@@ -90,6 +90,8 @@ export interface CallRequestFacts {
   readonly cancelTrigger: CancellationTrigger;
   /** How long the call waits for an answer before it answers "in progress" (a task: 0); `call_wait` when not said. */
   readonly waitMs?: number;
+  /** The client takes a call still moving back as a task (the tasks extension of 2026-07-28). */
+  readonly asTask?: boolean;
   /** Sends a `notifications/progress` for this request, when the client asked for progress. */
   readonly notify?: (notification: { method: 'notifications/progress'; params: Record<string, unknown> }) => Promise<void>;
 }
@@ -132,6 +134,7 @@ export async function answerToolCall(
     cancelTrigger: facts.cancelTrigger,
     delivery: connection.deliveryOf(facts.sessionId, facts.requestId),
     ...(facts.waitMs === undefined ? {} : { waitMs: facts.waitMs }),
+    ...(facts.asTask === true ? { asTask: true } : {}),
     ...((typeof progressToken === 'string' || typeof progressToken === 'number') && facts.notify !== undefined
       ? { progress: progressReporter(progressToken, facts.notify) }
       : {}),

@@ -2,6 +2,7 @@ import { createMcpHandler, Server, type AuthInfo, type CallToolResult as ModernC
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { ToolContract } from '@oncegate/contracts';
 import { PRE_DISPATCH_STATUSES } from '@oncegate/domain';
+import type { DeliveryWatch } from '@oncegate/service-result-delivery';
 import { z } from 'zod';
 import { clientSupportsTasks, stillMoving, taskOf, TASKS_EXTENSION } from './execution-tasks';
 import { answerToolCall, GATEWAY_NAME, GATEWAY_VERSION, INSTRUCTIONS, runOfHeaders, toolsListing, type ConnectionFacts } from './mcp-server';
@@ -27,19 +28,25 @@ function headersOf(request: Request | undefined): Record<string, string> {
 export function modernMcpHandler(
   tools: ReadonlyMap<string, ToolContract>,
   toolCalls: ToolCalls,
-  options: { readonly maxRequestBytes: number; readonly onerror: (error: Error) => void },
+  options: {
+    readonly maxRequestBytes: number;
+    readonly onerror: (error: Error) => void;
+    /** What the front learns of the response to this HTTP request: written in full, or its stream closed first. */
+    readonly deliveryOf?: (request: Request | undefined) => DeliveryWatch | undefined;
+  },
 ): McpHttpHandler {
   const listing = toolsListing(tools) as ModernTool[];
   return createMcpHandler(
     (context) => {
       const actor = (context.authInfo?.extra as { actor?: unknown } | undefined)?.actor;
       if (typeof actor !== 'string') throw new Error('a 2026-07-28 request reached the MCP server without an authenticated agent');
+      // No session and no later request on it: nothing can prove that a response was read, only that it was not.
+      const delivery = options.deliveryOf?.(context.requestInfo);
       const connection: ConnectionFacts = {
         actor,
         transport: 'streamable-http',
         runHeader: runOfHeaders,
-        // No session and no later request on it: nothing can prove that a response was read.
-        deliveryOf: () => undefined,
+        deliveryOf: () => delivery,
       };
       const headers = headersOf(context.requestInfo);
       const server = new Server(
@@ -59,7 +66,7 @@ export function modernMcpHandler(
           signal: ctx.mcpReq.signal,
           cancelTrigger: 'response_stream_closed',
           notify: (notification) => ctx.mcpReq.notify(notification as never),
-          ...(asTask ? { waitMs: 0 } : {}),
+          ...(asTask ? { waitMs: 0, asTask: true } : {}),
         });
         if (asTask && stillMoving(result)) {
           const id = (result.structuredContent as { execution: { id: string } }).execution.id;
@@ -76,7 +83,12 @@ export function modernMcpHandler(
         if (execution === undefined) throw unknownTask(taskId);
         return execution;
       };
-      server.setRequestHandler('tasks/get', taskRequest, async ({ taskId }) => ({ resultType: 'complete', ...taskOf(await ownTask(taskId)) }));
+      // A task that hands out its result answers the task's call: recorded like any answer, as the task's result.
+      server.setRequestHandler('tasks/get', taskRequest, async ({ taskId }, ctx) => {
+        const execution = await toolCalls.taskAnswer(taskId, actor, { jsonRpcId: ctx.mcpReq.id, transport: 'streamable-http' }, delivery);
+        if (execution === undefined) throw unknownTask(taskId);
+        return { resultType: 'complete', ...taskOf(execution) };
+      });
       // Nothing an execution does waits for the client's input: responses to input requests are acknowledged and ignored.
       server.setRequestHandler('tasks/update', taskRequest, async ({ taskId }) => {
         await ownTask(taskId);

@@ -27,7 +27,8 @@ export class StdioConnection extends StdioServerTransport {
   }
 
   override async close(): Promise<void> {
-    await super.close();
+    // Settled before the transport reports itself closed, so the command sees every answer settled when it stops.
     this.deliveries.end();
+    await super.close();
   }
 }

@@ -5,6 +5,8 @@ import {
   formatIntentScope,
   matchRetry,
   checkIdempotencyKey,
+  type AnswerTold,
+  type AnswerVia,
   type AttachActionKind,
   type CancellationTrigger,
   type ExecutionId,
@@ -60,9 +62,16 @@ export interface CallContext {
   readonly progress?: CallProgress;
   /** How long the call waits for an answer before it answers "in progress"; `call_wait` when not said (a task: 0). */
   readonly waitMs?: number;
-  /** Reports what the transport proved about this call's response; absent when it cannot tell (nothing is recorded). */
+  /** Reports what the transport proved about this call's response; absent when it cannot tell (recorded as unproven). */
   readonly delivery: DeliveryWatch | undefined;
+  /** The client takes a call still moving back as a task (the tasks extension): such an answer is told `via: task`. */
+  readonly asTask?: boolean;
 }
+
+/** What an answer with no delivery watch is recorded with: the transport keeps no evidence for it. */
+const NO_WATCH = 'the transport keeps no evidence of receipt for this request';
+/** How long a stopping gateway waits for the answers whose delivery just settled to be recorded. */
+const ANSWERS_DRAIN_MS = 5_000;
 
 export interface ToolCallDependencies {
   readonly store: EventStore;
@@ -111,6 +120,8 @@ export class ToolCalls {
    * takes a turn; waiting for the answer does not.
    */
   private readonly claimTurns = new KeyedTurns<string>();
+  /** Answers waiting for their delivery to settle, then for their event to be appended. */
+  private readonly recordings = new Set<Promise<void>>();
 
   constructor(private readonly deps: ToolCallDependencies) {}
 
@@ -392,9 +403,16 @@ export class ToolCalls {
         : (await this.deps.watcher.waitUntil(executionId, ready, context.waitMs ?? this.deps.callWaitMs, context.signal)).state;
       const stored = await this.storedResult(latest);
       const answer = toolResult(tool.name, latest, flags, stored);
-      if (latest.outcome !== null && !context.signal.aborted) {
-        keepRegistration = true;
-        this.recordDelivery(executionId, flags, context).finally(release);
+      // A cancelled request gets no answer: the SDK sends nothing for it, and the cancel is recorded instead.
+      if (!context.signal.aborted) {
+        const via = context.asTask === true && !ANSWERABLE.has(latest.status) ? 'task' : undefined;
+        const recording = this.recordAnswer(executionId, toldOf(latest, answer, flags, isoNow(this.deps.clock), via), context.correlation, context.delivery);
+        // A result's caller stays registered until its delivery is recorded, so result delivery never records a
+        // failure for an outcome someone is still being handed.
+        if (latest.outcome !== null) {
+          keepRegistration = true;
+          void recording.finally(release);
+        }
       }
       return answer;
     } finally {
@@ -411,25 +429,37 @@ export class ToolCalls {
   }
 
   /**
-   * Records what the transport proved about the answer: delivered (with the evidence of receipt), or not
-   * delivered; a response written and never acknowledged records nothing (docs/design.md section 5).
+   * Records the answer once the transport settled its delivery (docs/design.md sections 5 and 9): after the response
+   * was written, never before, so nothing is appended on the call's path. A result proven delivered or refused is
+   * `ResultDelivered` / `ResultDeliveryFailed`, which move the execution; every other answer, and one nothing proved
+   * either way, is `AnswerGiven`, which moves nothing — the decider chooses.
    */
-  private async recordDelivery(executionId: ExecutionId, flags: AnswerFlags, context: CallContext): Promise<void> {
-    const settled = context.delivery ? await context.delivery.settled : { kind: 'unproven' as const };
-    if (settled.kind === 'unproven') return;
-    await runExecutionCommand(
-      this.deps.store,
-      executionId,
-      (state) => {
-        if (state.outcome === null) return undefined;
-        const now = isoNow(this.deps.clock);
-        return settled.kind === 'delivered'
-          ? { type: 'RecordResultDelivered', executionId, now, correlation: context.correlation, replayed: flags.replayed, evidence: settled.evidence }
-          : { type: 'RecordResultDeliveryFailed', executionId, now, correlation: context.correlation, reason: settled.reason };
-      },
-      { actor: 'service:result-delivery', correlation: context.correlation },
-      this.deps.clock,
-    ).catch(() => undefined);
+  private recordAnswer(executionId: ExecutionId, told: AnswerTold, correlation: ProtocolCorrelation, delivery: DeliveryWatch | undefined): Promise<void> {
+    const recording = (async () => {
+      const settled = delivery === undefined ? { kind: 'unproven' as const, reason: NO_WATCH } : await delivery.settled;
+      await runExecutionCommand(
+        this.deps.store,
+        executionId,
+        (state) => (state.status === 'initial' ? undefined : { type: 'RecordAnswer', executionId, now: isoNow(this.deps.clock), correlation, told, delivery: settled }),
+        { actor: 'service:result-delivery', correlation },
+        this.deps.clock,
+      );
+    })().catch(() => undefined);
+    this.recordings.add(recording);
+    void recording.finally(() => this.recordings.delete(recording));
+    return recording;
+  }
+
+  /**
+   * Resolves once the answers whose delivery has settled are recorded (a stopping gateway ends its connections
+   * first, which settles the rest as unproven), or after a few seconds, whichever comes first.
+   */
+  async answersRecorded(timeoutMs = ANSWERS_DRAIN_MS): Promise<void> {
+    if (this.recordings.size === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
+    await Promise.race([Promise.allSettled([...this.recordings]), timeout]);
+    clearTimeout(timer);
   }
 
   /**
@@ -461,6 +491,25 @@ export class ToolCalls {
     const answer = toolResult(execution.state.accepted.toolName, execution.state, { attached: false, replayed: false }, stored);
     const last = execution.events.at(-1);
     return { state: execution.state, answer, lastUpdatedAt: (last?.metadata['recordedAt'] as string | undefined) ?? execution.state.accepted.acceptedAt };
+  }
+
+  /**
+   * A task of the agent (`tasks/get`), as `execution` finds it. When the task hands out its result (the execution is
+   * answerable and not cancelled), that is an answer to the task's call and is recorded as one (`via: task_result`),
+   * with the correlation of the `tasks/get` that carried it.
+   */
+  async taskAnswer(
+    executionId: string,
+    actor: string,
+    correlation: ProtocolCorrelation,
+    delivery: DeliveryWatch | undefined,
+  ): Promise<{ state: ExecutionState; answer: CallToolResult; lastUpdatedAt: string } | undefined> {
+    const found = await this.execution(executionId, actor);
+    if (found !== undefined && ANSWERABLE.has(found.state.status) && found.state.status !== 'cancelled') {
+      const told = toldOf(found.state, found.answer, { attached: false, replayed: false }, isoNow(this.deps.clock), 'task_result');
+      void this.recordAnswer(found.state.executionId!, told, correlation, delivery);
+    }
+    return found;
   }
 
   /**
@@ -508,4 +557,17 @@ export class ToolCalls {
     );
     return outcome.state;
   }
+}
+
+/** What an answer tells the agent, as its `structuredContent.execution` carries it. */
+function toldOf(state: ExecutionState, answer: CallToolResult, flags: AnswerFlags, givenAt: ReturnType<typeof isoNow>, via?: AnswerVia): AnswerTold {
+  return {
+    state: state.status,
+    isError: answer.isError === true,
+    attempts: state.attempts,
+    attached: flags.attached,
+    replayed: flags.replayed,
+    givenAt,
+    ...(via === undefined ? {} : { via }),
+  };
 }

@@ -71,11 +71,12 @@ function collectParam(text: string, previous: Record<string, string> = {}): Reco
 
 export function investigateCommand() {
   return new Command('investigate')
-    .summary('Replay an execution (or every execution of a fingerprint): timeline and the five answers.')
+    .summary('Replay an execution (or every execution of a fingerprint): timeline and the six answers.')
     .description(
       "Replays the execution's stream (and its intent's other executions) and answers: one process or two; was the first call " +
         "authorized and dispatched; did the target's outcome come back; did delivery fail after completion; did the second call " +
-        'attach, carry an idempotency key, or create a new attempt. Exit 1 when nothing is recorded for it.',
+        'attach, carry an idempotency key, or create a new attempt; was the agent told, and what (per call: the state it was ' +
+        'told and whether delivery is proven). Exit 1 when nothing is recorded for it.',
     )
     .argument('<execution-id|fingerprint>', 'an execution id (ex_…) or an intent fingerprint (hmac-sha256:…)')
     .addOption(jsonOption())

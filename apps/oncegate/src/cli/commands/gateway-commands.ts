@@ -129,6 +129,8 @@ export function stdioCommand() {
         process.stdin.once('end', () => void transport.close());
         await connectMcpServer(server, transport);
         await Promise.race([closed, untilSignal()]);
+        // Stopped by a signal with the connection open: its unproven answers are recorded as such before the store closes.
+        transport.deliveries.end('the gateway stopped before anything proved receipt');
         await gateway.close();
         return EXIT_CODES.ok;
       }),
