@@ -40,6 +40,15 @@ describe('the tasks extension (io.modelcontextprotocol/tasks) with its official 
     expect(executionOf(result)).toMatchObject({ id: taskId });
     expect(['completed', 'delivered', 'completed_result_not_delivered']).toContain(executionOf(result).state);
     expect((await scenario.target.effects()).requestsTotal).toBe(1);
+    // What the agent was told is in the stream: the call answered with a task still working, then the task's result
+    // handed out by the tasks/get that carried it (nothing on this revision proves either was read).
+    const told = await eventually(async () => {
+      const answers = (await readJournal(scenario.folder.dataDir, [`execution-${taskId}`])).filter((event) => event.type === 'AnswerGiven');
+      return answers.length >= 2 ? answers.map((event) => event.data as { told: { state: string; via?: string }; delivery: string; correlation: { jsonRpcId?: unknown } }) : undefined;
+    });
+    expect(told[0]).toMatchObject({ told: { state: 'awaiting_approval', via: 'task' }, delivery: 'unproven' });
+    expect(told.slice(1)).toContainEqual(expect.objectContaining({ told: expect.objectContaining({ state: executionOf(result).state, via: 'task_result' }), delivery: 'unproven' }));
+    expect(told.at(-1)!.correlation.jsonRpcId).not.toEqual(told[0]!.correlation.jsonRpcId);
   });
 
   it('given a task awaiting approval, when it is cancelled, then the execution is cancelled (task_cancel), tasks/get says cancelled, and nothing is sent', async () => {

@@ -27,7 +27,8 @@ export function apiFront(options: {
     store: options.store,
     agents: new AgentDirectory(options.store),
     tools: options.tools,
-    toolCalls: {} as ToolCalls,
+    // No tool call reaches this front, so no answer is left to record when it closes.
+    toolCalls: { answersRecorded: async () => undefined } as unknown as ToolCalls,
     resumption: {} as SseResumptionStore,
     clock: options.clock,
     hostRules: { allowedHosts: LOOPBACK_HOSTS, allowedOrigins: [] },
