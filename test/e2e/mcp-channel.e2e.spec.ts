@@ -122,6 +122,40 @@ describe.each(['http', 'stdio'] as const)('the mcp channel end to end, upstream 
     expect((answer.structuredContent as { response?: unknown }).response).toEqual({ account: `read-${transport}`, cents: 10_000 });
   });
 
+  it('given a write the upstream works on for a while, reporting its steps, when the agent asked for progress, then it hears them through the gateway, the journal keeps them as AttemptProgressed, and no piece of the credential the upstream quoted shows', async () => {
+    upstreamFolder.delayMs = 2_400;
+    const heard: Array<{ progress: number; message?: string }> = [];
+    const client = await agent();
+    const answer = await client.callTool({ name: 'ledger_set_limit', arguments: { account: `progress-${transport}`, cents: 42 } }, undefined, {
+      onprogress: (update) => void heard.push(update),
+      timeout: 30_000,
+    });
+    await client.close();
+    upstreamFolder.delayMs = 0;
+
+    const execution = executionOf(answer);
+    expect(SETTLED).toContain(execution.state);
+    const told = heard.map((update) => update.message ?? '').filter((message) => message.includes('the target reports'));
+    expect(told.length).toBeGreaterThanOrEqual(1);
+    for (const message of told) expect(message).toMatch(new RegExp(`^execution ${execution.id}: dispatched \\(attempt 1\\), the target reports [1-4] of 4: set_limit: step [1-4] of 4 \\(as `));
+    // Counted up by the gateway, one notification per thing it had to say.
+    expect(heard.map((update) => update.progress)).toEqual(heard.map((_, index) => index + 1));
+    const stream = await readJournal(folder.journal, [`execution-${execution.id}`]);
+    const progressed = stream.filter((event) => event.type === 'AttemptProgressed').map((event) => event.data as { attempt: number; progress: number; total: number; message: string });
+    // The first step at once, then at most one a second over the 2.4 s the upstream worked.
+    expect(progressed.length).toBeGreaterThanOrEqual(1);
+    expect(progressed.length).toBeLessThanOrEqual(4);
+    expect(progressed.map((event) => event.progress)).toEqual([...progressed.map((event) => event.progress)].sort());
+    expect(progressed[0]).toMatchObject({ attempt: 1, total: 4, message: expect.stringMatching(/^set_limit: step \d of 4 \(as /) });
+    const types = stream.map((event) => event.type);
+    expect(types.lastIndexOf('AttemptProgressed')).toBeLessThan(types.indexOf('OutcomeObserved'));
+    if (transport === 'http') expect(progressed[0]!.message).toMatch(/\(as Bearer \S+\)$/);
+    const seen = JSON.stringify({ heard, progressed });
+    for (let length = 6; length <= CREDENTIAL_CANARY.length; length += 1) {
+      expect(seen, `${length} characters of the credential`).not.toContain(CREDENTIAL_CANARY.slice(0, length));
+    }
+  }, 60_000);
+
   it('given an upstream that echoes the bearer token, then neither the answer, the journal nor the log holds the credential or a piece of it', async (context) => {
     if (transport === 'stdio') context.skip('a stdio upstream is given no vault credential: its tools name none');
     const client = await agent();

@@ -5,6 +5,7 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- the demo target the gateway of the test calls
 import { startDemoTarget, type DemoTarget } from '@oncegate/demo-target';
+import { channelNotices } from '@oncegate/dispatcher-kit/host';
 import { STORED_EVENT_TYPES, isStoredEventType, storedEventType, type ExecutionAccepted, type ExecutionCommand } from '@oncegate/domain';
 import * as fixtures from '@oncegate/domain/testing';
 import { readAllFrom, type EventStore, type RecordedEvent } from '@oncegate/event-store';
@@ -111,6 +112,7 @@ const HISTORIES: readonly (readonly ExecutionCommand[])[] = [
   [...fixtures.completed(), fixtures.deliveryFailed(), fixtures.delivered(fixtures.at(1_000))],
   [...fixtures.authorized(), fixtures.cancel()],
   [...fixtures.dispatched(), fixtures.requestCancellation()],
+  [...fixtures.dispatched(), fixtures.progressed(2, { total: 4, message: 'copying' }), fixtures.observe()],
   [...fixtures.accepted({ runId: 'agent:a/r1' }), fixtures.requestApproval({ scope: 'run', expiresAt: fixtures.at(60_000) }), fixtures.expire()],
 ];
 
@@ -202,6 +204,11 @@ describe('event schemas against a real journal (in-process gateway and demo targ
           await runExecutionCommand(store, executionId, () => ({ ...command, executionId }), { actor: 'agent:a', causationId: null, correlation: { jsonRpcId: 1 } }, systemClock);
         }
       }
+
+      // What a channel noticed about its target.
+      const notices = channelNotices(store, systemClock, 'mcp', 'dispatcher-mcp@schema-check');
+      notices.notice({ kind: 'upstream_tools_changed', message: 'upstream ledger lists 3 tools', details: { upstream: 'ledger', added: [], removed: ['read_balance'], changed: [], held: [] } });
+      await notices.flushed();
 
       // A consumer that keeps failing on an event parks it; a replay that fails again, then one that succeeds.
       let fault: string | undefined = 'the schema check consumer cannot reach its dependency';

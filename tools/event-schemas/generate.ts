@@ -45,6 +45,7 @@ const APPROVER_KEYS = 'libs/host-principals/src/approver-directory.ts';
 const VAULT = 'libs/vault/src/vault-journal.ts';
 const PARKED = 'libs/nest-event-store/src/parked-events.ts';
 const SEALS = 'libs/journal/src/seal.ts';
+const NOTICES = 'libs/dispatcher-kit/src/channel-notices.ts';
 
 /** Every stored event type and the type of its data. */
 export const EVENT_DATA_SOURCES: Readonly<Record<string, EventDataSource>> = {
@@ -57,6 +58,7 @@ export const EVENT_DATA_SOURCES: Readonly<Record<string, EventDataSource>> = {
   ExecutionDenied: { file: EVENTS, typeName: 'ExecutionDeniedData' },
   Dispatched: { file: EVENTS, typeName: 'DispatchedData' },
   OutcomeObserved: { file: EVENTS, typeName: 'OutcomeObservedData' },
+  AttemptProgressed: { file: EVENTS, typeName: 'AttemptProgressedData' },
   OutcomeUnknown: { file: EVENTS, typeName: 'OutcomeUnknownData' },
   StatusQueried: { file: EVENTS, typeName: 'StatusQueriedData' },
   MarkerProbed: { file: EVENTS, typeName: 'MarkerProbedData' },
@@ -90,6 +92,7 @@ export const EVENT_DATA_SOURCES: Readonly<Record<string, EventDataSource>> = {
   ParkedReplayRequested: { file: PARKED, typeName: 'ParkedReplayRequestedData' },
   ParkedEventHandled: { file: PARKED, typeName: 'ParkedEventHandledData' },
   ParkedReplayFailed: { file: PARKED, typeName: 'ParkedReplayFailedData' },
+  ChannelNoticed: { file: NOTICES, typeName: 'ChannelNoticedData' },
   JournalSealed: { file: SEALS, typeName: 'JournalSealedData' },
 };
 

@@ -88,6 +88,22 @@ export interface ChannelContext {
   readonly tools: ReadonlyMap<string, ChannelTool>;
   /** The channel's `channels.<name>` entry of oncegate.yaml, checked against `options.schema` with its defaults; `{}` without one. */
   readonly options: Readonly<Record<string, unknown>>;
+  /**
+   * Records something the channel noticed about its target outside any one call (an upstream said its tools changed,
+   * a tool became held): a `ChannelNoticed` event on the stream `channel-<name>`, which investigations, projections
+   * and the bus read. Never throws, never waits; a notice that breaks the rules (below) is logged, not recorded.
+   */
+  notice(notice: ChannelNotice): void;
+}
+
+/** What a channel noticed: never a secret (the kit cannot tell one in it). */
+export interface ChannelNotice {
+  /** What kind of notice, `[a-z][a-z0-9_]*`, at most 64 characters (`upstream_tools_changed`). */
+  readonly kind: string;
+  /** In words, for an operator; cut to 500 characters. */
+  readonly message: string;
+  /** The facts, a JSON object of at most 8 KiB. */
+  readonly details?: Readonly<Record<string, unknown>>;
 }
 
 /** A channel's `plugin:` section: its JSON Schema, its own check, or both (the check runs once the schema passes). */
@@ -113,6 +129,24 @@ export interface ChannelAttempt {
   readonly limits: ChannelLimits;
   /** The credential's secret when the tool names one and the channel declares `credentialKinds`; wiped after the call. */
   readonly secret?: Buffer;
+  /**
+   * Tells how far the target says the work is, while `send` runs (an upstream's progress notifications): recorded in
+   * the execution's stream (`AttemptProgressed`) and told to an agent waiting on the call that asked for progress. The
+   * kit writes the first report at once and then the latest one a second, drops a report that does not move forward,
+   * hides secrets in the message and cuts it to 200 characters; after `send` resolved (and outside `send`) it does
+   * nothing. Never throws, never waits.
+   */
+  progress(report: ProgressReport): void;
+}
+
+/** What a channel says of an attempt's progress, as the target reported it. */
+export interface ProgressReport {
+  /** How far the work is, as the target counts it; only growing values are recorded. */
+  readonly progress: number;
+  /** Out of how much, when the target says. */
+  readonly total?: number;
+  /** What the target says it is doing. */
+  readonly message?: string;
 }
 
 /**

@@ -320,6 +320,22 @@ export abstract class ChannelDispatcher {
     );
   }
 
+  /**
+   * What the target said of the attempt in flight, recorded only while that attempt is still the one dispatched
+   * (`AttemptProgressed`); nothing is retried: a lost report is replaced by the next one.
+   */
+  protected recordProgress(executionId: ExecutionId, attempt: number, report: { progress: number; total: number | null; message: string | null }): Promise<unknown> {
+    return runExecutionCommand(
+      this.store,
+      executionId,
+      (s) => (s.status === 'dispatched' && s.attempts === attempt && (s.attemptProgress?.attempt !== attempt || s.attemptProgress.progress < report.progress)
+        ? { type: 'RecordAttemptProgress', executionId, now: isoNow(this.clock), attempt, ...report }
+        : undefined),
+      { actor: this.actor },
+      this.clock,
+    );
+  }
+
   private async untilItLands<T>(executionId: ExecutionId, attempt: number, write: () => Promise<T>): Promise<T> {
     for (let failures = 0; ; failures += 1) {
       try {

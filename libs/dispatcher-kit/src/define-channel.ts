@@ -1,4 +1,5 @@
 import { Logger, Module, type DynamicModule } from '@nestjs/common';
+import { channelNotices } from './channel-notices';
 import type { PluginSectionCheck, ToolContract } from '@oncegate/contracts';
 import type { EventStore } from '@oncegate/event-store';
 import type { Clock } from '@oncegate/execution-journal';
@@ -112,11 +113,26 @@ export function defineHostChannel(definition: HostChannelDefinition): KitChannel
     channel: definition.name,
     async start({ host, vault, prepared, dispatcherId }) {
       const { store, tools, sealed, clock } = host;
-      const driver = await definition.open({ log: new Logger(`dispatcher-${definition.name}`), tools: toolsOf(definition.name, tools), vault, sealed, options: options.read(host.config) });
+      const notices = channelNotices(store, clock, definition.name, dispatcherId);
+      const driver = await definition.open({
+        log: new Logger(`dispatcher-${definition.name}`),
+        tools: toolsOf(definition.name, tools),
+        vault,
+        sealed,
+        options: options.read(host.config),
+        notice: notices.notice,
+      });
       try {
         const module = KitDispatcherModule.forRoot({ store, tools, sealed, vault, dispatcherId, clock, prepared, opened: { definition, driver } });
         const app = await microservice(host, module, `dispatcher-${definition.name}`);
-        return { app, controller: app.get(KitDispatcher), close: () => driver.close?.() ?? Promise.resolve() };
+        return {
+          app,
+          controller: app.get(KitDispatcher),
+          close: async () => {
+            await driver.close?.();
+            await notices.flushed();
+          },
+        };
       } catch (error) {
         await driver.close?.().catch(() => undefined);
         throw error;

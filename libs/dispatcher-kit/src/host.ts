@@ -2,6 +2,7 @@
 // package's exports): the dispatcher that runs every channel, how a process hosts channels, and the host's view
 // of an attempt that the HTTP and SSH channels read.
 export { ChannelDispatcher, notSent, textResult, type AttemptRecord } from './channel-dispatcher';
+export { channelNotices, channelNoticeStream, type ChannelNoticedData } from './channel-notices';
 export { channelOptionsReader, type ChannelOptionsCheck, type ChannelOptionsReader, type ChannelOptionsSource } from './channel-options';
 export { contractCheck, publishedSchemas, type PublishedChannelSchemas } from './channel-schemas';
 export { defineHostChannel, hostingOf, KitDispatcherModule, sectionCheckOf, type ChannelHosting, type StandaloneDependencies } from './define-channel';

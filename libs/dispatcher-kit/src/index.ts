@@ -3,6 +3,7 @@
 export type {
   ChannelAttempt,
   ChannelContext,
+  ChannelNotice,
   ChannelContract,
   ChannelDefinition,
   ChannelDriver,
@@ -12,6 +13,7 @@ export type {
   CredentialKind,
   DispatchRefusal,
   MarkerFinding,
+  ProgressReport,
   SendOutcome,
   StatusFinding,
 } from './channel-definition';

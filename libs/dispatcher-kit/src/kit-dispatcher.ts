@@ -13,6 +13,7 @@ import type { VaultService } from '@oncegate/host-vault';
 import type { DispatchRefusal, MarkerFinding, SendOutcome, StatusFinding } from './channel-definition';
 import type { HostAttempt, HostChannelDefinition, HostChannelDriver } from './host-channel';
 import { hideSecretBytes, hideSecrets } from './hide-secrets';
+import { AttemptProgress } from './attempt-progress';
 
 /** The channel this dispatcher runs: its definition and the driver it opened in this process. */
 export const OPENED_CHANNEL = Symbol('oncegate:opened-channel');
@@ -90,15 +91,23 @@ export class KitDispatcher extends ChannelDispatcher {
       return notSent(vaultRefusal(error).reason);
     }
     const hidden = this.hiddenIn(call, secret);
+    const progress = new AttemptProgress(
+      state,
+      (executionId, number, report) => this.recordProgress(executionId, number, report),
+      (text) => hideSecrets(text, hidden),
+      (message) => this.log.warn(message),
+    );
     let outcome: SendOutcome;
     try {
-      outcome = await this.driver.send(secret === undefined ? attempt : { ...attempt, secret });
+      const sent = { ...attempt, progress: progress.report };
+      outcome = await this.driver.send(secret === undefined ? sent : { ...sent, secret });
     } catch (error) {
       // The channel broke its promise to resolve: whether anything left is not known, so recovery by class decides.
       this.log.error(`${state.executionId}: the ${this.definition.name} channel's send failed: ${hideSecrets(String((error as Error).message), hidden)}`);
       outcome = { kind: 'unknown', reason: 'connection_reset' };
     } finally {
       secret?.fill(0);
+      await progress.stop();
     }
     return recordOf(outcome, hidden, attempt.limits.responseBytes);
   }
@@ -141,6 +150,8 @@ export class KitDispatcher extends ChannelDispatcher {
       section: tool.request.kind === 'plugin' ? tool.request.config : {},
       args: call.args,
       limits: tool.limits,
+      // Progress is taken from `send` alone (attempt() replaces this); a preflight or evidence has none to report.
+      progress: () => undefined,
       call,
       state,
     };

@@ -157,6 +157,14 @@ export type AnswerSettlement =
   | { readonly kind: 'not_delivered'; readonly reason: string }
   | { readonly kind: 'unproven'; readonly reason?: string };
 
+/** What the target said of the current attempt's progress; refused once that attempt's outcome is recorded. */
+export interface RecordAttemptProgress extends CommandBase<'RecordAttemptProgress'> {
+  readonly attempt: number;
+  readonly progress: number;
+  readonly total: number | null;
+  readonly message: string | null;
+}
+
 /**
  * Records an answer the gateway gave to a tools/call, once its delivery settled. The decider chooses the event: an
  * answer that carried a definite outcome, delivered or refused, is `ResultDelivered` / `ResultDeliveryFailed` (they
@@ -208,6 +216,7 @@ export type ExecutionCommand =
   | ResolveReview
   | RecordResultDelivered
   | RecordResultDeliveryFailed
+  | RecordAttemptProgress
   | RecordAnswer
   | CancelExecution
   | RequestCancellation
@@ -232,6 +241,7 @@ const COMMAND_TYPE_TABLE: { readonly [TType in ExecutionCommandType]: true } = {
   ResolveReview: true,
   RecordResultDelivered: true,
   RecordResultDeliveryFailed: true,
+  RecordAttemptProgress: true,
   RecordAnswer: true,
   CancelExecution: true,
   RequestCancellation: true,

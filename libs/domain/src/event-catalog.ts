@@ -62,6 +62,8 @@ export const STORED_EVENT_TYPES: readonly StoredEventType[] = Object.freeze(
     entry('ParkedReplayRequested', STREAM_CATEGORIES.parked),
     entry('ParkedEventHandled', STREAM_CATEGORIES.parked),
     entry('ParkedReplayFailed', STREAM_CATEGORIES.parked),
+    // What a channel noticed about its target outside a call (libs/dispatcher-kit channel-notices).
+    entry('ChannelNoticed', STREAM_CATEGORIES.channel),
     // Signed seals over the hash chain (libs/journal seal, appended by libs/service-sealer).
     entry('JournalSealed', SEAL_STREAM_CATEGORY),
   ].map((stored) => Object.freeze(stored)),

@@ -270,6 +270,23 @@ export interface OutcomeObservedData {
   readonly notSentReason?: string | null;
 }
 
+/**
+ * What the target said of an attempt's progress while the attempt was in flight (an upstream MCP server's
+ * `notifications/progress`), as its channel reported it; it changes nothing in the execution's state but what a
+ * waiting agent is told. A channel reports at most one a second per attempt, the latest; the message has its secrets
+ * hidden and is cut to 200 characters.
+ */
+export interface AttemptProgressedData {
+  readonly attempt: number;
+  /** How far the work is, as the target counts it (it only grows within an attempt). */
+  readonly progress: number;
+  /** Out of how much, when the target said. */
+  readonly total: number | null;
+  /** What the target said it is doing, when it said. */
+  readonly message: string | null;
+  readonly reportedAt: IsoInstant;
+}
+
 export interface OutcomeUnknownData {
   readonly attempt: number;
   readonly reason: UnknownOutcomeReason;
@@ -442,6 +459,7 @@ export type ExecutionAuthorized = VersionedEvent<'ExecutionAuthorized', 1, Execu
 export type ExecutionDenied = VersionedEvent<'ExecutionDenied', 1, ExecutionDeniedData>;
 export type Dispatched = VersionedEvent<'Dispatched', 1, DispatchedData>;
 export type OutcomeObserved = VersionedEvent<'OutcomeObserved', 1, OutcomeObservedData>;
+export type AttemptProgressed = VersionedEvent<'AttemptProgressed', 1, AttemptProgressedData>;
 export type OutcomeUnknown = VersionedEvent<'OutcomeUnknown', 1, OutcomeUnknownData>;
 export type StatusQueried = VersionedEvent<'StatusQueried', 1, StatusQueriedData>;
 export type MarkerProbed = VersionedEvent<'MarkerProbed', 1, MarkerProbedData>;
@@ -463,6 +481,7 @@ export type ExecutionEvent =
   | ExecutionAuthorized
   | ExecutionDenied
   | Dispatched
+  | AttemptProgressed
   | OutcomeObserved
   | OutcomeUnknown
   | StatusQueried
@@ -492,6 +511,7 @@ export const EXECUTION_EVENT_SCHEMA_VERSIONS: {
   ExecutionAuthorized: 1,
   ExecutionDenied: 1,
   Dispatched: 1,
+  AttemptProgressed: 1,
   OutcomeObserved: 1,
   OutcomeUnknown: 1,
   StatusQueried: 1,

@@ -22,6 +22,7 @@ describe('execution events', () => {
       'ExecutionAuthorized',
       'ExecutionDenied',
       'Dispatched',
+      'AttemptProgressed',
       'OutcomeObserved',
       'OutcomeUnknown',
       'StatusQueried',
@@ -66,7 +67,7 @@ describe('execution events', () => {
   });
 
   it('names commands apart from events, so a command is never mistaken for a fact', () => {
-    expect(EXECUTION_COMMAND_TYPES).toHaveLength(20);
+    expect(EXECUTION_COMMAND_TYPES).toHaveLength(21);
     expect(EXECUTION_COMMAND_TYPES.filter((type) => (EXECUTION_EVENT_TYPES as readonly string[]).includes(type))).toEqual(
       [],
     );

@@ -104,6 +104,15 @@ export interface OutcomeFacts {
   readonly notSentReason?: string | null;
 }
 
+/** What the target last said of an attempt's progress. */
+export interface AttemptProgressFacts {
+  readonly attempt: number;
+  readonly progress: number;
+  readonly total: number | null;
+  readonly message: string | null;
+  readonly reportedAt: IsoInstant;
+}
+
 export interface StatusQueryEvidence {
   readonly attempt: number;
   readonly preconditionHolds: boolean;
@@ -167,6 +176,8 @@ export interface ExecutionState {
     readonly reason: UnknownOutcomeReason;
     readonly observedAt: IsoInstant;
   } | null;
+  /** The latest progress the target reported for the current attempt (`AttemptProgressed`), `null` before any. */
+  readonly attemptProgress: AttemptProgressFacts | null;
   readonly statusQuery: StatusQueryEvidence | null;
   readonly markerProbe: MarkerProbeEvidence | null;
   readonly review: ReviewFacts | null;
@@ -191,6 +202,7 @@ export function initialState(): ExecutionState {
     lastDispatch: null,
     outcome: null,
     unknownOutcome: null,
+    attemptProgress: null,
     statusQuery: null,
     markerProbe: null,
     review: null,

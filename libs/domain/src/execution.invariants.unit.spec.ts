@@ -23,6 +23,7 @@ import {
   grantApproval,
   markerProbe,
   observe,
+  progressed,
   requestApproval,
   requestCancellation,
   requireReview,
@@ -62,6 +63,7 @@ const BUILDERS: ReadonlyArray<{ readonly weight: number; readonly build: Builder
       observe({ now, attempt, outcome: v % 2 ? 'failed' : 'succeeded', source: v % 3 ? 'response' : 'marker', exitCode: v % 2 }),
   },
   { weight: 6, build: (now, v, attempt) => unknownOutcome(attempt, now, pickOf(['timeout_after_send', 'dispatcher_lost', 'attempt_deadline_passed'], v)) },
+  { weight: 2, build: (now, v, attempt) => progressed(v, { now, attempt, total: v % 2 ? 12 : null, message: v % 3 ? `step ${v}` : null }) },
   { weight: 3, build: (now, v, attempt) => ({ ...statusQuery(v % 2 === 0, attempt), now }) },
   {
     weight: 3,
@@ -261,6 +263,12 @@ describe('invariants over any history the decider accepts', () => {
         for (const event of events) {
           const next = evolve(state, event);
           if (event.type === 'AnswerGiven') expect(next).toBe(state);
+          // Progress is said only of the attempt in flight, and moves nothing but what the agent is told.
+          if (event.type === 'AttemptProgressed') {
+            expect(state.status).toBe('dispatched');
+            expect(event.data.attempt).toBe(state.attempts);
+            expect({ ...next, attemptProgress: state.attemptProgress }).toEqual(state);
+          }
           if ((event.type === 'ResultDelivered' || event.type === 'ResultDeliveryFailed') && event.data.told !== undefined) {
             expect(['completed', 'completed_result_not_delivered', 'delivered', 'failed']).toContain(event.data.told.state);
           }

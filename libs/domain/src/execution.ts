@@ -3,7 +3,7 @@
  * the folded state into event payloads, or throws a typed error; `evolve` folds one event into the state. Both are
  * pure: the clock and ids arrive in the command, metadata is added by whoever appends.
  */
-import type { ExecutionCommand, ExecutionCommandType, RecordAnswer } from './commands';
+import type { ExecutionCommand, ExecutionCommandType, RecordAnswer, RecordAttemptProgress } from './commands';
 import { addMs, isBefore, isDurationMs, isIsoInstant, type IsoInstant } from './durations';
 import {
   AttemptLimitReachedError,
@@ -125,6 +125,9 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
         lastDispatch: { attempt, dispatcherId, dispatchedAt },
       };
     }
+    case 'AttemptProgressed':
+      // Evidence of an attempt in flight: what a waiting agent is told changes, the execution's state does not.
+      return { ...state, attemptProgress: { ...event.data } };
     case 'OutcomeObserved':
       // The target answered (or its marker did): completed, whatever the answer; an error answer is told with
       // isError. Only an attempt that sent nothing is a failure. Journals written when an error answer folded to
@@ -460,6 +463,21 @@ export function decide(command: ExecutionCommand, state: ExecutionState): Execut
         }),
       ];
 
+    case 'RecordAttemptProgress': {
+      if (state.status !== 'dispatched') throw refuse('state_does_not_allow');
+      requireCurrentAttempt(command.type, executionId, state, command.attempt);
+      requireProgress(command);
+      return [
+        executionEvent('AttemptProgressed', {
+          attempt: command.attempt,
+          progress: command.progress,
+          total: command.total,
+          message: command.message === null ? null : command.message.slice(0, 200),
+          reportedAt: now,
+        }),
+      ];
+    }
+
     case 'RecordAnswer':
       return [answerEvent(command, state)];
 
@@ -699,4 +717,14 @@ export function executionStatusView(state: ExecutionState): ExecutionStatusView 
     denialBasis: state.denial?.basis ?? null,
     reviewReason: state.review?.reason ?? null,
   };
+}
+
+/** A progress report's numbers: finite, not negative, a total not below the progress. */
+function requireProgress(command: RecordAttemptProgress): void {
+  const finite = (value: unknown) => typeof value === 'number' && Number.isFinite(value) && value >= 0;
+  if (!finite(command.progress)) throw new InvalidCommandError(command.type, 'progress', 'expected a finite number >= 0');
+  if (command.total !== null && (!finite(command.total) || command.total < command.progress)) {
+    throw new InvalidCommandError(command.type, 'total', 'expected null or a finite number not below progress');
+  }
+  if (command.message !== null && typeof command.message !== 'string') throw new InvalidCommandError(command.type, 'message', 'expected a string or null');
 }

@@ -45,6 +45,7 @@ import {
   resolveReview,
   statusQuery,
   T0,
+  progressed,
   thrownBy,
   unknown,
   unknownOutcome,
@@ -432,6 +433,28 @@ describe('given an authorized execution', () => {
 
 describe('given a dispatched execution', () => {
   const state = given(...dispatched());
+
+  it('when the target reports progress then AttemptProgressed keeps the latest, the state stays dispatched, and an outcome ends the reports', () => {
+    const first = when(state, progressed(3, { total: 10, message: 'copying' }));
+    expect(first.events).toEqual([
+      { type: 'AttemptProgressed', schemaVersion: 1, data: { attempt: 1, progress: 3, total: 10, message: 'copying', reportedAt: at(450) } },
+    ]);
+    expect(first.state).toMatchObject({ status: 'dispatched', attemptProgress: { attempt: 1, progress: 3, total: 10, message: 'copying' } });
+    const long = when(first.state, progressed(4, { message: 'x'.repeat(500) }));
+    expect((long.events[0]!.data as { message: string }).message).toHaveLength(200);
+    const done = given(...dispatched(), progressed(3), observe());
+    expectIllegal(done, progressed(5), 'state_does_not_allow');
+    expect(thrownBy(() => decide(progressed(1, { attempt: 2 }), state))).toBeInstanceOf(StaleAttemptError);
+  });
+
+  it.each([
+    [Number.NaN, null],
+    [-1, null],
+    [5, 4],
+    [1, Number.POSITIVE_INFINITY],
+  ])('when progress %s of %s is reported then it is refused as invalid', (progress, total) => {
+    expect(thrownBy(() => decide(progressed(progress, { total }), state))).toBeInstanceOf(InvalidCommandError);
+  });
 
   it('when a definite success is observed then it is completed with target status and result reference', () => {
     const { events, state: next } = when(state, observe());

@@ -72,6 +72,7 @@ export const STREAM_CATEGORIES = {
   vault: 'vault',
   approver: 'approver',
   parked: 'parked',
+  channel: 'channel',
 } as const;
 
 export type StreamCategory = (typeof STREAM_CATEGORIES)[keyof typeof STREAM_CATEGORIES];

@@ -163,6 +163,19 @@ describe('the mcp channel, driven by its dispatcher on a real journal', () => {
       await until('the refresh back', () => world.logs.filter((line) => line.includes('tools/list read again (it said its tools changed)')).length >= 2);
       expect((await call('set_limit', { account: 'acct-4', cents: 300 })).observed.outcome).toBe('succeeded');
       expect(world.logs.join('\n')).toContain('set_limit: tool set_limit of upstream ledger matches its contract again; it is sent');
+
+      // Each change the upstream said is journaled on the channel's stream, with what changed and what it held.
+      const noticed = async () => (await world.store.readStream('channel-mcp')).filter((event) => event.type === 'ChannelNoticed').map((event) => event.data);
+      const deadline = Date.now() + 10_000;
+      while ((await noticed()).length < 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+      const [away, back] = await noticed();
+      expect(away).toMatchObject({
+        channel: 'mcp',
+        kind: 'upstream_tools_changed',
+        message: 'upstream ledger lists 3 tools (it said its tools changed); changed: set_limit; gone: read_balance; held: set_limit (oncegate upstream diff ledger)',
+        details: { upstream: 'ledger', why: 'it said its tools changed', tools: 3, added: [], removed: ['read_balance'], changed: ['set_limit'], held: ['set_limit'] },
+      });
+      expect(back).toMatchObject({ details: { tools: 4, added: ['read_balance'], removed: [], changed: ['set_limit'], held: [] } });
     });
   }
 

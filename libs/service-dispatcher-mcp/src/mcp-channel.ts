@@ -1,9 +1,9 @@
 import type { Tool } from '@modelcontextprotocol/client';
-import { defineChannel, type ChannelAttempt, type ChannelDriver, type ChannelLog, type SendOutcome } from '@oncegate/dispatcher-kit';
+import { defineChannel, type ChannelAttempt, type ChannelContext, type ChannelDriver, type ChannelLog, type SendOutcome } from '@oncegate/dispatcher-kit';
 import { definitionDigest, UPSTREAM_SECTION_SCHEMA, type UpstreamToolDefinition } from '@oncegate/mcp-upstream';
 import { storedAnswer } from './call-result';
 import { checkMcpSection, mcpSection, transportKey, type McpSection } from './mcp-section';
-import { NotSent, UpstreamSession, type CallContext } from './upstream-session';
+import { LIST_CHANGED, NotSent, UpstreamSession, type CallContext, type ToolChanges } from './upstream-session';
 
 /** Why a tool must not be sent as its contract has it: the upstream no longer lists it, or defines it otherwise now. */
 export function heldReason(toolName: string, section: McpSection, live: Tool | undefined): string | undefined {
@@ -31,7 +31,10 @@ export class McpChannelDriver implements ChannelDriver {
   /** The tools held now, with why: a tool is logged when it becomes held or is sent again, not on every call. */
   private readonly held = new Map<string, string>();
 
-  constructor(private readonly log: ChannelLog) {}
+  constructor(
+    private readonly log: ChannelLog,
+    private readonly notice: ChannelContext['notice'] = () => undefined,
+  ) {}
 
   async send(attempt: ChannelAttempt): Promise<SendOutcome> {
     const section = mcpSection(attempt.section);
@@ -42,6 +45,7 @@ export class McpChannelDriver implements ChannelDriver {
       attempt: attempt.attempt,
       connectTimeoutMs: attempt.limits.connectTimeoutMs,
       responseTimeoutMs: attempt.limits.responseTimeoutMs,
+      progress: attempt.progress,
       ...(attempt.secret === undefined ? {} : { secret: attempt.secret }),
     };
     let live: Tool | undefined;
@@ -77,6 +81,29 @@ export class McpChannelDriver implements ChannelDriver {
     return reason;
   }
 
+  /**
+   * Journals a change of the upstream's tools: when it said so (`tools/list_changed`), and whenever a listing differs
+   * from the one before (read again before every call, or on a new connection). A first listing is no change.
+   */
+  private noticeChanges(upstream: string, tools: ReadonlyMap<string, Tool>, why: string, changes: ToolChanges | undefined): void {
+    if (changes === undefined) return;
+    const differs = changes.added.length + changes.removed.length + changes.changed.length > 0;
+    if (!differs && why !== LIST_CHANGED) return;
+    const held = [...this.held.keys()].filter((toolName) => this.sections.get(toolName)?.upstream === upstream).sort();
+    const said = [
+      ...(changes.changed.length > 0 ? [`changed: ${changes.changed.join(', ')}`] : []),
+      ...(changes.added.length > 0 ? [`new: ${changes.added.join(', ')}`] : []),
+      ...(changes.removed.length > 0 ? [`gone: ${changes.removed.join(', ')}`] : []),
+    ];
+    this.notice({
+      kind: 'upstream_tools_changed',
+      message:
+        `upstream ${upstream} lists ${tools.size} tools (${why})${said.length === 0 ? ', none changed' : `; ${said.join('; ')}`}` +
+        (held.length === 0 ? '' : `; held: ${held.join(', ')} (oncegate upstream diff ${upstream})`),
+      details: { upstream, why, tools: tools.size, ...changes, held },
+    });
+  }
+
   /** The session of the section's upstream, opened at first use (one per upstream and transport in this process). */
   private sessionOf(section: McpSection): UpstreamSession {
     const key = `${section.upstream} ${transportKey(section.transport)}`;
@@ -84,10 +111,11 @@ export class McpChannelDriver implements ChannelDriver {
     if (session === undefined) {
       const opened = new UpstreamSession(section.upstream, section.transport, this.log);
       // Each refresh of the upstream's tools says which of the tools called so far it holds now.
-      opened.onRefresh.push((tools) => {
+      opened.onRefresh.push((tools, why, changes) => {
         for (const [toolName, known] of this.sections) {
           if (known.upstream === section.upstream) this.checkHeld(toolName, known, tools.get(known.tool));
         }
+        this.noticeChanges(section.upstream, tools, why, changes);
       });
       this.sessions.set(key, opened);
       session = opened;
@@ -112,5 +140,5 @@ export const mcpKit = defineChannel({
   contract: { schema: UPSTREAM_SECTION_SCHEMA as unknown as Record<string, unknown>, check: checkMcpSection },
   // A url upstream's bearer token, bound to the url's host and port.
   credentialKinds: ['password'],
-  open: ({ log }) => new McpChannelDriver(log),
+  open: ({ log, notice }) => new McpChannelDriver(log, notice),
 });

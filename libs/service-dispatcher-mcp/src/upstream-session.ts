@@ -17,6 +17,9 @@ export const ATTEMPT_META = 'io.oncegate/attempt';
 const CLIENT_INFO = { name: 'oncegate-mcp-channel', version: '0.1.0' };
 /** The longest a connection may take to open when no attempt waits for it (a stdio child restarted in the background). */
 const OPEN_TIMEOUT_MS = 30_000;
+/** Why a listing is read again after the upstream's `notifications/tools/list_changed`. */
+export const LIST_CHANGED = 'it said its tools changed';
+
 /** A stdio child that exits is started again after this pause, doubled after each quick exit up to the longest. */
 const FIRST_PAUSE_MS = 250;
 const LONGEST_PAUSE_MS = 30_000;
@@ -37,6 +40,8 @@ export interface CallContext {
   readonly responseTimeoutMs: number;
   /** The attempt's credential (a url upstream's bearer), wiped by the kit once the attempt resolves. */
   readonly secret?: Buffer;
+  /** Where the upstream's progress notifications for this call go (the kit records them and tells the agent). */
+  readonly progress?: (report: { progress: number; total?: number; message?: string }) => void;
 }
 
 /** A call that did not leave: why, in words an agent and an operator can act on. */
@@ -85,7 +90,9 @@ export class UpstreamSession {
   private pauseMs = FIRST_PAUSE_MS;
   private closed = false;
   /** Tool definitions in use by calls, for the log of each refresh: what changed, what is held. */
-  readonly onRefresh: Array<(tools: ReadonlyMap<string, Tool>, why: string) => void> = [];
+  readonly onRefresh: Array<(tools: ReadonlyMap<string, Tool>, why: string, changes: ToolChanges | undefined) => void> = [];
+  /** The tools as the upstream last listed them, on any connection: what a new listing is compared with. */
+  private lastListed: ReadonlyMap<string, Tool> | undefined;
 
   /** The channel's log, with the credential hidden in every line: an upstream's error text may quote what it was sent. */
   private readonly log: ChannelLog;
@@ -127,7 +134,13 @@ export class UpstreamSession {
           { name: tool.name, arguments: { ...args }, _meta: { [EXECUTION_ID_META]: context.executionId, [ATTEMPT_META]: context.attempt } },
           // The live definition without its output schema: the answer is recorded as the upstream gave it (the effect
           // happened whatever it holds), and a 2026-07-28 upstream still gets the headers its input schema declares.
-          { timeout: context.responseTimeoutMs, maxTotalTimeout: context.responseTimeoutMs, toolDefinition: { ...tool, outputSchema: undefined } },
+          {
+            timeout: context.responseTimeoutMs,
+            maxTotalTimeout: context.responseTimeoutMs,
+            toolDefinition: { ...tool, outputSchema: undefined },
+            // Asking for progress gives the call a progress token; what the upstream reports reaches the agent.
+            ...(context.progress === undefined ? {} : { onprogress: context.progress }),
+          },
         )
         .then((result): CallAnswer => ({ kind: 'result', result }), (error: unknown) => this.answerOf(error, connection));
       // A broken connection may be the only sign (an HTTP answer cut mid-stream): a result already on its way still wins.
@@ -186,7 +199,7 @@ export class UpstreamSession {
       connection = await deadline(opening, context.connectTimeoutMs, () => `upstream ${this.name} (${this.where}) did not answer within the connect timeout (${context.connectTimeoutMs} ms)`);
     }
     if (connection.stale || !this.notified(connection)) {
-      const why = connection.stale ? 'it said its tools changed' : 'it cannot say when its tools change';
+      const why = connection.stale ? LIST_CHANGED : 'it cannot say when its tools change';
       await deadline(this.refresh(connection, why), context.responseTimeoutMs, () => `upstream ${this.name} did not list its tools within the response timeout (${context.responseTimeoutMs} ms)`);
     }
     if (!connection.alive) throw new NotSent(`the connection to upstream ${this.name} (${this.where}) closed before the call was written`);
@@ -225,9 +238,9 @@ export class UpstreamSession {
   }
 
   private logRefresh(before: ReadonlyMap<string, Tool>, after: ReadonlyMap<string, Tool>, why: string): void {
-    const changed = [...after.keys()].filter((name) => before.has(name) && JSON.stringify(before.get(name)) !== JSON.stringify(after.get(name)));
-    const added = [...after.keys()].filter((name) => !before.has(name));
-    const removed = [...before.keys()].filter((name) => !after.has(name));
+    const changes = toolChanges(before, after);
+    this.lastListed = after;
+    const { changed, added, removed } = changes;
     const differences = [
       ...(changed.length > 0 ? [`changed: ${changed.join(', ')}`] : []),
       ...(added.length > 0 ? [`new: ${added.join(', ')}`] : []),
@@ -236,7 +249,7 @@ export class UpstreamSession {
     // Read again before every call when the upstream cannot notify: only a difference is worth a line then.
     if (why.startsWith('it cannot say') && differences.length === 0) return;
     this.log.log(`upstream ${this.name}: tools/list read again (${why}): ${after.size} tools${differences.length === 0 ? ', none changed' : `; ${differences.join('; ')}`}`);
-    for (const listener of this.onRefresh) listener(after, why);
+    for (const listener of this.onRefresh) listener(after, why, changes);
   }
 
   /** Opens a connection (one at a time: a second caller waits for the same one). */
@@ -313,7 +326,10 @@ export class UpstreamSession {
     });
     this.connection = opened;
     this.log.log(`upstream ${this.name} (${this.where}) opened for ${why} (${opened.described}): ${opened.tools.size} tools listed`);
-    for (const listener of this.onRefresh) listener(opened.tools, 'a new connection');
+    // A connection after another compares its listing with the last one: a change while no connection was open counts.
+    const changes = this.lastListed === undefined ? undefined : toolChanges(this.lastListed, opened.tools);
+    this.lastListed = opened.tools;
+    for (const listener of this.onRefresh) listener(opened.tools, 'a new connection', changes);
     return opened;
   }
 
@@ -388,7 +404,7 @@ export class UpstreamSession {
   private changed(connection: Connection): void {
     connection.stale = true;
     // Read at once, so that the log tells of the change even when no call follows; a call waits for it.
-    this.refresh(connection, 'it said its tools changed').catch(() => undefined);
+    this.refresh(connection, LIST_CHANGED).catch(() => undefined);
   }
 
   /** The connection closed without the channel closing it: a url upstream opens again on the next call; a child is restarted. */
@@ -494,4 +510,20 @@ function describeError(error: unknown): string {
   const code = causeCode(error);
   const message = error instanceof Error ? error.message : String(error);
   return code === undefined || message.includes(code) ? message : `${message} (${code})`;
+}
+
+/** How two listings of an upstream's tools differ, by tool name. */
+export interface ToolChanges {
+  readonly added: readonly string[];
+  readonly removed: readonly string[];
+  /** Listed in both, defined otherwise (anything of the definition: schema, annotations, description). */
+  readonly changed: readonly string[];
+}
+
+export function toolChanges(before: ReadonlyMap<string, Tool>, after: ReadonlyMap<string, Tool>): ToolChanges {
+  return {
+    added: [...after.keys()].filter((name) => !before.has(name)),
+    removed: [...before.keys()].filter((name) => !after.has(name)),
+    changed: [...after.keys()].filter((name) => before.has(name) && JSON.stringify(before.get(name)) !== JSON.stringify(after.get(name))),
+  };
 }

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { channelNotices } from '../channel-notices';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -119,7 +120,8 @@ export class DispatcherWorld {
     let killed = false;
     let afterDispatched = false;
     const { definition, standalone } = hostingOf(this.kit);
-    const driver = await definition.open({ log: new Logger(`dispatcher-${this.kit.definition.name}`), tools: this.tools, vault: this.vault, sealed: this.sealed, options: this.options });
+    const { notice } = channelNotices(this.store, systemClock, this.kit.definition.name, id);
+    const driver = await definition.open({ log: new Logger(`dispatcher-${this.kit.definition.name}`), tools: this.tools, vault: this.vault, sealed: this.sealed, options: this.options, notice });
     this.drivers.push(driver);
     const store = killable(this.store, () => killed, () => {
       if (afterDispatched) killed = true;

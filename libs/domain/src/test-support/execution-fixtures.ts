@@ -15,6 +15,7 @@ import type {
   GrantApproval,
   ObserveOutcome,
   RecordAnswer,
+  RecordAttemptProgress,
   RecordDispatch,
   RecordMarkerProbe,
   RecordResultDelivered,
@@ -150,6 +151,10 @@ export const unknownOutcome = (
   attempt,
   reason,
 });
+export const progressed = (
+  progress: number,
+  overrides: Partial<Omit<RecordAttemptProgress, 'type' | 'progress'>> = {},
+): RecordAttemptProgress => ({ type: 'RecordAttemptProgress', executionId: id, now: at(450), attempt: 1, total: null, message: null, progress, ...overrides });
 export const statusQuery = (preconditionHolds: boolean, attempt = 1): RecordStatusQuery => ({
   type: 'RecordStatusQuery',
   executionId: id,

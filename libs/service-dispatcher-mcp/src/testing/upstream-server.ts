@@ -229,18 +229,30 @@ export interface UpstreamContext {
   readonly notifies?: boolean;
 }
 
+/** How many progress notifications a delayed call sends a caller that asked for them. */
+const PROGRESS_STEPS = 4;
+
 /** The low-level SDK server of the upstream: one per connection (stdio) or per request (HTTP, createMcpHandler). */
 export function upstreamServer(context: UpstreamContext): Server {
   const server = new Server({ name: 'oncegate-test-upstream', version: '1.0.0' }, { capabilities: { tools: { listChanged: context.notifies ?? true } } });
   server.setRequestHandler('tools/list', async () => ({ tools: upstreamTools(context.folder.variant) }));
-  server.setRequestHandler('tools/call', async (request) => {
+  server.setRequestHandler('tools/call', async (request, ctx) => {
     const { name } = request.params;
     const args = (request.params.arguments ?? {}) as Record<string, unknown>;
     const meta = (request.params._meta ?? {}) as Record<string, unknown>;
     const executionId = typeof meta[EXECUTION_ID] === 'string' ? (meta[EXECUTION_ID] as string) : null;
     const attempt = typeof meta[ATTEMPT] === 'number' ? (meta[ATTEMPT] as number) : null;
     const delay = context.folder.delayMs;
-    if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
+    const progressToken = meta['progressToken'];
+    if (delay > 0 && (typeof progressToken === 'string' || typeof progressToken === 'number')) {
+      // A caller that asked for progress hears of each quarter of the wait; the message quotes the Authorization
+      // header the upstream got, as a careless upstream might, so a test sees the kit hide it.
+      for (let step = 1; step <= PROGRESS_STEPS; step += 1) {
+        await new Promise((resolve) => setTimeout(resolve, delay / PROGRESS_STEPS));
+        const message = `${name}: step ${step} of ${PROGRESS_STEPS} (as ${context.authorization?.() ?? 'anyone'})`;
+        await ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken, progress: step, total: PROGRESS_STEPS, message } }).catch(() => undefined);
+      }
+    } else if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
     const result = callTool(context, name, args, executionId, attempt);
     const fault = context.folder.take(name);
     if (fault === 'lose') context.lose();

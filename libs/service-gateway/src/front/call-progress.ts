@@ -40,8 +40,12 @@ export function progressMessage(state: ExecutionState): string | undefined {
     }
     case 'authorized':
       return `execution ${id}: authorized, about to be sent`;
-    case 'dispatched':
-      return `execution ${id}: dispatched (attempt ${state.attempts}), awaiting the target's answer`;
+    case 'dispatched': {
+      const reported = state.attemptProgress?.attempt === state.attempts ? state.attemptProgress : null;
+      if (reported === null) return `execution ${id}: dispatched (attempt ${state.attempts}), awaiting the target's answer`;
+      const { progress, total, message } = reported;
+      return `execution ${id}: dispatched (attempt ${state.attempts}), the target reports ${progress}${total === null ? '' : ` of ${total}`}${message === null ? '' : `: ${message}`}`;
+    }
     case 'outcome_unknown': {
       const action = state.accepted === null ? 'hold_for_review' : recoveryPolicyOf(state.accepted.operationClass).afterUnknownOutcome;
       return `execution ${id}: outcome of attempt ${state.attempts} unknown, checking (${CHECKS[action]})`;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { evolve, initialState, type ExecutionState } from '@oncegate/domain';
-import { acceptExecution, authorize, dispatch, given, requestApproval, unknownOutcome } from '@oncegate/domain/testing';
+import { acceptExecution, authorize, dispatch, given, progressed, requestApproval, unknownOutcome } from '@oncegate/domain/testing';
 import { progressMessage, progressReporter } from './call-progress';
 
 describe('progress while a call waits', () => {
@@ -22,6 +22,22 @@ describe('progress while a call waits', () => {
       expect(progressMessage(unknown)).toMatch(check);
     }
     expect(progressMessage(initialState())).toBeUndefined();
+  });
+
+  it('given the target reports progress of the attempt in flight, then each report is told with its numbers and words, and a report of an earlier attempt is not', () => {
+    const sent: string[] = [];
+    const report = progressReporter(7, async (notification) => void sent.push(String(notification.params['message'])));
+    report(given(acceptExecution(), authorize(), dispatch()));
+    report(given(acceptExecution(), authorize(), dispatch(), progressed(2, { total: 5, message: 'copying files' })));
+    report(given(acceptExecution(), authorize(), dispatch(), progressed(2, { total: 5, message: 'copying files' })));
+    report(given(acceptExecution(), authorize(), dispatch(), progressed(3)));
+    expect(sent).toEqual([
+      expect.stringMatching(/dispatched \(attempt 1\), awaiting the target's answer$/),
+      expect.stringMatching(/dispatched \(attempt 1\), the target reports 2 of 5: copying files$/),
+      expect.stringMatching(/dispatched \(attempt 1\), the target reports 3$/),
+    ]);
+    const earlier = { ...given(acceptExecution(), authorize(), dispatch(), progressed(4)), attempts: 2 };
+    expect(progressMessage(earlier)).toMatch(/dispatched \(attempt 2\), awaiting the target's answer$/);
   });
 
   it('given the same state seen twice, then it is told once, and the steps are counted up', async () => {
