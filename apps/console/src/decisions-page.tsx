@@ -118,7 +118,7 @@ export function DecisionsPage({ onSignedOut }: { readonly onSignedOut: () => voi
       {found === undefined && error === null && <p>Loading…</p>}
       {found !== undefined && (
         <p class="muted" role="status">
-          {found.length === 0 ? 'No decision matches.' : `${found.length} decision${found.length === 1 ? '' : 's'}, newest first`}
+          {found.length === 0 ? 'No decision matches' : `${found.length} decision${found.length === 1 ? '' : 's'}, newest first`}
           {next !== null ? ` (read ${scanned} recorded decisions so far; older ones may match)` : ''}.
         </p>
       )}
