@@ -4,7 +4,7 @@ import { chromiumUnavailable, consoleUrl, launchChromium, phoneContext, screensh
 import { CREDENTIAL_CANARY, oncegate, type GatewayFolder } from '../support/gateway-process';
 import { eventually, readJournal } from '../support/journal';
 import { connectClient } from '../support/mcp-clients';
-import { gatewayScenario } from '../support/scenario';
+import { executionOf, gatewayScenario } from '../support/scenario';
 
 const SUPPLIER_A = { payment_reference: 'payout-history-a1', amount_cents: 4200 };
 const SUPPLIER_B = { payment_reference: 'payout-history-b2', amount_cents: 777 };
@@ -221,5 +221,53 @@ describe('the console decision history, counts and refusals in Chromium', () => 
     expect(await decisionEvents(scenario.folder, executionId)).toEqual([]);
     await client.close();
     await call;
+  });
+
+  it('given an irreversible payment held for review, when one approver asks to send it again and a second confirms, then each step first says what will be sent, and only the confirmation sends it', { timeout: 120_000 }, async () => {
+    const alice = await addApprover(scenario.folder, 'alice');
+    const bob = await addApprover(scenario.folder, 'bob');
+    await scenario.target.control('hang', { match: 'POST /payments', times: 1 });
+    const { client } = await connectClient(scenario.gateway.url, scenario.gateway.devToken);
+    const first = await client.callTool({ name: 'send_payment', arguments: { payment_reference: 'order-resend-0001', amount_cents: 990, card_token: 'tok_resend_canary_9d1c' } });
+    const executionId = executionOf(first).id;
+    const events = () => readJournal(scenario.folder.dataDir, [`execution-${executionId}`]);
+    await eventually(async () => ((await events()).some((event) => event.type === 'ReviewRequired') ? true : undefined));
+
+    const context = await phoneContext(browser!);
+    try {
+      const page = await context.newPage();
+      await signIn(page, scenario.gateway.url, alice);
+      await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: /Review queue/ }).click();
+      await waitForText(page, 'nav a[href="#/reviews"]', /^Review queue 1 waiting$/, 'one review counted');
+      const card = page.getByRole('article').filter({ hasText: executionId });
+      await card.getByRole('radio', { name: /Not executed/ }).check();
+      await card.getByRole('checkbox', { name: /Send it again now/ }).check();
+      await card.getByLabel('Reason for the resolution').fill('the processor has no charge for order-resend-0001');
+      await card.getByRole('button', { name: 'Resolve' }).click();
+      await expect(card.locator('.confirm').textContent()).resolves.toMatch(
+        new RegExp(`^This asks a second operator to send it again: demo/payments: POST http://127\\.0\\.0\\.1:\\d+/payments, with the recorded arguments, as attempt 2 under execution ${executionId}`),
+      );
+      expect((await events()).some((event) => event.type === 'ReviewResolved')).toBe(false);
+      await card.getByRole('button', { name: 'Ask for the resend' }).click();
+      await expect(card.getByRole('status').textContent()).resolves.toMatch(/waits for a second operator/);
+
+      // A second operator, in a browser of their own.
+      const second = await (await phoneContext(browser!)).newPage();
+      await signIn(second, scenario.gateway.url, bob);
+      await second.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: /Review queue/ }).click();
+      const confirming = second.getByRole('article').filter({ hasText: executionId });
+      await confirming.getByLabel('Reason for confirming the resend').fill('the ledger agrees: never charged');
+      await confirming.getByRole('button', { name: 'Confirm the resend' }).click();
+      await expect(confirming.locator('.confirm').textContent()).resolves.toMatch(new RegExp(`^This sends it again now: demo/payments: POST .*as attempt 2 under execution ${executionId}`));
+      expect((await events()).filter((event) => event.type === 'Dispatched')).toHaveLength(1);
+      await confirming.getByRole('button', { name: 'Send it again' }).click();
+      await expect(confirming.getByRole('status').textContent()).resolves.toMatch(/confirmed by approver:bob/);
+      expect(await second.content()).not.toContain('tok_resend_canary');
+      await second.context().close();
+    } finally {
+      await context.close();
+    }
+    await eventually(async () => ((await events()).filter((event) => event.type === 'Dispatched').length === 2 ? true : undefined), 20_000, 'the resend dispatched');
+    await client.close();
   });
 });

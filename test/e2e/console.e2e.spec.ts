@@ -146,6 +146,8 @@ describe('the operator console in Chromium', () => {
       await eventually(async () => ((await followed.getAttribute('data-state').catch(() => null)) ?? '').match(/^(completed|delivered|completed_result_not_delivered)$/) ?? undefined, 20_000, 'what followed');
       await expect(followed.textContent()).resolves.toMatch(/^completed: the target answered \(status 20\d\)/);
       await expect(card.textContent()).resolves.not.toContain('awaiting_approval');
+      expect(await scrollsSideways(page)).toBe(false);
+      expect(await unnamedControls(page)).toEqual([]);
       await eventually(async () => ((await approvalsLink.textContent()) === 'Approvals 0 waiting' ? true : undefined), 10_000, 'the count after the decision');
       // Times are local with their zone; the exact instant is on hover.
       const requested = card.locator('time').first();
