@@ -164,6 +164,20 @@ describe('the console decision history, counts and refusals in Chromium', () => 
       await screenshot(page, 'console-decisions.png');
       await page.setViewportSize({ width: 390, height: 844 });
 
+      // An approver in Berlin reads the same decision in their own time, with the zone; the instant is on hover.
+      const berlin = await browser!.newContext({ viewport: { width: 390, height: 844 }, timezoneId: 'Europe/Berlin', locale: 'de-DE' });
+      try {
+        const there = await berlin.newPage();
+        await signIn(there, scenario.gateway.url, token);
+        await there.goto(consoleUrl(scenario.gateway.url, '#/decisions'));
+        const time = there.getByRole('article').filter({ hasText: denied }).locator('time').first();
+        const instant = (await time.getAttribute('title'))!;
+        const shown = new Date(Date.parse(instant) + 60 * 60_000).toISOString();
+        expect(await time.textContent()).toBe(`${shown.slice(0, 10)} ${shown.slice(11, 19)} CET`);
+      } finally {
+        await berlin.close();
+      }
+
       // A decision links to the incident view of its execution.
       await results.filter({ hasText: granted }).getByRole('link', { name: granted }).click();
       await page.getByRole('heading', { name: 'Incident view' }).waitFor();
