@@ -246,6 +246,8 @@ describe('the operator console in Chromium', () => {
       await card.getByRole('radio', { name: /Completed/ }).check();
       await card.getByRole('button', { name: 'Resolve' }).click();
       await expect(card.getByRole('status').textContent()).resolves.toMatch(/resolved as completed by approver:alice; the execution is now completed/);
+      // The resolved card says what followed, from the decision history.
+      await expect(card.locator('.followed').getAttribute('data-state')).resolves.toBe('completed');
       expect(errors).toEqual([]);
     } finally {
       await context.close();

@@ -1,12 +1,15 @@
 import { useCallback, useEffect, useState } from 'preact/hooks';
-import type { ReviewResolution as Resolution, ReviewView } from '@oncegate/console-api';
+import type { DecisionEntry, ReviewResolution as Resolution, ReviewView } from '@oncegate/console-api';
 import { api } from './api';
 import type { PageProps } from './approvals-page';
+import { DecisionCard, Followed } from './decision-card';
 import { Json, Outcome, refusal, Row, targetText, Time } from './format';
 
 type Resolved = { readonly ok: boolean; readonly message: string };
 
 const REFRESH_MS = 5_000;
+/** How long a resolved execution stays on the page, under "Recently resolved", with what followed it. */
+const RECENT_MS = 30 * 60_000;
 
 const WHY: Readonly<Record<string, string>> = {
   irreversible_outcome_unknown: 'An irreversible call may have reached the target and no outcome came back; the gateway never sends it again on its own.',
@@ -42,20 +45,31 @@ function nextStep(view: ReviewView): string {
   }
 }
 
-/** The review queue: why each execution is held, the evidence, and a resolution with a reason. */
+/**
+ * The review queue: why each execution is held, the evidence, and a resolution with a reason. Below it, the reviews
+ * resolved in the last half hour elsewhere, each with what followed.
+ */
 export function ReviewsPage({ onSignedOut, onLoaded, onChanged }: PageProps) {
   const [views, setViews] = useState<readonly ReviewView[] | undefined>(undefined);
   const [error, setError] = useState<string | null>(null);
+  const [recent, setRecent] = useState<readonly DecisionEntry[]>([]);
   const [resolved, setResolved] = useState<ReadonlyMap<string, { view: ReviewView; outcome: Resolved }>>(new Map());
 
   const load = useCallback(async () => {
-    const result = await api.reviews();
-    if (result.ok) {
-      setViews(result.value.reviews);
-      setError(null);
-      onLoaded();
-    } else if (result.error.status === 401) onSignedOut();
-    else setError(`The page could not refresh: ${refusal(result.error)}`);
+    const [waiting, history] = await Promise.all([
+      api.reviews(),
+      api.decisions({ decision: 'completed,not_executed,abandoned', from: new Date(Date.now() - RECENT_MS).toISOString(), limit: 50 }),
+    ]);
+    if (!waiting.ok || !history.ok) {
+      const failed = !waiting.ok ? waiting.error : !history.ok ? history.error : undefined;
+      if (failed?.status === 401) onSignedOut();
+      else if (failed !== undefined) setError(`The page could not refresh: ${refusal(failed)}`);
+      return;
+    }
+    setViews(waiting.value.reviews);
+    setRecent(history.value.decisions);
+    setError(null);
+    onLoaded();
   }, [onSignedOut, onLoaded]);
 
   useEffect(() => {
@@ -67,9 +81,14 @@ export function ReviewsPage({ onSignedOut, onLoaded, onChanged }: PageProps) {
   const onResolved = (view: ReviewView, outcome: Resolved) => {
     setResolved((before) => new Map(before).set(view.executionId, { view, outcome }));
     onChanged();
+    void load();
   };
   const shown = [...(views ?? [])];
   for (const { view } of resolved.values()) if (!shown.some((item) => item.executionId === view.executionId)) shown.push(view);
+  // The newest resolution of each execution (the history is newest first).
+  const latest = new Map<string, DecisionEntry>();
+  for (const entry of recent) if (!latest.has(entry.executionId)) latest.set(entry.executionId, entry);
+  const elsewhere = [...latest.values()].filter((entry) => !shown.some((view) => view.executionId === entry.executionId));
   return (
     <section aria-labelledby="reviews-title">
       <div class="title">
@@ -82,8 +101,24 @@ export function ReviewsPage({ onSignedOut, onLoaded, onChanged }: PageProps) {
       {views === undefined && <p>Loading…</p>}
       {views !== undefined && shown.length === 0 && <p class="empty">Nothing is held for review.</p>}
       {shown.map((view) => (
-        <ReviewCard key={view.executionId} view={resolved.get(view.executionId)?.view ?? view} outcome={resolved.get(view.executionId)?.outcome} onResolved={onResolved} onSignedOut={onSignedOut} />
+        <ReviewCard
+          key={view.executionId}
+          view={resolved.get(view.executionId)?.view ?? view}
+          outcome={resolved.get(view.executionId)?.outcome}
+          entry={latest.get(view.executionId)}
+          onResolved={onResolved}
+          onSignedOut={onSignedOut}
+        />
       ))}
+      {elsewhere.length > 0 && (
+        <section aria-labelledby="resolved-title">
+          <h2 id="resolved-title">Recently resolved</h2>
+          <p class="muted">Reviews resolved in the last 30 minutes, with what followed each; see Decisions for all of them.</p>
+          {elsewhere.map((entry) => (
+            <DecisionCard key={entry.position} entry={entry} />
+          ))}
+        </section>
+      )}
     </section>
   );
 }
@@ -125,11 +160,14 @@ function Evidence({ view }: { readonly view: ReviewView }) {
 function ReviewCard({
   view,
   outcome,
+  entry,
   onResolved,
   onSignedOut,
 }: {
   readonly view: ReviewView;
   readonly outcome: Resolved | undefined;
+  /** The resolution as the history records it, with what followed; `undefined` until the history shows it. */
+  readonly entry: DecisionEntry | undefined;
   readonly onResolved: (view: ReviewView, outcome: Resolved) => void;
   readonly onSignedOut: () => void;
 }) {
@@ -242,6 +280,11 @@ function ReviewCard({
                 {review.resend.confirmedBy === null ? ', waiting for a second operator' : `, confirmed by ${review.resend.confirmedBy}`}
               </>
             )}
+          </Row>
+        )}
+        {outcome?.ok === true && (
+          <Row label="What followed">
+            <Followed entry={entry} />
           </Row>
         )}
       </dl>
