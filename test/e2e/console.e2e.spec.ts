@@ -125,9 +125,34 @@ describe('the operator console in Chromium', () => {
       await screenshot(page, 'console-approvals.png');
       await page.setViewportSize({ width: 390, height: 844 });
 
+      // The navigation counts what waits, and says when it last refreshed.
+      const approvalsLink = page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: /Approvals/ });
+      await eventually(async () => ((await approvalsLink.textContent()) === 'Approvals 1 waiting' ? true : undefined), 10_000, 'the count of waiting approvals');
+      await expect(page.locator('.refreshed').textContent()).resolves.toMatch(/^Last refreshed \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} \S+$/);
+
+      // An irreversible call is approved only after the approver has seen what will be sent.
       await card.getByLabel('Reason for the decision').fill('supplier invoice 4411 checked');
       await card.getByRole('button', { name: 'Approve' }).click();
+      const confirmation = card.getByRole('group');
+      await expect(confirmation.textContent()).resolves.toMatch(new RegExp(`sends this irreversible call now.*demo/payments: POST http://127\\.0\\.0\\.1:\\d+/payments.*under execution ${executionId}`));
+      expect(await eventsOf(scenario.folder, executionId).then((events) => events.some((event) => event.type === 'ApprovalGranted'))).toBe(false);
+      await card.getByRole('button', { name: 'Approve and send' }).click();
       await expect(card.getByRole('status').textContent()).resolves.toMatch(/Recorded: granted by approver:alice/);
+
+      // The decided card stays, under Recently decided, with what followed: dispatched, then the target's answer.
+      const recent = page.getByRole('region', { name: 'Recently decided' });
+      await recent.getByRole('article').filter({ hasText: executionId }).waitFor();
+      const followed = card.locator('.followed');
+      await eventually(async () => ((await followed.getAttribute('data-state').catch(() => null)) ?? '').match(/^(completed|delivered|completed_result_not_delivered)$/) ?? undefined, 20_000, 'what followed');
+      await expect(followed.textContent()).resolves.toMatch(/^completed: the target answered \(status 20\d\)/);
+      await expect(card.textContent()).resolves.not.toContain('awaiting_approval');
+      expect(await scrollsSideways(page)).toBe(false);
+      expect(await unnamedControls(page)).toEqual([]);
+      await eventually(async () => ((await approvalsLink.textContent()) === 'Approvals 0 waiting' ? true : undefined), 10_000, 'the count after the decision');
+      // Times are local with their zone; the exact instant is on hover.
+      const requested = card.locator('time').first();
+      await expect(requested.textContent()).resolves.toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} \S+$/);
+      await expect(requested.getAttribute('title')).resolves.toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
       expect(errors).toEqual([]);
 
       // Signing out ends the session in the gateway, not only in the page.
@@ -167,13 +192,14 @@ describe('the operator console in Chromium', () => {
         await card.waitFor();
         await card.getByLabel('Reason for the decision').fill('checked on both screens');
       }
-      await Promise.all([cards[0]!.getByRole('button', { name: 'Approve' }).click(), cards[1]!.getByRole('button', { name: 'Deny' }).click()]);
+      await cards[0]!.getByRole('button', { name: 'Approve' }).click();
+      await Promise.all([cards[0]!.getByRole('button', { name: 'Approve and send' }).click(), cards[1]!.getByRole('button', { name: 'Deny' }).click()]);
       const said = await Promise.all(cards.map((card) => card.locator('[role=status], [role=alert]').first().textContent()));
       const recorded = said.filter((text) => text?.startsWith('Recorded:'));
       const refused = said.filter((text) => text?.startsWith('Refused:'));
       expect(recorded, said.join(' | ')).toHaveLength(1);
       expect(refused, said.join(' | ')).toHaveLength(1);
-      expect(refused[0]).toMatch(new RegExp(`execution ${executionId} is not awaiting approval: already (granted|denied) by approver:(alice|bob)`));
+      expect(refused[0]).toMatch(new RegExp(`^Refused: someone decided first\\. execution ${executionId} is not awaiting approval: already (granted|denied) by approver:(alice|bob)`));
     } finally {
       await Promise.all(contexts.map((context) => context.close()));
     }
@@ -204,16 +230,24 @@ describe('the operator console in Chromium', () => {
       const card = page.getByRole('article').filter({ hasText: executionId });
       await card.waitFor();
       await expect(card.textContent()).resolves.toContain('irreversible_outcome_unknown');
-      await expect(card.textContent()).resolves.toContain('Evidence');
+      // The target as the contract renders it, and what was observed of the attempt.
+      await expect(card.textContent()).resolves.toMatch(/demo\/payments: POST http:\/\/127\.0\.0\.1:\d+\/payments/);
+      const evidence = card.locator('.evidence');
+      await expect(evidence.textContent()).resolves.toMatch(/Dispatched.*OutcomeUnknown.*(timeout|deadline|lost|reset)/s);
       expect(await unnamedControls(page)).toEqual([]);
       expect(await scrollsSideways(page)).toBe(false);
       expectNoSecret(await page.content());
       expectNoSecret((await fetchInPage(page, apiUrl(scenario.gateway.url, 'reviews'))).body);
 
-      await card.getByRole('radio', { name: /Completed/ }).check();
+      // Resolving without a resolution says so, and records nothing.
       await card.getByLabel('Reason for the resolution').fill('the processor shows the charge for order-console-0001');
       await card.getByRole('button', { name: 'Resolve' }).click();
+      await expect(card.getByRole('alert').textContent()).resolves.toMatch(/^Choose a resolution first/);
+      await card.getByRole('radio', { name: /Completed/ }).check();
+      await card.getByRole('button', { name: 'Resolve' }).click();
       await expect(card.getByRole('status').textContent()).resolves.toMatch(/resolved as completed by approver:alice; the execution is now completed/);
+      // The resolved card says what followed, from the decision history.
+      await expect(card.locator('.followed').getAttribute('data-state')).resolves.toBe('completed');
       expect(errors).toEqual([]);
     } finally {
       await context.close();

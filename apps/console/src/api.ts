@@ -6,8 +6,11 @@ import type {
   ApprovalView,
   ConsoleErrorCode,
   DecisionRequest,
+  DecisionsAnswer,
+  DecisionsQuery,
   ErrorAnswer,
   Investigation,
+  QueueCountsAnswer,
   ResolutionRequest,
   ReviewResolution,
   ReviewsAnswer,
@@ -70,4 +73,14 @@ export const api = {
   resolve: (executionId: string, resolution: ReviewResolution, reason: string, resend = false) =>
     call<ReviewView>('POST', `/reviews/${encodeURIComponent(executionId)}/resolve`, { resolution, reason, ...(resend ? { resend } : {}) }),
   investigation: (executionId: string) => call<Investigation>('GET', `/executions/${encodeURIComponent(executionId)}`),
+  counts: () => call<QueueCountsAnswer>('GET', '/counts'),
+  decisions: (query: DecisionsQuery) => call<DecisionsAnswer>('GET', `/decisions${queryString(query)}`),
 };
+
+/** `?by=alice&limit=20`: the given, non-empty parameters. */
+function queryString(query: DecisionsQuery): string {
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(query)) if (value !== undefined && value !== '') params.set(name, String(value));
+  const text = params.toString();
+  return text === '' ? '' : `?${text}`;
+}

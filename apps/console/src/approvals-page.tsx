@@ -1,27 +1,51 @@
 import { useCallback, useEffect, useState } from 'preact/hooks';
-import type { ApprovalView } from '@oncegate/console-api';
+import type { ApprovalView, DecisionEntry } from '@oncegate/console-api';
 import { api } from './api';
-import { Countdown, Json, Outcome, Row } from './format';
+import { DecisionCard, Followed } from './decision-card';
+import { Countdown, Json, Outcome, refusal, Row, targetText, Time } from './format';
 
 type Decided = { readonly ok: boolean; readonly message: string };
 
 const REFRESH_MS = 5_000;
+/** How long a decided request stays on the page, under "Recently decided", with what followed it. */
+const RECENT_MS = 30 * 60_000;
 
-/** The approval queue: every pending request with what deciding it means; approve or deny with a reason. */
-export function ApprovalsPage({ onSignedOut }: { readonly onSignedOut: () => void }) {
+export interface PageProps {
+  /** The session ended (a 401): back to the sign-in form. */
+  readonly onSignedOut: () => void;
+  /** A refresh succeeded: the header's "last refreshed" time. */
+  readonly onLoaded: () => void;
+  /** Something was decided: the navigation's counts are asked again. */
+  readonly onChanged: () => void;
+}
+
+/**
+ * The approval queue: every pending request with what deciding it means; approve or deny with a reason. Below it,
+ * the requests decided in the last half hour (here or elsewhere), each with what followed the decision.
+ */
+export function ApprovalsPage({ onSignedOut, onLoaded, onChanged }: PageProps) {
   const [views, setViews] = useState<readonly ApprovalView[] | undefined>(undefined);
+  const [recent, setRecent] = useState<readonly DecisionEntry[]>([]);
   const [error, setError] = useState<string | null>(null);
   // A card someone decided on this page stays, with what the gateway answered, until the page is left.
   const [decided, setDecided] = useState<ReadonlyMap<string, { view: ApprovalView; outcome: Decided }>>(new Map());
 
   const load = useCallback(async () => {
-    const result = await api.approvals();
-    if (result.ok) {
-      setViews(result.value.approvals);
-      setError(null);
-    } else if (result.error.status === 401) onSignedOut();
-    else setError(result.error.message);
-  }, [onSignedOut]);
+    const [waiting, history] = await Promise.all([
+      api.approvals(),
+      api.decisions({ decision: 'granted,denied', from: new Date(Date.now() - RECENT_MS).toISOString(), limit: 50 }),
+    ]);
+    if (!waiting.ok || !history.ok) {
+      const failed = !waiting.ok ? waiting.error : !history.ok ? history.error : undefined;
+      if (failed?.status === 401) onSignedOut();
+      else if (failed !== undefined) setError(`The page could not refresh: ${refusal(failed)}`);
+      return;
+    }
+    setViews(waiting.value.approvals);
+    setRecent(history.value.decisions);
+    setError(null);
+    onLoaded();
+  }, [onSignedOut, onLoaded]);
 
   useEffect(() => {
     void load();
@@ -29,10 +53,17 @@ export function ApprovalsPage({ onSignedOut }: { readonly onSignedOut: () => voi
     return () => clearInterval(timer);
   }, [load]);
 
-  const onDecided = (view: ApprovalView, outcome: Decided) => setDecided((before) => new Map(before).set(view.executionId, { view, outcome }));
+  const onDecided = (view: ApprovalView, outcome: Decided) => {
+    setDecided((before) => new Map(before).set(view.executionId, { view, outcome }));
+    onChanged();
+    void load();
+  };
 
-  const shown = [...(views ?? [])];
-  for (const { view } of decided.values()) if (!shown.some((item) => item.executionId === view.executionId)) shown.push(view);
+  const waiting = (views ?? []).filter((view) => !decided.has(view.executionId));
+  // The newest decision of each execution (the history is newest first).
+  const latest = new Map<string, DecisionEntry>();
+  for (const entry of recent) if (!latest.has(entry.executionId)) latest.set(entry.executionId, entry);
+  const elsewhere = [...latest.values()].filter((entry) => !decided.has(entry.executionId) && !waiting.some((view) => view.executionId === entry.executionId));
   return (
     <section aria-labelledby="approvals-title">
       <div class="title">
@@ -43,52 +74,80 @@ export function ApprovalsPage({ onSignedOut }: { readonly onSignedOut: () => voi
       </div>
       {error !== null && <p role="alert" class="refused">{error}</p>}
       {views === undefined && <p>Loading…</p>}
-      {views !== undefined && shown.length === 0 && <p class="empty">Nothing is waiting for an approval.</p>}
-      {shown.map((view) => (
-        <ApprovalCard key={view.executionId} view={decided.get(view.executionId)?.view ?? view} outcome={decided.get(view.executionId)?.outcome} onDecided={onDecided} onSignedOut={onSignedOut} />
+      {views !== undefined && waiting.length === 0 && <p class="empty">Nothing is waiting for an approval.</p>}
+      {waiting.map((view) => (
+        <ApprovalCard key={view.executionId} view={view} outcome={undefined} entry={undefined} onDecided={onDecided} onSignedOut={onSignedOut} />
       ))}
+      {(decided.size > 0 || elsewhere.length > 0) && (
+        <section aria-labelledby="recent-title">
+          <h2 id="recent-title">Recently decided</h2>
+          <p class="muted">Decisions of the last 30 minutes, with what followed each; see Decisions for all of them.</p>
+          {[...decided.values()].reverse().map(({ view, outcome }) => (
+            <ApprovalCard
+              key={view.executionId}
+              view={view}
+              outcome={outcome}
+              entry={latest.get(view.executionId)}
+              onDecided={onDecided}
+              onSignedOut={onSignedOut}
+            />
+          ))}
+          {elsewhere.map((entry) => (
+            <DecisionCard key={entry.position} entry={entry} />
+          ))}
+        </section>
+      )}
     </section>
   );
-}
-
-function targetText(view: ApprovalView): string {
-  const { target } = view;
-  if (target.sshHost !== null) return `${target.name}: ssh ${target.sshHost} ${(target.argv ?? []).join(' ')}`;
-  if (target.url !== null) return `${target.name}: ${target.method ?? ''} ${target.url}`;
-  return target.inContract ? target.name : `${target.name} (the tool is no longer in the contract file)`;
 }
 
 function ApprovalCard({
   view,
   outcome,
+  entry,
   onDecided,
   onSignedOut,
 }: {
   readonly view: ApprovalView;
   readonly outcome: Decided | undefined;
+  /** The decision as the history records it, with what followed; `undefined` until the history shows it. */
+  readonly entry: DecisionEntry | undefined;
   readonly onDecided: (view: ApprovalView, outcome: Decided) => void;
   readonly onSignedOut: () => void;
 }) {
   const [busy, setBusy] = useState(false);
   const [problem, setProblem] = useState<string | null>(null);
+  const [confirming, setConfirming] = useState(false);
   const id = view.executionId;
   const { approval } = view;
+  const reasonOf = (form: HTMLFormElement) => (form.elements.namedItem('reason') as HTMLTextAreaElement).value;
   const decide = async (decision: 'approve' | 'deny', form: HTMLFormElement) => {
-    const reason = (form.elements.namedItem('reason') as HTMLTextAreaElement).value;
+    const reason = reasonOf(form);
     if (reason.trim().length === 0) {
       setProblem('Say why: a reason is recorded with the decision.');
+      return;
+    }
+    // An irreversible call is sent once approved and cannot be taken back: the approver sees what will be sent first.
+    if (decision === 'approve' && view.operationClass === 'irreversible' && !confirming) {
+      setProblem(null);
+      setConfirming(true);
       return;
     }
     setProblem(null);
     setBusy(true);
     const result = await api.decide(id, decision, reason);
     setBusy(false);
+    setConfirming(false);
     if (result.ok) {
-      onDecided(result.value, { ok: true, message: `Recorded: ${result.value.summary}.` });
+      const after = result.value.approval;
+      onDecided(result.value, { ok: true, message: `Recorded: ${after.decision} by ${after.decidedBy}.` });
     } else if (result.error.status === 401) {
       onSignedOut();
+    } else if (result.error.code === 'csrf_required' || result.error.code === 'unreachable' || result.error.status >= 500) {
+      // Nothing is known to be recorded: the card stays open to try again.
+      setProblem(refusal(result.error));
     } else {
-      onDecided(view, { ok: false, message: `Refused: ${result.error.message}` });
+      onDecided(view, { ok: false, message: refusal(result.error) });
     }
   };
   const open = outcome === undefined && approval.decision === 'pending';
@@ -99,14 +158,14 @@ function ApprovalCard({
       </h2>
       <dl>
         <Row label="Execution">
-          <a href={`#/incident/${id}`}>{id}</a> ({view.state})
+          <a href={`#/incident/${id}`}>{id}</a>
         </Row>
         <Row label="Actor">{view.actor}</Row>
         <Row label="Run">{view.runId ?? 'none'}</Row>
         <Row label="Tool">
           {view.tool} ({view.operationClass}, {view.channel})
         </Row>
-        <Row label="Target">{targetText(view)}</Row>
+        <Row label="Target">{targetText(view.target)}</Row>
         <Row label="Arguments">
           <Json value={view.arguments} />
           <span class="muted">Secret arguments are shown as HMACs, never their values.</span>
@@ -115,10 +174,10 @@ function ApprovalCard({
           approval for {approval.scope === 'run' ? 'the run' : 'this execution'}; intent scope {view.intentScope}
         </Row>
         <Row label="Requested">
-          by {approval.requestedBy} at {approval.requestedAt}: {approval.reason}
+          by {approval.requestedBy} at <Time at={approval.requestedAt} />: {approval.reason}
         </Row>
         <Row label="Granting does">{approval.grants}</Row>
-        <Row label="Deadline">{approval.decision === 'pending' ? <Countdown until={approval.expiresAt} /> : approval.expiresAt ?? 'none'}</Row>
+        <Row label="Deadline">{approval.decision === 'pending' ? <Countdown until={approval.expiresAt} /> : <Time at={approval.expiresAt} />}</Row>
         <Row label="Attached retries">
           {view.attachedCalls.length === 0 ? (
             'none'
@@ -126,26 +185,61 @@ function ApprovalCard({
             <ul class="plain">
               {view.attachedCalls.map((call) => (
                 <li key={call.attachedAt}>
-                  retry at {call.attachedAt}, given {call.returned} <Json value={call.correlation} />
+                  retry at <Time at={call.attachedAt} />, given {call.returned} <Json value={call.correlation} />
                 </li>
               ))}
             </ul>
           )}
         </Row>
-        <Row label="Decision">{view.summary}</Row>
+        <Row label="Decision">
+          {entry !== undefined ? (
+            <>
+              {entry.decision} by {entry.by} at <Time at={entry.at} />: {entry.reason}
+            </>
+          ) : approval.decision === 'pending' || approval.decidedBy === null ? (
+            approval.decision
+          ) : (
+            <>
+              {approval.decision} by {approval.decidedBy} at <Time at={approval.decidedAt} />
+              {approval.decisionReason !== null ? `: ${approval.decisionReason}` : ''}
+            </>
+          )}
+        </Row>
+        {!open && (
+          <Row label="What followed">
+            <Followed entry={entry} />
+          </Row>
+        )}
       </dl>
       {open && (
         <form class="decide" onSubmit={(event) => event.preventDefault()}>
           <label for={`reason-${id}`}>Reason for the decision</label>
-          <textarea id={`reason-${id}`} name="reason" rows={2} maxLength={1000} required />
-          <div class="actions">
-            <button type="button" disabled={busy} onClick={(event) => void decide('approve', (event.currentTarget as HTMLButtonElement).form!)}>
-              Approve
-            </button>
-            <button type="button" class="danger" disabled={busy} onClick={(event) => void decide('deny', (event.currentTarget as HTMLButtonElement).form!)}>
-              Deny
-            </button>
-          </div>
+          <textarea id={`reason-${id}`} name="reason" rows={2} maxLength={1000} required readOnly={confirming} />
+          {confirming ? (
+            <div class="confirm" role="group" aria-labelledby={`confirm-${id}`}>
+              <p id={`confirm-${id}`}>
+                <strong>Approving sends this irreversible call now, and it cannot be taken back:</strong> {targetText(view.target)}, with the arguments
+                above, under execution {id} (its idempotency key). Nothing sends it twice.
+              </p>
+              <div class="actions">
+                <button type="button" disabled={busy} onClick={(event) => void decide('approve', (event.currentTarget as HTMLButtonElement).form!)}>
+                  Approve and send
+                </button>
+                <button type="button" class="quiet" disabled={busy} onClick={() => setConfirming(false)}>
+                  Cancel
+                </button>
+              </div>
+            </div>
+          ) : (
+            <div class="actions">
+              <button type="button" disabled={busy} onClick={(event) => void decide('approve', (event.currentTarget as HTMLButtonElement).form!)}>
+                Approve
+              </button>
+              <button type="button" class="danger" disabled={busy} onClick={(event) => void decide('deny', (event.currentTarget as HTMLButtonElement).form!)}>
+                Deny
+              </button>
+            </div>
+          )}
           {problem !== null && <p role="alert" class="refused">{problem}</p>}
         </form>
       )}

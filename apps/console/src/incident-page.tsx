@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { Investigation } from '@oncegate/console-api';
 import { api } from './api';
-import { Row } from './format';
+import { refusal, Row, Time } from './format';
 
 /** One execution's events in order, its attached retries and the five answers (`oncegate investigate`). */
 export function IncidentPage({ executionId, onSignedOut }: { readonly executionId: string; readonly onSignedOut: () => void }) {
@@ -14,7 +14,7 @@ export function IncidentPage({ executionId, onSignedOut }: { readonly executionI
     void api.investigation(executionId).then((result) => {
       if (result.ok) setFound(result.value);
       else if (result.error.status === 401) onSignedOut();
-      else setError(result.error.message);
+      else setError(result.error.code === 'not_found' || result.error.code === 'invalid_execution_id' ? result.error.message : refusal(result.error));
     });
   }, [executionId, onSignedOut]);
   const open = (event: Event) => {
@@ -46,7 +46,7 @@ function InvestigationView({ found }: { readonly found: Investigation }) {
       <ul class="plain">
         {found.executions.map((execution) => (
           <li key={execution.executionId}>
-            <strong>{execution.executionId}</strong> {execution.tool} by {execution.actor}, scope {execution.scope}, accepted {execution.acceptedAt},
+            <strong>{execution.executionId}</strong> {execution.tool} by {execution.actor}, scope {execution.scope}, accepted <Time at={execution.acceptedAt} />,
             now <strong>{execution.status}</strong>
           </li>
         ))}
@@ -58,7 +58,7 @@ function InvestigationView({ found }: { readonly found: Investigation }) {
             <span class="event-type">{entry.type}</span>
             <span class="muted">
               {' '}
-              {entry.time} · {entry.stream} #{entry.revision} · position {entry.position}
+              <Time at={entry.time} /> · {entry.stream} #{entry.revision} · position {entry.position}
               {entry.actor !== null ? ` · ${entry.actor}` : ''}
             </span>
             {entry.detail !== '' && <div>{entry.detail}</div>}
@@ -73,7 +73,7 @@ function InvestigationView({ found }: { readonly found: Investigation }) {
         <ul class="retries plain" aria-labelledby="retries-title">
           {attaches.map((attach) => (
             <li key={attach.position}>
-              retry at {attach.at} (position {attach.position}) attached to {attach.executionId}, given {attach.returned}
+              retry at <Time at={attach.at} /> (position {attach.position}) attached to {attach.executionId}, given {attach.returned}
               {attach.replayed ? ', replayed' : ''}
               {attach.jsonRpcId !== null ? `; JSON-RPC id ${attach.jsonRpcId}` : ''}
               {attach.sessionId !== null ? `; session ${attach.sessionId}` : ''}

@@ -1,11 +1,15 @@
 import { useCallback, useEffect, useState } from 'preact/hooks';
-import type { ReviewResolution as Resolution, ReviewView } from '@oncegate/console-api';
+import type { DecisionEntry, ReviewResolution as Resolution, ReviewView } from '@oncegate/console-api';
 import { api } from './api';
-import { Json, Outcome, Row } from './format';
+import type { PageProps } from './approvals-page';
+import { DecisionCard, Followed } from './decision-card';
+import { Json, Outcome, refusal, Row, targetText, Time } from './format';
 
 type Resolved = { readonly ok: boolean; readonly message: string };
 
 const REFRESH_MS = 5_000;
+/** How long a resolved execution stays on the page, under "Recently resolved", with what followed it. */
+const RECENT_MS = 30 * 60_000;
 
 const WHY: Readonly<Record<string, string>> = {
   irreversible_outcome_unknown: 'An irreversible call may have reached the target and no outcome came back; the gateway never sends it again on its own.',
@@ -41,20 +45,32 @@ function nextStep(view: ReviewView): string {
   }
 }
 
-/** The review queue: why each execution is held, the evidence, and a resolution with a reason. */
-export function ReviewsPage({ onSignedOut }: { readonly onSignedOut: () => void }) {
+/**
+ * The review queue: why each execution is held, the evidence, and a resolution with a reason. Below it, the reviews
+ * resolved in the last half hour elsewhere, each with what followed.
+ */
+export function ReviewsPage({ onSignedOut, onLoaded, onChanged }: PageProps) {
   const [views, setViews] = useState<readonly ReviewView[] | undefined>(undefined);
   const [error, setError] = useState<string | null>(null);
+  const [recent, setRecent] = useState<readonly DecisionEntry[]>([]);
   const [resolved, setResolved] = useState<ReadonlyMap<string, { view: ReviewView; outcome: Resolved }>>(new Map());
 
   const load = useCallback(async () => {
-    const result = await api.reviews();
-    if (result.ok) {
-      setViews(result.value.reviews);
-      setError(null);
-    } else if (result.error.status === 401) onSignedOut();
-    else setError(result.error.message);
-  }, [onSignedOut]);
+    const [waiting, history] = await Promise.all([
+      api.reviews(),
+      api.decisions({ decision: 'completed,not_executed,abandoned', from: new Date(Date.now() - RECENT_MS).toISOString(), limit: 50 }),
+    ]);
+    if (!waiting.ok || !history.ok) {
+      const failed = !waiting.ok ? waiting.error : !history.ok ? history.error : undefined;
+      if (failed?.status === 401) onSignedOut();
+      else if (failed !== undefined) setError(`The page could not refresh: ${refusal(failed)}`);
+      return;
+    }
+    setViews(waiting.value.reviews);
+    setRecent(history.value.decisions);
+    setError(null);
+    onLoaded();
+  }, [onSignedOut, onLoaded]);
 
   useEffect(() => {
     void load();
@@ -62,9 +78,17 @@ export function ReviewsPage({ onSignedOut }: { readonly onSignedOut: () => void 
     return () => clearInterval(timer);
   }, [load]);
 
-  const onResolved = (view: ReviewView, outcome: Resolved) => setResolved((before) => new Map(before).set(view.executionId, { view, outcome }));
+  const onResolved = (view: ReviewView, outcome: Resolved) => {
+    setResolved((before) => new Map(before).set(view.executionId, { view, outcome }));
+    onChanged();
+    void load();
+  };
   const shown = [...(views ?? [])];
   for (const { view } of resolved.values()) if (!shown.some((item) => item.executionId === view.executionId)) shown.push(view);
+  // The newest resolution of each execution (the history is newest first).
+  const latest = new Map<string, DecisionEntry>();
+  for (const entry of recent) if (!latest.has(entry.executionId)) latest.set(entry.executionId, entry);
+  const elsewhere = [...latest.values()].filter((entry) => !shown.some((view) => view.executionId === entry.executionId));
   return (
     <section aria-labelledby="reviews-title">
       <div class="title">
@@ -77,29 +101,57 @@ export function ReviewsPage({ onSignedOut }: { readonly onSignedOut: () => void 
       {views === undefined && <p>Loading…</p>}
       {views !== undefined && shown.length === 0 && <p class="empty">Nothing is held for review.</p>}
       {shown.map((view) => (
-        <ReviewCard key={view.executionId} view={resolved.get(view.executionId)?.view ?? view} outcome={resolved.get(view.executionId)?.outcome} onResolved={onResolved} onSignedOut={onSignedOut} />
+        <ReviewCard
+          key={view.executionId}
+          view={resolved.get(view.executionId)?.view ?? view}
+          outcome={resolved.get(view.executionId)?.outcome}
+          entry={latest.get(view.executionId)}
+          onResolved={onResolved}
+          onSignedOut={onSignedOut}
+        />
       ))}
+      {elsewhere.length > 0 && (
+        <section aria-labelledby="resolved-title">
+          <h2 id="resolved-title">Recently resolved</h2>
+          <p class="muted">Reviews resolved in the last 30 minutes, with what followed each; see Decisions for all of them.</p>
+          {elsewhere.map((entry) => (
+            <DecisionCard key={entry.position} entry={entry} />
+          ))}
+        </section>
+      )}
     </section>
   );
 }
 
+/** What recovery observed of the attempts: timeouts, a lost connection, a status query's or a marker probe's finding. */
+const OBSERVED_EVENTS: ReadonlySet<string> = new Set(['Dispatched', 'OutcomeUnknown', 'OutcomeObserved', 'StatusQueried', 'MarkerProbed']);
+
 function Evidence({ view }: { readonly view: ReviewView }) {
   const { markerProbe, statusQuery } = view.evidence;
-  if (markerProbe === null && statusQuery === null) return <>none gathered for this attempt (an {view.operationClass} call is not probed)</>;
+  const observed = view.events.filter((event) => OBSERVED_EVENTS.has(event.type));
   return (
-    <ul class="plain">
+    <ul class="plain evidence">
+      {observed.map((event) => (
+        <li key={event.revision}>
+          <Time at={event.recordedAt} /> <strong>{event.type}</strong> {event.detail}
+        </li>
+      ))}
       {markerProbe !== null && (
         <li>
-          marker probe at {markerProbe.probedAt}: {markerProbe.marker}
+          marker probe at <Time at={markerProbe.probedAt} />: {markerProbe.marker}
           {markerProbe.exitStatus !== null ? `, exit ${markerProbe.exitStatus}` : ''}
           {markerProbe.failure ? ` (${markerProbe.failure})` : ''}
+          {markerProbe.keptOutput ? `; output kept on ${markerProbe.keptOutput.host}: ${markerProbe.keptOutput.paths.join(', ')}` : ''}
         </li>
       )}
       {statusQuery !== null && (
         <li>
-          status query at {statusQuery.queriedAt}: precondition {statusQuery.preconditionHolds ? 'holds' : 'no longer holds'}
+          status query at <Time at={statusQuery.queriedAt} />: precondition {statusQuery.preconditionHolds ? 'holds' : 'no longer holds'}
           {statusQuery.observedStatus !== null ? ` (${statusQuery.observedStatus})` : ''}
         </li>
+      )}
+      {markerProbe === null && statusQuery === null && (
+        <li class="muted">no marker probe or status query for this attempt (an {view.operationClass} call is not probed)</li>
       )}
     </ul>
   );
@@ -108,38 +160,28 @@ function Evidence({ view }: { readonly view: ReviewView }) {
 function ReviewCard({
   view,
   outcome,
+  entry,
   onResolved,
   onSignedOut,
 }: {
   readonly view: ReviewView;
   readonly outcome: Resolved | undefined;
+  /** The resolution as the history records it, with what followed; `undefined` until the history shows it. */
+  readonly entry: DecisionEntry | undefined;
   readonly onResolved: (view: ReviewView, outcome: Resolved) => void;
   readonly onSignedOut: () => void;
 }) {
   const [busy, setBusy] = useState(false);
   const [problem, setProblem] = useState<string | null>(null);
+  // A resend waiting for the operator to confirm what will be sent: the resolution and reason they gave.
+  const [confirming, setConfirming] = useState<{ readonly resolution: Resolution; readonly reason: string } | null>(null);
   const id = view.executionId;
-  const submit = async (event: Event) => {
-    event.preventDefault();
-    const form = event.currentTarget as HTMLFormElement;
-    // The confirming form of a resend waiting for a second operator has no choice: it is a not-executed resend.
-    const choice = form.elements.namedItem('resolution') as RadioNodeList | null;
-    const resolution = (choice === null ? 'not_executed' : choice.value) as Resolution | '';
-    const reason = (form.elements.namedItem('reason') as HTMLTextAreaElement).value;
-    const resendBox = form.elements.namedItem('resend') as HTMLInputElement | null;
-    const resend = resendBox === null ? true : resendBox.checked;
-    if (resolution === '' || reason.trim().length === 0) {
-      setProblem('Choose a resolution and say why.');
-      return;
-    }
-    if (resend && resolution !== 'not_executed') {
-      setProblem("Only a not-executed resolution can be sent again: untick 'send it again now' or choose Not executed.");
-      return;
-    }
+  const send = async (resolution: Resolution, reason: string, resend: boolean) => {
     setProblem(null);
     setBusy(true);
     const result = await api.resolve(id, resolution, reason, resend);
     setBusy(false);
+    setConfirming(null);
     if (result.ok) {
       const review = result.value.review;
       const step = nextStep(result.value);
@@ -148,8 +190,57 @@ function ReviewCard({
         message: `Recorded: resolved as ${review?.resolution} by ${review?.resolvedBy}; the execution is now ${result.value.state}.${step === '' ? '' : ` ${step}`}`,
       });
     } else if (result.error.status === 401) onSignedOut();
-    else onResolved(view, { ok: false, message: `Refused: ${result.error.message}` });
+    else if (result.error.code === 'csrf_required' || result.error.code === 'unreachable' || result.error.status >= 500) setProblem(refusal(result.error));
+    else onResolved(view, { ok: false, message: refusal(result.error) });
   };
+  const submit = (event: Event) => {
+    event.preventDefault();
+    const form = event.currentTarget as HTMLFormElement;
+    // The confirming form of a resend waiting for a second operator has no choice: it is a not-executed resend.
+    const choice = form.elements.namedItem('resolution') as RadioNodeList | null;
+    const resolution = (choice === null ? 'not_executed' : choice.value) as Resolution | '';
+    const reason = (form.elements.namedItem('reason') as HTMLTextAreaElement).value;
+    const resendBox = form.elements.namedItem('resend') as HTMLInputElement | null;
+    const resend = resendBox === null ? true : resendBox.checked;
+    // The form is not validated by the browser (its bubble is easy to miss): every omission is said here.
+    if (resolution === '') {
+      setProblem('Choose a resolution first: Completed, Not executed or Abandoned. Nothing was recorded.');
+      return;
+    }
+    if (reason.trim().length === 0) {
+      setProblem('Say why: a reason is recorded with the resolution. Nothing was recorded.');
+      return;
+    }
+    if (resend && resolution !== 'not_executed') {
+      setProblem("Only a not-executed resolution can be sent again: untick 'send it again now' or choose Not executed.");
+      return;
+    }
+    if (resend) {
+      setProblem(null);
+      setConfirming({ resolution, reason });
+      return;
+    }
+    void send(resolution, reason, false);
+  };
+  const irreversible = view.operationClass === 'irreversible';
+  const firstAsk = irreversible && view.state === 'needs_review';
+  const confirmation = confirming !== null && (
+    <div class="confirm" role="group" aria-labelledby={`confirm-${id}`}>
+      <p id={`confirm-${id}`}>
+        <strong>{firstAsk ? 'This asks a second operator to send it again:' : 'This sends it again now:'}</strong> {targetText(view.target)}, with the recorded arguments,
+        as attempt {view.attempts + 1} under execution {id} (the same idempotency key).
+        {firstAsk ? ' Nothing is sent until another operator confirms the resend.' : ''}
+      </p>
+      <div class="actions">
+        <button type="button" disabled={busy} onClick={() => void send(confirming.resolution, confirming.reason, true)}>
+          {firstAsk ? 'Ask for the resend' : 'Send it again'}
+        </button>
+        <button type="button" class="quiet" disabled={busy} onClick={() => setConfirming(null)}>
+          Cancel
+        </button>
+      </div>
+    </div>
+  );
   const review = view.review;
   const resendWaiting = view.state === 'not_executed' && review?.resend != null && review.resend.confirmedBy === null ? review.resend : null;
   return (
@@ -162,23 +253,38 @@ function ReviewCard({
           <a href={`#/incident/${id}`}>{id}</a> ({view.state}, {view.attempts} attempt{view.attempts === 1 ? '' : 's'})
         </Row>
         <Row label="Why held">
-          {review === null ? 'not held' : `${review.reason} since ${review.requiredAt}. ${WHY[review.reason] ?? ''}`}
+          {review === null ? (
+            'not held'
+          ) : (
+            <>
+              {review.reason} since <Time at={review.requiredAt} />. {WHY[review.reason] ?? ''}
+            </>
+          )}
         </Row>
         <Row label="Evidence">
           <Evidence view={view} />
         </Row>
         <Row label="Target">
-          {view.record.target} {view.record.method ?? ''} ({view.operationClass})
-          {view.targetStatus !== null ? `, last target status ${view.targetStatus}${view.errorAnswer ? ' (an error answer)' : ''}` : ''}
+          {targetText(view.target)} <span class="muted">({view.record.channel}, {view.operationClass})</span>
+          {view.targetStatus !== null ? `; last target status ${view.targetStatus}${view.errorAnswer ? ' (an error answer)' : ''}` : ''}
         </Row>
         <Row label="Arguments">
           <Json value={view.record.arguments} />
         </Row>
         {review?.resolution != null && (
           <Row label="Resolution">
-            {review.resolution} by {review.resolvedBy} at {review.resolvedAt}
-            {review.resend !== null &&
-              `; resend asked by ${review.resend.requestedBy} at ${review.resend.requestedAt}${review.resend.confirmedBy === null ? ', waiting for a second operator' : `, confirmed by ${review.resend.confirmedBy}`}`}
+            {review.resolution} by {review.resolvedBy} at <Time at={review.resolvedAt} />
+            {review.resend !== null && (
+              <>
+                ; resend asked by {review.resend.requestedBy} at <Time at={review.resend.requestedAt} />
+                {review.resend.confirmedBy === null ? ', waiting for a second operator' : `, confirmed by ${review.resend.confirmedBy}`}
+              </>
+            )}
+          </Row>
+        )}
+        {outcome?.ok === true && (
+          <Row label="What followed">
+            <Followed entry={entry} />
           </Row>
         )}
       </dl>
@@ -187,14 +293,18 @@ function ReviewCard({
         <ol class="events">
           {view.events.map((event) => (
             <li key={event.revision}>
-              <strong>{event.type}</strong> <span class="muted">#{event.revision} {event.recordedAt} {event.actor}</span> {event.detail}
+              <strong>{event.type}</strong>{' '}
+              <span class="muted">
+                #{event.revision} <Time at={event.recordedAt} /> {event.actor}
+              </span>{' '}
+              {event.detail}
             </li>
           ))}
         </ol>
       </details>
       {outcome === undefined && view.state === 'needs_review' && (
-        <form class="decide" onSubmit={(event) => void submit(event)}>
-          <fieldset>
+        <form class="decide" noValidate onSubmit={submit}>
+          <fieldset disabled={confirming !== null}>
             <legend>Resolution</legend>
             {CHOICES.map((choice) => (
               <label key={choice.value} class="choice">
@@ -203,7 +313,7 @@ function ReviewCard({
             ))}
           </fieldset>
           <label class="choice">
-            <input type="checkbox" name="resend" /> Send it again now, with Not executed:{' '}
+            <input type="checkbox" name="resend" disabled={confirming !== null} /> Send it again now, with Not executed:{' '}
             <span class="muted">
               {view.operationClass === 'irreversible'
                 ? 'an irreversible call is sent again only once a second operator confirms it'
@@ -211,28 +321,32 @@ function ReviewCard({
             </span>
           </label>
           <label for={`resolve-reason-${id}`}>Reason for the resolution</label>
-          <textarea id={`resolve-reason-${id}`} name="reason" rows={2} maxLength={1000} required />
-          <div class="actions">
-            <button type="submit" disabled={busy}>
-              Resolve
-            </button>
-          </div>
+          <textarea id={`resolve-reason-${id}`} name="reason" rows={2} maxLength={1000} required readOnly={confirming !== null} />
+          {confirmation || (
+            <div class="actions">
+              <button type="submit" disabled={busy}>
+                Resolve
+              </button>
+            </div>
+          )}
           {problem !== null && <p role="alert" class="refused">{problem}</p>}
         </form>
       )}
       {outcome === undefined && resendWaiting !== null && (
-        <form class="decide" onSubmit={(event) => void submit(event)}>
+        <form class="decide" noValidate onSubmit={submit}>
           <p>
-            {resendWaiting.requestedBy} asked to send this irreversible call again at {resendWaiting.requestedAt}. A second operator confirms it: it is
-            then sent at once under the same execution id.
+            {resendWaiting.requestedBy} asked to send this irreversible call again at <Time at={resendWaiting.requestedAt} />. A second operator
+            confirms it: it is then sent at once under the same execution id.
           </p>
           <label for={`resend-reason-${id}`}>Reason for confirming the resend</label>
-          <textarea id={`resend-reason-${id}`} name="reason" rows={2} maxLength={1000} required />
-          <div class="actions">
-            <button type="submit" disabled={busy}>
-              Confirm the resend
-            </button>
-          </div>
+          <textarea id={`resend-reason-${id}`} name="reason" rows={2} maxLength={1000} required readOnly={confirming !== null} />
+          {confirmation || (
+            <div class="actions">
+              <button type="submit" disabled={busy}>
+                Confirm the resend
+              </button>
+            </div>
+          )}
           {problem !== null && <p role="alert" class="refused">{problem}</p>}
         </form>
       )}

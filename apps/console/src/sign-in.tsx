@@ -6,7 +6,7 @@ import { api } from './api';
  * The approver token is sent once, to be exchanged for an HttpOnly session cookie; it is never kept in the page
  * (no storage, the field is emptied), so a script on the page could not read it back.
  */
-export function SignIn({ onSignedIn }: { readonly onSignedIn: (session: Session) => void }) {
+export function SignIn({ onSignedIn, notice }: { readonly onSignedIn: (session: Session) => void; readonly notice: string | null }) {
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const submit = async (event: Event) => {
@@ -24,6 +24,11 @@ export function SignIn({ onSignedIn }: { readonly onSignedIn: (session: Session)
   return (
     <main class="sign-in">
       <h1>Oncegate console</h1>
+      {notice !== null && error === null && (
+        <p role="status" class="notice">
+          {notice}
+        </p>
+      )}
       <p>Sign in with your approver token (issued by <code>oncegate approvers add &lt;name&gt;</code>).</p>
       <form onSubmit={(event) => void submit(event)}>
         <label for="token">Approver token</label>

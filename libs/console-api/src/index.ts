@@ -22,6 +22,8 @@ export type ConsoleErrorCode =
   | 'invalid_json'
   | 'invalid_reason'
   | 'invalid_execution_id'
+  /** A decision-history search whose parameters cannot be read (an unknown decision, a time that is not ISO-8601). */
+  | 'invalid_query'
   | 'not_found'
   | 'not_pending'
   | 'not_held'
@@ -60,7 +62,8 @@ export interface ErrorAnswer<Code extends string = ConsoleErrorCode | ApprovalsA
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// The console's session: `POST /console/api/session` signs in, `GET` says who is signed in, `DELETE` signs out (204).
+// The console's session: `POST /console/api/session` signs in, `GET` says who is signed in (204 without a live
+// session, so the sign-in page loads without an error), `DELETE` signs out (204).
 
 export interface SignInRequest {
   /** An approver token, or an identity provider's access token that marks an approver. */
@@ -251,6 +254,8 @@ export interface ReviewView {
     readonly statusQuery: { readonly attempt: number; readonly preconditionHolds: boolean; readonly observedStatus: string | null; readonly queriedAt: string } | null;
   };
   readonly record: OperationRecord;
+  /** Where the call went, as the tool's contract renders it (the same facts as an approval's target). */
+  readonly target: ApprovalTarget;
   readonly tool: string;
   readonly actor: string;
   readonly operationClass: string;
@@ -260,6 +265,90 @@ export interface ReviewView {
 /** `GET /console/api/reviews`: every held execution. */
 export interface ReviewsAnswer {
   readonly reviews: readonly ReviewView[];
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The navigation's counts: `GET /console/api/counts`.
+
+export interface QueueCountsAnswer {
+  /** Requests waiting for an approval. */
+  readonly approvals: number;
+  /** Executions waiting for an operator: held for review, or a resend waiting for a second operator. */
+  readonly reviews: number;
+  /** When the gateway counted. */
+  readonly countedAt: string;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The decision history: `GET /console/api/decisions?…`, newest first.
+
+/** What a person decided: an approval granted or denied, or a review resolved as one of its resolutions. */
+export type DecisionOutcome = 'granted' | 'denied' | ReviewResolution;
+
+/** What the search's `decision` parameter takes: a decision, or `resend` for a not-executed resolution that asked to send it again. */
+export type DecisionFilter = DecisionOutcome | 'resend';
+
+/** The execution as it stands now: what followed the decision. */
+export interface DecisionFollowed {
+  readonly state: string;
+  readonly attempts: number;
+  readonly targetStatus: number | null;
+  readonly exitCode: number | null;
+  /** The target's definite answer was an error. */
+  readonly errorAnswer: boolean;
+  readonly denialBasis: string | null;
+  readonly reviewReason: string | null;
+}
+
+/** One recorded decision (an `ApprovalGranted`, `ApprovalDenied` or `ReviewResolved` event). */
+export interface DecisionEntry {
+  /** The event's global position: the history's order, and its paging cursor. */
+  readonly position: number;
+  readonly executionId: string;
+  readonly kind: 'approval' | 'review';
+  readonly decision: DecisionOutcome;
+  /** A not-executed resolution that asked to send it again now (an irreversible call's first asks, a second operator's confirms). */
+  readonly resend: boolean;
+  /** `approver:<name>`, or who else decided (a policy, the CLI's operator). */
+  readonly by: string;
+  readonly reason: string;
+  /** When it was decided. */
+  readonly at: string;
+  readonly tool: string;
+  /** The agent whose call it was. */
+  readonly actor: string;
+  readonly operationClass: string;
+  readonly followed: DecisionFollowed;
+}
+
+/**
+ * The parameters of `GET /console/api/decisions` (all optional; text matches ignore case): `by` (part of who
+ * decided), `tool` (part of the tool's name), `decision` (comma-separated {@link DecisionFilter}s), `text` (part
+ * of the reason), `execution` (an execution id), `from` / `to` (ISO-8601 instants, inclusive), `before` (a
+ * position: older decisions only, to page on) and `limit` (1 to 100, default 50).
+ */
+export interface DecisionsQuery {
+  readonly by?: string;
+  readonly tool?: string;
+  readonly decision?: string;
+  readonly text?: string;
+  readonly execution?: string;
+  readonly from?: string;
+  readonly to?: string;
+  readonly before?: number;
+  readonly limit?: number;
+}
+
+export interface DecisionsAnswer {
+  /** Matching decisions, newest first. */
+  readonly decisions: readonly DecisionEntry[];
+  /**
+   * Pass as `before` to continue with older decisions; `null` when the journal holds no older match. A search reads
+   * at most a bounded number of decisions per request, so a page may hold fewer than `limit` and still have a `next`.
+   */
+  readonly next: number | null;
+  /** How many recorded decisions this request read. */
+  readonly scanned: number;
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -132,8 +132,10 @@ describe('the console API on the MCP front (SQLite event store, real fetch)', ()
         if (status === 200) await new Promise((resolve) => setTimeout(resolve, 50));
       }
       expect(status).toBe(401);
-      // The session is gone for good, not only while the token is refused.
-      expect((await fetch(`${base}/console/api/session`, { headers: { cookie } })).status).toBe(401);
+      // The session is gone for good, not only while the token is refused: asking who is signed in says nobody.
+      const asked = await fetch(`${base}/console/api/session`, { headers: { cookie } });
+      expect(asked.status).toBe(204);
+      expect(asked.headers.get('set-cookie')).toMatch(/^oncegate_console=; .*Max-Age=0$/);
     } finally {
       await watch.stop();
     }
@@ -203,5 +205,154 @@ describe('the console API on the MCP front (SQLite event store, real fetch)', ()
     expect(await confirmed.json()).toMatchObject({ state: 'authorized', review: { resolvedBy: 'approver:alice', resend: { requestedBy: 'approver:alice', confirmedBy: 'approver:bob' } } });
     expect((await typesOf(id)).filter((type) => type === 'ReviewResolved')).toHaveLength(2);
   });
-});
 
+  it('given no live session, when the page asks who is signed in, then 204 and no body (the sign-in page loads without an error), while reads still answer 401', async () => {
+    const asked = await fetch(`${base}/console/api/session`);
+    expect(asked.status).toBe(204);
+    expect(await asked.text()).toBe('');
+    expect(asked.headers.get('content-security-policy')).toBe(CONSOLE_CSP);
+    expect((await fetch(`${base}/console/api/session`, { headers: { cookie: `oncegate_console=${'A'.repeat(43)}` } })).status).toBe(204);
+    const { cookie } = await signIn();
+    expect((await fetch(`${base}/console/api/session`, { headers: { cookie } })).status).toBe(200);
+  });
+
+  describe('the decision history and the counts', () => {
+    const held = async () => {
+      const id = await acceptedPayment(store, clock, { reference: 'pay-held-0001' });
+      await command(store, clock, id, (now) => ({ type: 'AuthorizeExecution', executionId: id, now, basis: 'policy' }));
+      await command(store, clock, id, (now) => ({ type: 'RecordDispatch', executionId: id, now, dispatcherId: 'dispatcher-http@test' }), 'service:dispatcher-http');
+      await command(store, clock, id, (now) => ({ type: 'RecordUnknownOutcome', executionId: id, now, attempt: 1, reason: 'timeout_after_send' }), 'service:dispatcher-http');
+      await command(store, clock, id, (now) => ({ type: 'RequireReview', executionId: id, now, reason: 'irreversible_outcome_unknown' }), 'service:dispatcher-http');
+      return id;
+    };
+    const get = async (cookie: string, path: string) => {
+      const response = await fetch(`${base}/console/api/${path}`, { headers: { cookie } });
+      return { status: response.status, text: await response.clone().text(), body: (await response.json()) as Record<string, unknown> & ErrorBody };
+    };
+    const resolve = (session: { cookie: string; body: { csrfToken: string } }, id: ExecutionId, body: object) =>
+      fetch(`${base}/console/api/reviews/${id}/resolve`, {
+        method: 'POST',
+        headers: { cookie: session.cookie, 'content-type': 'application/json', [CSRF_HEADER]: session.body.csrfToken },
+        body: JSON.stringify(body),
+      });
+    type Entry = { executionId: string; decision: string; by: string; reason: string; resend: boolean; tool: string; at: string; position: number; followed: { state: string } };
+
+    it('given approvals granted and denied and a review resolved by two approvers, when the history is searched, then it answers the matching decisions newest first with what followed', async () => {
+      const bob = await signIn((await new ApproverDirectory(cliStore).issue('bob')).token);
+      const alice = await signIn();
+      const granted = await paymentAwaitingApproval(store, clock);
+      clock.advance(60_000);
+      const denied = await paymentAwaitingApproval(store, clock);
+      expect((await decide(alice.cookie, granted, 'approve', alice.body.csrfToken, { reason: 'invoice 4411 checked' })).status).toBe(200);
+      clock.advance(60_000);
+      const middle = clock.now().toISOString();
+      expect((await decide(bob.cookie, denied, 'deny', bob.body.csrfToken, { reason: 'duplicate of invoice 4410' })).status).toBe(200);
+      clock.advance(60_000);
+      const reviewed = await held();
+      expect((await resolve(alice, reviewed, { resolution: 'not_executed', reason: 'no charge at the processor', resend: true })).status).toBe(200);
+
+      const all = await get(alice.cookie, 'decisions');
+      expect(all.status).toBe(200);
+      const entries = all.body['decisions'] as Entry[];
+      expect(entries.map((entry) => [entry.executionId, entry.decision, entry.by, entry.resend])).toEqual([
+        [reviewed, 'not_executed', 'approver:alice', true],
+        [denied, 'denied', 'approver:bob', false],
+        [granted, 'granted', 'approver:alice', false],
+      ]);
+      // No authorization service runs here to record the verdict of the approvals: they stay awaiting_approval.
+      expect(entries.map((entry) => entry.followed.state)).toEqual(['not_executed', 'awaiting_approval', 'awaiting_approval']);
+      expect(entries[0]).toMatchObject({ kind: 'review', tool: 'send_payment', actor: 'agent:billing-bot', operationClass: 'irreversible' });
+      expect(all.body['next']).toBeNull();
+      expect(all.text).not.toContain(CARD_TOKEN_HMAC.slice(16));
+
+      const ids = async (query: string) => ((await get(alice.cookie, `decisions?${query}`)).body['decisions'] as Entry[]).map((entry) => entry.executionId);
+      expect(await ids('by=BOB')).toEqual([denied]);
+      expect(await ids('decision=granted,denied')).toEqual([denied, granted]);
+      expect(await ids('decision=resend')).toEqual([reviewed]);
+      expect(await ids('text=invoice')).toEqual([denied, granted]);
+      expect(await ids('tool=payment&by=alice')).toEqual([reviewed, granted]);
+      expect(await ids('tool=send_payout')).toEqual([]);
+      expect(await ids(`from=${encodeURIComponent(middle)}`)).toEqual([reviewed, denied]);
+      expect(await ids(`to=${encodeURIComponent(middle)}`)).toEqual([denied, granted]);
+      expect(await ids(`execution=${granted}`)).toEqual([granted]);
+    });
+
+    it('given more decisions than a page, when the history is paged with limit and before, then each page continues where the last ended and the last says there is no more', async () => {
+      const alice = await signIn();
+      const decided: ExecutionId[] = [];
+      for (let index = 0; index < 5; index += 1) {
+        const id = await paymentAwaitingApproval(store, clock);
+        expect((await decide(alice.cookie, id, index % 2 === 0 ? 'approve' : 'deny', alice.body.csrfToken)).status).toBe(200);
+        decided.unshift(id);
+        clock.advance(1_000);
+      }
+      const seen: string[] = [];
+      let cursor: number | null | undefined;
+      let pages = 0;
+      while (cursor !== null) {
+        const page = await get(alice.cookie, `decisions?limit=2${cursor === undefined ? '' : `&before=${cursor}`}`);
+        expect(page.status).toBe(200);
+        seen.push(...(page.body['decisions'] as Entry[]).map((entry) => entry.executionId));
+        cursor = page.body['next'] as number | null;
+        pages += 1;
+      }
+      expect(seen).toEqual(decided);
+      expect(pages).toBe(3);
+    });
+
+    it('given a search that cannot be read, when it is asked, then 400 invalid_query says which parameter, and without a session or with an agent token 401 and no data', async () => {
+      const id = await paymentAwaitingApproval(store, clock);
+      const alice = await signIn();
+      expect((await decide(alice.cookie, id, 'approve', alice.body.csrfToken)).status).toBe(200);
+      for (const [query, says] of [
+        ['decision=maybe', /^decision must be one or more of granted, denied, completed, not_executed, abandoned, resend$/],
+        ['from=yesterday', /^from must be an ISO-8601 instant/],
+        ['limit=0', /^limit must be a whole number from 1 to 100$/],
+        ['before=-3', /^before must be a whole number/],
+        ['execution=ex_nope', /is not an execution id/],
+        ['approver=alice', /^unknown parameter 'approver'/],
+      ] as const) {
+        const answer = await get(alice.cookie, `decisions?${query}`);
+        expect(answer.status, query).toBe(400);
+        expect(answer.body.error.message, query).toMatch(says);
+      }
+      const agent = (await new AgentDirectory(cliStore).issue('billing-bot')).token;
+      for (const headers of [{}, { authorization: `Bearer ${agent}` }, { authorization: `Bearer ${approverToken}` }]) {
+        for (const path of ['decisions', 'counts']) {
+          const refused = await fetch(`${base}/console/api/${path}`, { headers });
+          expect(refused.status, path).toBe(401);
+          expect(await refused.text()).not.toContain(id);
+        }
+      }
+      const post = await fetch(`${base}/console/api/decisions`, { method: 'POST', headers: { cookie: alice.cookie, [CSRF_HEADER]: alice.body.csrfToken } });
+      expect(post.status).toBe(405);
+    });
+
+    it('given requests waiting for approval and an execution held for review, when the counts are asked, then they say how many of each wait', async () => {
+      const alice = await signIn();
+      await paymentAwaitingApproval(store, clock);
+      const decidedId = await paymentAwaitingApproval(store, clock);
+      await paymentAwaitingApproval(store, clock);
+      await held();
+      expect((await decide(alice.cookie, decidedId, 'deny', alice.body.csrfToken)).status).toBe(200);
+      const counts = await get(alice.cookie, 'counts');
+      expect(counts.status).toBe(200);
+      expect(counts.body).toMatchObject({ approvals: 2, reviews: 1, countedAt: clock.now().toISOString() });
+    });
+
+    it('given a review of an HTTP tool, when it is read, then its target is the contract\'s method and URL', async () => {
+      const alice = await signIn();
+      const id = await held();
+      const listed = await get(alice.cookie, 'reviews');
+      expect((listed.body['reviews'] as Array<{ target: unknown }>)[0]!.target).toEqual({
+        name: 'demo/payments',
+        method: 'POST',
+        url: 'https://payments.example/payments',
+        sshHost: null,
+        argv: null,
+        inContract: true,
+      });
+      expect((await get(alice.cookie, `reviews/${id}`)).body['target']).toMatchObject({ method: 'POST', url: 'https://payments.example/payments' });
+    });
+  });
+});

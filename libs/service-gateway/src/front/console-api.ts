@@ -4,19 +4,35 @@ import { extname, join } from 'node:path';
 import { Logger } from '@nestjs/common';
 import type {
   ApprovalsAnswer,
+  ApprovalTarget,
   ApprovalView,
   ConsoleErrorCode,
+  DecisionEntry,
+  DecisionFilter,
+  DecisionsAnswer,
   ErrorAnswer,
   Investigation,
+  QueueCountsAnswer,
   ReviewsAnswer,
   ReviewView,
   SessionAnswer,
 } from '@oncegate/console-api';
 import type { ToolContract } from '@oncegate/contracts';
-import { isExecutionId, type ExecutionId, type ReviewResolution } from '@oncegate/domain';
-import type { EventStore } from '@oncegate/event-store';
-import type { Clock } from '@oncegate/execution-journal';
-import { decide, held, isApprovalRefusal, isReviewRefusal, pending, resolveReview, show, showReview, type ApprovalDecision } from '@oncegate/host-decisions';
+import { isExecutionId, type ApprovalDecidedData, type ExecutionId, type ReviewResolution, type ReviewResolvedData } from '@oncegate/domain';
+import type { EventStore, RecordedEvent } from '@oncegate/event-store';
+import { loadExecution, type Clock } from '@oncegate/execution-journal';
+import {
+  decide,
+  held,
+  isApprovalRefusal,
+  isReviewRefusal,
+  pending,
+  resolveReview,
+  reviewViewOf,
+  show,
+  showReview,
+  type ApprovalDecision,
+} from '@oncegate/host-decisions';
 import type { ApproverDirectory } from '@oncegate/host-principals';
 import { gatherInvestigationEvents, investigate } from '@oncegate/projections';
 import {
@@ -184,13 +200,13 @@ export class ConsoleApi {
     if (resource === 'reviews' && extra.length === 0) {
       if (id === undefined) {
         requireMethod(req, 'GET');
-        const views = await Promise.all((await held(store)).map((item) => showReview(store, item.executionId)));
+        const views = await Promise.all((await held(store)).map(async (item) => this.withTarget(await showReview(store, item.executionId))));
         return writeJson(res, 200, { reviews: views } satisfies ReviewsAnswer);
       }
       const executionId = executionIdOf(id);
       if (action === undefined) {
         requireMethod(req, 'GET');
-        return writeJson(res, 200, (await showReview(store, executionId)) satisfies ReviewView);
+        return writeJson(res, 200, this.withTarget(await showReview(store, executionId)) satisfies ReviewView);
       }
       if (action === 'resolve') {
         const body = await this.decisionBody(req, session);
@@ -199,9 +215,11 @@ export class ConsoleApi {
         const resend = booleanField(body, 'resend');
         const view = await resolveReview(store, clock, executionId, resolution, session.actor, stringField(body, 'reason'), { resend });
         this.log.log(`${executionId}: review resolved as ${resolution}${resend ? ' with a resend' : ''} by ${session.actor} (console)`);
-        return writeJson(res, 200, view satisfies ReviewView);
+        return writeJson(res, 200, this.withTarget(view) satisfies ReviewView);
       }
     }
+    if (resource === 'decisions' && id === undefined) return this.decisionsRequest(req, res);
+    if (resource === 'counts' && id === undefined) return this.countsRequest(req, res);
     if (resource === 'executions' && id !== undefined && action === undefined) {
       requireMethod(req, 'GET');
       const subject = { executionId: executionIdOf(id) };
@@ -228,8 +246,8 @@ export class ConsoleApi {
       this.log.log(`${actor} signed in to the console`);
       return writeJson(res, 200, sessionBody(session), { 'set-cookie': this.cookie(id) });
     }
+    if (req.method === 'GET') return this.sessionAsked(req, res);
     const { id, session } = await this.authenticated(req);
-    if (req.method === 'GET') return writeJson(res, 200, sessionBody(session));
     if (req.method === 'DELETE') {
       requireCsrf(req, session);
       this.sessions.end(id);
@@ -239,6 +257,21 @@ export class ConsoleApi {
     }
     req.resume();
     throw new ConsoleError(405, 'method_not_allowed', `method ${req.method} not allowed here`, { allow: 'GET, POST, DELETE' });
+  }
+
+  /**
+   * Who is signed in: 204 without a live session rather than 401, because the sign-in page asks on every load and a
+   * browser logs every 4xx as an error in its console; the decisions and reads still answer 401.
+   */
+  private async sessionAsked(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    try {
+      const { session } = await this.authenticated(req);
+      return writeJson(res, 200, sessionBody(session));
+    } catch (error) {
+      if (!(error instanceof ConsoleError) || error.status !== 401) throw error;
+      res.writeHead(204, { 'cache-control': 'no-store', ...SECURITY_HEADERS, ...error.headers });
+      res.end();
+    }
   }
 
   /** The session the cookie names, its approver token still valid; otherwise 401 and nothing is read. */
@@ -268,6 +301,95 @@ export class ConsoleApi {
 
   private cookie(value: string, maxAgeSeconds = this.sessions.cookieMaxAgeSeconds()): string {
     return `${CONSOLE_COOKIE}=${value}; Path=${this.prefix}; HttpOnly; SameSite=Strict; Max-Age=${maxAgeSeconds}`;
+  }
+
+  /** The review as the console shows it: with the target its tool's contract renders. */
+  private withTarget(view: Omit<ReviewView, 'target'>): ReviewView {
+    return { ...view, target: contractTargetOf(view.record, this.options.tools.get(view.tool)) };
+  }
+
+  /** `GET /console/api/counts`: how many requests wait for an approval and how many executions for an operator. */
+  private async countsRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    requireMethod(req, 'GET');
+    const { store, clock } = this.options;
+    const [approvals, reviews] = await Promise.all([pending(store, clock), held(store)]);
+    return writeJson(res, 200, { approvals: approvals.length, reviews: reviews.length, countedAt: clock.now().toISOString() } satisfies QueueCountsAnswer);
+  }
+
+  /**
+   * `GET /console/api/decisions?…`: the decision history, newest first. It reads the journal's decision events
+   * backwards with the store's event-type filter, at most {@link DECISIONS_SCANNED_PER_REQUEST} of them per request,
+   * and answers a cursor to continue from; each match is completed from its execution's stream (tool, agent, and
+   * the state it is in now).
+   */
+  private async decisionsRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    requireMethod(req, 'GET');
+    const query = decisionsQueryOf(new URL(req.url ?? '/', 'http://console.invalid').searchParams);
+    const { store } = this.options;
+    const decisions: DecisionEntry[] = [];
+    const executions = new Map<ExecutionId, Promise<Omit<ReviewView, 'target'> | undefined>>();
+    const executionOf = (executionId: ExecutionId) => {
+      let found = executions.get(executionId);
+      if (found === undefined) {
+        found = loadExecution(store, executionId).then((loaded) => (loaded.state.accepted === null ? undefined : reviewViewOf(loaded)));
+        executions.set(executionId, found);
+      }
+      return found;
+    };
+    let before = query.before;
+    let scanned = 0;
+    let exhausted = false;
+    while (decisions.length < query.limit && scanned < DECISIONS_SCANNED_PER_REQUEST && !exhausted) {
+      const page = await store.readAll({
+        direction: 'backwards',
+        ...(before === undefined ? {} : { before }),
+        maxCount: Math.min(DECISIONS_PAGE, DECISIONS_SCANNED_PER_REQUEST - scanned),
+        filter: { streamPrefixes: ['execution-'], eventTypes: DECISION_EVENT_TYPES },
+      });
+      if (page.events.length === 0) {
+        exhausted = true;
+        break;
+      }
+      for (const event of page.events) {
+        scanned += 1;
+        before = event.position;
+        const decided = decisionOf(event);
+        if (decided === undefined) continue;
+        // Decisions are appended when they are made, so the first one older than `from` ends the search.
+        if (query.from !== undefined && decided.at < query.from) {
+          exhausted = true;
+          break;
+        }
+        if (!decided.matches(query)) continue;
+        const view = await executionOf(decided.executionId);
+        if (view === undefined || !includesFolded(view.tool, query.tool)) continue;
+        decisions.push({
+          position: event.position,
+          executionId: decided.executionId,
+          kind: decided.kind,
+          decision: decided.decision,
+          resend: decided.resend,
+          by: decided.by,
+          reason: decided.reason,
+          at: decided.at,
+          tool: view.tool,
+          actor: view.actor,
+          operationClass: view.operationClass,
+          followed: {
+            state: view.state,
+            attempts: view.attempts,
+            targetStatus: view.targetStatus,
+            exitCode: view.exitCode,
+            errorAnswer: view.errorAnswer,
+            denialBasis: view.denialBasis,
+            reviewReason: view.reviewReason,
+          },
+        });
+        if (decisions.length === query.limit) break;
+      }
+    }
+    const next = exhausted || before === undefined || before <= 1 ? null : before;
+    return writeJson(res, 200, { decisions, next, scanned } satisfies DecisionsAnswer);
   }
 
   /** The one place refusals and failures become status codes. */
@@ -380,4 +502,134 @@ function writeError(res: ServerResponse, error: ConsoleError): void {
   }
   const body: ErrorAnswer<ConsoleErrorCode> = { error: { code: error.code, message: error.message, ...(error.state === undefined ? {} : { state: error.state }) } };
   writeJson(res, error.status, body, error.headers);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The decision history and the review's target.
+
+/** At most this many decision events are read for one request, so a search that matches little stays bounded. */
+const DECISIONS_SCANNED_PER_REQUEST = 2000;
+const DECISIONS_PAGE = 500;
+const MAX_DECISIONS_LIMIT = 100;
+const DECISION_EVENT_TYPES = ['ApprovalGranted', 'ApprovalDenied', 'ReviewResolved'];
+const DECISION_FILTERS: readonly DecisionFilter[] = ['granted', 'denied', 'completed', 'not_executed', 'abandoned', 'resend'];
+
+interface DecisionsSearch {
+  readonly by?: string;
+  readonly tool?: string;
+  readonly decisions?: ReadonlySet<DecisionFilter>;
+  readonly text?: string;
+  readonly execution?: string;
+  readonly from?: string;
+  readonly to?: string;
+  readonly before?: number;
+  readonly limit: number;
+}
+
+/** The search's parameters, each checked: a parameter that cannot be read is refused, never ignored. */
+function decisionsQueryOf(params: URLSearchParams): DecisionsSearch {
+  const known = new Set(['by', 'tool', 'decision', 'text', 'execution', 'from', 'to', 'before', 'limit']);
+  for (const name of params.keys()) {
+    if (!known.has(name)) throw new ConsoleError(400, 'invalid_query', `unknown parameter '${name.slice(0, 40)}'; use ${[...known].join(', ')}`);
+  }
+  const text = (name: string) => {
+    const value = params.get(name)?.trim();
+    if (value === undefined || value === '') return undefined;
+    if (value.length > 200) throw new ConsoleError(400, 'invalid_query', `${name} is longer than 200 characters`);
+    return value.toLowerCase();
+  };
+  const instant = (name: string) => {
+    const value = params.get(name)?.trim();
+    if (value === undefined || value === '') return undefined;
+    const time = Date.parse(value);
+    if (!/^\d{4}-\d{2}-\d{2}T/.test(value) || Number.isNaN(time)) throw new ConsoleError(400, 'invalid_query', `${name} must be an ISO-8601 instant such as 2026-12-04T15:02:11Z`);
+    return new Date(time).toISOString();
+  };
+  const count = (name: string, min: number, max: number) => {
+    const value = params.get(name)?.trim();
+    if (value === undefined || value === '') return undefined;
+    const parsed = Number(value);
+    if (!Number.isInteger(parsed) || parsed < min || parsed > max) throw new ConsoleError(400, 'invalid_query', `${name} must be a whole number from ${min} to ${max}`);
+    return parsed;
+  };
+  const decisionText = text('decision');
+  let decisions: Set<DecisionFilter> | undefined;
+  if (decisionText !== undefined) {
+    decisions = new Set();
+    for (const part of decisionText.split(',').map((item) => item.trim()).filter((item) => item !== '')) {
+      const found = DECISION_FILTERS.find((filter) => filter === part);
+      if (found === undefined) throw new ConsoleError(400, 'invalid_query', `decision must be one or more of ${DECISION_FILTERS.join(', ')}`);
+      decisions.add(found);
+    }
+  }
+  const execution = params.get('execution')?.trim();
+  if (execution !== undefined && execution !== '') executionIdOf(execution);
+  const search = {
+    by: text('by'),
+    tool: text('tool'),
+    decisions,
+    text: text('text'),
+    execution: execution === '' ? undefined : execution,
+    from: instant('from'),
+    to: instant('to'),
+    before: count('before', 1, Number.MAX_SAFE_INTEGER),
+    limit: count('limit', 1, MAX_DECISIONS_LIMIT) ?? 50,
+  };
+  return Object.fromEntries(Object.entries(search).filter(([, value]) => value !== undefined)) as unknown as DecisionsSearch;
+}
+
+interface RecordedDecision {
+  readonly executionId: ExecutionId;
+  readonly kind: DecisionEntry['kind'];
+  readonly decision: DecisionEntry['decision'];
+  readonly resend: boolean;
+  readonly by: string;
+  readonly reason: string;
+  readonly at: string;
+  /** Whether the search takes it, on what the event itself says (the tool is checked once the execution is read). */
+  matches(search: DecisionsSearch): boolean;
+}
+
+function decisionOf(event: RecordedEvent): RecordedDecision | undefined {
+  const executionId = event.streamId.slice('execution-'.length);
+  if (!isExecutionId(executionId)) return undefined;
+  let facts: Omit<RecordedDecision, 'matches' | 'executionId'>;
+  if (event.type === 'ApprovalGranted' || event.type === 'ApprovalDenied') {
+    const data = event.data as ApprovalDecidedData;
+    facts = { kind: 'approval', decision: event.type === 'ApprovalGranted' ? 'granted' : 'denied', resend: false, by: data.by, reason: data.reason, at: data.decidedAt };
+  } else if (event.type === 'ReviewResolved') {
+    const data = event.data as ReviewResolvedData;
+    facts = { kind: 'review', decision: data.resolution, resend: data.resend === true, by: data.by, reason: data.reason, at: data.resolvedAt };
+  } else {
+    return undefined;
+  }
+  return {
+    ...facts,
+    executionId,
+    matches: (search) =>
+      (search.execution === undefined || search.execution === executionId) &&
+      (search.decisions === undefined || search.decisions.has(facts.decision) || (facts.resend && search.decisions.has('resend'))) &&
+      includesFolded(facts.by, search.by) &&
+      includesFolded(facts.reason, search.text) &&
+      (search.to === undefined || facts.at <= search.to) &&
+      (search.from === undefined || facts.at >= search.from),
+  };
+}
+
+/** Whether `value` holds `part`, ignoring case (`part` is already lower case); no part takes everything. */
+function includesFolded(value: string, part: string | undefined): boolean {
+  return part === undefined || value.toLowerCase().includes(part);
+}
+
+/** Where a call goes, from its recorded target and its tool's contract: what an approval shows, for a review too. */
+function contractTargetOf(record: ReviewView['record'], contract: ToolContract | undefined): ApprovalTarget {
+  const request = contract?.request;
+  return {
+    name: record.target,
+    method: request?.kind === 'http' ? request.method : (record.method ?? null),
+    url: request?.kind === 'http' ? request.url : null,
+    sshHost: request?.kind === 'ssh' ? `${request.user}@${request.host}:${request.port}` : null,
+    argv: request?.kind === 'ssh' ? request.argv : null,
+    inContract: contract !== undefined,
+  };
 }
