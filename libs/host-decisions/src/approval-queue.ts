@@ -320,7 +320,8 @@ function grantsOf(scope: ApprovalScope, executionId: ExecutionId, actor: string,
     : `Approving lets this one execution (${executionId}) proceed; nothing else is approved.`;
 }
 
-function targetOf(record: RedactedCanonicalRecord, contract: ToolContract | undefined): ApprovalTarget {
+/** Where a call goes, from its recorded target and its tool's contract: what an approval shows, and a review too. */
+export function targetOf(record: RedactedCanonicalRecord, contract: ToolContract | undefined): ApprovalTarget {
   const request = contract?.request;
   return {
     name: record.target,

@@ -4,7 +4,6 @@ import { extname, join } from 'node:path';
 import { Logger } from '@nestjs/common';
 import type {
   ApprovalsAnswer,
-  ApprovalTarget,
   ApprovalView,
   ConsoleErrorCode,
   DecisionEntry,
@@ -31,6 +30,7 @@ import {
   reviewViewOf,
   show,
   showReview,
+  targetOf,
   type ApprovalDecision,
 } from '@oncegate/host-decisions';
 import type { ApproverDirectory } from '@oncegate/host-principals';
@@ -305,7 +305,7 @@ export class ConsoleApi {
 
   /** The review as the console shows it: with the target its tool's contract renders. */
   private withTarget(view: Omit<ReviewView, 'target'>): ReviewView {
-    return { ...view, target: contractTargetOf(view.record, this.options.tools.get(view.tool)) };
+    return { ...view, target: targetOf(view.record, this.options.tools.get(view.tool)) };
   }
 
   /** `GET /console/api/counts`: how many requests wait for an approval and how many executions for an operator. */
@@ -621,15 +621,3 @@ function includesFolded(value: string, part: string | undefined): boolean {
   return part === undefined || value.toLowerCase().includes(part);
 }
 
-/** Where a call goes, from its recorded target and its tool's contract: what an approval shows, for a review too. */
-function contractTargetOf(record: ReviewView['record'], contract: ToolContract | undefined): ApprovalTarget {
-  const request = contract?.request;
-  return {
-    name: record.target,
-    method: request?.kind === 'http' ? request.method : (record.method ?? null),
-    url: request?.kind === 'http' ? request.url : null,
-    sshHost: request?.kind === 'ssh' ? `${request.user}@${request.host}:${request.port}` : null,
-    argv: request?.kind === 'ssh' ? request.argv : null,
-    inContract: contract !== undefined,
-  };
-}
