@@ -208,7 +208,8 @@ export async function projectInto<State>(options: ProjectIntoOptions<State>): Pr
       pending += 1;
     };
 
-    const head = options.onProgress === undefined ? undefined : await (source?.head() ?? store!.headPosition());
+    // Read before the events: every event at or below it is read by the time the run reaches the head.
+    const head = options.follow === true && options.onProgress === undefined ? undefined : await (source === undefined ? store!.headPosition() : source.head());
     const total = head === undefined ? undefined : Math.max(0, head - start);
     const filter = projection.filter;
     let stopped: 'head' | 'signal' = 'head';
@@ -227,7 +228,8 @@ export async function projectInto<State>(options: ProjectIntoOptions<State>): Pr
         options.onProgress?.(position - start, total);
         if (pending >= batchEvents || Date.now() - batchStarted >= batchMs) await flush();
       }
-      await flush();
+      // The events after the last one the filter let through were read too: the checkpoint is after them.
+      await flush(stopped === 'head' && head !== undefined ? Math.max(position, head) : position);
       options.onProgress?.(total ?? position - start, total);
     } else {
       stopped = 'signal';
