@@ -3,6 +3,7 @@
  * the target and reports each batch written on stdout (one JSON line).
  * Run as: node --import tsx follow-child.ts '<json FollowTask>'
  */
+// eslint-disable-next-line @nx/enforce-module-boundaries -- the integration tests' child runs on the real SQLite adapter
 import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
 import { projectInto } from '../follow-projection';
 import { loadProjectionModule } from '../load-projection';
