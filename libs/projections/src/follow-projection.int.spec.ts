@@ -14,12 +14,12 @@ import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
 import { sharedPostgres } from '../../../test/support/shared-servers';
 import { runsByActor } from './builtin/runs-by-actor';
 import { openExecutions } from './builtin/open-executions';
-import { projectInto, ProjectionClaimedError, type ProjectionBatch } from './follow-projection';
+import { projectInto, ProjectionClaimedError, ProjectionClaimLostError, type ProjectionBatch } from './follow-projection';
 import { loadProjectionModule } from './load-projection';
 import type { Projection } from './projection';
 import { ProjectionCheckpointError, ProjectionStateError } from './run-projection';
-import { ProjectionColumnTypeError } from './sql-table-plan';
-import { CHECKPOINT_TABLE, ProjectionTableConflictError } from './sql-target';
+import { planTableWrite, ProjectionColumnTypeError, writtenTable } from './sql-table-plan';
+import { CHECKPOINT_TABLE, parseSqlTarget, ProjectionTableConflictError, SqlTarget } from './sql-target';
 import { fold } from './test-support/fold';
 import type { FollowTask } from './test-support/follow-child';
 import { droppedConnectionThenAttach, newExecutionAfterGrace, twoActors } from './test-support/gateway-scenarios';
@@ -28,6 +28,16 @@ const EVENTS_BY_TYPE = fileURLToPath(new URL('./test-support/events-by-type.ts',
 const FOLLOW_CHILD = fileURLToPath(new URL('./test-support/follow-child.ts', import.meta.url));
 
 type Cell = string | number | null;
+
+/** A count that turns into text past 3: a column that changes type. */
+const changingCount: Projection<{ count: number }> = {
+  name: 'changing-type',
+  description: 'a count that turns into text past 3',
+  key: ['name'],
+  initialState: () => ({ count: 0 }),
+  evolve: (state) => ({ count: state.count + 1 }),
+  rows: (state) => [{ name: 'events', value: state.count > 3 ? 'many' : state.count }],
+};
 
 /** A SQL database the tests write into: a SQLite file, or a database of the shared PostgreSQL server. */
 interface Target {
@@ -223,15 +233,47 @@ for (const target of [sqliteTarget, postgresTarget]) {
       expect(await store.readClaims('projection:')).toEqual([]);
     });
 
+    it(`given a follow run on ${target.name} whose claim another takes, then it stops writing and fails saying so`, async () => {
+      await appendAll(twoActors().history.events);
+      const stopper = new AbortController();
+      let caughtUp!: () => void;
+      const atHead = new Promise<void>((resolve) => (caughtUp = resolve));
+      const running = projectInto({ projection: runsByActor, store, into, follow: true, claimMs: 600, batchMs: 50, owner: 'analyst-a', signal: stopper.signal, onCaughtUp: () => caughtUp() });
+      running.catch(() => undefined);
+      await atHead;
+      const written = await checkpoint('runs_by_actor');
+      // As if analyst-a's clock had stalled past its claim: a run that believes it lapsed takes it over.
+      const later = new Date(Date.now() + 60_000);
+      expect(await store.claim('projection:runs_by_actor', 'analyst-b', new Date(later.getTime() + 60_000).toISOString(), later.toISOString())).toMatchObject({ owner: 'analyst-b' });
+      await expect(running).rejects.toThrow(ProjectionClaimLostError);
+      await expect(running).rejects.toThrow(/^projection:runs_by_actor: analyst-b holds it now \(until .+\); this run stopped writing$/);
+      await appendAll(newExecutionAfterGrace().history.events);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(await checkpoint('runs_by_actor')).toEqual(written);
+      stopper.abort();
+    });
+
+    it(`given a run that last wrote a table on ${target.name}, when another run has written it since, then its next batch is refused inside the transaction`, async () => {
+      await appendMany(2);
+      await projectInto({ projection: changingCount, store, into });
+      const spec = parseSqlTarget(into);
+      const sql = await SqlTarget.open(spec);
+      try {
+        const { checkpoint: saved } = await sql.read('changing_type');
+        const plan = planTableWrite('changing_type', [{ name: 'events', value: 3 }], writtenTable([{ name: 'events', value: 2 }], saved!.columns, saved!.key, 'changing_type'), ['name']);
+        const stale = { table: 'changing_type', dropFirst: false, plan, checkpoint: { projection: 'changing-type', params: {}, position: 9, events: 9, state: '{"count":9}', writtenAt: new Date().toISOString() } };
+        await expect(sql.commit({ ...stale, expectedGeneration: saved!.generation - 1 })).rejects.toThrow(ProjectionTableConflictError);
+        await expect(sql.commit({ ...stale, expectedGeneration: saved!.generation - 1 })).rejects.toThrow(/another run \(of changing-type\) wrote it since this run last did/);
+        expect(await table('changing_type', ['name', 'value'])).toEqual([{ name: 'events', value: '2' }]);
+        expect(await sql.commit({ ...stale, expectedGeneration: saved!.generation })).toBe(saved!.generation + 1);
+        expect(await table('changing_type', ['name', 'value'])).toEqual([{ name: 'events', value: '3' }]);
+      } finally {
+        await sql.close();
+      }
+    });
+
     it(`given a projection whose column changes type, when its run reaches that row on ${target.name}, then it stops naming the column and both types, and the table and checkpoint keep the last batch`, async () => {
-      const changing: Projection<{ count: number }> = {
-        name: 'changing-type',
-        description: 'a count that turns into text past 3',
-        key: ['name'],
-        initialState: () => ({ count: 0 }),
-        evolve: (state) => ({ count: state.count + 1 }),
-        rows: (state) => [{ name: 'events', value: state.count > 3 ? 'many' : state.count }],
-      };
+      const changing = changingCount;
       await appendMany(2);
       await projectInto({ projection: changing, store, into });
       await appendMany(4);
