@@ -171,8 +171,13 @@ export async function projectInto<State>(options: ProjectIntoOptions<State>): Pr
     let batches = 0;
     let rowCount = written.key === undefined ? (resumed === undefined ? 0 : projection.rows(state, params).length) : written.rows.size;
 
-    /** Writes the rows and checkpoint at `at` (default: the last event folded); nothing when nothing moved. */
-    const writeBatch = async (at = position): Promise<void> => {
+    /**
+     * Writes the rows and the checkpoint after the last event folded, or after `examined` when the run has read that
+     * far (past events the filter skipped); nothing when nothing moved.
+     */
+    const writeBatch = async (examined?: number): Promise<void> => {
+      // Events folded since the batch was asked for are in the state: the checkpoint is never behind them.
+      const at = Math.max(examined ?? position, position);
       if (pending === 0 && at === checkpointed && !dropFirst) return;
       const problem = jsonProblem(state);
       if (problem !== undefined) throw new ProjectionStateError(projection.name, at, problem);
@@ -199,7 +204,7 @@ export async function projectInto<State>(options: ProjectIntoOptions<State>): Pr
     };
     // Batches are written one after another, in the order they were asked for.
     let writing: Promise<void> = Promise.resolve();
-    const flush = (at?: number): Promise<void> => (writing = writing.then(() => writeBatch(at)));
+    const flush = (examined?: number): Promise<void> => (writing = writing.then(() => writeBatch(examined)));
 
     const fold = (event: RecordedEvent) => {
       state = projection.evolve(state, event, params);
