@@ -150,7 +150,7 @@ export function projectionCommand() {
     .addOption(new Option('--from <position>', 'start after this global position').argParser(wholeNumber(0)))
     .option('--out <file>', 'write the rows to a .json or .csv file (default: JSON to stdout)')
     .option('--journal <file>', 'read an exported journal (oncegate journal export) instead of the store')
-    .option('--rebuild', "start from zero, not from the module's checkpoint")
+    .option('--rebuild', "start from zero, not from the module's checkpoint (with --into: drop the table and write it anew)")
     .option('--checkpoint <file>', "the module's checkpoint file (default with the store: <data>/projections/<name>.checkpoint.json; with --journal only this keeps one)")
     .option('--param <key=value>', "a parameter of the projection (its module's `params`); repeat for each", collectParam)
     .addOption(new Option('--into <target>', 'write the rows into a SQL table: sqlite:<file> (or a file ending .db or .sqlite) or postgres://user@host:5432/database').conflicts(['out', 'checkpoint']))
