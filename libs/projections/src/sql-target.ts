@@ -175,6 +175,8 @@ export class SqlTarget {
 
   private async ensureCheckpointTable(): Promise<void> {
     const integer = this.connection.dialect.integerType;
+    // Two runs into one new PostgreSQL database may create it at once: the one that loses finds it made.
+    const madeMeanwhile = (error: unknown) => ['23505', '42P07'].includes(String((error as { code?: unknown }).code));
     await this.connection.transaction((session) =>
       session.query(
         `CREATE TABLE IF NOT EXISTS ${CHECKPOINT_TABLE} (
@@ -190,7 +192,9 @@ export class SqlTarget {
           written_at TEXT NOT NULL
         )`,
       ),
-    );
+    ).catch((error: unknown) => {
+      if (!madeMeanwhile(error)) throw error;
+    });
   }
 
   /** The table's checkpoint and whether the table exists. */

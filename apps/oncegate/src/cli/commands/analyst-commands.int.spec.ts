@@ -114,6 +114,10 @@ describe('oncegate projection run --into (the CLI on a SQLite data folder)', () 
     expect(await here('projection', 'run', 'runs-by-actor', '--into', join(folder.dir, 'a.db'), '--table', 'runs-by-actor')).toMatchObject({ code: 2, stderr: expect.stringContaining('"runs-by-actor" cannot be a table name') });
     const journal = await here('projection', 'run', 'runs-by-actor', '--into', join(folder.dir, 'a.db'), '--follow', '--journal', join(folder.dir, 'journal.ndjson'));
     expect(journal).toMatchObject({ code: 2, stderr: '--follow reads the store as it grows; an exported journal (--journal) does not grow\n' });
+    expect(await here('projection', 'run', 'runs-by-actor', '--into', join(folder.dataDir, 'events.db'))).toMatchObject({
+      code: 2,
+      stderr: `--into ${join(folder.dataDir, 'events.db')}: that is the event store's file; write the table into a file of its own (e.g. analysis.db)\n`,
+    });
     const unreachable = await here('projection', 'run', 'runs-by-actor', '--into', 'postgres://analyst:pa55word@127.0.0.1:1/analysis');
     expect(unreachable.code).toBe(2);
     expect(unreachable.stderr).toMatch(/^--into postgres:\/\/analyst@127\.0\.0\.1:1\/analysis: cannot connect: /);

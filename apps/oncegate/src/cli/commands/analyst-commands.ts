@@ -1,5 +1,5 @@
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, realpathSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import {
   formatInvestigation,
   formatRows,
@@ -12,6 +12,7 @@ import {
   JournalVerificationError,
   loadProjectionModule,
   parseInvestigationSubject,
+  parseSqlTarget,
   projectInto,
   ProjectionCheckpointError,
   ProjectionClaimedError,
@@ -180,6 +181,12 @@ export function projectionCommand() {
           const { projection, builtin } = await loadProjectionModule(specifier, { cwd: process.cwd() });
           if (journal !== undefined) await verifyExport(journal, trustOf(options), io.stderr);
           if (options.into !== undefined) {
+            const spec = parseSqlTarget(options.into);
+            // The store's own file has one writer, the store's: analysts' tables go in a file of their own.
+            if (spec.kind === 'sqlite' && config !== undefined && sameFile(spec.file, join(config.dataDir, 'events.db'))) {
+              io.stderr(`--into ${options.into}: that is the event store's file; write the table into a file of its own (e.g. analysis.db)\n`);
+              return EXIT_CODES.usage;
+            }
             return await runInto(io, projection, options.into, {
               ...options,
               ...(journal !== undefined ? { source: journalFileSource(journal) } : { store: folder!.store }),
@@ -216,6 +223,11 @@ export function projectionCommand() {
       }),
     );
   return new Command('projection').description('Analyst projections over the journal.').addCommand(runCommand);
+}
+
+function sameFile(a: string, b: string): boolean {
+  const real = (path: string) => (existsSync(path) ? realpathSync(path) : resolve(path));
+  return real(a) === real(b);
 }
 
 interface IntoOptions {
