@@ -40,6 +40,41 @@ export {
 } from './load-projection';
 
 export {
+  DEFAULT_BATCH_EVENTS,
+  DEFAULT_BATCH_MS,
+  DEFAULT_CLAIM_MS,
+  ProjectionClaimedError,
+  ProjectionClaimLostError,
+  defaultTableName,
+  projectInto,
+  projectionClaimName,
+  type ProjectIntoOptions,
+  type ProjectIntoResult,
+  type ProjectionBatch,
+} from './follow-projection';
+
+export {
+  CHECKPOINT_TABLE,
+  ProjectionTableConflictError,
+  ProjectionTargetError,
+  SqlTarget,
+  parseSqlTarget,
+  shownTarget,
+  type SqlCheckpoint,
+  type SqlTargetSpec,
+} from './sql-target';
+
+export {
+  ProjectionColumnTypeError,
+  ProjectionKeyError,
+  planTableWrite,
+  type ColumnType,
+  type TableColumn,
+  type TablePlan,
+  type WrittenTable,
+} from './sql-table-plan';
+
+export {
   UnsupportedRowsFormatError,
   columnsOf,
   formatRows,

@@ -105,6 +105,10 @@ export function projectionProblems(value: unknown): string[] {
       }
     }
   }
+  const key = candidate['key'];
+  if (key !== undefined && !(Array.isArray(key) && key.length > 0 && key.every((column) => typeof column === 'string' && column.length > 0))) {
+    problems.push('key must be a non-empty list of column names');
+  }
   const filter = candidate['filter'];
   if (filter !== undefined) {
     if (typeof filter !== 'object' || filter === null) {

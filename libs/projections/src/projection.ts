@@ -34,6 +34,12 @@ export interface Projection<State> {
   /** The parameters it takes (`--param key=value`); a run naming another is refused, as one missing a required one. */
   readonly params?: Readonly<Record<string, ProjectionParam>>;
   /**
+   * The columns that identify a row (e.g. `['executionId']`). Optional: with it, a run into a SQL table (`--into`)
+   * writes only the rows that changed since its last batch; without it, each batch replaces the table's rows.
+   * Every row must then hold a value in each key column, and no two rows the same key.
+   */
+  readonly key?: readonly string[];
+  /**
    * The state before any event. Must be plain JSON (objects, arrays, strings, finite numbers, booleans, null):
    * checkpoints store it as JSON, and a state holding anything else (a Map, a Set, a Date) is refused when checkpointed.
    */

@@ -69,5 +69,8 @@ describe('projection module shape', () => {
       'filter.eventTypes must be a list of strings',
     ]);
     expect(projectionProblems(null)).toEqual(['expected an object, got null']);
+    const shaped = { name: 'x', description: 'y', initialState: () => 0, evolve: () => 0, rows: () => [] };
+    expect(projectionProblems({ ...shaped, key: ['actor', 'run'] })).toEqual([]);
+    for (const key of ['actor', [], [1], ['']]) expect(projectionProblems({ ...shaped, key })).toEqual(['key must be a non-empty list of column names']);
   });
 });

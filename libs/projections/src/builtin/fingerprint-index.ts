@@ -24,6 +24,7 @@ export interface FingerprintIndexState {
 export const fingerprintIndex: Projection<FingerprintIndexState> = {
   name: 'fingerprint-index',
   description: 'fingerprint → execution ids (in order), actor, tool, first accepted at, latest state',
+  key: ['fingerprint'],
   filter: { streamPrefixes: [EXECUTION_STREAM_PREFIX] },
   initialState: () => ({ fingerprints: emptyTable(), statuses: emptyTable() }),
   evolve(state, recorded) {

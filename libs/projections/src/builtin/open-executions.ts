@@ -38,6 +38,7 @@ const isOpen = (status: ExecutionStatus): status is OpenStatus =>
 export const openExecutions: Projection<OpenExecutionsState> = {
   name: 'open-executions',
   description: 'executions now in outcome_unknown or needs_review, with reason and since when',
+  key: ['executionId'],
   filter: { streamPrefixes: [EXECUTION_STREAM_PREFIX] },
   initialState: () => ({ statuses: emptyTable(), accepted: emptyTable(), open: emptyTable() }),
   evolve(state, recorded) {

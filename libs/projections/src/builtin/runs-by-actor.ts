@@ -33,6 +33,7 @@ export const NO_RUN = '(none)';
 export const runsByActor: Projection<RunsByActorState> = {
   name: 'runs-by-actor',
   description: 'actor → runs (declared run, else MCP session), executions started, retries attached, tools used',
+  key: ['actor', 'run'],
   filter: { streamPrefixes: [EXECUTION_STREAM_PREFIX], eventTypes: ['ExecutionAccepted', 'RetryAttached'] },
   initialState: () => ({ runs: emptyTable(), runOfExecution: emptyTable() }),
   evolve(state, recorded) {
