@@ -3,6 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { extname, join } from 'node:path';
 import { Logger } from '@nestjs/common';
 import type {
+  ExecutionsAnswer,
   ApprovalsAnswer,
   ApprovalView,
   ConsoleErrorCode,
@@ -13,6 +14,7 @@ import type {
   SessionAnswer,
 } from '@oncegate/console-api';
 import type { ToolContract } from '@oncegate/contracts';
+import { InvalidExecutionsQueryError, type ExecutionsIndex } from '@oncegate/executions-index';
 import { isExecutionId, type ExecutionId, type ReviewResolution } from '@oncegate/domain';
 import type { EventStore } from '@oncegate/event-store';
 import type { Clock } from '@oncegate/execution-journal';
@@ -29,6 +31,7 @@ import {
   type ConsoleSessionLimits,
 } from './console-sessions';
 import { authenticateApprover } from './approvals-api';
+import { executionsPage } from './executions-api';
 import type { OAuthResource } from './oauth-resource';
 
 /** Where the console is mounted on the gateway's listener. */
@@ -78,6 +81,8 @@ export interface ConsoleApiOptions {
   readonly sessionLimits?: ConsoleSessionLimits;
   /** Access tokens of the identity provider that mark an approver (`oauth.approver`); none by default. */
   readonly oauth?: OAuthResource;
+  /** The executions index this process keeps current, for `GET /console/api/executions`; without it, 404. */
+  readonly executions?: ExecutionsIndex;
 }
 
 class ConsoleError extends Error {
@@ -202,6 +207,11 @@ export class ConsoleApi {
         return writeJson(res, 200, view satisfies ReviewView);
       }
     }
+    if (resource === 'executions' && id === undefined && this.options.executions !== undefined) {
+      requireMethod(req, 'GET');
+      req.resume();
+      return writeJson(res, 200, (await executionsPage(this.options.executions, req.url, clock)) satisfies ExecutionsAnswer);
+    }
     if (resource === 'executions' && id !== undefined && action === undefined) {
       requireMethod(req, 'GET');
       const subject = { executionId: executionIdOf(id) };
@@ -273,6 +283,7 @@ export class ConsoleApi {
   /** The one place refusals and failures become status codes. */
   private errorOf(error: unknown): ConsoleError {
     if (error instanceof ConsoleError) return error;
+    if (error instanceof InvalidExecutionsQueryError) return new ConsoleError(400, 'invalid_query', error.message);
     if (isApprovalRefusal(error)) {
       switch (error.kind) {
         case 'invalid_decision':
