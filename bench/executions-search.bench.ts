@@ -162,6 +162,10 @@ function cases(nowMs: number): Case[] {
       name: 'agent + class + state + last hour',
       query: (i) => ({ actors: [`agent:bot-${i % AGENTS}`], classes: ['irreversible'], states: ['outcome_unknown', 'needs_review'], sinceMs: nowMs - 3_600_000 }),
     },
+    {
+      name: 'agent + class + state + last 7 days',
+      query: (i) => ({ actors: [`agent:bot-${i % AGENTS}`], classes: ['irreversible'], states: ['outcome_unknown', 'needs_review'], sinceMs: nowMs - 7 * DAY_MS }),
+    },
     { name: 'agent + last day', query: (i) => ({ actors: [`agent:bot-${i % AGENTS}`], sinceMs: nowMs - DAY_MS }) },
     { name: 'tool', query: (i) => ({ tools: [`tool_${i % TOOLS}`] }) },
     { name: 'state only (needs_review)', query: () => ({ states: ['needs_review'] }) },
@@ -228,6 +232,12 @@ export async function run(argv: string[]): Promise<void> {
   const foldRows: Record<string, string | number>[] = [];
   const buildRowsTable: Record<string, string | number>[] = [];
   const queryRows: Record<string, string | number>[] = [];
+  const printTables = (store: string) => {
+    const of = (rows: Record<string, string | number>[]) => rows.filter((row) => row['store'] === store);
+    printTable(`${store} — fold: generated execution events into the index (look-up, evolve, one transaction per 1000 events; store reads not included)`, of(foldRows));
+    printTable(`${store} — building the index: rows written directly, 10,000 per transaction`, of(buildRowsTable));
+    printTable(`${store} — filtered pages of 50, newest first, over ${count.toLocaleString('en-US')} executions (${samples} samples each)`, of(queryRows));
+  };
   const noStore = { headPosition: async () => 0 } as unknown as ConstructorParameters<typeof ExecutionsIndex>[0]['store'];
   try {
     if (values.sqlite) {
@@ -242,6 +252,9 @@ export async function run(argv: string[]): Promise<void> {
       buildRowsTable.push({ store: 'sqlite', rows: count, seconds: seconds1m.toFixed(1), 'rows/s': rate(count, seconds1m), size_MiB: Math.round(statSync(file).size / 2 ** 20) });
       queryRows.push(...(await timeQueries(new ExecutionsIndex({ store: noStore, tables, owner: 'bench' }), 'sqlite', nowMs, samples)));
       await tables.close();
+      rmSync(file, { force: true });
+      // Printed as soon as they are taken: a PostgreSQL run that fails later does not lose them.
+      printTables('sqlite');
     }
     if (values.postgres) {
       // PostgreSQL 15 on loopback with its durable defaults, data in the temporary folder.
@@ -260,10 +273,8 @@ export async function run(argv: string[]): Promise<void> {
       } finally {
         await server.stop();
       }
+      printTables('postgres 15');
     }
-    printTable('fold: generated execution events into the index (look-up, evolve, one transaction per 1000 events; store reads not included)', foldRows);
-    printTable('building the index: rows written directly, 10,000 per transaction', buildRowsTable);
-    printTable(`filtered pages of 50, newest first, over ${count.toLocaleString('en-US')} executions (${samples} samples each)`, queryRows);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -126,9 +126,9 @@ export function whereOf(query: ExecutionsQuery, placeholder: (index: number) => 
   if (query.sinceMs !== undefined) clauses.push(`accepted_ms >= ${param(query.sinceMs)}`);
   if (query.untilMs !== undefined) clauses.push(`accepted_ms < ${param(query.untilMs)}`);
   if (query.after !== undefined) {
-    // Keyset paging: strictly after the cursor in (accepted_ms DESC, execution_id DESC) order.
-    const ms = param(query.after.acceptedMs);
-    clauses.push(`(accepted_ms < ${ms} OR (accepted_ms = ${param(query.after.acceptedMs)} AND execution_id < ${param(query.after.executionId)}))`);
+    // Keyset paging: strictly after the cursor in (accepted_ms DESC, execution_id DESC) order. A row value, so both
+    // planners start the index range at the cursor instead of filtering every newer entry.
+    clauses.push(`(accepted_ms, execution_id) < (${param(query.after.acceptedMs)}, ${param(query.after.executionId)})`);
   }
   return { sql: clauses.length === 0 ? '' : `WHERE ${clauses.join(' AND ')}`, values };
 }
