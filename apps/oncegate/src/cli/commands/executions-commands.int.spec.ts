@@ -1,12 +1,17 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { Client } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { acceptExecution, authorize, delivered, dispatch, observe, requireReview, unknownOutcome } from '@oncegate/domain/testing';
 import type { EventStore } from '@oncegate/event-store';
+import { openPostgresEventStore } from '@oncegate/event-store-postgres';
 import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
 import { ExecutionsIndex, SqliteIndexTables } from '@oncegate/executions-index';
 import { appendHistory, executionIdOf, historyFor } from '@oncegate/executions-index/testing';
+// eslint-disable-next-line @nx/enforce-module-boundaries -- integration tests run the shared real-PostgreSQL harness
+import { sharedPostgres } from '../../../../../test/support/shared-servers';
 import { runCliHere } from '../testing/cli-in-process';
 import { localTime } from './executions-commands';
 
@@ -108,5 +113,53 @@ describe('oncegate executions (the CLI in process, on a SQLite data folder)', ()
     expect(rebuilt).toMatchObject({ code: 0 });
     expect(rebuilt.stdout).toMatch(/^rebuilt the executions index from \d+ event\(s\)/);
     expect(JSON.parse((await run('executions', 'list', '--actor', 'agent:payments', '--json')).stdout).executions[0].executionId).toBe(id);
+  });
+});
+
+describe('oncegate executions (the CLI in process, on a PostgreSQL store)', () => {
+  let dir: string;
+  let configFile: string;
+  let store: EventStore;
+  let database: string;
+  let serverUrl: (database?: string) => string;
+  const run = (...args: string[]) => runCliHere([...args, '--config', configFile]);
+
+  beforeAll(async () => {
+    const server = await sharedPostgres();
+    serverUrl = server.url;
+    database = `executions_cli_${randomBytes(5).toString('hex')}`;
+    const admin = new Client({ connectionString: server.url() });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE "${database}"`);
+    await admin.end();
+    dir = mkdtempSync(join(tmpdir(), 'oncegate-executions-cli-pg-'));
+    configFile = join(dir, 'oncegate.yaml');
+    writeFileSync(join(dir, 'tools.yaml'), 'tools: []\n');
+    writeFileSync(configFile, `data_dir: ${join(dir, 'data')}\ncontracts: ${join(dir, 'tools.yaml')}\nstore: { driver: postgres, url: '${server.url(database)}' }\n`);
+    store = await openPostgresEventStore({ url: server.url(database) });
+    for (const n of [1, 2]) {
+      const id = executionIdOf(n);
+      await appendHistory(store, id, historyFor(id, call('agent:payments', 'irreversible', 'send_payment', 30 - n), authorize(), dispatch(), unknownOutcome(), requireReview()));
+    }
+  });
+
+  afterAll(async () => {
+    await store.close();
+    const admin = new Client({ connectionString: serverUrl() });
+    await admin.connect();
+    await admin.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
+    await admin.end();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("given a journal on PostgreSQL and no gateway, the index's tables are made beside it and the question is answered", async () => {
+    const answer = await run('executions', 'list', '--actor', 'agent:payments', '--state', 'needs_review', '--since', '1h', '--json');
+    expect(answer).toMatchObject({ code: 0, stderr: '' });
+    expect(JSON.parse(answer.stdout).executions.map((row: { executionId: string }) => row.executionId)).toEqual([executionIdOf(2), executionIdOf(1)]);
+    const tables = new Client({ connectionString: serverUrl(database) });
+    await tables.connect();
+    const { rows } = await tables.query("SELECT count(*)::int AS n FROM oncegate.executions_index WHERE state = 'needs_review'");
+    await tables.end();
+    expect(rows[0].n).toBe(2);
   });
 });
