@@ -54,5 +54,15 @@ describe('gateway end to end: searching executions with one command', () => {
 
     const everything = JSON.parse((await oncegate(scenario.folder, ['executions', 'list', '--since', '1h', '--json'])).stdout) as Listed;
     expect(everything.executions).toHaveLength(4);
+
+    // The same question over HTTP, on the running gateway's listener, with an approver's token; an agent's is refused.
+    const approver = (await oncegate(scenario.folder, ['approvers', 'add', 'analyst'])).stdout.trim();
+    const search = `${new URL(scenario.gateway.url).origin}/executions?actor=agent:dev&class=irreversible&state=outcome_unknown,needs_review&since=1h`;
+    const overHttp = await eventually(async () => {
+      const response = await fetch(search, { headers: { authorization: `Bearer ${approver}` } });
+      return response.status === 200 ? ((await response.json()) as Listed) : undefined;
+    }, 10_000, 'the approver token to be known');
+    expect(overHttp.executions.map((row) => row.executionId)).toEqual([executionOf(lost).id]);
+    expect((await fetch(search, { headers: { authorization: `Bearer ${scenario.gateway.devToken}` } })).status).toBe(401);
   });
 });
