@@ -1,5 +1,7 @@
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { oncegate } from '../support/gateway-process';
+import { oncegate, startGatewayProcess } from '../support/gateway-process';
 import { eventually } from '../support/journal';
 import { callOnce } from '../support/mcp-clients';
 import { executionOf, gatewayScenario } from '../support/scenario';
@@ -64,5 +66,31 @@ describe('gateway end to end: searching executions with one command', () => {
     }, 10_000, 'the approver token to be known');
     expect(overHttp.executions.map((row) => row.executionId)).toEqual([executionOf(lost).id]);
     expect((await fetch(search, { headers: { authorization: `Bearer ${scenario.gateway.devToken}` } })).status).toBe(401);
+  });
+
+  it('given a damaged index file, when the gateway starts, then it serves tool calls, a search answers 503, and once the file is deleted the index is folded again', async () => {
+    await scenario.gateway.stop();
+    const file = join(scenario.folder.dataDir, 'executions-index.db');
+    writeFileSync(file, 'not a database, and not a secret either\n'.repeat(200));
+    scenario.gateway = await startGatewayProcess(scenario.folder);
+    const config = await callOnce(scenario.gateway, 'set_config', { name: 'search.damaged', value: 'on' });
+    expect(config.isError).toBe(false);
+    const approver = (await oncegate(scenario.folder, ['approvers', 'add', 'analyst'])).stdout.trim();
+    const search = `${new URL(scenario.gateway.url).origin}/executions`;
+    const refused = await eventually(async () => {
+      const response = await fetch(search, { headers: { authorization: `Bearer ${approver}` } });
+      return response.status === 401 ? undefined : response;
+    }, 10_000, 'the approver token to be known');
+    expect(refused.status).toBe(503);
+
+    await scenario.gateway.stop();
+    rmSync(file, { force: true });
+    scenario.gateway = await startGatewayProcess(scenario.folder);
+    const listed = await eventually(async () => {
+      const response = await fetch(search, { headers: { authorization: `Bearer ${approver}` } });
+      const body = response.status === 200 ? ((await response.json()) as Listed) : undefined;
+      return body !== undefined && body.executions.length > 0 ? body : undefined;
+    }, 15_000, 'the index to be folded again');
+    expect(listed.executions.map((row) => row.executionId)).toEqual([executionOf(config).id]);
   });
 });

@@ -2,7 +2,7 @@ import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ExecutionWatcher, InlineSteps } from '@oncegate/execution-journal';
-import { ExecutionsIndex, openIndexTables } from '@oncegate/executions-index';
+import { ExecutionsIndex, openIndexTables, SQLITE_INDEX_FILE } from '@oncegate/executions-index';
 import { keyRingFromConfig } from '@oncegate/fingerprint';
 import { GatewayConfigError, redactedStoreUrl, unauthenticatedAgentProblem, type GatewayConfig } from '@oncegate/host-config';
 import { queueGauges } from '@oncegate/host-decisions';
@@ -43,15 +43,23 @@ async function developmentToken(dataDir: string, agents: AgentDirectory): Promis
 /**
  * Opens the executions index of the configured store and keeps it current in the background (its own subscription,
  * batched; nothing on a tool call's path). Every process that hosts the front does, and the store's claim lets one
- * of them fold at a time; the others answer from the same tables (PostgreSQL) or stand by.
+ * of them fold at a time; the others answer from the same tables (PostgreSQL) or stand by. An index that cannot be
+ * opened (a damaged file) does not keep the gateway from serving tool calls: searches answer 503 and say why.
  */
-export async function hostExecutionsIndex(host: Host): Promise<{ readonly index: ExecutionsIndex; close(): Promise<void> }> {
+export async function hostExecutionsIndex(host: Host): Promise<{ readonly index: ExecutionsIndex | undefined; close(): Promise<void> }> {
   const { config, store, logger } = host;
-  const tables = await openIndexTables(
-    config.store.driver === 'sqlite'
-      ? { driver: 'sqlite', dataDir: config.dataDir }
-      : { driver: 'postgres', url: config.store.url, location: redactedStoreUrl(config.store.url) },
-  );
+  let tables;
+  try {
+    tables = await openIndexTables(
+      config.store.driver === 'sqlite'
+        ? { driver: 'sqlite', dataDir: config.dataDir }
+        : { driver: 'postgres', url: config.store.url, location: redactedStoreUrl(config.store.url) },
+    );
+  } catch (error) {
+    const remedy = config.store.driver === 'sqlite' ? `; delete ${join(config.dataDir, SQLITE_INDEX_FILE)} and it is folded again from the journal at the next start` : '';
+    logger.warn(`the executions index could not be opened, so executions search is unavailable: ${error instanceof Error ? error.message : String(error)}${remedy}`, 'executions-index');
+    return { index: undefined, close: async () => undefined };
+  }
   let failures = 0;
   const index = new ExecutionsIndex({
     store,
@@ -64,11 +72,12 @@ export async function hostExecutionsIndex(host: Host): Promise<{ readonly index:
     },
   });
   index.start();
+  const opened = tables;
   const hosted = {
     index,
     async close() {
       await index.stop();
-      await tables.close();
+      await opened.close();
     },
   };
   host.opened.push(hosted);
@@ -133,7 +142,7 @@ export async function hostFront(host: Host, deliveries: DeliveryTracker, inlineS
     mounted: [
       new ApprovalsApi({ store, approvers, tools, clock, ...withOAuth }),
       new ExecutionsApi({ index: executions, approvers, clock, ...withOAuth }),
-      new ConsoleApi({ store, approvers, tools, clock, assetsDir: CONSOLE_ASSETS_DIR, executions, ...withOAuth }),
+      new ConsoleApi({ store, approvers, tools, clock, assetsDir: CONSOLE_ASSETS_DIR, ...(executions === undefined ? {} : { executions }), ...withOAuth }),
     ],
     ...withOAuth,
     sessionLimits: config.sessions,

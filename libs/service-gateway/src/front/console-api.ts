@@ -31,7 +31,7 @@ import {
   type ConsoleSessionLimits,
 } from './console-sessions';
 import { authenticateApprover } from './approvals-api';
-import { executionsPage } from './executions-api';
+import { executionsPage, INDEX_UNAVAILABLE } from './executions-api';
 import type { OAuthResource } from './oauth-resource';
 
 /** Where the console is mounted on the gateway's listener. */
@@ -81,7 +81,7 @@ export interface ConsoleApiOptions {
   readonly sessionLimits?: ConsoleSessionLimits;
   /** Access tokens of the identity provider that mark an approver (`oauth.approver`); none by default. */
   readonly oauth?: OAuthResource;
-  /** The executions index this process keeps current, for `GET /console/api/executions`; without it, 404. */
+  /** The executions index this process keeps current, for `GET /console/api/executions`; without it, 503. */
   readonly executions?: ExecutionsIndex;
 }
 
@@ -207,9 +207,10 @@ export class ConsoleApi {
         return writeJson(res, 200, view satisfies ReviewView);
       }
     }
-    if (resource === 'executions' && id === undefined && this.options.executions !== undefined) {
+    if (resource === 'executions' && id === undefined) {
       requireMethod(req, 'GET');
       req.resume();
+      if (this.options.executions === undefined) throw new ConsoleError(503, 'unavailable', INDEX_UNAVAILABLE);
       return writeJson(res, 200, (await executionsPage(this.options.executions, req.url, clock)) satisfies ExecutionsAnswer);
     }
     if (resource === 'executions' && id !== undefined && action === undefined) {

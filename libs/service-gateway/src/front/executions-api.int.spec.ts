@@ -92,6 +92,29 @@ describe('searching executions over HTTP: GET /executions and GET /console/api/e
     expect((await fetch(`${base}${EXECUTIONS_PATH}`, { method: 'POST', headers: { authorization: `Bearer ${approverToken}` } })).status).toBe(405);
   });
 
+  it('given a gateway whose index could not be opened, both searches answer 503 and say why', async () => {
+    const approvers = new ApproverDirectory(store);
+    await approvers.refresh();
+    const clock = { now: () => new Date() };
+    const without = apiFront({
+      store,
+      tools: new Map(),
+      clock,
+      mounted: [new ExecutionsApi({ index: undefined, approvers, clock }), new ConsoleApi({ store, approvers, tools: new Map(), clock, assetsDir: dir })],
+    });
+    const origin = new URL((await without.listen()).url).origin;
+    try {
+      const search = await fetch(`${origin}${EXECUTIONS_PATH}?state=needs_review`, { headers: { authorization: `Bearer ${approverToken}` } });
+      expect(search.status).toBe(503);
+      expect(await search.json()).toEqual({ error: { code: 'unavailable', message: expect.stringContaining('the executions index could not be opened') } });
+      const signIn = await fetch(`${origin}/console/api/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: approverToken }) });
+      const cookie = (signIn.headers.get('set-cookie') ?? '').split(';')[0]!;
+      expect((await fetch(`${origin}/console/api/executions`, { headers: { cookie } })).status).toBe(503);
+    } finally {
+      await without.close();
+    }
+  });
+
   it('given a console session, the same query answers under /console/api/executions; without one, 401', async () => {
     const signIn = await fetch(`${base}/console/api/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: approverToken }) });
     const cookie = (signIn.headers.get('set-cookie') ?? '').split(';')[0]!;

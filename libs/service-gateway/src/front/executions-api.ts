@@ -11,8 +11,8 @@ import type { OAuthResource } from './oauth-resource';
 export const EXECUTIONS_PATH = '/executions';
 
 export interface ExecutionsApiOptions {
-  /** The index this process keeps current. */
-  readonly index: ExecutionsIndex;
+  /** The index this process keeps current; `undefined` when it could not be opened (every search answers 503). */
+  readonly index: ExecutionsIndex | undefined;
   /** Approver tokens; agent tokens are not in it, so an agent never searches other agents' calls. */
   readonly approvers: ApproverDirectory;
   readonly clock: Clock;
@@ -32,6 +32,9 @@ export async function executionsPage(index: ExecutionsIndex, url: string | undef
   const query = parseExecutionsQuery(queryParametersOf(url), clock.now().getTime());
   return (await index.page(query)) satisfies ExecutionsAnswer;
 }
+
+/** What a search answers when this process could not open the index (its log said why, at start). */
+export const INDEX_UNAVAILABLE = "the executions index could not be opened at the gateway's start (its log says why); search again after fixing it, or use oncegate executions list";
 
 class ExecutionsApiError extends Error {
   constructor(
@@ -65,7 +68,9 @@ export class ExecutionsApi {
         throw new ExecutionsApiError(404, 'not_found', `no such resource ${path.slice(0, 128)}; search with GET ${this.prefix}?state=…, one execution with oncegate investigate <id>`);
       }
       if (req.method !== 'GET') throw new ExecutionsApiError(405, 'method_not_allowed', `method ${req.method} not allowed here; use GET`, { allow: 'GET' });
-      writeJson(res, 200, await executionsPage(this.options.index, req.url, this.options.clock));
+      const { index } = this.options;
+      if (index === undefined) throw new ExecutionsApiError(503, 'unavailable', INDEX_UNAVAILABLE);
+      writeJson(res, 200, await executionsPage(index, req.url, this.options.clock));
     } catch (error) {
       const failure = this.errorOf(error);
       writeError(res, failure);

@@ -94,6 +94,18 @@ describe('oncegate executions (the CLI in process, on a SQLite data folder)', ()
     expect((await run('executions', 'list', '--since', 'last tuesday')).stderr).toContain('30m, 1h, 2d');
   });
 
+  it('given a damaged index file, the command says so and how to fold it again; once deleted, it is', async () => {
+    const file = join(dir, 'data', 'executions-index.db');
+    for (const part of ['', '-wal', '-shm']) rmSync(`${file}${part}`, { force: true });
+    writeFileSync(file, 'not a database\n'.repeat(100));
+    const damaged = await run('executions', 'list');
+    expect(damaged.code).toBe(1);
+    expect(damaged.stderr).toContain(`the executions index could not be opened: `);
+    expect(damaged.stderr).toContain(`delete ${file} and run the command again`);
+    rmSync(file);
+    expect(JSON.parse((await run('executions', 'list', '--json')).stdout).executions).toHaveLength(5);
+  });
+
   it('given a gateway holding the index, the command answers from it as it is and says how far behind it is', async () => {
     const tables = new SqliteIndexTables({ file: join(dir, 'data', 'executions-index.db') });
     const holder = new ExecutionsIndex({ store, tables, owner: 'gateway@test', claimTtlMs: 60_000 });

@@ -1,10 +1,12 @@
 import { hostname } from 'node:os';
+import { join } from 'node:path';
 import {
   ExecutionsIndex,
   InvalidExecutionsQueryError,
   MAX_PAGE_LIMIT,
   openIndexTables,
   parseExecutionsQuery,
+  SQLITE_INDEX_FILE,
   type ExecutionRow,
   type ExecutionsPage,
   type IndexLocation,
@@ -114,7 +116,7 @@ function listCommand() {
           throw error;
         }
         return withDataFolder(options, io, (folder, config) =>
-          withIndex(folder.store, config, async (index) => {
+          withIndex(io, folder.store, config, async (index) => {
             let foldedHere = false;
             if (options.catchUp !== false && (await index.lag()).behind > 0) foldedHere = (await index.catchUp()).claimed;
             const page = await index.page(query);
@@ -149,8 +151,21 @@ function writePage(io: CliIo, page: ExecutionsPage, format: 'json' | 'csv' | 'ta
 }
 
 /** Opens the configuration's executions index on the data folder's store, runs `work`, and closes it. */
-async function withIndex(store: ConstructorParameters<typeof ExecutionsIndex>[0]['store'], config: GatewayConfig, work: (index: ExecutionsIndex) => Promise<ExitCode>): Promise<ExitCode> {
-  const tables = await openIndexTables(indexLocationOf(config));
+async function withIndex(
+  io: CliIo,
+  store: ConstructorParameters<typeof ExecutionsIndex>[0]['store'],
+  config: GatewayConfig,
+  work: (index: ExecutionsIndex) => Promise<ExitCode>,
+): Promise<ExitCode> {
+  let tables;
+  try {
+    tables = await openIndexTables(indexLocationOf(config));
+  } catch (error) {
+    // The index holds nothing the journal does not: a damaged file is deleted and folded again.
+    const remedy = config.store.driver === 'sqlite' ? `; delete ${join(config.dataDir, SQLITE_INDEX_FILE)} and run the command again: it is folded again from the journal` : '';
+    io.stderr(`the executions index could not be opened: ${error instanceof Error ? error.message : String(error)}${remedy}\n`);
+    return EXIT_CODES.failed;
+  }
   const index = new ExecutionsIndex({ store, tables, owner: `cli@${hostname()}/${process.pid}` });
   try {
     return await work(index);
@@ -171,7 +186,7 @@ function rebuildCommand() {
     .action(
       action((io, options) =>
         withDataFolder(options, io, (folder, config) =>
-          withIndex(folder.store, config, async (index) => {
+          withIndex(io, folder.store, config, async (index) => {
             const started = Date.now();
             const rebuilt = await index.rebuild();
             if (!rebuilt.claimed) {
