@@ -22,7 +22,7 @@ export type ConsoleErrorCode =
   | 'invalid_json'
   | 'invalid_reason'
   | 'invalid_execution_id'
-  /** A decision-history search whose parameters cannot be read (an unknown decision, a time that is not ISO-8601). */
+  /** Search parameters that cannot be read: a decision-history search (an unknown decision, a time not ISO-8601), an executions filter the index cannot answer (a state the domain does not name, …). */
   | 'invalid_query'
   | 'not_found'
   | 'not_pending'
@@ -417,4 +417,59 @@ export interface Investigation {
     /** Was the agent told, and what: per call, the state it was told and whether delivery is proven. */
     readonly told: InvestigationAnswer;
   };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Executions search: `GET /executions?…` (an approver token) and `GET /console/api/executions?…` (the console's
+// session), answered from the executions index. Filters (each repeatable or comma-separated): tool, actor, class,
+// state, run, channel, host; since and until (ISO-8601, or a time ago: 30m, 1h, 2d); limit (1 to 1000, default 50)
+// and cursor (the previous page's nextCursor).
+
+/** The `code` of an executions API error. */
+export type ExecutionsApiErrorCode = 'unauthorized' | 'forbidden' | 'unavailable' | 'invalid_query' | 'not_found' | 'method_not_allowed' | 'internal';
+
+/** One execution as the index holds it. */
+export interface ExecutionRowView {
+  readonly executionId: string;
+  readonly tool: string;
+  readonly actor: string;
+  /** `read_only`, `idempotent_write`, `conditional_write`, `irreversible` or `remote_command`. */
+  readonly operationClass: string;
+  /** The execution's state, in the domain's words (`outcome_unknown`, `needs_review`, `delivered`, …). */
+  readonly state: string;
+  readonly runId: string | null;
+  readonly channel: string;
+  readonly target: string;
+  readonly targetHost: string;
+  readonly attempts: number;
+  readonly retriesAttached: number;
+  readonly acceptedAt: string;
+  readonly lastChangeAt: string;
+  /** The global position of its latest event. */
+  readonly lastPosition: number;
+  readonly firstDispatchedAt: string | null;
+  readonly targetStatus: number | null;
+  readonly exitCode: number | null;
+  /** The target's definite answer was an error (the state stays `completed`). */
+  readonly errorAnswer: boolean;
+  readonly reviewReason: string | null;
+  readonly denialBasis: string | null;
+  /** `pending`, `granted` or `denied` when an approval was asked for. */
+  readonly approval: string | null;
+  readonly fingerprint: string;
+}
+
+/** How far the index has folded the journal: `behind` events were committed after `position`. */
+export interface ExecutionsIndexLag {
+  readonly position: number;
+  readonly head: number;
+  readonly behind: number;
+}
+
+export interface ExecutionsAnswer {
+  /** Newest first (accepted at, then execution id). */
+  readonly executions: readonly ExecutionRowView[];
+  /** `?cursor=` of the next page; `null` on the last page. */
+  readonly nextCursor: string | null;
+  readonly index: ExecutionsIndexLag;
 }

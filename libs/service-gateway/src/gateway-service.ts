@@ -2,8 +2,9 @@ import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ExecutionWatcher, InlineSteps } from '@oncegate/execution-journal';
+import { ExecutionsIndex, openIndexTables } from '@oncegate/executions-index';
 import { keyRingFromConfig } from '@oncegate/fingerprint';
-import { GatewayConfigError, unauthenticatedAgentProblem, type GatewayConfig } from '@oncegate/host-config';
+import { GatewayConfigError, redactedStoreUrl, unauthenticatedAgentProblem, type GatewayConfig } from '@oncegate/host-config';
 import { queueGauges } from '@oncegate/host-decisions';
 import type { AgentDirectory } from '@oncegate/host-principals';
 import { BlobCipher } from '@oncegate/sealed-store';
@@ -12,6 +13,7 @@ import { sharedCallers, type DeliveryTracker } from '@oncegate/service-result-de
 import { initDevelopmentVault } from '@oncegate/vault';
 import { ApprovalsApi } from './front/approvals-api';
 import { ConsoleApi } from './front/console-api';
+import { ExecutionsApi } from './front/executions-api';
 import { hostRulesOf } from './front/host-origin-guard';
 import { OAuthResource } from './front/oauth-resource';
 import { McpHttpFront } from './front/mcp-http-front';
@@ -36,6 +38,41 @@ async function developmentToken(dataDir: string, agents: AgentDirectory): Promis
   writeFileSync(file, `${token}\n`, { mode: 0o600 });
   chmodSync(file, 0o600);
   return token;
+}
+
+/**
+ * Opens the executions index of the configured store and keeps it current in the background (its own subscription,
+ * batched; nothing on a tool call's path). Every process that hosts the front does, and the store's claim lets one
+ * of them fold at a time; the others answer from the same tables (PostgreSQL) or stand by.
+ */
+export async function hostExecutionsIndex(host: Host): Promise<{ readonly index: ExecutionsIndex; close(): Promise<void> }> {
+  const { config, store, logger } = host;
+  const tables = await openIndexTables(
+    config.store.driver === 'sqlite'
+      ? { driver: 'sqlite', dataDir: config.dataDir }
+      : { driver: 'postgres', url: config.store.url, location: redactedStoreUrl(config.store.url) },
+  );
+  let failures = 0;
+  const index = new ExecutionsIndex({
+    store,
+    tables,
+    owner: host.instance,
+    // Failures are retried at the next poll; only the 1st, 2nd, 4th, 8th… in a row are logged.
+    onError: (error) => {
+      failures += 1;
+      if ((failures & (failures - 1)) === 0) logger.warn(`the executions index could not fold (${failures} in a row): ${error instanceof Error ? error.message : String(error)}`, 'executions-index');
+    },
+  });
+  index.start();
+  const hosted = {
+    index,
+    async close() {
+      await index.stop();
+      await tables.close();
+    },
+  };
+  host.opened.push(hosted);
+  return hosted;
 }
 
 /** The MCP front: sessions, tool calls, the approvals API and the console. */
@@ -77,6 +114,7 @@ export async function hostFront(host: Host, deliveries: DeliveryTracker, inlineS
   const watcher = new ExecutionWatcher(store);
   await watcher.start();
   host.opened.push({ close: () => watcher.stop() });
+  const { index: executions, close: closeExecutions } = await hostExecutionsIndex(host);
   const toolCalls = new ToolCalls({ store, watcher, sealed, keyRing, tools, deliveries, clock, callWaitMs: config.callWaitMs, inlineSteps });
   // The identity provider's access tokens, beside the agent and approver tokens of the journal (`oauth`).
   const withOAuth = config.oauth === null ? {} : { oauth: new OAuthResource(config.oauth, { clock, metrics: host.metrics }) };
@@ -92,7 +130,11 @@ export async function hostFront(host: Host, deliveries: DeliveryTracker, inlineS
     resumption,
     clock,
     hostRules,
-    mounted: [new ApprovalsApi({ store, approvers, tools, clock, ...withOAuth }), new ConsoleApi({ store, approvers, tools, clock, assetsDir: CONSOLE_ASSETS_DIR, ...withOAuth })],
+    mounted: [
+      new ApprovalsApi({ store, approvers, tools, clock, ...withOAuth }),
+      new ExecutionsApi({ index: executions, approvers, clock, ...withOAuth }),
+      new ConsoleApi({ store, approvers, tools, clock, assetsDir: CONSOLE_ASSETS_DIR, executions, ...withOAuth }),
+    ],
     ...withOAuth,
     sessionLimits: config.sessions,
     sseRetryMs: config.sseRetryMs,
@@ -123,6 +165,7 @@ export async function hostFront(host: Host, deliveries: DeliveryTracker, inlineS
       await agentWatch.stop();
       await approverWatch.stop();
       await watcher.stop();
+      await closeExecutions();
       await resumption.close();
     },
   };

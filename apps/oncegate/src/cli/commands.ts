@@ -5,6 +5,7 @@ import { contractsCommand } from './commands/contracts-check';
 import { agentsCommand, serveCommand, startCommand, stdioCommand } from './commands/gateway-commands';
 import { auditCommand, initCommand, journalCommand } from './commands/journal-commands';
 import { investigateCommand, projectionCommand } from './commands/analyst-commands';
+import { executionsCommand } from './commands/executions-commands';
 import { parkedCommand } from './commands/parked-commands';
 import { runsCommand } from './commands/run-commands';
 import { reviewCommand } from './commands/review-commands';
@@ -28,6 +29,7 @@ export const COMMANDS: readonly (() => CommandUnknownOpts)[] = [
   journalCommand,
   auditCommand,
   investigateCommand,
+  executionsCommand,
   projectionCommand,
   reviewCommand,
   approvalsCommand,

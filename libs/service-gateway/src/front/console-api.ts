@@ -3,6 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { extname, join } from 'node:path';
 import { Logger } from '@nestjs/common';
 import type {
+  ExecutionsAnswer,
   ApprovalsAnswer,
   ApprovalView,
   ConsoleErrorCode,
@@ -17,6 +18,7 @@ import type {
   SessionAnswer,
 } from '@oncegate/console-api';
 import type { ToolContract } from '@oncegate/contracts';
+import { InvalidExecutionsQueryError, type ExecutionsIndex } from '@oncegate/executions-index';
 import { isExecutionId, type ApprovalDecidedData, type ExecutionId, type ReviewResolution, type ReviewResolvedData } from '@oncegate/domain';
 import type { EventStore, RecordedEvent } from '@oncegate/event-store';
 import { loadExecution, type Clock } from '@oncegate/execution-journal';
@@ -45,6 +47,7 @@ import {
   type ConsoleSessionLimits,
 } from './console-sessions';
 import { authenticateApprover } from './approvals-api';
+import { executionsPage } from './executions-api';
 import type { OAuthResource } from './oauth-resource';
 
 /** Where the console is mounted on the gateway's listener. */
@@ -94,6 +97,8 @@ export interface ConsoleApiOptions {
   readonly sessionLimits?: ConsoleSessionLimits;
   /** Access tokens of the identity provider that mark an approver (`oauth.approver`); none by default. */
   readonly oauth?: OAuthResource;
+  /** The executions index this process keeps current, for `GET /console/api/executions`; without it, 404. */
+  readonly executions?: ExecutionsIndex;
 }
 
 class ConsoleError extends Error {
@@ -220,6 +225,11 @@ export class ConsoleApi {
     }
     if (resource === 'decisions' && id === undefined) return this.decisionsRequest(req, res);
     if (resource === 'counts' && id === undefined) return this.countsRequest(req, res);
+    if (resource === 'executions' && id === undefined && this.options.executions !== undefined) {
+      requireMethod(req, 'GET');
+      req.resume();
+      return writeJson(res, 200, (await executionsPage(this.options.executions, req.url, clock)) satisfies ExecutionsAnswer);
+    }
     if (resource === 'executions' && id !== undefined && action === undefined) {
       requireMethod(req, 'GET');
       const subject = { executionId: executionIdOf(id) };
@@ -395,6 +405,7 @@ export class ConsoleApi {
   /** The one place refusals and failures become status codes. */
   private errorOf(error: unknown): ConsoleError {
     if (error instanceof ConsoleError) return error;
+    if (error instanceof InvalidExecutionsQueryError) return new ConsoleError(400, 'invalid_query', error.message);
     if (isApprovalRefusal(error)) {
       switch (error.kind) {
         case 'invalid_decision':

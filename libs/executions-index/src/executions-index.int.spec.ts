@@ -1,0 +1,198 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from 'pg';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { acceptExecution, attachRetry, authorize, delivered, dispatch, observe, requireReview, unknownOutcome } from '@oncegate/domain/testing';
+import type { EventStore, ReadAllOptions } from '@oncegate/event-store';
+import { openPostgresEventStore } from '@oncegate/event-store-postgres';
+import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
+// eslint-disable-next-line @nx/enforce-module-boundaries -- integration tests run the shared real-PostgreSQL harness
+import { sharedPostgres } from '../../../test/support/shared-servers';
+import { ExecutionsIndex } from './executions-index';
+import { foldBatch } from './fold-batch';
+import type { IndexTables } from './index-tables';
+import { PostgresIndexTables } from './postgres-index-tables';
+import { SqliteIndexTables } from './sqlite-index-tables';
+import { appendHistory, executionIdOf, historyFor } from './test-support/histories';
+
+/** Where one test's store and index live, and how to open each again (a restarted process). */
+interface Place {
+  readonly store: EventStore;
+  openTables(): Promise<IndexTables>;
+  dispose(): Promise<void>;
+}
+
+const irreversible = (actor: string) =>
+  acceptExecution({ operationClass: 'irreversible', redeliveryGraceMs: null, record: { ...acceptExecution().record, actor, tool: 'send_payment' } });
+
+/** A journal of 12 executions: agents a and b, irreversible and idempotent, settled and unknown. */
+async function writeJournal(store: EventStore): Promise<void> {
+  for (let n = 0; n < 12; n += 1) {
+    const id = executionIdOf(n);
+    const actor = n % 2 === 0 ? 'agent:a' : 'agent:b';
+    const accept = n % 3 === 0 ? irreversible(actor) : acceptExecution({ record: { ...acceptExecution().record, actor }, now: new Date(Date.parse('2026-07-22T10:00:00Z') + n * 1000).toISOString() });
+    const events =
+      n % 3 === 0
+        ? historyFor(id, { ...accept, now: new Date(Date.parse('2026-07-22T10:00:00Z') + n * 1000).toISOString() }, authorize(), dispatch(), unknownOutcome(), requireReview())
+        : historyFor(id, accept, authorize(), dispatch(), attachRetry(), observe(), delivered());
+    await appendHistory(store, id, events);
+  }
+}
+
+/** What folding the whole journal in one go gives: the rows every index must end with. */
+async function expectedRows(store: EventStore) {
+  const { events } = await store.readAll({ maxCount: 10_000 });
+  return foldBatch(events, new Map()).rows.sort((a, b) => (a.executionId < b.executionId ? 1 : -1));
+}
+
+async function allRows(tables: IndexTables) {
+  return (await tables.select({}, 10_000)).sort((a, b) => (a.executionId < b.executionId ? 1 : -1));
+}
+
+function describeIndexOn(adapter: string, place: () => Promise<Place>): void {
+  describe(`the executions index on ${adapter}`, () => {
+    let at: Place;
+    const opened: { close(): Promise<void> }[] = [];
+    const tablesOf = async () => {
+      const tables = await at.openTables();
+      opened.push(tables);
+      return tables;
+    };
+    const indexOf = (tables: IndexTables, owner: string, store = at.store) => {
+      const index = new ExecutionsIndex({ store, tables, owner, batchSize: 7, claimTtlMs: 60_000 });
+      opened.unshift({ close: () => index.stop() });
+      return index;
+    };
+
+    beforeEach(async () => {
+      at = await place();
+      await writeJournal(at.store);
+    });
+    afterEach(async () => {
+      for (const item of opened.splice(0)) await item.close();
+      await at.dispose();
+    });
+
+    it(`[${adapter}] given a journal, the index folds it in batches and answers the analyst's question page by page, newest first`, async () => {
+      const index = indexOf(await tablesOf(), 'gateway-1');
+      const caught = await index.catchUp();
+      expect(caught).toMatchObject({ claimed: true, lag: { behind: 0 } });
+      expect(await allRows(await tablesOf())).toEqual(await expectedRows(at.store));
+
+      const question = { actors: ['agent:a'], classes: ['irreversible' as const], states: ['needs_review' as const, 'outcome_unknown' as const], sinceMs: Date.parse('2026-07-22T09:00:00Z') };
+      const first = await index.page({ ...question, limit: 1 });
+      const second = await index.page({ ...question, limit: 1, after: decode(first.nextCursor) });
+      const ids = [first, second].flatMap((page) => page.executions.map((row) => row.executionId));
+      expect(ids).toEqual([executionIdOf(6), executionIdOf(0)]);
+      expect(first.nextCursor).not.toBeNull();
+      expect(second.nextCursor).toBeNull();
+      expect((await index.page({ tools: ['deploy_release'], limit: 100 })).executions).toHaveLength(8);
+    });
+
+    it(`[${adapter}] given a crash in the middle of a batch, the restarted index folds it once: nothing lost, nothing counted twice`, async () => {
+      // The second batch carries an event the index's table refuses half-way through writing it (a negative attempt):
+      // its transaction is rolled back as a crash would leave it.
+      let poisoned = false;
+      const store = at.store;
+      const failing = {
+        headPosition: () => store.headPosition(),
+        claim: (...args: Parameters<EventStore['claim']>) => store.claim(...args),
+        releaseClaim: (...args: Parameters<EventStore['releaseClaim']>) => store.releaseClaim(...args),
+        readAll: async (options: ReadAllOptions) => {
+          const page = await store.readAll(options);
+          if ((options.after ?? 0) === 0 || poisoned) return page;
+          poisoned = true;
+          const events = page.events.map((event, i) =>
+            i === page.events.length - 1 ? { ...event, type: 'Dispatched', data: { attempt: -1, dispatcherId: 'x', idempotencyKey: 'x', dispatchedAt: '2026-07-22T10:00:00Z' } } : event,
+          );
+          return { ...page, events };
+        },
+      } as unknown as EventStore;
+      const crashed = indexOf(await tablesOf(), 'gateway-1', failing);
+      await expect(crashed.catchUp()).rejects.toThrow();
+      const afterCrash = await tablesOf();
+      expect(await afterCrash.position()).toBeGreaterThan(0);
+      expect((await crashed.lag()).behind).toBeGreaterThan(0);
+      await crashed.stop();
+
+      const restarted = indexOf(await tablesOf(), 'gateway-1');
+      expect(await restarted.catchUp()).toMatchObject({ claimed: true, lag: { behind: 0 } });
+      expect(await allRows(afterCrash)).toEqual(await expectedRows(at.store));
+    });
+
+    it(`[${adapter}] given two instances on one index, only the claim's holder folds, and the other takes over once it lets go`, async () => {
+      const one = indexOf(await tablesOf(), 'gateway-1');
+      const two = indexOf(await tablesOf(), 'gateway-2');
+      const [a, b] = await Promise.all([one.catchUp(), two.catchUp()]);
+      expect([a.claimed, b.claimed].sort()).toEqual([false, true]);
+      expect(await allRows(await tablesOf())).toEqual(await expectedRows(at.store));
+
+      const [holder, standby] = a.claimed ? [one, two] : [two, one];
+      const id = executionIdOf(40);
+      await appendHistory(at.store, id, historyFor(id, acceptExecution()));
+      expect((await standby.catchUp()).claimed).toBe(false);
+      expect((await standby.lag()).behind).toBeGreaterThan(0);
+      await holder.stop();
+      expect(await standby.catchUp()).toMatchObject({ claimed: true, lag: { behind: 0 } });
+      expect(await allRows(await tablesOf())).toEqual(await expectedRows(at.store));
+    });
+
+    it(`[${adapter}] given a stale instance whose claim ran out, its batch is refused whole: the checkpoint only moves from where it is`, async () => {
+      const tables = await tablesOf();
+      await indexOf(tables, 'gateway-1').catchUp();
+      expect(await tables.commit({ from: 0, to: 3, folded: new Map(), rows: [] })).toBe(false);
+      expect(await allRows(tables)).toEqual(await expectedRows(at.store));
+    });
+
+    it(`[${adapter}] given a running index, new calls are folded without being asked, and a rebuild folds the journal again to the same rows`, async () => {
+      const tables = await tablesOf();
+      const index = new ExecutionsIndex({ store: at.store, tables, owner: 'gateway-1', settleMs: 10, pollMs: 200 });
+      opened.unshift({ close: () => index.stop() });
+      index.start();
+      const id = executionIdOf(41);
+      await appendHistory(at.store, id, historyFor(id, acceptExecution(), authorize()));
+      await expect.poll(async () => (await index.page({ states: ['authorized'] })).executions.map((row) => row.executionId), { timeout: 10_000 }).toContain(id);
+      await index.stop();
+      expect(await index.rebuild()).toMatchObject({ claimed: true, lag: { behind: 0 } });
+      expect(await allRows(tables)).toEqual(await expectedRows(at.store));
+    });
+  });
+}
+
+function decode(cursor: string | null) {
+  if (cursor === null) return undefined;
+  const [ms, id] = Buffer.from(cursor, 'base64url').toString('utf8').split('.');
+  return { acceptedMs: Number(ms), executionId: id! };
+}
+
+describeIndexOn('sqlite', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'executions-index-'));
+  const store = await openSqliteEventStore({ file: join(dir, 'events.db') });
+  return {
+    store,
+    openTables: async () => new SqliteIndexTables({ file: join(dir, 'executions-index.db') }),
+    async dispose() {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+});
+
+describeIndexOn('postgres', async () => {
+  const url = (await sharedPostgres()).url();
+  const schema = `index_${randomBytes(6).toString('hex')}`;
+  const store = await openPostgresEventStore({ url, schema, pollIntervalMs: 200 });
+  return {
+    store,
+    openTables: () => PostgresIndexTables.open({ url, schema }),
+    async dispose() {
+      await store.close();
+      const client = new Client({ connectionString: url });
+      await client.connect();
+      await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await client.end();
+    },
+  };
+});

@@ -1,0 +1,199 @@
+/**
+ * Keeps the executions index current from the store's global order: reads the execution streams' events after the
+ * index's checkpoint in batches, folds them with the domain's `evolve`, and writes the rows, the folds and the new
+ * checkpoint in one transaction. One instance folds at a time across every process on the store (the store's
+ * claim `executions-index`); the others stand by and take over when its claim runs out.
+ */
+import type { EventStore, Subscription } from '@oncegate/event-store';
+import { foldBatch, executionIdsOf } from './fold-batch';
+import { encodeCursor, limitOfQuery, type ExecutionsPage, type ExecutionsQuery, type IndexLag } from './executions-query';
+import type { IndexTables } from './index-tables';
+import { instantMs } from './execution-row';
+
+/** The store claim that makes one instance the folder. */
+export const INDEX_CLAIM = 'executions-index';
+
+const EXECUTION_STREAMS = { streamPrefixes: ['execution-'] };
+
+export interface ExecutionsIndexOptions {
+  readonly store: EventStore;
+  readonly tables: IndexTables;
+  /** This instance's name in the claim (unique per process). */
+  readonly owner: string;
+  /** Events read per batch (one transaction each). Default 1000. */
+  readonly batchSize?: number;
+  /** How long the claim lasts unless renewed; a dead folder is replaced after at most this. Default 30 s. */
+  readonly claimTtlMs?: number;
+  /** After the first new event, how long the live fold waits to gather more into one batch. Default 250 ms. */
+  readonly settleMs?: number;
+  /** How often a standby instance tries the claim, and the live fold looks without being woken. Default 5 s. */
+  readonly pollMs?: number;
+  readonly now?: () => number;
+  /** A failed fold (the next poll tries again). */
+  readonly onError?: (error: unknown) => void;
+}
+
+/** What one catch-up did. */
+export interface CatchUp {
+  /** False when another instance holds the claim: nothing was folded here. */
+  readonly claimed: boolean;
+  /** Execution events folded. */
+  readonly events: number;
+  readonly lag: IndexLag;
+}
+
+export class ExecutionsIndex {
+  private readonly store: EventStore;
+  private readonly tables: IndexTables;
+  private readonly owner: string;
+  private readonly batchSize: number;
+  private readonly claimTtlMs: number;
+  private readonly settleMs: number;
+  private readonly pollMs: number;
+  private readonly now: () => number;
+  private claimedUntil = 0;
+  private running: Promise<void> | undefined;
+  private subscription: Subscription | undefined;
+  private stopped = false;
+  private wake: (() => void) | undefined;
+  private woken = false;
+  private folding: Promise<CatchUp> | undefined;
+
+  constructor(private readonly options: ExecutionsIndexOptions) {
+    this.store = options.store;
+    this.tables = options.tables;
+    this.owner = options.owner;
+    this.batchSize = options.batchSize ?? 1000;
+    this.claimTtlMs = options.claimTtlMs ?? 30_000;
+    this.settleMs = options.settleMs ?? 250;
+    this.pollMs = options.pollMs ?? 5_000;
+    this.now = options.now ?? Date.now;
+  }
+
+  /** Where the index is kept, as it may be printed. */
+  get location(): string {
+    return this.tables.location;
+  }
+
+  /** How far the index has folded, against the store's head now. */
+  async lag(): Promise<IndexLag> {
+    const [position, head] = await Promise.all([this.tables.position(), this.store.headPosition()]);
+    return { position, head, behind: Math.max(0, head - position) };
+  }
+
+  /** Takes or renews the claim; true while this instance holds it. */
+  async claim(): Promise<boolean> {
+    const now = this.now();
+    const until = now + this.claimTtlMs;
+    const claim = await this.store.claim(INDEX_CLAIM, this.owner, new Date(until).toISOString(), new Date(now).toISOString());
+    this.claimedUntil = claim.owner === this.owner ? until : 0;
+    return claim.owner === this.owner;
+  }
+
+  /** Renews the claim once half of it has run out; false when it was lost. */
+  private async holdClaim(): Promise<boolean> {
+    if (this.claimedUntil - this.now() > this.claimTtlMs / 2) return true;
+    return this.claim();
+  }
+
+  /**
+   * Folds everything committed up to now, batch by batch, when this instance holds (or can take) the claim. Calls
+   * while one runs share it.
+   */
+  catchUp(): Promise<CatchUp> {
+    this.folding ??= this.foldToHead().finally(() => {
+      this.folding = undefined;
+    });
+    return this.folding;
+  }
+
+  private async foldToHead(): Promise<CatchUp> {
+    let events = 0;
+    if (!(await this.holdClaim())) return { claimed: false, events, lag: await this.lag() };
+    let from = await this.tables.position();
+    for (;;) {
+      if (!(await this.holdClaim())) return { claimed: false, events, lag: await this.lag() };
+      const page = await this.store.readAll({ after: from, maxCount: this.batchSize, filter: EXECUTION_STREAMS });
+      if (page.lastPosition <= from) break;
+      const known = await this.tables.foldedStates(executionIdsOf(page.events));
+      const { folded, rows } = foldBatch(page.events, known);
+      if (!(await this.tables.commit({ from, to: page.lastPosition, folded, rows }))) {
+        // Another instance moved the checkpoint (it took the claim after ours ran out): it folds from here on.
+        this.claimedUntil = 0;
+        return { claimed: false, events, lag: await this.lag() };
+      }
+      events += page.events.length;
+      from = page.lastPosition;
+    }
+    return { claimed: true, events, lag: await this.lag() };
+  }
+
+  /** Drops the index and folds the whole journal again (it must hold the claim). */
+  async rebuild(): Promise<CatchUp> {
+    await this.folding;
+    if (!(await this.claim())) return { claimed: false, events: 0, lag: await this.lag() };
+    await this.tables.reset();
+    return this.catchUp();
+  }
+
+  /** One page of executions, newest first, with how far behind the index is. */
+  async page(query: ExecutionsQuery): Promise<ExecutionsPage> {
+    const limit = limitOfQuery(query);
+    const [rows, lag] = await Promise.all([this.tables.select(query, limit), this.lag()]);
+    const executions = rows.slice(0, limit);
+    const last = executions.at(-1);
+    const nextCursor = rows.length > limit && last !== undefined ? encodeCursor({ acceptedMs: instantMs(last.acceptedAt), executionId: last.executionId }) : null;
+    return { executions, nextCursor, index: lag };
+  }
+
+  /**
+   * Keeps the index current in the background: its own subscription to the execution streams only wakes the fold,
+   * which then reads a batch; nothing runs on the path of a tool call.
+   */
+  start(): void {
+    if (this.running !== undefined) return;
+    this.subscription = this.store.subscribeToAll(() => this.poke(), { from: 'end', filter: EXECUTION_STREAMS });
+    this.subscription.done.catch((error: unknown) => this.options.onError?.(error));
+    this.running = this.run();
+  }
+
+  private poke(): void {
+    this.woken = true;
+    this.wake?.();
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopped) {
+      try {
+        await this.catchUp();
+      } catch (error) {
+        this.options.onError?.(error);
+      }
+      if (this.stopped) break;
+      if (!this.woken) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, this.pollMs);
+          this.wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        this.wake = undefined;
+        // Gather what commits right after the first event into the same batch.
+        if (this.woken && !this.stopped) await new Promise((resolve) => setTimeout(resolve, this.settleMs));
+      }
+      this.woken = false;
+    }
+  }
+
+  /** Stops the background fold and gives the claim up, so a standby instance takes over at once. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.wake?.();
+    await this.subscription?.stop().catch(() => undefined);
+    await this.running;
+    await this.folding?.catch(() => undefined);
+    if (this.claimedUntil > 0) await this.store.releaseClaim(INDEX_CLAIM, this.owner).catch(() => undefined);
+    this.claimedUntil = 0;
+  }
+}
