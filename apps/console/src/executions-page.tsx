@@ -261,8 +261,10 @@ export function ExecutionsPage({ query, onSignedOut }: { readonly query: string;
 /** The filters, filled from the URL's parameters; a value the form does not offer is offered too, so nothing asked is hidden. */
 function SearchForm({ parameters, busy, onSubmit }: { readonly parameters: URLSearchParams; readonly busy: boolean; readonly onSubmit: (event: Event) => void }) {
   const asked = windowOf(parameters);
-  const [span, setSpan] = useState(asked);
   const classes = valuesOf(parameters, 'class');
+  // Both selects are controlled: a select has no default value of its own to fill from the URL.
+  const [span, setSpan] = useState(asked);
+  const [operationClass, setOperationClass] = useState(classes.join(','));
   const states = valuesOf(parameters, 'state');
   const windows = asked === CUSTOM || WINDOWS.some((offered) => offered.since === asked) ? WINDOWS : [...WINDOWS, { since: asked, label: `last ${asked}` }];
   const classChoices = [...OPERATION_CLASSES, ...classes.filter((name) => !(OPERATION_CLASSES as readonly string[]).includes(name))];
@@ -277,7 +279,7 @@ function SearchForm({ parameters, busy, onSubmit }: { readonly parameters: URLSe
       ))}
       <label>
         Class{' '}
-        <select name="class" defaultValue={classes.join(',')}>
+        <select name="class" value={operationClass} onChange={(event) => setOperationClass((event.currentTarget as HTMLSelectElement).value)}>
           <option value="">any class</option>
           {classes.length > 1 && <option value={classes.join(',')}>{classes.join(', ')}</option>}
           {classChoices.map((name) => (
