@@ -2,7 +2,7 @@ import { EXECUTION_STATUSES, OPERATION_CLASSES } from '@oncegate/domain';
 import type { Browser, ConsoleMessage, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { chromiumUnavailable, consoleUrl, launchChromium, phoneContext, screenshot, scrollsSideways, signIn, unnamedControls } from '../support/browser';
-import { CREDENTIAL_CANARY, oncegate, type GatewayFolder } from '../support/gateway-process';
+import { CREDENTIAL_CANARY, oncegate, startGatewayProcess, type GatewayFolder } from '../support/gateway-process';
 import { eventually } from '../support/journal';
 import { callOnce } from '../support/mcp-clients';
 import { executionOf, gatewayScenario, type Scenario } from '../support/scenario';
@@ -264,6 +264,41 @@ describe('the console Executions page in Chromium', () => {
       // Chromium reports each refused request and the offline one on its own; the page logs nothing.
       expect(logged.filter((line) => !/^error: Failed to load resource: (the server responded with a status of (400 \(Bad Request\)|401 \(Unauthorized\))|net::ERR_INTERNET_DISCONNECTED)$/.test(line))).toEqual([]);
       expect(logged.filter((line) => line.includes('400 (Bad Request)'))).toHaveLength(2);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('given a gateway killed while it held the executions index, when a new gateway takes calls before the index is its to fold, then the page says how many events the index is behind, and stops saying it once the index has caught up', { timeout: 150_000 }, async () => {
+    const token = await addApprover(scenario.folder, 'alice');
+    executionOf(await callOnce(scenario.gateway, 'get_build', { build_id: '100' }));
+    await indexCurrent(scenario, token, 1);
+    // Killed, it does not give the index's claim up: the next gateway may fold only once the claim has run out.
+    await scenario.gateway.kill();
+    scenario.gateway = await startGatewayProcess(scenario.folder);
+    const late = executionOf(await callOnce(scenario.gateway, 'get_build', { build_id: '200' })).id;
+
+    const context = await phoneContext(browser!);
+    try {
+      const page = await context.newPage();
+      const logged = watchConsole(page);
+      await signIn(page, scenario.gateway.url, token);
+      await page.goto(consoleUrl(scenario.gateway.url, '#/executions'));
+      expect(await searched(page)).toBe('1 execution, newest first.');
+      await expect(page.locator('.lag').textContent()).resolves.toMatch(/^index \d+ events? behind \(the newest calls/);
+      expect(await page.content()).not.toContain(late);
+
+      const search = page.getByRole('search', { name: 'Search the executions' });
+      await eventually(
+        async () => {
+          await search.getByRole('button', { name: 'Search' }).click();
+          await searched(page);
+          return (await listedIds(page)).includes(late) && (await page.locator('.lag').count()) === 0 ? true : undefined;
+        },
+        60_000,
+        'the new gateway to fold the call into the index',
+      );
+      expect(logged).toEqual([]);
     } finally {
       await context.close();
     }

@@ -40,9 +40,9 @@ const CUSTOM = 'custom';
 const TEXT_FILTERS: ReadonlyArray<{ readonly name: string; readonly label: string; readonly example: string }> = [
   { name: 'tool', label: 'Tool', example: 'send_payment' },
   { name: 'actor', label: 'Agent', example: 'agent:dev' },
-  { name: 'run', label: 'Run', example: 'run_…' },
+  { name: 'run', label: 'Run', example: 'session:…' },
   { name: 'channel', label: 'Channel', example: 'http' },
-  { name: 'host', label: 'Target host', example: 'payments.example:443' },
+  { name: 'host', label: 'Target host', example: 'demo' },
 ];
 
 /** `1h`, `30m`: a time ago, as the server reads it. */
@@ -243,7 +243,7 @@ export function ExecutionsPage({ query, onSignedOut }: { readonly query: string;
         </p>
       )}
       {found !== undefined && found.length > 0 && (
-        <ol class="executions plain" aria-label="Executions found">
+        <ol class="executions" aria-label="Executions found">
           {found.map((row) => (
             <ExecutionItem key={row.executionId} row={row} />
           ))}
