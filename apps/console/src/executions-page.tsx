@@ -164,6 +164,8 @@ export function ExecutionsPage({ query, onSignedOut }: { readonly query: string;
   const [index, setIndex] = useState<ExecutionsIndexLag | undefined>(undefined);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
+  // A search from the first page is under way: what the page shows answered the previous one.
+  const [searching, setSearching] = useState(true);
   // Only the latest request's answer is shown: an earlier search answering late must not replace a newer one's rows.
   const latest = useRef(0);
 
@@ -171,11 +173,13 @@ export function ExecutionsPage({ query, onSignedOut }: { readonly query: string;
     async (asked: string, cursor?: string) => {
       const request = ++latest.current;
       setBusy(true);
+      if (cursor === undefined) setSearching(true);
       const parameters = new URLSearchParams(asked);
       if (cursor !== undefined) parameters.set('cursor', cursor);
       const result = await api.executions(parameters);
       if (request !== latest.current) return;
       setBusy(false);
+      setSearching(false);
       if (!result.ok) {
         if (result.error.status === 401) return onSignedOut();
         setError(searchRefusal(result.error));
@@ -195,8 +199,8 @@ export function ExecutionsPage({ query, onSignedOut }: { readonly query: string;
     [onSignedOut],
   );
 
+  // The page is mounted again for each search in the address (main.tsx keys it by the query): this runs once.
   useEffect(() => {
-    setFound(undefined);
     void search(query);
   }, [query, search]);
 
@@ -227,16 +231,15 @@ export function ExecutionsPage({ query, onSignedOut }: { readonly query: string;
   return (
     <section aria-labelledby="executions-title">
       <h1 id="executions-title">Executions</h1>
-      {/* Keyed by the URL's query: a link followed or the back button fills the form again from the URL. */}
-      <SearchForm key={query} parameters={parameters} busy={busy} onSubmit={submit} />
+      <SearchForm parameters={parameters} busy={busy} onSubmit={submit} />
       {error !== null && (
         <p role="alert" class="refused">
           {error}
         </p>
       )}
       <Lag index={index} />
-      {found === undefined && error === null && <p>Loading…</p>}
-      {found !== undefined && (
+      {searching && <p>Searching…</p>}
+      {found !== undefined && !searching && (
         <p class="muted" role="status">
           {found.length === 0 ? 'No execution matches' : `${found.length} execution${found.length === 1 ? '' : 's'}, newest first`}
           {nextCursor !== null ? '; older ones match too' : ''}.

@@ -129,7 +129,8 @@ function Console() {
         {route.page === 'approvals' && <ApprovalsPage {...page} />}
         {route.page === 'reviews' && <ReviewsPage {...page} />}
         {route.page === 'decisions' && <DecisionsPage onSignedOut={sessionEnded} />}
-        {route.page === 'executions' && <ExecutionsPage query={route.query} onSignedOut={sessionEnded} />}
+        {/* Keyed by the search: a link followed or the back button starts afresh, the form filled from the address. */}
+        {route.page === 'executions' && <ExecutionsPage key={route.query} query={route.query} onSignedOut={sessionEnded} />}
         {route.page === 'incident' && <IncidentPage executionId={route.executionId} onSignedOut={sessionEnded} />}
       </main>
     </>
