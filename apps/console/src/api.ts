@@ -9,6 +9,7 @@ import type {
   DecisionsAnswer,
   DecisionsQuery,
   ErrorAnswer,
+  ExecutionsAnswer,
   Investigation,
   QueueCountsAnswer,
   ResolutionRequest,
@@ -75,6 +76,8 @@ export const api = {
   investigation: (executionId: string) => call<Investigation>('GET', `/executions/${encodeURIComponent(executionId)}`),
   counts: () => call<QueueCountsAnswer>('GET', '/counts'),
   decisions: (query: DecisionsQuery) => call<DecisionsAnswer>('GET', `/decisions${queryString(query)}`),
+  /** The executions index, filtered by the page's URL parameters as they are (the server reads and refuses them). */
+  executions: (parameters: URLSearchParams) => call<ExecutionsAnswer>('GET', `/executions${parameters.toString() === '' ? '' : `?${parameters.toString()}`}`),
 };
 
 /** `?by=alice&limit=20`: the given, non-empty parameters. */

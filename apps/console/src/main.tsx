@@ -4,6 +4,7 @@ import type { QueueCountsAnswer, SessionAnswer as Session } from '@oncegate/cons
 import { api, remember } from './api';
 import { ApprovalsPage } from './approvals-page';
 import { DecisionsPage } from './decisions-page';
+import { ExecutionsPage } from './executions-page';
 import { Time } from './format';
 import { IncidentPage } from './incident-page';
 import { ReviewsPage } from './reviews-page';
@@ -14,6 +15,8 @@ type Route =
   | { readonly page: 'approvals' }
   | { readonly page: 'reviews' }
   | { readonly page: 'decisions' }
+  /** `query`: the search's filters as URL parameters (`class=irreversible&since=1h`), so a search can be linked. */
+  | { readonly page: 'executions'; readonly query: string }
   | { readonly page: 'incident'; readonly executionId: string };
 
 /** How often the navigation's counts are asked again (the pages refresh their lists as often). */
@@ -22,9 +25,12 @@ const COUNTS_REFRESH_MS = 5_000;
 const SESSION_ENDED = 'Your session ended (it expired, you signed out elsewhere, or your approver token was revoked). Sign in again; nothing was decided since.';
 
 function routeOf(hash: string): Route {
-  const [page, id] = hash.replace(/^#\/?/, '').split('/');
+  const whole = hash.replace(/^#\/?/, '');
+  const mark = whole.indexOf('?');
+  const [page, id] = (mark < 0 ? whole : whole.slice(0, mark)).split('/');
   if (page === 'reviews') return { page: 'reviews' };
   if (page === 'decisions') return { page: 'decisions' };
+  if (page === 'executions') return { page: 'executions', query: mark < 0 ? '' : whole.slice(mark + 1) };
   if (page === 'incident') return { page: 'incident', executionId: decodeURIComponent(id ?? '') };
   return { page: 'approvals' };
 }
@@ -102,11 +108,11 @@ function Console() {
     <>
       <header class="top">
         <span class="brand">Oncegate console</span>
-        {/* An Executions search takes its place between Decisions and the incident view. */}
         <nav aria-label="Console">
           {link('approvals', 'Approvals', counts?.approvals)}
           {link('reviews', 'Review queue', counts?.reviews)}
           {link('decisions', 'Decisions')}
+          {link('executions', 'Executions')}
           {link('incident', 'Incident view')}
         </nav>
         <span class="refreshed" aria-live="off">
@@ -123,6 +129,8 @@ function Console() {
         {route.page === 'approvals' && <ApprovalsPage {...page} />}
         {route.page === 'reviews' && <ReviewsPage {...page} />}
         {route.page === 'decisions' && <DecisionsPage onSignedOut={sessionEnded} />}
+        {/* Keyed by the search: a link followed or the back button starts afresh, the form filled from the address. */}
+        {route.page === 'executions' && <ExecutionsPage key={route.query} query={route.query} onSignedOut={sessionEnded} />}
         {route.page === 'incident' && <IncidentPage executionId={route.executionId} onSignedOut={sessionEnded} />}
       </main>
     </>
