@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { oncegate, startGatewayProcess } from '../support/gateway-process';
 import { eventually } from '../support/journal';
+import { parseExposition } from '../support/prometheus';
 import { callOnce } from '../support/mcp-clients';
 import { executionOf, gatewayScenario } from '../support/scenario';
 
@@ -17,7 +18,7 @@ interface Listed {
  * unknown outcome", answered by one command while the gateway runs and keeps the executions index current.
  */
 describe('gateway end to end: searching executions with one command', () => {
-  const scenario = gatewayScenario();
+  const scenario = gatewayScenario({ operations: '{ host: 127.0.0.1, port: 0 }' });
 
   it('given calls of two agents, of different classes and outcomes, when the analyst asks for the irreversible calls of one agent in the last hour with an unknown outcome, then exactly those are listed', async () => {
     const other = await oncegate(scenario.folder, ['agents', 'add', 'billing']);
@@ -66,6 +67,15 @@ describe('gateway end to end: searching executions with one command', () => {
     }, 10_000, 'the approver token to be known');
     expect(overHttp.executions.map((row) => row.executionId)).toEqual([executionOf(lost).id]);
     expect((await fetch(search, { headers: { authorization: `Bearer ${scenario.gateway.devToken}` } })).status).toBe(401);
+
+    // An operator sees how far behind the journal the index is at /metrics: 0 once it has folded what was committed.
+    const operations = /operations:\s+(\S+)/.exec(scenario.gateway.output())![1]!;
+    const behind = await eventually(async () => {
+      const samples = await parseExposition(await (await fetch(new URL('/metrics', operations))).text());
+      const value = samples.find((sample) => sample.family === 'oncegate_executions_index_behind_events')?.value;
+      return value === 0 ? value : undefined;
+    }, 15_000, 'the index gauge at 0');
+    expect(behind).toBe(0);
   });
 
   it('given a damaged index file, when the gateway starts, then it serves tool calls, a search answers 503, and once the file is deleted the index is folded again', async () => {

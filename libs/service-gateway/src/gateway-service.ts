@@ -72,6 +72,12 @@ export async function hostExecutionsIndex(host: Host): Promise<{ readonly index:
     },
   });
   index.start();
+  // What an operator alerts on: an index that stops folding falls behind the journal, and searches say so only when asked.
+  host.metrics.gauge(
+    'oncegate_executions_index_behind_events',
+    'Events committed after the last one the executions index folded (0 when the index is current).',
+    async () => (await index.lag().catch(() => undefined))?.behind,
+  );
   const opened = tables;
   const hosted = {
     index,
