@@ -59,6 +59,42 @@ export async function authenticateApprover(
 }
 
 /** An answer other than 200; written as `{"error": {"code", "message"}}`. */
+/** How a request an approver token does not admit is answered: the status, the code, the words, the headers. */
+export interface ApproverRefusal {
+  readonly status: 401 | 403 | 503;
+  readonly code: 'unauthorized' | 'forbidden' | 'unavailable';
+  readonly message: string;
+  readonly headers: Record<string, string>;
+}
+
+/**
+ * The approver a request's `Authorization: Bearer` names, or how to refuse it: 503 with retry-after when the identity
+ * provider could not be asked, 403 for a valid token that is not an approver's, 401 with the challenge (the identity
+ * provider's, or `Bearer realm="<realm>"`) otherwise. The body of a refused request is drained, so the client reads the
+ * refusal instead of a reset; nothing of it is parsed or recorded.
+ */
+export async function approverOfRequest(
+  req: IncomingMessage,
+  approvers: ApproverDirectory,
+  oauth: OAuthResource | undefined,
+  realm: string,
+): Promise<{ actor: string } | ApproverRefusal> {
+  const header = req.headers.authorization;
+  const token = header?.startsWith('Bearer ') ? header.slice('Bearer '.length).trim() : undefined;
+  const approver = await authenticateApprover(token, approvers, oauth);
+  if ('actor' in approver) return approver;
+  req.resume();
+  if (approver.status >= 500) return { status: 503, code: 'unavailable', message: approver.refused, headers: { 'retry-after': '5' } };
+  if (approver.status === 403) return { status: 403, code: 'forbidden', message: approver.refused, headers: { 'www-authenticate': approver.challenge ?? `Bearer realm="${realm}"` } };
+  return { status: 401, code: 'unauthorized', message: approver.refused, headers: { 'www-authenticate': approver.challenge ?? `Bearer realm="${realm}"` } };
+}
+
+/** A JSON answer of the approver APIs, never cached. */
+export function writeApiJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers });
+  res.end(JSON.stringify(body));
+}
+
 class ApprovalsApiError extends Error {
   constructor(
     readonly status: number,
@@ -104,16 +140,9 @@ export class ApprovalsApi {
   }
 
   private async authenticate(req: IncomingMessage): Promise<string> {
-    const header = req.headers.authorization;
-    const token = header?.startsWith('Bearer ') ? header.slice('Bearer '.length).trim() : undefined;
-    const approver = await authenticateApprover(token, this.options.approvers, this.options.oauth);
+    const approver = await approverOfRequest(req, this.options.approvers, this.options.oauth, 'oncegate-approvals');
     if ('actor' in approver) return approver.actor;
-    // Drain the body so the client reads the 401 instead of a reset; nothing is parsed or recorded.
-    req.resume();
-    if (approver.status >= 500) throw new ApprovalsApiError(503, 'unavailable', approver.refused, { 'retry-after': '5' });
-    throw new ApprovalsApiError(approver.status === 403 ? 403 : 401, approver.status === 403 ? 'forbidden' : 'unauthorized', approver.refused, {
-      'www-authenticate': approver.challenge ?? 'Bearer realm="oncegate-approvals"',
-    });
+    throw new ApprovalsApiError(approver.status, approver.code, approver.message, approver.headers);
   }
 
   private async route(req: IncomingMessage, res: ServerResponse, actor: string): Promise<void> {
@@ -122,12 +151,12 @@ export class ApprovalsApi {
     const [id, action, ...rest] = parts;
     if (id === undefined) {
       requireMethod(req, 'GET');
-      return writeJson(res, 200, { approvals: await pending(this.options.store, this.options.clock) } satisfies PendingApprovalsAnswer);
+      return writeApiJson(res, 200, { approvals: await pending(this.options.store, this.options.clock) } satisfies PendingApprovalsAnswer);
     }
     const executionId = executionIdOf(id);
     if (action === undefined) {
       requireMethod(req, 'GET');
-      return writeJson(res, 200, (await show(this.options.store, executionId, { tools: this.options.tools, clock: this.options.clock })) satisfies ApprovalView);
+      return writeApiJson(res, 200, (await show(this.options.store, executionId, { tools: this.options.tools, clock: this.options.clock })) satisfies ApprovalView);
     }
     const decision = DECISIONS[action];
     if (decision === undefined || rest.length > 0) {
@@ -137,7 +166,7 @@ export class ApprovalsApi {
     const reason = reasonOf(await readBody(req, this.options.maxBodyBytes ?? MAX_DECISION_BODY_BYTES));
     const view = await decide(this.options.store, this.options.clock, executionId, decision, actor, reason, this.options.tools);
     this.log.log(`${executionId}: approval ${view.approval.decision} by ${actor}`);
-    writeJson(res, 200, view satisfies ApprovalView);
+    writeApiJson(res, 200, view satisfies ApprovalView);
   }
 }
 
@@ -204,16 +233,11 @@ function errorOf(error: unknown): ApprovalsApiError {
   return new ApprovalsApiError(500, 'internal', 'internal error; check the approval (GET) before trying again');
 }
 
-function writeJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers });
-  res.end(JSON.stringify(body));
-}
-
 function writeError(res: ServerResponse, error: ApprovalsApiError): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
   const body: ErrorAnswer<ApprovalsApiErrorCode> = { error: { code: error.code, message: error.message, ...(error.state === undefined ? {} : { state: error.state }) } };
-  writeJson(res, error.status, body, error.headers);
+  writeApiJson(res, error.status, body, error.headers);
 }

@@ -4,7 +4,7 @@ import type { ErrorAnswer, ExecutionsAnswer, ExecutionsApiErrorCode } from '@onc
 import type { Clock } from '@oncegate/execution-journal';
 import { InvalidExecutionsQueryError, parseExecutionsQuery, type ExecutionsIndex, type QueryParameters } from '@oncegate/executions-index';
 import type { ApproverDirectory } from '@oncegate/host-principals';
-import { authenticateApprover } from './approvals-api';
+import { approverOfRequest, writeApiJson } from './approvals-api';
 import type { OAuthResource } from './oauth-resource';
 
 /** Where the API is mounted on the gateway's listener. */
@@ -70,7 +70,7 @@ export class ExecutionsApi {
       if (req.method !== 'GET') throw new ExecutionsApiError(405, 'method_not_allowed', `method ${req.method} not allowed here; use GET`, { allow: 'GET' });
       const { index } = this.options;
       if (index === undefined) throw new ExecutionsApiError(503, 'unavailable', INDEX_UNAVAILABLE);
-      writeJson(res, 200, await executionsPage(index, req.url, this.options.clock));
+      writeApiJson(res, 200, await executionsPage(index, req.url, this.options.clock));
     } catch (error) {
       const failure = this.errorOf(error);
       writeError(res, failure);
@@ -78,15 +78,9 @@ export class ExecutionsApi {
   }
 
   private async authenticate(req: IncomingMessage): Promise<string> {
-    const header = req.headers.authorization;
-    const token = header?.startsWith('Bearer ') ? header.slice('Bearer '.length).trim() : undefined;
-    const approver = await authenticateApprover(token, this.options.approvers, this.options.oauth);
+    const approver = await approverOfRequest(req, this.options.approvers, this.options.oauth, 'oncegate-executions');
     if ('actor' in approver) return approver.actor;
-    req.resume();
-    if (approver.status >= 500) throw new ExecutionsApiError(503, 'unavailable', approver.refused, { 'retry-after': '5' });
-    throw new ExecutionsApiError(approver.status === 403 ? 403 : 401, approver.status === 403 ? 'forbidden' : 'unauthorized', approver.refused, {
-      'www-authenticate': approver.challenge ?? 'Bearer realm="oncegate-executions"',
-    });
+    throw new ExecutionsApiError(approver.status, approver.code, approver.message, approver.headers);
   }
 
   /** The one place failures become status codes. */
@@ -98,16 +92,11 @@ export class ExecutionsApi {
   }
 }
 
-function writeJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers });
-  res.end(JSON.stringify(body));
-}
-
 function writeError(res: ServerResponse, error: ExecutionsApiError): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
   const body: ErrorAnswer<ExecutionsApiErrorCode> = { error: { code: error.code, message: error.message } };
-  writeJson(res, error.status, body, error.headers);
+  writeApiJson(res, error.status, body, error.headers);
 }
