@@ -1,6 +1,6 @@
-import type { Browser, ConsoleMessage, Page } from 'playwright-core';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { chromiumUnavailable, consoleUrl, launchChromium, phoneContext, screenshot, scrollsSideways, signIn, unnamedControls } from '../support/browser';
+import type { ConsoleMessage, Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+import { chromiumForDescribe, consoleUrl, phoneContext, screenshot, scrollsSideways, signIn, unnamedControls } from '../support/browser';
 import { CREDENTIAL_CANARY, oncegate, type GatewayFolder } from '../support/gateway-process';
 import { eventually, readJournal } from '../support/journal';
 import { connectClient } from '../support/mcp-clients';
@@ -42,25 +42,13 @@ async function waitForText(page: Page, selector: string, pattern: RegExp, what: 
   }, 15_000, what);
 }
 
-const unavailable = chromiumUnavailable();
-
 describe('the console decision history, counts and refusals in Chromium', () => {
   const scenario = gatewayScenario();
-  let browser: Browser | undefined;
-
-  beforeAll(async () => {
-    if (unavailable === undefined) browser = await launchChromium();
-  });
-  afterAll(async () => {
-    await browser?.close();
-  });
-  beforeEach((context) => {
-    if (unavailable !== undefined) context.skip(unavailable);
-  });
+  const { browser } = chromiumForDescribe();
 
   it('given the sign-in page, when it loads and an approver signs in, then the browser logs nothing at all', { timeout: 60_000 }, async () => {
     const token = await addApprover(scenario.folder, 'alice');
-    const context = await phoneContext(browser!);
+    const context = await phoneContext(browser());
     try {
       const page = await context.newPage();
       const logged: string[] = [];
@@ -87,7 +75,7 @@ describe('the console decision history, counts and refusals in Chromium', () => 
     const granted = await awaitingApproval(scenario.folder, SUPPLIER_A.payment_reference);
     const denied = await awaitingApproval(scenario.folder, SUPPLIER_B.payment_reference);
 
-    const context = await phoneContext(browser!);
+    const context = await phoneContext(browser());
     try {
       const page = await context.newPage();
       await signIn(page, scenario.gateway.url, token);
@@ -165,7 +153,7 @@ describe('the console decision history, counts and refusals in Chromium', () => 
       await page.setViewportSize({ width: 390, height: 844 });
 
       // An approver in Berlin reads the same decision in their own time, with the zone; the instant is on hover.
-      const berlin = await browser!.newContext({ viewport: { width: 390, height: 844 }, timezoneId: 'Europe/Berlin', locale: 'de-DE' });
+      const berlin = await browser().newContext({ viewport: { width: 390, height: 844 }, timezoneId: 'Europe/Berlin', locale: 'de-DE' });
       try {
         const there = await berlin.newPage();
         await signIn(there, scenario.gateway.url, token);
@@ -198,7 +186,7 @@ describe('the console decision history, counts and refusals in Chromium', () => 
     const call = client.callTool({ name: 'send_payout', arguments: SUPPLIER_A }).catch((error: unknown) => error);
     const executionId = await awaitingApproval(scenario.folder, SUPPLIER_A.payment_reference);
 
-    const context = await phoneContext(browser!);
+    const context = await phoneContext(browser());
     try {
       const page = await context.newPage();
       await signIn(page, scenario.gateway.url, token);
@@ -247,7 +235,7 @@ describe('the console decision history, counts and refusals in Chromium', () => 
     const events = () => readJournal(scenario.folder.dataDir, [`execution-${executionId}`]);
     await eventually(async () => ((await events()).some((event) => event.type === 'ReviewRequired') ? true : undefined));
 
-    const context = await phoneContext(browser!);
+    const context = await phoneContext(browser());
     try {
       const page = await context.newPage();
       await signIn(page, scenario.gateway.url, alice);
@@ -266,7 +254,7 @@ describe('the console decision history, counts and refusals in Chromium', () => 
       await expect(card.getByRole('status').textContent()).resolves.toMatch(/waits for a second operator/);
 
       // A second operator, in a browser of their own.
-      const second = await (await phoneContext(browser!)).newPage();
+      const second = await (await phoneContext(browser())).newPage();
       await signIn(second, scenario.gateway.url, bob);
       await second.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: /Review queue/ }).click();
       const confirming = second.getByRole('article').filter({ hasText: executionId });

@@ -1,7 +1,7 @@
 import { EXECUTION_STATUSES, OPERATION_CLASSES } from '@oncegate/domain';
-import type { Browser, ConsoleMessage, Locator, Page } from 'playwright-core';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { chromiumUnavailable, consoleUrl, launchChromium, phoneContext, screenshot, scrollsSideways, signIn, unnamedControls } from '../support/browser';
+import type { ConsoleMessage, Locator, Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+import { chromiumForDescribe, consoleUrl, phoneContext, screenshot, scrollsSideways, signIn, unnamedControls } from '../support/browser';
 import { CREDENTIAL_CANARY, oncegate, startGatewayProcess, type GatewayFolder } from '../support/gateway-process';
 import { eventually } from '../support/journal';
 import { callOnce } from '../support/mcp-clients';
@@ -72,8 +72,6 @@ async function checked(states: Locator): Promise<string[]> {
   return values;
 }
 
-const unavailable = chromiumUnavailable();
-
 /**
  * The analyst's question on the console's Executions page: "all irreversible calls of agent X in the last hour with an
  * unknown outcome", against a real gateway keeping its executions index current, the demo target and the official MCP
@@ -81,17 +79,7 @@ const unavailable = chromiumUnavailable();
  */
 describe('the console Executions page in Chromium', () => {
   const scenario = gatewayScenario();
-  let browser: Browser | undefined;
-
-  beforeAll(async () => {
-    if (unavailable === undefined) browser = await launchChromium();
-  });
-  afterAll(async () => {
-    await browser?.close();
-  });
-  beforeEach((context) => {
-    if (unavailable !== undefined) context.skip(unavailable);
-  });
+  const { browser } = chromiumForDescribe();
 
   it('given calls of two agents, of different classes and outcomes, when the analyst asks for one agent\'s irreversible calls of the last hour with an unknown outcome, then exactly those are listed, newest first, the search survives a reload, a row leads to its incident view, and Load older pages through the rest', { timeout: 180_000 }, async () => {
     const token = await addApprover(scenario.folder, 'alice');
@@ -114,7 +102,7 @@ describe('the console Executions page in Chromium', () => {
     const othersLost = executionOf(await callOnce(billing, 'send_payment', { payment_reference: 'page-lost-3', amount_cents: 1250, card_token: 'tok_page_lost_3_01' })).id;
     const everything = await indexCurrent(scenario, token, 8);
 
-    const context = await phoneContext(browser!);
+    const context = await phoneContext(browser());
     try {
       const page = await context.newPage();
       const logged = watchConsole(page);
@@ -219,7 +207,7 @@ describe('the console Executions page in Chromium', () => {
     executionOf(await callOnce(scenario.gateway, 'get_build', { build_id: '900' }));
     await indexCurrent(scenario, token, 1);
 
-    const context = await phoneContext(browser!);
+    const context = await phoneContext(browser());
     try {
       const page = await context.newPage();
       const logged = watchConsole(page);
@@ -285,7 +273,7 @@ describe('the console Executions page in Chromium', () => {
     scenario.gateway = await startGatewayProcess(scenario.folder);
     const late = executionOf(await callOnce(scenario.gateway, 'get_build', { build_id: '200' })).id;
 
-    const context = await phoneContext(browser!);
+    const context = await phoneContext(browser());
     try {
       const page = await context.newPage();
       const logged = watchConsole(page);

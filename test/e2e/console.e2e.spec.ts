@@ -1,10 +1,9 @@
 import { createServer, type Server } from 'node:http';
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
 import {
-  chromiumUnavailable,
+  chromiumForDescribe,
   consoleUrl,
-  launchChromium,
   phoneContext,
   screenshot,
   scrollsSideways,
@@ -76,21 +75,9 @@ function pageErrors(page: Page): string[] {
   return errors;
 }
 
-const unavailable = chromiumUnavailable();
-
 describe('the operator console in Chromium', () => {
   const scenario = gatewayScenario();
-  let browser: Browser | undefined;
-
-  beforeAll(async () => {
-    if (unavailable === undefined) browser = await launchChromium();
-  });
-  afterAll(async () => {
-    await browser?.close();
-  });
-  beforeEach((context) => {
-    if (unavailable !== undefined) context.skip(unavailable);
-  });
+  const { browser } = chromiumForDescribe();
 
   it('given a payout waiting for approval, when an approver approves it in the browser, then the agent\'s call completes with one effect at the target', { timeout: 90_000 }, async () => {
     expect(scenario.gateway.output()).toContain(`console:      ${consoleUrl(scenario.gateway.url)}`);
@@ -99,7 +86,7 @@ describe('the operator console in Chromium', () => {
     const call = client.callTool({ name: 'send_payout', arguments: PAYOUT });
     const executionId = await executionWith(scenario.folder, 'ApprovalRequested');
 
-    const context = await phoneContext(browser!);
+    const context = await phoneContext(browser());
     try {
       const page = await context.newPage();
       const errors = pageErrors(page);
@@ -182,7 +169,7 @@ describe('the operator console in Chromium', () => {
     const call = client.callTool({ name: 'send_payout', arguments: PAYOUT });
     const executionId = await executionWith(scenario.folder, 'ApprovalRequested');
 
-    const contexts = [await phoneContext(browser!), await phoneContext(browser!)];
+    const contexts = [await phoneContext(browser()), await phoneContext(browser())];
     try {
       const pages = await Promise.all(contexts.map((context) => context.newPage()));
       await signIn(pages[0]!, scenario.gateway.url, alice);
@@ -221,7 +208,7 @@ describe('the operator console in Chromium', () => {
     const executionId = executionOf(first).id;
     await eventually(async () => ((await eventsOf(scenario.folder, executionId)).some((event) => event.type === 'ReviewRequired') ? true : undefined));
 
-    const context = await phoneContext(browser!);
+    const context = await phoneContext(browser());
     try {
       const page = await context.newPage();
       const errors = pageErrors(page);
@@ -278,7 +265,7 @@ describe('the operator console in Chromium', () => {
     await new Promise<void>((resolve) => foreign.listen(0, '127.0.0.1', resolve));
     const foreignUrl = `http://127.0.0.1:${(foreign.address() as { port: number }).port}/`;
 
-    const contexts = [await phoneContext(browser!), await phoneContext(browser!)];
+    const contexts = [await phoneContext(browser()), await phoneContext(browser())];
     try {
       // Signed in, with the session cookie in the browser.
       const page = await contexts[0]!.newPage();

@@ -2,6 +2,7 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, beforeEach } from 'vitest';
 
 /** Debian's Chromium (`apt-get install chromium`; `.ci/run` installs it); `ONCEGATE_CHROMIUM` names another. */
 export const CHROMIUM = process.env['ONCEGATE_CHROMIUM'] ?? '/usr/bin/chromium';
@@ -20,6 +21,25 @@ export async function launchChromium(): Promise<Browser> {
     // The suites run as root in CI, where Chromium's sandbox cannot start.
     args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
   });
+}
+
+/**
+ * One headless Chromium for the tests of the calling `describe`: launched before the first, closed after the last;
+ * without a Chromium each test is skipped saying why. `browser()` is the one launched.
+ */
+export function chromiumForDescribe(): { browser(): Browser } {
+  const unavailable = chromiumUnavailable();
+  let launched: Browser | undefined;
+  beforeAll(async () => {
+    if (unavailable === undefined) launched = await launchChromium();
+  });
+  afterAll(async () => {
+    await launched?.close();
+  });
+  beforeEach((context) => {
+    if (unavailable !== undefined) context.skip(unavailable);
+  });
+  return { browser: () => launched! };
 }
 
 /** A phone-sized browser context (390 px wide), as the console's layout must work at. */
