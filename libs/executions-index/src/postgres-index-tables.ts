@@ -56,13 +56,21 @@ export class PostgresIndexTables implements IndexTables {
       `CREATE TABLE IF NOT EXISTS ${s}.executions_index_meta (key text PRIMARY KEY, value text NOT NULL)`,
       `INSERT INTO ${s}.executions_index_meta (key, value) VALUES ('position', '0'), ('schema_version', '1') ON CONFLICT (key) DO NOTHING`,
     ];
-    const client = await this.pool.connect();
-    try {
+    await this.transaction(async (client) => {
       // Two processes creating the tables at once would trip over each other's catalog rows: one at a time.
-      await client.query('BEGIN');
       await client.query("SELECT pg_advisory_xact_lock(hashtext('oncegate.executions_index'))");
       for (const statement of statements) await client.query(statement);
+    });
+  }
+
+  /** Runs `work` in one transaction on a client of the pool: committed when it resolves, rolled back when it throws. */
+  private async transaction<T>(work: (client: PoolClient) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const result = await work(client);
       await client.query('COMMIT');
+      return result;
     } catch (error) {
       await client.query('ROLLBACK').catch(() => undefined);
       throw error;
@@ -89,15 +97,11 @@ export class PostgresIndexTables implements IndexTables {
 
   async commit(batch: IndexBatch): Promise<boolean> {
     const s = this.schema;
-    const client = await this.pool.connect();
-    try {
-      await client.query('BEGIN');
-      // The checkpoint row is locked for the transaction: a second instance waits here, then finds it moved.
+    return this.transaction(async (client) => {
+      // The checkpoint row is locked for the transaction: a second instance waits here, then finds it moved (and
+      // its transaction, which wrote nothing, ends).
       const current = await client.query<{ value: string }>(`SELECT value FROM ${s}.executions_index_meta WHERE key = 'position' FOR UPDATE`);
-      if (Number(current.rows[0]?.value ?? 0) !== batch.from) {
-        await client.query('ROLLBACK');
-        return false;
-      }
+      if (Number(current.rows[0]?.value ?? 0) !== batch.from) return false;
       await this.upsertRows(client, batch.rows);
       if (batch.folded.size > 0) {
         const folds = [...batch.folded].map(([id, folded]) => ({ execution_id: id, position: folded.position, last_change_at: folded.lastChangeAt, state: folded.state }));
@@ -109,14 +113,8 @@ export class PostgresIndexTables implements IndexTables {
         );
       }
       await client.query(`UPDATE ${s}.executions_index_meta SET value = $1 WHERE key = 'position'`, [String(batch.to)]);
-      await client.query('COMMIT');
       return true;
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw error;
-    } finally {
-      client.release();
-    }
+    });
   }
 
   /** One statement per batch: the rows travel as one JSON array and are spread by `jsonb_populate_recordset`. */
@@ -148,19 +146,11 @@ export class PostgresIndexTables implements IndexTables {
 
   async reset(): Promise<void> {
     const s = this.schema;
-    const client = await this.pool.connect();
-    try {
-      await client.query('BEGIN');
+    await this.transaction(async (client) => {
       await client.query(`SELECT value FROM ${s}.executions_index_meta WHERE key = 'position' FOR UPDATE`);
       await client.query(`TRUNCATE ${s}.executions_index, ${s}.executions_index_fold`);
       await client.query(`UPDATE ${s}.executions_index_meta SET value = '0' WHERE key = 'position'`);
-      await client.query('COMMIT');
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw error;
-    } finally {
-      client.release();
-    }
+    });
   }
 
   /** Bulk load of ready rows for the benchmark: no folds, checkpoint untouched. */
