@@ -232,6 +232,12 @@ export const DEFINITE_OUTCOME_STATUSES = [
   'failed',
 ] as const satisfies readonly ExecutionStatus[];
 
+/** What the target reported of an attempt's progress, in the words the agent and `investigate` both use. */
+export function progressWords(reported: Pick<AttemptProgressFacts, 'progress' | 'total' | 'message'>): string {
+  const { progress, total, message } = reported;
+  return `the target reports ${progress}${total === null ? '' : ` of ${total}`}${message === null ? '' : `: ${message}`}`;
+}
+
 /**
  * Whether the target's definite answer was an error (an HTTP 3xx, 4xx or 5xx, a non-zero exit status, an error of
  * the SQL server): the execution is `completed` and the answer is told with `isError`. A `failed` outcome with source

@@ -9,6 +9,7 @@ import {
   isExecutionId,
   isFingerprint,
   matchRetry,
+  progressWords,
   type ExecutionEvent,
   type ExecutionId,
   type AnswerDelivery,
@@ -875,10 +876,8 @@ export function detailOf(event: ExecutionEvent): string {
       const exit = exitCode === null ? '' : ` exit ${exitCode}`;
       return `attempt ${attempt} completed${outcome === 'failed' ? ' with an error answer' : ''}${status}${exit} (from ${source})`;
     }
-    case 'AttemptProgressed': {
-      const { attempt, progress, total, message } = event.data;
-      return `attempt ${attempt}: the target reports ${progress}${total === null ? '' : ` of ${total}`}${message === null ? '' : `: ${message}`}`;
-    }
+    case 'AttemptProgressed':
+      return `attempt ${event.data.attempt}: ${progressWords(event.data)}`;
     case 'OutcomeUnknown':
       return `attempt ${event.data.attempt}: ${event.data.reason}`;
     case 'StatusQueried':

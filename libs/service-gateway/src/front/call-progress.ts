@@ -1,4 +1,4 @@
-import { recoveryPolicyOf, type ExecutionState, type RecoveryAction } from '@oncegate/domain';
+import { progressWords, recoveryPolicyOf, type ExecutionState, type RecoveryAction } from '@oncegate/domain';
 
 /** What a waiting call reports of its execution's state; one call per state it sees while it waits. */
 export type CallProgress = (state: ExecutionState) => void;
@@ -43,8 +43,7 @@ export function progressMessage(state: ExecutionState): string | undefined {
     case 'dispatched': {
       const reported = state.attemptProgress?.attempt === state.attempts ? state.attemptProgress : null;
       if (reported === null) return `execution ${id}: dispatched (attempt ${state.attempts}), awaiting the target's answer`;
-      const { progress, total, message } = reported;
-      return `execution ${id}: dispatched (attempt ${state.attempts}), the target reports ${progress}${total === null ? '' : ` of ${total}`}${message === null ? '' : `: ${message}`}`;
+      return `execution ${id}: dispatched (attempt ${state.attempts}), ${progressWords(reported)}`;
     }
     case 'outcome_unknown': {
       const action = state.accepted === null ? 'hold_for_review' : recoveryPolicyOf(state.accepted.operationClass).afterUnknownOutcome;
