@@ -328,9 +328,8 @@ export abstract class ChannelDispatcher {
     return runExecutionCommand(
       this.store,
       executionId,
-      (s) => (s.status === 'dispatched' && s.attempts === attempt && (s.attemptProgress?.attempt !== attempt || s.attemptProgress.progress < report.progress)
-        ? { type: 'RecordAttemptProgress', executionId, now: isoNow(this.clock), attempt, ...report }
-        : undefined),
+      // Only growing reports reach here (AttemptProgress drops the others); one is written while its attempt is in flight.
+      (s) => (s.status === 'dispatched' && s.attempts === attempt ? { type: 'RecordAttemptProgress', executionId, now: isoNow(this.clock), attempt, ...report } : undefined),
       { actor: this.actor },
       this.clock,
     );
