@@ -59,6 +59,8 @@ export const EVENT_DATA_SOURCES: Readonly<Record<string, EventDataSource>> = {
   Dispatched: { file: EVENTS, typeName: 'DispatchedData' },
   OutcomeObserved: { file: EVENTS, typeName: 'OutcomeObservedData' },
   AttemptProgressed: { file: EVENTS, typeName: 'AttemptProgressedData' },
+  AttemptTaskStarted: { file: EVENTS, typeName: 'AttemptTaskStartedData' },
+  AttemptTaskChecked: { file: EVENTS, typeName: 'AttemptTaskCheckedData' },
   OutcomeUnknown: { file: EVENTS, typeName: 'OutcomeUnknownData' },
   StatusQueried: { file: EVENTS, typeName: 'StatusQueriedData' },
   MarkerProbed: { file: EVENTS, typeName: 'MarkerProbedData' },

@@ -124,7 +124,7 @@ export function ReviewsPage({ onSignedOut, onLoaded, onChanged }: PageProps) {
 }
 
 /** What recovery observed of the attempts: timeouts, a lost connection, a status query's or a marker probe's finding. */
-const OBSERVED_EVENTS: ReadonlySet<string> = new Set(['Dispatched', 'OutcomeUnknown', 'OutcomeObserved', 'StatusQueried', 'MarkerProbed']);
+const OBSERVED_EVENTS: ReadonlySet<string> = new Set(['Dispatched', 'AttemptTaskStarted', 'OutcomeUnknown', 'AttemptTaskChecked', 'OutcomeObserved', 'StatusQueried', 'MarkerProbed']);
 
 function Evidence({ view }: { readonly view: ReviewView }) {
   const { markerProbe, statusQuery } = view.evidence;

@@ -137,7 +137,35 @@ export interface ChannelAttempt {
    * nothing. Never throws, never waits.
    */
   progress(report: ProgressReport): void;
+  /**
+   * Records that the target runs this attempt as a task of its own, with the reference to resume it by (an upstream MCP
+   * server's task): an `AttemptTaskStarted` event, durable when the promise resolves with `true`. Call it as soon as
+   * the target answers with the reference, before waiting for the task's outcome: should that outcome be lost (the
+   * connection, this process), recovery hands the reference to `resumeTask` — on whichever instance of the channel
+   * takes it — and records the outcome the target gives. The reference is a JSON object of at most 2 KiB and must hold
+   * no secret (it is journaled as given). One per attempt; during `send` only. Resolves `false` when it could not be
+   * recorded (the attempt is no longer in flight, the store refused it, a second reference), never rejects.
+   */
+  recordTask(task: Readonly<Record<string, unknown>>): Promise<boolean>;
 }
+
+/** What resuming an attempt's task found when it gave no outcome; the operation class's rule then decides. */
+export type TaskFinding =
+  /** The target still works on it, past the attempt's response timeout. */
+  | 'working'
+  /** The target says the task was cancelled: no result will come. */
+  | 'cancelled'
+  /** The target does not know the task (expired, or it belonged to a session that is gone). */
+  | 'lost'
+  /** The target could not be asked. */
+  | 'unreachable';
+
+/**
+ * What resuming an attempt's task came to: the target's answer (`observed`, recorded as the attempt's outcome with the
+ * secrets hidden and the body cut as for `send`), or why there is none yet (`unsettled`, with a reason shown to the
+ * operator: no secret; cut to 200 characters).
+ */
+export type ResumedTask = Extract<SendOutcome, { kind: 'observed' }> | { readonly kind: 'unsettled'; readonly finding: TaskFinding; readonly reason: string };
 
 /** What a channel says of an attempt's progress, as the target reported it. */
 export interface ProgressReport {
@@ -222,6 +250,12 @@ export interface ChannelDriver {
   queryStatus?(attempt: ChannelAttempt): Promise<StatusFinding>;
   /** Remote commands: reads the marker the command leaves at the target, after an unknown outcome. */
   probeMarker?(attempt: ChannelAttempt): Promise<MarkerFinding>;
+  /**
+   * After an unknown outcome of an attempt that recorded a task (`ChannelAttempt.recordTask`), whatever its class: asks
+   * the target for that task's outcome, waiting at most the attempt's response timeout. Resolves, never rejects (a
+   * rejection is recorded as `unreachable`).
+   */
+  resumeTask?(attempt: ChannelAttempt, task: Readonly<Record<string, unknown>>): Promise<ResumedTask>;
   /** Closes the channel's connections; attempts in flight have recorded their outcome by then. */
   close?(): Promise<void>;
 }

@@ -5,8 +5,8 @@ import { awaitsLateReport, DomainError, earlierAttemptMayHaveActed, type Definit
 import { backoffMs, EventStoreClosedError, type EventStore, type RecordedEvent } from '@oncegate/event-store';
 import { executionAsOf, isoNow, loadExecution, runExecutionCommand, stepTakenAlready, type Clock, type InlineStep, type LoadedExecution } from '@oncegate/execution-journal';
 import { inSpan, processMetrics, SpanKind } from '@oncegate/host-operations';
-import { recoverExecution, type MarkerFinding } from '@oncegate/host-recovery';
-import type { SealedStore } from '@oncegate/sealed-store';
+import { recoverExecution, type MarkerFinding, type TaskResumption } from '@oncegate/host-recovery';
+import type { SealedRef, SealedStore } from '@oncegate/sealed-store';
 import { PreparedCalls, type PreparedCall, type StoredResult } from '@oncegate/service-host';
 import type { DispatchRefusal } from './channel-definition';
 
@@ -110,6 +110,8 @@ export abstract class ChannelDispatcher {
 
   protected queryStatus?(state: ExecutionState): Promise<{ preconditionHolds: boolean; observedStatus: string | null }>;
   protected probeMarker?(state: ExecutionState): Promise<MarkerFinding>;
+  /** Resumes the current attempt's task at the target (any class), its result sealed when it gives one. */
+  protected resumeTask?(state: ExecutionState): Promise<TaskResumption>;
 
   protected async recover(cause: RecordedEvent): Promise<void> {
     const executionId = cause.metadata['executionId'] as ExecutionId;
@@ -126,6 +128,7 @@ export abstract class ChannelDispatcher {
         redispatch: (_execution: LoadedExecution, retry: RecordedEvent) => this.dispatch(executionId, retry, 'outcome_unknown'),
         ...(this.queryStatus ? { queryStatus: (execution: LoadedExecution) => this.queryStatus!(execution.state) } : {}),
         ...(this.probeMarker ? { probeMarker: (execution: LoadedExecution) => this.probeMarker!(execution.state) } : {}),
+        ...(this.resumeTask ? { resumeTask: (execution: LoadedExecution) => this.resumeTask!(execution.state) } : {}),
       },
       { actor: this.actor, causationId: cause.id },
     );
@@ -292,10 +295,7 @@ export abstract class ChannelDispatcher {
    * then found lost and settled by its class).
    */
   private async record(executionId: ExecutionId, attempt: number, record: AttemptRecord): Promise<void> {
-    const sealed =
-      record.kind === 'observed'
-        ? await this.untilItLands(executionId, attempt, () => this.sealed.seal('result', executionId, Buffer.from(JSON.stringify(record.result))))
-        : undefined;
+    const sealed = record.kind === 'observed' ? await this.sealResult(executionId, attempt, record.result) : undefined;
     // Another instance may have given the attempt up for lost meanwhile (its lease looked expired while the store
     // was away): the answer is still recorded, as the evidence it is; a 'not sent' or unknown then adds nothing.
     const answered = record.kind === 'observed' && record.notSentReason === undefined;
@@ -318,6 +318,32 @@ export abstract class ChannelDispatcher {
     await this.untilItLands(executionId, attempt, () =>
       runExecutionCommand(this.store, executionId, (s) => (stillDispatched(s) ? command() : undefined), { actor: this.actor }, this.clock),
     );
+  }
+
+  /** Seals a result for the journal (tried again until it lands, as an outcome is). */
+  protected sealResult(executionId: ExecutionId, attempt: number, result: StoredResult): Promise<SealedRef> {
+    return this.untilItLands(executionId, attempt, () => this.sealed.seal('result', executionId, Buffer.from(JSON.stringify(result))));
+  }
+
+  /**
+   * Records the task the target runs the attempt in flight as (`AttemptTaskStarted`), so that recovery can resume it;
+   * `false` when it was not recorded (the attempt no longer in flight, a reference refused), which is logged.
+   */
+  protected async recordTask(executionId: ExecutionId, attempt: number, task: Readonly<Record<string, unknown>>): Promise<boolean> {
+    try {
+      const { appended } = await runExecutionCommand(
+        this.store,
+        executionId,
+        (s) => (s.status === 'dispatched' && s.attempts === attempt && s.attemptTask?.attempt !== attempt ? { type: 'RecordAttemptTask', executionId, now: isoNow(this.clock), attempt, task } : undefined),
+        { actor: this.actor },
+        this.clock,
+      );
+      if (appended.length === 0) this.log.warn(`${executionId}: the task of attempt ${attempt} was not recorded: the attempt is no longer in flight, or has a task already`);
+      return appended.length > 0;
+    } catch (error) {
+      this.log.warn(`${executionId}: the task of attempt ${attempt} was not recorded: ${(error as Error).message}`);
+      return false;
+    }
   }
 
   /**

@@ -3,7 +3,7 @@ import type { ExecutionState } from '@oncegate/domain';
 import type { VaultService } from '@oncegate/host-vault';
 import type { SealedStore } from '@oncegate/sealed-store';
 import type { PreparedCall } from '@oncegate/service-host';
-import type { ChannelAttempt, ChannelContext, ChannelDefinition, DispatchRefusal, MarkerFinding, SendOutcome, StatusFinding } from './channel-definition';
+import type { ChannelAttempt, ChannelContext, ChannelDefinition, DispatchRefusal, MarkerFinding, ResumedTask, SendOutcome, StatusFinding } from './channel-definition';
 
 /*
  * What the built-in channels of this repository see beyond the public API: the host's own contract, prepared call,
@@ -33,6 +33,7 @@ export interface HostChannelDriver {
   send(attempt: HostAttempt): Promise<SendOutcome>;
   queryStatus?(attempt: HostAttempt): Promise<StatusFinding>;
   probeMarker?(attempt: HostAttempt): Promise<MarkerFinding>;
+  resumeTask?(attempt: HostAttempt, task: Readonly<Record<string, unknown>>): Promise<ResumedTask>;
   close?(): Promise<void>;
 }
 

@@ -14,8 +14,10 @@ export type {
   DispatchRefusal,
   MarkerFinding,
   ProgressReport,
+  ResumedTask,
   SendOutcome,
   StatusFinding,
+  TaskFinding,
 } from './channel-definition';
 export { OPERATION_CLASSES, type DefiniteOutcome, type ExecutionId, type OperationClass, type UnknownOutcomeReason } from '@oncegate/domain';
 export { defineChannel, type KitChannel } from './define-channel';

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ChannelAttempt, SendOutcome } from './channel-definition';
+import type { ChannelAttempt, ResumedTask, SendOutcome } from './channel-definition';
 import { defineChannel } from './define-channel';
 import { DispatcherWorld } from './testing/dispatcher-world';
 
@@ -184,6 +184,115 @@ describe('the dispatcher kit around a plugin channel (SQLite journal, real vault
     expect(counter.attempts).toBe(2);
     expect(state.status).toBe('failed');
     expect((await w.last(executionId, 'OutcomeObserved'))!.data).toMatchObject({ attempt: 2, source: 'not_sent', notSentReason: 'connection refused' });
+  });
+
+  /** A channel whose target runs each call as a task: the attempt records the task's reference, then loses its answer. */
+  const taskChannel = (resumed: (task: Readonly<Record<string, unknown>>, attempt: ChannelAttempt) => Promise<ResumedTask>, recorded: boolean[] = []) =>
+    defineChannel({
+      name: 'echo',
+      contract: { check: () => undefined },
+      credentialKinds: ['password'],
+      open: () => ({
+        async send(attempt) {
+          recorded.push(await attempt.recordTask({ taskId: `task-of-${attempt.executionId}`, generation: 'v1' }));
+          // A second reference for the same attempt is refused: recovery resumes the one the target first gave.
+          recorded.push(await attempt.recordTask({ taskId: 'another' }));
+          return { kind: 'unknown', reason: 'connection_reset' };
+        },
+        resumeTask: (attempt, task) => resumed(task, attempt),
+      }),
+    });
+  const openTask = async (kit: ReturnType<typeof taskChannel>, operationClass: string) =>
+    (world = await DispatcherWorld.open({
+      kit,
+      contract: contract(64).replace('class: idempotent_write', `class: ${operationClass}`),
+      credential: { ref: 'echo-secret', kind: 'password', bindings: ['127.0.0.1:7001'], value: SECRET },
+    }));
+
+  it.each(['irreversible', 'conditional_write', 'read_only'])(
+    "given a call of class %s the target ran as a task whose answer was lost, then recovery resumes the task and records the target's answer as the outcome, secrets hidden, with no second send",
+    async (operationClass) => {
+      const sends = { count: 0 };
+      const resumedWith: Array<Readonly<Record<string, unknown>>> = [];
+      const recorded: boolean[] = [];
+      const kit = taskChannel(async (task, attempt) => {
+        resumedWith.push(task);
+        return { kind: 'observed', outcome: 'succeeded', body: `done by ${String(task['taskId'])} with ${attempt.secret!.toString('utf8')}` };
+      }, recorded);
+      const original = kit.definition.open;
+      const w = await openTask(
+        defineChannel({ ...kit.definition, open: async (context) => {
+          const driver = await original(context);
+          return { ...driver, send: (attempt: ChannelAttempt) => ((sends.count += 1), driver.send(attempt)) };
+        } }) as ReturnType<typeof taskChannel>,
+        operationClass,
+      );
+      const { dispatcher } = await w.dispatcher();
+      const { executionId } = await w.call('echo', { pad: 0, card: CARD });
+      await w.dispatch(executionId, dispatcher);
+      expect(recorded).toEqual([true, false]);
+      expect((await w.last(executionId, 'AttemptTaskStarted'))!.data).toMatchObject({ attempt: 1, task: { taskId: `task-of-${executionId}`, generation: 'v1' } });
+
+      const state = await w.recover(executionId, dispatcher);
+
+      expect(state.status).toBe('completed');
+      expect(sends.count).toBe(1);
+      expect(resumedWith).toEqual([{ taskId: `task-of-${executionId}`, generation: 'v1' }]);
+      expect((await w.last(executionId, 'OutcomeObserved'))!.data).toMatchObject({ attempt: 1, outcome: 'succeeded', source: 'task' });
+      const body = (await w.resultBody(executionId))!;
+      expect(body.startsWith(`done by task-of-${executionId} with `)).toBe(true);
+      expect(body).not.toContain(SECRET.slice(0, 6));
+    },
+  );
+
+  it.each([
+    ['the target no longer knows the task', async (): Promise<ResumedTask> => ({ kind: 'unsettled', finding: 'lost', reason: `task not found (token ${SECRET})` }), 'lost'],
+    ['the channel cannot reach the target', async (): Promise<ResumedTask> => Promise.reject(new Error(`connect ECONNREFUSED, sent ${SECRET}`)), 'unreachable'],
+  ])('given an irreversible call whose task is resumed and %s, then the finding is recorded without a secret and the call is held for review', async (_what, resume, finding) => {
+    const w = await openTask(taskChannel(resume), 'irreversible');
+    const { dispatcher } = await w.dispatcher();
+    const { executionId } = await w.call('echo', { pad: 0, card: CARD });
+    await w.dispatch(executionId, dispatcher);
+
+    const state = await w.recover(executionId, dispatcher);
+
+    expect(state.status).toBe('needs_review');
+    expect(state.review?.reason).toBe('irreversible_outcome_unknown');
+    const checked = (await w.last(executionId, 'AttemptTaskChecked'))!.data as { finding: string; reason: string };
+    expect(checked.finding).toBe(finding);
+    expect(checked.reason).not.toContain(SECRET.slice(0, 6));
+    expect(await w.everythingWritten()).not.toContain(SECRET.slice(0, 6));
+  });
+
+  it('given an idempotent write whose task the target no longer knows, then the class decides: sent again on the agent retry, under the same execution', async () => {
+    const sends = { count: 0 };
+    const kit = defineChannel({
+      name: 'echo',
+      contract: { check: () => undefined },
+      credentialKinds: ['password'],
+      open: () => ({
+        async send(attempt) {
+          sends.count += 1;
+          if (attempt.attempt > 1) return { kind: 'observed', outcome: 'succeeded', body: 'set again' };
+          await attempt.recordTask({ taskId: 't-1' });
+          return { kind: 'unknown', reason: 'timeout_after_send' };
+        },
+        resumeTask: async () => ({ kind: 'unsettled', finding: 'lost', reason: 'task t-1 not found' }),
+      }),
+    });
+    const w = await openTask(kit as ReturnType<typeof taskChannel>, 'idempotent_write');
+    const { dispatcher } = await w.dispatcher();
+    const { executionId } = await w.call('echo', { pad: 0, card: CARD });
+    await w.dispatch(executionId, dispatcher);
+    expect((await w.recover(executionId, dispatcher)).status).toBe('outcome_unknown');
+    expect(sends.count).toBe(1);
+
+    await w.retry(executionId);
+    const state = await w.recover(executionId, dispatcher);
+
+    expect(state.status).toBe('completed');
+    expect(sends.count).toBe(2);
+    expect(await w.resultBody(executionId)).toBe('set again');
   });
 
   it('given a channel name that is not one, or credential kinds without a section, then defineChannel refuses it', () => {

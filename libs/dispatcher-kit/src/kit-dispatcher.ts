@@ -10,7 +10,8 @@ import { ChannelDispatcher, notSent, type AttemptRecord } from './channel-dispat
 import { isVaultError, vaultRefusal } from './vault-refusal';
 import { CLOCK, DISPATCHER_ID, PREPARED_CALLS, SEALED_STORE, TOOLS, VAULT, type PreparedCall, type PreparedCalls } from '@oncegate/service-host';
 import type { VaultService } from '@oncegate/host-vault';
-import type { DispatchRefusal, MarkerFinding, SendOutcome, StatusFinding } from './channel-definition';
+import type { TaskResumption } from '@oncegate/host-recovery';
+import type { DispatchRefusal, MarkerFinding, ResumedTask, SendOutcome, StatusFinding } from './channel-definition';
 import type { HostAttempt, HostChannelDefinition, HostChannelDriver } from './host-channel';
 import { hideSecretBytes, hideSecrets } from './hide-secrets';
 import { AttemptProgress } from './attempt-progress';
@@ -53,16 +54,43 @@ export class KitDispatcher extends ChannelDispatcher {
       this.withEvidence<StatusFinding>(
         state,
         driver.queryStatus?.bind(driver),
-        (reason) => ({ preconditionHolds: false, observedStatus: `not asked: ${reason}` }),
-        (found, hide) => ({ preconditionHolds: found.preconditionHolds, observedStatus: found.observedStatus === null ? null : hide(found.observedStatus).slice(0, 200) }),
+        (reason) => ({ preconditionHolds: false, observedStatus: `not asked: ${reason}`.slice(0, 200) }),
+        (found, hidden) => ({ preconditionHolds: found.preconditionHolds, observedStatus: found.observedStatus === null ? null : hideSecrets(found.observedStatus, hidden).slice(0, 200) }),
       );
     this.probeMarker = (state) =>
       this.withEvidence<MarkerFinding>(
         state,
         driver.probeMarker?.bind(driver),
         (reason) => ({ marker: 'probe_failed', exitStatus: null, failure: reason }),
-        (found, hide) => (found.failure == null ? found : { ...found, failure: hide(found.failure) }),
+        (found, hidden) => (found.failure == null ? found : { ...found, failure: hideSecrets(found.failure, hidden) }),
       );
+    this.resumeTask = (state) => this.resumedTask(state);
+  }
+
+  /** Recovery goes on after a resumed task gave no outcome: the class's rule decides. */
+  @EventPattern('AttemptTaskChecked')
+  onAttemptTaskChecked(@Payload() event: RecordedEvent): Promise<void> {
+    return this.recover(event);
+  }
+
+  /**
+   * The current attempt's task resumed at the target: its answer (secrets hidden, cut, sealed) is the attempt's outcome;
+   * otherwise what was found, which the class's rule follows. A channel that cannot resume tasks finds it unreachable.
+   */
+  private async resumedTask(state: ExecutionState): Promise<TaskResumption> {
+    const task = state.attemptTask!.task;
+    const resume = this.driver.resumeTask?.bind(this.driver);
+    const found = await this.withEvidence<ResumedTask, AttemptRecord | Extract<ResumedTask, { kind: 'unsettled' }>>(
+      state,
+      resume === undefined ? undefined : (attempt) => resume(attempt, task),
+      (reason) => ({ kind: 'unsettled', finding: 'unreachable', reason: reason.slice(0, 200) }),
+      (resumed, hidden, limits) =>
+        resumed.kind === 'unsettled' ? { ...resumed, reason: hideSecrets(resumed.reason, hidden).slice(0, 200) } : recordOf(resumed, hidden, limits.responseBytes),
+    );
+    if (found.kind === 'unsettled') return found;
+    if (found.kind !== 'observed') return { kind: 'unsettled', finding: 'unreachable', reason: 'the channel gave no answer from the task' };
+    const { ref, digest } = await this.sealResult(state.executionId!, state.attempts, found.result);
+    return { kind: 'observed', outcome: found.outcome, targetStatus: found.targetStatus, exitCode: found.exitCode, resultRef: ref, resultDigest: digest };
   }
 
   /** Recovery goes on after the evidence a status query or a marker probe recorded. */
@@ -98,27 +126,35 @@ export class KitDispatcher extends ChannelDispatcher {
       (message) => this.log.warn(message),
     );
     let outcome: SendOutcome;
+    let sending = true;
+    // A task reference counts only while the attempt is being sent: recovery resumes the task of the attempt in flight.
+    const recordTask = (task: Readonly<Record<string, unknown>>) =>
+      sending ? this.recordTask(state.executionId!, state.attempts, task) : Promise.resolve(false);
     try {
-      const sent = { ...attempt, progress: progress.report };
+      const sent = { ...attempt, progress: progress.report, recordTask };
       outcome = await this.driver.send(secret === undefined ? sent : { ...sent, secret });
     } catch (error) {
       // The channel broke its promise to resolve: whether anything left is not known, so recovery by class decides.
       this.log.error(`${state.executionId}: the ${this.definition.name} channel's send failed: ${hideSecrets(String((error as Error).message), hidden)}`);
       outcome = { kind: 'unknown', reason: 'connection_reset' };
     } finally {
+      sending = false;
       secret?.fill(0);
       await progress.stop();
     }
     return recordOf(outcome, hidden, attempt.limits.responseBytes);
   }
 
-  /** Evidence after an unknown outcome, with the credential as an attempt has it; `shown` hides secrets in what it says. */
-  private async withEvidence<T>(
+  /**
+   * Evidence after an unknown outcome, with the credential as an attempt has it; `shown` hides the secrets (`hidden`) in
+   * what it says. A channel whose `ask` rejects found nothing: `unasked` says why.
+   */
+  private async withEvidence<T, U = T>(
     state: ExecutionState,
     ask: ((attempt: HostAttempt) => Promise<T>) | undefined,
-    unasked: (reason: string) => T,
-    shown: (found: T, hide: (text: string) => string) => T,
-  ): Promise<T> {
+    unasked: (reason: string) => U,
+    shown: (found: T, hidden: readonly string[], limits: HostAttempt['limits']) => U,
+  ): Promise<U> {
     const tool = this.tools.get(state.accepted!.toolName);
     if (tool === undefined) return unasked(`tool ${state.accepted!.toolName} is no longer in the contract file`);
     if (ask === undefined) return unasked(`the ${this.definition.name} channel gathers no such evidence`);
@@ -126,15 +162,14 @@ export class KitDispatcher extends ChannelDispatcher {
     if (call === undefined) return unasked('the arguments are missing');
     let secret: Buffer | undefined;
     let hidden: string[] = [];
-    const hide = (text: string) => hideSecrets(text, hidden);
     try {
       secret = await this.secretFor(tool);
       hidden = this.hiddenIn(call, secret);
       const attempt = this.attemptOf(state, call);
-      return shown(await ask(secret === undefined ? attempt : { ...attempt, secret }), hide);
+      return shown(await ask(secret === undefined ? attempt : { ...attempt, secret }), hidden, tool.limits);
     } catch (error) {
       const reason = isVaultError(error) ? vaultRefusal(error).reason : `${(error as Error).name}: ${(error as Error).message}`;
-      return shown(unasked(reason), hide);
+      return unasked(hideSecrets(reason, hidden));
     } finally {
       secret?.fill(0);
     }
@@ -150,8 +185,9 @@ export class KitDispatcher extends ChannelDispatcher {
       section: tool.request.kind === 'plugin' ? tool.request.config : {},
       args: call.args,
       limits: tool.limits,
-      // Progress is taken from `send` alone (attempt() replaces this); a preflight or evidence has none to report.
+      // Progress and tasks are taken from `send` alone (attempt() replaces these); a preflight or evidence has none.
       progress: () => undefined,
+      recordTask: () => Promise.resolve(false),
       call,
       state,
     };

@@ -19,6 +19,7 @@ import type {
   RedactedCanonicalRecord,
   ReviewReason,
   ReviewResolution,
+  TaskFinding,
   UnknownOutcomeReason,
 } from './events';
 import type { Fingerprint } from './fingerprint-value';
@@ -165,6 +166,19 @@ export interface RecordAttemptProgress extends CommandBase<'RecordAttemptProgres
   readonly message: string | null;
 }
 
+/** Records the task the target runs the current attempt as (while it is dispatched): a reference to resume it by. */
+export interface RecordAttemptTask extends CommandBase<'RecordAttemptTask'> {
+  readonly attempt: number;
+  readonly task: Readonly<Record<string, unknown>>;
+}
+
+/** Records what resuming the attempt's task found, when it did not give the outcome (after an unknown outcome). */
+export interface RecordTaskCheck extends CommandBase<'RecordTaskCheck'> {
+  readonly attempt: number;
+  readonly finding: TaskFinding;
+  readonly reason: string;
+}
+
 /**
  * Records an answer the gateway gave to a tools/call, once its delivery settled. The decider chooses the event: an
  * answer that carried a definite outcome, delivered or refused, is `ResultDelivered` / `ResultDeliveryFailed` (they
@@ -217,6 +231,8 @@ export type ExecutionCommand =
   | RecordResultDelivered
   | RecordResultDeliveryFailed
   | RecordAttemptProgress
+  | RecordAttemptTask
+  | RecordTaskCheck
   | RecordAnswer
   | CancelExecution
   | RequestCancellation
@@ -242,6 +258,8 @@ const COMMAND_TYPE_TABLE: { readonly [TType in ExecutionCommandType]: true } = {
   RecordResultDelivered: true,
   RecordResultDeliveryFailed: true,
   RecordAttemptProgress: true,
+  RecordAttemptTask: true,
+  RecordTaskCheck: true,
   RecordAnswer: true,
   CancelExecution: true,
   RequestCancellation: true,

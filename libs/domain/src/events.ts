@@ -114,11 +114,12 @@ export type RetryReturn =
 export type DefiniteOutcome = 'succeeded' | 'failed';
 
 /**
- * Where a definite outcome came from: the target's response; a completed marker found during recovery; or
+ * Where a definite outcome came from: the target's response; a completed marker found during recovery; the task the
+ * target ran the attempt as, resumed during recovery (`task`: its result, from the target itself); or
  * `not_sent`: the dispatcher knows for certain that nothing left (the connection was refused, the host's key was
  * not the pinned one, the host refused the command) — a failure in which nothing ran.
  */
-export type OutcomeSource = 'response' | 'marker' | 'not_sent';
+export type OutcomeSource = 'response' | 'marker' | 'task' | 'not_sent';
 
 /** Why an attempt's outcome is unknown: what broke between sending and hearing the answer. */
 export type UnknownOutcomeReason =
@@ -285,6 +286,37 @@ export interface AttemptProgressedData {
   /** What the target said it is doing, when it said. */
   readonly message: string | null;
   readonly reportedAt: IsoInstant;
+}
+
+/**
+ * The target runs the attempt as a task of its own (an upstream MCP server's task) and gave the channel a reference to
+ * it, recorded as soon as the target answered with it: after an unknown outcome, recovery resumes the task by this
+ * reference to learn its outcome from the target, whatever the class (docs/design.md section 6). The reference is the
+ * channel's, a JSON object of at most 2 KiB that holds no secret.
+ */
+export interface AttemptTaskStartedData {
+  readonly attempt: number;
+  readonly task: Readonly<Record<string, unknown>>;
+  readonly startedAt: IsoInstant;
+}
+
+/** What resuming an attempt's task found when it did not give the outcome; the class's rule then decides. */
+export type TaskFinding =
+  /** The target still works on it (past the attempt's response timeout). */
+  | 'working'
+  /** The target says the task was cancelled: no result will come. */
+  | 'cancelled'
+  /** The target does not know the task (expired, or it belonged to a session that is gone). */
+  | 'lost'
+  /** The target could not be asked. */
+  | 'unreachable';
+
+export interface AttemptTaskCheckedData {
+  readonly attempt: number;
+  readonly finding: TaskFinding;
+  /** What the channel saw, in words (no secret), at most 200 characters. */
+  readonly reason: string;
+  readonly checkedAt: IsoInstant;
 }
 
 export interface OutcomeUnknownData {
@@ -460,6 +492,8 @@ export type ExecutionDenied = VersionedEvent<'ExecutionDenied', 1, ExecutionDeni
 export type Dispatched = VersionedEvent<'Dispatched', 1, DispatchedData>;
 export type OutcomeObserved = VersionedEvent<'OutcomeObserved', 1, OutcomeObservedData>;
 export type AttemptProgressed = VersionedEvent<'AttemptProgressed', 1, AttemptProgressedData>;
+export type AttemptTaskStarted = VersionedEvent<'AttemptTaskStarted', 1, AttemptTaskStartedData>;
+export type AttemptTaskChecked = VersionedEvent<'AttemptTaskChecked', 1, AttemptTaskCheckedData>;
 export type OutcomeUnknown = VersionedEvent<'OutcomeUnknown', 1, OutcomeUnknownData>;
 export type StatusQueried = VersionedEvent<'StatusQueried', 1, StatusQueriedData>;
 export type MarkerProbed = VersionedEvent<'MarkerProbed', 1, MarkerProbedData>;
@@ -482,8 +516,10 @@ export type ExecutionEvent =
   | ExecutionDenied
   | Dispatched
   | AttemptProgressed
+  | AttemptTaskStarted
   | OutcomeObserved
   | OutcomeUnknown
+  | AttemptTaskChecked
   | StatusQueried
   | MarkerProbed
   | ReviewRequired
@@ -512,8 +548,10 @@ export const EXECUTION_EVENT_SCHEMA_VERSIONS: {
   ExecutionDenied: 1,
   Dispatched: 1,
   AttemptProgressed: 1,
+  AttemptTaskStarted: 1,
   OutcomeObserved: 1,
   OutcomeUnknown: 1,
+  AttemptTaskChecked: 1,
   StatusQueried: 1,
   MarkerProbed: 1,
   ReviewRequired: 1,

@@ -23,8 +23,10 @@ describe('execution events', () => {
       'ExecutionDenied',
       'Dispatched',
       'AttemptProgressed',
+      'AttemptTaskStarted',
       'OutcomeObserved',
       'OutcomeUnknown',
+      'AttemptTaskChecked',
       'StatusQueried',
       'MarkerProbed',
       'ReviewRequired',
@@ -67,7 +69,7 @@ describe('execution events', () => {
   });
 
   it('names commands apart from events, so a command is never mistaken for a fact', () => {
-    expect(EXECUTION_COMMAND_TYPES).toHaveLength(21);
+    expect(EXECUTION_COMMAND_TYPES).toHaveLength(23);
     expect(EXECUTION_COMMAND_TYPES.filter((type) => (EXECUTION_EVENT_TYPES as readonly string[]).includes(type))).toEqual(
       [],
     );

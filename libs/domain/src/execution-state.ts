@@ -15,6 +15,7 @@ import type {
   OutcomeSource,
   ReviewReason,
   ReviewResolution,
+  TaskFinding,
   UnknownOutcomeReason,
 } from './events';
 import type { Fingerprint } from './fingerprint-value';
@@ -113,6 +114,21 @@ export interface AttemptProgressFacts {
   readonly reportedAt: IsoInstant;
 }
 
+/** The task the target ran an attempt as (`AttemptTaskStarted`): the channel's reference to resume it by. */
+export interface AttemptTaskFacts {
+  readonly attempt: number;
+  readonly task: Readonly<Record<string, unknown>>;
+  readonly startedAt: IsoInstant;
+}
+
+/** What resuming an attempt's task found when it gave no outcome (`AttemptTaskChecked`). */
+export interface TaskCheckEvidence {
+  readonly attempt: number;
+  readonly finding: TaskFinding;
+  readonly reason: string;
+  readonly checkedAt: IsoInstant;
+}
+
 export interface StatusQueryEvidence {
   readonly attempt: number;
   readonly preconditionHolds: boolean;
@@ -178,6 +194,9 @@ export interface ExecutionState {
   } | null;
   /** The latest progress the target reported for the current attempt (`AttemptProgressed`), `null` before any. */
   readonly attemptProgress: AttemptProgressFacts | null;
+  /** The latest attempt's task at the target, when the target ran it as one. */
+  readonly attemptTask: AttemptTaskFacts | null;
+  readonly taskCheck: TaskCheckEvidence | null;
   readonly statusQuery: StatusQueryEvidence | null;
   readonly markerProbe: MarkerProbeEvidence | null;
   readonly review: ReviewFacts | null;
@@ -203,6 +222,8 @@ export function initialState(): ExecutionState {
     outcome: null,
     unknownOutcome: null,
     attemptProgress: null,
+    attemptTask: null,
+    taskCheck: null,
     statusQuery: null,
     markerProbe: null,
     review: null,

@@ -24,6 +24,8 @@ import {
   markerProbe,
   observe,
   progressed,
+  taskCheck,
+  taskStarted,
   requestApproval,
   requestCancellation,
   requireReview,
@@ -60,8 +62,10 @@ const BUILDERS: ReadonlyArray<{ readonly weight: number; readonly build: Builder
   {
     weight: 2,
     build: (now, v, attempt) =>
-      observe({ now, attempt, outcome: v % 2 ? 'failed' : 'succeeded', source: v % 3 ? 'response' : 'marker', exitCode: v % 2 }),
+      observe({ now, attempt, outcome: v % 2 ? 'failed' : 'succeeded', source: v % 3 ? 'response' : v % 2 ? 'marker' : 'task', exitCode: v % 2 }),
   },
+  { weight: 2, build: (now, v, attempt) => taskStarted({ now, attempt, task: { taskId: `task-${v}` } }) },
+  { weight: 2, build: (now, v, attempt) => ({ ...taskCheck(pickOf(['working', 'cancelled', 'lost', 'unreachable'], v), attempt), now }) },
   { weight: 6, build: (now, v, attempt) => unknownOutcome(attempt, now, pickOf(['timeout_after_send', 'dispatcher_lost', 'attempt_deadline_passed'], v)) },
   { weight: 2, build: (now, v, attempt) => progressed(v, { now, attempt, total: v % 2 ? 12 : null, message: v % 3 ? `step ${v}` : null }) },
   { weight: 3, build: (now, v, attempt) => ({ ...statusQuery(v % 2 === 0, attempt), now }) },
@@ -268,6 +272,18 @@ describe('invariants over any history the decider accepts', () => {
             expect(state.status).toBe('dispatched');
             expect(event.data.attempt).toBe(state.attempts);
             expect({ ...next, attemptProgress: state.attemptProgress }).toEqual(state);
+          }
+          // A task is recorded only for the attempt in flight, and moves nothing else.
+          if (event.type === 'AttemptTaskStarted') {
+            expect(state.status).toBe('dispatched');
+            expect(event.data.attempt).toBe(state.attempts);
+            expect({ ...next, attemptTask: state.attemptTask }).toEqual(state);
+          }
+          // An outcome from a task: the current attempt's own task, recorded before its outcome was lost, not yet resumed.
+          if (event.type === 'OutcomeObserved' && event.data.source === 'task') {
+            expect(state.status).toBe('outcome_unknown');
+            expect(state.attemptTask?.attempt).toBe(event.data.attempt);
+            expect(state.taskCheck?.attempt).not.toBe(event.data.attempt);
           }
           if ((event.type === 'ResultDelivered' || event.type === 'ResultDeliveryFailed') && event.data.told !== undefined) {
             expect(['completed', 'completed_result_not_delivered', 'delivered', 'failed']).toContain(event.data.told.state);

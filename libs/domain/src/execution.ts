@@ -3,7 +3,7 @@
  * the folded state into event payloads, or throws a typed error; `evolve` folds one event into the state. Both are
  * pure: the clock and ids arrive in the command, metadata is added by whoever appends.
  */
-import type { ExecutionCommand, ExecutionCommandType, RecordAnswer, RecordAttemptProgress } from './commands';
+import type { ExecutionCommand, ExecutionCommandType, RecordAnswer, RecordAttemptProgress, RecordAttemptTask } from './commands';
 import { addMs, isBefore, isDurationMs, isIsoInstant, type IsoInstant } from './durations';
 import {
   AttemptLimitReachedError,
@@ -24,6 +24,7 @@ import {
   type ExecutionEvent,
   type ReviewReason,
   type ReviewResolvedData,
+  type TaskFinding,
 } from './events';
 import {
   answeredWithError,
@@ -139,6 +140,10 @@ export function evolve(state: ExecutionState, event: ExecutionEvent): ExecutionS
       };
     case 'OutcomeUnknown':
       return { ...state, status: 'outcome_unknown', unknownOutcome: { ...event.data } };
+    case 'AttemptTaskStarted':
+      return { ...state, attemptTask: { ...event.data } };
+    case 'AttemptTaskChecked':
+      return { ...state, taskCheck: { ...event.data } };
     case 'StatusQueried':
       return { ...state, statusQuery: { ...event.data } };
     case 'MarkerProbed':
@@ -342,12 +347,13 @@ export function decide(command: ExecutionCommand, state: ExecutionState): Execut
         // The attempt's own answer, after another instance gave it up for lost: the answer is the evidence.
       } else if (state.status === 'outcome_unknown') {
         requireCurrentAttempt(command.type, executionId, state, command.attempt);
-        if (command.source !== 'marker') throw refuse('wrong_outcome_source');
+        if (command.source !== 'marker' && command.source !== 'task') throw refuse('wrong_outcome_source');
         const step = nextRecoveryStep(state, now);
+        // A marker proves exactly the outcome it records; the attempt's own task, resumed, gives the target's answer.
         const proven =
-          step.kind === 'report_outcome_from_marker' &&
-          step.outcome === command.outcome &&
-          step.exitStatus === command.exitCode;
+          command.source === 'task'
+            ? step.kind === 'resume_task'
+            : step.kind === 'report_outcome_from_marker' && step.outcome === command.outcome && step.exitStatus === command.exitCode;
         if (!proven) throw refuse('outcome_not_proven');
       } else {
         throw refuse('state_does_not_allow');
@@ -373,6 +379,24 @@ export function decide(command: ExecutionCommand, state: ExecutionState): Execut
       if (state.status !== 'dispatched') throw refuse('state_does_not_allow');
       requireCurrentAttempt(command.type, executionId, state, command.attempt);
       return [executionEvent('OutcomeUnknown', { attempt: command.attempt, reason: command.reason, observedAt: now })];
+
+    case 'RecordAttemptTask': {
+      if (state.status !== 'dispatched') throw refuse('state_does_not_allow');
+      requireCurrentAttempt(command.type, executionId, state, command.attempt);
+      // One task per attempt: the reference recovery resumes is the one the target first gave.
+      if (state.attemptTask?.attempt === command.attempt) throw refuse('state_does_not_allow');
+      requireTaskReference(command);
+      return [executionEvent('AttemptTaskStarted', { attempt: command.attempt, task: command.task, startedAt: now })];
+    }
+
+    case 'RecordTaskCheck':
+      if (state.status !== 'outcome_unknown') throw refuse('state_does_not_allow');
+      requireCurrentAttempt(command.type, executionId, state, command.attempt);
+      // Only the step recovery is at: a task recorded for this attempt and not resumed yet.
+      if (nextRecoveryStep(state, now).kind !== 'resume_task') throw refuse('evidence_not_applicable');
+      if (!TASK_FINDINGS.has(command.finding)) throw new InvalidCommandError(command.type, 'finding', `expected one of ${[...TASK_FINDINGS].join(', ')}`);
+      requireText(command.type, 'reason', command.reason);
+      return [executionEvent('AttemptTaskChecked', { attempt: command.attempt, finding: command.finding, reason: command.reason.slice(0, 200), checkedAt: now })];
 
     case 'RecordStatusQuery':
       if (state.status !== 'outcome_unknown' && state.status !== 'needs_review') throw refuse('state_does_not_allow');
@@ -717,6 +741,27 @@ export function executionStatusView(state: ExecutionState): ExecutionStatusView 
     denialBasis: state.denial?.basis ?? null,
     reviewReason: state.review?.reason ?? null,
   };
+}
+
+/** The largest task reference recorded, serialised: a reference names a task, it does not carry its work. */
+export const TASK_REFERENCE_MAX_BYTES = 2048;
+
+const TASK_FINDINGS: ReadonlySet<TaskFinding> = new Set<TaskFinding>(['working', 'cancelled', 'lost', 'unreachable']);
+
+/** A task reference: a JSON object of at most 2 KiB. */
+function requireTaskReference(command: RecordAttemptTask): void {
+  const { task } = command;
+  if (task === null || typeof task !== 'object' || Array.isArray(task)) throw new InvalidCommandError(command.type, 'task', 'expected a JSON object');
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(task);
+  } catch {
+    text = undefined;
+  }
+  if (text === undefined) throw new InvalidCommandError(command.type, 'task', 'expected a JSON object');
+  if (new TextEncoder().encode(text).length > TASK_REFERENCE_MAX_BYTES) {
+    throw new InvalidCommandError(command.type, 'task', `expected at most ${TASK_REFERENCE_MAX_BYTES} bytes as JSON`);
+  }
 }
 
 /** A progress report's numbers: finite, not negative, a total not below the progress. */

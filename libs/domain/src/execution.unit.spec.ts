@@ -45,6 +45,9 @@ import {
   resolveReview,
   statusQuery,
   T0,
+  TASK_REFERENCE,
+  taskCheck,
+  taskStarted,
   progressed,
   thrownBy,
   unknown,
@@ -763,6 +766,81 @@ describe('given an outcome-unknown execution', () => {
 
   it('when an outcome-unknown is recorded twice then the second is refused', () => {
     expectIllegal(given(...unknown('idempotent_write')), unknownOutcome(), 'state_does_not_allow');
+  });
+});
+
+describe('given an attempt the target runs as a task', () => {
+  it('when the channel records the task while the attempt is in flight then AttemptTaskStarted keeps its reference, and nothing else moves', () => {
+    const before = given(...dispatched({ operationClass: 'irreversible' }));
+    const { events, state } = when(before, taskStarted());
+    expect(events).toEqual([{ type: 'AttemptTaskStarted', schemaVersion: 1, data: { attempt: 1, task: TASK_REFERENCE, startedAt: at(440) } }]);
+    expect(state.status).toBe('dispatched');
+    expect(state.attemptTask).toEqual({ attempt: 1, task: TASK_REFERENCE, startedAt: at(440) });
+  });
+
+  it('when a second task is recorded for the same attempt, or one for an earlier attempt, or once the outcome is known, then it is refused', () => {
+    const started = given(...dispatched(), taskStarted());
+    expectIllegal(started, taskStarted({ task: { taskId: 'other' } }), 'state_does_not_allow');
+    expect(thrownBy(() => decide(taskStarted({ attempt: 0 }), given(...dispatched())))).toBeInstanceOf(StaleAttemptError);
+    expectIllegal(given(...completed()), taskStarted(), 'state_does_not_allow');
+    expectIllegal(given(...unknown('irreversible')), taskStarted(), 'state_does_not_allow');
+  });
+
+  it('when the reference is not a JSON object or is larger than 2 KiB then it is refused as invalid', () => {
+    const state = given(...dispatched());
+    expect(thrownBy(() => decide(taskStarted({ task: ['a'] as never }), state))).toBeInstanceOf(InvalidCommandError);
+    expect(thrownBy(() => decide(taskStarted({ task: { taskId: 'x'.repeat(2_100) } }), state))).toBeInstanceOf(InvalidCommandError);
+  });
+
+  describe.each(['read_only', 'idempotent_write', 'conditional_write', 'irreversible', 'remote_command'] as const)('of class %s, its outcome then unknown', (operationClass) => {
+    const state = given(...dispatched({ operationClass }), taskStarted(), unknownOutcome());
+
+    it('then recovery resumes the task before anything else, and no second dispatch is allowed meanwhile', () => {
+      const error = thrownBy(() => decide(dispatch(at(2_000)), state));
+      expect(error).toBeInstanceOf(RedispatchNotAllowedError);
+      expect(error).toMatchObject({ recoveryStep: 'resume_task' });
+    });
+
+    it("when the resumed task gives the target's answer then it is observed with source task and the execution is completed", () => {
+      const { events, state: next } = when(state, observe({ source: 'task', now: at(700), targetStatus: null }));
+      expect(events[0]).toMatchObject({ type: 'OutcomeObserved', data: { attempt: 1, outcome: 'succeeded', source: 'task' } });
+      expect(next.status).toBe('completed');
+    });
+
+    it("when the resumed task gave no outcome then the finding is recorded and the class's rule decides as it would without a task", () => {
+      const checked = when(state, taskCheck('lost'));
+      expect(checked.events).toEqual([
+        { type: 'AttemptTaskChecked', schemaVersion: 1, data: { attempt: 1, finding: 'lost', reason: 'upstream ledger: task task-7 lost', checkedAt: at(600) } },
+      ]);
+      const withoutTask = given(...dispatched({ operationClass }), unknownOutcome());
+      const stepOf = (s: ExecutionState) => {
+        try {
+          decide(dispatch(at(2_000)), s);
+          return 'redispatch';
+        } catch (error) {
+          return (error as { recoveryStep?: string }).recoveryStep;
+        }
+      };
+      expect(stepOf(checked.state)).toBe(stepOf(withoutTask));
+      // Once checked, the task can prove nothing more: an outcome from it is refused.
+      expectIllegal(checked.state, observe({ source: 'task', now: at(700) }), 'outcome_not_proven');
+      expectIllegal(checked.state, taskCheck('working'), 'evidence_not_applicable');
+    });
+  });
+
+  it('when no task was recorded then an outcome claiming to come from one is refused, and so is a task check', () => {
+    const state = given(...unknown('irreversible'));
+    expectIllegal(state, observe({ source: 'task', now: at(700) }), 'outcome_not_proven');
+    expectIllegal(state, taskCheck('lost'), 'evidence_not_applicable');
+  });
+
+  it('when the task belongs to an earlier attempt then the current attempt has none to resume', () => {
+    const state = given(...dispatched({ operationClass: 'idempotent_write' }), taskStarted(), unknownOutcome(), taskCheck('lost'), attachRetry(at(650)), dispatch(at(700)), unknownOutcome(2, at(800)));
+    expect(when(state, dispatch(at(900))).state.attempts).toBe(3);
+  });
+
+  it('when the attempt reports its answer while in flight then the source is response, never task', () => {
+    expectIllegal(given(...dispatched(), taskStarted()), observe({ source: 'task' }), 'wrong_outcome_source');
   });
 });
 

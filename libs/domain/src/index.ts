@@ -122,6 +122,11 @@ export {
   type ReviewResolvedData,
   type StatusQueried,
   type StatusQueriedData,
+  type AttemptTaskChecked,
+  type AttemptTaskCheckedData,
+  type AttemptTaskStarted,
+  type AttemptTaskStartedData,
+  type TaskFinding,
   type UnknownOutcomeReason,
   type VersionedEvent,
 } from './events';
@@ -150,11 +155,13 @@ export {
   type GrantApproval,
   type ObserveOutcome,
   type RecordAnswer,
+  type RecordAttemptTask,
   type RecordDispatch,
   type RecordMarkerProbe,
   type RecordResultDelivered,
   type RecordResultDeliveryFailed,
   type RecordStatusQuery,
+  type RecordTaskCheck,
   type RecordUnknownOutcome,
   type RequestApproval,
   type RequestCancellation,
@@ -173,6 +180,7 @@ export {
   type AcceptedFacts,
   type ApprovalFacts,
   type AttemptProgressFacts,
+  type AttemptTaskFacts,
   type DeliveryFacts,
   type DispatchFacts,
   type ExecutionState,
@@ -182,6 +190,7 @@ export {
   type ResendFacts,
   type ReviewFacts,
   type StatusQueryEvidence,
+  type TaskCheckEvidence,
 } from './execution-state';
 
 export {
@@ -190,6 +199,7 @@ export {
   executionDecider,
   executionStatusView,
   foldExecution,
+  TASK_REFERENCE_MAX_BYTES,
   type Decider,
   type ExecutionStatusView,
 } from './execution';
@@ -217,6 +227,7 @@ export {
   nextRecoveryStep,
   recoveryEvidenceOf,
   recoveryStepAfterUnknownOutcome,
+  taskToResume,
   type AttemptOwner,
   type RecoveryEvidence,
   type RecoveryStep,

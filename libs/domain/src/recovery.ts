@@ -16,6 +16,11 @@ export type RecoveryEvidence =
 export interface UnknownOutcomeContext {
   readonly operationClass: OperationClass;
   readonly evidence: RecoveryEvidence;
+  /**
+   * `to_resume`: the target ran the current attempt as a task, recorded before the outcome was lost, and it was not
+   * resumed yet. Whatever the class, the task is asked first: it is the target's own answer.
+   */
+  readonly task?: 'to_resume' | 'none';
   /** From the contract's marker protocol (remote commands). */
   readonly markerBeforeWork: boolean;
   /** Dispatched events so far. */
@@ -26,6 +31,8 @@ export interface UnknownOutcomeContext {
 export type RecoveryStep =
   /** Dispatch again with the same idempotency key (the execution id). */
   | { readonly kind: 'redispatch_same_key'; readonly nextAttempt: number }
+  /** Ask the target for the outcome of the task it ran the attempt as (recorded in `AttemptTaskStarted`). */
+  | { readonly kind: 'resume_task' }
   /** Gather evidence: run the contract's status query. */
   | { readonly kind: 'query_status' }
   /** Gather evidence: probe the durable marker on the host. */
@@ -91,6 +98,8 @@ const AFTER_UNKNOWN_OUTCOME: Readonly<Record<RecoveryAction, (context: UnknownOu
 
 /** The next step for an attempt whose outcome is unknown. */
 export function recoveryStepAfterUnknownOutcome(context: UnknownOutcomeContext): RecoveryStep {
+  // The target's own record of the attempt comes before any class's evidence: it may hold the outcome itself.
+  if (context.task === 'to_resume') return { kind: 'resume_task' };
   const action = recoveryPolicyOf(context.operationClass).afterUnknownOutcome;
   const verdict = AFTER_UNKNOWN_OUTCOME[action](context);
   switch (verdict.kind) {
@@ -145,6 +154,11 @@ export function earlierAttemptMayHaveActed(state: ExecutionState): boolean {
   return !(review !== null && review.resolution === 'not_executed' && review.attempt >= unknown.attempt);
 }
 
+/** Whether the current attempt ran as a task at the target and that task was not resumed yet. */
+export function taskToResume(state: ExecutionState): boolean {
+  return state.attemptTask?.attempt === state.attempts && state.taskCheck?.attempt !== state.attempts;
+}
+
 /** Evidence recorded in the state for the current attempt; evidence about an earlier attempt does not count. */
 export function recoveryEvidenceOf(state: ExecutionState): RecoveryEvidence {
   if (state.statusQuery && state.statusQuery.attempt === state.attempts) {
@@ -185,6 +199,7 @@ export function nextRecoveryStep(state: ExecutionState, now: IsoInstant, owner: 
       return recoveryStepAfterUnknownOutcome({
         operationClass: accepted.operationClass,
         evidence: recoveryEvidenceOf(state),
+        task: taskToResume(state) ? 'to_resume' : 'none',
         markerBeforeWork: accepted.attemptPolicy.markerBeforeWork,
         attempts: state.attempts,
         maxAttempts: accepted.attemptPolicy.maxAttempts,

@@ -1,9 +1,24 @@
-import { nextRecoveryStep, type ExecutionId, type RecordMarkerProbe } from '@oncegate/domain';
+import { nextRecoveryStep, type DefiniteOutcome, type ExecutionId, type RecordMarkerProbe, type TaskFinding } from '@oncegate/domain';
 import type { EventStore, RecordedEvent } from '@oncegate/event-store';
 import { isoNow, loadExecution, runExecutionCommand, type AppendContext, type Clock, type LoadedExecution } from '@oncegate/execution-journal';
 
 /** What a marker probe found, as `RecordMarkerProbe` records it. */
 export type MarkerFinding = Pick<RecordMarkerProbe, 'marker' | 'exitStatus' | 'markerAttempt' | 'failure' | 'keptOutput'>;
+
+/**
+ * What resuming an attempt's task at the target came to: its outcome, with the result sealed already, or why it gave
+ * none (the class's rule then decides).
+ */
+export type TaskResumption =
+  | {
+      readonly kind: 'observed';
+      readonly outcome: DefiniteOutcome;
+      readonly targetStatus: number | null;
+      readonly exitCode: number | null;
+      readonly resultRef: string;
+      readonly resultDigest: string;
+    }
+  | { readonly kind: 'unsettled'; readonly finding: TaskFinding; readonly reason: string };
 
 /** What a channel's dispatcher can do for recovery; the rules of which step comes when are not its business. */
 export interface ChannelRecovery {
@@ -13,6 +28,8 @@ export interface ChannelRecovery {
   queryStatus?(execution: LoadedExecution): Promise<{ preconditionHolds: boolean; observedStatus: string | null }>;
   /** Reads the durable marker on the host (remote commands). */
   probeMarker?(execution: LoadedExecution): Promise<MarkerFinding>;
+  /** Asks the target for the outcome of the task it ran the current attempt as (any class). */
+  resumeTask?(execution: LoadedExecution): Promise<TaskResumption>;
 }
 
 /** A retry arrived after the last unknown outcome and nothing was sent since: the agent asked to go on. */
@@ -24,7 +41,8 @@ export function retryPending(execution: LoadedExecution): boolean {
 
 /**
  * Applies the class's recovery rule (docs/design.md section 6, decided by the pure `nextRecoveryStep`) to an execution
- * whose outcome is unknown: gather evidence (status query, marker probe), report an outcome a marker proves,
+ * whose outcome is unknown: resume the attempt's task at the target and record its outcome, gather evidence (status
+ * query, marker probe), report an outcome a marker proves,
  * hold for review, or send again — the last only when the agent retried, never on its own.
  */
 export async function recoverExecution(
@@ -65,6 +83,20 @@ export async function recoverExecution(
             : undefined,
         );
         return;
+      case 'resume_task': {
+        const resumed: TaskResumption = channel.resumeTask
+          ? await channel.resumeTask(execution)
+          : { kind: 'unsettled', finding: 'unreachable', reason: 'this channel cannot resume a task' };
+        if (resumed.kind === 'observed') {
+          const { outcome, targetStatus, exitCode, resultRef, resultDigest } = resumed;
+          await append((s) =>
+            stillUnknown(s) ? { type: 'ObserveOutcome', executionId, now: isoNow(clock), attempt, outcome, source: 'task', targetStatus, exitCode, resultRef, resultDigest } : undefined,
+          );
+          return;
+        }
+        await append((s) => (stillUnknown(s) ? { type: 'RecordTaskCheck', executionId, now: isoNow(clock), attempt, finding: resumed.finding, reason: resumed.reason } : undefined));
+        continue;
+      }
       case 'query_status': {
         if (!channel.queryStatus) return;
         const status = await channel.queryStatus(execution);

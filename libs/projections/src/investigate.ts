@@ -880,6 +880,10 @@ export function detailOf(event: ExecutionEvent): string {
       return `attempt ${event.data.attempt}: ${progressWords(event.data)}`;
     case 'OutcomeUnknown':
       return `attempt ${event.data.attempt}: ${event.data.reason}`;
+    case 'AttemptTaskStarted':
+      return `attempt ${event.data.attempt} runs as a task at the target (${taskWords(event.data.task)})`;
+    case 'AttemptTaskChecked':
+      return `attempt ${event.data.attempt}: its task resumed, ${event.data.finding}: ${event.data.reason}`;
     case 'StatusQueried':
       return `attempt ${event.data.attempt}: precondition ${event.data.preconditionHolds ? 'holds' : 'no longer holds'}${event.data.observedStatus ? ` (${event.data.observedStatus})` : ''}`;
     case 'MarkerProbed': {
@@ -913,6 +917,12 @@ export function detailOf(event: ExecutionEvent): string {
     default:
       return assertNever(event);
   }
+}
+
+/** A task reference in a line: its task id when it names one, else its JSON (cut). */
+function taskWords(task: Readonly<Record<string, unknown>>): string {
+  const id = task['taskId'];
+  return typeof id === 'string' ? `task ${id}` : JSON.stringify(task).slice(0, 120);
 }
 
 function otherDetail(recorded: RecordedEvent): string {

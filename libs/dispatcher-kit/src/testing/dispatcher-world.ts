@@ -54,8 +54,9 @@ export interface WorldDispatcher {
   killAfterDispatched(): void;
 }
 
-const ATTEMPT_EVENT_HANDLERS: Record<string, keyof Pick<KitDispatcher, 'onOutcomeUnknown' | 'onRetryAttached' | 'onStatusQueried' | 'onMarkerProbed' | 'onReviewResolved'>> = {
+const ATTEMPT_EVENT_HANDLERS: Record<string, keyof Pick<KitDispatcher, 'onOutcomeUnknown' | 'onRetryAttached' | 'onStatusQueried' | 'onMarkerProbed' | 'onAttemptTaskChecked' | 'onReviewResolved'>> = {
   OutcomeUnknown: 'onOutcomeUnknown',
+  AttemptTaskChecked: 'onAttemptTaskChecked',
   RetryAttached: 'onRetryAttached',
   StatusQueried: 'onStatusQueried',
   MarkerProbed: 'onMarkerProbed',

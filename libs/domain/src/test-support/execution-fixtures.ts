@@ -16,6 +16,8 @@ import type {
   ObserveOutcome,
   RecordAnswer,
   RecordAttemptProgress,
+  RecordAttemptTask,
+  RecordTaskCheck,
   RecordDispatch,
   RecordMarkerProbe,
   RecordResultDelivered,
@@ -155,6 +157,24 @@ export const progressed = (
   progress: number,
   overrides: Partial<Omit<RecordAttemptProgress, 'type' | 'progress'>> = {},
 ): RecordAttemptProgress => ({ type: 'RecordAttemptProgress', executionId: id, now: at(450), attempt: 1, total: null, message: null, progress, ...overrides });
+/** The reference an upstream MCP server's task gives (the shape ext-tasks serialises). */
+export const TASK_REFERENCE = { endpointId: 'oncegate-mcp:v1:sha256:ab', generation: 'v1', taskId: 'task-7', originalOperation: 'tools/call' } as const;
+export const taskStarted = (overrides: Partial<Omit<RecordAttemptTask, 'type'>> = {}): RecordAttemptTask => ({
+  type: 'RecordAttemptTask',
+  executionId: id,
+  now: at(440),
+  attempt: 1,
+  task: TASK_REFERENCE,
+  ...overrides,
+});
+export const taskCheck = (finding: RecordTaskCheck['finding'], attempt = 1): RecordTaskCheck => ({
+  type: 'RecordTaskCheck',
+  executionId: id,
+  now: at(600),
+  attempt,
+  finding,
+  reason: `upstream ledger: task task-7 ${finding}`,
+});
 export const statusQuery = (preconditionHolds: boolean, attempt = 1): RecordStatusQuery => ({
   type: 'RecordStatusQuery',
   executionId: id,
