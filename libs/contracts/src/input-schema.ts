@@ -43,7 +43,7 @@ export function checkInputSchema(ctx: YamlContext, node: Node, path: string): Ch
   checkKeywords(ctx, node, path, true);
   if (ctx.issues.length > before) return undefined;
 
-  const meta = schemaChecker();
+  const meta = schemaChecker(schema);
   if (!meta.validateSchema(schema)) {
     reportMetaSchemaErrors(ctx, node, path, meta.errors ?? []);
     return undefined;
@@ -115,7 +115,7 @@ function reportMetaSchemaErrors(ctx: YamlContext, node: Node, path: string, erro
 function checkDefaults(ctx: YamlContext, node: Node, path: string, schema: Record<string, unknown>, index: ArgumentIndex): void {
   const defaults = Object.entries(index.defaults());
   if (defaults.length === 0) return;
-  const ajv = createSchemaAjv();
+  const ajv = createSchemaAjv(schema);
   const key = 'oncegate:input-schema';
   ajv.addSchema(schema, key);
   for (const [argument, value] of defaults) {

@@ -395,6 +395,27 @@ describe('a contract file with problems', () => {
     ]);
   });
 
+  it('given an input schema declaring draft-07 (as servers on the v1 MCP SDK list every tool), when checked, then it loads, and arguments are checked by draft-07 rules', () => {
+    const draft07 = [
+      'input_schema:',
+      '  $schema: "http://json-schema.org/draft-07/schema#"',
+      '  type: object',
+      '  properties:',
+      '    name: { type: string }',
+      '    value: { type: string }',
+      '    version: { type: integer, exclusiveMinimum: 0 }',
+      '  required: [name, value]',
+      '  additionalProperties: false',
+    ].join('\n');
+    const tool = toolOf(file(httpTool({ input_schema: draft07 })));
+    expect(validateArguments(tool, { name: 'a', value: 'b', version: 1 })).toEqual([]);
+    expect(validateArguments(tool, { name: 'a', value: 'b', version: 0 }).map((violation) => [violation.pointer, violation.keyword])).toEqual([['/version', 'exclusiveMinimum']]);
+    // A draft-07 keyword misspelled is still named.
+    expect(reasonsOf(file(httpTool({ input_schema: draft07.replace('additionalProperties', 'additionalPropertys') })))).toEqual([
+      "tools[0].input_schema.additionalPropertys: unknown JSON Schema keyword 'additionalPropertys' — did you mean 'additionalProperties'?",
+    ]);
+  });
+
   it('given a default that breaks its own schema or a dotted argument name, when checked, then both are refused', () => {
     const reasons = reasonsOf(
       file(

@@ -1,5 +1,5 @@
+import { Ajv, type ValidateFunction } from 'ajv';
 import Ajv2020 from 'ajv/dist/2020.js';
-import type { ValidateFunction } from 'ajv';
 
 export type { ValidateFunction };
 
@@ -17,8 +17,22 @@ const FORMATS: Readonly<Record<string, RegExp>> = {
 
 export const SUPPORTED_FORMATS = Object.keys(FORMATS);
 
-function newAjv(validateSchema: boolean): Ajv2020 {
-  const ajv = new Ajv2020({
+/**
+ * The dialect a schema declares: JSON Schema 2020-12 (MCP's default, and any schema that names no other), or draft-07,
+ * which servers on the v1 SDK declare for every tool (`"$schema": "http://json-schema.org/draft-07/schema#"`): it is
+ * checked against its own meta-schema and compiled as draft-07, the schema kept as the server gave it.
+ */
+export type SchemaDialect = '2020-12' | 'draft-07';
+
+const DRAFT_07 = /^https?:\/\/json-schema\.org\/draft-07\/schema#?$/;
+
+export function dialectOf(schema: object): SchemaDialect {
+  const declared = (schema as { $schema?: unknown }).$schema;
+  return typeof declared === 'string' && DRAFT_07.test(declared) ? 'draft-07' : '2020-12';
+}
+
+function newAjv(validateSchema: boolean, dialect: SchemaDialect): Ajv {
+  const options = {
     allErrors: true,
     strict: true,
     strictTypes: false,
@@ -26,7 +40,8 @@ function newAjv(validateSchema: boolean): Ajv2020 {
     strictRequired: false,
     validateSchema,
     logger: false,
-  });
+  } as const;
+  const ajv = dialect === 'draft-07' ? new Ajv(options) : new Ajv2020(options);
   for (const [name, pattern] of Object.entries(FORMATS)) ajv.addFormat(name, pattern);
   // `$anchor` is a core keyword of 2020-12, and ajv resolves anchors itself, but its strict mode calls it unknown
   // in a subschema it compiles for a `$ref` (ajv 8.20): declared, it is accepted there too, and still resolves.
@@ -34,29 +49,32 @@ function newAjv(validateSchema: boolean): Ajv2020 {
   return ajv;
 }
 
-let metaChecker: Ajv2020 | undefined;
+const metaCheckers = new Map<SchemaDialect, Ajv>();
 
 /**
- * The one validator that checks a schema against the 2020-12 meta-schema (`validateSchema`): it compiles the
+ * The one validator per dialect that checks a schema against its meta-schema (`validateSchema`): it compiles the
  * meta-schema once per process — a fresh instance compiles it again, a fifth of a second each — and holds no
  * schema of its own.
  */
-export function schemaChecker(): Ajv2020 {
-  return (metaChecker ??= newAjv(true));
+export function schemaChecker(schema: object = {}): Ajv {
+  const dialect = dialectOf(schema);
+  let checker = metaCheckers.get(dialect);
+  if (checker === undefined) metaCheckers.set(dialect, (checker = newAjv(true, dialect)));
+  return checker;
 }
 
 /**
- * A fresh JSON Schema 2020-12 validator (the MCP default dialect) for a schema {@link schemaChecker} accepted:
- * strict about unknown keywords and formats so that a typo in a schema is an error rather than a silently ignored
- * constraint; all errors collected. One instance per schema, so schemas with the same `$id` never collide.
+ * A fresh validator of the schema's dialect (2020-12 unless it declares draft-07) for a schema {@link schemaChecker}
+ * accepted: strict about unknown keywords and formats so that a typo in a schema is an error rather than a silently
+ * ignored constraint; all errors collected. One instance per schema, so schemas with the same `$id` never collide.
  */
-export function createSchemaAjv(): Ajv2020 {
-  return newAjv(false);
+export function createSchemaAjv(schema: object = {}): Ajv {
+  return newAjv(false, dialectOf(schema));
 }
 
 /** Compiles an argument validator; throws ajv's error for a schema it cannot compile or that breaks the meta-schema. */
 export function compileArgumentSchema(schema: object): ValidateFunction {
-  const checker = schemaChecker();
+  const checker = schemaChecker(schema);
   if (!checker.validateSchema(schema)) throw new Error(`schema is invalid: ${checker.errorsText(checker.errors)}`);
-  return createSchemaAjv().compile(schema);
+  return createSchemaAjv(schema).compile(schema);
 }

@@ -153,8 +153,6 @@ export interface ChannelAttempt {
 export type TaskFinding =
   /** The target still works on it, past the attempt's response timeout. */
   | 'working'
-  /** The target says the task was cancelled: no result will come. */
-  | 'cancelled'
   /** The target does not know the task (expired, or it belonged to a session that is gone). */
   | 'lost'
   /** The target could not be asked. */

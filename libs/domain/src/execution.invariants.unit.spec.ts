@@ -65,7 +65,7 @@ const BUILDERS: ReadonlyArray<{ readonly weight: number; readonly build: Builder
       observe({ now, attempt, outcome: v % 2 ? 'failed' : 'succeeded', source: v % 3 ? 'response' : v % 2 ? 'marker' : 'task', exitCode: v % 2 }),
   },
   { weight: 2, build: (now, v, attempt) => taskStarted({ now, attempt, task: { taskId: `task-${v}` } }) },
-  { weight: 2, build: (now, v, attempt) => ({ ...taskCheck(pickOf(['working', 'cancelled', 'lost', 'unreachable'], v), attempt), now }) },
+  { weight: 2, build: (now, v, attempt) => ({ ...taskCheck(pickOf(['working', 'lost', 'unreachable'], v), attempt), now }) },
   { weight: 6, build: (now, v, attempt) => unknownOutcome(attempt, now, pickOf(['timeout_after_send', 'dispatcher_lost', 'attempt_deadline_passed'], v)) },
   { weight: 2, build: (now, v, attempt) => progressed(v, { now, attempt, total: v % 2 ? 12 : null, message: v % 3 ? `step ${v}` : null }) },
   { weight: 3, build: (now, v, attempt) => ({ ...statusQuery(v % 2 === 0, attempt), now }) },

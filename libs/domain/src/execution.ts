@@ -746,7 +746,7 @@ export function executionStatusView(state: ExecutionState): ExecutionStatusView 
 /** The largest task reference recorded, serialised: a reference names a task, it does not carry its work. */
 export const TASK_REFERENCE_MAX_BYTES = 2048;
 
-const TASK_FINDINGS: ReadonlySet<TaskFinding> = new Set<TaskFinding>(['working', 'cancelled', 'lost', 'unreachable']);
+const TASK_FINDINGS: ReadonlySet<TaskFinding> = new Set<TaskFinding>(['working', 'lost', 'unreachable']);
 
 /** A task reference: a JSON object of at most 2 KiB. */
 function requireTaskReference(command: RecordAttemptTask): void {

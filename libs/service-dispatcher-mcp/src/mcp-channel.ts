@@ -1,9 +1,9 @@
 import type { Tool } from '@modelcontextprotocol/client';
-import { defineChannel, type ChannelAttempt, type ChannelContext, type ChannelDriver, type ChannelLog, type SendOutcome } from '@oncegate/dispatcher-kit';
+import { defineChannel, type ChannelAttempt, type ChannelContext, type ChannelDriver, type ChannelLog, type ResumedTask, type SendOutcome } from '@oncegate/dispatcher-kit';
 import { definitionDigest, UPSTREAM_SECTION_SCHEMA, type UpstreamToolDefinition } from '@oncegate/mcp-upstream';
 import { storedAnswer } from './call-result';
 import { checkMcpSection, mcpSection, transportKey, type McpSection } from './mcp-section';
-import { LIST_CHANGED, NotSent, UpstreamSession, type CallContext, type ToolChanges } from './upstream-session';
+import { LIST_CHANGED, NotSent, UpstreamSession, type CallContext, type UpstreamAnswer, type ToolChanges } from './upstream-session';
 
 /** Why a tool must not be sent as its contract has it: the upstream no longer lists it, or defines it otherwise now. */
 export function heldReason(toolName: string, section: McpSection, live: Tool | undefined): string | undefined {
@@ -17,6 +17,13 @@ export function heldReason(toolName: string, section: McpSection, live: Tool | u
     `tool ${section.tool} of upstream ${section.upstream} changed since the contract was written (its schema or annotations ` +
     `now read ${digest}, the contract has ${section.definition}): ${toolName} is held, nothing was sent (${diff})`
   );
+}
+
+/** An upstream's answer as the attempt's observed outcome: its result, or its error answer. */
+function observedOf(answer: UpstreamAnswer): Extract<SendOutcome, { kind: 'observed' }> {
+  if (answer.kind === 'error_answer') return { kind: 'observed', outcome: 'failed', body: answer.message, contentType: 'text/plain; charset=utf-8' };
+  const { body, contentType } = storedAnswer(answer.result);
+  return { kind: 'observed', outcome: answer.result.isError === true ? 'failed' : 'succeeded', body, contentType };
 }
 
 /**
@@ -40,14 +47,7 @@ export class McpChannelDriver implements ChannelDriver {
     const section = mcpSection(attempt.section);
     const session = this.sessionOf(section);
     this.sections.set(attempt.tool.name, section);
-    const context: CallContext = {
-      executionId: attempt.executionId,
-      attempt: attempt.attempt,
-      connectTimeoutMs: attempt.limits.connectTimeoutMs,
-      responseTimeoutMs: attempt.limits.responseTimeoutMs,
-      progress: attempt.progress,
-      ...(attempt.secret === undefined ? {} : { secret: attempt.secret }),
-    };
+    const context = this.contextOf(attempt);
     let live: Tool | undefined;
     try {
       live = await session.definitionOf(section.tool, context);
@@ -57,17 +57,31 @@ export class McpChannelDriver implements ChannelDriver {
     }
     const held = this.checkHeld(attempt.tool.name, section, live);
     if (held !== undefined) return { kind: 'not_sent', reason: held };
-    const answer = await session.call(live!, attempt.args, context);
-    switch (answer.kind) {
-      case 'result': {
-        const { body, contentType } = storedAnswer(answer.result);
-        return { kind: 'observed', outcome: answer.result.isError === true ? 'failed' : 'succeeded', body, contentType };
-      }
-      case 'error_answer':
-        return { kind: 'observed', outcome: 'failed', body: answer.message, contentType: 'text/plain; charset=utf-8' };
-      default:
-        return answer;
-    }
+    const mode = session.taskMode(live!);
+    if (typeof mode === 'object') return { kind: 'not_sent', reason: mode.refused };
+    const answer = mode === 'task' ? await session.callAsTask(live!, attempt.args, { ...context, recordTask: attempt.recordTask }) : await session.call(live!, attempt.args, context);
+    return answer.kind === 'result' || answer.kind === 'error_answer' ? observedOf(answer) : answer;
+  }
+
+  /**
+   * After an unknown outcome of an attempt the upstream ran as a task: the task's outcome, asked of the upstream by the
+   * reference the attempt journaled (on this process's connection to it, whichever process sent the attempt).
+   */
+  async resumeTask(attempt: ChannelAttempt, task: Readonly<Record<string, unknown>>): Promise<ResumedTask> {
+    const section = mcpSection(attempt.section);
+    const resumed = await this.sessionOf(section).resumeTask(task, this.contextOf(attempt));
+    return resumed.kind === 'result' || resumed.kind === 'error_answer' ? observedOf(resumed) : resumed;
+  }
+
+  private contextOf(attempt: ChannelAttempt): CallContext {
+    return {
+      executionId: attempt.executionId,
+      attempt: attempt.attempt,
+      connectTimeoutMs: attempt.limits.connectTimeoutMs,
+      responseTimeoutMs: attempt.limits.responseTimeoutMs,
+      progress: attempt.progress,
+      ...(attempt.secret === undefined ? {} : { secret: attempt.secret }),
+    };
   }
 
   /** Held or not, logged when that changes for the tool. */
@@ -135,7 +149,7 @@ export class McpChannelDriver implements ChannelDriver {
  */
 export const mcpKit = defineChannel({
   name: 'mcp',
-  // No conditional_write: nothing at an upstream can be asked after an unknown outcome (docs/dispatchers.md, tasks).
+  // No conditional_write: an upstream has no status query; a call it ran as a task is resumed whatever its class.
   classes: ['read_only', 'idempotent_write', 'irreversible'],
   contract: { schema: UPSTREAM_SECTION_SCHEMA as unknown as Record<string, unknown>, check: checkMcpSection },
   // A url upstream's bearer token, bound to the url's host and port.

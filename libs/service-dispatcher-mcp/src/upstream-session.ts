@@ -1,5 +1,15 @@
 import { Client, ProtocolError, SdkError, SdkErrorCode, SdkHttpError, StreamableHTTPClientTransport, type CallToolResult, type Tool } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import {
+  createTaskSessionEndpointId,
+  createTaskSessionFromClient,
+  JsonRpcResponseError,
+  toolDeclarationFromMcpTool,
+  type SerializedTaskReference,
+  type TaskEnabledSession,
+  type TaskOutcome,
+  type ToolExecution,
+} from '@modelcontextprotocol/ext-tasks/client';
 import { hideSecrets, type ChannelLog, type SendOutcome } from '@oncegate/dispatcher-kit';
 import { transportKey, type UpstreamTransport } from './mcp-section';
 
@@ -42,6 +52,15 @@ export interface CallContext {
   readonly secret?: Buffer;
   /** Where the upstream's progress notifications for this call go (the kit records them and tells the agent). */
   readonly progress?: (report: { progress: number; total?: number; message?: string }) => void;
+  /** Journals the reference of the task the upstream runs the call as, before its outcome is waited for. */
+  readonly recordTask?: (task: Readonly<Record<string, unknown>>) => Promise<boolean>;
+}
+
+/** What resuming a task gave when it gave no answer: why, in the kit's words. */
+export interface TaskUnsettled {
+  readonly kind: 'unsettled';
+  readonly finding: 'working' | 'lost' | 'unreachable';
+  readonly reason: string;
 }
 
 /** A call that did not leave: why, in words an agent and an operator can act on. */
@@ -65,6 +84,10 @@ interface Connection {
   readonly described: string;
   /** Calls in flight on it: a connection given up is closed once they are done, not under them. */
   calls: number;
+  /** Its tasks session (ext-tasks), opened at the first task: `null` when the upstream offers no tasks it can use. */
+  tasks: TaskEnabledSession | null | undefined;
+  /** Task executions driven on it now: released (never cancelled) before the connection closes. */
+  readonly taskExecutions: Set<ToolExecution<unknown>>;
 }
 
 /** The HTTP requests of one attempt, as the session's fetch sees them. */
@@ -74,6 +97,9 @@ interface AttemptWatch {
   readonly broken: Promise<void>;
   break(): void;
 }
+
+/** What the upstream answered: its result, or an error answer. */
+export type UpstreamAnswer = { readonly kind: 'result'; readonly result: CallToolResult } | { readonly kind: 'error_answer'; readonly message: string };
 
 /** Answers of one tools/call as the channel records them. */
 export type CallAnswer = { readonly kind: 'result'; readonly result: CallToolResult } | Exclude<SendOutcome, { kind: 'observed' }> | { readonly kind: 'error_answer'; readonly message: string };
@@ -149,8 +175,152 @@ export class UpstreamSession {
     } finally {
       this.watches.delete(context.executionId);
       connection.calls -= 1;
-      if (!connection.alive && connection.calls === 0) void connection.client.close().catch(() => undefined);
+      if (!connection.alive && connection.calls === 0) void this.closeConnection(connection);
     }
+  }
+
+  /**
+   * How calls of `tool` go on the connection `definitionOf` made ready: as a task when the tool allows one and the
+   * upstream offers task-augmented tools/call on 2025-11-25 (on 2026-07-28 a task needs a request path the SDK's client
+   * does not give), else as a plain call; a tool that runs only as a task where none can be used is refused.
+   */
+  taskMode(tool: Tool): 'task' | 'plain' | { readonly refused: string } {
+    const support = (tool as { execution?: { taskSupport?: string } }).execution?.taskSupport;
+    if (support !== 'optional' && support !== 'required') return 'plain';
+    if (this.connection !== undefined && this.tasksOffered(this.connection)) return 'task';
+    return support === 'required'
+      ? { refused: `tool ${tool.name} of upstream ${this.name} runs only as a task, and this connection (${this.connection?.described ?? 'none'}) offers none the channel can use: nothing was sent` }
+      : 'plain';
+  }
+
+  private tasksOffered(connection: Connection): boolean {
+    const client = connection.client;
+    return client.getProtocolEra() !== 'modern' && client.getServerCapabilities()?.tasks?.requests?.tools?.call !== undefined;
+  }
+
+  /** The connection's tasks session, opened at first use; `null` when the upstream offers no tasks the channel can use. */
+  private async taskSessionOf(connection: Connection): Promise<TaskEnabledSession | null> {
+    if (connection.tasks !== undefined) return connection.tasks;
+    if (!this.tasksOffered(connection)) return (connection.tasks = null);
+    // References are scoped to the upstream as the contract names it, so any instance of the channel can resume them.
+    const endpointId = await createTaskSessionEndpointId('oncegate-mcp', { upstream: this.name, where: transportKey(this.transport) });
+    connection.tasks ??= createTaskSessionFromClient(connection.client, { endpointId, onError: (error) => this.log.warn(`upstream ${this.name}: tasks: ${error.message}`) });
+    return connection.tasks;
+  }
+
+  /**
+   * Sends one tools/call as a task: the upstream's task reference is journaled as soon as it answers with it, then the
+   * task is followed to its outcome within the response timeout. A lost connection or a timeout after the reference
+   * was journaled is an unknown outcome that recovery resolves by resuming the task (`resumeTask`).
+   */
+  async callAsTask(tool: Tool, args: Readonly<Record<string, unknown>>, context: CallContext): Promise<CallAnswer> {
+    const connection = this.connection;
+    if (connection === undefined || !connection.alive) return { kind: 'not_sent', reason: `the connection to upstream ${this.name} (${this.where}) closed before the call was written` };
+    const session = await this.taskSessionOf(connection);
+    if (session === null) return { kind: 'not_sent', reason: `upstream ${this.name} no longer offers tasks on this connection: nothing was sent` };
+    const watch = this.watch(context);
+    const deadline = AbortSignal.timeout(context.responseTimeoutMs);
+    connection.calls += 1;
+    let execution: ToolExecution<unknown> | undefined;
+    try {
+      const started = session
+        .callTool(tool.name, { ...args } as never, {
+          declaration: toolDeclarationFromMcpTool(tool),
+          task: { preference: 'prefer' },
+          metadata: { [EXECUTION_ID_META]: context.executionId, [ATTEMPT_META]: context.attempt },
+          requestTimeoutMs: context.responseTimeoutMs,
+          signal: deadline,
+        })
+        .then(
+          (made) => ({ made }),
+          (error: unknown) => ({ answer: this.taskErrorAnswer(error, connection, deadline) }),
+        );
+      const broken = watch.broken.then(() => new Promise<{ answer: CallAnswer }>((resolve) => setTimeout(() => resolve({ answer: { kind: 'unknown', reason: 'connection_reset' } }), SETTLE_GRACE_MS)));
+      const first = await Promise.race([started, broken]);
+      if ('answer' in first) {
+        // The call may still be answered with a task: released, never cancelled, so that the upstream finishes it.
+        void started.then((late) => ('made' in late ? late.made.detach() : undefined)).catch(() => undefined);
+        return first.answer;
+      }
+      execution = first.made;
+      connection.taskExecutions.add(execution);
+      const taskId = execution.kind === 'task' ? String(execution.handle.taskId) : undefined;
+      if (execution.kind === 'task') {
+        const recorded = (await context.recordTask?.(execution.serializeReference() as unknown as Record<string, unknown>)) ?? false;
+        if (!recorded) this.log.warn(`${context.executionId}: task ${taskId} of upstream ${this.name} was not journaled; should its outcome be lost, its class decides`);
+      }
+      const { outcome } = await execution.settle({ signal: deadline });
+      return answerOfTask(outcome, taskId);
+    } catch (error) {
+      if (execution !== undefined) await execution.detach().catch(() => undefined);
+      return deadline.aborted ? { kind: 'unknown', reason: 'timeout_after_send' } : this.taskErrorAnswer(error, connection, deadline);
+    } finally {
+      if (execution !== undefined) connection.taskExecutions.delete(execution);
+      this.watches.delete(context.executionId);
+      connection.calls -= 1;
+      if (!connection.alive && connection.calls === 0) void this.closeConnection(connection);
+    }
+  }
+
+  /**
+   * Asks the upstream for the outcome of a task an earlier attempt journaled, waiting at most the response timeout: its
+   * answer, or why there is none (still working, unknown to the upstream, or the upstream unreachable).
+   */
+  async resumeTask(reference: Readonly<Record<string, unknown>>, context: CallContext): Promise<UpstreamAnswer | TaskUnsettled> {
+    const deadline = AbortSignal.timeout(context.responseTimeoutMs);
+    let resumed = await this.resumeOnce(reference, context, deadline);
+    // Asking for a task sends nothing: a connection that turned out stale (the upstream restarted) is given up and the
+    // question asked once more on a new one.
+    if (resumed.kind === 'unsettled' && resumed.finding === 'unreachable' && !deadline.aborted) resumed = await this.resumeOnce(reference, context, deadline);
+    return resumed;
+  }
+
+  private async resumeOnce(reference: Readonly<Record<string, unknown>>, context: CallContext, deadline: AbortSignal): Promise<UpstreamAnswer | TaskUnsettled> {
+    const taskId = String(reference['taskId'] ?? '?');
+    let connection: Connection;
+    try {
+      connection = await this.ready(context);
+    } catch (error) {
+      return { kind: 'unsettled', finding: 'unreachable', reason: (error as Error).message };
+    }
+    const session = await this.taskSessionOf(connection);
+    if (session === null) return { kind: 'unsettled', finding: 'lost', reason: `upstream ${this.name} offers no tasks on this connection (${connection.described}): task ${taskId} cannot be asked for` };
+    connection.calls += 1;
+    let execution: ToolExecution<unknown> | undefined;
+    try {
+      execution = await session.resumeTask(reference as unknown as SerializedTaskReference, { requestTimeoutMs: context.responseTimeoutMs, signal: deadline });
+      connection.taskExecutions.add(execution);
+      const { outcome } = await execution.settle({ signal: deadline });
+      return answerOfTask(outcome, taskId);
+    } catch (error) {
+      if (execution !== undefined) await execution.detach().catch(() => undefined);
+      if (deadline.aborted) return { kind: 'unsettled', finding: 'working', reason: `upstream ${this.name} still works on task ${taskId} after ${context.responseTimeoutMs} ms` };
+      // The upstream answered, and does not have the task (expired, or it was another session's), or the reference is not one.
+      if (error instanceof JsonRpcResponseError || error instanceof TypeError) return { kind: 'unsettled', finding: 'lost', reason: `upstream ${this.name} cannot give task ${taskId}: ${error.message}` };
+      this.drop(connection, `asking for task ${taskId} failed: ${describeError(error)}`);
+      return { kind: 'unsettled', finding: 'unreachable', reason: `upstream ${this.name} could not be asked for task ${taskId}: ${describeError(error)}` };
+    } finally {
+      if (execution !== undefined) connection.taskExecutions.delete(execution);
+      connection.calls -= 1;
+      if (!connection.alive && connection.calls === 0) void this.closeConnection(connection);
+    }
+  }
+
+  /** A task-augmented call that failed before a task was given: the upstream's error answer, or what the failure means. */
+  private taskErrorAnswer(error: unknown, connection: Connection, deadline: AbortSignal): CallAnswer {
+    if (error instanceof JsonRpcResponseError) return { kind: 'error_answer', message: `the upstream answered with error ${error.code}: ${error.message}` };
+    if (deadline.aborted) return { kind: 'unknown', reason: 'timeout_after_send' };
+    // ext-tasks wraps what the SDK's client threw: the cause says whether anything left.
+    const cause = (error as { cause?: unknown }).cause;
+    return this.answerOf(cause instanceof Error ? cause : error, connection);
+  }
+
+  /** Closes a connection: task executions still followed on it are released first, never cancelled. */
+  private async closeConnection(connection: Connection): Promise<void> {
+    await Promise.all([...connection.taskExecutions].map((execution) => execution.detach().catch(() => undefined)));
+    connection.taskExecutions.clear();
+    await connection.tasks?.close().catch(() => undefined);
+    await connection.client.close().catch(() => undefined);
   }
 
   /** What a failed tools/call means: the upstream answered with an error, it may have acted, or nothing left. */
@@ -309,6 +479,8 @@ export class UpstreamSession {
         alive: true,
         refreshing: undefined,
         calls: 0,
+        tasks: undefined,
+        taskExecutions: new Set(),
         described: `${client.getNegotiatedProtocolVersion() ?? 'unknown revision'}${pid === null ? '' : `, pid ${pid}`}`,
       };
     } catch (error) {
@@ -422,7 +594,7 @@ export class UpstreamSession {
     if (!connection.alive) return;
     connection.alive = false;
     this.log.warn(`upstream ${this.name} (${this.where}): connection given up (${why}); the next call opens another`);
-    if (connection.calls === 0) void connection.client.close().catch(() => undefined);
+    if (connection.calls === 0) void this.closeConnection(connection);
     if (this.transport.kind === 'stdio' && !this.closed) this.scheduleRestart(connection.openedAt);
   }
 
@@ -453,10 +625,23 @@ export class UpstreamSession {
     this.connection = undefined;
     if (connection !== undefined) connection.alive = false;
     // Attempts in flight have recorded their outcome by now (the kit drains before it closes the channel).
-    await connection?.client.close().catch(() => undefined);
+    if (connection !== undefined) await this.closeConnection(connection);
     await opening?.then((opened) => opened.client.close()).catch(() => undefined);
     this.secret?.fill(0);
     this.secret = undefined;
+  }
+}
+
+/** A task's outcome as the channel records it: the upstream's result, or its word that the task failed or was cancelled. */
+function answerOfTask(outcome: TaskOutcome<unknown>, taskId: string | undefined): UpstreamAnswer {
+  const task = taskId === undefined ? 'the call' : `task ${taskId}`;
+  switch (outcome.status) {
+    case 'completed':
+      return { kind: 'result', result: outcome.result as CallToolResult };
+    case 'failed':
+      return { kind: 'error_answer', message: `the upstream's ${task} failed: ${outcome.error.message}` };
+    case 'cancelled':
+      return { kind: 'error_answer', message: `the upstream cancelled ${task} before it completed; it gave no result` };
   }
 }
 

@@ -14,3 +14,4 @@ export {
   type UpstreamVariant,
 } from './upstream-server';
 export { mcpContract, mcpContractTools, startUpstreamProcess, stdioUpstreamCommand, upstreamDigest, UPSTREAM_MAIN, type McpContractTool, type UpstreamProcess, type UpstreamReach } from './upstream-contract';
+export { startTasksUpstream, type TasksUpstream } from './tasks-upstream';
