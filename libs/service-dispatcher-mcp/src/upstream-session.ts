@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Client, ProtocolError, SdkError, SdkErrorCode, SdkHttpError, StreamableHTTPClientTransport, type CallToolResult, type Tool } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import {
@@ -23,6 +24,10 @@ import { transportKey, type UpstreamTransport } from './mcp-section';
 export const EXECUTION_ID_META = 'io.oncegate/execution-id';
 export const ATTEMPT_META = 'io.oncegate/attempt';
 
+/** The tasks extension of 2026-07-28, as an upstream declares it among its capabilities' extensions. */
+const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
+/** The revision whose task requests the channel frames itself. */
+const MODERN_REVISION = '2026-07-28';
 /** How the channel names itself to an upstream. */
 const CLIENT_INFO = { name: 'oncegate-mcp-channel', version: '0.1.0' };
 /** The longest a connection may take to open when no attempt waits for it (a stdio child restarted in the background). */
@@ -117,6 +122,8 @@ export class UpstreamSession {
   private closed = false;
   /** Tool definitions in use by calls, for the log of each refresh: what changed, what is held. */
   readonly onRefresh: Array<(tools: ReadonlyMap<string, Tool>, why: string, changes: ToolChanges | undefined) => void> = [];
+  /** The id ext-tasks scopes this upstream's task references by, the same in every process (from its name and where it is). */
+  private endpointId: Promise<string> | undefined;
   /** The tools as the upstream last listed them, on any connection: what a new listing is compared with. */
   private lastListed: ReadonlyMap<string, Tool> | undefined;
 
@@ -180,22 +187,35 @@ export class UpstreamSession {
   }
 
   /**
-   * How calls of `tool` go on the connection `definitionOf` made ready: as a task when the tool allows one and the
-   * upstream offers task-augmented tools/call on 2025-11-25 (on 2026-07-28 a task needs a request path the SDK's client
-   * does not give), else as a plain call; a tool that runs only as a task where none can be used is refused.
+   * How calls of `tool` go on the connection `definitionOf` made ready: as a task when the upstream offers tasks the
+   * channel can use (2025-11-25: task-augmented tools/call, for a tool that allows a task; 2026-07-28 over HTTP: the
+   * tasks extension, for any tool), else as a plain call; a tool that runs only as a task where none can be used is
+   * refused.
    */
   taskMode(tool: Tool): 'task' | 'plain' | { readonly refused: string } {
     const support = (tool as { execution?: { taskSupport?: string } }).execution?.taskSupport;
+    const connection = this.connection;
+    // On 2026-07-28 an upstream with the tasks extension may answer any call with a task: every call goes so, unless
+    // the tool forbids it.
+    if (connection !== undefined && connection.client.getProtocolEra() === 'modern' && this.tasksOffered(connection)) return support === 'forbidden' ? 'plain' : 'task';
     if (support !== 'optional' && support !== 'required') return 'plain';
-    if (this.connection !== undefined && this.tasksOffered(this.connection)) return 'task';
+    if (connection !== undefined && this.tasksOffered(connection)) return 'task';
     return support === 'required'
       ? { refused: `tool ${tool.name} of upstream ${this.name} runs only as a task, and this connection (${this.connection?.described ?? 'none'}) offers none the channel can use: nothing was sent` }
       : 'plain';
   }
 
+  /**
+   * Whether the connection can carry tasks: on 2025-11-25 the upstream declares task-augmented tools/call; on
+   * 2026-07-28 it declares the tasks extension and is reached over HTTP, where the channel frames task requests itself
+   * (the SDK's client cannot carry them: `rawDispatch`).
+   */
   private tasksOffered(connection: Connection): boolean {
     const client = connection.client;
-    return client.getProtocolEra() !== 'modern' && client.getServerCapabilities()?.tasks?.requests?.tools?.call !== undefined;
+    const capabilities = client.getServerCapabilities();
+    if (client.getProtocolEra() !== 'modern') return capabilities?.tasks?.requests?.tools?.call !== undefined;
+    const extension: unknown = capabilities?.extensions?.[TASKS_EXTENSION];
+    return this.transport.kind === 'http' && typeof extension === 'object' && extension !== null && !Array.isArray(extension);
   }
 
   /** The connection's tasks session, opened at first use; `null` when the upstream offers no tasks the channel can use. */
@@ -203,9 +223,58 @@ export class UpstreamSession {
     if (connection.tasks !== undefined) return connection.tasks;
     if (!this.tasksOffered(connection)) return (connection.tasks = null);
     // References are scoped to the upstream as the contract names it, so any instance of the channel can resume them.
-    const endpointId = await createTaskSessionEndpointId('oncegate-mcp', { upstream: this.name, where: transportKey(this.transport) });
-    connection.tasks ??= createTaskSessionFromClient(connection.client, { endpointId, onError: (error) => this.log.warn(`upstream ${this.name}: tasks: ${error.message}`) });
-    return connection.tasks;
+    this.endpointId ??= createTaskSessionEndpointId('oncegate-mcp', { upstream: this.name, where: transportKey(this.transport) });
+    const endpointId = await this.endpointId;
+    // Another call may have opened it meanwhile: one adapter per client.
+    if (connection.tasks !== undefined) return connection.tasks;
+    const onError = (error: Error) => this.log.warn(`upstream ${this.name}: tasks: ${error.message}`);
+    const modern =
+      connection.client.getProtocolEra() === 'modern'
+        ? {
+            rawDispatch: (request: unknown, options?: { signal?: AbortSignal }) => this.dispatchModern(request, options?.signal),
+            v2RequestFraming: { protocolVersion: connection.client.getNegotiatedProtocolVersion() ?? MODERN_REVISION, clientInfo: CLIENT_INFO, clientCapabilities: {} },
+          }
+        : {};
+    const session = createTaskSessionFromClient(connection.client, { endpointId, onError, ...modern } as Parameters<typeof createTaskSessionFromClient>[1]) as TaskEnabledSession;
+    connection.tasks = session;
+    return session;
+  }
+
+  /**
+   * One 2026-07-28 request the channel frames itself (a task-augmented tools/call, tasks/get, tasks/cancel): POSTed to
+   * the upstream's url with the headers the revision asks for, through the session's fetch (the credential, the
+   * watch of the attempt's connection), and its answer taken from the JSON or the event stream that carries it.
+   */
+  private async dispatchModern(request: unknown, signal: AbortSignal | undefined): Promise<{ kind: 'result'; result: never } | { kind: 'error'; error: never }> {
+    if (this.transport.kind !== 'http') throw new Error('a 2026-07-28 task request needs an HTTP upstream');
+    const message = { jsonrpc: '2.0', id: `oncegate-${randomUUID()}`, ...(request as Record<string, unknown>) } as unknown as { id: string; method: string; params?: { name?: unknown; taskId?: unknown } };
+    const name = message.params?.taskId ?? message.params?.name;
+    const response = await this.fetch(this.transport.url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': MODERN_REVISION,
+        'mcp-method': message.method,
+        ...(typeof name === 'string' ? { 'mcp-name': name } : {}),
+      },
+      body: JSON.stringify(message),
+      ...(signal === undefined ? {} : { signal }),
+    });
+    const text = await response.text();
+    const streamed = (response.headers.get('content-type') ?? '').includes('text/event-stream');
+    let bodies: Array<Record<string, unknown>>;
+    try {
+      bodies = streamed
+        ? text.split('\n').filter((line) => line.startsWith('data:')).map((line) => JSON.parse(line.slice(5)) as Record<string, unknown>)
+        : [JSON.parse(text) as Record<string, unknown>];
+    } catch {
+      bodies = [];
+    }
+    const answer = bodies.find((body) => body['id'] === message.id);
+    // No JSON-RPC answer: the HTTP status says what happened (a 4xx: refused before any tool ran), as the SDK would.
+    if (answer === undefined) throw new SdkHttpError(SdkErrorCode.ClientHttpUnexpectedContent, `upstream ${this.name} gave no answer to ${message.method} (HTTP ${response.status})`, { status: response.status });
+    return 'error' in answer ? { kind: 'error', error: answer['error'] as never } : { kind: 'result', result: answer['result'] as never };
   }
 
   /**

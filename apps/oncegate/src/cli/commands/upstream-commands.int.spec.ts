@@ -169,7 +169,7 @@ describe('oncegate upstream (the real CLI, real upstream MCP servers on the offi
       expect(run.stdout).toContain('  idempotent_write 1: desk_close_ticket (--class)\n');
       const port = new URL(upstream.url).port;
       expect(run.stdout).toMatch(new RegExp(`credential: the gateway sends 'desk-api' from the vault to 127\\.0\\.0\\.1:${port} \\(not used for this listing: [^)]+\\); store it there once`));
-      expect(run.stdout).toContain(`  oncegate vault set desk-api --kind bearer --bind 127.0.0.1:${port} --from-env <VARIABLE>\n`);
+      expect(run.stdout).toContain(`  oncegate vault set desk-api --kind password --bind 127.0.0.1:${port} --from-env <VARIABLE>\n`);
     });
 
     it('given a configuration whose contract file includes the written file, then the check of that file takes the upstream tools beside its own', async () => {
@@ -245,13 +245,13 @@ describe('oncegate upstream (the real CLI, real upstream MCP servers on the offi
         const refused = await oncegate(['upstream', 'add', 'desk', '--url', guarded.url, '--credential', 'desk-api', '--config', 'oncegate.yaml'], master);
         const port = new URL(guarded.url).port;
         expect(refused.stderr).toBe(
-          `${guarded.url} answered HTTP 401: it wants a credential it was not given; store 'desk-api' in the vault first: oncegate vault set desk-api --kind bearer --bind 127.0.0.1:${port} --from-env <VARIABLE>\n`,
+          `${guarded.url} answered HTTP 401: it wants a credential it was not given; store 'desk-api' in the vault first: oncegate vault set desk-api --kind password --bind 127.0.0.1:${port} --from-env <VARIABLE>\n`,
         );
         expect(refused.code).toBe(1);
         expect(existsSync(fileOf('upstream-desk.yaml'))).toBe(false);
 
         expect((await oncegate(['vault', 'init', '--config', 'oncegate.yaml'], master)).code).toBe(0);
-        const stored = await oncegate(['vault', 'set', 'desk-api', '--kind', 'bearer', '--bind', `127.0.0.1:${port}`, '--from-env', 'DESK_TOKEN', '--config', 'oncegate.yaml'], { ...master, DESK_TOKEN: TOKEN });
+        const stored = await oncegate(['vault', 'set', 'desk-api', '--kind', 'password', '--bind', `127.0.0.1:${port}`, '--from-env', 'DESK_TOKEN', '--config', 'oncegate.yaml'], { ...master, DESK_TOKEN: TOKEN });
         expect(stored.code).toBe(0);
         guarded.authorizations.length = 0;
         const added = await oncegate(['upstream', 'add', 'desk', '--url', guarded.url, '--credential', 'desk-api', '--config', 'oncegate.yaml'], master);

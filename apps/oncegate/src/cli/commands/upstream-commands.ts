@@ -99,8 +99,15 @@ async function vaultCredential(ref: string, url: string, config: string | undefi
     folder = await openDataFolder(loaded, { readOnly: true });
     vault = new VaultService({ store: folder.store, dataDir: loaded.dataDir });
     await vault.start();
-    const credential = await vault.httpCredential(ref, url);
-    return { headers: { ...credential.headers } };
+    // The mcp channel takes a password credential and sends it as a bearer token (docs/dispatchers.md, the MCP
+    // channel): the listing reads it the same way, bound to the url's host and port.
+    const server = pluginServerOf({ kind: 'plugin', channel: 'mcp', config: { url } })!;
+    const secret = await vault.secret(ref, server.host, server.port);
+    try {
+      return { headers: { Authorization: `Bearer ${secret.toString('utf8')}` } };
+    } finally {
+      secret.fill(0);
+    }
   } catch (error) {
     return { unused: error instanceof Error ? error.message : String(error) };
   } finally {
@@ -168,7 +175,7 @@ function addSummary(name: string, out: string, listing: UpstreamListing, contrac
       lines.push(
         `credential: the gateway sends '${credential.ref}' from the vault to ${bindingOf(credential.url)} (not used for this listing: ${credential.unused}); ` +
           'store it there once (the value from stdin, --from-env or --from-file):',
-        `  oncegate vault set ${credential.ref} --kind bearer --bind ${bindingOf(credential.url)} --from-env <VARIABLE>`,
+        `  oncegate vault set ${credential.ref} --kind password --bind ${bindingOf(credential.url)} --from-env <VARIABLE>`,
       );
     }
   }
@@ -245,7 +252,7 @@ async function add(givenName: string, operands: readonly string[], options: AddO
   const listing = await listingOrExit(reach, io, EXIT_CODES.failed, (error) => {
     if (error.status !== 401 && error.status !== 403) return '';
     if (options.credential === undefined) return '; name its vault credential with --credential <ref>';
-    return `; store '${options.credential}' in the vault first: oncegate vault set ${options.credential} --kind bearer --bind ${bindingOf(url!)} --from-env <VARIABLE>`;
+    return `; store '${options.credential}' in the vault first: oncegate vault set ${options.credential} --kind password --bind ${bindingOf(url!)} --from-env <VARIABLE>`;
   });
   if (typeof listing === 'number') return listing;
 
