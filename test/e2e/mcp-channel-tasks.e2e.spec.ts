@@ -1,8 +1,6 @@
-import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDemoTargetProcess, type DemoTargetProcess } from '../support/demo-target-process';
-import { gatewayFolder, oncegate, startGatewayProcess, type GatewayFolder, type GatewayProcess } from '../support/gateway-process';
+import { gatewayFolder, includeInContracts, oncegate, startGatewayProcess, type GatewayFolder, type GatewayProcess } from '../support/gateway-process';
 import { eventually, readJournal } from '../support/journal';
 import { connectClient } from '../support/mcp-clients';
 import { executionOf, textOf } from '../support/scenario';
@@ -32,8 +30,7 @@ describe('the mcp channel in front of a 2026-07-28 upstream with the tasks exten
     expect(stored.code, stored.stderr).toBe(0);
     const added = await oncegate(folder, ['upstream', 'add', 'inner', '--url', inner.url, '--credential', 'inner-token', '--only', 'set_config', '--class', 'set_config=irreversible', '--out', 'upstream-inner.yaml']);
     expect(added.code, added.stderr).toBe(0);
-    const tools = join(folder.dir, 'tools.yaml');
-    writeFileSync(tools, readFileSync(tools, 'utf8').replace(/^version: 1$/m, 'version: 1\ninclude: [upstream-inner.yaml]'));
+    includeInContracts(folder, 'upstream-inner.yaml');
     front = await startGatewayProcess(folder);
   }, 120_000);
 

@@ -1,8 +1,7 @@
-import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDemoTargetProcess, type DemoTargetProcess } from '../support/demo-target-process';
-import { gatewayFolder, oncegate, startGatewayProcess, type GatewayFolder, type GatewayProcess } from '../support/gateway-process';
+import { gatewayFolder, includeInContracts, oncegate, startGatewayProcess, type GatewayFolder, type GatewayProcess } from '../support/gateway-process';
 import { executionEvents } from '../support/journal';
 import { connectModernClient, type ModernClient } from '../support/mcp-clients';
 import { executionOf } from '../support/scenario';
@@ -24,8 +23,7 @@ describe('upstream tools behind the gateway (oncegate upstream add, include:, on
     const added = await oncegate(folder, ['upstream', 'add', 'desk', '--url', `${target.url}/mcp`, '--out', join(folder.dir, 'upstream-desk.yaml')]);
     expect(added.stderr).toBe('');
     expect(added.stdout).toContain('serve it: add   include: [upstream-desk.yaml]   to tools.yaml');
-    const tools = join(folder.dir, 'tools.yaml');
-    writeFileSync(tools, readFileSync(tools, 'utf8').replace('version: 1\n', 'version: 1\ninclude: [upstream-desk.yaml]\n'));
+    includeInContracts(folder, 'upstream-desk.yaml');
     gateway = await startGatewayProcess(folder);
     client = await connectModernClient(gateway.url, gateway.devToken);
   });

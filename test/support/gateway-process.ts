@@ -124,6 +124,12 @@ async function storeInVaultHere(folder: GatewayFolder, credentials: readonly Tes
   }
 }
 
+/** Adds `include: [file]` to the folder's contract file (`file` relative to it): the operator's step after `oncegate upstream add`. */
+export function includeInContracts(folder: GatewayFolder, file: string): void {
+  const tools = join(folder.dir, 'tools.yaml');
+  writeFileSync(tools, readFileSync(tools, 'utf8').replace(/^version: 1$/m, `version: 1\ninclude: [${file}]`));
+}
+
 /**
  * The same data folder and contracts under a second configuration file that listens on another port: for a
  * second gateway process on one folder. Disposing it leaves the folder to its first owner.

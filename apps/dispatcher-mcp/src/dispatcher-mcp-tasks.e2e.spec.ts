@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTasksUpstream, type TasksUpstream } from '@oncegate/service-dispatcher-mcp/testing';
 /* eslint-disable @nx/enforce-module-boundaries -- the gateway, its processes and the agent's client are the shared e2e harness */
 import { startService, type ServiceProcess } from '../../../deploy/local';
-import { gatewayFolder, oncegate, startGatewayProcess, type GatewayFolder, type GatewayProcess } from '../../../test/support/gateway-process';
+import { gatewayFolder, includeInContracts, oncegate, startGatewayProcess, type GatewayFolder, type GatewayProcess } from '../../../test/support/gateway-process';
 import { eventually, readJournal } from '../../../test/support/journal';
 import { connectClient } from '../../../test/support/mcp-clients';
 import { executionOf, textOf } from '../../../test/support/scenario';
@@ -34,8 +34,7 @@ describe('the mcp dispatcher beside the gateway, in front of an upstream that ru
     // The contract of the upstream's tools, as an operator writes it: class from the annotations, schema as listed.
     const added = await oncegate(folder, ['upstream', 'add', 'migrations', '--url', upstream.url, '--out', 'upstream-migrations.yaml']);
     expect(added.code, added.stderr).toBe(0);
-    const tools = join(folder.dir, 'tools.yaml');
-    writeFileSync(tools, readFileSync(tools, 'utf8').replace(/^version: 1$/m, 'version: 1\ninclude: [upstream-migrations.yaml]'));
+    includeInContracts(folder, 'upstream-migrations.yaml');
     gateway = await startGatewayProcess(folder);
     dispatcher = await startService('dispatcher-mcp', { configFile: folder.configFile, cwd: folder.dir });
     ({ client } = await connectClient(gateway.url, gateway.devToken));
