@@ -264,6 +264,33 @@ describe('the dispatcher kit around a plugin channel (SQLite journal, real vault
     expect(await w.everythingWritten()).not.toContain(SECRET.slice(0, 6));
   });
 
+  it('given a task reference that holds the credential or a secret argument, then it is not recorded, and the journal holds neither', async () => {
+    const recorded: boolean[] = [];
+    const kit = defineChannel({
+      name: 'echo',
+      contract: { check: () => undefined },
+      credentialKinds: ['password'],
+      open: () => ({
+        async send(attempt) {
+          recorded.push(await attempt.recordTask({ taskId: 't-1', token: attempt.secret!.toString('utf8') }));
+          recorded.push(await attempt.recordTask({ taskId: 't-2', note: `for ${String(attempt.args['card'])}` }));
+          return { kind: 'unknown', reason: 'connection_reset' };
+        },
+      }),
+    });
+    const w = await openTask(kit as ReturnType<typeof taskChannel>, 'irreversible');
+    const { dispatcher } = await w.dispatcher();
+    const { executionId } = await w.call('echo', { pad: 0, card: CARD });
+    await w.dispatch(executionId, dispatcher);
+
+    expect(recorded).toEqual([false, false]);
+    expect(await w.last(executionId, 'AttemptTaskStarted')).toBeUndefined();
+    const written = await w.everythingWritten();
+    expect(written).not.toContain(SECRET);
+    expect(written).not.toContain(CARD);
+    expect(w.logs.join('\n')).toContain('holds a secret: it was not recorded');
+  });
+
   it('given an idempotent write whose task the target no longer knows, then the class decides: sent again on the agent retry, under the same execution', async () => {
     const sends = { count: 0 };
     const kit = defineChannel({

@@ -128,8 +128,15 @@ export class KitDispatcher extends ChannelDispatcher {
     let outcome: SendOutcome;
     let sending = true;
     // A task reference counts only while the attempt is being sent: recovery resumes the task of the attempt in flight.
-    const recordTask = (task: Readonly<Record<string, unknown>>) =>
-      sending ? this.recordTask(state.executionId!, state.attempts, task) : Promise.resolve(false);
+    const recordTask = (task: Readonly<Record<string, unknown>>) => {
+      if (!sending) return Promise.resolve(false);
+      // A reference is journaled as given: one that holds the credential or a secret argument is refused, not recorded.
+      if (holdsSecret(task, hidden)) {
+        this.log.warn(`${state.executionId}: the ${this.definition.name} channel's task reference for attempt ${state.attempts} holds a secret: it was not recorded`);
+        return Promise.resolve(false);
+      }
+      return this.recordTask(state.executionId!, state.attempts, task);
+    };
     try {
       const sent = { ...attempt, progress: progress.report, recordTask };
       outcome = await this.driver.send(secret === undefined ? sent : { ...sent, secret });
@@ -234,6 +241,17 @@ export class KitDispatcher extends ChannelDispatcher {
       return escaped === value ? [value] : [value, escaped];
     });
   }
+}
+
+/** Whether `value`, as JSON, holds any of the secrets (or fails to serialise, which the decider refuses anyway). */
+function holdsSecret(value: unknown, hidden: readonly string[]): boolean {
+  let text: string;
+  try {
+    text = JSON.stringify(value);
+  } catch {
+    return false;
+  }
+  return hidden.some((secret) => secret !== '' && text.includes(secret));
 }
 
 /** The attempt's outcome in the journal's terms: secrets hidden first, then the body cut to `responseBytes`. */
