@@ -95,6 +95,8 @@ describe('the mcp dispatcher beside the gateway, in front of an upstream that ru
     expect(executionOf(again)).toMatchObject({ id, attached: true });
     expect(['completed', 'completed_result_not_delivered', 'delivered']).toContain(executionOf(again).state);
     expect(textOf(again)).toContain(`migration ${args.name} applied (task ${(started.data as { task: { taskId: string } }).task.taskId})`);
+    expect(textOf(again)).toContain('this is what its task at the target gave when asked again (nothing was sent twice)');
+    expect(again.structuredContent).toMatchObject({ execution: { outcomeSource: 'task' } });
     expect(upstream.folder.effects(id)).toBe(1);
     const journal = (await readJournal(folder.journal)).filter((event) => event.metadata['executionId'] === id);
     expect(journal.filter((event) => event.type === 'Dispatched')).toHaveLength(1);

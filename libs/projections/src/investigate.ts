@@ -542,7 +542,7 @@ function outcomeAnswer(focus: readonly ExecutionHistory[]): Answer<OutcomeFacts>
       outcome.targetStatus === null ? undefined : `HTTP ${outcome.targetStatus}`,
       outcome.exitCode === null ? undefined : `exit ${outcome.exitCode}`,
     ].filter(Boolean);
-    const from = outcome.source === 'marker' ? ' from the marker on the host' : '';
+    const from = outcome.source === 'marker' ? ' from the marker on the host' : outcome.source === 'task' ? ' from its task at the target, resumed after the answer was lost' : '';
     // An error answer is still an answer: the target may have acted before it gave it.
     const error = outcome.isError ? ', an error answer' : '';
     return `attempt ${outcome.attempt}: completed${status.length ? ` (${status.join(', ')}${error})` : error}${from} at ${outcome.at}`;

@@ -39,6 +39,7 @@ export function executionInfo(state: ExecutionState, flags: AnswerFlags) {
     ...(state.denial ? { denial: { basis: state.denial.basis, reason: state.denial.reason } } : {}),
     ...(state.outcome?.source === 'marker' ? { outcomeSource: 'marker' as const, hostOutput: markerOutput(state) } : {}),
     ...(state.outcome?.source === 'not_sent' ? { outcomeSource: 'not_sent' as const, notSent: state.outcome.notSentReason ?? null } : {}),
+    ...(state.outcome?.source === 'task' ? { outcomeSource: 'task' as const } : {}),
   };
 }
 
@@ -51,8 +52,12 @@ function markerOutput(state: ExecutionState) {
   return { writtenBy: probe?.markerAttempt ?? null, kept: probe?.keptOutput ?? null };
 }
 
-/** The outcome came from the marker, not from an answer: say so, and where the output is, never an output it lacks. */
+/**
+ * The outcome came from the marker, not from an answer: say so, and where the output is, never an output it lacks.
+ * From the attempt's task at the target: the answer was lost, and the task, asked for again, gave it.
+ */
 function markerNote(state: ExecutionState): string {
+  if (state.outcome?.source === 'task') return ' The answer to the call was lost; this is what its task at the target gave when asked again (nothing was sent twice).';
   if (state.outcome?.source !== 'marker') return '';
   const { writtenBy, kept } = markerOutput(state);
   const by = writtenBy === null ? '' : ` (written by attempt ${writtenBy})`;
