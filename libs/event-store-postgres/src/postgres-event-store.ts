@@ -804,7 +804,7 @@ interface PlannedRows {
 function planGroup(
   group: readonly PendingAppend[],
   state: GroupState,
-): { outcomes: Array<{ results: AppendResult[]; events: RecordedEvent[] } | { error: unknown }>; rows: PlannedRows; last: number } {
+): { outcomes: Array<PlannedAppend | { error: unknown }>; rows: PlannedRows; last: number } {
   const rows: PlannedRows = { positions: [], streamIds: [], revisions: [], ids: [], types: [], data: [], metadata: [], prevs: [], hashes: [] };
   const outcomes = group.map((request) => {
     try {
@@ -815,26 +815,34 @@ function planGroup(
   });
   for (const outcome of outcomes) {
     if (!('events' in outcome)) continue;
-    for (const event of outcome.events) {
+    outcome.events.forEach((event, i) => {
       rows.positions.push(event.position);
       rows.streamIds.push(event.streamId);
       rows.revisions.push(event.revision);
       rows.ids.push(event.id);
       rows.types.push(event.type);
-      rows.data.push(JSON.stringify(event.data));
-      rows.metadata.push(JSON.stringify(event.metadata));
+      rows.data.push(outcome.texts[i]!.data);
+      rows.metadata.push(outcome.texts[i]!.metadata);
       rows.prevs.push(event.prev);
       rows.hashes.push(event.hash);
-    }
+    });
   }
   return { outcomes, rows, last: rows.positions.length > 0 ? state.head : 0 };
 }
 
+/** An append decided: its answers, its events, and their data and metadata as the JSON text stored. */
+interface PlannedAppend {
+  readonly results: AppendResult[];
+  readonly events: RecordedEvent[];
+  readonly texts: ReadonlyArray<{ readonly data: string; readonly metadata: string }>;
+}
+
 /** One append (every entry of it, or none): checks, then moves the group's state on only when all entries hold. */
-function planAppend(entries: readonly SerialisedAppend[], state: GroupState): { results: AppendResult[]; events: RecordedEvent[] } {
+function planAppend(entries: readonly SerialisedAppend[], state: GroupState): PlannedAppend {
   const tips = new Map<string, ChainTip>();
   const ids: string[] = [];
   const events: RecordedEvent[] = [];
+  const texts: Array<{ data: string; metadata: string }> = [];
   const results: AppendResult[] = [];
   let position = state.head;
   for (const entry of entries) {
@@ -864,6 +872,7 @@ function planAppend(entries: readonly SerialisedAppend[], state: GroupState): { 
         prev: links[i]!.prev,
         hash: links[i]!.hash,
       });
+      texts.push({ data: event.data, metadata: event.metadata });
     });
     tips.set(entry.streamId, { revision, hash: prev });
     results.push({ streamId: entry.streamId, nextExpectedRevision: revision, position });
@@ -871,7 +880,7 @@ function planAppend(entries: readonly SerialisedAppend[], state: GroupState): { 
   for (const [streamId, tip] of tips) state.tips.set(streamId, tip);
   for (const id of ids) state.taken.add(id);
   state.head = position;
-  return { results, events };
+  return { results, events, texts };
 }
 
 type GroupOutcome = { results: AppendResult[]; events: RecordedEvent[] } | { error: unknown };
