@@ -360,8 +360,9 @@ export class PostgresEventStore implements EventStore {
    * Writes a group of appends in one transaction. The streams' tips and the given ids are read first, without a
    * lock, and the group is decided and hashed on them here (each append checked against the tips as the appends
    * before it in the group left them; one that fails writes nothing and harms no other). The write is then one
-   * round trip: under the store's advisory lock, a check that no written stream moved since the read, the insert
-   * at the head's next positions, the notification and the commit. The lock is thus held for what the server does,
+   * round trip, a prepared call of the schema's `append_events` with the rows as array parameters: under the store's
+   * advisory lock, a check that no written stream moved since the read, the insert at the head's next positions and
+   * the commit; a notification follows in a transaction of its own. The lock is thus held for what the server does,
    * never across a round trip; global positions still become visible in order. A stream that moved meanwhile (a
    * writer in another process) makes the group be read and decided again.
    */
