@@ -140,6 +140,49 @@ describe('postgres: appends on the tips a store object saw', () => {
   });
 });
 
+describe('postgres: group commit', () => {
+  it('given 64 appends issued together, one expecting a revision its stream does not have, when they commit, then that one alone is refused with the facts and the others are written in one transaction, in the order issued', async () => {
+    const schema = freshSchema();
+    const store = await open(schema);
+    await store.appendToStream('busy', [event('E')]);
+    const issued = Array.from({ length: 64 }, (_, i) =>
+      i === 20
+        ? store.appendToStream('busy', [event('Wrong')], { expectedRevision: 5 })
+        : store.appendToStream(`quiet-${i}`, [event('Q', { i }), event('R', { i })], { expectedRevision: 'no_stream' }),
+    );
+    const results = await Promise.allSettled(issued);
+    const refused = results[20]!;
+    expect(refused.status === 'rejected' && refused.reason).toBeInstanceOf(WrongExpectedRevisionError);
+    expect((refused as PromiseRejectedResult).reason).toMatchObject({ streamId: 'busy', expected: 5, actual: 0 });
+    const written = results.filter((result, i) => i !== 20).map((result) => (result.status === 'fulfilled' ? result.value.position : undefined));
+    // Each two-event append takes two consecutive positions after the first event, in the order issued.
+    expect(written).toEqual(Array.from({ length: 63 }, (_, i) => 3 + 2 * i));
+    expect(await store.streamRevision('busy')).toBe(0);
+    // Rows inserted by one transaction share its id (xmin).
+    const [row] = (await sql(`SELECT count(DISTINCT xmin::text)::int AS transactions FROM "${schema}".events WHERE stream_id LIKE 'quiet-%'`)) as Array<{ transactions: number }>;
+    expect(row!.transactions).toBe(1);
+  });
+
+  it('given a group being written, when the server runs its statement, then the events travel as parameters: the statement text holds none of their data, so the server neither parses them as SQL nor logs them with a failed statement', async () => {
+    const schema = freshSchema();
+    const store = await open(schema);
+    await store.appendToStream('warm-up', [event('E')]);
+    // The statement the client sent, as the server holds it (never cut short, unlike pg_stat_activity's copy).
+    await sql(`CREATE TABLE "${schema}".statements (text text);
+      CREATE FUNCTION "${schema}".keep_statement() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN INSERT INTO "${schema}".statements VALUES (current_query()); RETURN NULL; END $$;
+      CREATE TRIGGER keep_statement AFTER INSERT ON "${schema}".events FOR EACH STATEMENT EXECUTE FUNCTION "${schema}".keep_statement();`);
+    await Promise.all([
+      store.appendToStream('s-1', [event('Noted', { note: 'marker-in-the-data' })]),
+      store.appendToStream('s-2', [{ ...event('Noted'), metadata: { note: 'marker-in-the-metadata' } }]),
+    ]);
+    const statements = (await sql(`SELECT text FROM "${schema}".statements`)) as Array<{ text: string }>;
+    expect(statements).toHaveLength(1);
+    expect(statements[0]!.text).not.toContain('marker-in-the');
+    expect((await store.readStream('s-1'))[0]!.data).toEqual({ note: 'marker-in-the-data' });
+  });
+});
+
 describe('postgres: gap safety', () => {
   it('given writers on separate connections whose transactions are held open after taking a position, when a reader follows them, then it ends with every position exactly once and in order', async () => {
     const schema = freshSchema();

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { Client, escapeLiteral, Pool, type ClientConfig, type PoolClient, type PoolConfig } from 'pg';
+import { Client, Pool, type ClientConfig, type PoolClient, type PoolConfig } from 'pg';
 import { LRUCache } from 'lru-cache';
 import {
   GENESIS_HASH,
@@ -40,7 +40,7 @@ import {
   type Subscription,
 } from '@oncegate/event-store';
 import { isUnavailable, isUniqueViolation, openFailure, unavailableOr, type PostgresServer } from './postgres-errors';
-import { quotedSchema, schemaStatements, SCHEMA_VERSION } from './schema';
+import { quotedSchema, schemaStatements, SCHEMA_VERSION, STREAM_MOVED } from './schema';
 
 export interface PostgresEventStoreOptions {
   /**
@@ -103,8 +103,6 @@ function notifiedTypes(types: readonly string[]): string {
 
 /** Pool clients that already have the error listener of `checkout`. */
 const listened = new WeakSet<PoolClient>();
-/** Raised under the lock when a stream written by a group moved since the group read it: the group is decided again. */
-const STREAM_MOVED = 'oncegate: a stream moved since it was read';
 /** Larger than any position, for reads with no scan limit. */
 const NO_LIMIT = Number.MAX_SAFE_INTEGER;
 
@@ -362,8 +360,9 @@ export class PostgresEventStore implements EventStore {
    * Writes a group of appends in one transaction. The streams' tips and the given ids are read first, without a
    * lock, and the group is decided and hashed on them here (each append checked against the tips as the appends
    * before it in the group left them; one that fails writes nothing and harms no other). The write is then one
-   * round trip: under the store's advisory lock, a check that no written stream moved since the read, the insert
-   * at the head's next positions, the notification and the commit. The lock is thus held for what the server does,
+   * round trip, a prepared call of the schema's `append_events` with the rows as array parameters: under the store's
+   * advisory lock, a check that no written stream moved since the read, the insert at the head's next positions and
+   * the commit; a notification follows in a transaction of its own. The lock is thus held for what the server does,
    * never across a round trip; global positions still become visible in order. A stream that moved meanwhile (a
    * writer in another process) makes the group be read and decided again.
    */
@@ -414,53 +413,56 @@ export class PostgresEventStore implements EventStore {
         outcomes = planned.outcomes;
         if (planned.rows.positions.length === 0) break;
         const written = [...new Set(planned.rows.streamIds)];
-        const schema = quotedSchema(this.schema);
-        const unmoved = written.map((streamId) => `(SELECT max(revision) FROM ${schema}.events WHERE stream_id = ${escapeLiteral(streamId)}) IS NOT DISTINCT FROM ${tips.get(streamId)?.revision ?? 'NULL'}`);
         const rows = planned.rows;
-        const array = (values: readonly (string | number)[], type: string) =>
-          `ARRAY[${values.map((value) => (typeof value === 'number' ? String(value) : escapeLiteral(value))).join(',')}]::${type}[]`;
         committing = true;
-        const results = await client
-          .query(
-            `BEGIN; SET LOCAL synchronous_commit = off; SELECT pg_advisory_xact_lock(${LOCK_CLASS}, ${this.lockKey});
-            SELECT CASE WHEN ${unmoved.join(' AND ')} THEN 0 ELSE ${schema}.stream_moved('${STREAM_MOVED}') END;
-            INSERT INTO ${schema}.events (position, stream_id, revision, event_id, type, data, metadata, recorded_at, prev_hash, hash)
-              SELECT h.head + rows.n, rows.s, rows.r, rows.i, rows.t, rows.d, rows.m, ${escapeLiteral(recordedAt)}, rows.pr, rows.h
-                FROM (SELECT coalesce(max(position), 0) AS head FROM ${schema}.events) h,
-                  unnest(${array(rows.positions, 'bigint')}, ${array(rows.streamIds, 'text')}, ${array(rows.revisions, 'int')}, ${array(rows.ids, 'text')},
-                    ${array(rows.types, 'text')}, ${array(rows.data, 'json')}, ${array(rows.metadata, 'json')}, ${array(rows.prevs, 'text')}, ${array(rows.hashes, 'text')})
-                  AS rows(n, s, r, i, t, d, m, pr, h);
-            SELECT max(position)::text FROM ${schema}.events;
-            COMMIT`,
-          )
-          .catch(async (error: unknown) => {
+        const base = await client
+          .query<[string]>({
+            name: 'oncegate-append-events',
+            text: this.sql.appendEvents,
+            values: [
+              LOCK_CLASS,
+              this.lockKey,
+              written,
+              written.map((streamId) => tips.get(streamId)?.revision ?? null),
+              rows.streamIds,
+              rows.revisions,
+              rows.ids,
+              rows.types,
+              rows.data,
+              rows.metadata,
+              recordedAt,
+              rows.prevs,
+              rows.hashes,
+            ],
+            rowMode: 'array',
+          })
+          .then((result) => Number(result.rows[0]![0]))
+          .catch((error: unknown) => {
             // A guessed group also learns here whether one of its given ids is stored already (the unique index).
             const duplicate = guessed !== undefined && isUniqueViolation(error, 'events_event_id');
             if (!duplicate && !String((error as Error).message).includes(STREAM_MOVED)) throw error;
-            await client.query('ROLLBACK');
             return undefined;
           });
-        if (results === undefined) {
+        if (base === undefined) {
           committing = false;
           for (const streamId of streams) this.tips.delete(streamId);
           guess = false;
           continue;
         }
-        // BEGIN, the setting, the lock, the check, the insert, then the head after it.
-        const head = Number((results as unknown as Array<{ rows: Array<{ max: string }> }>)[5]!.rows[0]!.max);
+        const head = base + planned.last;
         // The transaction above committed without waiting for its WAL to reach the disk, so the lock was held only
         // while the server inserted. This notification is a transaction of its own that does wait: its commit
         // record comes after the insert's, so once it is flushed the insert is durable, and only then are the
         // appends answered and the listeners told. Concurrent writers' flushes are shared by the server.
         await client.query({ text: 'SELECT pg_notify($1, $2)', values: [this.channel, `${head} ${notifiedTypes(rows.types)}`] });
         committing = false;
-        outcomes = shifted(outcomes, head - planned.last);
+        outcomes = shifted(outcomes, base);
         lastPosition = head;
         break;
       }
       client.release();
     } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
+      // No transaction is left open (each statement is one of its own); the connection is dropped in case it broke.
       client.release(true);
       await this.failGroup(group, outcomes, error, committing);
       return;
@@ -803,7 +805,7 @@ interface PlannedRows {
 function planGroup(
   group: readonly PendingAppend[],
   state: GroupState,
-): { outcomes: Array<{ results: AppendResult[]; events: RecordedEvent[] } | { error: unknown }>; rows: PlannedRows; last: number } {
+): { outcomes: Array<PlannedAppend | { error: unknown }>; rows: PlannedRows; last: number } {
   const rows: PlannedRows = { positions: [], streamIds: [], revisions: [], ids: [], types: [], data: [], metadata: [], prevs: [], hashes: [] };
   const outcomes = group.map((request) => {
     try {
@@ -814,26 +816,34 @@ function planGroup(
   });
   for (const outcome of outcomes) {
     if (!('events' in outcome)) continue;
-    for (const event of outcome.events) {
+    outcome.events.forEach((event, i) => {
       rows.positions.push(event.position);
       rows.streamIds.push(event.streamId);
       rows.revisions.push(event.revision);
       rows.ids.push(event.id);
       rows.types.push(event.type);
-      rows.data.push(JSON.stringify(event.data));
-      rows.metadata.push(JSON.stringify(event.metadata));
+      rows.data.push(outcome.texts[i]!.data);
+      rows.metadata.push(outcome.texts[i]!.metadata);
       rows.prevs.push(event.prev);
       rows.hashes.push(event.hash);
-    }
+    });
   }
   return { outcomes, rows, last: rows.positions.length > 0 ? state.head : 0 };
 }
 
+/** An append decided: its answers, its events, and their data and metadata as the JSON text stored. */
+interface PlannedAppend {
+  readonly results: AppendResult[];
+  readonly events: RecordedEvent[];
+  readonly texts: ReadonlyArray<{ readonly data: string; readonly metadata: string }>;
+}
+
 /** One append (every entry of it, or none): checks, then moves the group's state on only when all entries hold. */
-function planAppend(entries: readonly SerialisedAppend[], state: GroupState): { results: AppendResult[]; events: RecordedEvent[] } {
+function planAppend(entries: readonly SerialisedAppend[], state: GroupState): PlannedAppend {
   const tips = new Map<string, ChainTip>();
   const ids: string[] = [];
   const events: RecordedEvent[] = [];
+  const texts: Array<{ data: string; metadata: string }> = [];
   const results: AppendResult[] = [];
   let position = state.head;
   for (const entry of entries) {
@@ -863,6 +873,7 @@ function planAppend(entries: readonly SerialisedAppend[], state: GroupState): { 
         prev: links[i]!.prev,
         hash: links[i]!.hash,
       });
+      texts.push({ data: event.data, metadata: event.metadata });
     });
     tips.set(entry.streamId, { revision, hash: prev });
     results.push({ streamId: entry.streamId, nextExpectedRevision: revision, position });
@@ -870,7 +881,7 @@ function planAppend(entries: readonly SerialisedAppend[], state: GroupState): { 
   for (const [streamId, tip] of tips) state.tips.set(streamId, tip);
   for (const id of ids) state.taken.add(id);
   state.head = position;
-  return { results, events };
+  return { results, events, texts };
 }
 
 type GroupOutcome = { results: AppendResult[]; events: RecordedEvent[] } | { error: unknown };
@@ -896,6 +907,8 @@ function statements(schema: string) {
            FROM unnest($1::text[]) AS s(id)
            CROSS JOIN LATERAL (SELECT revision, hash FROM ${schema}.events WHERE stream_id = s.id ORDER BY revision DESC LIMIT 1) t),
         (SELECT coalesce(array_agg(event_id), '{}') FROM ${schema}.events WHERE event_id = ANY($2::text[]))`,
+    /** A group's write (see `append_events` in schema.ts): the head the rows were inserted after. */
+    appendEvents: `SELECT ${schema}.append_events($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)::text`,
     // With a notification, so that the event found is durable once the answer comes (see commitGroup).
     eventPosition: `SELECT position::text, pg_notify($2, position::text || ' *') FROM ${schema}.events WHERE event_id = $1`,
     readForwards: `SELECT ${COLUMNS} FROM ${schema}.events WHERE stream_id = $1 AND revision >= $2::bigint ORDER BY revision ASC LIMIT $3`,

@@ -1,4 +1,7 @@
-import { escapeIdentifier } from 'pg';
+import { escapeIdentifier, escapeLiteral } from 'pg';
+
+/** Raised under the lock when a stream written by a group moved since the group read it: the group is decided again. */
+export const STREAM_MOVED = 'oncegate: a stream moved since it was read';
 
 export const SCHEMA_VERSION = 1;
 
@@ -35,10 +38,34 @@ export function schemaStatements(schema: string): readonly string[] {
        expires_at text NOT NULL,
        renewed_at text NOT NULL
      )`,
-    // Raised by a writer under the lock when a stream it read moved meanwhile: a function, so that the check is one
-    // plain statement (not compiled again for every append) and the error is never raised while planning it.
+    // Raised under the lock by the writers of the previous version (their check is a statement of its own); kept
+    // while such a process may still write to the store beside this one.
     `CREATE OR REPLACE FUNCTION ${schema}.stream_moved(message text) RETURNS integer LANGUAGE plpgsql VOLATILE AS $body$
      BEGIN RAISE EXCEPTION '%', message; END $body$`,
+    // A group's write, called as one prepared statement, so the server neither parses nor plans the group's rows as
+    // SQL text: under the store's lock, it checks that no stream written moved since the writer read its tip (then
+    // raises STREAM_MOVED and writes nothing), inserts the rows at the head's next positions in their order, and
+    // returns the head it found. Each statement in it takes a new snapshot (a VOLATILE function), so the head is
+    // read after the lock is held. The commit does not wait for its WAL flush (transaction-local, so outlasting the
+    // function): the writer waits for a later flush instead (see docs/event-store.md).
+    `CREATE OR REPLACE FUNCTION ${schema}.append_events(
+       lock_class integer, lock_key integer, written text[], read_revisions integer[],
+       stream_ids text[], revisions integer[], event_ids text[], types text[], payloads json[], metadatas json[],
+       recorded text, prev_hashes text[], hashes text[]) RETURNS bigint LANGUAGE plpgsql VOLATILE AS $body$
+     DECLARE base bigint;
+     BEGIN
+       PERFORM set_config('synchronous_commit', 'off', true);
+       PERFORM pg_advisory_xact_lock(lock_class, lock_key);
+       IF EXISTS (SELECT 1 FROM unnest(written, read_revisions) AS w(stream, revision)
+                   WHERE (SELECT max(e.revision) FROM ${schema}.events e WHERE e.stream_id = w.stream) IS DISTINCT FROM w.revision) THEN
+         RAISE EXCEPTION '%', ${escapeLiteral(STREAM_MOVED)};
+       END IF;
+       SELECT coalesce(max(position), 0) INTO base FROM ${schema}.events;
+       INSERT INTO ${schema}.events (position, stream_id, revision, event_id, type, data, metadata, recorded_at, prev_hash, hash)
+         SELECT base + u.n, u.s, u.r, u.i, u.t, u.d, u.m, recorded, u.pr, u.h
+           FROM unnest(stream_ids, revisions, event_ids, types, payloads, metadatas, prev_hashes, hashes) WITH ORDINALITY AS u(s, r, i, t, d, m, pr, h, n);
+       RETURN base;
+     END $body$`,
     // Exclusive claims (a consumer group's partitions): one owner at a time until expiry. Not events either.
     `CREATE TABLE IF NOT EXISTS ${schema}.claims (
        name       text PRIMARY KEY,
