@@ -29,6 +29,7 @@ import {
   type EventHandler,
   type EventStore,
   type EventToAppend,
+  type NotifiedSince,
   type Lease,
   type Claim,
   type ReadAllOptions,
@@ -110,6 +111,13 @@ const NO_LIMIT = Number.MAX_SAFE_INTEGER;
 
 /** How many of this process's latest committed events a store object keeps to answer forward reads. */
 const RECENT_LIMIT = 10_000;
+
+/**
+ * How long `notifiedSince` waits to hear the notification of the newest commit this object knows of before it says it
+ * cannot tell: a notification follows its commit's flush, a few milliseconds at most on a healthy server; a read of
+ * the server costs about one.
+ */
+const NOTIFIED_WAIT_MS = 20;
 
 /** How many streams' tips a store object keeps as guesses. */
 const TIPS_LIMIT = 10_000;
@@ -599,6 +607,18 @@ export class PostgresEventStore implements EventStore {
   async headPosition(): Promise<number> {
     this.assertOpen();
     return this.head();
+  }
+
+  /**
+   * From the listener's notifications: every commit notifies once it is durable, before its append is answered, and
+   * the server delivers notifications in commit order. Once a commit at or past the highest position this object
+   * knows is heard, so is every append answered before that commit was made. That notification is usually on its way
+   * already (this object's own commit, or the one whose event it just read); after {@link NOTIFIED_WAIT_MS} without
+   * it, the caller reads instead.
+   */
+  async notifiedSince(after: number, types: readonly string[]): Promise<NotifiedSince | undefined> {
+    this.assertOpen();
+    return this.subscriptions.heardSince(after, this.highestKnown, types, NOTIFIED_WAIT_MS);
   }
 
   private async head(): Promise<number> {

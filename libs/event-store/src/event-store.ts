@@ -166,6 +166,12 @@ export interface Claim {
   readonly expiresAt: string;
 }
 
+/** What {@link EventStore.notifiedSince} could tell. */
+export interface NotifiedSince {
+  readonly changed: boolean;
+  readonly through: number;
+}
+
 export type EventHandler = (event: RecordedEvent) => void | Promise<void>;
 
 export interface Subscription {
@@ -202,6 +208,15 @@ export interface EventStore {
   readLinks?(options?: ReadLinksOptions): Promise<EventLink[]>;
   /** Global position of the last committed event (0 when empty). */
   headPosition(): Promise<number>;
+  /**
+   * Whether an event of one of `types` may have been committed after position `after`, told from the commit
+   * notifications this object heard, without a query. The answer covers every commit this object knows of (its own,
+   * those it read, those notified) and every append answered before the newest of them was made, in any process:
+   * `changed: false` means none of these holds an event of `types` after `after`. `through`: every position up to it
+   * was committed when the answer was given, so a read made after it covers them. `undefined` when the store cannot
+   * tell (then read); an adapter that does not hear every commit leaves it out.
+   */
+  notifiedSince?(after: number, types: readonly string[]): Promise<NotifiedSince | undefined>;
   subscribeToAll(handler: EventHandler, options?: SubscribeOptions): Subscription;
   readCheckpoint(consumer: string): Promise<number | undefined>;
   storeCheckpoint(consumer: string, position: number): Promise<void>;

@@ -8,6 +8,7 @@ export type {
   EventLink,
   EventToAppend,
   ExpectedRevision,
+  NotifiedSince,
   Lease,
   Claim,
   ReadAllOptions,
