@@ -402,6 +402,8 @@ export class ToolCalls {
         ? state
         : (await this.deps.watcher.waitUntil(executionId, ready, context.waitMs ?? this.deps.callWaitMs, context.signal)).state;
       const stored = await this.storedResult(latest);
+      // Its result is in hand and nothing will send it again: what this process kept of its blobs goes now.
+      if (latest.outcome !== null || latest.status === 'denied') this.deps.sealed.forget?.(executionId);
       const answer = toolResult(tool.name, latest, flags, stored);
       // A cancelled request gets no answer: the SDK sends nothing for it, and the cancel is recorded instead.
       if (!context.signal.aborted) {
