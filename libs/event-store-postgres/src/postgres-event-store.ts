@@ -9,6 +9,7 @@ import {
   DuplicateEventIdError,
   EventStoreClosedError,
   EventStoreOpenError,
+  InvalidEventStoreArgumentError,
   WrongExpectedRevisionError,
   expectedRevisionHolds,
   CommitListener,
@@ -32,6 +33,7 @@ import {
   type NotifiedSince,
   type Lease,
   type Claim,
+  type ConsumerCheckpoint,
   type ReadAllOptions,
   type ReadAllPage,
   type ReadStreamOptions,
@@ -717,6 +719,20 @@ export class PostgresEventStore implements EventStore {
     await this.query(this.sql.storeCheckpoint, [consumer, position, this.clock().toISOString()]);
   }
 
+  async storeCheckpoints(checkpoints: readonly ConsumerCheckpoint[]): Promise<void> {
+    this.assertOpen();
+    const last = new Map<string, number>();
+    checkpoints.forEach(({ consumer, position }, index) => {
+      validateStreamId(consumer, `checkpoints[${index}].consumer`);
+      validatePosition(position, `checkpoints[${index}].position`);
+      last.set(consumer, position);
+    });
+    if (last.size === 0) return;
+    // In one order, so two writers of overlapping sets lock their rows alike.
+    const consumers = [...last.keys()].sort();
+    await this.query(this.sql.storeCheckpoints, [consumers, consumers.map((consumer) => last.get(consumer)!), this.clock().toISOString()]);
+  }
+
   async renewLease(holder: string, expiresAt: string): Promise<void> {
     this.assertOpen();
     validateStreamId(holder, 'holder');
@@ -756,6 +772,25 @@ export class PostgresEventStore implements EventStore {
       const [row] = await this.query<[string, string, string]>(this.sql.takeClaim, [name, owner, expiresAt, now]);
       if (row !== undefined) return { name: row[0], owner: row[1], expiresAt: row[2] };
     }
+  }
+
+  async claimAll(names: readonly string[], owner: string, expiresAt: string, now: string): Promise<Claim[]> {
+    this.assertOpen();
+    names.forEach((name, index) => validateStreamId(name, `names[${index}]`));
+    if (new Set(names).size !== names.length) throw new InvalidEventStoreArgumentError('names', 'must be distinct');
+    validateStreamId(owner, 'owner');
+    validateInstant(expiresAt, 'expiresAt');
+    validateInstant(now, 'now');
+    if (names.length === 0) return [];
+    // In one order, so two members claiming overlapping sets lock their rows alike.
+    const rows = await this.query<[string, string, string]>(this.sql.takeClaims, [[...names].sort(), owner, expiresAt, now]);
+    const found = new Map(rows.map(([name, holder, until]) => [name, { name, owner: holder, expiresAt: until }]));
+    const claims: Claim[] = [];
+    for (const name of names) {
+      // A claim another transaction inserted after the statement's snapshot was neither taken nor seen: alone again.
+      claims.push(found.get(name) ?? (await this.claim(name, owner, expiresAt, now)));
+    }
+    return claims;
   }
 
   async releaseClaim(name: string, owner: string): Promise<void> {
@@ -940,6 +975,9 @@ function statements(schema: string) {
     readCheckpoint: `SELECT position::text FROM ${schema}.checkpoints WHERE consumer = $1`,
     storeCheckpoint: `INSERT INTO ${schema}.checkpoints (consumer, position, updated_at) VALUES ($1, $2, $3)
       ON CONFLICT (consumer) DO UPDATE SET position = excluded.position, updated_at = excluded.updated_at`,
+    storeCheckpoints: `INSERT INTO ${schema}.checkpoints (consumer, position, updated_at)
+      SELECT consumer, position, $3 FROM unnest($1::text[], $2::bigint[]) AS given(consumer, position)
+      ON CONFLICT (consumer) DO UPDATE SET position = excluded.position, updated_at = excluded.updated_at`,
     renewLease: `INSERT INTO ${schema}.leases (holder, expires_at, renewed_at) VALUES ($1, $2, $3)
       ON CONFLICT (holder) DO UPDATE SET expires_at = excluded.expires_at, renewed_at = excluded.renewed_at`,
     readLease: `SELECT holder, expires_at FROM ${schema}.leases WHERE holder = $1`,
@@ -953,6 +991,15 @@ function statements(schema: string) {
         RETURNING name, owner, expires_at)
       SELECT name, owner, expires_at FROM taken
       UNION ALL SELECT name, owner, expires_at FROM ${schema}.claims WHERE name = $1 AND NOT EXISTS (SELECT 1 FROM taken)`,
+    // takeClaim for each name of $1 at once.
+    takeClaims: `WITH taken AS (
+        INSERT INTO ${schema}.claims (name, owner, expires_at) SELECT name, $2, $3 FROM unnest($1::text[]) AS wanted(name)
+        ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+        WHERE ${schema}.claims.owner = excluded.owner OR ${schema}.claims.expires_at <= $4
+        RETURNING name, owner, expires_at)
+      SELECT name, owner, expires_at FROM taken
+      UNION ALL SELECT name, owner, expires_at FROM ${schema}.claims
+        WHERE name = ANY($1::text[]) AND name NOT IN (SELECT name FROM taken)`,
     releaseClaim: `DELETE FROM ${schema}.claims WHERE name = $1 AND owner = $2`,
     readClaims: `SELECT name, owner, expires_at FROM ${schema}.claims WHERE left(name, length($1)) = $1 ORDER BY name COLLATE "C"`,
   };

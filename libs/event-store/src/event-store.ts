@@ -166,6 +166,12 @@ export interface Claim {
   readonly expiresAt: string;
 }
 
+/** A durable consumer's position, for {@link EventStore.storeCheckpoints}. */
+export interface ConsumerCheckpoint {
+  readonly consumer: string;
+  readonly position: number;
+}
+
 /** What {@link EventStore.notifiedSince} could tell. */
 export interface NotifiedSince {
   readonly changed: boolean;
@@ -221,6 +227,11 @@ export interface EventStore {
   readCheckpoint(consumer: string): Promise<number | undefined>;
   storeCheckpoint(consumer: string, position: number): Promise<void>;
   /**
+   * `storeCheckpoint` of each entry, in one statement where the adapter can (a consumer group's partitions). A
+   * consumer named twice takes its last position. Optional: without it, each is stored on its own.
+   */
+  storeCheckpoints?(checkpoints: readonly ConsumerCheckpoint[]): Promise<void>;
+  /**
    * Liveness leases, shared by every process on the store: a process renews the leases of its instances before
    * they expire, and another reads them to tell a live owner from a gone one. Last write wins. Leases are not
    * events: they are not in the journal, and no subscription sees them.
@@ -238,6 +249,12 @@ export interface EventStore {
    * then stands: `owner` holds it exactly when the returned owner is `owner`. Like leases, claims are not events.
    */
   claim(name: string, owner: string, expiresAt: string, now: string): Promise<Claim>;
+  /**
+   * `claim` of each of `names` (distinct) for the same owner and instants, in one statement where the adapter can (a
+   * group member renewing its partitions); the claims as they then stand, in the order of `names`. Optional: without
+   * it, each is claimed on its own.
+   */
+  claimAll?(names: readonly string[], owner: string, expiresAt: string, now: string): Promise<Claim[]>;
   /** Gives the claim up when `owner` holds it (a clean hand-over); does nothing otherwise. */
   releaseClaim(name: string, owner: string): Promise<void>;
   /** The claims whose name starts with `prefix`, expired or not, ordered by name. */

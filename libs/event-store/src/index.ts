@@ -11,6 +11,7 @@ export type {
   NotifiedSince,
   Lease,
   Claim,
+  ConsumerCheckpoint,
   ReadAllOptions,
   ReadAllPage,
   ReadDirection,
