@@ -740,6 +740,23 @@ export class PostgresEventStore implements EventStore {
     await this.query(this.sql.renewLease, [holder, expiresAt, this.clock().toISOString()]);
   }
 
+  async renewLeases(holders: readonly string[], expiresAt: string): Promise<void> {
+    this.assertOpen();
+    holders.forEach((holder, index) => validateStreamId(holder, `holders[${index}]`));
+    if (new Set(holders).size !== holders.length) throw new InvalidEventStoreArgumentError('holders', 'must be distinct');
+    validateInstant(expiresAt, 'expiresAt');
+    if (holders.length === 0) return;
+    // In one order, so two writers of overlapping sets lock their rows alike.
+    await this.query(this.sql.renewLeases, [[...holders].sort(), expiresAt, this.clock().toISOString()]);
+  }
+
+  async releaseLeases(holders: readonly string[]): Promise<void> {
+    this.assertOpen();
+    holders.forEach((holder, index) => validateStreamId(holder, `holders[${index}]`));
+    if (holders.length === 0) return;
+    await this.query(this.sql.releaseLeases, [[...holders]]);
+  }
+
   async readLease(holder: string): Promise<Lease | undefined> {
     this.assertOpen();
     validateStreamId(holder, 'holder');
@@ -980,6 +997,9 @@ function statements(schema: string) {
       ON CONFLICT (consumer) DO UPDATE SET position = excluded.position, updated_at = excluded.updated_at`,
     renewLease: `INSERT INTO ${schema}.leases (holder, expires_at, renewed_at) VALUES ($1, $2, $3)
       ON CONFLICT (holder) DO UPDATE SET expires_at = excluded.expires_at, renewed_at = excluded.renewed_at`,
+    renewLeases: `INSERT INTO ${schema}.leases (holder, expires_at, renewed_at) SELECT holder, $2, $3 FROM unnest($1::text[]) AS given(holder)
+      ON CONFLICT (holder) DO UPDATE SET expires_at = excluded.expires_at, renewed_at = excluded.renewed_at`,
+    releaseLeases: `DELETE FROM ${schema}.leases WHERE holder = ANY($1::text[])`,
     readLease: `SELECT holder, expires_at FROM ${schema}.leases WHERE holder = $1`,
     releaseLease: `DELETE FROM ${schema}.leases WHERE holder = $1`,
     readLeases: `SELECT holder, expires_at FROM ${schema}.leases WHERE left(holder, length($1)) = $1 ORDER BY holder COLLATE "C"`,

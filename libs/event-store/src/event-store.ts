@@ -237,6 +237,13 @@ export interface EventStore {
    * events: they are not in the journal, and no subscription sees them.
    */
   renewLease(holder: string, expiresAt: string): Promise<void>;
+  /**
+   * `renewLease` of each of `holders` (distinct) until the same instant, in one statement where the adapter can.
+   * Optional: without it, each is renewed on its own.
+   */
+  renewLeases?(holders: readonly string[], expiresAt: string): Promise<void>;
+  /** `releaseLease` of each of `holders`, in one statement where the adapter can. Optional, as `renewLeases`. */
+  releaseLeases?(holders: readonly string[]): Promise<void>;
   /** The holder's lease, expired or not; `undefined` when it never held one or released it. */
   readLease(holder: string): Promise<Lease | undefined>;
   /** Drops the holder's lease (a clean stop): from then on it counts as gone. */
