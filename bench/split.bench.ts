@@ -48,13 +48,32 @@ export async function run(argv: string[]): Promise<void> {
   };
   const rows: Array<Record<string, string | number>> = [];
   const load = loadavg()[0]!;
+  /**
+   * The transactions the server committed for the store's database (every statement outside a transaction is one):
+   * how many round trips that write or read a call costs, whatever the machine's load. A backend reports its counts
+   * when idle, at the latest 10 s after its last transaction, hence the pause before each reading.
+   */
+  const serverTransactions = async (): Promise<number> => {
+    await new Promise((resolve) => setTimeout(resolve, 11_000));
+    const client = new PgClient({ connectionString: server.url() });
+    await client.connect();
+    try {
+      const { rows: [row] } = await client.query<{ n: string }>("SELECT (xact_commit + xact_rollback)::text AS n FROM pg_stat_database WHERE datname = 'bench_split'");
+      return Number(row!.n);
+    } finally {
+      await client.end();
+    }
+  };
+  const perCall: Array<Record<string, string | number>> = [];
   try {
     // Concurrency 1: the embedded gateway, then the split layout with one of each service.
     writeFileSync(folder.configFile, baseConfig);
     const embedded = await startGatewayProcess(folder, env);
     const embeddedClients = await mcpClients(embedded.url, 1, embedded.devToken);
     await drive(call(embeddedClients), 1, 30);
+    const embeddedBefore = await serverTransactions();
     const single = await drive(call(embeddedClients), 1, 150);
+    perCall.push({ layout: 'embedded (oncegate start)', 'server transactions/call': ((await serverTransactions()) - embeddedBefore - 1) / single.calls });
     await Promise.all(embeddedClients.map((client) => client.close()));
     await embedded.stop();
 
@@ -73,7 +92,9 @@ export async function run(argv: string[]): Promise<void> {
         const clients = await mcpClients(gateway.url!, concurrency, gateway.devToken);
         if (dispatchers === 1) {
           await drive(call(clients), 1, 30);
+          const splitBefore = await serverTransactions();
           singleSplit = await drive(call(clients), 1, 150);
+          perCall.push({ layout: 'split (oncegate serve, one of each)', 'server transactions/call': ((await serverTransactions()) - splitBefore - 1) / singleSplit.calls });
         }
         await drive(call(clients), concurrency, Math.min(100, calls / 4));
         const cpuBefore = deployment.processes.map((process) => procStats(process.pid).cpuSeconds);
@@ -113,6 +134,7 @@ export async function run(argv: string[]): Promise<void> {
       },
       { layout: 'added by the split layout', 'p50 ms': ms(p50(singleSplit!.samples) - p50(single.samples)), 'p99 ms': '' },
     ]);
+    printTable('concurrency 1: what a call costs the server (transactions committed, with what the services do in the background meanwhile)', perCall.map((row) => ({ ...row, 'server transactions/call': Number(row['server transactions/call']).toFixed(1) })));
     process.stdout.write('\naims: 3 dispatchers at least 2.5× one; the split layout adds at most 5 ms p50 at concurrency 1\n');
   } finally {
     await target.stop();

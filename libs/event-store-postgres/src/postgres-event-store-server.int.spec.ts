@@ -455,3 +455,68 @@ describe('postgres: schema', () => {
     expect(await sql(`SELECT value FROM "${schema}".store_meta`)).toEqual([{ value: '1' }]);
   });
 });
+
+describe('postgres: a group member\'s claims and checkpoints in one statement each', () => {
+  it('given claims of several owners, when an owner claims many at once, then each is taken, renewed or left to its live holder as a lone claim would be', async () => {
+    const store = await open(freshSchema());
+    const now = '2026-11-30T06:00:00.000Z';
+    await store.claim('g/p1', 'b', '2026-11-30T06:00:10.000Z', now);
+    await store.claim('g/p2', 'b', '2026-11-30T05:59:59.000Z', '2026-11-30T05:59:00.000Z');
+    await store.claim('g/p3', 'a', '2026-11-30T06:00:05.000Z', now);
+    const claims = await store.claimAll!(['g/p4', 'g/p3', 'g/p2', 'g/p1'], 'a', '2026-11-30T06:00:20.000Z', now);
+    expect(claims).toEqual([
+      { name: 'g/p4', owner: 'a', expiresAt: '2026-11-30T06:00:20.000Z' },
+      { name: 'g/p3', owner: 'a', expiresAt: '2026-11-30T06:00:20.000Z' },
+      // Expired: taken over.
+      { name: 'g/p2', owner: 'a', expiresAt: '2026-11-30T06:00:20.000Z' },
+      // Another owner's live claim: left as it stands.
+      { name: 'g/p1', owner: 'b', expiresAt: '2026-11-30T06:00:10.000Z' },
+    ]);
+    expect((await store.readClaims('g/')).map((claim) => `${claim.name}=${claim.owner}`)).toEqual(['g/p1=b', 'g/p2=a', 'g/p3=a', 'g/p4=a']);
+    await expect(store.claimAll!(['g/p1', 'g/p1'], 'a', '2026-11-30T06:00:20.000Z', now)).rejects.toMatchObject({ argument: 'names' });
+    await store.storeCheckpoints!([
+      { consumer: 'w#000', position: 3 },
+      { consumer: 'w#001', position: 5 },
+      { consumer: 'w#000', position: 7 },
+    ]);
+    expect([await store.readCheckpoint('w#000'), await store.readCheckpoint('w#001')]).toEqual([7, 5]);
+    await expect(store.storeCheckpoints!([{ consumer: '', position: 1 }])).rejects.toMatchObject({ argument: 'checkpoints[0].consumer' });
+  });
+
+  it('given a member holding all 16 partitions, when it renews and checkpoints while handling, then it writes each in one statement, never one per partition', async () => {
+    const store = await open(freshSchema());
+    const handled: RecordedEvent[] = [];
+    const claimOne = vi.spyOn(store, 'claim');
+    const checkpointOne = vi.spyOn(store, 'storeCheckpoint');
+    const batched = store as EventStore & Required<Pick<EventStore, 'claimAll' | 'storeCheckpoints'>>;
+    const claimAll = vi.spyOn(batched, 'claimAll');
+    const checkpointAll = vi.spyOn(batched, 'storeCheckpoints');
+    const member = subscribeAsGroupMember(store, (event) => void handled.push(event), {
+      group: 'workers',
+      member: 'm1',
+      leaseMs: 300,
+      checkpointEveryMs: 0,
+      filter: { streamPrefixes: ['execution-'] },
+    });
+    try {
+      await member.caughtUp;
+      expect(member.partitions).toHaveLength(16);
+      // Taking the partitions is one claim each; from then on only renewals and checkpoints are written.
+      claimOne.mockClear();
+      for (let i = 0; i < 64; i += 1) await store.appendToStream(`execution-${i}`, [event('Step')]);
+      await eventually(() => handled.length === 64, 'every event is handled');
+      // A few rounds (every 100 ms) renew all 16 claims.
+      await new Promise((resolve) => setTimeout(resolve, 450));
+      expect(claimOne).not.toHaveBeenCalled();
+      expect(checkpointOne).not.toHaveBeenCalled();
+      expect(claimAll.mock.calls.length).toBeGreaterThanOrEqual(3);
+      for (const [names] of claimAll.mock.calls) expect(names).toHaveLength(16);
+      expect(checkpointAll).toHaveBeenCalled();
+    } finally {
+      await member.stop();
+    }
+    // Stopped: every partition's checkpoint is where the reader got to, the head.
+    const head = await store.headPosition();
+    for (let partition = 0; partition < 16; partition += 1) expect(await store.readCheckpoint(`workers#${String(partition).padStart(3, '0')}`)).toBe(head);
+  });
+});

@@ -9,6 +9,7 @@ import {
   DuplicateEventIdError,
   EventStoreClosedError,
   EventStoreOpenError,
+  InvalidEventStoreArgumentError,
   WrongExpectedRevisionError,
   expectedRevisionHolds,
   CommitListener,
@@ -29,8 +30,10 @@ import {
   type EventHandler,
   type EventStore,
   type EventToAppend,
+  type NotifiedSince,
   type Lease,
   type Claim,
+  type ConsumerCheckpoint,
   type ReadAllOptions,
   type ReadAllPage,
   type ReadStreamOptions,
@@ -108,6 +111,13 @@ const NO_LIMIT = Number.MAX_SAFE_INTEGER;
 
 /** How many of this process's latest committed events a store object keeps to answer forward reads. */
 const RECENT_LIMIT = 10_000;
+
+/**
+ * How long `notifiedSince` waits to hear the notification of the newest commit this object knows of before it says it
+ * cannot tell: a notification follows its commit's flush, a few milliseconds at most on a healthy server; a read of
+ * the server costs about one.
+ */
+const NOTIFIED_WAIT_MS = 20;
 
 /** How many streams' tips a store object keeps as guesses. */
 const TIPS_LIMIT = 10_000;
@@ -603,6 +613,18 @@ export class PostgresEventStore implements EventStore {
     return this.head();
   }
 
+  /**
+   * From the listener's notifications: every commit notifies once it is durable, before its append is answered, and
+   * the server delivers notifications in commit order. Once a commit at or past the highest position this object
+   * knows is heard, so is every append answered before that commit was made. That notification is usually on its way
+   * already (this object's own commit, or the one whose event it just read); after {@link NOTIFIED_WAIT_MS} without
+   * it, the caller reads instead.
+   */
+  async notifiedSince(after: number, types: readonly string[]): Promise<NotifiedSince | undefined> {
+    this.assertOpen();
+    return this.subscriptions.heardSince(after, this.highestKnown, types, NOTIFIED_WAIT_MS);
+  }
+
   private async head(): Promise<number> {
     const [row] = await this.query<[string]>(this.sql.head, []);
     const head = Number(row![0]);
@@ -699,11 +721,42 @@ export class PostgresEventStore implements EventStore {
     await this.query(this.sql.storeCheckpoint, [consumer, position, this.clock().toISOString()]);
   }
 
+  async storeCheckpoints(checkpoints: readonly ConsumerCheckpoint[]): Promise<void> {
+    this.assertOpen();
+    const last = new Map<string, number>();
+    checkpoints.forEach(({ consumer, position }, index) => {
+      validateStreamId(consumer, `checkpoints[${index}].consumer`);
+      validatePosition(position, `checkpoints[${index}].position`);
+      last.set(consumer, position);
+    });
+    if (last.size === 0) return;
+    // In one order, so two writers of overlapping sets lock their rows alike.
+    const consumers = [...last.keys()].sort();
+    await this.query(this.sql.storeCheckpoints, [consumers, consumers.map((consumer) => last.get(consumer)!), this.clock().toISOString()]);
+  }
+
   async renewLease(holder: string, expiresAt: string): Promise<void> {
     this.assertOpen();
     validateStreamId(holder, 'holder');
     validateInstant(expiresAt, 'expiresAt');
     await this.query(this.sql.renewLease, [holder, expiresAt, this.clock().toISOString()]);
+  }
+
+  async renewLeases(holders: readonly string[], expiresAt: string): Promise<void> {
+    this.assertOpen();
+    holders.forEach((holder, index) => validateStreamId(holder, `holders[${index}]`));
+    if (new Set(holders).size !== holders.length) throw new InvalidEventStoreArgumentError('holders', 'must be distinct');
+    validateInstant(expiresAt, 'expiresAt');
+    if (holders.length === 0) return;
+    // In one order, so two writers of overlapping sets lock their rows alike.
+    await this.query(this.sql.renewLeases, [[...holders].sort(), expiresAt, this.clock().toISOString()]);
+  }
+
+  async releaseLeases(holders: readonly string[]): Promise<void> {
+    this.assertOpen();
+    holders.forEach((holder, index) => validateStreamId(holder, `holders[${index}]`));
+    if (holders.length === 0) return;
+    await this.query(this.sql.releaseLeases, [[...holders]]);
   }
 
   async readLease(holder: string): Promise<Lease | undefined> {
@@ -738,6 +791,25 @@ export class PostgresEventStore implements EventStore {
       const [row] = await this.query<[string, string, string]>(this.sql.takeClaim, [name, owner, expiresAt, now]);
       if (row !== undefined) return { name: row[0], owner: row[1], expiresAt: row[2] };
     }
+  }
+
+  async claimAll(names: readonly string[], owner: string, expiresAt: string, now: string): Promise<Claim[]> {
+    this.assertOpen();
+    names.forEach((name, index) => validateStreamId(name, `names[${index}]`));
+    if (new Set(names).size !== names.length) throw new InvalidEventStoreArgumentError('names', 'must be distinct');
+    validateStreamId(owner, 'owner');
+    validateInstant(expiresAt, 'expiresAt');
+    validateInstant(now, 'now');
+    if (names.length === 0) return [];
+    // In one order, so two members claiming overlapping sets lock their rows alike.
+    const rows = await this.query<[string, string, string]>(this.sql.takeClaims, [[...names].sort(), owner, expiresAt, now]);
+    const found = new Map(rows.map(([name, holder, until]) => [name, { name, owner: holder, expiresAt: until }]));
+    const claims: Claim[] = [];
+    for (const name of names) {
+      // A claim another transaction inserted after the statement's snapshot was neither taken nor seen: alone again.
+      claims.push(found.get(name) ?? (await this.claim(name, owner, expiresAt, now)));
+    }
+    return claims;
   }
 
   async releaseClaim(name: string, owner: string): Promise<void> {
@@ -933,8 +1005,14 @@ function statements(schema: string) {
     readCheckpoint: `SELECT position::text FROM ${schema}.checkpoints WHERE consumer = $1`,
     storeCheckpoint: `INSERT INTO ${schema}.checkpoints (consumer, position, updated_at) VALUES ($1, $2, $3)
       ON CONFLICT (consumer) DO UPDATE SET position = excluded.position, updated_at = excluded.updated_at`,
+    storeCheckpoints: `INSERT INTO ${schema}.checkpoints (consumer, position, updated_at)
+      SELECT consumer, position, $3 FROM unnest($1::text[], $2::bigint[]) AS given(consumer, position)
+      ON CONFLICT (consumer) DO UPDATE SET position = excluded.position, updated_at = excluded.updated_at`,
     renewLease: `INSERT INTO ${schema}.leases (holder, expires_at, renewed_at) VALUES ($1, $2, $3)
       ON CONFLICT (holder) DO UPDATE SET expires_at = excluded.expires_at, renewed_at = excluded.renewed_at`,
+    renewLeases: `INSERT INTO ${schema}.leases (holder, expires_at, renewed_at) SELECT holder, $2, $3 FROM unnest($1::text[]) AS given(holder)
+      ON CONFLICT (holder) DO UPDATE SET expires_at = excluded.expires_at, renewed_at = excluded.renewed_at`,
+    releaseLeases: `DELETE FROM ${schema}.leases WHERE holder = ANY($1::text[])`,
     readLease: `SELECT holder, expires_at FROM ${schema}.leases WHERE holder = $1`,
     releaseLease: `DELETE FROM ${schema}.leases WHERE holder = $1`,
     readLeases: `SELECT holder, expires_at FROM ${schema}.leases WHERE left(holder, length($1)) = $1 ORDER BY holder COLLATE "C"`,
@@ -946,6 +1024,15 @@ function statements(schema: string) {
         RETURNING name, owner, expires_at)
       SELECT name, owner, expires_at FROM taken
       UNION ALL SELECT name, owner, expires_at FROM ${schema}.claims WHERE name = $1 AND NOT EXISTS (SELECT 1 FROM taken)`,
+    // takeClaim for each name of $1 at once.
+    takeClaims: `WITH taken AS (
+        INSERT INTO ${schema}.claims (name, owner, expires_at) SELECT name, $2, $3 FROM unnest($1::text[]) AS wanted(name)
+        ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+        WHERE ${schema}.claims.owner = excluded.owner OR ${schema}.claims.expires_at <= $4
+        RETURNING name, owner, expires_at)
+      SELECT name, owner, expires_at FROM taken
+      UNION ALL SELECT name, owner, expires_at FROM ${schema}.claims
+        WHERE name = ANY($1::text[]) AND name NOT IN (SELECT name FROM taken)`,
     releaseClaim: `DELETE FROM ${schema}.claims WHERE name = $1 AND owner = $2`,
     readClaims: `SELECT name, owner, expires_at FROM ${schema}.claims WHERE left(name, length($1)) = $1 ORDER BY name COLLATE "C"`,
   };

@@ -1,6 +1,6 @@
 import { validateCount, validateFilter, validateStreamId } from './append-validation';
 import { EventStoreClosedError } from './errors';
-import type { EventFilter, EventHandler, EventStore, RecordedEvent, Subscription } from './event-store';
+import type { Claim, EventFilter, EventHandler, EventStore, RecordedEvent, Subscription } from './event-store';
 
 /**
  * Competing consumers on one store (docs/event-store.md, "Consumer groups"). The streams a group reads are split
@@ -202,15 +202,23 @@ class GroupMember {
     const index = members.indexOf(this.options.member);
     const share = Math.floor(this.partitionCount / members.length) + (index < this.partitionCount % members.length ? 1 : 0);
 
-    for (const [partition, held] of this.held) {
-      if (this.stopping) return;
-      const claim = await this.store.claim(this.names.claim(partition), this.options.member, until.toISOString(), now.toISOString());
+    if (this.stopping) return;
+    const renewing = [...this.held];
+    const renewed = await this.claimEach(
+      renewing.map(([partition]) => this.names.claim(partition)),
+      until,
+      now,
+    );
+    renewing.forEach(([partition, held], index) => {
+      // Let lapse meanwhile (see `stillHeld`): taken again, if at all, by the part of the round that takes.
+      if (this.held.get(partition) !== held) return;
+      const claim = renewed[index]!;
       if (claim.owner === this.options.member) held.until = until.getTime();
       else {
         this.held.delete(partition);
         this.log(`lost partition ${partition} of ${this.options.group} to ${claim.owner}`, 'warn');
       }
-    }
+    });
     const extra = [...this.held.keys()].sort((a, b) => b - a).slice(0, Math.max(0, this.held.size - share));
     for (const partition of extra) await this.release(partition);
 
@@ -230,6 +238,15 @@ class GroupMember {
     }
     await this.flush(false);
     await this.read();
+  }
+
+  /** Takes or renews the claims `names` for this member: in one statement where the store can (`claimAll`). */
+  private async claimEach(names: readonly string[], until: Date, now: Date): Promise<Claim[]> {
+    if (names.length === 0) return [];
+    if (this.store.claimAll !== undefined) return this.store.claimAll(names, this.options.member, until.toISOString(), now.toISOString());
+    const claims: Claim[] = [];
+    for (const name of names) claims.push(await this.store.claim(name, this.options.member, until.toISOString(), now.toISOString()));
+    return claims;
   }
 
   /** Starts handling a partition just claimed: from its checkpoint (or the group's single one, from before groups). */
@@ -267,10 +284,19 @@ class GroupMember {
   private async flush(force: boolean): Promise<void> {
     if (!force && Date.now() - this.lastFlush < this.checkpointEveryMs) return;
     this.lastFlush = Date.now();
+    const due: Array<{ partition: number; held: Held; checkpoint: number }> = [];
     for (const [partition, held] of [...this.held]) {
       this.advance(held);
-      if (held.checkpoint <= held.written) continue;
-      const checkpoint = held.checkpoint;
+      if (held.checkpoint > held.written) due.push({ partition, held, checkpoint: held.checkpoint });
+    }
+    if (due.length === 0) return;
+    if (this.store.storeCheckpoints !== undefined) {
+      // Every partition's checkpoint in one statement, not one per partition.
+      await this.store.storeCheckpoints(due.map(({ partition, checkpoint }) => ({ consumer: this.names.checkpoint(partition), position: checkpoint })));
+      for (const { held, checkpoint } of due) held.written = Math.max(held.written, checkpoint);
+      return;
+    }
+    for (const { partition, held, checkpoint } of due) {
       await this.store.storeCheckpoint(this.names.checkpoint(partition), checkpoint);
       held.written = Math.max(held.written, checkpoint);
     }

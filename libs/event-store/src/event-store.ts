@@ -166,6 +166,18 @@ export interface Claim {
   readonly expiresAt: string;
 }
 
+/** A durable consumer's position, for {@link EventStore.storeCheckpoints}. */
+export interface ConsumerCheckpoint {
+  readonly consumer: string;
+  readonly position: number;
+}
+
+/** What {@link EventStore.notifiedSince} could tell. */
+export interface NotifiedSince {
+  readonly changed: boolean;
+  readonly through: number;
+}
+
 export type EventHandler = (event: RecordedEvent) => void | Promise<void>;
 
 export interface Subscription {
@@ -202,15 +214,36 @@ export interface EventStore {
   readLinks?(options?: ReadLinksOptions): Promise<EventLink[]>;
   /** Global position of the last committed event (0 when empty). */
   headPosition(): Promise<number>;
+  /**
+   * Whether an event of one of `types` may have been committed after position `after`, told from the commit
+   * notifications this object heard, without a query. The answer covers every commit this object knows of (its own,
+   * those it read, those notified) and every append answered before the newest of them was made, in any process:
+   * `changed: false` means none of these holds an event of `types` after `after`. `through`: every position up to it
+   * was committed when the answer was given, so a read made after it covers them. `undefined` when the store cannot
+   * tell (then read); an adapter that does not hear every commit leaves it out.
+   */
+  notifiedSince?(after: number, types: readonly string[]): Promise<NotifiedSince | undefined>;
   subscribeToAll(handler: EventHandler, options?: SubscribeOptions): Subscription;
   readCheckpoint(consumer: string): Promise<number | undefined>;
   storeCheckpoint(consumer: string, position: number): Promise<void>;
+  /**
+   * `storeCheckpoint` of each entry, in one statement where the adapter can (a consumer group's partitions). A
+   * consumer named twice takes its last position. Optional: without it, each is stored on its own.
+   */
+  storeCheckpoints?(checkpoints: readonly ConsumerCheckpoint[]): Promise<void>;
   /**
    * Liveness leases, shared by every process on the store: a process renews the leases of its instances before
    * they expire, and another reads them to tell a live owner from a gone one. Last write wins. Leases are not
    * events: they are not in the journal, and no subscription sees them.
    */
   renewLease(holder: string, expiresAt: string): Promise<void>;
+  /**
+   * `renewLease` of each of `holders` (distinct) until the same instant, in one statement where the adapter can.
+   * Optional: without it, each is renewed on its own.
+   */
+  renewLeases?(holders: readonly string[], expiresAt: string): Promise<void>;
+  /** `releaseLease` of each of `holders`, in one statement where the adapter can. Optional, as `renewLeases`. */
+  releaseLeases?(holders: readonly string[]): Promise<void>;
   /** The holder's lease, expired or not; `undefined` when it never held one or released it. */
   readLease(holder: string): Promise<Lease | undefined>;
   /** Drops the holder's lease (a clean stop): from then on it counts as gone. */
@@ -223,6 +256,12 @@ export interface EventStore {
    * then stands: `owner` holds it exactly when the returned owner is `owner`. Like leases, claims are not events.
    */
   claim(name: string, owner: string, expiresAt: string, now: string): Promise<Claim>;
+  /**
+   * `claim` of each of `names` (distinct) for the same owner and instants, in one statement where the adapter can (a
+   * group member renewing its partitions); the claims as they then stand, in the order of `names`. Optional: without
+   * it, each is claimed on its own.
+   */
+  claimAll?(names: readonly string[], owner: string, expiresAt: string, now: string): Promise<Claim[]>;
   /** Gives the claim up when `owner` holds it (a clean hand-over); does nothing otherwise. */
   releaseClaim(name: string, owner: string): Promise<void>;
   /** The claims whose name starts with `prefix`, expired or not, ordered by name. */

@@ -116,11 +116,18 @@ export class NotifiedSubscriptions {
   /** Whether `heard` covers every commit: set once the head as of the listener's connection was read. */
   private heardComplete = false;
   private heardEpoch = 0;
+  /** The highest position in `heard`: a commit at or past it has been heard (or the head read when the listener connected). */
+  private heardMax = 0;
+  /** Callers of `heardSince` waiting for `heardMax` to reach their position. */
+  private readonly heardWaiters = new Set<() => void>();
 
   constructor(private readonly options: NotifiedSubscriptionsOptions) {
     this.listener = options.listen((last, types) => {
       if (last === undefined) this.forgetHeard();
-      else if (options.heardIsComplete === true) for (const type of types ?? ['*']) this.heard.set(type, Math.max(last, this.heard.get(type) ?? 0));
+      else if (options.heardIsComplete === true) {
+        for (const type of types ?? ['*']) this.heard.set(type, Math.max(last, this.heard.get(type) ?? 0));
+        this.raiseHeard(last);
+      }
       this.wake(last, types);
     });
   }
@@ -157,10 +164,51 @@ export class NotifiedSubscriptions {
     }
   }
 
+  /**
+   * Whether a commit naming one of `types` (or naming none) was heard after position `after`, told from what the
+   * listener heard, without a query. It answers once a commit at or past `through` has been heard: a commit whose
+   * append was answered before the one at `through` was inserted is then heard too, because the server hands out
+   * notifications in the order their transactions commit and an append is answered only once its notification is
+   * committed (the adapter's side of `heardIsComplete`). `through` in the answer is how far that holds: every position
+   * up to it was committed when the answer was given. `undefined` when it cannot tell: the listener is not connected
+   * (it is asked to connect), it has not yet read the head it connected at, or nothing at `through` was heard within
+   * `waitMs`.
+   */
+  async heardSince(after: number, through: number, types: readonly string[], waitMs: number): Promise<{ changed: boolean; through: number } | undefined> {
+    if (this.options.heardIsComplete !== true || this.options.closed()) return undefined;
+    if (!this.listener.listening) {
+      void this.listener.ensure();
+      return undefined;
+    }
+    const deadline = Date.now() + waitMs;
+    while (!this.heardComplete || this.heardMax < through) {
+      const left = deadline - Date.now();
+      if (left <= 0 || !this.listener.listening || this.options.closed()) return undefined;
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          this.heardWaiters.delete(done);
+          resolve();
+        };
+        const timer = setTimeout(done, left);
+        this.heardWaiters.add(done);
+      });
+    }
+    const changed = ['*', ...types].some((type) => (this.heard.get(type) ?? 0) > after);
+    return { changed, through: this.heardMax };
+  }
+
+  private raiseHeard(position: number): void {
+    if (position <= this.heardMax) return;
+    this.heardMax = position;
+    for (const waiter of [...this.heardWaiters]) waiter();
+  }
+
   /** Call once the store's own writes are done: stops every subscription, wakes every waiter and closes the listener. */
   async close(): Promise<void> {
     await Promise.all([...this.subscriptions].map((subscription) => subscription.stop()));
     this.wake(undefined);
+    for (const waiter of [...this.heardWaiters]) waiter();
     if (this.pollTimer !== undefined) clearInterval(this.pollTimer);
     await this.listener.close();
   }
@@ -218,6 +266,9 @@ export class NotifiedSubscriptions {
   private forgetHeard(): void {
     this.heard = new Map();
     this.heardComplete = false;
+    this.heardMax = 0;
+    // A `heardSince` waiting on the dropped connection gives up rather than trust what it heard.
+    for (const waiter of [...this.heardWaiters]) waiter();
     const epoch = ++this.heardEpoch;
     if (this.options.heardIsComplete !== true || this.options.closed() || !this.listener.listening) return;
     this.options.head().then(
@@ -225,6 +276,7 @@ export class NotifiedSubscriptions {
         if (epoch !== this.heardEpoch) return;
         this.heard.set('*', Math.max(head, this.heard.get('*') ?? 0));
         this.heardComplete = true;
+        this.raiseHeard(head);
       },
       () => undefined,
     );

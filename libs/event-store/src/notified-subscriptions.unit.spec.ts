@@ -157,6 +157,47 @@ describe('NotifiedSubscriptions', () => {
     expect(made.headReads).toBe(headReads);
   });
 
+  it('given complete notifications, when asked whether a type was committed after a position, then it answers from what was heard once a commit at the position asked for is', async () => {
+    const made = store({ heardIsComplete: true });
+    // Not listening yet: it cannot tell, and asks the listener to connect.
+    expect(await made.subscriptions.heardSince(0, 0, ['Locked'], 50)).toBeUndefined();
+    await until(() => made.listener?.current !== undefined);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    made.listener.hear(made.commit('Happened'), ['Happened']);
+    expect(await made.subscriptions.heardSince(0, 1, ['Locked'], 50)).toEqual({ changed: false, through: 1 });
+    // A commit of position 3 was made but nothing at or past it was heard yet: the answer waits for it.
+    made.commit('Locked');
+    const third = made.commit('Happened');
+    const answer = made.subscriptions.heardSince(1, third, ['Locked'], 1_000);
+    made.listener.hear(2, ['Locked']);
+    made.listener.hear(third, ['Happened']);
+    expect(await answer).toEqual({ changed: true, through: 3 });
+    expect(await made.subscriptions.heardSince(3, 3, ['Locked'], 50)).toEqual({ changed: false, through: 3 });
+    // Nothing at position 4 is ever heard: after the wait it cannot tell.
+    expect(await made.subscriptions.heardSince(3, 4, ['Locked'], 30)).toBeUndefined();
+    // A commit whose types were not named may be of any type.
+    made.listener.hear(made.commit('Locked'));
+    expect(await made.subscriptions.heardSince(3, 4, ['Locked'], 50)).toEqual({ changed: true, through: 4 });
+  });
+
+  it('given the listening connection drops, then heardSince cannot tell until the head it reconnected at is read, and that head counts as a change', async () => {
+    const made = store({ heardIsComplete: true });
+    await made.subscriptions.subscribe(() => undefined).caughtUp;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    made.commit('Locked');
+    made.listener.drop();
+    expect(await made.subscriptions.heardSince(0, 0, ['Locked'], 50)).toBeUndefined();
+    await until(() => made.listener.current !== undefined);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(await made.subscriptions.heardSince(0, 1, ['Locked'], 50)).toEqual({ changed: true, through: 1 });
+  });
+
+  it('given incomplete notifications, when asked, then it cannot tell', async () => {
+    const made = store();
+    await made.subscriptions.subscribe(() => undefined).caughtUp;
+    expect(await made.subscriptions.heardSince(0, 0, ['Locked'], 50)).toBeUndefined();
+  });
+
   it('given the listening connection drops, then every waiter is woken to read, and the next wait listens again', async () => {
     const made = store();
     const seen: number[] = [];

@@ -15,7 +15,7 @@ import {
   VaultLockedError,
 } from '@oncegate/vault';
 import { VaultFile, vaultFilePath } from '@oncegate/vault';
-import { EMPTY_VAULT_HISTORY, evolveVault, type StoredCredential, type VaultHistory } from '@oncegate/vault';
+import { EMPTY_VAULT_HISTORY, evolveVault, VAULT_EVENT_TYPES, type StoredCredential, type VaultHistory } from '@oncegate/vault';
 import { masterKeyOf, unwrapDataKey } from '@oncegate/vault';
 
 /** No vault in the data folder: nothing to lock, and no credential to hand out. */
@@ -91,6 +91,11 @@ export class VaultService {
   private applied = 0;
   /** The last revision of the vault's stream folded (-1: none). */
   private revision = -1;
+  /**
+   * Every position up to this one was committed when the vault's stream was last read, so that read holds every vault
+   * event up to it: the store's notifications need only say whether one came after (see `readNew`).
+   */
+  private checkedThrough = 0;
   /** Journal reading, key opening and decryption run one at a time. */
   private queue: Promise<unknown> = Promise.resolve();
   private subscription: Subscription | undefined;
@@ -112,7 +117,8 @@ export class VaultService {
     });
     this.subscription = this.store.subscribeToAll((event) => this.serially(() => this.follow(event)), {
       from: { after: this.position },
-      filter: { streamPrefixes: [vaultStream()] },
+      // The types too, so that only a vault commit wakes it, not every call's.
+      filter: { streamPrefixes: [vaultStream()], eventTypes: VAULT_EVENT_TYPES },
     });
     void this.subscription.done.catch((error: unknown) => this.log.error(`following the vault journal stopped: ${(error as Error).message}`));
   }
@@ -308,8 +314,9 @@ export class VaultService {
     let entry = this.history.credentials.get(ref);
     let row = entry === undefined ? undefined : this.vaultFile()?.credential(ref, entry.version);
     if (row === undefined) {
-      // `vault set` appends the new version, then deletes the old row: a version read a moment ago may be gone.
-      await this.readNew(true);
+      // `vault set` appends the new version, then deletes the old row: a version read a moment ago may be gone, and the
+      // new one appended before its notification reached this process. The store is read whatever was heard.
+      await this.readNew(true, true);
       if (this.current.locked || this.dataKey === undefined) throw new VaultLockedError(this.current.reason);
       entry = this.history.credentials.get(ref);
       row = entry === undefined ? undefined : this.vaultFile()?.credential(ref, entry.version);
@@ -339,12 +346,20 @@ export class VaultService {
 
   /**
    * Reads vault events committed since the last read; with `live`, each transition is announced. Asked before every
-   * authorization and every credential use, and the vault's stream moves only when an operator acts: one indexed
-   * look-up of its revision says whether there is anything to read.
+   * authorization and every credential use, and the vault's stream moves only when an operator acts. Where the store
+   * hears every commit (PostgreSQL), its notifications say whether a vault event was committed since the last read —
+   * counting every append answered before the newest commit this process knows of (the call's own event, or its own
+   * `Dispatched`), in any process — and the store is read only then. Elsewhere, or when the notifications cannot
+   * tell, one indexed look-up of the stream's revision says whether there is anything to read. `force` reads whatever
+   * was heard.
    */
-  private async readNew(live: boolean): Promise<void> {
+  private async readNew(live: boolean, force = false): Promise<void> {
     const stream = vaultStream();
+    const told = force ? undefined : await this.store.notifiedSince?.(Math.max(this.applied, this.checkedThrough), VAULT_EVENT_TYPES);
+    if (told?.changed === false) return;
     const revision = await this.store.streamRevision(stream);
+    // The revision was read after `through` was heard: it counts every vault event up to there.
+    if (told !== undefined) this.checkedThrough = Math.max(this.checkedThrough, told.through);
     if (revision === undefined || revision <= this.revision) return;
     for (const event of await this.store.readStream(stream, { fromRevision: this.revision + 1 })) {
       if (live) await this.follow(event);

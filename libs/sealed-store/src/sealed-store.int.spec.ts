@@ -14,7 +14,7 @@ import { sharedPostgres } from '../../../test/support/shared-servers';
 import type { SealingKey } from './blob-cipher';
 import { PostgresSealedStore } from './postgres-sealed-store';
 import { RecentlySealed } from './recently-sealed';
-import { SealedBlobError, SqliteSealedStore, type SealedStore } from './sealed-store';
+import { SealedBlobError, SqliteSealedStore, type OpenedBlob, type SealedStore } from './sealed-store';
 
 const CANARY = 'canary-RESULT-9d1e';
 
@@ -270,6 +270,37 @@ describe('recently sealed plaintexts', () => {
       expect((await store.open(c.ref))!.plaintext.toString()).toBe('cccc');
       expect(await store.open('sealed_unknown')).toBeUndefined();
       expect(opened).toBe(3);
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('given a call done, when its owner is forgotten, then its kept plaintexts are zero-filled and dropped, and evicted ones too', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'oncegate-recent-'));
+    const inner = new SqliteSealedStore({ file: join(dir, 'sealed.db'), current: { id: 'k', key: randomBytes(32) } });
+    let opened = 0;
+    const counting: SealedStore = { seal: (...args) => inner.seal(...args), open: (ref) => ((opened += 1), inner.open(ref)), close: () => inner.close() };
+    const store = new RecentlySealed(counting, { entries: 3 });
+    // The plaintext the cache holds (private: nothing outside it may reach the kept buffer, which is the point).
+    const keptOf = (ref: string) => (store as unknown as { recent: { peek(ref: string): OpenedBlob | undefined } }).recent.peek(ref)!.plaintext;
+    try {
+      const args = await store.seal('arguments', 'ex_a', Buffer.alloc(8, 'a'));
+      const result = await store.seal('result', 'ex_a', Buffer.alloc(8, 'r'));
+      const other = await store.seal('result', 'ex_b', Buffer.alloc(8, 'b'));
+      const kept = [keptOf(args.ref), keptOf(result.ref), keptOf(other.ref)];
+      store.forget('ex_a');
+      expect(kept[0]!.equals(Buffer.alloc(8))).toBe(true);
+      expect(kept[1]!.equals(Buffer.alloc(8))).toBe(true);
+      expect(kept[2]!.toString()).toBe('bbbbbbbb');
+      expect((await store.open(args.ref))!.plaintext.toString()).toBe('aaaaaaaa');
+      expect((await store.open(result.ref))!.plaintext.toString()).toBe('rrrrrrrr');
+      expect(opened).toBe(2);
+      expect((await store.open(other.ref))!.plaintext.toString()).toBe('bbbbbbbb');
+      expect(opened).toBe(2);
+      // Pushed out by newer seals: zero-filled as it goes.
+      for (const owner of ['ex_c', 'ex_d', 'ex_e']) await store.seal('result', owner, Buffer.from('cccc'));
+      expect(kept[2]!.equals(Buffer.alloc(8))).toBe(true);
     } finally {
       await store.close();
       rmSync(dir, { recursive: true, force: true });

@@ -29,6 +29,11 @@ export interface SealedStore {
   seal(kind: SealedKind, owner: string, plaintext: Uint8Array): Promise<SealedRef>;
   /** `undefined` when the ref is unknown; throws when the blob fails authentication (tampered or wrong key). */
   open(ref: string): Promise<OpenedBlob | undefined>;
+  /**
+   * The call of `owner` (an execution) is done in this process: a store that keeps plaintexts it sealed in memory
+   * drops and zero-fills that call's. Optional: a store that keeps nothing has nothing to forget.
+   */
+  forget?(owner: string): void;
   close(): Promise<void>;
 }
 

@@ -28,18 +28,31 @@ export interface SharedCallers {
   readonly clock: Clock;
 }
 
+/** A lease change waiting for the next statement, and the callers waiting for that statement. */
+interface LeaseChange {
+  readonly kind: 'renew' | 'release';
+  readonly done: Promise<void>;
+  readonly settle: () => void;
+}
+
 /**
  * Which executions have a caller waiting on an open transport. Result delivery uses it to tell "someone will
  * receive this outcome" from "the caller is gone" (docs/design.md section 5: the server can only know what it
  * wrote). In one process the front's registrations are all there is; when result delivery runs in other
  * processes (`oncegate serve`), the front also holds a lease per execution it has callers for
- * (`caller:<execution>/<front instance>`), written before the call's first event commits and dropped when its
- * last caller leaves, and result delivery reads those.
+ * (`caller:<execution>/<front instance>`), visible before the call's first event commits and dropped when its
+ * last caller leaves, and result delivery reads those. The leases of all the calls that start (or end) while a write
+ * is on its way go together in the next statement (`renewLeases` / `releaseLeases` where the store has them): under
+ * load one write serves many calls, and a call waits for its own lease only just before its first event commits
+ * (`visible`), so the write runs beside what the call does first.
  */
 export class DeliveryTracker {
   private readonly live = new Map<string, number>();
-  /** Per execution: the last lease write, so a drop never overtakes the write it undoes. */
-  private readonly writes = new Map<string, Promise<void>>();
+  /** Per lease holder: the change the next statement makes (the last asked for wins: a drop after a write undoes it). */
+  private pending = new Map<string, LeaseChange>();
+  /** Per execution: its lease's latest change, queued or on its way, which `visible` waits for. */
+  private readonly latest = new Map<string, Promise<void>>();
+  private flushing: Promise<void> | undefined;
   private readonly log = new Logger('callers');
 
   constructor(private readonly shared?: SharedCallers) {}
@@ -47,7 +60,7 @@ export class DeliveryTracker {
   register(executionId: ExecutionId): () => void {
     const count = this.live.get(executionId) ?? 0;
     this.live.set(executionId, count + 1);
-    if (count === 0) this.write(executionId, (store, holder) => store.renewLease(holder, new Date(this.shared!.clock.now().getTime() + this.shared!.leaseMs).toISOString()));
+    if (count === 0) this.change(executionId, 'renew');
     let released = false;
     return () => {
       if (released) return;
@@ -58,13 +71,13 @@ export class DeliveryTracker {
         return;
       }
       this.live.delete(executionId);
-      this.write(executionId, (store, holder) => store.releaseLease(holder));
+      this.change(executionId, 'release');
     };
   }
 
   /** Resolves once the execution's callers registered so far are visible to other processes. */
   async visible(executionId: ExecutionId): Promise<void> {
-    await this.writes.get(executionId);
+    await this.latest.get(executionId);
   }
 
   /** Whether a caller in this process waits for the execution. */
@@ -80,17 +93,48 @@ export class DeliveryTracker {
     return (await this.shared.store.readLeases(`caller:${executionId}/`)).some((lease) => Date.parse(lease.expiresAt) > now);
   }
 
-  private write(executionId: ExecutionId, change: (store: EventStore, holder: string) => Promise<void>): void {
+  /** Queues the lease change for the next statement, which starts at once unless one is on its way. */
+  private change(executionId: ExecutionId, kind: LeaseChange['kind']): void {
     if (this.shared === undefined) return;
-    const { store, instance } = this.shared;
-    const holder = `caller:${executionId}/${instance}`;
-    const previous = this.writes.get(executionId) ?? Promise.resolve();
-    const next: Promise<void> = previous
-      .then(() => change(store, holder))
-      .catch((error: unknown) => this.log.warn(`${executionId}: could not show its caller to result delivery: ${(error as Error).message}`))
-      .finally(() => {
-        if (this.writes.get(executionId) === next) this.writes.delete(executionId);
-      });
-    this.writes.set(executionId, next);
+    const holder = `caller:${executionId}/${this.shared.instance}`;
+    let settle!: () => void;
+    const done = new Promise<void>((resolve) => (settle = resolve));
+    // A change replaced before its statement ran resolves with the one that replaced it.
+    const replaced = this.pending.get(holder);
+    if (replaced !== undefined) void done.then(replaced.settle);
+    this.pending.set(holder, { kind, done, settle });
+    this.latest.set(executionId, done);
+    void done.then(() => {
+      if (this.latest.get(executionId) === done) this.latest.delete(executionId);
+    });
+    this.flushing ??= this.flush();
+  }
+
+  /** Writes the queued changes, a statement for the writes and one for the drops, until none is left. */
+  private async flush(): Promise<void> {
+    // Lets the calls that start in the same turn join this statement.
+    await Promise.resolve();
+    const { store, leaseMs, clock } = this.shared!;
+    while (this.pending.size > 0) {
+      const batch = this.pending;
+      this.pending = new Map();
+      const renew = [...batch].filter(([, change]) => change.kind === 'renew').map(([holder]) => holder);
+      const release = [...batch].filter(([, change]) => change.kind === 'release').map(([holder]) => holder);
+      try {
+        if (renew.length > 0) {
+          const expiresAt = new Date(clock.now().getTime() + leaseMs).toISOString();
+          if (store.renewLeases !== undefined) await store.renewLeases(renew, expiresAt);
+          else for (const holder of renew) await store.renewLease(holder, expiresAt);
+        }
+        if (release.length > 0) {
+          if (store.releaseLeases !== undefined) await store.releaseLeases(release);
+          else for (const holder of release) await store.releaseLease(holder);
+        }
+      } catch (error) {
+        this.log.warn(`could not show ${batch.size} callers to result delivery: ${(error as Error).message}`);
+      }
+      for (const change of batch.values()) change.settle();
+    }
+    this.flushing = undefined;
   }
 }

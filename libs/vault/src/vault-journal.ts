@@ -75,11 +75,13 @@ export const EMPTY_VAULT_HISTORY: VaultHistory = {
   revision: undefined,
 };
 
-const VAULT_EVENT_TYPES = new Set<string>(['VaultInitialized', 'VaultUnlocked', 'VaultLocked', 'CredentialStored', 'CredentialRemoved']);
+/** Every type `evolveVault` folds: a gateway that has seen none of them appended since knows the vault as it is. */
+export const VAULT_EVENT_TYPES: readonly string[] = Object.freeze(['VaultInitialized', 'VaultUnlocked', 'VaultLocked', 'CredentialStored', 'CredentialRemoved']);
+const FOLDED_TYPES: ReadonlySet<string> = new Set(VAULT_EVENT_TYPES);
 
 /** Folds one event of the vault stream (events of other streams or types leave it as it is). */
 export function evolveVault(history: VaultHistory, event: RecordedEvent): VaultHistory {
-  if (event.streamId !== vaultStream() || !VAULT_EVENT_TYPES.has(event.type)) return history;
+  if (event.streamId !== vaultStream() || !FOLDED_TYPES.has(event.type)) return history;
   const next = { ...history, revision: event.revision };
   const vault = { type: event.type, data: event.data } as VaultEvent;
   switch (vault.type) {

@@ -258,10 +258,9 @@ export class ToolCalls {
         );
       }
       // Registered (and visible to result delivery in other processes) before the first event commits: an outcome
-      // can follow that commit at once.
+      // can follow that commit at once. `start` waits for it after sealing the arguments, so the two writes overlap.
       const release = this.deps.deliveries.register(executionId);
-      await this.deps.deliveries.visible(executionId);
-      const started = await this.start(tool, args, context, executionId, record, current, scope, now, claims).catch((error: unknown) => {
+      const started = await this.start(tool, args, context, executionId, record, current, scope, now, claims, this.deps.deliveries.visible(executionId)).catch((error: unknown) => {
         release();
         throw error;
       });
@@ -313,11 +312,13 @@ export class ToolCalls {
     scope: IntentScope,
     now: ReturnType<typeof isoNow>,
     claims: readonly AppendManyEntry[],
+    callerVisible: Promise<void>,
   ): Promise<ExecutionState | undefined> {
     // Sealed before the claim is settled, because ExecutionAccepted names the sealed arguments and commits with it;
     // a call that loses the claim to another process leaves its sealed copy unreferenced (within this process,
     // identical calls take turns to claim, so they never do).
     const sealedArguments = await this.deps.sealed.seal('arguments', executionId, Buffer.from(JSON.stringify(args)));
+    await callerVisible;
     const window = tool.correlationWindow;
     const outcome = await startClaimedExecution(
       this.deps.store,
@@ -402,6 +403,8 @@ export class ToolCalls {
         ? state
         : (await this.deps.watcher.waitUntil(executionId, ready, context.waitMs ?? this.deps.callWaitMs, context.signal)).state;
       const stored = await this.storedResult(latest);
+      // Its result is in hand and nothing will send it again: what this process kept of its blobs goes now.
+      if (latest.outcome !== null || latest.status === 'denied') this.deps.sealed.forget?.(executionId);
       const answer = toolResult(tool.name, latest, flags, stored);
       // A cancelled request gets no answer: the SDK sends nothing for it, and the cancel is recorded instead.
       if (!context.signal.aborted) {

@@ -1,0 +1,82 @@
+import { randomBytes } from 'node:crypto';
+import { Client } from 'pg';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { executionIdFromUlid, type ExecutionId } from '@oncegate/domain';
+import { openPostgresEventStore, type PostgresEventStore } from '@oncegate/event-store-postgres';
+import { newUlid, systemClock } from '@oncegate/execution-journal';
+// eslint-disable-next-line @nx/enforce-module-boundaries -- integration tests run the shared real-PostgreSQL harness
+import { sharedPostgres } from '../../../test/support/shared-servers';
+import { DeliveryTracker } from './callers';
+
+/** A front's caller tracker on PostgreSQL, read by result delivery through a store object of its own. */
+describe('DeliveryTracker (PostgreSQL, result delivery in another store object)', () => {
+  let url: string;
+  let schema: string;
+  let front: PostgresEventStore;
+  let delivery: PostgresEventStore;
+  let tracker: DeliveryTracker;
+  let reader: DeliveryTracker;
+
+  beforeEach(async () => {
+    url = (await sharedPostgres()).url();
+    schema = `callers_${randomBytes(6).toString('hex')}`;
+    front = await openPostgresEventStore({ url, schema });
+    delivery = await openPostgresEventStore({ url, schema });
+    tracker = new DeliveryTracker({ store: front, instance: 'host/front-1', leaseMs: 60_000, clock: systemClock });
+    reader = new DeliveryTracker({ store: delivery, instance: 'host/delivery-1', leaseMs: 60_000, clock: systemClock });
+  });
+
+  afterEach(async () => {
+    await front.close();
+    await delivery.close();
+    const client = new Client({ connectionString: url });
+    await client.connect();
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await client.end();
+  });
+
+  const executions = (count: number): ExecutionId[] => Array.from({ length: count }, () => executionIdFromUlid(newUlid()));
+
+  it('given calls starting together, when their callers register, then one statement shows them all, each visible to result delivery once its own wait ends', async () => {
+    const one = vi.spyOn(front, 'renewLease');
+    const many = vi.spyOn(front, 'renewLeases');
+    const ids = executions(20);
+    const releases = ids.map((id) => tracker.register(id));
+    await Promise.all(ids.map((id) => tracker.visible(id)));
+    expect(one).not.toHaveBeenCalled();
+    expect(many).toHaveBeenCalledTimes(1);
+    expect(many.mock.calls[0]![0]).toHaveLength(20);
+    for (const id of ids) expect(await reader.waiting(id)).toBe(true);
+
+    const dropOne = vi.spyOn(front, 'releaseLease');
+    const dropMany = vi.spyOn(front, 'releaseLeases');
+    for (const release of releases) release();
+    await Promise.all(ids.map((id) => tracker.visible(id)));
+    expect(dropOne).not.toHaveBeenCalled();
+    expect(dropMany).toHaveBeenCalledTimes(1);
+    for (const id of ids) expect(await reader.waiting(id)).toBe(false);
+  });
+
+  it('given a caller that leaves and another that comes while a write is on its way, then the last change wins, in order', async () => {
+    const [first, second] = executions(2) as [ExecutionId, ExecutionId];
+    const leave = tracker.register(first);
+    const visible = tracker.visible(first);
+    // Queued behind the write on its way: a drop, then a new caller of the same execution.
+    leave();
+    tracker.register(first);
+    const goneSoon = tracker.register(second);
+    goneSoon();
+    await visible;
+    await tracker.visible(first);
+    await tracker.visible(second);
+    expect(await reader.waiting(first)).toBe(true);
+    expect(await reader.waiting(second)).toBe(false);
+    // A second caller of one execution adds no write; the execution stays shown until its last caller leaves.
+    const renewals = vi.spyOn(front, 'renewLeases');
+    const again = tracker.register(first);
+    expect(renewals).not.toHaveBeenCalled();
+    again();
+    expect(tracker.hasCaller(first)).toBe(true);
+    expect(await reader.waiting(first)).toBe(true);
+  });
+});
