@@ -113,6 +113,8 @@ const HISTORIES: readonly (readonly ExecutionCommand[])[] = [
   [...fixtures.authorized(), fixtures.cancel()],
   [...fixtures.dispatched(), fixtures.requestCancellation()],
   [...fixtures.dispatched(), fixtures.progressed(2, { total: 4, message: 'copying' }), fixtures.observe()],
+  [...fixtures.dispatched({ operationClass: 'irreversible' }), fixtures.taskStarted(), fixtures.unknownOutcome(), fixtures.observe({ source: 'task', targetStatus: null, now: fixtures.at(700) })],
+  [...fixtures.dispatched({ operationClass: 'irreversible' }), fixtures.taskStarted(), fixtures.unknownOutcome(), fixtures.taskCheck('lost'), fixtures.requireReview()],
   [...fixtures.accepted({ runId: 'agent:a/r1' }), fixtures.requestApproval({ scope: 'run', expiresAt: fixtures.at(60_000) }), fixtures.expire()],
 ];
 
