@@ -109,13 +109,17 @@ describe('the console decision history, counts and refusals in Chromium', () => 
       expect(await scrollsSideways(page)).toBe(false);
 
       const search = page.getByRole('search', { name: 'Search the decisions' });
+      // The page answers a search once its request is answered: the list read is the one that answer rendered (the
+      // status of the search before stays until then, so it alone cannot tell).
       const searched = async (fill: () => Promise<void>) => {
         await fill();
+        const answered = page.waitForResponse((response) => new URL(response.url()).pathname.endsWith('/decisions') && response.request().method() === 'GET');
         await search.getByRole('button', { name: 'Search' }).click();
-        await page.waitForLoadState('networkidle');
+        const { decisions } = (await (await answered).json()) as { decisions: unknown[] };
         return eventually(async () => {
           const status = (await page.getByRole('status').first().textContent()) ?? '';
-          return /match|newest first/.test(status) ? results.allTextContents() : undefined;
+          const shown = await results.allTextContents();
+          return /match|newest first/.test(status) && shown.length === decisions.length ? shown : undefined;
         });
       };
       const byReason = await searched(() => search.getByLabel('Reason contains').fill('DUPLICATE'));
