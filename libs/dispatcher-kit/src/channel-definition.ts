@@ -1,5 +1,5 @@
 import type { PluginSectionCheck } from '@oncegate/contracts';
-import type { DefiniteOutcome, ExecutionId, OperationClass, UnknownOutcomeReason } from '@oncegate/domain';
+import type { DefiniteOutcome, ExecutionId, OperationClass, TaskFinding, UnknownOutcomeReason } from '@oncegate/domain';
 
 /*
  * The dispatcher kit's public API: what a team implements to add a channel (docs/dispatchers.md). The kit owns the
@@ -148,15 +148,6 @@ export interface ChannelAttempt {
    */
   recordTask(task: Readonly<Record<string, unknown>>): Promise<boolean>;
 }
-
-/** What resuming an attempt's task found when it gave no outcome; the operation class's rule then decides. */
-export type TaskFinding =
-  /** The target still works on it, past the attempt's response timeout. */
-  | 'working'
-  /** The target does not know the task (expired, or it belonged to a session that is gone). */
-  | 'lost'
-  /** The target could not be asked. */
-  | 'unreachable';
 
 /**
  * What resuming an attempt's task came to: the target's answer (`observed`, recorded as the attempt's outcome with the

@@ -17,9 +17,8 @@ export type {
   ResumedTask,
   SendOutcome,
   StatusFinding,
-  TaskFinding,
 } from './channel-definition';
-export { OPERATION_CLASSES, type DefiniteOutcome, type ExecutionId, type OperationClass, type UnknownOutcomeReason } from '@oncegate/domain';
+export { OPERATION_CLASSES, type DefiniteOutcome, type ExecutionId, type OperationClass, type TaskFinding, type UnknownOutcomeReason } from '@oncegate/domain';
 export { defineChannel, type KitChannel } from './define-channel';
 export { hideSecrets, HIDDEN } from './hide-secrets';
 export { templateValue, TemplateError } from './templates';

@@ -80,15 +80,14 @@ export class KitDispatcher extends ChannelDispatcher {
   private async resumedTask(state: ExecutionState): Promise<TaskResumption> {
     const task = state.attemptTask!.task;
     const resume = this.driver.resumeTask?.bind(this.driver);
-    const found = await this.withEvidence<ResumedTask, AttemptRecord | Extract<ResumedTask, { kind: 'unsettled' }>>(
+    const found = await this.withEvidence<ResumedTask, Extract<AttemptRecord, { kind: 'observed' }> | Extract<ResumedTask, { kind: 'unsettled' }>>(
       state,
       resume === undefined ? undefined : (attempt) => resume(attempt, task),
       (reason) => ({ kind: 'unsettled', finding: 'unreachable', reason: reason.slice(0, 200) }),
       (resumed, hidden, limits) =>
-        resumed.kind === 'unsettled' ? { ...resumed, reason: hideSecrets(resumed.reason, hidden).slice(0, 200) } : recordOf(resumed, hidden, limits.responseBytes),
+        resumed.kind === 'unsettled' ? { ...resumed, reason: hideSecrets(resumed.reason, hidden).slice(0, 200) } : observedRecord(resumed, hidden, limits.responseBytes),
     );
     if (found.kind === 'unsettled') return found;
-    if (found.kind !== 'observed') return { kind: 'unsettled', finding: 'unreachable', reason: 'the channel gave no answer from the task' };
     const { ref, digest } = await this.sealResult(state.executionId!, state.attempts, found.result);
     return { kind: 'observed', outcome: found.outcome, targetStatus: found.targetStatus, exitCode: found.exitCode, resultRef: ref, resultDigest: digest };
   }
@@ -261,31 +260,35 @@ function recordOf(outcome: SendOutcome, hidden: readonly string[], responseBytes
       return outcome;
     case 'not_sent':
       return notSent(hideSecrets(outcome.reason, hidden), outcome.text === undefined ? undefined : hideSecrets(outcome.text, hidden));
-    case 'observed': {
-      const encoding = outcome.encoding ?? 'utf8';
-      let body = outcome.body;
-      let truncated = outcome.truncated ?? false;
-      // Hidden before it is cut: the cut then falls in hidden text, never inside a secret. A body is copied only to
-      // hide or cut it: the built-in channels hand over bodies already hidden and within their limit.
-      if (encoding === 'utf8') {
-        body = hideSecrets(body, hidden);
-        if (Buffer.byteLength(body, 'utf8') > responseBytes) {
-          body = Buffer.from(body, 'utf8').subarray(0, responseBytes).toString('utf8').replace(/\uFFFD$/, '');
-          truncated = true;
-        }
-      } else if (hidden.length > 0 || Buffer.byteLength(body, 'base64') > responseBytes) {
-        const bytes = hideSecretBytes(Buffer.from(body, 'base64'), hidden);
-        if (bytes.length > responseBytes) truncated = true;
-        body = bytes.subarray(0, responseBytes).toString('base64');
-      }
-      return {
-        kind: 'observed',
-        outcome: outcome.outcome,
-        targetStatus: outcome.status ?? null,
-        exitCode: outcome.exitCode ?? null,
-        result: { status: outcome.status ?? null, exitCode: outcome.exitCode ?? null, contentType: outcome.contentType ?? 'text/plain', body, encoding, truncated },
-      };
-    }
+    case 'observed':
+      return observedRecord(outcome, hidden, responseBytes);
   }
+}
+
+/** An observed outcome in the journal's terms: secrets hidden first, then the body cut to `responseBytes`. */
+function observedRecord(outcome: Extract<SendOutcome, { kind: 'observed' }>, hidden: readonly string[], responseBytes: number): Extract<AttemptRecord, { kind: 'observed' }> {
+  const encoding = outcome.encoding ?? 'utf8';
+  let body = outcome.body;
+  let truncated = outcome.truncated ?? false;
+  // Hidden before it is cut: the cut then falls in hidden text, never inside a secret. A body is copied only to
+  // hide or cut it: the built-in channels hand over bodies already hidden and within their limit.
+  if (encoding === 'utf8') {
+    body = hideSecrets(body, hidden);
+    if (Buffer.byteLength(body, 'utf8') > responseBytes) {
+      body = Buffer.from(body, 'utf8').subarray(0, responseBytes).toString('utf8').replace(/\uFFFD$/, '');
+      truncated = true;
+    }
+  } else if (hidden.length > 0 || Buffer.byteLength(body, 'base64') > responseBytes) {
+    const bytes = hideSecretBytes(Buffer.from(body, 'base64'), hidden);
+    if (bytes.length > responseBytes) truncated = true;
+    body = bytes.subarray(0, responseBytes).toString('base64');
+  }
+  return {
+    kind: 'observed',
+    outcome: outcome.outcome,
+    targetStatus: outcome.status ?? null,
+    exitCode: outcome.exitCode ?? null,
+    result: { status: outcome.status ?? null, exitCode: outcome.exitCode ?? null, contentType: outcome.contentType ?? 'text/plain', body, encoding, truncated },
+  };
 }
 

@@ -11,7 +11,7 @@ import {
   type TaskOutcome,
   type ToolExecution,
 } from '@modelcontextprotocol/ext-tasks/client';
-import { hideSecrets, type ChannelLog, type SendOutcome } from '@oncegate/dispatcher-kit';
+import { hideSecrets, type ChannelLog, type ResumedTask, type SendOutcome } from '@oncegate/dispatcher-kit';
 import { transportKey, type UpstreamTransport } from './mcp-section';
 
 /*
@@ -62,11 +62,7 @@ export interface CallContext {
 }
 
 /** What resuming a task gave when it gave no answer: why, in the kit's words. */
-export interface TaskUnsettled {
-  readonly kind: 'unsettled';
-  readonly finding: 'working' | 'lost' | 'unreachable';
-  readonly reason: string;
-}
+export type TaskUnsettled = Extract<ResumedTask, { kind: 'unsettled' }>;
 
 /** A call that did not leave: why, in words an agent and an operator can act on. */
 export class NotSent extends Error {
@@ -107,7 +103,7 @@ interface AttemptWatch {
 export type UpstreamAnswer = { readonly kind: 'result'; readonly result: CallToolResult } | { readonly kind: 'error_answer'; readonly message: string };
 
 /** Answers of one tools/call as the channel records them. */
-export type CallAnswer = { readonly kind: 'result'; readonly result: CallToolResult } | Exclude<SendOutcome, { kind: 'observed' }> | { readonly kind: 'error_answer'; readonly message: string };
+export type CallAnswer = UpstreamAnswer | Exclude<SendOutcome, { kind: 'observed' }>;
 
 export class UpstreamSession {
   private connection: Connection | undefined;
@@ -176,13 +172,10 @@ export class UpstreamSession {
           },
         )
         .then((result): CallAnswer => ({ kind: 'result', result }), (error: unknown) => this.answerOf(error, connection));
-      // A broken connection may be the only sign (an HTTP answer cut mid-stream): a result already on its way still wins.
-      const broken = watch.broken.then(() => new Promise<CallAnswer>((resolve) => setTimeout(() => resolve({ kind: 'unknown', reason: 'connection_reset' }), SETTLE_GRACE_MS)));
-      return await Promise.race([call, broken]);
+      return await Promise.race([call, brokenAnswer(watch)]);
     } finally {
       this.watches.delete(context.executionId);
-      connection.calls -= 1;
-      if (!connection.alive && connection.calls === 0) void this.closeConnection(connection);
+      this.leave(connection);
     }
   }
 
@@ -201,7 +194,7 @@ export class UpstreamSession {
     if (support !== 'optional' && support !== 'required') return 'plain';
     if (connection !== undefined && this.tasksOffered(connection)) return 'task';
     return support === 'required'
-      ? { refused: `tool ${tool.name} of upstream ${this.name} runs only as a task, and this connection (${this.connection?.described ?? 'none'}) offers none the channel can use: nothing was sent` }
+      ? { refused: `tool ${tool.name} of upstream ${this.name} runs only as a task, and this connection (${connection?.described ?? 'none'}) offers none the channel can use: nothing was sent` }
       : 'plain';
   }
 
@@ -304,8 +297,7 @@ export class UpstreamSession {
           (made) => ({ made }),
           (error: unknown) => ({ answer: this.taskErrorAnswer(error, connection, deadline) }),
         );
-      const broken = watch.broken.then(() => new Promise<{ answer: CallAnswer }>((resolve) => setTimeout(() => resolve({ answer: { kind: 'unknown', reason: 'connection_reset' } }), SETTLE_GRACE_MS)));
-      const first = await Promise.race([started, broken]);
+      const first = await Promise.race([started, brokenAnswer(watch).then((answer) => ({ answer }))]);
       if ('answer' in first) {
         // The call may still be answered with a task: released, never cancelled, so that the upstream finishes it.
         void started.then((late) => ('made' in late ? late.made.detach() : undefined)).catch(() => undefined);
@@ -326,8 +318,7 @@ export class UpstreamSession {
     } finally {
       if (execution !== undefined) connection.taskExecutions.delete(execution);
       this.watches.delete(context.executionId);
-      connection.calls -= 1;
-      if (!connection.alive && connection.calls === 0) void this.closeConnection(connection);
+      this.leave(connection);
     }
   }
 
@@ -370,8 +361,7 @@ export class UpstreamSession {
       return { kind: 'unsettled', finding: 'unreachable', reason: `upstream ${this.name} could not be asked for task ${taskId}: ${describeError(error)}` };
     } finally {
       if (execution !== undefined) connection.taskExecutions.delete(execution);
-      connection.calls -= 1;
-      if (!connection.alive && connection.calls === 0) void this.closeConnection(connection);
+      this.leave(connection);
     }
   }
 
@@ -382,6 +372,12 @@ export class UpstreamSession {
     // ext-tasks wraps what the SDK's client threw: the cause says whether anything left.
     const cause = (error as { cause?: unknown }).cause;
     return this.answerOf(cause instanceof Error ? cause : error, connection);
+  }
+
+  /** A call or a task question is done with the connection: a connection given up is closed after its last one. */
+  private leave(connection: Connection): void {
+    connection.calls -= 1;
+    if (!connection.alive && connection.calls === 0) void this.closeConnection(connection);
   }
 
   /** Closes a connection: task executions still followed on it are released first, never cancelled. */
@@ -699,6 +695,14 @@ export class UpstreamSession {
     this.secret?.fill(0);
     this.secret = undefined;
   }
+}
+
+/**
+ * Unknown once the connection that carried the attempt broke (an HTTP answer cut mid-stream may be the only sign), after
+ * a short grace in which a result already on its way still wins.
+ */
+function brokenAnswer(watch: AttemptWatch): Promise<CallAnswer> {
+  return watch.broken.then(() => new Promise<CallAnswer>((resolve) => setTimeout(() => resolve({ kind: 'unknown', reason: 'connection_reset' }), SETTLE_GRACE_MS)));
 }
 
 /** A task's outcome as the channel records it: the upstream's result, or its word that the task failed or was cancelled. */
