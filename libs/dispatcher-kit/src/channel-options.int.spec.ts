@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { GatewayConfigError, loadGatewayConfig } from '@oncegate/host-config';
-import { serveService, type RunningService, type ServiceDefinition } from '@oncegate/service-host';
+import { serveServices, type RunningService, type ServiceDefinition } from '@oncegate/service-host';
 import type { ChannelDriver } from './channel-definition';
 import { defineChannel, hostingOf } from './define-channel';
 
@@ -83,7 +83,7 @@ describe("a channel's options (channels.<name> in oncegate.yaml)", () => {
 
   const serve = async (service: ServiceDefinition, lines: readonly string[]) => {
     const file = configFile(lines);
-    running = await serveService(service, loadGatewayConfig({ file, cwd: dir, env: {} }), { env: {} });
+    running = await serveServices([service], loadGatewayConfig({ file, cwd: dir, env: {} }), { env: {} });
     return running;
   };
 

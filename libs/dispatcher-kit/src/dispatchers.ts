@@ -3,7 +3,7 @@ import type { INestMicroservice } from '@nestjs/common';
 import type { InlineStep } from '@oncegate/execution-journal';
 import { AttemptSweeper, dispatcherInstanceId, InstanceLeases } from '@oncegate/host-recovery';
 import type { VaultService } from '@oncegate/host-vault';
-import { closeInOrder, heldBeforeSend, openVault, PreparedCalls, type Host, type ServiceDefinition } from '@oncegate/service-host';
+import { closeInOrder, heldBeforeSend, PreparedCalls, type Host, type ServiceDefinition } from '@oncegate/service-host';
 import type { ChannelDispatcher } from './channel-dispatcher';
 
 /** What a channel's dispatcher is given to start: the vault, the prepared calls of this process, its id. */
@@ -88,10 +88,16 @@ export async function hostDispatchers(host: Host, vault: VaultService, prepared:
 export function dispatcherService(channel: DispatchChannel): ServiceDefinition {
   return {
     name: `dispatcher-${channel.channel}`,
-    async serve(host) {
-      const vault = await openVault(host);
-      const dispatchers = await hostDispatchers(host, vault, new PreparedCalls(host.sealed), [channel]);
-      return { close: () => closeInOrder(() => dispatchers.close(), () => vault.stop()) };
+    async serve(host, together) {
+      const dispatchers = await hostDispatchers(host, await together.vault(), together.prepared, [channel]);
+      // Hosted beside the gateway's front, the first attempt is dispatched in the commit that accepts the call.
+      const removeSteps = dispatchers.inlineSteps.map((step) => together.inlineSteps.add(step));
+      return {
+        close: async () => {
+          for (const remove of removeSteps) remove();
+          await dispatchers.close();
+        },
+      };
     },
   };
 }

@@ -2,7 +2,8 @@ import type { INestMicroservice } from '@nestjs/common';
 import type { ToolContract } from '@oncegate/contracts';
 import { GatewayConfigError, type GatewayConfig } from '@oncegate/host-config';
 import type { VaultService } from '@oncegate/host-vault';
-import { closeInOrder, loadTools, microservice, openVault, PreparedCalls, SERVICE_CONSUMERS, type Host, type ServiceDefinition } from '@oncegate/service-host';
+import { loadTools, microservice, PreparedCalls, SERVICE_CONSUMERS, type Host, type ServiceDefinition } from '@oncegate/service-host';
+import { AuthorizationController } from './authorization.controller';
 import { AuthorizationModule } from './authorization.module';
 import { Policy } from './policy';
 
@@ -40,9 +41,14 @@ export async function hostAuthorization(host: Host, vault: VaultService, prepare
 export const authorizationService: ServiceDefinition = {
   name: 'authorization',
   check: (config) => void policyOf(config, loadTools(config)),
-  async serve(host) {
-    const vault = await openVault(host);
-    const app = await hostAuthorization(host, vault, new PreparedCalls(host.sealed));
-    return { close: () => closeInOrder(() => app.close(), () => vault.stop()) };
+  async serve(host, together) {
+    const app = await hostAuthorization(host, await together.vault(), together.prepared);
+    const removeStep = together.inlineSteps.add(app.get(AuthorizationController).inlineStep());
+    return {
+      close: async () => {
+        removeStep();
+        await app.close();
+      },
+    };
   },
 };

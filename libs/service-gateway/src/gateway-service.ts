@@ -204,10 +204,11 @@ export const gatewayService: ServiceDefinition = {
     hostRulesOf(config);
     refuseUnsafeTesting(config);
   },
-  async serve(host) {
+  async serve(host, together) {
     const { config } = host;
     if (config.devToken) await initDevelopmentVault({ store: host.store, dataDir: config.dataDir, env: host.env, by: 'service:gateway' });
-    const front = await hostFront(host, sharedCallers(host), new InlineSteps());
+    // The steps of the services hosted beside it (none when it runs alone) are decided in the accepting commit.
+    const front = await hostFront(host, sharedCallers(host), together.inlineSteps);
     return { url: front.url, devToken: front.devToken, close: () => front.close() };
   },
 };

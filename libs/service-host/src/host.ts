@@ -8,12 +8,13 @@ import { parseContractFile, type PluginSectionCheck, type ToolContract } from '@
 import type { EventStore, RecordedEvent } from '@oncegate/event-store';
 import { createPostgresDatabase, openPostgresEventStore } from '@oncegate/event-store-postgres';
 import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-store-sqlite';
-import { systemClock, traceContextFrom, type Clock, type InlineStep } from '@oncegate/execution-journal';
+import { InlineSteps, systemClock, traceContextFrom, type Clock, type InlineStep } from '@oncegate/execution-journal';
 import { redactedStoreUrl, withoutStorePassword, type GatewayConfig, type StoreConfig } from '@oncegate/host-config';
 import { createLogger, inSpan, meteredStore, OperationsServer, processMetrics, SpanKind, startTracing, type ProcessMetrics } from '@oncegate/host-operations';
 import { AgentDirectory, ApproverDirectory } from '@oncegate/host-principals';
 import { newInstance } from '@oncegate/host-recovery';
 import { loadGatewayKeys, VaultService, type GatewayKeys } from '@oncegate/host-vault';
+import { PreparedCalls } from './prepared-calls';
 import { EventStoreTransport, readParked } from '@oncegate/nest-event-store';
 import { PostgresSealedStore, RecentlySealed, SqliteSealedStore, type SealedBlobWriter, type SealedStore, type SealingKey } from '@oncegate/sealed-store';
 import { initDevelopmentVault } from '@oncegate/vault';
@@ -336,7 +337,36 @@ export interface ServiceDefinition {
   check?(config: GatewayConfig): void;
   /** The plugin channels this service hosts: their tools' sections are checked when the contract file is loaded. */
   readonly pluginChannels?: ReadonlyMap<string, PluginSectionCheck>;
-  serve(host: Host): Promise<ServedService>;
+  /** Starts the service on the process's host; `together` is what it shares with the other services of the process. */
+  serve(host: Host, together: CoHosting): Promise<ServedService>;
+}
+
+/**
+ * What the services of one process share (`oncegate serve` with several services): the vault, opened once; the
+ * executions' prepared calls; and the steps they decide inline in the commit that accepts an execution. The gateway's
+ * front takes those steps when it runs in the same process, as the embedded gateway takes all of them: authorization
+ * and the dispatch of a call hosted beside the front are then no hop through the store (docs/deploy.md).
+ */
+export interface CoHosting {
+  readonly inlineSteps: InlineSteps;
+  readonly prepared: PreparedCalls;
+  /** The vault as this process sees it, opened by the first service that asks (closed with the host). */
+  vault(): Promise<VaultService>;
+}
+
+function coHosting(host: Host): CoHosting {
+  let vault: Promise<VaultService> | undefined;
+  return { inlineSteps: new InlineSteps(), prepared: new PreparedCalls(host.sealed), vault: () => (vault ??= openVault(host)) };
+}
+
+/**
+ * The order services start in one process: the gateway first (it makes the development vault the others open), then
+ * authorization before the dispatchers, as the steps they add follow one another in an accepting commit.
+ */
+function startRank(definition: ServiceDefinition): number {
+  if (definition.name === 'gateway') return 0;
+  if (definition.name === 'authorization') return 1;
+  return definition.name.startsWith('dispatcher-') ? 2 : 3;
 }
 
 /** One service of `oncegate serve`, running in this process. */
@@ -353,23 +383,34 @@ export interface RunningService {
 }
 
 /**
- * Runs one service in this process, as one instance of it among any number on the same store. The services meet
- * only in the store: every consumer of events runs as a member of its service's consumer group.
+ * Runs services in this process, each as one instance among any number on the same store. The services meet in the
+ * store: every consumer of events runs as a member of its service's consumer group. Services started together also
+ * share what `CoHosting` names, so the gateway's front decides their steps inline.
  */
-export function serveService(definition: ServiceDefinition, config: GatewayConfig, options: StartOptions = {}): Promise<RunningService> {
+export function serveServices(definitions: readonly ServiceDefinition[], config: GatewayConfig, options: StartOptions = {}): Promise<RunningService> {
   return startOrUndo(async (opened) => {
-    definition.check?.(config);
-    const host = await openHost(config, options, opened, true, definition.name, definition.pluginChannels);
-    const served = await definition.serve(host);
+    for (const definition of definitions) definition.check?.(config);
+    const ordered = [...definitions].sort((a, b) => startRank(a) - startRank(b));
+    const name = ordered.map((definition) => definition.name).join('+');
+    const sections = new Map(ordered.flatMap((definition) => [...(definition.pluginChannels ?? new Map<string, PluginSectionCheck>())]));
+    const host = await openHost(config, options, opened, true, name, sections.size === 0 ? undefined : sections);
+    const together = coHosting(host);
+    const served: ServedService[] = [];
+    for (const definition of ordered) {
+      const service = await definition.serve(host, together);
+      served.push(service);
+      // A later service that fails to start stops the ones before it (`opened` is closed in reverse).
+      opened.push({ close: () => service.close() });
+    }
     return {
-      service: definition.name,
+      service: name,
       instance: host.instance,
-      url: served.url,
-      devToken: served.devToken,
-      summary: served.summary ?? [],
+      url: served.find((service) => service.url !== undefined)?.url,
+      devToken: served.find((service) => service.devToken !== undefined)?.devToken,
+      summary: served.flatMap((service) => service.summary ?? []),
       operationsUrl: host.operationsUrl,
       store: host.store,
-      close: () => closeInOrder(() => served.close(), () => closeHost(host)),
+      close: () => closeInOrder(...served.reverse().map((service) => () => service.close()), () => closeHost(host)),
     };
   });
 }

@@ -4,7 +4,7 @@ import { Command } from '@commander-js/extra-typings';
 import { action, EXIT_CODES, exitWhenDone, PROCESS_IO, runProgram, type CliIo, type ExitCode } from './cli-command';
 import { configOption, configOrExit } from './command-args';
 import { GatewayConfigError } from '@oncegate/host-config';
-import { serveService, storeLocation, type ServiceDefinition } from './host';
+import { serveServices, storeLocation, type ServiceDefinition } from './host';
 import { KeyFileError } from '@oncegate/host-vault';
 import { PortTakenError } from '@oncegate/host-operations';
 import { announceReady, clearReadyFile, formatDuration, prepareReadyFile, readyFileOption, sinceProcessStart } from './ready-signal';
@@ -92,7 +92,7 @@ export function untilSignal(): Promise<NodeJS.Signals> {
 
 /** What every service process's help says about how it runs. */
 export const SERVICE_PROCESS_HELP =
-  'Runs one service in the foreground until SIGINT or SIGTERM, with the same configuration as oncegate start. ' +
+  'Runs the service in the foreground until SIGINT or SIGTERM, with the same configuration as oncegate start. ' +
   'Instances of a service share its events (a consumer group: one execution is handled by one instance at a time, ' +
   'taken over when an instance stops renewing its claims within instance_lease). Meant for a store every process ' +
   'reaches: store.driver postgres. deploy/local starts every service this way; see docs/deploy.md.';
@@ -104,10 +104,10 @@ export interface ServiceProcessOptions {
 }
 
 /**
- * Runs one service as this process until SIGINT or SIGTERM: prints a summary on stdout that ends with an empty line
- * (the log goes to stderr), signals that it is ready, then stops in order.
+ * Runs services (one, or several sharing the process) as this process until SIGINT or SIGTERM: prints a summary on
+ * stdout that ends with an empty line (the log goes to stderr), signals that it is ready, then stops in order.
  */
-export async function runServiceProcess(service: ServiceDefinition, options: ServiceProcessOptions, io: CliIo): Promise<ExitCode> {
+export async function runServiceProcess(services: readonly ServiceDefinition[], options: ServiceProcessOptions, io: CliIo): Promise<ExitCode> {
   const { readyFile } = options;
   const config = configOrExit(options, io);
   if (typeof config === 'number') return config;
@@ -118,7 +118,7 @@ export async function runServiceProcess(service: ServiceDefinition, options: Ser
   void stopped.then(() => clearInterval(keepAlive));
   let running;
   try {
-    running = await serveService(service, config);
+    running = await serveServices(services, config);
   } catch (error) {
     clearInterval(keepAlive);
     return startupFailure(error, io);
@@ -126,7 +126,7 @@ export async function runServiceProcess(service: ServiceDefinition, options: Ser
   const readyMs = sinceProcessStart();
   io.stdout(
     [
-      `Oncegate ${service.name} is running (instance ${running.instance}), ready in ${formatDuration(readyMs)}`,
+      `Oncegate ${running.service} is running (instance ${running.instance}), ready in ${formatDuration(readyMs)}`,
       ...(running.url ? [`  listening on: ${running.url}`] : []),
       `  store:        ${config.store.driver} ${storeLocation(config)}`,
       ...(config.store.driver === 'sqlite' ? ['  note:         a SQLite store is shared by the processes of one machine only; use store.driver postgres to run services apart'] : []),
@@ -138,7 +138,7 @@ export async function runServiceProcess(service: ServiceDefinition, options: Ser
       '',
     ].join('\n'),
   );
-  announceReady({ service: service.name, ...(running.url ? { url: running.url } : {}), ...(running.operationsUrl ? { operations: running.operationsUrl } : {}), readyMs }, readyFile);
+  announceReady({ service: running.service, ...(running.url ? { url: running.url } : {}), ...(running.operationsUrl ? { operations: running.operationsUrl } : {}), readyMs }, readyFile);
   const signal = await stopped;
   io.stdout(`${signal}: stopping\n`);
   clearReadyFile(readyFile);
@@ -151,6 +151,6 @@ export async function serviceMain(service: ServiceDefinition, argv: readonly str
     .description(SERVICE_PROCESS_HELP)
     .addOption(configOption())
     .addOption(readyFileOption())
-    .action(action((io, options) => runServiceProcess(service, options, io)));
+    .action(action((io, options) => runServiceProcess([service], options, io)));
   exitWhenDone(await runProgram(program, argv, PROCESS_IO));
 }

@@ -87,18 +87,21 @@ describe('oncegate contracts check', () => {
     expect(io.out()).toMatch(/^-: cannot read file: ENOENT/);
   });
 
-  it('given serve without a service, or one that does not exist, when run, then it is a usage error naming the services', async () => {
+  it('given serve without a service, one that does not exist, or one named twice, when run, then it is a usage error naming the services', async () => {
     const none = captureIo();
     expect(await runCli(['serve'], none)).toBe(EXIT_CODES.usage);
-    expect(none.err()).toMatch(/^oncegate: serve: missing required argument 'service'\nUsage: oncegate serve \[options\] <service>\n/);
+    expect(none.err()).toMatch(/^oncegate: serve: missing required argument 'service'\nUsage: oncegate serve \[options\] <service\.\.\.>\n/);
     const typo = captureIo();
     expect(await runCli(['serve', 'dispatcher-htp'], typo)).toBe(EXIT_CODES.usage);
     expect(typo.err()).toMatch(
       /value 'dispatcher-htp' is invalid for argument 'service'\. Allowed choices are gateway, authorization, dispatcher-http, dispatcher-ssh, dispatcher-mcp, result-delivery, sealer, relay-kafka\./,
     );
-    const two = captureIo();
-    expect(await runCli(['serve', 'gateway', 'sealer'], two)).toBe(EXIT_CODES.usage);
-    expect(two.err()).toMatch(/^oncegate: serve: too many arguments for 'serve'\. Expected 1 argument but got 2\.\n/);
+    const typoOfTwo = captureIo();
+    expect(await runCli(['serve', 'gateway', 'authorisation'], typoOfTwo)).toBe(EXIT_CODES.usage);
+    expect(typoOfTwo.err()).toMatch(/value 'authorisation' is invalid for argument 'service'/);
+    const twice = captureIo();
+    expect(await runCli(['serve', 'gateway', 'authorization', 'gateway'], twice)).toBe(EXIT_CODES.usage);
+    expect(twice.err()).toBe("oncegate: serve: 'gateway' is named twice\n");
   });
 
   it('given --help, when run, then the generated help is printed on stdout and it exits 0', async () => {

@@ -76,12 +76,24 @@ export function startCommand() {
 
 export function serveCommand() {
   return new Command('serve')
-    .summary('Run one service in this process, as one instance among any number on a shared store.')
-    .description(SERVICE_PROCESS_HELP)
-    .addArgument(new Argument('<service>', 'the service to run').choices([...SERVICES.keys()]))
+    .summary('Run a service (or several sharing the process) as one instance among any number on a shared store.')
+    .description(
+      `${SERVICE_PROCESS_HELP} Services named together share one process: the gateway then decides the steps of ` +
+        'authorization and of its dispatchers in the commit that accepts a call, as oncegate start does.',
+    )
+    .addArgument(new Argument('<service...>', 'the services to run').choices([...SERVICES.keys()]))
     .addOption(configOption())
     .addOption(readyFileOption())
-    .action(action((io, name, options) => runServiceProcess(SERVICES.get(name)!, options, io)));
+    .action(
+      action(async (io, names, options) => {
+        const twice = names.find((name, index) => names.indexOf(name) !== index);
+        if (twice !== undefined) {
+          io.stderr(`oncegate: serve: '${twice}' is named twice\n`);
+          return EXIT_CODES.usage;
+        }
+        return runServiceProcess(names.map((name) => SERVICES.get(name)!), options, io);
+      }),
+    );
 }
 
 export function stdioCommand() {
