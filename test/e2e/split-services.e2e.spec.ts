@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { appendFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Client as PgClient } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLocalDeployment, type LocalDeployment, type ServiceProcess } from '@oncegate/deploy-local';
+import { startLocalDeployment, startService, type LocalDeployment, type ServiceProcess } from '@oncegate/deploy-local';
 import { startDemoTargetProcess, type DemoTargetProcess } from '../support/demo-target-process';
 import { freePort, gatewayFolder, oncegate, type GatewayFolder } from '../support/gateway-process';
 import { foldExecution } from '@oncegate/domain';
@@ -236,6 +237,29 @@ describe('the services as processes of their own on PostgreSQL (deploy/local, on
     expect(await requestsFor('gateway-kill')).toHaveLength(1);
     expect(answer.id).toBe((await requestsFor('gateway-kill'))[0]!.idempotencyKey);
     await deployment.add('gateway', gatewayPorts[2]);
+  }, 120_000);
+
+  it('given a gateway serving authorization in its own process (oncegate serve gateway authorization), when a call comes, then it is accepted and authorized in one commit and a dispatcher apart sends it once', async () => {
+    const together = await startService(
+      { name: 'gateway', command: [fileURLToPath(new URL('../../bin/oncegate.mjs', import.meta.url)), 'serve', 'gateway', 'authorization'] },
+      { configFile: folder.configFile, cwd: folder.dir, env: { ONCEGATE_STORE_URL: storeUrl }, port: await freePort() },
+    );
+    try {
+      expect(together.output()).toMatch(/Oncegate gateway\+authorization is running/);
+      const answer = executionOf(await setConfig(await client(together.url!), 'served-together'));
+      expect(['completed', 'delivered']).toContain(answer.state);
+      const events = await readJournal({ postgresUrl: storeUrl }, [`execution-${answer.id}`]);
+      const of = (type: string) => events.find((event) => event.type === type)!;
+      const [accepted, authorized, dispatched] = [of('ExecutionAccepted'), of('ExecutionAuthorized'), of('Dispatched')];
+      // Accepted and authorized in the gateway's commit; dispatched by a dispatcher process after it read that.
+      expect(authorized.position - accepted.position).toBe(1);
+      expect(authorized.recordedAt).toBe(accepted.recordedAt);
+      expect(dispatched.position).toBeGreaterThan(authorized.position);
+      expect((await dispatchedBy()).get(answer.id)).toMatch(/^dispatcher-http@/);
+      expect(await requestsFor('served-together')).toHaveLength(1);
+    } finally {
+      await together.stop();
+    }
   }, 120_000);
 
   it('given authorization failing on an event, then the event is parked and listed, nothing of its execution runs, and after the fix a replay completes it', async () => {
