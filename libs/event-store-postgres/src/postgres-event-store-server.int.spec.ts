@@ -275,6 +275,25 @@ describe('postgres: group commit', () => {
   });
 });
 
+describe('postgres: durability of an acknowledged append', () => {
+  it('given a server with its durable defaults, when appends are answered one after another, then the WAL was flushed for each before its answer', async () => {
+    const durable = await startPostgres({ fast: false });
+    try {
+      const syncs = async () => Number(((await sql('SELECT wal_sync FROM pg_stat_wal', durable.url())) as Array<{ wal_sync: string }>)[0]!.wal_sync);
+      const store = await openPostgresEventStore({ url: durable.url(), schema: freshSchema() });
+      await store.appendToStream('warm-up', [event('E')]);
+      const before = await syncs();
+      for (let i = 0; i < 20; i += 1) await store.appendToStream(`durable-${i}`, [event('E', { i })]);
+      // A backend reports its WAL statistics when it ends at the latest.
+      await store.close();
+      await eventually(async () => (await syncs()) - before >= 20, 'the server counts a WAL flush for each append', 3000).catch(() => undefined);
+      expect((await syncs()) - before).toBeGreaterThanOrEqual(20);
+    } finally {
+      await durable.stop();
+    }
+  });
+});
+
 describe('postgres: gap safety', () => {
   it('given writers on separate connections whose transactions are held open after taking a position, when a reader follows them, then it ends with every position exactly once and in order', async () => {
     const schema = freshSchema();

@@ -466,7 +466,7 @@ export class PostgresEventStore implements EventStore {
         // record comes after the insert's, so once it is flushed the insert is durable, and only then are the
         // appends answered and the listeners told. Concurrent writers' flushes are shared by the server.
         // Prepared as well: the server parses and plans it once per connection, not once a group.
-        await client.query({ name: 'oncegate-notify', text: 'SELECT pg_notify($1, $2)', values: [this.channel, `${head} ${notifiedTypes(rows.types)}`] });
+        await client.query({ name: 'oncegate-notify', text: this.sql.notifyDurable, values: [this.channel, `${head} ${notifiedTypes(rows.types)}`] });
         committing = false;
         outcomes = shifted(outcomes, base);
         lastPosition = head;
@@ -972,6 +972,13 @@ function shifted(outcomes: readonly GroupOutcome[], base: number): GroupOutcome[
   );
 }
 
+/**
+ * Makes the transaction it is in write WAL of its own (a transactional logical-decoding message, which no table
+ * keeps): PostgreSQL commits a transaction that wrote none, as one that only notifies, without waiting for any
+ * flush, whatever `synchronous_commit` says. With it, the commit waits until the WAL up to its record is on disk.
+ */
+const FLUSH_WAIT = "pg_logical_emit_message(true, 'oncegate', '')";
+
 /** The store's statements for one schema (already quoted). */
 function statements(schema: string) {
   return {
@@ -984,7 +991,9 @@ function statements(schema: string) {
     /** A group's write (see `append_events_joined` in schema.ts): the head the rows were inserted after. */
     appendEvents: `SELECT ${schema}.append_events_joined($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)::text`,
     // With a notification, so that the event found is durable once the answer comes (see commitGroup).
-    eventPosition: `SELECT position::text, pg_notify($2, position::text || ' *') FROM ${schema}.events WHERE event_id = $1`,
+    eventPosition: `SELECT position::text, pg_notify($2, position::text || ' *'), ${FLUSH_WAIT} FROM ${schema}.events WHERE event_id = $1`,
+    /** The notification of a group's commit, in a transaction that waits for a WAL flush covering it (see commitGroup). */
+    notifyDurable: `SELECT pg_notify($1, $2), ${FLUSH_WAIT}`,
     readForwards: `SELECT ${COLUMNS} FROM ${schema}.events WHERE stream_id = $1 AND revision >= $2::bigint ORDER BY revision ASC LIMIT $3`,
     readBackwards: `SELECT ${COLUMNS} FROM ${schema}.events WHERE stream_id = $1 AND revision <= $2::bigint ORDER BY revision DESC LIMIT $3`,
     streamRevision: `SELECT max(revision) FROM ${schema}.events WHERE stream_id = $1`,
