@@ -1,8 +1,16 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { Client, Pool } from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { DuplicateEventIdError, subscribeAsGroupMember, WrongExpectedRevisionError, type EventStore, type RecordedEvent } from '@oncegate/event-store';
+import {
+  DuplicateEventIdError,
+  eventHash,
+  GENESIS_HASH,
+  subscribeAsGroupMember,
+  WrongExpectedRevisionError,
+  type EventStore,
+  type RecordedEvent,
+} from '@oncegate/event-store';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- integration tests run the shared real-PostgreSQL harness
 import { startPostgres, type PostgresHandle } from '../../../test/support/postgres';
 import { openPostgresEventStore, type PostgresEventStoreOptions } from './postgres-event-store';
@@ -180,6 +188,109 @@ describe('postgres: group commit', () => {
     expect(statements).toHaveLength(1);
     expect(statements[0]!.text).not.toContain('marker-in-the');
     expect((await store.readStream('s-1'))[0]!.data).toEqual({ note: 'marker-in-the-data' });
+  });
+  it('given a group whose data and metadata hold quotes, backslashes, escapes, control characters, lone surrogates and deep nesting, when it is written, then the stored texts are byte for byte what the writer serialised and every hash recomputes', async () => {
+    const schema = freshSchema();
+    const store = await open(schema);
+    let deep: unknown = { leaf: 'bottom "of" it \\' };
+    for (let depth = 0; depth < 100; depth += 1) deep = depth % 2 === 0 ? { [`level-${depth}`]: deep, quote: '"' } : [deep, depth, '\\'];
+    const payloads: unknown[] = [
+      { text: 'say "hi" \\ back\\slash \\\\ \\" end', path: 'C:\\temp\\"x"', '"key"': 1, 'key\\': 2, '': 3 },
+      // U+001E is the character between the texts on their way to the server: inside a string it travels escaped.
+      { nul: '\u0000', controls: '\u0001\u001e\u001f\b\f\n\r\t\u007f', literal: '\\u0000 \\u001e \\n stays text' },
+      { unicode: 'naïve ✓ 日本語 😀', loneHigh: '\ud800', loneLow: 'x\udc00', separators: '\u2028\u2029', bom: '\ufeff' },
+      { numbers: [0, -0, 0.1, 1e21, 1e-7, -123.456e-10, Number.MAX_SAFE_INTEGER, 5e-324], flags: [true, false, null] },
+      deep,
+      'a top-level "string" with \u0000 and \\',
+      1e21,
+      null,
+      [],
+      {},
+    ];
+    const metadata = { causationId: 'c-"1"\\', correlation: { note: '\u0000\u001e\ud83d' }, nested: deep };
+    // Issued together, so they are one group and one call of the server's function.
+    const written = await Promise.all([
+      ...payloads.map((data, i) => store.appendToStream(`bytes-${i}`, [{ type: 'Bytes', data, metadata }])),
+      store.appendMany([
+        { streamId: 'bytes-many-1', events: [{ type: 'Bytes "many"', data: payloads[1], metadata: { i: '\\' } }, { type: 'Bytes', data: payloads[2] }] },
+        { streamId: 'bytes-many-2', events: [{ type: 'Bytes', data: payloads[0] }] },
+      ]),
+    ]);
+    expect(written).toHaveLength(payloads.length + 1);
+    const [row] = (await sql(`SELECT count(DISTINCT xmin::text)::int AS transactions FROM "${schema}".events`)) as Array<{ transactions: number }>;
+    expect(row!.transactions).toBe(1);
+    const stored = (await sql(`SELECT stream_id, data::text AS data, metadata::text AS metadata FROM "${schema}".events ORDER BY position`)) as Array<{
+      stream_id: string;
+      data: string;
+      metadata: string;
+    }>;
+    expect(stored.map((r) => [r.stream_id, r.data, r.metadata])).toEqual([
+      ...payloads.map((data, i) => [`bytes-${i}`, JSON.stringify(data), JSON.stringify(metadata)]),
+      ['bytes-many-1', JSON.stringify(payloads[1]), JSON.stringify({ i: '\\' })],
+      ['bytes-many-1', JSON.stringify(payloads[2]), '{}'],
+      ['bytes-many-2', JSON.stringify(payloads[0]), '{}'],
+    ]);
+    // Read back by another store object (nothing from this one's memory), each event's hash is its fields' as read.
+    const reader = await open(schema);
+    const events = (await reader.readAll()).events;
+    expect(events).toHaveLength(stored.length);
+    for (const e of events) {
+      expect(e.hash).toBe(eventHash(e.prev, { streamId: e.streamId, revision: e.revision, id: e.id, type: e.type, data: e.data, metadata: e.metadata, recordedAt: e.recordedAt }));
+    }
+    expect(events.slice(0, payloads.length).map((e) => e.data)).toEqual(payloads.map((data) => JSON.parse(JSON.stringify(data))));
+    const [many1, many2] = events.filter((e) => e.streamId === 'bytes-many-1');
+    expect([many1!.prev, many2!.prev]).toEqual([GENESIS_HASH, many1!.hash]);
+  });
+
+  it('given a writer of the previous version beside this one, when it writes its group with the previous function, then this version reads its events and continues their chains', async () => {
+    const schema = freshSchema();
+    const store = await open(schema);
+    const mine = await store.appendToStream('shared', [event('Mine', { by: 'this version' })]);
+    const [tip] = await store.readStream('shared');
+    // What a process of the previous version sends: data and metadata as json[] parameters of `append_events`.
+    const id = '0192f3a0-0000-7000-8000-0000000000aa';
+    const data = { by: 'the previous version', text: '"\\\u0000' };
+    const recordedAt = new Date().toISOString();
+    const hash = eventHash(tip!.hash, { streamId: 'shared', revision: 1, id, type: 'Theirs', data, metadata: {}, recordedAt });
+    const client = new Client({ connectionString: server.url() });
+    await client.connect();
+    try {
+      await client.query({
+        text: `SELECT "${schema}".append_events($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+        // The store's lock: "once" and a key from the schema's name.
+        values: [0x6f6e6365, createHash('sha256').update(schema).digest().readInt32BE(0), ['shared'], [mine.nextExpectedRevision], ['shared'], [1], [id], ['Theirs'], [JSON.stringify(data)], ['{}'], recordedAt, [tip!.hash], [hash]],
+      });
+    } finally {
+      await client.end();
+    }
+    await store.appendToStream('shared', [event('MineAgain')], { expectedRevision: 1 });
+    const events = await (await open(schema)).readStream('shared');
+    expect(events.map((e) => [e.type, e.revision])).toEqual([
+      ['Mine', 0],
+      ['Theirs', 1],
+      ['MineAgain', 2],
+    ]);
+    expect(events[1]!.data).toEqual(data);
+    expect(events[2]!.prev).toBe(hash);
+  });
+});
+
+describe('postgres: durability of an acknowledged append', () => {
+  it('given a server with its durable defaults, when appends are answered one after another, then the WAL was flushed for each before its answer', async () => {
+    const durable = await startPostgres({ fast: false });
+    try {
+      const syncs = async () => Number(((await sql('SELECT wal_sync FROM pg_stat_wal', durable.url())) as Array<{ wal_sync: string }>)[0]!.wal_sync);
+      const store = await openPostgresEventStore({ url: durable.url(), schema: freshSchema() });
+      await store.appendToStream('warm-up', [event('E')]);
+      const before = await syncs();
+      for (let i = 0; i < 20; i += 1) await store.appendToStream(`durable-${i}`, [event('E', { i })]);
+      // A backend reports its WAL statistics when it ends at the latest.
+      await store.close();
+      await eventually(async () => (await syncs()) - before >= 20, 'the server counts a WAL flush for each append', 3000).catch(() => undefined);
+      expect((await syncs()) - before).toBeGreaterThanOrEqual(20);
+    } finally {
+      await durable.stop();
+    }
   });
 });
 

@@ -43,7 +43,7 @@ import {
   type Subscription,
 } from '@oncegate/event-store';
 import { isUnavailable, isUniqueViolation, openFailure, unavailableOr, type PostgresServer } from './postgres-errors';
-import { quotedSchema, schemaStatements, SCHEMA_VERSION, STREAM_MOVED } from './schema';
+import { JSON_TEXT_SEPARATOR, quotedSchema, schemaStatements, SCHEMA_VERSION, STREAM_MOVED } from './schema';
 
 export interface PostgresEventStoreOptions {
   /**
@@ -370,11 +370,12 @@ export class PostgresEventStore implements EventStore {
    * Writes a group of appends in one transaction. The streams' tips and the given ids are read first, without a
    * lock, and the group is decided and hashed on them here (each append checked against the tips as the appends
    * before it in the group left them; one that fails writes nothing and harms no other). The write is then one
-   * round trip, a prepared call of the schema's `append_events` with the rows as array parameters: under the store's
-   * advisory lock, a check that no written stream moved since the read, the insert at the head's next positions and
-   * the commit; a notification follows in a transaction of its own. The lock is thus held for what the server does,
-   * never across a round trip; global positions still become visible in order. A stream that moved meanwhile (a
-   * writer in another process) makes the group be read and decided again.
+   * round trip, a prepared call of the schema's `append_events_joined` with the rows as parameters (the events' data,
+   * and their metadata, as the JSON texts already serialised joined into one text, so none is escaped again): under
+   * the store's advisory lock, a check that no written stream moved since the read, the insert at the head's next
+   * positions and the commit; a notification follows in a transaction of its own. The lock is thus held for what the
+   * server does, never across a round trip; global positions still become visible in order. A stream that moved
+   * meanwhile (a writer in another process) makes the group be read and decided again.
    */
   private async commitGroup(group: readonly PendingAppend[]): Promise<void> {
     const recordedAt = this.clock().toISOString();
@@ -427,7 +428,7 @@ export class PostgresEventStore implements EventStore {
         committing = true;
         const base = await client
           .query<[string]>({
-            name: 'oncegate-append-events',
+            name: 'oncegate-append-events-joined',
             text: this.sql.appendEvents,
             values: [
               LOCK_CLASS,
@@ -438,8 +439,8 @@ export class PostgresEventStore implements EventStore {
               rows.revisions,
               rows.ids,
               rows.types,
-              rows.data,
-              rows.metadata,
+              rows.data.join(JSON_TEXT_SEPARATOR),
+              rows.metadata.join(JSON_TEXT_SEPARATOR),
               recordedAt,
               rows.prevs,
               rows.hashes,
@@ -464,7 +465,8 @@ export class PostgresEventStore implements EventStore {
         // while the server inserted. This notification is a transaction of its own that does wait: its commit
         // record comes after the insert's, so once it is flushed the insert is durable, and only then are the
         // appends answered and the listeners told. Concurrent writers' flushes are shared by the server.
-        await client.query({ text: 'SELECT pg_notify($1, $2)', values: [this.channel, `${head} ${notifiedTypes(rows.types)}`] });
+        // Prepared as well: the server parses and plans it once per connection, not once a group.
+        await client.query({ name: 'oncegate-notify', text: this.sql.notifyDurable, values: [this.channel, `${head} ${notifiedTypes(rows.types)}`] });
         committing = false;
         outcomes = shifted(outcomes, base);
         lastPosition = head;
@@ -970,6 +972,13 @@ function shifted(outcomes: readonly GroupOutcome[], base: number): GroupOutcome[
   );
 }
 
+/**
+ * Makes the transaction it is in write WAL of its own (a transactional logical-decoding message, which no table
+ * keeps): PostgreSQL commits a transaction that wrote none, as one that only notifies, without waiting for any
+ * flush, whatever `synchronous_commit` says. With it, the commit waits until the WAL up to its record is on disk.
+ */
+const FLUSH_WAIT = "pg_logical_emit_message(true, 'oncegate', '')";
+
 /** The store's statements for one schema (already quoted). */
 function statements(schema: string) {
   return {
@@ -979,10 +988,12 @@ function statements(schema: string) {
            FROM unnest($1::text[]) AS s(id)
            CROSS JOIN LATERAL (SELECT revision, hash FROM ${schema}.events WHERE stream_id = s.id ORDER BY revision DESC LIMIT 1) t),
         (SELECT coalesce(array_agg(event_id), '{}') FROM ${schema}.events WHERE event_id = ANY($2::text[]))`,
-    /** A group's write (see `append_events` in schema.ts): the head the rows were inserted after. */
-    appendEvents: `SELECT ${schema}.append_events($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)::text`,
+    /** A group's write (see `append_events_joined` in schema.ts): the head the rows were inserted after. */
+    appendEvents: `SELECT ${schema}.append_events_joined($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)::text`,
     // With a notification, so that the event found is durable once the answer comes (see commitGroup).
-    eventPosition: `SELECT position::text, pg_notify($2, position::text || ' *') FROM ${schema}.events WHERE event_id = $1`,
+    eventPosition: `SELECT position::text, pg_notify($2, position::text || ' *'), ${FLUSH_WAIT} FROM ${schema}.events WHERE event_id = $1`,
+    /** The notification of a group's commit, in a transaction that waits for a WAL flush covering it (see commitGroup). */
+    notifyDurable: `SELECT pg_notify($1, $2), ${FLUSH_WAIT}`,
     readForwards: `SELECT ${COLUMNS} FROM ${schema}.events WHERE stream_id = $1 AND revision >= $2::bigint ORDER BY revision ASC LIMIT $3`,
     readBackwards: `SELECT ${COLUMNS} FROM ${schema}.events WHERE stream_id = $1 AND revision <= $2::bigint ORDER BY revision DESC LIMIT $3`,
     streamRevision: `SELECT max(revision) FROM ${schema}.events WHERE stream_id = $1`,

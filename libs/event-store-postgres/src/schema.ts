@@ -5,6 +5,9 @@ export const STREAM_MOVED = 'oncegate: a stream moved since it was read';
 
 export const SCHEMA_VERSION = 1;
 
+/** Between the JSON texts of a group's data (and of its metadata) for `append_events_joined`: U+001E, `chr(30)`. */
+export const JSON_TEXT_SEPARATOR = '\u001e';
+
 /**
  * Idempotent DDL for one store, all in the store's own schema (`schema` is already quoted). Positions are assigned
  * by the writers under the store's advisory lock (one more than the head), not by a sequence, so they are dense and
@@ -48,6 +51,34 @@ export function schemaStatements(schema: string): readonly string[] {
     // returns the head it found. Each statement in it takes a new snapshot (a VOLATILE function), so the head is
     // read after the lock is held. The commit does not wait for its WAL flush (transaction-local, so outlasting the
     // function): the writer waits for a later flush instead (see docs/event-store.md).
+    // The rows' data and metadata come as two texts, the writer's JSON texts joined by the character U+001E, which no
+    // JSON text holds (JSON has it escaped inside a string and allows it nowhere else): nothing escapes the texts on
+    // their way, as array literals need, and the server reads each once, when it checks that it is JSON.
+    // Were a text ever to hold one, the rows would not line up and the insert would fail on the NULLs that
+    // `ROWS FROM` pads the shorter columns with. (JSON arrays unpacked by `json_array_elements` keep the texts exact
+    // too, but are read twice; `->` and `json_to_recordset` decode every string inside and refuse a `\u0000`.)
+    `CREATE OR REPLACE FUNCTION ${schema}.append_events_joined(
+       lock_class integer, lock_key integer, written text[], read_revisions integer[],
+       stream_ids text[], revisions integer[], event_ids text[], types text[], payloads text, metadatas text,
+       recorded text, prev_hashes text[], hashes text[]) RETURNS bigint LANGUAGE plpgsql VOLATILE AS $body$
+     DECLARE base bigint;
+     BEGIN
+       PERFORM set_config('synchronous_commit', 'off', true);
+       PERFORM pg_advisory_xact_lock(lock_class, lock_key);
+       IF EXISTS (SELECT 1 FROM unnest(written, read_revisions) AS w(stream, revision)
+                   WHERE (SELECT max(e.revision) FROM ${schema}.events e WHERE e.stream_id = w.stream) IS DISTINCT FROM w.revision) THEN
+         RAISE EXCEPTION '%', ${escapeLiteral(STREAM_MOVED)};
+       END IF;
+       SELECT coalesce(max(position), 0) INTO base FROM ${schema}.events;
+       INSERT INTO ${schema}.events (position, stream_id, revision, event_id, type, data, metadata, recorded_at, prev_hash, hash)
+         SELECT base + u.n, u.s, u.r, u.i, u.t, u.d::json, u.m::json, recorded, u.pr, u.h
+           FROM ROWS FROM (unnest(stream_ids), unnest(revisions), unnest(event_ids), unnest(types),
+                           string_to_table(payloads, chr(30)), string_to_table(metadatas, chr(30)),
+                           unnest(prev_hashes), unnest(hashes)) WITH ORDINALITY AS u(s, r, i, t, d, m, pr, h, n);
+       RETURN base;
+     END $body$`,
+    // The same write with data and metadata as json[], as writers of the previous version call it; kept while such
+    // a process may still write to the store beside this one.
     `CREATE OR REPLACE FUNCTION ${schema}.append_events(
        lock_class integer, lock_key integer, written text[], read_revisions integer[],
        stream_ids text[], revisions integer[], event_ids text[], types text[], payloads json[], metadatas json[],
