@@ -332,21 +332,26 @@ function aims(run: {
   const [one, , threeDispatchers] = run.split as [MeasuredPhase, MeasuredPhase, MeasuredPhase];
   const wanted = 2.5 * rate(one);
   const limit = run.bound(threeDispatchers);
-  const cores = (phase: MeasuredPhase) => (wanted * three(phase)) / 1000;
+  const needed = (wanted * three(threeDispatchers)) / 1000;
+  // Anyone else's work on the machine meanwhile: the cores it took were not the bench's to use.
+  const othersCores = (threeDispatchers.cpu.others * rate(threeDispatchers)) / 1000;
   const needs = run.pinning === undefined
-    ? `needs ${cores(threeDispatchers).toFixed(2)} cores at this CPU per call, the machine has ${run.cores}`
+    ? `needs ${needed.toFixed(2)} cores at this CPU per call, the machine has ${run.cores}`
     : `needs ${((wanted * threeDispatchers.cpu.services) / 1000).toFixed(2)} cores for the services (pinned to ${run.pinning.services.length}) and ` +
       `${((wanted * (threeDispatchers.cpu.postgres + threeDispatchers.cpu.loadGenerator)) / 1000).toFixed(2)} for PostgreSQL and the load generator (pinned to ${run.pinning.load.length}) at this CPU per call`;
+  const reach =
+    wanted > limit
+      ? `out of reach on ${run.cores} cores: ${needs}`
+      : needed > run.cores - othersCores
+        ? `within what the ${run.cores} cores allow (${((wanted / limit) * 100).toFixed(0)} % of it: ${needs}), but not in this run: anyone else's work left the bench ${(run.cores - othersCores).toFixed(2)} cores`
+        : `within reach of the cores (${((wanted / limit) * 100).toFixed(0)} % of what they allow: ${needs}): what holds it back is not the cores alone`;
   const scalingAim =
     `Aim — three HTTP dispatchers at least 2.5× one's calls/s: ${verdict(rate(threeDispatchers) >= wanted)} (${(rate(threeDispatchers) / rate(one)).toFixed(2)}×: ` +
     `${rate(threeDispatchers).toFixed(1)} against ${rate(one).toFixed(1)} calls/s; 2.5× is ${wanted.toFixed(1)} calls/s). ` +
     `With three dispatchers a call cost ${three(threeDispatchers).toFixed(1)} ms of CPU (services ${threeDispatchers.cpu.services.toFixed(1)}, ` +
     `PostgreSQL ${threeDispatchers.cpu.postgres.toFixed(1)}, load generator ${threeDispatchers.cpu.loadGenerator.toFixed(1)}), the cores were ` +
-    `${threeDispatchers.machine.busyPercent.toFixed(0)} % busy (anyone else's work ${((threeDispatchers.cpu.others * rate(threeDispatchers)) / 1000).toFixed(2)} cores' worth of it), ` +
-    `and at that CPU per call they allow at most ${limit.toFixed(1)} calls/s: ` +
-    (wanted > limit
-      ? `out of reach on ${run.cores} cores: ${needs}\n`
-      : `within reach of the cores (${(wanted / limit * 100).toFixed(0)} % of what they allow): what holds it back is not the cores alone\n`);
+    `${threeDispatchers.machine.busyPercent.toFixed(0)} % busy (anyone else's work ${othersCores.toFixed(2)} cores' worth of it), ` +
+    `and at that CPU per call they allow at most ${limit.toFixed(1)} calls/s: ${reach}\n`;
 
   const added = percentile(run.splitSingle.samples, 50) - percentile(run.embeddedSingle.samples, 50);
   const latencyAim =
