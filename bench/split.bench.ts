@@ -1,31 +1,52 @@
 import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg } from 'node:os';
+import { join } from 'node:path';
+import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { Client as PgClient } from 'pg';
 import { startLocalDeployment, type LocalDeployment } from '@oncegate/deploy-local';
 import { startDemoTargetProcess } from '../test/support/demo-target-process';
 import { freePort, gatewayFolder, startGatewayProcess } from '../test/support/gateway-process';
 import { startPostgres } from '../test/support/postgres';
+import { allowedCores, coreLoad, coreTimes, groupCpuSeconds, pinToCores, tasksetAvailable, type CoreLoad } from './cpu';
 import { drive, mcpClients, procStats, type Call } from './gateway-support';
 import { machineLine, ms, percentile, printTable } from './table';
 
 /**
  * The services apart (`oncegate serve`, deploy/local) on one PostgreSQL, against a target that takes 20 ms per
  * request, with 1, 2 and 3 HTTP dispatcher processes each capped at `dispatch_in_flight` attempts: does the work
- * spread (calls/s against one dispatcher), and what does the layout add at concurrency 1 over the embedded gateway
- * (`oncegate start`, every step inline in one process) on the same server?
+ * spread (calls/s against one dispatcher), what does a call cost in CPU against the embedded gateway (`oncegate
+ * start`, every step inline in one process) at the same concurrency on the same server, and what does the layout add
+ * at concurrency 1? Each phase also tells how busy the machine's cores were and what a call cost the services,
+ * PostgreSQL and the load generator (this process), so that a bound of the machine is told from a bound of the code:
+ * the calls/s the cores could give at that CPU per call.
  *
- * `npm run bench -- split [--calls N] [--concurrency N] [--cap N] [--delay MS] [--no-fsync]`
+ * `--pin` (util-linux's `taskset`) puts the load generator, PostgreSQL and the demo target on the first third of the
+ * cores (at least one) and the services on the rest, so that the services' own scaling is seen without the load
+ * generator competing for their cores.
+ *
+ * `npm run bench -- split [--calls N] [--concurrency N] [--cap N] [--delay MS] [--no-fsync] [--pin]`
  */
 export async function run(argv: string[]): Promise<void> {
   const { values } = parseArgs({
     args: argv,
-    options: { calls: { type: 'string' }, concurrency: { type: 'string' }, cap: { type: 'string' }, delay: { type: 'string' }, 'no-fsync': { type: 'boolean' } },
+    options: {
+      calls: { type: 'string' },
+      concurrency: { type: 'string' },
+      cap: { type: 'string' },
+      delay: { type: 'string' },
+      'no-fsync': { type: 'boolean' },
+      pin: { type: 'boolean' },
+    },
   });
   const calls = Number(values.calls ?? 600);
   const concurrency = Number(values.concurrency ?? 24);
   const cap = Number(values.cap ?? 1);
   const delayMs = Number(values.delay ?? 20);
+  const loadAtStart = loadavg();
+  const cores = coreTimes().length;
+  const pinning = values.pin === true ? pinningOf(cores) : undefined;
+  // Pinned first: PostgreSQL and the target, started by this process, inherit its cores; the services are moved.
+  if (pinning !== undefined) pinToCores([process.pid], pinning.load);
 
   // Durable like a real deployment: fsync and synchronous commit on (`--no-fsync` turns them off, to see what the
   // layout does when the server's WAL flushes are not what bounds it).
@@ -35,7 +56,11 @@ export async function run(argv: string[]): Promise<void> {
   const admin = new PgClient({ connectionString: server.url() });
   await admin.connect();
   await admin.query('CREATE DATABASE bench_split');
+  // The postmaster, whose children are the server's backends and workers: its pid is the first line of postmaster.pid.
+  const { rows: [dataDirectory] } = await admin.query<{ data_directory: string }>('SHOW data_directory');
+  const postmaster = Number(readFileSync(join(dataDirectory!.data_directory, 'postmaster.pid'), 'utf8').split('\n')[0]);
   await admin.end();
+  if (pinning !== undefined) pinToCores([postmaster, target.pid], pinning.load);
   const storeUrl = server.url('bench_split');
   const folder = await gatewayFolder(target.url, { call_wait: '60s', seal_every: '0s' }, [], { store: { postgresUrl: storeUrl, urlFromEnv: true } });
   appendFileSync(folder.configFile, `instance_lease: 3s\ndispatch_in_flight: ${cap}\nlog_level: warn\n`);
@@ -46,8 +71,64 @@ export async function run(argv: string[]): Promise<void> {
     const result = await clients[worker % clients.length]!.callTool({ name: 'set_config', arguments: { name: 'bench-split', value } });
     return result.isError !== true;
   };
+  /** The cores each group was allowed on, as the kernel says, for the header: what "pinned" meant in fact. */
+  const coresUsed = new Map<string, Set<string>>();
+  const noteCores = (group: string, pids: readonly number[]) => {
+    for (const pid of pids) coresUsed.set(group, (coresUsed.get(group) ?? new Set()).add(allowedCores(pid)));
+  };
+  /** Puts the serving processes on the services' cores (they start on this process's) and notes where each group runs. */
+  const place = (servicePids: readonly number[]) => {
+    if (pinning !== undefined) pinToCores(servicePids, pinning.services);
+    noteCores('services', servicePids);
+    noteCores('PostgreSQL', [postmaster]);
+    noteCores('load generator', [process.pid]);
+    noteCores('demo target', [target.pid]);
+  };
+  /** `drive`, with how busy the cores were and the CPU time of each group of processes meanwhile. */
+  const measured = async (servicePids: readonly number[], driving: () => ReturnType<typeof drive>): Promise<MeasuredPhase> => {
+    const groups = () => groupCpuSeconds({ services: servicePids, postgres: [postmaster], target: [target.pid] });
+    const before = groups();
+    const coresBefore = coreTimes();
+    const clientBefore = process.cpuUsage();
+    const result = await driving();
+    const client = process.cpuUsage(clientBefore);
+    const machine = coreLoad(coresBefore, coreTimes());
+    const after = groups();
+    const perCall = (seconds: number) => (seconds * 1000) / result.calls;
+    const loadGenerator = (client.user + client.system) / 1e6;
+    const cpu = {
+      services: perCall(after.services - before.services),
+      postgres: perCall(after.postgres - before.postgres),
+      loadGenerator: perCall(loadGenerator),
+      target: perCall(after.target - before.target),
+      others: perCall(machine.busySeconds - (after.services - before.services) - (after.postgres - before.postgres) - loadGenerator - (after.target - before.target)),
+    };
+    return { ...result, machine, cpu };
+  };
   const rows: Array<Record<string, string | number>> = [];
-  const load = loadavg()[0]!;
+  const cpuRows: Array<Record<string, string | number>> = [];
+  /**
+   * The calls/s the cores allow at 100 % busy with this CPU per call of the services, PostgreSQL and the load
+   * generator (the target and anyone else's work left out, so an upper bound); pinned, the lower of the two sides'.
+   */
+  const bound = ({ cpu }: MeasuredPhase): number =>
+    pinning === undefined
+      ? (cores * 1000) / (cpu.services + cpu.postgres + cpu.loadGenerator)
+      : Math.min((pinning.services.length * 1000) / cpu.services, (pinning.load.length * 1000) / (cpu.postgres + cpu.loadGenerator));
+  const cpuRow = (name: string, phase: MeasuredPhase) =>
+    cpuRows.push({
+      phase: name,
+      'calls/s': (phase.calls / phase.seconds).toFixed(1),
+      [`busy % (${cores} cores)`]: phase.machine.busyPercent.toFixed(0),
+      'busy % per core': phase.machine.perCorePercent.map((value) => value.toFixed(0)).join(' / '),
+      services: phase.cpu.services.toFixed(1),
+      PostgreSQL: phase.cpu.postgres.toFixed(1),
+      'load generator': phase.cpu.loadGenerator.toFixed(1),
+      'the three': (phase.cpu.services + phase.cpu.postgres + phase.cpu.loadGenerator).toFixed(1),
+      'demo target': phase.cpu.target.toFixed(1),
+      others: phase.cpu.others.toFixed(1),
+      'bound calls/s': bound(phase).toFixed(1),
+    });
   /**
    * The transactions the server committed for the store's database (every statement outside a transaction is one):
    * how many round trips that write or read a call costs, whatever the machine's load. A backend reports its counts
@@ -64,21 +145,52 @@ export async function run(argv: string[]): Promise<void> {
       await client.end();
     }
   };
+  /**
+   * `serverTransactions`, with what the processes spent meanwhile: its pause after a phase is the layout at rest, no
+   * calls, only the background work (leases, renewals, sweeps) that the phases' CPU per call holds too.
+   */
+  const atRest = async (servicePids: readonly number[]): Promise<Rest> => {
+    const groups = () => groupCpuSeconds({ services: servicePids, postgres: [postmaster] });
+    const before = groups();
+    const coresBefore = coreTimes();
+    const started = process.hrtime.bigint();
+    const transactions = await serverTransactions();
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    const machine = coreLoad(coresBefore, coreTimes());
+    const after = groups();
+    return { transactions, seconds, machine, services: after.services - before.services, postgres: after.postgres - before.postgres };
+  };
+  const restRow = (rest: Rest) => ({
+    seconds: rest.seconds.toFixed(1),
+    [`busy % (${cores} cores)`]: rest.machine.busyPercent.toFixed(0),
+    'services CPU ms/s': ((rest.services * 1000) / rest.seconds).toFixed(1),
+    'PostgreSQL CPU ms/s': ((rest.postgres * 1000) / rest.seconds).toFixed(1),
+  });
+  const restRows: Array<Record<string, string | number>> = [];
+  let splitRest: Rest | undefined;
   const perCall: Array<Record<string, string | number>> = [];
   try {
-    // Concurrency 1: the embedded gateway, then the split layout with one of each service.
+    // The embedded gateway: at concurrency 1, then at the split phases' concurrency for its CPU per call.
     writeFileSync(folder.configFile, baseConfig);
     const embedded = await startGatewayProcess(folder, env);
-    const embeddedClients = await mcpClients(embedded.url, 1, embedded.devToken);
+    place([embedded.child.pid!]);
+    const embeddedClients = await mcpClients(embedded.url, concurrency, embedded.devToken);
     await drive(call(embeddedClients), 1, 30);
     const embeddedBefore = await serverTransactions();
-    const single = await drive(call(embeddedClients), 1, 150);
-    perCall.push({ layout: 'embedded (oncegate start)', 'server transactions/call': ((await serverTransactions()) - embeddedBefore - 1) / single.calls });
+    const single = await measured([embedded.child.pid!], () => drive(call(embeddedClients), 1, 150));
+    const embeddedRest = await atRest([embedded.child.pid!]);
+    perCall.push({ layout: 'embedded (oncegate start)', 'server transactions/call': (embeddedRest.transactions - embeddedBefore - 1) / single.calls });
+    restRows.push({ layout: 'embedded (oncegate start)', ...restRow(embeddedRest) });
+    cpuRow('embedded, concurrency 1', single);
+    await drive(call(embeddedClients), concurrency, Math.min(100, calls / 4));
+    const embeddedLoaded = await measured([embedded.child.pid!], () => drive(call(embeddedClients), concurrency, calls));
+    cpuRow(`embedded, concurrency ${concurrency}`, embeddedLoaded);
     await Promise.all(embeddedClients.map((client) => client.close()));
     await embedded.stop();
 
-    let singleSplit: Awaited<ReturnType<typeof drive>> | undefined;
+    let singleSplit: MeasuredPhase | undefined;
     let oneDispatcher = 0;
+    const split: MeasuredPhase[] = [];
     for (const dispatchers of [1, 2, 3]) {
       const deployment: LocalDeployment = await startLocalDeployment({
         configFile: folder.configFile,
@@ -88,42 +200,59 @@ export async function run(argv: string[]): Promise<void> {
         layout: { gateway: 1, authorization: 1, 'dispatcher-http': dispatchers, 'dispatcher-ssh': 0, 'result-delivery': 1, sealer: 0 },
       });
       try {
+        const pids = deployment.processes.map((process) => process.pid);
+        place(pids);
         const gateway = deployment.of('gateway')[0]!;
         const clients = await mcpClients(gateway.url!, concurrency, gateway.devToken);
         if (dispatchers === 1) {
           await drive(call(clients), 1, 30);
           const splitBefore = await serverTransactions();
-          singleSplit = await drive(call(clients), 1, 150);
-          perCall.push({ layout: 'split (oncegate serve, one of each)', 'server transactions/call': ((await serverTransactions()) - splitBefore - 1) / singleSplit.calls });
+          singleSplit = await measured(pids, () => drive(call(clients), 1, 150));
+          splitRest = await atRest(pids);
+          perCall.push({ layout: 'split (oncegate serve, one of each)', 'server transactions/call': (splitRest.transactions - splitBefore - 1) / singleSplit.calls });
+          restRows.push({ layout: 'split (oncegate serve, one of each)', ...restRow(splitRest) });
+          cpuRow('split, one of each, concurrency 1', singleSplit);
         }
         await drive(call(clients), concurrency, Math.min(100, calls / 4));
         const cpuBefore = deployment.processes.map((process) => procStats(process.pid).cpuSeconds);
-        const measured = await drive(call(clients), concurrency, calls);
+        const phase = await measured(pids, () => drive(call(clients), concurrency, calls));
         const cpu = deployment.processes.map((process, i) => procStats(process.pid).cpuSeconds - cpuBefore[i]!);
-        const throughput = measured.calls / measured.seconds;
+        split.push(phase);
+        const throughput = phase.calls / phase.seconds;
         if (dispatchers === 1) oneDispatcher = throughput;
         const dispatcherCpu = deployment.processes.flatMap((process, i) => (process.service === 'dispatcher-http' ? [cpu[i]!] : []));
         rows.push({
           'HTTP dispatchers': dispatchers,
           'calls/s': throughput.toFixed(1),
           'vs 1 dispatcher': `${(throughput / oneDispatcher).toFixed(2)}×`,
-          'p50 ms': ms(percentile(measured.samples, 50)),
-          'p99 ms': ms(percentile(measured.samples, 99)),
-          failed: measured.failed,
-          'CPU ms/call (all services)': ((cpu.reduce((sum, value) => sum + value, 0) * 1000) / measured.calls).toFixed(1),
+          'p50 ms': ms(percentile(phase.samples, 50)),
+          'p99 ms': ms(percentile(phase.samples, 99)),
+          failed: phase.failed,
+          'CPU ms/call (all services)': phase.cpu.services.toFixed(1),
           'dispatcher CPU s each': dispatcherCpu.map((value) => value.toFixed(1)).join(' / '),
         });
+        cpuRow(`split, ${dispatchers} HTTP dispatcher${dispatchers === 1 ? '' : 's'}, concurrency ${concurrency}`, phase);
         await Promise.all(clients.map((client) => client.close()));
       } finally {
         await deployment.stop();
       }
     }
+    const loadAtEnd = loadavg();
+    const averages = (load: number[]) => load.map((value) => value.toFixed(2)).join(' / ');
     process.stdout.write(
-      `\nmachine: ${machineLine()}, ${cpus().length} CPUs, load average ${load.toFixed(2)} at start; PostgreSQL 15 with fsync ${durable ? 'on' : 'OFF'}, on this machine; ` +
+      `\nmachine: ${machineLine()}, ${cores} cores, load average (1 / 5 / 15 min) ${averages(loadAtStart)} at start, ${averages(loadAtEnd)} at end; ` +
+        `PostgreSQL 15 with fsync ${durable ? 'on' : 'OFF'}, on this machine; ` +
         `target delay ${delayMs} ms per request; ${concurrency} MCP sessions; dispatch_in_flight ${cap} per dispatcher process; ` +
-        `one gateway, authorization and result-delivery process each\n`,
+        `one gateway, authorization and result-delivery process each\n` +
+        `cores: ${pinning === undefined ? 'not pinned' : `pinned with taskset: load generator, PostgreSQL and demo target on ${pinning.load.join(',')}, services on ${pinning.services.join(',')}`}; ` +
+        `allowed, as /proc says: ${[...coresUsed].map(([group, lists]) => `${group} ${[...lists].join(' and ')}`).join(', ')}\n`,
     );
     printTable(`calls/s by HTTP dispatcher processes (${calls} distinct calls each)`, rows);
+    printTable(
+      `where the CPU went (CPU ms per call of each group; "the three": services, PostgreSQL and load generator; "others": the rest of the machine's busy time, ` +
+        `anyone else's work; bound: the calls/s the ${pinning === undefined ? `${cores} cores` : 'pinned cores of each side'} allow at 100 % busy at the three's CPU per call)`,
+      cpuRows,
+    );
     const p50 = (samples: readonly number[]) => percentile(samples, 50);
     printTable('concurrency 1: what the split layout adds over the embedded gateway (same PostgreSQL, same target)', [
       { layout: 'embedded (oncegate start)', 'p50 ms': ms(p50(single.samples)), 'p99 ms': ms(percentile(single.samples, 99)) },
@@ -134,11 +263,100 @@ export async function run(argv: string[]): Promise<void> {
       },
       { layout: 'added by the split layout', 'p50 ms': ms(p50(singleSplit!.samples) - p50(single.samples)), 'p99 ms': '' },
     ]);
+    printTable('at rest: the pause after the concurrency-1 calls, no calls (the background work every phase holds too)', restRows);
     printTable('concurrency 1: what a call costs the server (transactions committed, with what the services do in the background meanwhile)', perCall.map((row) => ({ ...row, 'server transactions/call': Number(row['server transactions/call']).toFixed(1) })));
-    process.stdout.write('\naims: 3 dispatchers at least 2.5× one; the split layout adds at most 5 ms p50 at concurrency 1\n');
+    process.stdout.write(`\n${aims({ cores, concurrency, pinning, embeddedLoaded, embeddedSingle: single, splitSingle: singleSplit!, split, bound, embeddedRest, splitRest: splitRest! })}`);
   } finally {
     await target.stop();
     await server.stop();
     folder.dispose();
   }
+}
+
+interface MeasuredPhase extends Awaited<ReturnType<typeof drive>> {
+  readonly machine: CoreLoad;
+  /** CPU ms per call of each group; `others`: the machine's busy time beyond this benchmark's processes. */
+  readonly cpu: { readonly services: number; readonly postgres: number; readonly loadGenerator: number; readonly target: number; readonly others: number };
+}
+
+/** A layout at rest: its transactions count at the end, and the CPU seconds its processes spent. */
+interface Rest {
+  readonly transactions: number;
+  readonly seconds: number;
+  readonly machine: CoreLoad;
+  readonly services: number;
+  readonly postgres: number;
+}
+
+interface Pinning {
+  /** The load generator's, PostgreSQL's and the demo target's cores. */
+  readonly load: number[];
+  readonly services: number[];
+}
+
+/** A third of the cores (at least one) for the load side, the rest for the services. */
+function pinningOf(cores: number): Pinning {
+  if (!tasksetAvailable()) throw new Error('--pin needs taskset (util-linux), which is not installed here');
+  if (cores < 2) throw new Error(`--pin needs at least 2 cores to give the services their own; this machine has ${cores}`);
+  const load = Math.max(1, Math.floor(cores / 3));
+  return { load: Array.from({ length: load }, (_, i) => i), services: Array.from({ length: cores - load }, (_, i) => load + i) };
+}
+
+/** Each aim of the layout with its result, and where the machine's cores are what stands in the way, by how much. */
+function aims(run: {
+  readonly cores: number;
+  readonly concurrency: number;
+  readonly pinning: Pinning | undefined;
+  readonly embeddedSingle: MeasuredPhase;
+  readonly embeddedLoaded: MeasuredPhase;
+  readonly splitSingle: MeasuredPhase;
+  readonly split: readonly MeasuredPhase[];
+  readonly bound: (phase: MeasuredPhase) => number;
+  readonly embeddedRest: Rest;
+  readonly splitRest: Rest;
+}): string {
+  const verdict = (met: boolean) => (met ? 'met' : 'missed');
+  const rate = (phase: MeasuredPhase) => phase.calls / phase.seconds;
+  const three = (phase: MeasuredPhase) => phase.cpu.services + phase.cpu.postgres + phase.cpu.loadGenerator;
+  const restPerSecond = (rest: Rest) => (rest.services * 1000) / rest.seconds;
+
+  const embeddedCpu = run.embeddedLoaded.cpu.services;
+  const ratios = run.split.map((phase) => phase.cpu.services / embeddedCpu);
+  const cpuAim =
+    `Aim — service CPU per call (all service processes) at most 3× the embedded gateway's, both at concurrency ${run.concurrency} on the same PostgreSQL: ${verdict(ratios.every((ratio) => ratio <= 3))} (embedded ${embeddedCpu.toFixed(1)} ms; split ` +
+    run.split.map((phase, i) => `${phase.cpu.services.toFixed(1)} ms = ${ratios[i]!.toFixed(2)}× with ${i + 1} HTTP dispatcher${i === 0 ? '' : 's'}`).join(', ') +
+    `; at concurrency 1: ${run.splitSingle.cpu.services.toFixed(1)} ms against ${run.embeddedSingle.cpu.services.toFixed(1)} ms = ${(run.splitSingle.cpu.services / run.embeddedSingle.cpu.services).toFixed(2)}×). ` +
+    `At rest the split's services spend ${restPerSecond(run.splitRest).toFixed(1)} ms of CPU a second, the embedded gateway ${restPerSecond(run.embeddedRest).toFixed(1)} ms: ` +
+    `at the calls/s of each split phase that is ${run.split.map((phase) => (restPerSecond(run.splitRest) / rate(phase)).toFixed(1)).join(' / ')} ms of its CPU per call\n`;
+
+  const [one, , threeDispatchers] = run.split as [MeasuredPhase, MeasuredPhase, MeasuredPhase];
+  const wanted = 2.5 * rate(one);
+  const limit = run.bound(threeDispatchers);
+  const needed = (wanted * three(threeDispatchers)) / 1000;
+  // Anyone else's work on the machine meanwhile: the cores it took were not the bench's to use.
+  const othersCores = (threeDispatchers.cpu.others * rate(threeDispatchers)) / 1000;
+  const needs = run.pinning === undefined
+    ? `needs ${needed.toFixed(2)} cores at this CPU per call, the machine has ${run.cores}`
+    : `needs ${((wanted * threeDispatchers.cpu.services) / 1000).toFixed(2)} cores for the services (pinned to ${run.pinning.services.length}) and ` +
+      `${((wanted * (threeDispatchers.cpu.postgres + threeDispatchers.cpu.loadGenerator)) / 1000).toFixed(2)} for PostgreSQL and the load generator (pinned to ${run.pinning.load.length}) at this CPU per call`;
+  const reach =
+    wanted > limit
+      ? `out of reach on ${run.cores} cores: ${needs}`
+      : needed > run.cores - othersCores
+        ? `within what the ${run.cores} cores allow (${((wanted / limit) * 100).toFixed(0)} % of it: ${needs}), but not in this run: anyone else's work left the bench ${(run.cores - othersCores).toFixed(2)} cores`
+        : `within reach of the cores (${((wanted / limit) * 100).toFixed(0)} % of what they allow: ${needs}): what holds it back is not the cores alone`;
+  const scalingAim =
+    `Aim — three HTTP dispatchers at least 2.5× one's calls/s: ${verdict(rate(threeDispatchers) >= wanted)} (${(rate(threeDispatchers) / rate(one)).toFixed(2)}×: ` +
+    `${rate(threeDispatchers).toFixed(1)} against ${rate(one).toFixed(1)} calls/s; 2.5× is ${wanted.toFixed(1)} calls/s). ` +
+    `With three dispatchers a call cost ${three(threeDispatchers).toFixed(1)} ms of CPU (services ${threeDispatchers.cpu.services.toFixed(1)}, ` +
+    `PostgreSQL ${threeDispatchers.cpu.postgres.toFixed(1)}, load generator ${threeDispatchers.cpu.loadGenerator.toFixed(1)}), the cores were ` +
+    `${threeDispatchers.machine.busyPercent.toFixed(0)} % busy (anyone else's work ${othersCores.toFixed(2)} cores' worth of it), ` +
+    `and at that CPU per call they allow at most ${limit.toFixed(1)} calls/s: ${reach}\n`;
+
+  const added = percentile(run.splitSingle.samples, 50) - percentile(run.embeddedSingle.samples, 50);
+  const latencyAim =
+    `Aim — the split layout adds at most 5 ms p50 at concurrency 1: ${verdict(added <= 5)} (+${ms(added)} ms; the cores were ` +
+    `${run.embeddedSingle.machine.busyPercent.toFixed(0)} % busy with the embedded gateway and ${run.splitSingle.machine.busyPercent.toFixed(0)} % with the split layout, ` +
+    `whose call cost ${three(run.splitSingle).toFixed(1)} ms of CPU against the embedded one's ${three(run.embeddedSingle).toFixed(1)} ms)\n`;
+  return cpuAim + scalingAim + latencyAim;
 }

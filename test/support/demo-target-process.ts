@@ -25,6 +25,8 @@ export interface EffectLog {
 /** The bundled demo target as its own process, driven only through its HTTP control surface. */
 export interface DemoTargetProcess {
   readonly url: string;
+  /** Its process id: for the benchmarks that read its CPU time or pin it to cores. */
+  readonly pid: number;
   effects(): Promise<EffectLog>;
   control(action: 'hold' | 'hang' | 'reset' | 'release' | 'behave' | 'reset-state', body?: object): Promise<void>;
   stop(): Promise<void>;
@@ -46,6 +48,7 @@ export async function startDemoTargetProcess(): Promise<DemoTargetProcess> {
   });
   return {
     url,
+    pid: child.pid!,
     async effects() {
       return (await (await fetch(`${url}/effects`)).json()) as EffectLog;
     },
