@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { Client as PgClient } from 'pg';
-import { startLocalDeployment, type LocalDeployment } from '@oncegate/deploy-local';
+import { fileURLToPath } from 'node:url';
+import { startLocalDeployment, startService, type LocalDeployment, type ServiceProcess } from '@oncegate/deploy-local';
 import { startDemoTargetProcess } from '../test/support/demo-target-process';
 import { freePort, gatewayFolder, startGatewayProcess } from '../test/support/gateway-process';
 import { startPostgres } from '../test/support/postgres';
@@ -23,6 +24,10 @@ import { machineLine, ms, percentile, printTable } from './table';
  * `--pin` (util-linux's `taskset`) puts the load generator, PostgreSQL and the demo target on the first third of the
  * cores (at least one) and the services on the rest, so that the services' own scaling is seen without the load
  * generator competing for their cores.
+ *
+ * Then the same services grouped (`oncegate serve` with several services in one process, whose steps the gateway
+ * decides in the commit that accepts a call): the gateway with authorization and result-delivery beside it and the
+ * HTTP dispatchers apart (1 and 3, the same phases), and all four in one process, at concurrency 1.
  *
  * `npm run bench -- split [--calls N] [--concurrency N] [--cap N] [--delay MS] [--no-fsync] [--pin]`
  */
@@ -237,6 +242,36 @@ export async function run(argv: string[]): Promise<void> {
         await deployment.stop();
       }
     }
+
+    // The same services grouped: each layout's phases on processes of its own, as deploy/local starts them.
+    const grouped: Array<{ layout: string; single: MeasuredPhase; loaded: MeasuredPhase[] }> = [];
+    for (const { layout, together, apart } of GROUPED_LAYOUTS) {
+      const loaded: MeasuredPhase[] = [];
+      let single: MeasuredPhase | undefined;
+      for (const dispatchers of apart) {
+        const processes = await startGrouped(together, dispatchers, { configFile: folder.configFile, cwd: folder.dir, env });
+        try {
+          const pids = processes.map((process) => process.pid);
+          place(pids);
+          const clients = await mcpClients(processes[0]!.url!, concurrency, processes[0]!.devToken);
+          if (single === undefined) {
+            await drive(call(clients), 1, 30);
+            single = await measured(pids, () => drive(call(clients), 1, 150));
+            cpuRow(`${layout}, concurrency 1`, single);
+          }
+          if (dispatchers > 0 || apart.length === 1) {
+            await drive(call(clients), concurrency, Math.min(100, calls / 4));
+            const phase = await measured(pids, () => drive(call(clients), concurrency, calls));
+            loaded.push(phase);
+            cpuRow(`${layout}${apart.length > 1 ? `, ${dispatchers} HTTP dispatcher${dispatchers === 1 ? '' : 's'} apart` : ''}, concurrency ${concurrency}`, phase);
+          }
+          await Promise.all(clients.map((client) => client.close()));
+        } finally {
+          for (const process of processes) await process.stop();
+        }
+      }
+      grouped.push({ layout, single: single!, loaded });
+    }
     const loadAtEnd = loadavg();
     const averages = (load: number[]) => load.map((value) => value.toFixed(2)).join(' / ');
     process.stdout.write(
@@ -263,6 +298,18 @@ export async function run(argv: string[]): Promise<void> {
       },
       { layout: 'added by the split layout', 'p50 ms': ms(p50(singleSplit!.samples) - p50(single.samples)), 'p99 ms': '' },
     ]);
+    printTable(
+      'services grouped in a process (oncegate serve with several): concurrency 1 over the embedded gateway, and the loaded phases',
+      grouped.map(({ layout, single: one, loaded }) => ({
+        layout,
+        'p50 ms at 1': ms(p50(one.samples)),
+        'added over embedded': ms(p50(one.samples) - p50(single.samples)),
+        'services CPU ms/call at 1': one.cpu.services.toFixed(1),
+        [`calls/s at ${concurrency}`]: loaded.map((phase) => (phase.calls / phase.seconds).toFixed(1)).join(' / '),
+        [`services CPU ms/call at ${concurrency}`]: loaded.map((phase) => phase.cpu.services.toFixed(1)).join(' / '),
+        [`p50 ms at ${concurrency}`]: loaded.map((phase) => ms(p50(phase.samples))).join(' / '),
+      })),
+    );
     printTable('at rest: the pause after the concurrency-1 calls, no calls (the background work every phase holds too)', restRows);
     printTable('concurrency 1: what a call costs the server (transactions committed, with what the services do in the background meanwhile)', perCall.map((row) => ({ ...row, 'server transactions/call': Number(row['server transactions/call']).toFixed(1) })));
     process.stdout.write(`\n${aims({ cores, concurrency, pinning, embeddedLoaded, embeddedSingle: single, splitSingle: singleSplit!, split, bound, embeddedRest, splitRest: splitRest! })}`);
@@ -271,6 +318,30 @@ export async function run(argv: string[]): Promise<void> {
     await server.stop();
     folder.dispose();
   }
+}
+
+const LAUNCHER = fileURLToPath(new URL('../bin/oncegate.mjs', import.meta.url));
+
+/**
+ * The grouped layouts: the services one process hosts (`oncegate serve a b c`), and the HTTP dispatcher processes
+ * beside it in each of its phases (0: none apart).
+ */
+const GROUPED_LAYOUTS = [
+  { layout: 'gateway + authorization + result-delivery, dispatchers apart', together: ['gateway', 'authorization', 'result-delivery'], apart: [1, 3] },
+  { layout: 'all four in one process', together: ['gateway', 'authorization', 'dispatcher-http', 'result-delivery'], apart: [0] },
+] as const;
+
+/** One process hosting `together` (the gateway first in the list), and `dispatchers` HTTP dispatcher processes. */
+async function startGrouped(together: readonly string[], dispatchers: number, options: { configFile: string; cwd: string; env: NodeJS.ProcessEnv }): Promise<ServiceProcess[]> {
+  const front = await startService({ name: together.join('+'), command: [LAUNCHER, 'serve', ...together] }, { ...options, port: await freePort() });
+  const started = [front];
+  try {
+    for (let i = 0; i < dispatchers; i += 1) started.push(await startService('dispatcher-http', options));
+  } catch (error) {
+    for (const process of started) await process.stop().catch(() => undefined);
+    throw error;
+  }
+  return started;
 }
 
 interface MeasuredPhase extends Awaited<ReturnType<typeof drive>> {
