@@ -6,6 +6,7 @@ import { parseArgs } from 'node:util';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import {
   directHttp,
+  fdatasyncFloor,
   mcpCall,
   mcpClients,
   mergePhases,
@@ -95,9 +96,12 @@ export async function run(argv: string[]): Promise<void> {
 
   const dir = join(dataRoot, `peers-${process.pid}`);
   mkdirSync(dir, { recursive: true });
+  // The gateway commits each call durably on its path and FastMCP writes nothing: this disk's fsync shows how much
+  // of the gap at concurrency 1 that alone can be.
+  const fsync = fdatasyncFloor(dir, 200);
   log(
     `Gateway against peers — ${machineLine()}, ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, ` +
-      `load average ${loadLine()} at the start, synchronous=${synchronous}, data in ${dir}\n` +
+      `load average ${loadLine()} at the start, synchronous=${synchronous}, data in ${dir} (fdatasync p50 ${ms(fsync)} ms)\n` +
       `Peer: ${python.versions} in ${python.venv} (${python.made})\n` +
       `Setup: demo target, FastMCP server (bench/fastmcp_peer.py: uvicorn as FastMCP runs it, Streamable HTTP with sessions, ` +
       `one httpx2 AsyncClient for its lifetime, access log off) and gateway (\`node bin/oncegate.mjs start\`, as the gateway bench) ` +
@@ -195,7 +199,7 @@ export async function run(argv: string[]): Promise<void> {
     });
     log(
       `\nAim 1 — gateway p50 at concurrency 1 at most FastMCP's: ${verdict(gwP50 <= fmP50)} ` +
-        `(gateway ${ms(gwP50)} ms vs FastMCP ${ms(fmP50)} ms: ${gwP50 <= fmP50 ? '' : '+'}${ms(gwP50 - fmP50)} ms, ${(gwP50 / fmP50).toFixed(2)} ×)\n` +
+        `(gateway ${ms(gwP50)} ms vs FastMCP ${ms(fmP50)} ms: ${gwP50 <= fmP50 ? '−' : '+'}${ms(Math.abs(gwP50 - fmP50))} ms, ${(gwP50 / fmP50).toFixed(2)} ×)\n` +
         `Aim 2 — gateway calls/s at concurrency 32 at least 1.5 × FastMCP's: ${verdict(gwRate >= 1.5 * fmRate)} ` +
         `(gateway ${rate(gw32.calls, gw32.seconds)} calls/s = ${(gwRate / fmRate).toFixed(2)} × FastMCP's ${rate(fm32.calls, fm32.seconds)} calls/s)\n` +
         `Target check (side effects recorded for calls sent, warm-up included): ${checks.join('; ')}\n` +
