@@ -7,6 +7,7 @@ import {
   gatewayYaml,
   mcpCall,
   mcpClients,
+  mergePhases,
   mib,
   phase,
   procStats,
@@ -128,7 +129,7 @@ export async function runBigJournal(options: BigJournalOptions): Promise<void> {
         const calls = Math.round((n * (round + 1)) / options.rounds) - Math.round((n * round) / options.rounds);
         for (const [i, run] of runs.entries()) parts[i]!.push(await phase(run.call, c, calls, round === 0 ? options.warmup : 0, run.gateway.server));
       }
-      runs.forEach((run, i) => run.measured.phases.push({ c, phase: merge(parts[i]!) }));
+      runs.forEach((run, i) => run.measured.phases.push({ c, phase: mergePhases(parts[i]!) }));
     }
     for (const run of runs) await run.stop();
     const [empty, big] = runs.map((run) => run.measured) as [Measured, Measured];
@@ -198,19 +199,6 @@ export async function runBigJournal(options: BigJournalOptions): Promise<void> {
     for (const server of servers.reverse()) await server.stop(10 * 60_000);
     rmSync(dir, { recursive: true, force: true });
   }
-}
-
-/** One phase from its rounds: all samples, summed time and CPU, the highest peak RSS. */
-function merge(parts: readonly Phase[]): Phase {
-  return {
-    samples: parts.flatMap((part) => part.samples).sort((a, b) => a - b),
-    seconds: parts.reduce((sum, part) => sum + part.seconds, 0),
-    calls: parts.reduce((sum, part) => sum + part.calls, 0),
-    failed: parts.reduce((sum, part) => sum + part.failed, 0),
-    peakKiB: Math.max(...parts.map((part) => part.peakKiB)),
-    cpuSeconds: parts.reduce((sum, part) => sum + part.cpuSeconds, 0),
-    clientCpuSeconds: parts.reduce((sum, part) => sum + part.clientCpuSeconds, 0),
-  };
 }
 
 interface ProfileNode {

@@ -1,11 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, fdatasyncSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, fdatasyncSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernStreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { targetAgent, targetRequest } from './passthrough-proxy';
 import { percentile } from './table';
 
 /**
@@ -25,20 +26,26 @@ export interface Server {
   stop(killAfterMs?: number): Promise<void>;
 }
 
-/** Spawns a server and waits until its stdout has printed a line matching each pattern, in order. */
+/**
+ * Spawns a server (`command`, by default this Node) and waits until its stdout has printed a line matching each
+ * pattern, in order.
+ */
 export async function spawnServer(
   name: string,
   args: string[],
   patterns: RegExp[],
   env: NodeJS.ProcessEnv = process.env,
+  command: string = process.execPath,
 ): Promise<Server> {
-  const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(command, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = new Promise<void>((done) => child.once('exit', () => done()));
   const lines = createInterface({ input: child.stdout! });
   const matches: RegExpExecArray[] = [];
   await new Promise<void>((done, fail) => {
     const onExit = (code: number | null) => fail(new Error(`${name} exited with code ${code} before it was ready`));
     child.once('exit', onExit);
+    // A command that cannot be started emits 'error' and no 'exit'.
+    child.once('error', (error) => fail(new Error(`${name} could not be started: ${error.message}`)));
     lines.on('line', (line) => {
       const match = matches.length < patterns.length ? patterns[matches.length]!.exec(line) : null;
       if (match === null) return;
@@ -87,6 +94,59 @@ export function resetPeak(pid: number): boolean {
     return true;
   } catch {
     return false;
+  }
+}
+
+/** A process and its descendants alive now, found through the parent pid in each /proc/<pid>/stat (Linux only). */
+export function processTree(pid: number): number[] {
+  const children = new Map<number, number[]>();
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc').filter((name) => /^\d+$/.test(name));
+  } catch {
+    return [pid];
+  }
+  for (const entry of entries) {
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
+    } catch {
+      // Ended between the listing and the read.
+    }
+  }
+  const tree = [pid];
+  for (let i = 0; i < tree.length; i += 1) tree.push(...(children.get(tree[i]!) ?? []));
+  return tree;
+}
+
+/**
+ * procStats summed over a process and its descendants (a server that runs workers or helpers is measured whole):
+ * RSS and peak are the sums, CPU time adds what each has counted for children it already reaped (cutime, cstime),
+ * so a helper that came and went during a phase is in it too.
+ */
+export function procTreeStats(pid: number): { rssKiB: number; peakKiB: number; cpuSeconds: number } {
+  let rssKiB = 0;
+  let peakKiB = 0;
+  let cpuSeconds = 0;
+  for (const member of processTree(pid)) {
+    const stats = procStats(member);
+    if (member !== pid && !Number.isFinite(stats.cpuSeconds)) continue;
+    rssKiB += stats.rssKiB;
+    peakKiB += stats.peakKiB;
+    cpuSeconds += stats.cpuSeconds + reapedChildrenCpuSeconds(member);
+  }
+  return { rssKiB, peakKiB, cpuSeconds };
+}
+
+function reapedChildrenCpuSeconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // Fields 16 and 17 of stat (cutime, cstime) are the 14th and 15th after the command name.
+    return (Number(fields[13]) + Number(fields[14])) / CLOCK_TICKS_PER_SECOND;
+  } catch {
+    return 0;
   }
 }
 
@@ -145,21 +205,38 @@ export async function drive(call: Call, concurrency: number, total: number): Pro
   return { samples: samples.sort((a, b) => a - b), seconds, calls: samples.length, failed };
 }
 
-/** Warm-up at the same concurrency, then the measured calls with the serving process's peak RSS and CPU time. */
-export async function phase(call: Call, concurrency: number, total: number, warmup: number, server: Server): Promise<Phase> {
+/**
+ * Warm-up at the same concurrency, then the measured calls with the serving process's peak RSS and CPU time; with
+ * `withChildren`, those of the process and its descendants (procTreeStats).
+ */
+export async function phase(call: Call, concurrency: number, total: number, warmup: number, server: Server, options: { readonly withChildren?: boolean } = {}): Promise<Phase> {
   if (warmup > 0) await drive(call, concurrency, warmup);
   const pid = server.child.pid!;
-  resetPeak(pid);
-  const before = procStats(pid);
+  const stats = options.withChildren === true ? procTreeStats : procStats;
+  for (const member of options.withChildren === true ? processTree(pid) : [pid]) resetPeak(member);
+  const before = stats(pid);
   const clientBefore = process.cpuUsage();
   const result = await drive(call, concurrency, total);
   const client = process.cpuUsage(clientBefore);
-  const after = procStats(pid);
+  const after = stats(pid);
   return {
     ...result,
     peakKiB: after.peakKiB,
     cpuSeconds: after.cpuSeconds - before.cpuSeconds,
     clientCpuSeconds: (client.user + client.system) / 1e6,
+  };
+}
+
+/** One phase from its rounds: all samples, summed time and CPU, the highest peak RSS. */
+export function mergePhases(parts: readonly Phase[]): Phase {
+  return {
+    samples: parts.flatMap((part) => part.samples).sort((a, b) => a - b),
+    seconds: parts.reduce((sum, part) => sum + part.seconds, 0),
+    calls: parts.reduce((sum, part) => sum + part.calls, 0),
+    failed: parts.reduce((sum, part) => sum + part.failed, 0),
+    peakKiB: Math.max(...parts.map((part) => part.peakKiB)),
+    cpuSeconds: parts.reduce((sum, part) => sum + part.cpuSeconds, 0),
+    clientCpuSeconds: parts.reduce((sum, part) => sum + part.clientCpuSeconds, 0),
   };
 }
 
@@ -189,9 +266,14 @@ export async function modernMcpClients(url: string, count: number, token: string
   );
 }
 
-export function mcpCall(clients: ReadonlyArray<Pick<Client, 'callTool'> | Pick<ModernClient, 'callTool'>>, completed: (text: string) => boolean): Call {
+/** `set_config` of the entry `configName` (default CONFIG_NAME) through `clients`, one per worker. */
+export function mcpCall(
+  clients: ReadonlyArray<Pick<Client, 'callTool'> | Pick<ModernClient, 'callTool'>>,
+  completed: (text: string) => boolean,
+  configName: string = CONFIG_NAME,
+): Call {
   return async (worker, value) => {
-    const result = await clients[worker]!.callTool({ name: 'set_config', arguments: { name: CONFIG_NAME, value } });
+    const result = await clients[worker]!.callTool({ name: 'set_config', arguments: { name: configName, value } });
     const first = (result.content as Array<{ type: string; text?: string }>)[0];
     return result.isError !== true && first?.type === 'text' && completed(first.text ?? '');
   };
@@ -253,6 +335,33 @@ export interface StartedGateway {
   readonly token: string;
   /** From the spawn to the lines `oncegate start` prints once the gateway listens (URL and dev token). */
   readonly startMs: number;
+}
+
+/**
+ * The gateway as the gateway bench runs it: the bench's contract (set_config against `targetUrl`) and config
+ * written to `dir`, started by `oncegate start` with `nodeOptions`.
+ */
+export async function startBenchGateway(dir: string, targetUrl: string, synchronous: string, nodeOptions: readonly string[] = []): Promise<StartedGateway> {
+  writeFileSync(join(dir, 'tools.yaml'), contractsYaml(targetUrl));
+  writeFileSync(join(dir, 'oncegate.yaml'), gatewayYaml(dir, synchronous));
+  return startGatewayProcess(join(dir, 'oncegate.yaml'), nodeOptions);
+}
+
+/**
+ * The baseline under every MCP path: the same HTTP request `set_config` of `configName` renders, sent with undici
+ * through a pool configured like the gateway's dispatcher.
+ */
+export function directHttp(targetUrl: string, configName: string = CONFIG_NAME): { readonly call: Call; close(): Promise<void> } {
+  const pool = targetAgent();
+  const origin = new URL(targetUrl).origin;
+  return {
+    call: async (_worker, value) => {
+      const response = await pool.request({ origin, ...targetRequest(configName, value, `direct-${value}`) });
+      await response.body.text();
+      return response.statusCode === 200;
+    },
+    close: () => pool.close(),
+  };
 }
 
 export async function startGatewayProcess(configFile: string, nodeOptions: readonly string[] = [], morePatterns: readonly RegExp[] = []): Promise<StartedGateway> {

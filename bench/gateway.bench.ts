@@ -3,10 +3,8 @@ import { cpus, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import type { Agent } from 'undici';
 import {
-  CONFIG_NAME,
-  contractsYaml,
+  directHttp,
   fdatasyncFloor,
   gatewayYaml,
   mcpCall,
@@ -15,15 +13,14 @@ import {
   mib,
   phase,
   spawnServer,
+  startBenchGateway,
   startGatewayProcess,
-  type Call,
   type Phase,
   type Server,
 } from './gateway-support';
 import { runInFlight } from './gateway-in-flight.bench';
 import { runBigJournal } from './gateway-journal.bench';
 import { startCollector } from '../test/support/otel-collector';
-import { targetAgent, targetRequest } from './passthrough-proxy';
 import { machineLine, ms, percentile, printTable, rate } from './table';
 
 /**
@@ -130,24 +127,18 @@ export async function run(argv: string[]): Promise<void> {
 
   const servers: Server[] = [];
   const clients: Client[] = [];
-  let agent: Agent | undefined;
+  let closeDirect: (() => Promise<void>) | undefined;
   const rows: Array<{ system: string; c: number; phase: Phase }> = [];
   const startedAt = Date.now();
   try {
     const target = await spawnServer('demo target', ['--import', 'tsx', 'apps/demo-target/src/main.ts', '--port', '0'], [/listening on (http:\/\/\S+)/]);
     servers.push(target);
     const targetUrl = target.matches[0]![1]!;
-    const origin = new URL(targetUrl).origin;
 
     // Direct: the same HTTP request, sent with undici through a pool configured like the gateway's dispatcher.
-    const pool = targetAgent();
-    agent = pool;
-    const direct: Call = async (_worker, value) => {
-      const response = await pool.request({ origin, ...targetRequest(CONFIG_NAME, value, `direct-${value}`) });
-      await response.body.text();
-      return response.statusCode === 200;
-    };
-    for (const [c, n] of [[1, calls1], [32, calls32]] as const) rows.push({ system: 'direct HTTP', c, phase: await phase(direct, c, n, warmup, target) });
+    const direct = directHttp(targetUrl);
+    closeDirect = direct.close;
+    for (const [c, n] of [[1, calls1], [32, calls32]] as const) rows.push({ system: 'direct HTTP', c, phase: await phase(direct.call, c, n, warmup, target) });
 
     /** The pass-through proxy (with `extraArgs`) in a process of its own, measured at 1 and 32 as `system`, then stopped. */
     const measureProxy = async (system: string, extraArgs: readonly string[]) => {
@@ -164,13 +155,11 @@ export async function run(argv: string[]): Promise<void> {
     // The floor of a durable gateway on this store: the same proxy writing each call in two fsync'd commits.
     await measureProxy(FLOOR, ['--journal', join(dir, 'floor-events.db')]);
 
-    writeFileSync(join(dir, 'tools.yaml'), contractsYaml(targetUrl));
-    writeFileSync(join(dir, 'oncegate.yaml'), gatewayYaml(dir, synchronous));
     const gatewayArgs = [
       ...gatewayNodeOptions,
       ...(values['gateway-prof-dir'] === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${resolve(values['gateway-prof-dir'])}`]),
     ];
-    const started = await startGatewayProcess(join(dir, 'oncegate.yaml'), gatewayArgs);
+    const started = await startBenchGateway(dir, targetUrl, synchronous, gatewayArgs);
     const gateway = started.server;
     servers.push(gateway);
     const gatewayClients = await mcpClients(started.url, 32, started.token);
@@ -291,7 +280,7 @@ export async function run(argv: string[]): Promise<void> {
     );
   } finally {
     await Promise.all(clients.map((client) => client.close().catch(() => undefined)));
-    await agent?.close();
+    await closeDirect?.();
     for (const server of servers.reverse()) await server.stop();
     rmSync(dir, { recursive: true, force: true });
   }

@@ -8,6 +8,7 @@ const benches: Record<string, () => Promise<{ run(argv: string[]): Promise<void>
   split: () => import('./split.bench'),
   relay: () => import('./relay.bench'),
   mcp: () => import('./mcp.bench'),
+  peers: () => import('./peers.bench'),
   'executions-search': () => import('./executions-search.bench'),
 };
 
