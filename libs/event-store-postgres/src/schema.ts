@@ -14,6 +14,18 @@ export const JSON_TEXT_SEPARATOR = '\u001e';
  * in commit order; data and metadata are `json`, which keeps the text exactly as written (the hash covers it parsed).
  */
 export function schemaStatements(schema: string): readonly string[] {
+  // How a group's write begins, in both its functions: without waiting for its WAL flush, under the store's lock,
+  // refusing a group whose streams moved since they were read (STREAM_MOVED), at the head it then finds (`base`).
+  const lockedHead = `     DECLARE base bigint;
+     BEGIN
+       PERFORM set_config('synchronous_commit', 'off', true);
+       PERFORM pg_advisory_xact_lock(lock_class, lock_key);
+       IF EXISTS (SELECT 1 FROM unnest(written, read_revisions) AS w(stream, revision)
+                   WHERE (SELECT max(e.revision) FROM ${schema}.events e WHERE e.stream_id = w.stream) IS DISTINCT FROM w.revision) THEN
+         RAISE EXCEPTION '%', ${escapeLiteral(STREAM_MOVED)};
+       END IF;
+       SELECT coalesce(max(position), 0) INTO base FROM ${schema}.events;
+`;
   return [
     `CREATE TABLE IF NOT EXISTS ${schema}.events (
        position    bigint  PRIMARY KEY,
@@ -61,16 +73,7 @@ export function schemaStatements(schema: string): readonly string[] {
        lock_class integer, lock_key integer, written text[], read_revisions integer[],
        stream_ids text[], revisions integer[], event_ids text[], types text[], payloads text, metadatas text,
        recorded text, prev_hashes text[], hashes text[]) RETURNS bigint LANGUAGE plpgsql VOLATILE AS $body$
-     DECLARE base bigint;
-     BEGIN
-       PERFORM set_config('synchronous_commit', 'off', true);
-       PERFORM pg_advisory_xact_lock(lock_class, lock_key);
-       IF EXISTS (SELECT 1 FROM unnest(written, read_revisions) AS w(stream, revision)
-                   WHERE (SELECT max(e.revision) FROM ${schema}.events e WHERE e.stream_id = w.stream) IS DISTINCT FROM w.revision) THEN
-         RAISE EXCEPTION '%', ${escapeLiteral(STREAM_MOVED)};
-       END IF;
-       SELECT coalesce(max(position), 0) INTO base FROM ${schema}.events;
-       INSERT INTO ${schema}.events (position, stream_id, revision, event_id, type, data, metadata, recorded_at, prev_hash, hash)
+${lockedHead}       INSERT INTO ${schema}.events (position, stream_id, revision, event_id, type, data, metadata, recorded_at, prev_hash, hash)
          SELECT base + u.n, u.s, u.r, u.i, u.t, u.d::json, u.m::json, recorded, u.pr, u.h
            FROM ROWS FROM (unnest(stream_ids), unnest(revisions), unnest(event_ids), unnest(types),
                            string_to_table(payloads, chr(30)), string_to_table(metadatas, chr(30)),
@@ -83,16 +86,7 @@ export function schemaStatements(schema: string): readonly string[] {
        lock_class integer, lock_key integer, written text[], read_revisions integer[],
        stream_ids text[], revisions integer[], event_ids text[], types text[], payloads json[], metadatas json[],
        recorded text, prev_hashes text[], hashes text[]) RETURNS bigint LANGUAGE plpgsql VOLATILE AS $body$
-     DECLARE base bigint;
-     BEGIN
-       PERFORM set_config('synchronous_commit', 'off', true);
-       PERFORM pg_advisory_xact_lock(lock_class, lock_key);
-       IF EXISTS (SELECT 1 FROM unnest(written, read_revisions) AS w(stream, revision)
-                   WHERE (SELECT max(e.revision) FROM ${schema}.events e WHERE e.stream_id = w.stream) IS DISTINCT FROM w.revision) THEN
-         RAISE EXCEPTION '%', ${escapeLiteral(STREAM_MOVED)};
-       END IF;
-       SELECT coalesce(max(position), 0) INTO base FROM ${schema}.events;
-       INSERT INTO ${schema}.events (position, stream_id, revision, event_id, type, data, metadata, recorded_at, prev_hash, hash)
+${lockedHead}       INSERT INTO ${schema}.events (position, stream_id, revision, event_id, type, data, metadata, recorded_at, prev_hash, hash)
          SELECT base + u.n, u.s, u.r, u.i, u.t, u.d, u.m, recorded, u.pr, u.h
            FROM unnest(stream_ids, revisions, event_ids, types, payloads, metadatas, prev_hashes, hashes) WITH ORDINALITY AS u(s, r, i, t, d, m, pr, h, n);
        RETURN base;
