@@ -8,7 +8,6 @@ import {
   GENESIS_HASH,
   subscribeAsGroupMember,
   WrongExpectedRevisionError,
-  type AppendResult,
   type EventStore,
   type RecordedEvent,
 } from '@oncegate/event-store';
@@ -293,223 +292,30 @@ describe('postgres: durability of an acknowledged append', () => {
       await durable.stop();
     }
   });
-});
 
-describe('postgres: a group written while the one before waits for its flush', () => {
-  let durable: PostgresHandle;
-  beforeAll(async () => {
-    durable = await startPostgres({ fast: false });
-  });
-  afterAll(async () => {
-    await durable?.stop();
-  });
-
-  /** The wall clock in ms, as the server's `clock_timestamp()` reads it (the same machine). */
-  const wallNow = () => performance.timeOrigin + performance.now();
-
-  /**
-   * A store on the durable server whose every WAL flush takes 50 ms more (`commit_delay`, set on its own
-   * connections), and a trigger that notes when the server inserted each group's rows, and with `slowInserts` makes
-   * each insert take 200 ms more. `issue` appends once the store has decided its next group (its clock is asked
-   * then), so that the append arrives while that group is written.
-   */
-  async function observedStore(slowInserts: boolean, url = durable.url()) {
-    const schema = freshSchema();
-    let afterDecision: (() => void) | undefined;
-    const store = await openPostgresEventStore({
-      url,
-      schema,
-      pool: { options: '-c commit_delay=50000 -c commit_siblings=0' },
-      clock: () => {
-        const issue = afterDecision;
-        afterDecision = undefined;
-        if (issue !== undefined) setImmediate(issue);
-        return new Date();
-      },
-    });
-    opened.push(store);
-    await sql(
-      `CREATE TABLE "${schema}".inserted (types text, at timestamptz);
-      CREATE FUNCTION "${schema}".note_insert() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN
-          INSERT INTO "${schema}".inserted SELECT string_agg(type, ','), clock_timestamp() FROM new_rows;
-          PERFORM pg_sleep(${slowInserts ? 0.2 : 0});
-          RETURN NULL;
-        END $$;
-      CREATE TRIGGER note_insert AFTER INSERT ON "${schema}".events REFERENCING NEW TABLE AS new_rows
-        FOR EACH STATEMENT EXECUTE FUNCTION "${schema}".note_insert();`,
-      durable.url(),
-    );
-    // The store learns how long its writes and its flushes take, and its pool holds a few connections.
-    for (let i = 0; i < 3; i += 1) await store.appendToStream(`warm-up-${i}`, [event('WarmUp')]);
-    await Promise.all([0, 1, 2].map((i) => store.readStream(`warm-up-${i}`)));
-    const answers: string[] = [];
-    return {
-      store,
-      answers,
-      /** The append's answer and when it came. */
-      answered: (name: string) => (result: AppendResult) => {
-        answers.push(name);
-        return { result, at: wallNow() };
-      },
-      issue: (append: () => void) => void (afterDecision = append),
-      /** The types of each group's events, in the order the server inserted them. */
-      async groups(): Promise<string[]> {
-        const rows = (await sql(`SELECT types FROM "${schema}".inserted ORDER BY at`, durable.url())) as Array<{ types: string }>;
-        return rows.map((row) => row.types);
-      },
-      /** When the server inserted the group of events of `type`. */
-      async insertedAt(type: string): Promise<number> {
-        const [row] = (await sql(`SELECT extract(epoch FROM at) * 1000 AS at FROM "${schema}".inserted WHERE types = '${type}'`, durable.url())) as Array<{ at: string }>;
-        return Number(row!.at);
-      },
-    };
-  }
-
-  /**
-   * A proxy to the durable server that, once armed, breaks a connection when the store sends a statement: the first
-   * connection to send `markers[0]` is cut (the statement never reaches the server), then the first to send
-   * `markers[1]`, …
-   */
-  async function cuttingProxy(markers: readonly string[]) {
-    const sockets = new Set<Socket>();
-    const left: string[] = [];
-    let cuts = 0;
-    const proxy: Server = createServer((client) => {
-      const upstream = connect(durable.port, '127.0.0.1');
-      sockets.add(client).add(upstream);
-      const cut = () => {
-        client.destroy();
-        upstream.destroy();
-      };
-      client.on('data', (chunk: Buffer) => {
-        if (left[0] !== undefined && chunk.includes(left[0])) {
-          left.shift();
-          cuts += 1;
-          cut();
-        } else upstream.write(chunk);
-      });
-      upstream.on('data', (chunk: Buffer) => client.write(chunk));
-      for (const socket of [client, upstream]) socket.on('error', cut).on('close', cut);
-    });
-    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-    return {
-      url: `postgres://postgres@127.0.0.1:${(proxy.address() as { port: number }).port}/postgres`,
-      arm: () => void left.push(...markers),
-      cuts: () => cuts,
-      async close() {
-        for (const socket of sockets) socket.destroy();
-        await new Promise((resolve) => proxy.close(resolve));
-      },
-    };
-  }
-
-  it('given flushes that take less time than writes, when an append is issued while another is written, then the server inserts it before the other is answered, it continues the other\'s chain, and it is answered after it', async () => {
-    const { store, answers, answered, issue, insertedAt } = await observedStore(true);
-    let second: Promise<{ result: AppendResult; at: number }> | undefined;
-    issue(() => {
-      second = store.appendToStream('s', [event('Second')], { expectedRevision: 0 }).then(answered('second'));
-    });
-    const first = await store.appendToStream('s', [event('First')], { expectedRevision: 'no_stream' }).then(answered('first'));
-    const after = await second!;
-    // The first append waited for its flush (50 ms and more) while the server inserted the second.
-    expect(await insertedAt('Second')).toBeLessThan(first.at);
-    expect(answers).toEqual(['first', 'second']);
-    expect(after.result).toMatchObject({ position: first.result.position + 1, nextExpectedRevision: 1 });
-    const events = await store.readStream('s');
-    expect(events.map((e) => e.type)).toEqual(['First', 'Second']);
-    expect(events[1]!.prev).toBe(events[0]!.hash);
-  });
-
-  it('given flushes that take less time than writes, when the writers of a whole group append again together, then their appends are written in two halves, one inserted while the other waits for its flush', async () => {
-    const { store, groups } = await observedStore(true);
-    await Promise.all(
-      Array.from({ length: 8 }, async (_, writer) => {
-        for (let round = 0; round < 3; round += 1) await store.appendToStream(`writer-${writer}`, [event(`Round${round}`)]);
-      }),
-    );
-    const sizes = (await groups()).filter((types) => !types.startsWith('WarmUp')).map((types) => [types.split(',')[0], types.split(',').length]);
-    // The first round was issued together and written together; the writers then came back together.
-    expect(sizes.slice(0, 3)).toEqual([
-      ['Round0', 8],
-      ['Round1', 4],
-      ['Round1', 4],
-    ]);
-  });
-
-  it('given flushes that take longer than writes, when an append is issued while another is written, then the server inserts it only once the other is answered', async () => {
-    const { store, answered, issue, insertedAt } = await observedStore(false);
-    let second: Promise<unknown> | undefined;
-    issue(() => {
-      second = store.appendToStream('s', [event('Second')], { expectedRevision: 0 });
-    });
-    const first = await store.appendToStream('s', [event('First')], { expectedRevision: 'no_stream' }).then(answered('first'));
-    await second;
-    // Had it been inserted while the first waited for its flush, that would have been 50 ms and more before.
-    expect(await insertedAt('Second')).toBeGreaterThan(first.at - 5);
-  });
-
-  it('given the connection of a group\'s flush breaks while the next group is inserted, then the group is answered from its event looked up, and the next one as written after it', async () => {
-    const proxy = await cuttingProxy(['oncegate-notify']);
-    const { store, answers, answered, issue, insertedAt } = await observedStore(true, proxy.url);
-    proxy.arm();
-    let second: Promise<{ result: AppendResult; at: number }> | undefined;
-    issue(() => {
-      second = store.appendToStream('s', [event('Second')], { expectedRevision: 0 }).then(answered('second'));
-    });
-    const first = await store.appendToStream('s', [event('First')], { expectedRevision: 'no_stream' }).then(answered('first'));
-    const after = await second!;
-    expect(proxy.cuts()).toBe(1);
-    expect(await insertedAt('Second')).toBeLessThan(first.at);
-    expect(answers).toEqual(['first', 'second']);
-    expect(first.result.nextExpectedRevision).toBe(0);
-    expect(after.result).toMatchObject({ position: first.result.position + 1, nextExpectedRevision: 1 });
-    const events = await store.readStream('s');
-    expect(events.map((e) => [e.type, e.position])).toEqual([
-      ['First', first.result.position],
-      ['Second', after.result.position],
-    ]);
-    expect(events[1]!.prev).toBe(events[0]!.hash);
-    await store.close();
-    await proxy.close();
-  });
-
-  it('given a group that cannot be confirmed (its flush and the look-up both broke), when the next group refused its appends on that group\'s events, then those fail as store_unavailable rather than as refused', async () => {
-    // The group's notification, then the look-up of its event, which notifies too.
-    const proxy = await cuttingProxy(['oncegate-notify', 'pg_notify(']);
-    const { store, issue } = await observedStore(true, proxy.url);
-    proxy.arm();
-    let second: Promise<unknown> | undefined;
-    issue(() => {
-      second = store.appendToStream('s', [event('Second')], { expectedRevision: 'no_stream' }).catch((error: unknown) => error);
-    });
-    const first = await store.appendToStream('s', [event('First')], { expectedRevision: 'no_stream' }).catch((error: unknown) => error);
-    const refused = await second;
-    expect(proxy.cuts()).toBe(2);
-    expect(first).toMatchObject({ kind: 'store_unavailable' });
-    expect(refused).toMatchObject({ kind: 'store_unavailable' });
-    await store.close();
-    await proxy.close();
-  });
-
-  it('given many writers, when their appends are answered, then the server counted a WAL flush for each group written', async () => {
-    const schema = freshSchema();
-    const syncs = async () => Number(((await sql('SELECT wal_sync FROM pg_stat_wal', durable.url())) as Array<{ wal_sync: string }>)[0]!.wal_sync);
-    const store = await openPostgresEventStore({ url: durable.url(), schema });
-    await store.appendToStream('warm-up', [event('E')]);
-    const before = await syncs();
-    await Promise.all(
-      Array.from({ length: 16 }, async (_, writer) => {
-        for (let i = 0; i < 8; i += 1) await store.appendToStream(`writer-${writer}`, [event('E', { i })]);
-      }),
-    );
-    await store.close();
-    // Each group is one transaction, its rows sharing its id (xmin).
-    const [row] = (await sql(`SELECT count(DISTINCT xmin::text)::int AS groups FROM "${schema}".events WHERE stream_id LIKE 'writer-%'`, durable.url())) as Array<{ groups: number }>;
-    const groups = row!.groups;
-    expect(groups).toBeLessThan(16 * 8);
-    await eventually(async () => (await syncs()) - before >= groups, 'the server counts a WAL flush for each group', 3000).catch(() => undefined);
-    expect((await syncs()) - before).toBeGreaterThanOrEqual(groups);
+  it('given a server with its durable defaults and many writers, when their appends are answered, then the server counted a WAL flush for each group written', async () => {
+    const durable = await startPostgres({ fast: false });
+    try {
+      const syncs = async () => Number(((await sql('SELECT wal_sync FROM pg_stat_wal', durable.url())) as Array<{ wal_sync: string }>)[0]!.wal_sync);
+      const schema = freshSchema();
+      const store = await openPostgresEventStore({ url: durable.url(), schema });
+      await store.appendToStream('warm-up', [event('E')]);
+      const before = await syncs();
+      await Promise.all(
+        Array.from({ length: 16 }, async (_, writer) => {
+          for (let i = 0; i < 8; i += 1) await store.appendToStream(`writer-${writer}`, [event('E', { i })]);
+        }),
+      );
+      await store.close();
+      // Each group is one transaction, its rows sharing its id (xmin); the writers' appends were grouped.
+      const [row] = (await sql(`SELECT count(DISTINCT xmin::text)::int AS groups FROM "${schema}".events WHERE stream_id LIKE 'writer-%'`, durable.url())) as Array<{ groups: number }>;
+      const groups = row!.groups;
+      expect(groups).toBeLessThan(16 * 8);
+      await eventually(async () => (await syncs()) - before >= groups, 'the server counts a WAL flush for each group', 3000).catch(() => undefined);
+      expect((await syncs()) - before).toBeGreaterThanOrEqual(groups);
+    } finally {
+      await durable.stop();
+    }
   });
 });
 

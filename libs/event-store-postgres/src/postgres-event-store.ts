@@ -9,7 +9,6 @@ import {
   DuplicateEventIdError,
   EventStoreClosedError,
   EventStoreOpenError,
-  EventStoreUnavailableError,
   InvalidEventStoreArgumentError,
   WrongExpectedRevisionError,
   expectedRevisionHolds,
@@ -120,9 +119,6 @@ const RECENT_LIMIT = 10_000;
  */
 const NOTIFIED_WAIT_MS = 20;
 
-/** The weight of the past in the smoothed durations of writes and flushes: each new one moves them by an eighth. */
-const TIMING_WEIGHT = 8;
-
 /** How many streams' tips a store object keeps as guesses. */
 const TIPS_LIMIT = 10_000;
 
@@ -217,13 +213,6 @@ export class PostgresEventStore implements EventStore {
   private readonly schema: string;
   private pending: PendingAppend[] = [];
   private writing: Promise<void> | undefined;
-  /** Wakes the write loop while it waits, with nothing pending, for the group under way to be answered. */
-  private arrived: (() => void) | undefined;
-  /** How long a group's steps 1 and 2 (`writeGroup`), and its flush (step 3), took lately, in ms (see `overlaps`). */
-  private writeMs = 0;
-  private flushMs = 0;
-  /** The size of the latest group if it was taken whole (not halved) with nothing else under way, else 0 (see `groupSize`). */
-  private lastAlone = 0;
   /**
    * This process's latest commits as one complete run of positions `(after, last]` (no other writer's position lies
    * in it), kept to answer a forward read that starts in it without a round trip, while nothing beyond `last` is
@@ -234,7 +223,7 @@ export class PostgresEventStore implements EventStore {
   private highestKnown = 0;
   /**
    * The newest event this object saw of each stream (read or committed), at most {@link TIPS_LIMIT}: the guess of the
-   * stream's tip for the next append, which then needs no read before its transaction (see `writeGroup`).
+   * stream's tip for the next append, which then needs no read before its transaction (see `commitGroup`).
    */
   private readonly tips = new LRUCache<string, ChainTip>({ max: TIPS_LIMIT });
   private closed = false;
@@ -356,99 +345,51 @@ export class PostgresEventStore implements EventStore {
   private enqueue(entries: readonly SerialisedAppend[]): Promise<AppendResult[]> {
     return new Promise((resolve, reject) => {
       this.pending.push({ entries, resolve, reject });
-      if (this.writing === undefined) this.writing = this.writeLoop();
-      else this.arrived?.();
+      this.writing ??= this.writeLoop();
     });
   }
 
   /**
-   * Writes the pending appends group after group (group commit): the appends issued while a group is written share
-   * the next. While one group waits for its WAL flush and is then answered (step 3, `settleGroup`), the next may be
-   * decided and inserted (steps 1 and 2, `writeGroup`) — when flushes take less time than writes, so that a round
-   * costs the longer of the two instead of both; otherwise a group is answered before the next is taken, and all
-   * that was issued meanwhile shares it. The next group is taken once the insert before it has returned (its tips
-   * are then known) and the group before that one has been answered: two groups at most are under way, and they are
-   * answered in the order they were written. The loop ends in the same turn that finds nothing pending and nothing
-   * unanswered, so an append is never left behind.
+   * One transaction at a time per store object: the appends issued while one commits share the next (group
+   * commit). It ends in the same turn that finds nothing pending, so an append is never left behind.
    */
   private async writeLoop(): Promise<void> {
-    // Appends issued in the same turn of the event loop share the first group.
+    // Appends issued in the same turn of the event loop share the first transaction.
     await new Promise((resolve) => setImmediate(resolve));
-    // Step 3 of the latest group written, chained after the one before it; resolves to the doubt it leaves.
-    let settling: Promise<EventStoreUnavailableError | undefined> = Promise.resolve(undefined);
-    let unsettled = 0;
     for (;;) {
       if (this.pending.length === 0) {
-        if (unsettled === 0) {
-          this.writing = undefined;
-          return;
-        }
-        // Until an append is issued or the group under way is answered, whichever comes first.
-        await new Promise<void>((resolve) => {
-          this.arrived = resolve;
-          void settling.then(() => resolve());
-        });
-        this.arrived = undefined;
-        if (this.pending.length > 0) await new Promise((resolve) => setImmediate(resolve));
-        continue;
+        this.writing = undefined;
+        return;
       }
-      const group = this.pending.splice(0, this.groupSize(unsettled === 0));
-      const started = performance.now();
-      const written = await this.writeGroup(group);
-      this.writeMs += (performance.now() - started - this.writeMs) / TIMING_WEIGHT;
-      const previous = settling;
-      unsettled += 1;
-      settling = previous.then(async (doubt) => {
-        try {
-          return await this.settleGroup(written, doubt);
-        } finally {
-          unsettled -= 1;
-        }
-      });
-      await (this.overlaps() ? previous : settling);
+      const group = this.pending.splice(0, this.maxGroup);
+      await this.commitGroup(group);
     }
   }
 
-  /** Whether a group is written while the one before waits for its flush: when flushes are the shorter. */
-  private overlaps(): boolean {
-    return this.flushMs < this.writeMs;
-  }
-
   /**
-   * How many pending appends the next group takes. All of them (up to `maxGroup`), except when the appends of a
-   * whole group, taken with nothing else under way, came back together again (each writer issuing its next append
-   * once answered) and groups overlap: then half, so that one half is inserted while the other waits for its flush,
-   * and they keep alternating.
-   */
-  private groupSize(alone: boolean): number {
-    const pending = this.pending.length;
-    const split = alone && this.overlaps() && this.lastAlone >= 2 && pending >= 2;
-    const size = Math.min(split ? Math.ceil(pending / 2) : pending, this.maxGroup);
-    this.lastAlone = alone && !split ? size : 0;
-    return size;
-  }
-
-  /**
-   * Steps 1 and 2 of a group. The streams' tips and the given ids are read first, without a lock (or guessed from
-   * what this object saw), and the group is decided and hashed on them here (each append checked against the tips
-   * as the appends before it in the group left them; one that fails writes nothing and harms no other). The write is
-   * then one round trip, a prepared call of the schema's `append_events_joined` with the rows as parameters (the
-   * events' data, and their metadata, as the JSON texts already serialised joined into one text, so none is escaped
-   * again): under the store's advisory lock, a check that no written stream moved since the read, the insert at the
-   * head's next positions and the commit, which does not wait for the WAL flush. The lock is thus held for what the
+   * Writes a group of appends in one transaction. The streams' tips and the given ids are read first, without a
+   * lock, and the group is decided and hashed on them here (each append checked against the tips as the appends
+   * before it in the group left them; one that fails writes nothing and harms no other). The write is then one
+   * round trip, a prepared call of the schema's `append_events_joined` with the rows as parameters (the events' data,
+   * and their metadata, as the JSON texts already serialised joined into one text, so none is escaped again): under
+   * the store's advisory lock, a check that no written stream moved since the read, the insert at the head's next
+   * positions and the commit; a notification follows in a transaction of its own. The lock is thus held for what the
    * server does, never across a round trip; global positions still become visible in order. A stream that moved
-   * meanwhile (a writer in another process) makes the group be read and decided again. Nothing is answered here.
+   * meanwhile (a writer in another process) makes the group be read and decided again.
    */
-  private async writeGroup(group: readonly PendingAppend[]): Promise<WrittenGroup> {
+  private async commitGroup(group: readonly PendingAppend[]): Promise<void> {
     const recordedAt = this.clock().toISOString();
     let client: PoolClient;
     try {
       client = await this.checkout();
     } catch (error) {
-      return { group, outcomes: [], failed: { error, committing: false } };
+      const failure = unavailableOr(this.location, error);
+      for (const request of group) request.reject(failure);
+      return;
     }
     let committing = false;
-    let outcomes: GroupOutcome[] = [];
+    let outcomes: Array<{ results: AppendResult[]; events: RecordedEvent[] } | { error: unknown }> = [];
+    let lastPosition = 0;
     // The tips are first taken from what this object last saw of each stream, when it saw every one the group
     // writes; the check under the lock finds a guess that was wrong, and the group is then read and decided again.
     let guess = true;
@@ -481,10 +422,7 @@ export class PostgresEventStore implements EventStore {
           continue;
         }
         outcomes = planned.outcomes;
-        if (planned.rows.positions.length === 0) {
-          client.release();
-          return { group, outcomes };
-        }
+        if (planned.rows.positions.length === 0) break;
         const written = [...new Set(planned.rows.streamIds)];
         const rows = planned.rows;
         committing = true;
@@ -522,61 +460,35 @@ export class PostgresEventStore implements EventStore {
           guess = false;
           continue;
         }
-        const inserted = shifted(outcomes, base);
-        // The next group is decided on these tips while this one waits for its flush: guesses like any other,
-        // checked under the lock, forgotten should this group not be confirmed (see `failGroup`).
-        this.learnTips(inserted.flatMap((outcome) => ('events' in outcome ? outcome.events : [])));
-        return { group, outcomes: inserted, inserted: { client, head: base + planned.last, types: notifiedTypes(rows.types) } };
+        const head = base + planned.last;
+        // The transaction above committed without waiting for its WAL to reach the disk, so the lock was held only
+        // while the server inserted. This notification is a transaction of its own that does wait: its commit
+        // record comes after the insert's, so once it is flushed the insert is durable, and only then are the
+        // appends answered and the listeners told. Concurrent writers' flushes are shared by the server.
+        // Prepared as well: the server parses and plans it once per connection, not once a group.
+        await client.query({ name: 'oncegate-notify', text: this.sql.notifyDurable, values: [this.channel, `${head} ${notifiedTypes(rows.types)}`] });
+        committing = false;
+        outcomes = shifted(outcomes, base);
+        lastPosition = head;
+        break;
       }
+      client.release();
     } catch (error) {
       // No transaction is left open (each statement is one of its own); the connection is dropped in case it broke.
       client.release(true);
-      return { group, outcomes, failed: { error, committing } };
+      await this.failGroup(group, outcomes, error, committing);
+      return;
     }
-  }
-
-  /**
-   * Step 3 of a group, once the group written before it has been answered: the group's notification in a
-   * transaction of its own that waits for the WAL flush (the insert committed without waiting, so the lock was held
-   * only while the server inserted). Its commit record comes after the insert's, so once it is flushed the insert is
-   * durable, and only then are the appends answered and the listeners told; the notifications of one store object
-   * are thus committed in the order of their positions. Prepared as well: the server parses and plans it once per
-   * connection, not once a group. Resolves to the doubt the group leaves when it could not be confirmed: the next
-   * group was decided after this one's insert, and a group that writes nothing has no flush of its own to confirm
-   * what its refusals rest on.
-   */
-  private async settleGroup(written: WrittenGroup, doubt: EventStoreUnavailableError | undefined): Promise<EventStoreUnavailableError | undefined> {
-    const { group, outcomes, inserted, failed } = written;
-    try {
-      if (failed !== undefined) return await this.failGroup(group, outcomes, failed.error, failed.committing);
-      if (inserted === undefined) {
-        // Every append refused, perhaps on the events of the group before, which could not be confirmed.
-        if (doubt !== undefined) {
-          for (const request of group) request.reject(doubt);
-          return doubt;
-        }
-        answer(group, outcomes);
-        return undefined;
-      }
-      try {
-        const started = performance.now();
-        await inserted.client.query({ name: 'oncegate-notify', text: this.sql.notifyDurable, values: [this.channel, `${inserted.head} ${inserted.types}`] });
-        this.flushMs += (performance.now() - started - this.flushMs) / TIMING_WEIGHT;
-      } catch (error) {
-        inserted.client.release(true);
-        return await this.failGroup(group, outcomes, error, true);
-      }
-      inserted.client.release();
-      answer(group, outcomes);
+    group.forEach((request, index) => {
+      const outcome = outcomes[index]!;
+      if ('results' in outcome) request.resolve(outcome.results);
+      else request.reject(outcome.error);
+    });
+    if (lastPosition > 0) {
       const committed = outcomes.flatMap((outcome) => ('events' in outcome ? outcome.events : []));
-      // Positions are dense: the group's events are exactly those after `head - committed.length`.
-      this.remember(inserted.head - committed.length, inserted.head, committed);
-      this.subscriptions.wake(inserted.head, [...new Set(committed.map((event) => event.type))]);
-      return undefined;
-    } catch (error) {
-      // Not expected; no append is left waiting for an answer (one already answered keeps its answer).
-      for (const request of group) request.reject(error);
-      return undefined;
+      // Positions are dense: the group's events are exactly those after `lastPosition - committed.length`.
+      this.remember(lastPosition - committed.length, lastPosition, committed);
+      this.subscriptions.wake(lastPosition, [...new Set(committed.map((event) => event.type))]);
     }
   }
 
@@ -637,16 +549,17 @@ export class PostgresEventStore implements EventStore {
   }
 
   /**
-   * A group's write failed. When the connection broke while a commit was on its way (the insert's, or the
-   * notification's after it), the insert may have happened: one of its event ids is looked up (with a notification
-   * that waits for the flush, as step 3), and the appends are answered as they were decided if it is there.
-   * Otherwise they are refused and their streams' tips forgotten; resolves to the failure when it leaves in doubt
-   * whether the insert happened (see `settleGroup`).
+   * A group's transaction failed. When the connection broke while the commit was on its way, the commit may have
+   * happened: one of its event ids is looked up, and the appends are answered as they were decided if it is there.
    */
-  private async failGroup(group: readonly PendingAppend[], outcomes: readonly GroupOutcome[], error: unknown, committing: boolean): Promise<EventStoreUnavailableError | undefined> {
+  private async failGroup(
+    group: readonly PendingAppend[],
+    outcomes: ReadonlyArray<{ results: AppendResult[]; events: RecordedEvent[] } | { error: unknown }>,
+    error: unknown,
+    committing: boolean,
+  ): Promise<void> {
     const written = outcomes.flatMap((outcome) => ('events' in outcome ? outcome.events : []));
-    const inDoubt = committing && isUnavailable(error) && written.length > 0;
-    if (inDoubt) {
+    if (committing && isUnavailable(error) && written.length > 0) {
       const stored = await this.pool
         .query<[string]>({ text: this.sql.eventPosition, values: [written[0]!.id, this.channel], rowMode: 'array' })
         .then((result) => result.rows[0]?.[0])
@@ -654,12 +567,15 @@ export class PostgresEventStore implements EventStore {
       if (stored !== undefined) {
         // Planned positions are relative to the head the insert found; the stored event tells where that was.
         const base = Number(stored) - written[0]!.position;
-        answer(group, shifted(outcomes, base));
+        shifted(outcomes, base).forEach((outcome, index) => {
+          const request = group[index]!;
+          if ('results' in outcome) request.resolve(outcome.results);
+          else request.reject(outcome.error);
+        });
         this.subscriptions.wake(written.at(-1)!.position + base);
-        return undefined;
+        return;
       }
     }
-    for (const event of written) this.tips.delete(event.streamId);
     let failure = unavailableOr(this.location, error);
     if (isUniqueViolation(error, 'events_event_id')) {
       // A generated id met a stored one (or a writer outside this adapter wrote without the lock).
@@ -668,7 +584,6 @@ export class PostgresEventStore implements EventStore {
       failure = new DuplicateEventIdError(owner?.streamId ?? '', id);
     }
     for (const request of group) request.reject(failure);
-    return inDoubt && failure instanceof EventStoreUnavailableError ? failure : undefined;
   }
 
   async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
@@ -1045,26 +960,6 @@ function planAppend(entries: readonly SerialisedAppend[], state: GroupState): Pl
 
 type GroupOutcome = { results: AppendResult[]; events: RecordedEvent[] } | { error: unknown };
 
-/** A group after steps 1 and 2 (`writeGroup`), before step 3 (`settleGroup`). */
-interface WrittenGroup {
-  readonly group: readonly PendingAppend[];
-  /** Each append's outcome as decided; once inserted, at the positions the insert took. */
-  readonly outcomes: readonly GroupOutcome[];
-  /** Inserted and committed, not yet known to be durable: the notification's transaction follows on `client`. */
-  readonly inserted?: { readonly client: PoolClient; readonly head: number; readonly types: string };
-  /** The write failed; `committing` when the connection may have broken while the insert's commit was on its way. */
-  readonly failed?: { readonly error: unknown; readonly committing: boolean };
-}
-
-/** Gives each append of a group its outcome. */
-function answer(group: readonly PendingAppend[], outcomes: readonly GroupOutcome[]): void {
-  group.forEach((request, index) => {
-    const outcome = outcomes[index]!;
-    if ('results' in outcome) request.resolve(outcome.results);
-    else request.reject(outcome.error);
-  });
-}
-
 /** A group's outcomes planned from position 0, moved to the positions the insert took (`base` added). */
 function shifted(outcomes: readonly GroupOutcome[], base: number): GroupOutcome[] {
   return outcomes.map((outcome) =>
@@ -1095,9 +990,9 @@ function statements(schema: string) {
         (SELECT coalesce(array_agg(event_id), '{}') FROM ${schema}.events WHERE event_id = ANY($2::text[]))`,
     /** A group's write (see `append_events_joined` in schema.ts): the head the rows were inserted after. */
     appendEvents: `SELECT ${schema}.append_events_joined($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)::text`,
-    // With a notification, so that the event found is durable once the answer comes (see failGroup).
+    // With a notification, so that the event found is durable once the answer comes (see commitGroup).
     eventPosition: `SELECT position::text, pg_notify($2, position::text || ' *'), ${FLUSH_WAIT} FROM ${schema}.events WHERE event_id = $1`,
-    /** The notification of a group's commit, in a transaction that waits for a WAL flush covering it (see settleGroup). */
+    /** The notification of a group's commit, in a transaction that waits for a WAL flush covering it (see commitGroup). */
     notifyDurable: `SELECT pg_notify($1, $2), ${FLUSH_WAIT}`,
     readForwards: `SELECT ${COLUMNS} FROM ${schema}.events WHERE stream_id = $1 AND revision >= $2::bigint ORDER BY revision ASC LIMIT $3`,
     readBackwards: `SELECT ${COLUMNS} FROM ${schema}.events WHERE stream_id = $1 AND revision <= $2::bigint ORDER BY revision DESC LIMIT $3`,
