@@ -292,6 +292,31 @@ describe('postgres: durability of an acknowledged append', () => {
       await durable.stop();
     }
   });
+
+  it('given a server with its durable defaults and many writers, when their appends are answered, then the server counted a WAL flush for each group written', async () => {
+    const durable = await startPostgres({ fast: false });
+    try {
+      const syncs = async () => Number(((await sql('SELECT wal_sync FROM pg_stat_wal', durable.url())) as Array<{ wal_sync: string }>)[0]!.wal_sync);
+      const schema = freshSchema();
+      const store = await openPostgresEventStore({ url: durable.url(), schema });
+      await store.appendToStream('warm-up', [event('E')]);
+      const before = await syncs();
+      await Promise.all(
+        Array.from({ length: 16 }, async (_, writer) => {
+          for (let i = 0; i < 8; i += 1) await store.appendToStream(`writer-${writer}`, [event('E', { i })]);
+        }),
+      );
+      await store.close();
+      // Each group is one transaction, its rows sharing its id (xmin); the writers' appends were grouped.
+      const [row] = (await sql(`SELECT count(DISTINCT xmin::text)::int AS groups FROM "${schema}".events WHERE stream_id LIKE 'writer-%'`, durable.url())) as Array<{ groups: number }>;
+      const groups = row!.groups;
+      expect(groups).toBeLessThan(16 * 8);
+      await eventually(async () => (await syncs()) - before >= groups, 'the server counts a WAL flush for each group', 3000).catch(() => undefined);
+      expect((await syncs()) - before).toBeGreaterThanOrEqual(groups);
+    } finally {
+      await durable.stop();
+    }
+  });
 });
 
 describe('postgres: gap safety', () => {
