@@ -50,7 +50,7 @@ function imageEntrypoints(): Map<string, string[]> {
 function servedServices(): string[] {
   // The help is wrapped to the terminal's width: read word by word.
   const help = execFileSync(process.execPath, [join(ROOT, 'bin/oncegate.mjs'), 'serve', '--help'], { encoding: 'utf8' }).replace(/\s+/g, ' ');
-  return [.../ service the service to run \(choices: ([^)]+)\)/.exec(help)![1]!.matchAll(/"([^"]+)"/g)].map((match) => match[1]!);
+  return [.../ service the services to run \(choices: ([^)]+)\)/.exec(help)![1]!.matchAll(/"([^"]+)"/g)].map((match) => match[1]!);
 }
 function expectedCommand(service: string): string[] {
   return service === 'gateway' ? ['node', 'bin/oncegate.mjs', 'serve', 'gateway'] : ['node', `dist/apps/${service}/main.js`];
