@@ -3,8 +3,7 @@ import { join } from 'node:path';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { Client as PgClient } from 'pg';
-import { fileURLToPath } from 'node:url';
-import { startLocalDeployment, startService, type LocalDeployment, type ServiceProcess } from '@oncegate/deploy-local';
+import { servedTogether, startLocalDeployment, startService, type LocalDeployment, type LocalService, type ServiceProcess } from '@oncegate/deploy-local';
 import { startDemoTargetProcess } from '../test/support/demo-target-process';
 import { freePort, gatewayFolder, startGatewayProcess } from '../test/support/gateway-process';
 import { startPostgres } from '../test/support/postgres';
@@ -259,12 +258,10 @@ export async function run(argv: string[]): Promise<void> {
             single = await measured(pids, () => drive(call(clients), 1, 150));
             cpuRow(`${layout}, concurrency 1`, single);
           }
-          if (dispatchers > 0 || apart.length === 1) {
-            await drive(call(clients), concurrency, Math.min(100, calls / 4));
-            const phase = await measured(pids, () => drive(call(clients), concurrency, calls));
-            loaded.push(phase);
-            cpuRow(`${layout}${apart.length > 1 ? `, ${dispatchers} HTTP dispatcher${dispatchers === 1 ? '' : 's'} apart` : ''}, concurrency ${concurrency}`, phase);
-          }
+          await drive(call(clients), concurrency, Math.min(100, calls / 4));
+          const phase = await measured(pids, () => drive(call(clients), concurrency, calls));
+          loaded.push(phase);
+          cpuRow(`${layout}${apart.length > 1 ? `, ${dispatchers} HTTP dispatcher${dispatchers === 1 ? '' : 's'} apart` : ''}, concurrency ${concurrency}`, phase);
           await Promise.all(clients.map((client) => client.close()));
         } finally {
           for (const process of processes) await process.stop();
@@ -320,8 +317,6 @@ export async function run(argv: string[]): Promise<void> {
   }
 }
 
-const LAUNCHER = fileURLToPath(new URL('../bin/oncegate.mjs', import.meta.url));
-
 /**
  * The grouped layouts: the services one process hosts (`oncegate serve a b c`), and the HTTP dispatcher processes
  * beside it in each of its phases (0: none apart).
@@ -329,11 +324,11 @@ const LAUNCHER = fileURLToPath(new URL('../bin/oncegate.mjs', import.meta.url));
 const GROUPED_LAYOUTS = [
   { layout: 'gateway + authorization + result-delivery, dispatchers apart', together: ['gateway', 'authorization', 'result-delivery'], apart: [1, 3] },
   { layout: 'all four in one process', together: ['gateway', 'authorization', 'dispatcher-http', 'result-delivery'], apart: [0] },
-] as const;
+] satisfies ReadonlyArray<{ layout: string; together: readonly LocalService[]; apart: readonly number[] }>;
 
 /** One process hosting `together` (the gateway first in the list), and `dispatchers` HTTP dispatcher processes. */
-async function startGrouped(together: readonly string[], dispatchers: number, options: { configFile: string; cwd: string; env: NodeJS.ProcessEnv }): Promise<ServiceProcess[]> {
-  const front = await startService({ name: together.join('+'), command: [LAUNCHER, 'serve', ...together] }, { ...options, port: await freePort() });
+async function startGrouped(together: readonly LocalService[], dispatchers: number, options: { configFile: string; cwd: string; env: NodeJS.ProcessEnv }): Promise<ServiceProcess[]> {
+  const front = await startService(servedTogether(together), { ...options, port: await freePort() });
   const started = [front];
   try {
     for (let i = 0; i < dispatchers; i += 1) started.push(await startService('dispatcher-http', options));

@@ -1,4 +1,4 @@
-export { LOCAL_LAYOUT, startLocalDeployment, startService } from './local-deployment';
+export { LOCAL_LAYOUT, servedTogether, startLocalDeployment, startService } from './local-deployment';
 export type { LocalDeployment, LocalDeploymentOptions, LocalLayout, LocalService, ServiceCommand, ServiceOptions, ServiceProcess } from './local-deployment';
 export { startPostgres } from './postgres';
 export type { PostgresHandle, StartPostgresOptions } from './postgres';

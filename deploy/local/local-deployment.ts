@@ -72,6 +72,14 @@ export interface ServiceOptions {
   readonly port?: number;
 }
 
+/**
+ * Several services in one process (`oncegate serve a b …`), as a command `startService` runs: the gateway, when among
+ * them, decides the others' steps in the commit that accepts a call (docs/deploy.md).
+ */
+export function servedTogether(services: readonly LocalService[]): ServiceCommand {
+  return { name: services.join('+'), command: [LAUNCHER, 'serve', ...services] };
+}
+
 /** Starts a service as its own process and waits until it says it runs. */
 export async function startService(what: LocalService | ServiceCommand, options: ServiceOptions): Promise<ServiceProcess> {
   const service = typeof what === 'string' ? what : what.name;

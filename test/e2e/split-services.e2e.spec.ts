@@ -1,10 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { appendFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Client as PgClient } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLocalDeployment, startService, type LocalDeployment, type ServiceProcess } from '@oncegate/deploy-local';
+import { servedTogether, startLocalDeployment, startService, type LocalDeployment, type ServiceProcess } from '@oncegate/deploy-local';
 import { startDemoTargetProcess, type DemoTargetProcess } from '../support/demo-target-process';
 import { freePort, gatewayFolder, oncegate, type GatewayFolder } from '../support/gateway-process';
 import { foldExecution } from '@oncegate/domain';
@@ -240,10 +239,12 @@ describe('the services as processes of their own on PostgreSQL (deploy/local, on
   }, 120_000);
 
   it('given a gateway serving authorization in its own process (oncegate serve gateway authorization), when a call comes, then it is accepted and authorized in one commit and a dispatcher apart sends it once', async () => {
-    const together = await startService(
-      { name: 'gateway', command: [fileURLToPath(new URL('../../bin/oncegate.mjs', import.meta.url)), 'serve', 'gateway', 'authorization'] },
-      { configFile: folder.configFile, cwd: folder.dir, env: { ONCEGATE_STORE_URL: storeUrl }, port: await freePort() },
-    );
+    const together = await startService(servedTogether(['gateway', 'authorization']), {
+      configFile: folder.configFile,
+      cwd: folder.dir,
+      env: { ONCEGATE_STORE_URL: storeUrl },
+      port: await freePort(),
+    });
     try {
       expect(together.output()).toMatch(/Oncegate gateway\+authorization is running/);
       const answer = executionOf(await setConfig(await client(together.url!), 'served-together'));

@@ -410,7 +410,7 @@ export function serveServices(definitions: readonly ServiceDefinition[], config:
       summary: served.flatMap((service) => service.summary ?? []),
       operationsUrl: host.operationsUrl,
       store: host.store,
-      close: () => closeInOrder(...served.reverse().map((service) => () => service.close()), () => closeHost(host)),
+      close: () => closeInOrder(...[...served].reverse().map((service) => () => service.close()), () => closeHost(host)),
     };
   });
 }
