@@ -4,7 +4,6 @@ import { fileURLToPath } from 'node:url';
 import type { ToolContract } from '@oncegate/contracts';
 import { hostDispatchers, hostingOf, type DispatchChannel } from '@oncegate/dispatcher-kit/host';
 import type { EventStore } from '@oncegate/event-store';
-import { InlineSteps } from '@oncegate/execution-journal';
 import type { GatewayConfig } from '@oncegate/host-config';
 import type { AgentDirectory } from '@oncegate/host-principals';
 import type { VaultService } from '@oncegate/host-vault';
@@ -13,7 +12,7 @@ import { dispatcherHttpService, httpChannel } from '@oncegate/service-dispatcher
 import { mcpKit } from '@oncegate/service-dispatcher-mcp';
 import { dispatcherSshService, sshChannel } from '@oncegate/service-dispatcher-ssh';
 import { gatewayService, hostFront, type ToolCalls } from '@oncegate/service-gateway';
-import { closeHost, openHost, openVault, PreparedCalls, startOrUndo, StartupError, type ServiceDefinition, type StartOptions } from '@oncegate/service-host';
+import { closeHost, coHosting, openHost, startOrUndo, StartupError, type ServiceDefinition, type StartOptions } from '@oncegate/service-host';
 import { hostRelay, relayKafkaService } from '@oncegate/service-relay-kafka';
 import { DeliveryTracker, hostResultDelivery, resultDeliveryService } from '@oncegate/service-result-delivery';
 import { hostSealer, sealerService } from '@oncegate/service-sealer';
@@ -102,12 +101,12 @@ async function startGatewayOn(config: GatewayConfig, options: StartOptions, open
   // The sections of the plugin channels hosted here are checked with the contract file; the others are left to their process.
   const sections = new Map(channels.flatMap((channel) => [...(channel.service.pluginChannels ?? new Map())]));
   const host = await openHost(config, options, opened, false, 'oncegate', sections);
-  const vault = await openVault(host);
+  // The vault opened once, each execution's arguments opened and request rendered once (for authorization and the
+  // HTTP dispatcher alike), and the steps authorization and the dispatchers decide inline in the accepting commit.
+  const together = coHosting(host);
+  const { prepared, inlineSteps } = together;
+  const vault = await together.vault();
   const sealer = hostSealer(host);
-  // Each execution's arguments opened and request rendered once, for authorization and the HTTP dispatcher alike.
-  const prepared = new PreparedCalls(host.sealed);
-  // Authorization and the dispatchers of this process decide inline in the commit that accepts an execution.
-  const inlineSteps = new InlineSteps();
   const authorization = await hostAuthorization(host, vault, prepared);
   const dispatchers = await hostDispatchers(host, vault, prepared, channels.map((channel) => channel.dispatch));
   inlineSteps.add(authorization.get(AuthorizationController).inlineStep());
@@ -140,7 +139,7 @@ async function startGatewayOn(config: GatewayConfig, options: StartOptions, open
       await resultDelivery.close();
       await dispatchers.close();
       await authorization.close();
-      await vault.stop();
+      await together.close();
       await sealer?.stop();
       await demo?.close();
       await closeHost(host);

@@ -1,3 +1,4 @@
+import { readdirSync, readlinkSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 /* eslint-disable @nx/enforce-module-boundaries -- a real target process and data folder, as the end-to-end suites use them */
 import { startDemoTargetProcess, type DemoTargetProcess } from '../../../test/support/demo-target-process';
@@ -15,6 +16,20 @@ async function executionEvents(dataDir: string): Promise<RecordedEvent[]> {
   const events = await readJournal(dataDir, ['execution-']);
   expect(new Set(events.map((event) => event.streamId)).size).toBe(1);
   return events;
+}
+
+/** The files of a folder this process holds open (its descriptors, as Linux lists them). */
+function openFilesUnder(folder: string): string[] {
+  const open: string[] = [];
+  for (const fd of readdirSync('/proc/self/fd')) {
+    try {
+      const target = readlinkSync(`/proc/self/fd/${fd}`);
+      if (target.startsWith(folder)) open.push(target);
+    } catch {
+      // Closed between the listing and the look.
+    }
+  }
+  return open;
 }
 
 /** The positions of the first event of each type named, in the execution's stream. */
@@ -85,5 +100,13 @@ describe('oncegate serve with several services in one process', () => {
     // Each step was decided by its own service after it read the one before: three commits.
     expect(new Set([at(accepted!), at(authorized!), at(started!)]).size).toBeGreaterThan(1);
     expect((await target.effects()).requestsTotal).toBe(1);
+  });
+
+  it('given services served together, when the process closes them, then nothing of the data folder stays open: the vault they shared is closed too', async () => {
+    const together = await serve('gateway', 'authorization', 'dispatcher-http');
+    await setConfig(together, 'on');
+    expect(openFilesUnder(folder.dataDir).length).toBeGreaterThan(0);
+    await running.pop()!.close();
+    expect(openFilesUnder(folder.dataDir)).toEqual([]);
   });
 });

@@ -350,13 +350,22 @@ export interface ServiceDefinition {
 export interface CoHosting {
   readonly inlineSteps: InlineSteps;
   readonly prepared: PreparedCalls;
-  /** The vault as this process sees it, opened by the first service that asks (closed with the host). */
+  /** The vault as this process sees it, opened by the first service that asks. */
   vault(): Promise<VaultService>;
+  /** Closes what the services shared (the vault), once they are all closed and before the host. */
+  close(): Promise<void>;
 }
 
-function coHosting(host: Host): CoHosting {
+/** What the services of one process share, on its host (`oncegate start` and `oncegate serve` alike). */
+export function coHosting(host: Host): CoHosting {
   let vault: Promise<VaultService> | undefined;
-  return { inlineSteps: new InlineSteps(), prepared: new PreparedCalls(host.sealed), vault: () => (vault ??= openVault(host)) };
+  return {
+    inlineSteps: new InlineSteps(),
+    prepared: new PreparedCalls(host.sealed),
+    vault: () => (vault ??= openVault(host)),
+    // A vault that failed to open left nothing open.
+    close: async () => (await vault?.catch(() => undefined))?.stop(),
+  };
 }
 
 /**
@@ -410,7 +419,7 @@ export function serveServices(definitions: readonly ServiceDefinition[], config:
       summary: served.flatMap((service) => service.summary ?? []),
       operationsUrl: host.operationsUrl,
       store: host.store,
-      close: () => closeInOrder(...[...served].reverse().map((service) => () => service.close()), () => closeHost(host)),
+      close: () => closeInOrder(...[...served].reverse().map((service) => () => service.close()), () => together.close(), () => closeHost(host)),
     };
   });
 }

@@ -2,7 +2,7 @@
 // the process's start, ready signal and stop, the commands' plumbing, the prepared calls and the injection tokens.
 export { action, EXIT_CODES, exitWhenDone, PROCESS_IO, runProgram, UsageError, type CliIo, type ExitCode } from './cli-command';
 export { configOption, configOrExit, jsonOption, wholeNumber } from './command-args';
-export { closeHost, closeInOrder, createStoreDatabase, heldBeforeSend, loadTools, microservice, openDataFolder, openHost, openVault, SERVICE_CONSUMERS, serveServices, startOrUndo, storeLocation, type CoHosting, type DataFolder, type Host, type RunningService, type ServiceDefinition, type StartOptions } from './host';
+export { closeHost, closeInOrder, coHosting, createStoreDatabase, heldBeforeSend, loadTools, microservice, openDataFolder, openHost, openVault, SERVICE_CONSUMERS, serveServices, startOrUndo, storeLocation, type CoHosting, type DataFolder, type Host, type RunningService, type ServiceDefinition, type StartOptions } from './host';
 export { PreparedCalls, type PreparedCall } from './prepared-calls';
 export { announceReady, clearReadyFile, formatDuration, prepareReadyFile, readyFileOption, sinceProcessStart } from './ready-signal';
 export { runServiceProcess, SERVICE_PROCESS_HELP, serviceMain, StartupError, startupFailure, stoppedCleanly, untilSignal } from './service-process';
