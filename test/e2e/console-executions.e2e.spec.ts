@@ -78,7 +78,8 @@ async function checked(states: Locator): Promise<string[]> {
  * client as two agents.
  */
 describe('the console Executions page in Chromium', () => {
-  const scenario = gatewayScenario();
+  // A killed gateway's claim on the executions index lapses after two liveness leases: 6 s here instead of 30.
+  const scenario = gatewayScenario({ instance_lease: '3s' });
   const { browser } = chromiumForDescribe();
 
   it('given calls of two agents, of different classes and outcomes, when the analyst asks for one agent\'s irreversible calls of the last hour with an unknown outcome, then exactly those are listed, newest first, the search survives a reload, a row leads to its incident view, and Load older pages through the rest', { timeout: 180_000 }, async () => {

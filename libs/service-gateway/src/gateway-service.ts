@@ -65,6 +65,8 @@ export async function hostExecutionsIndex(host: Host): Promise<{ readonly index:
     store,
     tables,
     owner: host.instance,
+    // A dead holder's claim lapses after two liveness leases (30 s by default): a standby takes the folding over then.
+    claimTtlMs: 2 * config.instanceLeaseMs,
     // Failures are retried at the next poll; only the 1st, 2nd, 4th, 8th… in a row are logged.
     onError: (error) => {
       failures += 1;

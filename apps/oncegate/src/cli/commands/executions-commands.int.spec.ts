@@ -15,7 +15,9 @@ import { sharedPostgres } from '../../../../../test/support/shared-servers';
 import { runCliHere } from '../testing/cli-in-process';
 import { localTime } from './executions-commands';
 
-const minutesAgo = (minutes: number) => new Date(Date.now() - minutes * 60_000).toISOString();
+/** The moment the histories are written from, fixed once: a minute that turns during the run changes no expectation. */
+const startedAt = Date.now();
+const minutesAgo = (minutes: number) => new Date(startedAt - minutes * 60_000).toISOString();
 const call = (actor: string, operationClass: 'irreversible' | 'idempotent_write', tool: string, minutes: number) =>
   acceptExecution({
     operationClass,
