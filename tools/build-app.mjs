@@ -1,12 +1,16 @@
 // Compiles one app to JavaScript: `node tools/build-app.mjs <outdir> <name>=<entry.ts> [<name>=<entry.ts> ...]`.
 // Each app's `build` target (its project.json) names its entry points; `npm run build` runs them all.
 //
-// esbuild bundles the workspace's own code (the @oncegate/* libraries resolve through tsconfig paths) into one
-// ES module per entry and leaves every npm package external, so the output runs on plain Node with the
-// project's node_modules and no TypeScript loader. Decorators compile as the sources declare them
-// (experimentalDecorators); the services name their injection tokens, so no emitted design metadata is needed.
+// esbuild bundles the workspace's own code (the @oncegate/* libraries resolve through tsconfig paths) and the npm
+// packages it imports into one ES module per entry, so the output runs on plain Node with no TypeScript loader and
+// a command starts without resolving and reading a thousand package files one by one (`oncegate --help` spent about
+// half its time there). Packages stay in node_modules, loaded from there when they are used, where one copy must serve
+// everything or the package finds files of its own folder at run time (`INSTALLED`); so do optional packages that
+// are not installed (a package's lazy import of one is left for it to fail on, as before). Decorators compile as the
+// sources declare them (experimentalDecorators); the services name their injection tokens, so no emitted design
+// metadata is needed.
 import { build } from 'esbuild';
-import { rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -17,6 +21,31 @@ if (outdir === undefined || entries.length === 0 || entries.some((entry) => !/^[
   process.exit(2);
 }
 
+/**
+ * Packages loaded from node_modules at run time, never copied into the output:
+ * - pino and the packages of its log transport, which starts worker threads from files of its own folder;
+ * - the packages the workspace's code loads on demand through `createRequire` (kafkajs, undici, ssh2, pino-pretty):
+ *   a copy in the output beside the one loaded on demand would be a second module (its own classes, its own state);
+ * - @readme/openapi-parser, imported on demand by `oncegate contracts import`.
+ */
+const INSTALLED = [/^pino(-.*)?$/, /^thread-stream$/, /^sonic-boom$/, /^kafkajs$/, /^undici$/, /^ssh2$/, /^@readme\//];
+
+/** The package a bare import names: `@scope/name` or `name`. */
+const packageOf = (specifier) => specifier.split('/').slice(0, specifier.startsWith('@') ? 2 : 1).join('/');
+
+const packagesPlugin = {
+  name: 'packages',
+  setup(on) {
+    // Bare imports only: relative paths, node: built-ins' own prefix and a package's `#` imports resolve as usual.
+    on.onResolve({ filter: /^[^./#]/ }, ({ path }) => {
+      if (path.startsWith('node:') || path.startsWith('@oncegate/')) return path.startsWith('node:') ? { external: true } : undefined;
+      const name = packageOf(path);
+      if (INSTALLED.some((pattern) => pattern.test(name)) || !existsSync(join(root, 'node_modules', name))) return { external: true };
+      return undefined;
+    });
+  },
+};
+
 const target = join(root, outdir);
 rmSync(target, { recursive: true, force: true });
 const started = performance.now();
@@ -25,10 +54,14 @@ await build({
   entryPoints: Object.fromEntries(entries.map((entry) => entry.split('='))),
   outdir: target,
   bundle: true,
-  packages: 'external',
+  plugins: [packagesPlugin],
   platform: 'node',
   format: 'esm',
   target: 'node24',
+  // Classes and functions keep their names: NestJS names its loggers' contexts and its errors after them.
+  keepNames: true,
+  // The packages written as CommonJS call require() for Node's own modules; an ES module has none of its own.
+  banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
   tsconfig: join(root, 'tsconfig.base.json'),
   sourcemap: 'linked',
   logLevel: 'warning',

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { appendFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client as PgClient } from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { servedTogether, startLocalDeployment, startService, type LocalDeployment, type ServiceProcess } from '@oncegate/deploy-local';
 import { startDemoTargetProcess, type DemoTargetProcess } from '../support/demo-target-process';
 import { freePort, gatewayFolder, oncegate, type GatewayFolder } from '../support/gateway-process';
@@ -265,6 +265,8 @@ describe('the services as processes of their own on PostgreSQL (deploy/local, on
 
   it('given authorization failing on an event, then the event is parked and listed, nothing of its execution runs, and after the fix a replay completes it', async () => {
     writeFileSync(faultFile, 'the fault\n');
+    // The fault is lifted whatever happens here, so a failure of this test is not also every later test's.
+    onTestFinished(() => rmSync(faultFile, { force: true }));
     const caller = await client(deployment.of('gateway')[0]!.url!);
     const waiting = setConfig(caller, 'parked-one');
     const parked = await eventually(async () => {

@@ -3,8 +3,13 @@ import { markdownTable } from '../support/markdown-table';
 import { runFuzz, type FuzzReport } from './fuzz-front';
 import { fuzzPassed, startFuzzWorld } from './fuzz-world';
 
-/** RSS may move by this much after the settle period without counting as growth. */
-const RSS_SLACK_MIB = 24;
+/**
+ * RSS may move by this much after the settle period without counting as growth (as `npm run fuzz` allows). The
+ * gateway's baseline is taken before the frames reach code it has not run yet; compiled with its packages in one
+ * bundle it starts about 20 MiB smaller and ends the run where it ended before (184–195 MiB, against 171–199 with the
+ * packages loaded file by file), so the same end reads as 13–22 MiB of growth instead of 7.
+ */
+const RSS_SLACK_MIB = 32;
 
 /**
  * The MCP front fuzzer as a test suite: `frames` frames drawn from `seed` against one gateway process, then a test
