@@ -19,6 +19,7 @@ import {
   EventStoreClosedError,
   EventStoreOpenError,
   EventStoreUnavailableError,
+  GroupCommit,
   InvalidEventStoreArgumentError,
   NotifiedSubscriptions,
   submitAppend,
@@ -221,10 +222,8 @@ export class KurrentDbEventStore implements EventStore {
   private readonly clock: () => Date;
   private readonly pollIntervalMs: number;
   private readonly maxScan: number;
-  private readonly maxGroup: number;
   private readonly location: string;
-  private pending: PendingAppend[] = [];
-  private writing: Promise<void> | undefined;
+  private readonly groups: GroupCommit<PendingAppend>;
   private closed = false;
 
   private constructor(options: KurrentDbEventStoreOptions) {
@@ -235,10 +234,12 @@ export class KurrentDbEventStore implements EventStore {
     this.clock = options.clock ?? (() => new Date());
     this.pollIntervalMs = options.pollIntervalMs ?? 5000;
     this.maxScan = options.maxScan ?? 50_000;
-    this.maxGroup = options.maxGroup ?? 100;
     validateCount(this.pollIntervalMs, 'pollIntervalMs');
     validateCount(this.maxScan, 'maxScan');
-    validateCount(this.maxGroup, 'maxGroup');
+    const maxGroup = options.maxGroup ?? 100;
+    validateCount(maxGroup, 'maxGroup');
+    // Appends issued while a group is written share the next (group commit).
+    this.groups = new GroupCommit(maxGroup, (group) => this.commitGroup(group));
     this.location = describeLocation(options.client === undefined ? options.url : undefined, this.names.namespace);
     if (options.client !== undefined) {
       this.client = options.client;
@@ -314,26 +315,8 @@ export class KurrentDbEventStore implements EventStore {
 
   private enqueue(entries: readonly SerialisedAppend[], argument: PendingAppend['argument']): Promise<AppendResult[]> {
     return new Promise((resolve, reject) => {
-      this.pending.push({ entries, argument, resolve, reject });
-      this.writing ??= this.writeLoop();
+      this.groups.add({ entries, argument, resolve, reject });
     });
-  }
-
-  /**
-   * One multi-stream append at a time per store object: the appends issued while one is written share the next
-   * (group commit). It ends in the same turn that finds nothing pending, so an append is never left behind.
-   */
-  private async writeLoop(): Promise<void> {
-    // Appends issued in the same turn of the event loop share the first append.
-    await new Promise((resolve) => setImmediate(resolve));
-    for (;;) {
-      if (this.pending.length === 0) {
-        this.writing = undefined;
-        return;
-      }
-      const group = this.pending.splice(0, this.maxGroup);
-      await this.commitGroup(group);
-    }
   }
 
   /**
@@ -711,7 +694,7 @@ export class KurrentDbEventStore implements EventStore {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await this.writing;
+    await this.groups.drained();
     await this.subscriptions.close();
     if (this.ownsClient) await this.client.dispose().catch(() => undefined);
   }

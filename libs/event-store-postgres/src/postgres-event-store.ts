@@ -3,6 +3,7 @@ import { Client, Pool, type ClientConfig, type PoolClient, type PoolConfig } fro
 import { LRUCache } from 'lru-cache';
 import {
   GENESIS_HASH,
+  GroupCommit,
   linkEvents,
   matchesFilter,
   newEventId,
@@ -205,14 +206,12 @@ export class PostgresEventStore implements EventStore {
   private readonly clock: () => Date;
   private readonly pollIntervalMs: number;
   private readonly maxScan: number;
-  private readonly maxGroup: number;
   private readonly location: string;
   private readonly lockKey: number;
   private readonly channel: string;
   private readonly sql: ReturnType<typeof statements>;
   private readonly schema: string;
-  private pending: PendingAppend[] = [];
-  private writing: Promise<void> | undefined;
+  private readonly groups: GroupCommit<PendingAppend>;
   /**
    * This process's latest commits as one complete run of positions `(after, last]` (no other writer's position lies
    * in it), kept to answer a forward read that starts in it without a round trip, while nothing beyond `last` is
@@ -238,10 +237,12 @@ export class PostgresEventStore implements EventStore {
     this.clock = options.clock ?? (() => new Date());
     this.pollIntervalMs = options.pollIntervalMs ?? 5000;
     this.maxScan = options.maxScan ?? 50_000;
-    this.maxGroup = options.maxGroup ?? 1000;
     validateCount(this.pollIntervalMs, 'pollIntervalMs');
     validateCount(this.maxScan, 'maxScan');
-    validateCount(this.maxGroup, 'maxGroup');
+    const maxGroup = options.maxGroup ?? 1000;
+    validateCount(maxGroup, 'maxGroup');
+    // Appends issued while a group is written share the next (group commit).
+    this.groups = new GroupCommit(maxGroup, (group) => this.commitGroup(group));
     const config: PoolConfig = {
       connectionTimeoutMillis: 5000,
       application_name: 'oncegate-event-store',
@@ -344,26 +345,8 @@ export class PostgresEventStore implements EventStore {
 
   private enqueue(entries: readonly SerialisedAppend[]): Promise<AppendResult[]> {
     return new Promise((resolve, reject) => {
-      this.pending.push({ entries, resolve, reject });
-      this.writing ??= this.writeLoop();
+      this.groups.add({ entries, resolve, reject });
     });
-  }
-
-  /**
-   * One transaction at a time per store object: the appends issued while one commits share the next (group
-   * commit). It ends in the same turn that finds nothing pending, so an append is never left behind.
-   */
-  private async writeLoop(): Promise<void> {
-    // Appends issued in the same turn of the event loop share the first transaction.
-    await new Promise((resolve) => setImmediate(resolve));
-    for (;;) {
-      if (this.pending.length === 0) {
-        this.writing = undefined;
-        return;
-      }
-      const group = this.pending.splice(0, this.maxGroup);
-      await this.commitGroup(group);
-    }
   }
 
   /**
@@ -836,7 +819,7 @@ export class PostgresEventStore implements EventStore {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await this.writing;
+    await this.groups.drained();
     await this.subscriptions.close();
     await this.pool.end().catch(() => undefined);
   }

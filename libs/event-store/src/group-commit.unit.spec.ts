@@ -1,0 +1,42 @@
+import { describe, expect, it } from 'vitest';
+import { GroupCommit } from './group-commit';
+
+describe('GroupCommit', () => {
+  it('given items queued in one turn, then they share one write, and items queued during a write share the next', async () => {
+    const groups: number[][] = [];
+    let release: () => void = () => undefined;
+    const queue = new GroupCommit<number>(100, async (group) => {
+      groups.push([...group]);
+      if (groups.length === 1) await new Promise<void>((resolve) => (release = resolve));
+    });
+    queue.add(1);
+    queue.add(2);
+    await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(groups).toEqual([[1, 2]]);
+    queue.add(3);
+    queue.add(4);
+    release();
+    await queue.drained();
+    expect(groups).toEqual([[1, 2], [3, 4]]);
+  });
+
+  it('given more items than a group takes, then they are written in groups of at most that many, in order', async () => {
+    const groups: number[][] = [];
+    const queue = new GroupCommit<number>(2, async (group) => void groups.push([...group]));
+    for (const item of [1, 2, 3, 4, 5]) queue.add(item);
+    await queue.drained();
+    expect(groups).toEqual([[1, 2], [3, 4], [5]]);
+  });
+
+  it('given nothing queued, then drained resolves at once; given an item queued after a drain, then it is written too', async () => {
+    const written: number[] = [];
+    const queue = new GroupCommit<number>(10, async (group) => void written.push(...group));
+    await queue.drained();
+    queue.add(1);
+    await queue.drained();
+    queue.add(2);
+    await queue.drained();
+    expect(written).toEqual([1, 2]);
+  });
+});
