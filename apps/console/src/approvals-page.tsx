@@ -1,68 +1,27 @@
-import { useCallback, useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import type { ApprovalView, DecisionEntry } from '@oncegate/console-api';
-import { api } from './api';
+import { api, type Result } from './api';
 import { DecisionCard, Followed } from './decision-card';
 import { Countdown, Json, Outcome, refusal, Row, targetText, Time } from './format';
+import { useQueue, type PageProps } from './queue';
 
 type Decided = { readonly ok: boolean; readonly message: string };
 
-const REFRESH_MS = 5_000;
-/** How long a decided request stays on the page, under "Recently decided", with what followed it. */
-const RECENT_MS = 30 * 60_000;
-
-export interface PageProps {
-  /** The session ended (a 401): back to the sign-in form. */
-  readonly onSignedOut: () => void;
-  /** A refresh succeeded: the header's "last refreshed" time. */
-  readonly onLoaded: () => void;
-  /** Something was decided: the navigation's counts are asked again. */
-  readonly onChanged: () => void;
-}
+/** The approvals waiting, as the queue takes them. */
+const approvals = async (): Promise<Result<readonly ApprovalView[]>> => {
+  const answer = await api.approvals();
+  return answer.ok ? { ok: true, value: answer.value.approvals } : answer;
+};
 
 /**
  * The approval queue: every pending request with what deciding it means; approve or deny with a reason. Below it,
  * the requests decided in the last half hour (here or elsewhere), each with what followed the decision.
  */
-export function ApprovalsPage({ onSignedOut, onLoaded, onChanged }: PageProps) {
-  const [views, setViews] = useState<readonly ApprovalView[] | undefined>(undefined);
-  const [recent, setRecent] = useState<readonly DecisionEntry[]>([]);
-  const [error, setError] = useState<string | null>(null);
+export function ApprovalsPage(props: PageProps) {
+  const { onSignedOut } = props;
   // A card someone decided on this page stays, with what the gateway answered, until the page is left.
-  const [decided, setDecided] = useState<ReadonlyMap<string, { view: ApprovalView; outcome: Decided }>>(new Map());
-
-  const load = useCallback(async () => {
-    const [waiting, history] = await Promise.all([
-      api.approvals(),
-      api.decisions({ decision: 'granted,denied', from: new Date(Date.now() - RECENT_MS).toISOString(), limit: 50 }),
-    ]);
-    if (!waiting.ok || !history.ok) {
-      const failed = !waiting.ok ? waiting.error : !history.ok ? history.error : undefined;
-      if (failed?.status === 401) onSignedOut();
-      else if (failed !== undefined) setError(`The page could not refresh: ${refusal(failed)}`);
-      return;
-    }
-    setViews(waiting.value.approvals);
-    setRecent(history.value.decisions);
-    setError(null);
-    onLoaded();
-  }, [onSignedOut, onLoaded]);
-
-  useEffect(() => {
-    void load();
-    const timer = setInterval(() => void load(), REFRESH_MS);
-    return () => clearInterval(timer);
-  }, [load]);
-
-  const onDecided = (view: ApprovalView, outcome: Decided) => {
-    setDecided((before) => new Map(before).set(view.executionId, { view, outcome }));
-    onChanged();
-    void load();
-  };
-
+  const { views, error, settled: decided, latest, refresh: load, onSettled: onDecided } = useQueue<ApprovalView, Decided>(approvals, 'granted,denied', props);
   const waiting = (views ?? []).filter((view) => !decided.has(view.executionId));
-  // The newest decision of each execution (the history is newest first).
-  const latest = new Map<string, DecisionEntry>();
-  for (const entry of recent) if (!latest.has(entry.executionId)) latest.set(entry.executionId, entry);
   const elsewhere = [...latest.values()].filter((entry) => !decided.has(entry.executionId) && !waiting.some((view) => view.executionId === entry.executionId));
   return (
     <section aria-labelledby="approvals-title">

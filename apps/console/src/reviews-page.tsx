@@ -1,15 +1,11 @@
-import { useCallback, useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import type { DecisionEntry, ReviewResolution as Resolution, ReviewView } from '@oncegate/console-api';
-import { api } from './api';
-import type { PageProps } from './approvals-page';
+import { api, type Result } from './api';
 import { DecisionCard, Followed } from './decision-card';
 import { Json, Outcome, refusal, Row, targetText, Time } from './format';
+import { useQueue, type PageProps } from './queue';
 
 type Resolved = { readonly ok: boolean; readonly message: string };
-
-const REFRESH_MS = 5_000;
-/** How long a resolved execution stays on the page, under "Recently resolved", with what followed it. */
-const RECENT_MS = 30 * 60_000;
 
 const WHY: Readonly<Record<string, string>> = {
   irreversible_outcome_unknown: 'An irreversible call may have reached the target and no outcome came back; the gateway never sends it again on its own.',
@@ -45,49 +41,21 @@ function nextStep(view: ReviewView): string {
   }
 }
 
+/** The executions held for review, as the queue takes them. */
+const reviews = async (): Promise<Result<readonly ReviewView[]>> => {
+  const answer = await api.reviews();
+  return answer.ok ? { ok: true, value: answer.value.reviews } : answer;
+};
+
 /**
  * The review queue: why each execution is held, the evidence, and a resolution with a reason. Below it, the reviews
  * resolved in the last half hour elsewhere, each with what followed.
  */
-export function ReviewsPage({ onSignedOut, onLoaded, onChanged }: PageProps) {
-  const [views, setViews] = useState<readonly ReviewView[] | undefined>(undefined);
-  const [error, setError] = useState<string | null>(null);
-  const [recent, setRecent] = useState<readonly DecisionEntry[]>([]);
-  const [resolved, setResolved] = useState<ReadonlyMap<string, { view: ReviewView; outcome: Resolved }>>(new Map());
-
-  const load = useCallback(async () => {
-    const [waiting, history] = await Promise.all([
-      api.reviews(),
-      api.decisions({ decision: 'completed,not_executed,abandoned', from: new Date(Date.now() - RECENT_MS).toISOString(), limit: 50 }),
-    ]);
-    if (!waiting.ok || !history.ok) {
-      const failed = !waiting.ok ? waiting.error : !history.ok ? history.error : undefined;
-      if (failed?.status === 401) onSignedOut();
-      else if (failed !== undefined) setError(`The page could not refresh: ${refusal(failed)}`);
-      return;
-    }
-    setViews(waiting.value.reviews);
-    setRecent(history.value.decisions);
-    setError(null);
-    onLoaded();
-  }, [onSignedOut, onLoaded]);
-
-  useEffect(() => {
-    void load();
-    const timer = setInterval(() => void load(), REFRESH_MS);
-    return () => clearInterval(timer);
-  }, [load]);
-
-  const onResolved = (view: ReviewView, outcome: Resolved) => {
-    setResolved((before) => new Map(before).set(view.executionId, { view, outcome }));
-    onChanged();
-    void load();
-  };
+export function ReviewsPage(props: PageProps) {
+  const { onSignedOut } = props;
+  const { views, error, settled: resolved, latest, refresh: load, onSettled: onResolved } = useQueue<ReviewView, Resolved>(reviews, 'completed,not_executed,abandoned', props);
   const shown = [...(views ?? [])];
   for (const { view } of resolved.values()) if (!shown.some((item) => item.executionId === view.executionId)) shown.push(view);
-  // The newest resolution of each execution (the history is newest first).
-  const latest = new Map<string, DecisionEntry>();
-  for (const entry of recent) if (!latest.has(entry.executionId)) latest.set(entry.executionId, entry);
   const elsewhere = [...latest.values()].filter((entry) => !shown.some((view) => view.executionId === entry.executionId));
   return (
     <section aria-labelledby="reviews-title">
