@@ -320,7 +320,11 @@ describe('the services as processes of their own on PostgreSQL (deploy/local, on
     await eventually(async () => (sequence > 20 ? true : undefined), 30_000, 'calls before the outage');
     await server.shutdown();
     // A call made while the store is down is told so at once.
-    const during = await setConfig(workers[0]!, 'outage-during').then(textOf, (error: unknown) => String((error as Error).message));
+    // A failure of the request itself is said with its cause (fetch's own message names none).
+    const during = await setConfig(workers[0]!, 'outage-during').then(textOf, (error: unknown) => {
+      const cause = (error as Error).cause as { code?: string; message?: string } | undefined;
+      return `${(error as Error).message}${cause === undefined ? '' : ` (${cause.code ?? cause.message})`}`;
+    });
     errors.push(during);
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     await server.start();
@@ -328,7 +332,9 @@ describe('the services as processes of their own on PostgreSQL (deploy/local, on
     await eventually(async () => (sequence > after + 20 ? true : undefined), 60_000, 'calls after the outage');
     stopped = true;
     await Promise.all(running);
-    expect(during).toMatch(/unavailable|cannot write its journal/i);
+    const first = gateways[0]!;
+    const state = first.child.exitCode === null && first.child.signalCode === null ? 'still runs' : `exited (${first.child.exitCode ?? first.child.signalCode})`;
+    expect(during, `the gateway asked ${state}; the end of what it wrote:\n${first.output().slice(-3000)}`).toMatch(/unavailable|cannot write its journal/i);
 
     // Every request that reached the target carries an execution id whose Dispatched was committed before it.
     const dispatched = await dispatchedBy();
