@@ -1,14 +1,48 @@
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 
-/** A port free on 127.0.0.1 a moment ago (a server bound to it then let go). */
-export async function freePort(): Promise<number> {
+/** The lowest port tried below the system's ephemeral range. */
+const LOWEST = 10_000;
+
+/**
+ * Where the kernel takes ports for a listener on port 0 and for the local end of an outgoing connection (Linux:
+ * `ip_local_port_range`); `undefined` where it cannot be read.
+ */
+function ephemeralRange(): { low: number; high: number } | undefined {
+  try {
+    const [low, high] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+    return Number.isInteger(low) && Number.isInteger(high) ? { low: low!, high: high! } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Binds `port` on 127.0.0.1 and lets it go: the port it had (the kernel's choice for 0), or `undefined` when taken. */
+function tryPort(port: number): Promise<number | undefined> {
   return new Promise((resolve, reject) => {
     const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
+    server.once('error', (error: NodeJS.ErrnoException) => (error.code === 'EADDRINUSE' || error.code === 'EACCES' ? resolve(undefined) : reject(error)));
+    server.listen(port, '127.0.0.1', () => {
       const address = server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
+      const bound = typeof address === 'object' && address !== null ? address.port : 0;
+      server.close(() => resolve(bound));
     });
   });
+}
+
+/**
+ * A port free on 127.0.0.1 a moment ago (a server bound to it then let go), for a process that binds it a moment
+ * later. Drawn at random below the kernel's ephemeral range, so that nothing started meanwhile takes it by chance:
+ * neither a server listening on port 0 nor the local end of a connection (both come from that range). Where the
+ * range cannot be read, or nothing below it is free, the kernel picks.
+ */
+export async function freePort(): Promise<number> {
+  const range = ephemeralRange();
+  if (range !== undefined && range.low > LOWEST + 1_000) {
+    for (let attempt = 0; attempt < 20; attempt += 1) {
+      const port = await tryPort(LOWEST + Math.floor(Math.random() * (range.low - LOWEST)));
+      if (port !== undefined) return port;
+    }
+  }
+  return (await tryPort(0))!;
 }
