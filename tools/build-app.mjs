@@ -38,7 +38,8 @@ const packagesPlugin = {
   setup(on) {
     // Bare imports only: relative paths, node: built-ins' own prefix and a package's `#` imports resolve as usual.
     on.onResolve({ filter: /^[^./#]/ }, ({ path }) => {
-      if (path.startsWith('node:') || path.startsWith('@oncegate/')) return path.startsWith('node:') ? { external: true } : undefined;
+      if (path.startsWith('node:')) return { external: true };
+      if (path.startsWith('@oncegate/')) return undefined;
       const name = packageOf(path);
       if (INSTALLED.some((pattern) => pattern.test(name)) || !existsSync(join(root, 'node_modules', name))) return { external: true };
       return undefined;
