@@ -5,13 +5,13 @@ import { createServer } from 'node:net';
 const LOWEST = 10_000;
 
 /**
- * Where the kernel takes ports for a listener on port 0 and for the local end of an outgoing connection (Linux:
- * `ip_local_port_range`); `undefined` where it cannot be read.
+ * The lowest port the kernel takes for a listener on port 0 and for the local end of an outgoing connection (Linux:
+ * the first of `ip_local_port_range`); `undefined` where it cannot be read.
  */
-function ephemeralRange(): { low: number; high: number } | undefined {
+function ephemeralLow(): number | undefined {
   try {
-    const [low, high] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
-    return Number.isInteger(low) && Number.isInteger(high) ? { low: low!, high: high! } : undefined;
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return Number.isInteger(low) ? low : undefined;
   } catch {
     return undefined;
   }
@@ -37,10 +37,10 @@ function tryPort(port: number): Promise<number | undefined> {
  * range cannot be read, or nothing below it is free, the kernel picks.
  */
 export async function freePort(): Promise<number> {
-  const range = ephemeralRange();
-  if (range !== undefined && range.low > LOWEST + 1_000) {
+  const low = ephemeralLow();
+  if (low !== undefined && low > LOWEST + 1_000) {
     for (let attempt = 0; attempt < 20; attempt += 1) {
-      const port = await tryPort(LOWEST + Math.floor(Math.random() * (range.low - LOWEST)));
+      const port = await tryPort(LOWEST + Math.floor(Math.random() * (low - LOWEST)));
       if (port !== undefined) return port;
     }
   }
