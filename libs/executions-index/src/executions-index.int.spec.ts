@@ -196,3 +196,29 @@ describeIndexOn('postgres', async () => {
     },
   };
 });
+
+describe('the executions index on postgres, its server going away', () => {
+  it('given a connection the index holds between two statements, when the server ends it (a shutdown), then the process goes on and the next statement reconnects', async () => {
+    const url = (await sharedPostgres()).url();
+    const schema = `index_${randomBytes(6).toString('hex')}`;
+    const tables = await PostgresIndexTables.open({ url, schema });
+    const admin = new Client({ connectionString: url });
+    await admin.connect();
+    try {
+      // A transaction's client, held between its statements, as a fold holds it.
+      const pool = (tables as unknown as { pool: import('pg').Pool }).pool;
+      const held = await pool.connect();
+      const pid = ((await held.query('SELECT pg_backend_pid() AS pid')).rows[0] as { pid: number }).pid;
+      const ended = new Promise((resolve) => held.once('end', resolve));
+      // What a server shutdown sends each connection (FATAL 57P01); unheard, it ended the gateway's process.
+      await admin.query('SELECT pg_terminate_backend($1)', [pid]);
+      await ended;
+      held.release(true);
+      expect(await tables.position()).toBe(0);
+    } finally {
+      await tables.close();
+      await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await admin.end();
+    }
+  });
+});

@@ -29,8 +29,10 @@ export class PostgresIndexTables implements IndexTables {
     this.schema = `"${schema}"`;
     this.location = `${options.location ?? 'PostgreSQL'} (schema ${schema}, table executions_index)`;
     this.pool = new Pool({ connectionString: options.url, max: 4 });
-    // An idle client's error (a server restart) must not end the process: the next query reconnects.
+    // A client's error (a server restart) must not end the process: the next query reconnects. The pool hears an
+    // idle client's; one held between two queries of a transaction emits its own, heard here on every client made.
     this.pool.on('error', () => undefined);
+    this.pool.on('connect', (client) => client.on('error', () => undefined));
   }
 
   /** Connects and creates the tables when they are missing. */
