@@ -105,8 +105,6 @@ function notifiedTypes(types: readonly string[]): string {
   return text.length < 7000 && !/[ ,]/.test([...new Set(types)].join('')) ? text : '*';
 }
 
-/** Pool clients that already have the error listener of `checkout`. */
-const listened = new WeakSet<PoolClient>();
 /** Larger than any position, for reads with no scan limit. */
 const NO_LIMIT = Number.MAX_SAFE_INTEGER;
 
@@ -255,6 +253,9 @@ export class PostgresEventStore implements EventStore {
     this.pool = new Pool(config);
     // An idle connection the server closed is dropped by the pool; without a listener the event would end the process.
     this.pool.on('error', () => undefined);
+    // A connection the server ends while a client of the pool is held for a transaction (a server shutting down) emits
+    // its error on that client: heard on every client made, the next query on it fails with that error instead.
+    this.pool.on('connect', (client) => client.on('error', () => undefined));
     const { max: _max, idleTimeoutMillis: _idle, ...clientConfig } = config;
     const listenerConfig: ClientConfig = {
       ...clientConfig,
@@ -290,23 +291,9 @@ export class PostgresEventStore implements EventStore {
     return store;
   }
 
-  /**
-   * A client of the pool for a transaction. A connection the server ends while the client is held (a server
-   * shutting down) emits an error with nobody listening, which would end the process: the next query on it fails
-   * with that error instead.
-   */
-  private async checkout(): Promise<PoolClient> {
-    const client = await this.pool.connect();
-    if (!listened.has(client)) {
-      listened.add(client);
-      client.on('error', () => undefined);
-    }
-    return client;
-  }
-
   private async migrate(): Promise<void> {
     const schema = quotedSchema(this.schema);
-    const client = await this.checkout();
+    const client = await this.pool.connect();
     try {
       // The same lock as the writers': two processes opening a new store do not race to create it.
       await client.query(`BEGIN; SELECT pg_advisory_xact_lock(${LOCK_CLASS}, ${this.lockKey})`);
@@ -364,7 +351,7 @@ export class PostgresEventStore implements EventStore {
     const recordedAt = this.clock().toISOString();
     let client: PoolClient;
     try {
-      client = await this.checkout();
+      client = await this.pool.connect();
     } catch (error) {
       const failure = unavailableOr(this.location, error);
       for (const request of group) request.reject(failure);
