@@ -4,7 +4,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
+import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import type { ExecutionId } from '@oncegate/domain';
 import { instantMs, type FoldedExecution } from './execution-row';
 import type { ExecutionsQuery } from './executions-query';
@@ -53,8 +53,30 @@ export class SqliteIndexTables implements IndexTables {
     this.db.exec(`INSERT OR IGNORE INTO executions_index_meta (key, value) VALUES ('position', '0'), ('schema_version', '${SCHEMA_VERSION}')`);
   }
 
+  /** The statements every batch runs, prepared once (the fold commits a batch every few calls under load). */
+  private statementsOnce: { position: StatementSync; upsertRow: StatementSync; upsertFold: StatementSync; movePosition: StatementSync } | undefined;
+
+  private get statements() {
+    if (this.statementsOnce !== undefined) return this.statementsOnce;
+    const placeholders = [...ROW_COLUMNS, 'accepted_ms'].map(() => '?').join(', ');
+    const updates = [...ROW_COLUMNS.slice(1).map((col) => col.name), 'accepted_ms'].map((name) => `${name} = excluded.${name}`).join(', ');
+    this.statementsOnce = {
+      position: this.db.prepare("SELECT value FROM executions_index_meta WHERE key = 'position'"),
+      upsertRow: this.db.prepare(
+        `INSERT INTO executions_index (${[...ROW_COLUMNS.map((col) => col.name), 'accepted_ms'].join(', ')}) VALUES (${placeholders})
+         ON CONFLICT (execution_id) DO UPDATE SET ${updates}`,
+      ),
+      upsertFold: this.db.prepare(
+        `INSERT INTO executions_index_fold (execution_id, position, last_change_at, state) VALUES (?, ?, ?, ?)
+         ON CONFLICT (execution_id) DO UPDATE SET position = excluded.position, last_change_at = excluded.last_change_at, state = excluded.state`,
+      ),
+      movePosition: this.db.prepare("UPDATE executions_index_meta SET value = ? WHERE key = 'position'"),
+    };
+    return this.statementsOnce;
+  }
+
   async position(): Promise<number> {
-    const row = this.db.prepare("SELECT value FROM executions_index_meta WHERE key = 'position'").get() as { value: string } | undefined;
+    const row = this.statements.position.get() as { value: string } | undefined;
     return Number(row?.value ?? 0);
   }
 
@@ -71,16 +93,7 @@ export class SqliteIndexTables implements IndexTables {
   }
 
   async commit(batch: IndexBatch): Promise<boolean> {
-    const placeholders = [...ROW_COLUMNS, 'accepted_ms'].map(() => '?').join(', ');
-    const updates = [...ROW_COLUMNS.slice(1).map((col) => col.name), 'accepted_ms'].map((name) => `${name} = excluded.${name}`).join(', ');
-    const upsertRow = this.db.prepare(
-      `INSERT INTO executions_index (${[...ROW_COLUMNS.map((col) => col.name), 'accepted_ms'].join(', ')}) VALUES (${placeholders})
-       ON CONFLICT (execution_id) DO UPDATE SET ${updates}`,
-    );
-    const upsertFold = this.db.prepare(
-      `INSERT INTO executions_index_fold (execution_id, position, last_change_at, state) VALUES (?, ?, ?, ?)
-       ON CONFLICT (execution_id) DO UPDATE SET position = excluded.position, last_change_at = excluded.last_change_at, state = excluded.state`,
-    );
+    const { upsertRow, upsertFold, movePosition } = this.statements;
     // IMMEDIATE: the checkpoint is read under the write lock, so two processes cannot both move it from `from`.
     this.db.exec('BEGIN IMMEDIATE');
     try {
@@ -90,7 +103,7 @@ export class SqliteIndexTables implements IndexTables {
       }
       for (const row of batch.rows) upsertRow.run(...(rowValues(row, instantMs(row.acceptedAt)).map(sqliteValue)));
       for (const [id, folded] of batch.folded) upsertFold.run(id, folded.position, folded.lastChangeAt, JSON.stringify(folded.state));
-      this.db.prepare("UPDATE executions_index_meta SET value = ? WHERE key = 'position'").run(String(batch.to));
+      movePosition.run(String(batch.to));
       this.db.exec('COMMIT');
       return true;
     } catch (error) {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ATTEMPT_REPORT_MARGIN_MS, executionStream, type ExecutionId } from '@oncegate/domain';
 import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-store-sqlite';
-import { loadExecution, type Clock } from '@oncegate/execution-journal';
+import { isoNow, loadExecution, runExecutionCommand, type Clock } from '@oncegate/execution-journal';
 import { givenExecution } from './testing/execution-histories';
 import { AttemptSweeper } from './attempt-sweeper';
 import { InstanceLeases } from './instance-leases';
@@ -108,5 +108,34 @@ describe('attempt sweeper (SQLite store, injected clock)', () => {
     clock.advance(10 * 60_000);
     expect(await sweeper.sweep()).toEqual([]);
     expect((await loadExecution(store, executionId)).state.status).toBe('authorized');
+  });
+
+  it('given attempts that reported before the look, when swept, then none of their executions is read, and the one still in flight is', async () => {
+    const reported: ExecutionId[] = [];
+    for (let i = 0; i < 20; i += 1) {
+      const executionId = await givenExecution(store, clock, { dispatcherId: OURS, attemptTimeoutMs: TIMEOUT_MS });
+      await runExecutionCommand(
+        store,
+        executionId,
+        (s) => ({ type: 'ObserveOutcome', executionId, now: isoNow(clock), attempt: s.attempts, outcome: 'succeeded', source: 'response', targetStatus: 200, exitCode: null, resultRef: null, resultDigest: null }),
+        { actor: 'agent:test' },
+        clock,
+      );
+      reported.push(executionId);
+    }
+    const inFlight = await givenExecution(store, clock, { dispatcherId: OURS, attemptTimeoutMs: TIMEOUT_MS });
+    const read: string[] = [];
+    const counted = new Proxy(store, {
+      get(target, property, receiver) {
+        if (property === 'readStream') return (streamId: string, options?: unknown) => (read.push(streamId), target.readStream(streamId, options as never));
+        const value = Reflect.get(target, property, receiver) as unknown;
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    clock.advance(TIMEOUT_MS + ATTEMPT_REPORT_MARGIN_MS);
+    const looking = new AttemptSweeper({ store: counted, clock, ownDispatcherIds: new Set([OURS]), everyMs: 60_000 });
+    expect(await looking.sweep()).toEqual([{ executionId: inFlight, attempt: 1, reason: 'attempt_deadline_passed' }]);
+    expect(read.filter((stream) => reported.some((id) => stream === executionStream(id)))).toEqual([]);
+    expect(read).toContain(executionStream(inFlight));
   });
 });

@@ -25,6 +25,8 @@ export interface SettledAttempt {
 /** Where the sweep resumes after a restart: everything before it was settled when it was stored. */
 const LOW_WATER = 'attempt-sweeper/unsettled-low-water';
 const PAGE = 1000;
+/** The events that move an execution out of `dispatched`, whatever its attempt. */
+const OUTCOMES = ['OutcomeObserved', 'OutcomeUnknown'] as const;
 
 /**
  * Settles attempts that will never report, whoever dispatched them: one whose dispatcher is gone (its liveness
@@ -32,8 +34,11 @@ const PAGE = 1000;
  * `dispatcher_lost` or `attempt_deadline_passed` — by the pure rule `nextRecoveryStep`. Recovery by class then
  * takes over from that event as after any unknown outcome. The sweeper itself never sends anything.
  *
- * It looks at start and every `everyMs`: new `Dispatched` events are read once, and the executions still
- * dispatched are kept as candidates until they settle.
+ * It looks at start and every `everyMs`: the `Dispatched` events appended since the last look are read once, with
+ * the outcomes (`OutcomeObserved`, `OutcomeUnknown`) appended since; an execution whose latest `Dispatched` is
+ * followed by an outcome is no longer dispatched (every outcome folds away from `dispatched`), so only the rest are
+ * loaded and kept as candidates until they settle. Under load nearly every attempt reports before the next look,
+ * and is never read on its own.
  */
 export class AttemptSweeper {
   private readonly log = new Logger('attempt-sweeper');
@@ -106,16 +111,21 @@ export class AttemptSweeper {
     return settled;
   }
 
-  /** Adds the executions of every `Dispatched` appended since the last look. */
+  /**
+   * Adds the executions of every `Dispatched` appended since the last look, and drops those an outcome followed
+   * (events of one execution are read in its stream's order).
+   */
   private async readNewDispatches(): Promise<void> {
     const { store } = this.options;
     const after = (this.scannedTo ??= (await store.readCheckpoint(LOW_WATER)) ?? 0);
-    const dispatches = readAllFrom(store, { after, pageSize: PAGE, filter: { eventTypes: ['Dispatched'] } });
-    for await (const event of dispatches) {
+    const events = readAllFrom(store, { after, pageSize: PAGE, filter: { eventTypes: ['Dispatched', ...OUTCOMES] } });
+    for await (const event of events) {
       const executionId = event.metadata['executionId'] as ExecutionId | undefined;
-      if (executionId !== undefined) this.candidates.set(executionId, event.position);
+      if (executionId === undefined) continue;
+      if (event.type === 'Dispatched') this.candidates.set(executionId, event.position);
+      else this.candidates.delete(executionId);
     }
-    this.scannedTo = dispatches.position;
+    this.scannedTo = events.position;
   }
 
   /** Below the oldest candidate, every `Dispatched` has settled: a restart reads on from there. */
