@@ -138,6 +138,17 @@ export class SessionDeliveries {
 }
 
 /** JSON-RPC ids compare by type and value: `1` and `"1"` are different requests. */
+/**
+ * The request a message the server sends answers (a JSON-RPC result or error with an id), or `undefined`. The
+ * messages are the server's own, so their shape is known: a look at the members, not the SDK's schema checks
+ * (which parse the whole result, and ran on every message sent, several times).
+ */
+export function answeredId(message: object): RequestId | undefined {
+  const { id } = message as { id?: unknown };
+  if (typeof id !== 'string' && typeof id !== 'number') return undefined;
+  return 'result' in message || 'error' in message ? id : undefined;
+}
+
 export function requestKey(requestId: RequestId): string {
   return JSON.stringify(requestId);
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SessionDeliveries } from './delivery-evidence';
+import { answeredId, SessionDeliveries } from './delivery-evidence';
 
 const call = { name: 'send_payment', arguments: { payment_reference: 'order-1', amount_cents: 10 } };
 
@@ -83,5 +83,17 @@ describe('delivery evidence on one session', () => {
     const watch = session.expect(1, call);
     session.streamEnded(1, false);
     expect(await watch.settled).toEqual({ kind: 'not_delivered', reason: 'the response stream closed before the result was written' });
+  });
+});
+
+describe('answeredId', () => {
+  it('given what the server sends, then a result or an error names the request it answers, and nothing else does', () => {
+    expect(answeredId({ jsonrpc: '2.0', id: 7, result: { content: [] } })).toBe(7);
+    expect(answeredId({ jsonrpc: '2.0', id: 'a', error: { code: -32602, message: 'Invalid params' } })).toBe('a');
+    expect(answeredId({ jsonrpc: '2.0', id: 0, result: {} })).toBe(0);
+    expect(answeredId({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 1, progress: 1 } })).toBeUndefined();
+    expect(answeredId({ jsonrpc: '2.0', id: 3, method: 'sampling/createMessage', params: {} })).toBeUndefined();
+    expect(answeredId({ jsonrpc: '2.0', error: { code: -32700, message: 'Parse error' } })).toBeUndefined();
+    expect(answeredId({})).toBeUndefined();
   });
 });

@@ -7,8 +7,6 @@ import { isLegacyRequest, type McpHttpHandler } from '@modelcontextprotocol/serv
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
   isInitializeRequest,
-  isJSONRPCErrorResponse,
-  isJSONRPCResultResponse,
   LATEST_PROTOCOL_VERSION,
   SUPPORTED_PROTOCOL_VERSIONS,
   type JSONRPCMessage,
@@ -20,7 +18,7 @@ import { isoNow, type Clock } from '@oncegate/execution-journal';
 import { listenFor, tokenRefusals } from '@oncegate/host-operations';
 import type { AgentDirectory } from '@oncegate/host-principals';
 import type { DeliverySettlement, DeliveryWatch } from '@oncegate/service-result-delivery';
-import { requestKey, SessionDeliveries } from './delivery-evidence';
+import { answeredId, requestKey, SessionDeliveries } from './delivery-evidence';
 import { checkHostAndOrigin, type HostOriginRules } from './host-origin-guard';
 import { initializeProblem, refuseMalformedCall } from './incoming-checks';
 import { LiveSessions, type LiveSessionLimits } from './live-sessions';
@@ -557,8 +555,9 @@ export class McpHttpFront {
           storeEvent: async (streamId, message) => {
             const eventId = await events.storeEvent(streamId, message);
             if (Object.keys(message).length === 0) streams.add(streamId);
-            else if ((isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) && message.id !== undefined) {
-              deliveries.stored(message.id, eventId);
+            else {
+              const answered = answeredId(message);
+              if (answered !== undefined) deliveries.stored(answered, eventId);
             }
             return eventId;
           },

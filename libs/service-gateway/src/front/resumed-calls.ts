@@ -1,14 +1,9 @@
 import type { ServerResponse } from 'node:http';
 import { Logger } from '@nestjs/common';
-import {
-  isJSONRPCErrorResponse,
-  isJSONRPCResultResponse,
-  type JSONRPCMessage,
-  type RequestId,
-} from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { executionIdOfStream, type ExecutionId, type ProtocolCorrelation } from '@oncegate/domain';
 import { readAllFrom, type EventStore } from '@oncegate/event-store';
-import { requestKey, type SessionDeliveries } from './delivery-evidence';
+import { answeredId, requestKey, type SessionDeliveries } from './delivery-evidence';
 import { ONCEGATE_ERROR_CODES } from './mcp-errors';
 import { parseEventId } from './sse-event-id';
 import type { SseResumptionStore, StreamCalls } from './sse-resumption-store';
@@ -82,7 +77,8 @@ export class ResumedCalls {
       send: async (eventId, message) => {
         if (res.destroyed) return;
         res.write(`event: message\nid: ${eventId}\ndata: ${JSON.stringify(message)}\n\n`);
-        if ((isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) && message.id !== undefined) written.push(message.id);
+        const answered = answeredId(message);
+        if (answered !== undefined) written.push(answered);
       },
     });
     res.once('close', () => {
@@ -98,9 +94,8 @@ export class ResumedCalls {
     const answered = new Set<string>();
     await events.replayEventsAfter(`${streamId}.-1`, {
       send: async (_eventId, message) => {
-        if ((isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) && message.id !== undefined) {
-          answered.add(requestKey(message.id));
-        }
+        const id = answeredId(message);
+        if (id !== undefined) answered.add(requestKey(id));
       },
     });
     const missing = calls.requestIds.filter((requestId) => !answered.has(requestKey(requestId)));

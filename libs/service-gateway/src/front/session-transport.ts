@@ -2,12 +2,8 @@ import {
   WebStandardStreamableHTTPServerTransport,
   type WebStandardStreamableHTTPServerTransportOptions,
 } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import {
-  isJSONRPCErrorResponse,
-  isJSONRPCResultResponse,
-  type JSONRPCMessage,
-  type RequestId,
-} from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import { answeredId } from './delivery-evidence';
 
 /**
  * The SDK's Streamable HTTP transport, reporting when the response to a request has been sent: until then the
@@ -25,9 +21,8 @@ export class SessionTransport extends WebStandardStreamableHTTPServerTransport {
     try {
       await super.send(message, options);
     } finally {
-      if ((isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) && message.id !== undefined) {
-        this.responseSent(message.id);
-      }
+      const answered = answeredId(message);
+      if (answered !== undefined) this.responseSent(answered);
     }
   }
 }

@@ -1,6 +1,6 @@
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { isJSONRPCErrorResponse, isJSONRPCResultResponse, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import { SessionDeliveries } from './delivery-evidence';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { answeredId, SessionDeliveries } from './delivery-evidence';
 
 /**
  * The SDK's stdio transport for one agent connection, with its delivery evidence: a response counts as received
@@ -21,9 +21,8 @@ export class StdioConnection extends StdioServerTransport {
 
   override async send(message: JSONRPCMessage): Promise<void> {
     await super.send(message);
-    if ((isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) && message.id !== undefined) {
-      this.deliveries.written(message.id);
-    }
+    const answered = answeredId(message);
+    if (answered !== undefined) this.deliveries.written(answered);
   }
 
   override async close(): Promise<void> {
