@@ -364,12 +364,18 @@ export function directHttp(targetUrl: string, configName: string = CONFIG_NAME):
   };
 }
 
-export async function startGatewayProcess(configFile: string, nodeOptions: readonly string[] = [], morePatterns: readonly RegExp[] = []): Promise<StartedGateway> {
+/** `oncegate start --config configFile` of `checkout` (this one by default), with `nodeOptions`. */
+export async function startGatewayProcess(
+  configFile: string,
+  nodeOptions: readonly string[] = [],
+  morePatterns: readonly RegExp[] = [],
+  checkout: string = ROOT,
+): Promise<StartedGateway> {
   const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('ONCEGATE_')));
   const started = process.hrtime.bigint();
   const server = await spawnServer(
     'gateway',
-    [...nodeOptions, 'bin/oncegate.mjs', 'start', '--config', configFile],
+    [...nodeOptions, join(checkout, 'bin/oncegate.mjs'), 'start', '--config', configFile],
     [/listening on (http:\/\/\S+)/, /dev token:\s+(\S+)/, ...morePatterns],
     env,
   );

@@ -18,6 +18,7 @@ import {
   type Phase,
   type Server,
 } from './gateway-support';
+import { runAgainst } from './gateway-against.bench';
 import { runInFlight } from './gateway-in-flight.bench';
 import { runBigJournal } from './gateway-journal.bench';
 import { startCollector } from '../test/support/otel-collector';
@@ -60,7 +61,7 @@ export async function run(argv: string[]): Promise<void> {
       'cache-dir': { type: 'string' },
       /** With --journal: a CPU profile of one more start on the large journal, summarised. */
       'start-prof-dir': { type: 'string' },
-      /** With --journal: each phase in this many turns, alternating between the empty and the large journal. */
+      /** With --journal or --against: each phase in this many turns, alternating between the two gateways. */
       rounds: { type: 'string', default: '4' },
       /** With --journal: make no copy of the filled folder for the next run. */
       'no-spare': { type: 'boolean', default: false },
@@ -77,6 +78,8 @@ export async function run(argv: string[]): Promise<void> {
       observed: { type: 'boolean', default: false },
       /** Also the same gateway driven by official v2 clients on MCP 2026-07-28 (no sessions), beside the v1 clients. */
       modern: { type: 'boolean', default: false },
+      /** This checkout's gateway against the one of another checkout (built), side by side in alternating rounds. */
+      against: { type: 'string' },
     },
   });
   const calls1 = Number(values.calls);
@@ -97,6 +100,18 @@ export async function run(argv: string[]): Promise<void> {
       profDir: values['gateway-prof-dir'],
       rounds: Number(values.rounds),
       spare: !values['no-spare'],
+      nodeOptions: gatewayNodeOptions,
+    });
+  }
+  if (values.against !== undefined) {
+    return runAgainst({
+      against: values.against,
+      dir: values.dir!,
+      synchronous,
+      calls1,
+      calls32,
+      warmup,
+      rounds: Number(values.rounds),
       nodeOptions: gatewayNodeOptions,
     });
   }
