@@ -1,19 +1,20 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg, totalmem } from 'node:os';
+import { cpus, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import {
   contractsYaml,
   fdatasyncFloor,
   gatewayYaml,
+  loadLine,
   mcpCall,
   mcpClients,
   mergePhases,
   mib,
   phase,
   ROOT,
-  spawnServer,
+  spawnDemoTarget,
   startGatewayProcess,
   type Call,
   type Phase,
@@ -80,7 +81,7 @@ export async function runAgainst(options: AgainstOptions): Promise<void> {
   ];
   log(
     `Gateway against another build — ${machineLine()}, ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, ` +
-      `load average ${loadavg().map((l) => l.toFixed(2)).join(' ')} at the start, fdatasync p50 ${ms(fdatasyncFloor(dir, 200))} ms, synchronous=${options.synchronous}\n` +
+      `load average ${loadLine()} at the start, fdatasync p50 ${ms(fdatasyncFloor(dir, 200))} ms, synchronous=${options.synchronous}\n` +
       builds.map((build) => `  ${build.name}: ${build.checkout} (${build.commit})`).join('\n') +
       `\nSetup: demo target and both gateways (\`node bin/oncegate.mjs start\` of each checkout) in processes of their own, side by side; ` +
       `the bench process only drives load (one official MCP client and session per concurrent worker). Tool: set_config, a new value on every call. ` +
@@ -91,9 +92,8 @@ export async function runAgainst(options: AgainstOptions): Promise<void> {
   const clients: Client[] = [];
   const startedAt = Date.now();
   try {
-    const target = await spawnServer('demo target', ['--import', 'tsx', 'apps/demo-target/src/main.ts', '--port', '0'], [/listening on (http:\/\/\S+)/]);
+    const { server: target, url: targetUrl } = await spawnDemoTarget();
     servers.push(target);
-    const targetUrl = target.matches[0]![1]!;
     writeFileSync(join(dir, 'tools.yaml'), contractsYaml(targetUrl));
     for (const [i, build] of builds.entries()) {
       const configFile = join(dir, `oncegate-${i}.yaml`);
@@ -162,7 +162,7 @@ export async function runAgainst(options: AgainstOptions): Promise<void> {
     log(
       `\nTarget check: ${effects.total.toLocaleString('en-US')} side effects recorded for ${sent.toLocaleString('en-US')} calls sent ` +
         `(${effects.total === sent ? 'every call was a new execution' : 'MISMATCH: some calls were not executed once'}); ` +
-        `load average ${loadavg().map((l) => l.toFixed(2)).join(' ')} at the end; wall time ${((Date.now() - startedAt) / 1000).toFixed(0)} s`,
+        `load average ${loadLine()} at the end; wall time ${((Date.now() - startedAt) / 1000).toFixed(0)} s`,
     );
   } finally {
     await Promise.all(clients.map((client) => client.close().catch(() => undefined)));

@@ -1,8 +1,8 @@
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg, totalmem } from 'node:os';
+import { cpus, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { CONFIG_NAME, contractsYaml, drive, gatewayYaml, mcpCall, mcpClients, mib, procStats, resetPeak, spawnServer, startGatewayProcess, type Server } from './gateway-support';
+import { CONFIG_NAME, contractsYaml, drive, gatewayYaml, loadLine, mcpCall, mcpClients, mib, procStats, resetPeak, spawnDemoTarget, startGatewayProcess, type Server } from './gateway-support';
 import { machineLine, printTable } from './table';
 
 /**
@@ -45,7 +45,7 @@ export async function runInFlight(options: InFlightOptions): Promise<void> {
   mkdirSync(dir, { recursive: true });
   log(
     `Gateway with calls held in flight — ${machineLine()}, ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, ` +
-      `load average ${loadavg().map((l) => l.toFixed(2)).join(' ')} at the start, synchronous=${options.synchronous}\n` +
+      `load average ${loadLine()} at the start, synchronous=${options.synchronous}\n` +
       `Setup: demo target and gateway in their own child processes; ${options.calls} concurrent tools/call set_config (a new value each) ` +
       `over ${options.clients} MCP client sessions (${Math.ceil(options.calls / options.clients)} in flight per session); the target holds every answer ` +
       `until released; call_wait and response_timeout ${WAIT}. Warm-up: ${options.warmup} calls at concurrency ${options.clients} before the hold.`,
@@ -53,9 +53,8 @@ export async function runInFlight(options: InFlightOptions): Promise<void> {
   const servers: Server[] = [];
   let clients: Client[] = [];
   try {
-    const target = await spawnServer('demo target', ['--import', 'tsx', 'apps/demo-target/src/main.ts', '--port', '0'], [/listening on (http:\/\/\S+)/]);
+    const { server: target, url: targetUrl } = await spawnDemoTarget();
     servers.push(target);
-    const targetUrl = target.matches[0]![1]!;
     const control = async (action: string, body: unknown = {}) => {
       const response = await fetch(`${targetUrl}/_control/${action}`, { method: 'POST', body: JSON.stringify(body) });
       if (!response.ok) throw new Error(`target control ${action}: ${response.status} ${await response.text()}`);
@@ -160,7 +159,7 @@ export async function runInFlight(options: InFlightOptions): Promise<void> {
         `Release: ${releasedCount} held answers sent; ${results.length - failed.length} of ${options.calls} calls completed, ` +
         `${requests.length} target requests with ${perKey.size} distinct Idempotency-Keys` +
         (failed.length > 0 ? `; first failure: ${JSON.stringify(failed[0])}` : '') +
-        `; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')} at the end`,
+        `; load average ${loadLine()} at the end`,
     );
     if (snapshots.length === 2) compareHeaps(snapshots[0]!, snapshots[1]!, options.calls);
   } finally {

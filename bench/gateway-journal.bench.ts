@@ -1,5 +1,5 @@
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
+import { cpus, tmpdir, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import {
@@ -7,11 +7,12 @@ import {
   gatewayYaml,
   mcpCall,
   mcpClients,
+  loadLine,
   mergePhases,
   mib,
   phase,
   procStats,
-  spawnServer,
+  spawnDemoTarget,
   startGatewayProcess,
   type Phase,
   type Server,
@@ -63,7 +64,7 @@ export async function runBigJournal(options: BigJournalOptions): Promise<void> {
   mkdirSync(cacheRoot, { recursive: true });
   log(
     `Gateway on a large journal — ${machineLine()}, ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, ` +
-      `load average ${loadavg().map((l) => l.toFixed(2)).join(' ')} at the start, synchronous=${options.synchronous}, data in ${dir}, cache in ${cacheRoot}\n` +
+      `load average ${loadLine()} at the start, synchronous=${options.synchronous}, data in ${dir}, cache in ${cacheRoot}\n` +
       `Setup as the gateway run: demo target and gateway in their own child processes, set_config with a new value per call, ` +
       `one MCP client + session per concurrent worker; warm-up ${options.warmup} calls before each phase; both gateways run at once and take turns, ` +
       `each phase in ${options.rounds} rounds (empty, then large); ` +
@@ -73,9 +74,8 @@ export async function runBigJournal(options: BigJournalOptions): Promise<void> {
   const clients: Client[] = [];
   const startedAt = Date.now();
   try {
-    const target = await spawnServer('demo target', ['--import', 'tsx', 'apps/demo-target/src/main.ts', '--port', '0'], [/listening on (http:\/\/\S+)/]);
+    const { server: target, url: targetUrl } = await spawnDemoTarget();
     servers.push(target);
-    const targetUrl = target.matches[0]![1]!;
 
     const filled = await filledDataFolder({ executions: options.executions, cacheRoot, targetUrl, log });
     const m = filled.manifest;
@@ -175,7 +175,7 @@ export async function runBigJournal(options: BigJournalOptions): Promise<void> {
       `\nAim — p50 at concurrency 1 at most 10 % above the empty journal's: ${p50b <= p50e * 1.1 ? 'met' : 'NOT met'} ` +
         `(${ms(p50b)} ms vs ${ms(p50e)} ms, ${(((p50b - p50e) / p50e) * 100).toFixed(1)} %)\n` +
         `Target check: ${effects.total.toLocaleString('en-US')} side effects for ${sent.toLocaleString('en-US')} calls sent ` +
-        `(${effects.total === sent ? 'every call was a new execution' : 'MISMATCH'}); load average ${loadavg().map((l) => l.toFixed(2)).join(' ')} at the end; ` +
+        `(${effects.total === sent ? 'every call was a new execution' : 'MISMATCH'}); load average ${loadLine()} at the end; ` +
         `wall time ${((Date.now() - startedAt) / 1000).toFixed(0)} s`,
     );
 

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, fdatasyncSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -70,6 +71,15 @@ export async function spawnServer(
     },
   };
 }
+
+/** The demo target (`apps/demo-target`) on a free port of loopback, with the URL it listens on. */
+export async function spawnDemoTarget(): Promise<{ readonly server: Server; readonly url: string }> {
+  const server = await spawnServer('demo target', ['--import', 'tsx', 'apps/demo-target/src/main.ts', '--port', '0'], [/listening on (http:\/\/\S+)/]);
+  return { server, url: server.matches[0]![1]! };
+}
+
+/** The machine's load averages (1, 5, 15 minutes), for a bench's first and last lines. */
+export const loadLine = () => loadavg().map((load) => load.toFixed(2)).join(' ');
 
 /** Resident-set figures (VmRSS now, VmHWM the peak) and CPU time of a process, from /proc (Linux only; NaN elsewhere). */
 export function procStats(pid: number): { rssKiB: number; peakKiB: number; cpuSeconds: number } {

@@ -12,6 +12,7 @@ import {
   mcpClients,
   mib,
   phase,
+  spawnDemoTarget,
   spawnServer,
   startBenchGateway,
   startGatewayProcess,
@@ -146,9 +147,8 @@ export async function run(argv: string[]): Promise<void> {
   const rows: Array<{ system: string; c: number; phase: Phase }> = [];
   const startedAt = Date.now();
   try {
-    const target = await spawnServer('demo target', ['--import', 'tsx', 'apps/demo-target/src/main.ts', '--port', '0'], [/listening on (http:\/\/\S+)/]);
+    const { server: target, url: targetUrl } = await spawnDemoTarget();
     servers.push(target);
-    const targetUrl = target.matches[0]![1]!;
 
     // Direct: the same HTTP request, sent with undici through a pool configured like the gateway's dispatcher.
     const direct = directHttp(targetUrl);

@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
-import { cpus, loadavg, totalmem } from 'node:os';
+import { cpus, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -13,6 +13,8 @@ import {
   mib,
   phase,
   ROOT,
+  loadLine,
+  spawnDemoTarget,
   spawnServer,
   startBenchGateway,
   type Call,
@@ -49,7 +51,6 @@ const ENTRY: Record<string, string> = { [GATEWAY]: 'bench.gateway', [FASTMCP]: '
 class PeerUnavailable extends Error {}
 
 const log = (line: string) => process.stdout.write(`${line}\n`);
-const loadLine = () => loadavg().map((l) => l.toFixed(2)).join(' ');
 
 export async function run(argv: string[]): Promise<void> {
   const { values } = parseArgs({
@@ -119,9 +120,8 @@ export async function run(argv: string[]): Promise<void> {
   let closeDirect: (() => Promise<void>) | undefined;
   const startedAt = Date.now();
   try {
-    const target = await spawnServer('demo target', ['--import', 'tsx', 'apps/demo-target/src/main.ts', '--port', '0'], [/listening on (http:\/\/\S+)/]);
+    const { server: target, url: targetUrl } = await spawnDemoTarget();
     servers.push(target);
-    const targetUrl = target.matches[0]![1]!;
 
     const peerEnv = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('FASTMCP_')));
     const fastmcp = await spawnServer(FASTMCP, [join(ROOT, 'bench/fastmcp_peer.py'), '--target', targetUrl], [/listening on (http:\/\/\S+)/], peerEnv, python.executable);

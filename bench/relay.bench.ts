@@ -6,7 +6,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { startKafka, type KafkaHandle } from '@oncegate/deploy-local';
 import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
 import { RELAY_CONSUMER } from '@oncegate/service-relay-kafka';
-import { contractsYaml, drive, gatewayYaml, mcpCall, mcpClients, procStats, spawnServer, startGatewayProcess, type Server } from './gateway-support';
+import { contractsYaml, drive, gatewayYaml, mcpCall, mcpClients, procStats, spawnDemoTarget, spawnServer, startGatewayProcess, type Server } from './gateway-support';
 import { machineLine, ms, percentile, printTable, rate } from './table';
 
 /**
@@ -45,9 +45,9 @@ export async function run(argv: string[]): Promise<void> {
   let broker: KafkaHandle | undefined;
   try {
     broker = await startKafka();
-    const target = await spawnServer('demo target', ['--import', 'tsx', 'apps/demo-target/src/main.ts', '--port', '0'], [/listening on (http:\/\/\S+)/]);
+    const { server: target, url: targetUrl } = await spawnDemoTarget();
     servers.push(target);
-    writeFileSync(join(dir, 'tools.yaml'), contractsYaml(target.matches[0]![1]!));
+    writeFileSync(join(dir, 'tools.yaml'), contractsYaml(targetUrl));
     const gatewayConfig = join(dir, 'oncegate.yaml');
     writeFileSync(gatewayConfig, gatewayYaml(dir, 'FULL'));
     // Each relay configuration publishes to a topic of its own, with a transactional id and checkpoint of its own.
