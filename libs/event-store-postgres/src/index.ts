@@ -1,5 +1,5 @@
 export { PostgresEventStore, openPostgresEventStore } from './postgres-event-store';
 export type { PostgresEventStoreOptions } from './postgres-event-store';
 export { openPostgresEventStore as openEventStore } from './postgres-event-store';
-export { unavailableOr } from './postgres-errors';
+export { surviveServerLoss, unavailableOr } from './postgres-errors';
 export { createPostgresDatabase } from './create-database';

@@ -1,4 +1,4 @@
-import { escapeIdentifier } from 'pg';
+import { escapeIdentifier, type Pool } from 'pg';
 import { EventStoreOpenError, EventStoreUnavailableError } from '@oncegate/event-store';
 
 /**
@@ -98,4 +98,16 @@ function shellWord(word: string): string {
 export function isUniqueViolation(error: unknown, constraint: string): boolean {
   const e = error as { code?: unknown; constraint?: unknown };
   return e?.code === '23505' && e.constraint === constraint;
+}
+
+/**
+ * A pool whose connections the server may end (a restart, a shutdown: FATAL 57P01) without ending the process.
+ * node-postgres emits the error of an idle connection on the pool, and that of a connection held between two queries
+ * of a transaction on the client that holds it; unheard, either is thrown. Both are heard here, and the next query
+ * fails with the error or reconnects. Returns the pool.
+ */
+export function surviveServerLoss(pool: Pool): Pool {
+  pool.on('error', () => undefined);
+  pool.on('connect', (client) => client.on('error', () => undefined));
+  return pool;
 }

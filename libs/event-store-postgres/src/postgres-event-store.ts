@@ -43,7 +43,7 @@ import {
   type SubscribeOptions,
   type Subscription,
 } from '@oncegate/event-store';
-import { isUnavailable, isUniqueViolation, openFailure, unavailableOr, type PostgresServer } from './postgres-errors';
+import { isUnavailable, isUniqueViolation, openFailure, surviveServerLoss, unavailableOr, type PostgresServer } from './postgres-errors';
 import { JSON_TEXT_SEPARATOR, quotedSchema, schemaStatements, SCHEMA_VERSION, STREAM_MOVED } from './schema';
 
 export interface PostgresEventStoreOptions {
@@ -250,12 +250,7 @@ export class PostgresEventStore implements EventStore {
     this.location = describeLocation(config, this.schema);
     ({ lockKey: this.lockKey, channel: this.channel } = schemaKeys(this.schema));
     this.sql = statements(quotedSchema(this.schema));
-    this.pool = new Pool(config);
-    // An idle connection the server closed is dropped by the pool; without a listener the event would end the process.
-    this.pool.on('error', () => undefined);
-    // A connection the server ends while a client of the pool is held for a transaction (a server shutting down) emits
-    // its error on that client: heard on every client made, the next query on it fails with that error instead.
-    this.pool.on('connect', (client) => client.on('error', () => undefined));
+    this.pool = surviveServerLoss(new Pool(config));
     const { max: _max, idleTimeoutMillis: _idle, ...clientConfig } = config;
     const listenerConfig: ClientConfig = {
       ...clientConfig,

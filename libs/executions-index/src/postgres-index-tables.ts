@@ -4,6 +4,7 @@
  */
 import { Pool, type PoolClient } from 'pg';
 import type { ExecutionId } from '@oncegate/domain';
+import { surviveServerLoss } from '@oncegate/event-store-postgres';
 import { instantMs, type ExecutionRow, type FoldedExecution } from './execution-row';
 import type { ExecutionsQuery } from './executions-query';
 import { ROW_COLUMNS, ROW_INDEXES, rowFromRecord, whereOf, type IndexBatch, type IndexTables } from './index-tables';
@@ -28,11 +29,7 @@ export class PostgresIndexTables implements IndexTables {
     if (!SCHEMA_NAME.test(schema)) throw new Error(`the executions index's schema '${schema.slice(0, 64)}' is not a plain SQL name`);
     this.schema = `"${schema}"`;
     this.location = `${options.location ?? 'PostgreSQL'} (schema ${schema}, table executions_index)`;
-    this.pool = new Pool({ connectionString: options.url, max: 4 });
-    // A client's error (a server restart) must not end the process: the next query reconnects. The pool hears an
-    // idle client's; one held between two queries of a transaction emits its own, heard here on every client made.
-    this.pool.on('error', () => undefined);
-    this.pool.on('connect', (client) => client.on('error', () => undefined));
+    this.pool = surviveServerLoss(new Pool({ connectionString: options.url, max: 4 }));
   }
 
   /** Connects and creates the tables when they are missing. */

@@ -25,6 +25,8 @@ export interface SqliteIndexTablesOptions {
 export class SqliteIndexTables implements IndexTables {
   readonly location: string;
   private readonly db: DatabaseSync;
+  /** The statements every batch runs, prepared once (the fold commits a batch every few calls under load). */
+  private readonly statements: { position: StatementSync; upsertRow: StatementSync; upsertFold: StatementSync; movePosition: StatementSync };
 
   constructor(options: SqliteIndexTablesOptions) {
     this.location = options.file;
@@ -34,6 +36,20 @@ export class SqliteIndexTables implements IndexTables {
     // and the checkpoint goes back with them, so they are folded again.
     this.db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 10000;');
     this.createSchema();
+    const placeholders = [...ROW_COLUMNS, 'accepted_ms'].map(() => '?').join(', ');
+    const updates = [...ROW_COLUMNS.slice(1).map((col) => col.name), 'accepted_ms'].map((name) => `${name} = excluded.${name}`).join(', ');
+    this.statements = {
+      position: this.db.prepare("SELECT value FROM executions_index_meta WHERE key = 'position'"),
+      upsertRow: this.db.prepare(
+        `INSERT INTO executions_index (${[...ROW_COLUMNS.map((col) => col.name), 'accepted_ms'].join(', ')}) VALUES (${placeholders})
+         ON CONFLICT (execution_id) DO UPDATE SET ${updates}`,
+      ),
+      upsertFold: this.db.prepare(
+        `INSERT INTO executions_index_fold (execution_id, position, last_change_at, state) VALUES (?, ?, ?, ?)
+         ON CONFLICT (execution_id) DO UPDATE SET position = excluded.position, last_change_at = excluded.last_change_at, state = excluded.state`,
+      ),
+      movePosition: this.db.prepare("UPDATE executions_index_meta SET value = ? WHERE key = 'position'"),
+    };
   }
 
   private createSchema(): void {
@@ -51,28 +67,6 @@ export class SqliteIndexTables implements IndexTables {
     )`);
     this.db.exec('CREATE TABLE IF NOT EXISTS executions_index_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)');
     this.db.exec(`INSERT OR IGNORE INTO executions_index_meta (key, value) VALUES ('position', '0'), ('schema_version', '${SCHEMA_VERSION}')`);
-  }
-
-  /** The statements every batch runs, prepared once (the fold commits a batch every few calls under load). */
-  private statementsOnce: { position: StatementSync; upsertRow: StatementSync; upsertFold: StatementSync; movePosition: StatementSync } | undefined;
-
-  private get statements() {
-    if (this.statementsOnce !== undefined) return this.statementsOnce;
-    const placeholders = [...ROW_COLUMNS, 'accepted_ms'].map(() => '?').join(', ');
-    const updates = [...ROW_COLUMNS.slice(1).map((col) => col.name), 'accepted_ms'].map((name) => `${name} = excluded.${name}`).join(', ');
-    this.statementsOnce = {
-      position: this.db.prepare("SELECT value FROM executions_index_meta WHERE key = 'position'"),
-      upsertRow: this.db.prepare(
-        `INSERT INTO executions_index (${[...ROW_COLUMNS.map((col) => col.name), 'accepted_ms'].join(', ')}) VALUES (${placeholders})
-         ON CONFLICT (execution_id) DO UPDATE SET ${updates}`,
-      ),
-      upsertFold: this.db.prepare(
-        `INSERT INTO executions_index_fold (execution_id, position, last_change_at, state) VALUES (?, ?, ?, ?)
-         ON CONFLICT (execution_id) DO UPDATE SET position = excluded.position, last_change_at = excluded.last_change_at, state = excluded.state`,
-      ),
-      movePosition: this.db.prepare("UPDATE executions_index_meta SET value = ? WHERE key = 'position'"),
-    };
-    return this.statementsOnce;
   }
 
   async position(): Promise<number> {

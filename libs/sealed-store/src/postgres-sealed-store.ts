@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { escapeIdentifier, Pool, type PoolConfig } from 'pg';
-import { unavailableOr } from '@oncegate/event-store-postgres';
+import { surviveServerLoss, unavailableOr } from '@oncegate/event-store-postgres';
 import { BlobCipher, SealedValueError, type SealingKey } from './blob-cipher';
 import { SealedBlobError, sealedAad, type OpenedBlob, type SealedKind, type SealedRef, type SealedStore } from './sealed-store';
 
@@ -71,8 +71,7 @@ export class PostgresSealedStore implements SealedStore {
     if (options.pool === undefined && options.url === undefined) throw new TypeError('PostgresSealedStore needs `pool` or `url`');
     const cipher = new BlobCipher(options.current, options.previous);
     const config: PoolConfig = { connectionString: options.url, connectionTimeoutMillis: 5000, application_name: 'oncegate-sealed-store' };
-    const pool = options.pool ?? new Pool(config);
-    if (options.pool === undefined) pool.on('error', () => undefined);
+    const pool = options.pool ?? surviveServerLoss(new Pool(config));
     const schema = options.schema ?? 'oncegate';
     const store = new PostgresSealedStore(pool, options.pool === undefined, schema, describeLocation(options.url, schema), cipher);
     try {
@@ -86,7 +85,8 @@ export class PostgresSealedStore implements SealedStore {
 
   private async migrate(schema: string): Promise<void> {
     const client = await this.pool.connect();
-    // Ended by the server while held (a shutdown): the next query fails with the error; nothing else may throw it.
+    // Ended by the server while held (a shutdown): the next query fails with the error; nothing else may throw it. (A
+    // pool of its own hears this already; a borrowed one may not.)
     client.on('error', () => undefined);
     try {
       // Processes opening a new store together must not race to create the table.
