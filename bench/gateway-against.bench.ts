@@ -20,7 +20,7 @@ import {
   type Phase,
   type Server,
 } from './gateway-support';
-import { machineLine, ms, percentile, printTable, rate } from './table';
+import { log, machineLine, ms, percentile, printTable, rate } from './table';
 
 export interface AgainstOptions {
   /** A checkout of another version, built (`npm run build` there): its `bin/oncegate.mjs` is started. */
@@ -44,7 +44,6 @@ interface Build {
   readonly rounds: Map<number, Phase[]>;
 }
 
-const log = (line: string) => process.stdout.write(`${line}\n`);
 
 /** `git describe` of a checkout, with a mark when its tree differs from its commit; `?` outside git. */
 function commitOf(checkout: string): string {

@@ -3,7 +3,7 @@ import { cpus, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CONFIG_NAME, contractsYaml, drive, gatewayYaml, loadLine, mcpCall, mcpClients, mib, procStats, resetPeak, spawnDemoTarget, startGatewayProcess, type Server } from './gateway-support';
-import { machineLine, printTable } from './table';
+import { log, machineLine, printTable } from './table';
 
 /**
  * `npm run bench -- gateway --in-flight <calls>`: the demo target holds every `PUT /config/:name` answer (its
@@ -34,7 +34,6 @@ export interface InFlightOptions {
 
 const WAIT = '10m';
 const WAIT_MS = 10 * 60_000;
-const log = (line: string) => process.stdout.write(`${line}\n`);
 
 interface Held {
   readonly held: ReadonlyArray<{ method: string; path: string }>;

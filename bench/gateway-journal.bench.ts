@@ -18,7 +18,7 @@ import {
   type Server,
 } from './gateway-support';
 import { filledDataFolder, prepareSpareCopy, runCopyOf } from './journal-fill';
-import { machineLine, ms, percentile, printTable, rate } from './table';
+import { log, machineLine, ms, percentile, printTable, rate } from './table';
 
 /**
  * `npm run bench -- gateway --journal <executions>`: the gateway on an empty data folder against the gateway on
@@ -55,7 +55,6 @@ interface Measured {
   readonly phases: Array<{ c: number; phase: Phase }>;
 }
 
-const log = (line: string) => process.stdout.write(`${line}\n`);
 
 export async function runBigJournal(options: BigJournalOptions): Promise<void> {
   const dir = resolve(options.dir, `gateway-journal-${process.pid}`);

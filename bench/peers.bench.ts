@@ -21,7 +21,7 @@ import {
   type Phase,
   type Server,
 } from './gateway-support';
-import { machineLine, ms, percentile, printTable, rate } from './table';
+import { log, machineLine, ms, percentile, printTable, rate } from './table';
 
 /**
  * `npm run bench -- peers`: the embedded gateway against a peer MCP server doing the same work, in one run so the
@@ -50,7 +50,6 @@ const ENTRY: Record<string, string> = { [GATEWAY]: 'bench.gateway', [FASTMCP]: '
 /** Why the peer cannot run here; said in one line. */
 class PeerUnavailable extends Error {}
 
-const log = (line: string) => process.stdout.write(`${line}\n`);
 
 export async function run(argv: string[]): Promise<void> {
   const { values } = parseArgs({

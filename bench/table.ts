@@ -30,3 +30,6 @@ export function machineLine(): string {
   // Imported lazily so that table helpers stay usable in any context.
   return `node ${process.version}, ${process.platform}/${process.arch}`;
 }
+
+/** One line of a bench's report on standard output. */
+export const log = (line: string) => process.stdout.write(`${line}\n`);

@@ -137,7 +137,6 @@ export class SessionDeliveries {
   }
 }
 
-/** JSON-RPC ids compare by type and value: `1` and `"1"` are different requests. */
 /**
  * The request a message the server sends answers (a JSON-RPC result or error with an id), or `undefined`. The
  * messages are the server's own, so their shape is known: a look at the members, not the SDK's schema checks
@@ -149,6 +148,7 @@ export function answeredId(message: object): RequestId | undefined {
   return 'result' in message || 'error' in message ? id : undefined;
 }
 
+/** JSON-RPC ids compare by type and value: `1` and `"1"` are different requests. */
 export function requestKey(requestId: RequestId): string {
   return JSON.stringify(requestId);
 }
