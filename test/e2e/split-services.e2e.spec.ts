@@ -305,17 +305,21 @@ describe('the services as processes of their own on PostgreSQL (deploy/local, on
     let stopped = false;
     let sequence = 0;
     const errors: string[] = [];
-    const running = workers.map(async (worker) => {
+    /** Each worker's call in flight, with when it began: what a worker waits on when calls stop coming back. */
+    const inFlight: Array<{ name: string; since: number } | undefined> = workers.map(() => undefined);
+    const running = workers.map(async (worker, index) => {
       while (!stopped) {
         const name = `outage-${sequence++}`;
+        inFlight[index] = { name, since: Date.now() };
         try {
           const result = await setConfig(worker, name);
-          if ((result as { isError?: boolean }).isError) errors.push(textOf(result));
+          if ((result as { isError?: boolean }).isError) errors.push(`${name}: ${textOf(result)}`);
         } catch (error) {
-          errors.push(String((error as Error).message));
+          errors.push(`${name}: ${String((error as Error).message)}`);
           await new Promise((resolve) => setTimeout(resolve, 100));
         }
       }
+      inFlight[index] = undefined;
     });
     await eventually(async () => (sequence > 20 ? true : undefined), 30_000, 'calls before the outage');
     await server.shutdown();
@@ -329,7 +333,24 @@ describe('the services as processes of their own on PostgreSQL (deploy/local, on
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     await server.start();
     const after = sequence;
-    await eventually(async () => (sequence > after + 20 ? true : undefined), 60_000, 'calls after the outage');
+    await eventually(async () => (sequence > after + 20 ? true : undefined), 60_000, 'calls after the outage').catch(async (error: unknown) => {
+      // Say what each worker waits on, what the calls were answered, what the journal holds of the calls in flight,
+      // and the end of what each gateway wrote.
+      const waiting = await Promise.all(
+        inFlight.map(async (call, index) => {
+          if (call === undefined) return `worker ${index}: no call`;
+          const streams = await sql<{ stream_id: string; types: string }>(
+            "SELECT stream_id, string_agg(type, ' → ' ORDER BY position) AS types FROM oncegate.events WHERE stream_id IN (SELECT stream_id FROM oncegate.events WHERE type = 'ExecutionAccepted' AND data::text LIKE $1) GROUP BY stream_id",
+            [`%${call.name}"%`],
+          ).catch((failure: unknown) => [{ stream_id: '(journal unread)', types: String(failure) }]);
+          return `worker ${index}: ${call.name} for ${Date.now() - call.since} ms; journal: ${streams.map((row) => `${row.stream_id}: ${row.types}`).join('; ') || 'nothing'}`;
+        }),
+      );
+      const outputs = (['gateway', 'authorization', 'dispatcher-http'] as const).flatMap((service) =>
+        deployment.of(service).map((member, index) => `${service} ${index} (${member.child.exitCode === null && member.child.signalCode === null ? 'runs' : 'exited'}):\n${member.output().slice(-1500)}`),
+      );
+      throw new Error(`${(error as Error).message} (${sequence - after} begun since the restart)\n${waiting.join('\n')}\nlast answers: ${errors.slice(-6).join(' | ')}\n${outputs.join('\n')}`);
+    });
     stopped = true;
     await Promise.all(running);
     const first = gateways[0]!;

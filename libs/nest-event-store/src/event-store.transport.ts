@@ -109,10 +109,30 @@ export class EventStoreTransport extends Server implements CustomTransportStrate
 
   private async start(eventTypes: string[]): Promise<void> {
     const { store, consumer } = this.options;
+    if (this.options.group === undefined) {
+      for (const parked of (await readParked(store, consumer)).open) this.blockBehind(parked.streamId, parked.parkedId, parked.eventId);
+    }
+    this.follow(eventTypes, 0);
+    // Replays asked for from now on; those asked while the service was down are looked at once, below.
+    this.replays = store.subscribeToAll(() => this.replayRequested(), {
+      from: 'end',
+      filter: { streamPrefixes: [parkedStream(consumer)], eventTypes: [PARKED_EVENT_TYPES.replayRequested] },
+    });
+    this.replays.done.catch((error: unknown) => this.log.error(`following replay requests stopped: ${String(error)}`));
+    if (this.blocked.size > 0) this.replayRequested();
+    await this.subscription!.caughtUp;
+  }
+
+  /**
+   * Subscribes to the service's events: alone, from the consumer's checkpoint, or as a member of its group. A
+   * subscription that fails is made again after a pause (`failures` in a row lengthen it), from the checkpoint or the
+   * partitions' checkpoints: a service whose subscription stopped would leave every later execution unanswered.
+   */
+  private follow(eventTypes: string[], failures: number): void {
+    const { store, consumer } = this.options;
     const filter = { streamPrefixes: this.options.streamPrefixes ?? ['execution-'], eventTypes };
     const group = this.options.group;
     if (group === undefined) {
-      for (const parked of (await readParked(store, consumer)).open) this.blockBehind(parked.streamId, parked.parkedId, parked.eventId);
       this.subscription = store.subscribeToAll((event) => this.deliver(event), { consumer, from: this.options.from, filter });
     } else {
       const partitions = group.partitions ?? 16;
@@ -134,16 +154,19 @@ export class EventStoreTransport extends Server implements CustomTransportStrate
           }),
       });
     }
-    this.subscription.done.catch((error: unknown) => this.log.error(`subscription stopped: ${String(error)}`));
-    void this.subscription.caughtUp.then(() => (this.caughtUpOnce = true), () => undefined);
-    // Replays asked for from now on; those asked while the service was down are looked at once, below.
-    this.replays = store.subscribeToAll(() => this.replayRequested(), {
-      from: 'end',
-      filter: { streamPrefixes: [parkedStream(consumer)], eventTypes: [PARKED_EVENT_TYPES.replayRequested] },
+    const subscription = this.subscription;
+    let caughtUp = false;
+    void subscription.caughtUp.then(() => (this.caughtUpOnce = caughtUp = true), () => undefined);
+    subscription.done.catch((error: unknown) => {
+      if (this.stopping || this.subscription !== subscription) return;
+      // A subscription that got as far as catching up counts as a fresh start: the pause grows only for failures in a row.
+      const inRow = caughtUp ? 1 : failures + 1;
+      const pauseMs = backoffMs(inRow - 1, 1000, 30_000);
+      this.log.error(`subscription stopped: ${String(error)}; following again in ${pauseMs} ms`);
+      setTimeout(() => {
+        if (!this.stopping && this.subscription === subscription) this.follow(eventTypes, inRow);
+      }, pauseMs).unref();
     });
-    this.replays.done.catch((error: unknown) => this.log.error(`following replay requests stopped: ${String(error)}`));
-    if (this.blocked.size > 0) this.replayRequested();
-    await this.subscription.caughtUp;
   }
 
   private handlerFor(type: string): ReturnType<Server['getHandlerByPattern']> {
@@ -169,35 +192,29 @@ export class EventStoreTransport extends Server implements CustomTransportStrate
     this.options.took?.(outcome.ok ? 'handled' : 'parked');
   }
 
-  /** Runs the event's handler, trying again with a pause; never rejects for the handler's own failure. */
+  /**
+   * Runs the event's handler, trying again with a pause; never rejects for the handler's own failure. The store being
+   * unable to write is not the handler's fault: the event (and the ones after it) waits until the store can write
+   * again, without counting against the attempts.
+   */
   private async handle(event: RecordedEvent): Promise<{ ok: true } | { ok: false; error: string; attempts: number }> {
     const handler = this.handlerFor(event.type)!;
     const attempts = this.options.attempts ?? 5;
-    let unavailable = 0;
+    const where = `${event.type} ${event.streamId}@${event.revision} (position ${event.position})`;
+    const run = async () => {
+      const fault = this.options.fault?.();
+      if (fault !== undefined) throw new Error(fault);
+      const result = await handler(event, new EventStoreContext([event, this.options.consumer]));
+      if (isObservable(result)) await lastValueFrom(result, { defaultValue: undefined });
+    };
     for (let attempt = 1; ; attempt += 1) {
       try {
-        const fault = this.options.fault?.();
-        if (fault !== undefined) throw new Error(fault);
-        const run = async () => {
-          const result = await handler(event, new EventStoreContext([event, this.options.consumer]));
-          if (isObservable(result)) await lastValueFrom(result, { defaultValue: undefined });
-        };
-        await (this.options.around ? this.options.around(event, run) : run());
-        if (unavailable > 0) this.log.log(`storage is back: handled ${event.type} ${event.streamId}@${event.revision} after ${unavailable} tries`);
+        await this.whenWritable(where, () => (this.options.around ? this.options.around(event, run) : run()));
         return { ok: true };
       } catch (error) {
-        const where = `${event.type} ${event.streamId}@${event.revision} (position ${event.position})`;
-        if (error instanceof EventStoreUnavailableError) {
-          // Not the handler's fault: the event waits (and the ones after it) until the store can write again.
-          if (this.stopping) throw new StoppedWhileStorageUnavailable();
-          unavailable += 1;
-          attempt -= 1;
-          if ((unavailable & (unavailable - 1)) === 0) this.log.warn(`${where} waits for storage (${unavailable} tries): ${error.message}`);
-          const maxMs = this.options.unavailableRetryMaxMs ?? 5000;
-          await new Promise((resolve) => setTimeout(resolve, backoffMs(unavailable, 50, maxMs)));
-          continue;
-        }
+        if (error instanceof StoppedWhileStorageUnavailable) throw error;
         if (attempt >= attempts) return { ok: false, error: describeError(error), attempts: attempt };
+        this.log.warn(`${where} failed (attempt ${attempt} of ${attempts}), trying again: ${describeError(error)}`);
         await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt, 20)));
       }
     }
@@ -217,11 +234,32 @@ export class EventStoreTransport extends Server implements CustomTransportStrate
       attempts,
       behind,
     };
-    const parkedId = await appendParked(store, consumer, PARKED_EVENT_TYPES.parked, data, `service:${consumer}`);
-    this.blockBehind(event.streamId, parkedId, event.id);
     const where = `${event.type} ${event.streamId}@${event.revision} (position ${event.position})`;
+    // A handler that failed while the store went away may find it still away: the event waits to be parked, as it
+    // would to be handled, and the subscription goes on once it is.
+    const parkedId = await this.whenWritable(`parking ${where}`, () => appendParked(store, consumer, PARKED_EVENT_TYPES.parked, data, `service:${consumer}`));
+    this.blockBehind(event.streamId, parkedId, event.id);
     if (behind === null) this.log.error(`parked ${where} as ${parkedId} after ${attempts} attempts: ${error}; see oncegate parked list`);
     else this.log.warn(`parked ${where} as ${parkedId}: ${error}`);
+  }
+
+  /**
+   * Runs `write` until the store takes it, pausing (at most `unavailableRetryMaxMs`) while it cannot write; any other
+   * error is thrown. Stopped meanwhile, it throws so that the event is not checkpointed.
+   */
+  private async whenWritable<T>(what: string, write: () => Promise<T>): Promise<T> {
+    for (let unavailable = 1; ; unavailable += 1) {
+      try {
+        const done = await write();
+        if (unavailable > 1) this.log.log(`storage is back: ${what} done after ${unavailable} tries`);
+        return done;
+      } catch (error) {
+        if (!(error instanceof EventStoreUnavailableError)) throw error;
+        if (this.stopping) throw new StoppedWhileStorageUnavailable();
+        if ((unavailable & (unavailable - 1)) === 0) this.log.warn(`${what} waits for storage (${unavailable} tries): ${error.message}`);
+        await new Promise((resolve) => setTimeout(resolve, backoffMs(unavailable, 50, this.options.unavailableRetryMaxMs ?? 5000)));
+      }
+    }
   }
 
   private blockBehind(streamId: string, parkedId: string, eventId: string): void {

@@ -1,7 +1,6 @@
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { NestFactory } from '@nestjs/core';
 import type { INestMicroservice, LoggerService, LogLevel } from '@nestjs/common';
 import { Logger } from '@nestjs/common';
 import { parseContractFile, type PluginSectionCheck, type ToolContract } from '@oncegate/contracts';
@@ -15,7 +14,7 @@ import { AgentDirectory, ApproverDirectory } from '@oncegate/host-principals';
 import { newInstance } from '@oncegate/host-recovery';
 import { loadGatewayKeys, VaultService, type GatewayKeys } from '@oncegate/host-vault';
 import { PreparedCalls } from './prepared-calls';
-import { EventStoreTransport, readParked } from '@oncegate/nest-event-store';
+import { createEventStoreMicroservice, EventStoreTransport, readParked } from '@oncegate/nest-event-store';
 import { PostgresSealedStore, RecentlySealed, SqliteSealedStore, type SealedBlobWriter, type SealedStore, type SealingKey } from '@oncegate/sealed-store';
 import { initDevelopmentVault } from '@oncegate/vault';
 
@@ -235,7 +234,7 @@ export async function openVault(host: Host): Promise<VaultService> {
 /** One service as a Nest microservice fed by the store: alone, or as a member of the service's consumer group. */
 export async function microservice(
   host: Host,
-  module: Parameters<typeof NestFactory.createMicroservice>[0],
+  module: Parameters<typeof createEventStoreMicroservice>[0],
   consumer: string,
   streamPrefixes: readonly string[] = ['execution-'],
 ): Promise<INestMicroservice> {
@@ -259,7 +258,7 @@ export async function microservice(
         inSpan(`${consumer} ${event.type}`, { kind: SpanKind.CONSUMER, parent: traceContextFrom(event.metadata['traceparent']), attributes: spanAttributesOf(event) }, handle),
   });
   watchLag(host, consumer, strategy);
-  const app = await NestFactory.createMicroservice(module, { strategy, logger: host.logger });
+  const app = await createEventStoreMicroservice(module, strategy, { logger: host.logger });
   await app.listen();
   host.opened.push(app);
   return app;
