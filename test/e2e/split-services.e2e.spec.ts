@@ -65,6 +65,12 @@ describe('the services as processes of their own on PostgreSQL (deploy/local, on
     return new Map(rows.map((row) => [row.execution.replace(/^execution-/, ''), row.dispatcher]));
   };
   const cli = (args: string[]) => oncegate(folder, args, { ONCEGATE_STORE_URL: storeUrl });
+  /** Every service's parked events not yet replayed. */
+  const parkedNow = async (): Promise<Array<{ parkedId: string; consumer: string; streamId: string; error: string }>> => {
+    const listed = await cli(['parked', 'list', '--json']);
+    if (listed.code !== 0) throw new Error(listed.stderr);
+    return JSON.parse(listed.stdout) as Array<{ parkedId: string; consumer: string; streamId: string; error: string }>;
+  };
 
   beforeAll(async () => {
     server = await startPostgres();
@@ -322,6 +328,7 @@ describe('the services as processes of their own on PostgreSQL (deploy/local, on
       inFlight[index] = undefined;
     });
     await eventually(async () => (sequence > 20 ? true : undefined), 30_000, 'calls before the outage');
+    const parkedBefore = new Set((await parkedNow()).map((parked) => parked.parkedId));
     await server.shutdown();
     // A call made while the store is down is told so at once.
     // A failure of the request itself is said with its cause (fetch's own message names none).
@@ -388,6 +395,8 @@ describe('the services as processes of their own on PostgreSQL (deploy/local, on
       );
       throw new Error(`${(error as Error).message}:\n${stuck.join('\n')}`);
     });
+    // The outage is the store's, not a handler's fault: no service parked an event for it (each waited for the store).
+    expect((await parkedNow()).filter((parked) => !parkedBefore.has(parked.parkedId))).toEqual([]);
     // No dispatch repeated: one request per attempt recorded.
     const attempts = await sql<{ id: string; n: string }>("SELECT replace(stream_id, 'execution-', '') AS id, count(*)::text AS n FROM oncegate.events WHERE type = 'Dispatched' GROUP BY stream_id");
     const perKey = new Map<string, number>();
