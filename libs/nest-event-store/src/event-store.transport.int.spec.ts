@@ -12,7 +12,7 @@ import { eventually } from '../../../test/support/journal';
 /* eslint-enable @nx/enforce-module-boundaries */
 import { createEventStoreMicroservice } from './event-store.microservice';
 import { EventStoreTransport } from './event-store.transport';
-import { readParked } from './parked-events';
+import { readParked, requestReplay } from './parked-events';
 
 /** A Nest service of one controller that appends `Handled` for every `Dispatched`, failing first while `failing` says so. */
 async function recorderService(store: EventStore, transport: EventStoreTransport, failing: () => Error | undefined = () => undefined): Promise<INestMicroservice> {
@@ -157,6 +157,43 @@ describe('EventStoreTransport when its subscription fails', () => {
       expect(errors.mock.calls.flat().map(String).find((message) => message.includes('subscription stopped'))).toMatch(/a row could not be read; following again in 1000 ms/);
       // Handled once: the new subscription starts after what the old one had handled.
       expect(await store.readStream('handled-execution-1')).toHaveLength(1);
+    } finally {
+      await app.close();
+      await transport.close();
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('given the following of replay requests failing, then it is made again and a replay asked meanwhile is carried out', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'oncegate-transport-'));
+    const store = openSqliteEventStore({ file: join(dir, 'events.db') });
+    const errors = vi.spyOn(Logger.prototype, 'error');
+    onTestFinished(() => errors.mockRestore());
+    let fault: Error | undefined = new Error('the target is down');
+    const transport = new EventStoreTransport({ store, consumer: 'recorder' });
+    const app = await recorderService(store, transport, () => fault);
+    try {
+      await store.appendToStream('execution-1', [{ type: 'Dispatched', data: {} }]);
+      const [parked] = await eventually(async () => {
+        const { open } = await readParked(store, 'recorder');
+        return open.length > 0 ? open : undefined;
+      }, 5_000, 'the event parked');
+      fault = undefined;
+      // The next read of the parked stream's replay requests fails (a driver that could not parse a row, say).
+      const readAll = store.readAll.bind(store);
+      const read = vi.spyOn(store, 'readAll').mockImplementation((options) => {
+        if (!(options?.filter?.streamPrefixes ?? []).includes('parked-recorder')) return readAll(options);
+        read.mockRestore();
+        return Promise.reject(new Error('a row could not be read'));
+      });
+      // Asked by another writer (as the CLI does), so the following reads it rather than being handed it.
+      const other = openSqliteEventStore({ file: join(dir, 'events.db') });
+      await requestReplay(other, 'recorder', [parked!.parkedId], 'user:alice');
+      await other.close();
+      await eventually(async () => ((await store.readStream('handled-execution-1')).length > 0 ? true : undefined), 10_000, 'the replay carried out');
+      expect(errors.mock.calls.flat().map(String).find((message) => message.includes('following replay requests stopped'))).toMatch(/a row could not be read; following again in 1000 ms/);
+      await eventually(async () => ((await readParked(store, 'recorder')).open.length === 0 ? true : undefined), 5_000, 'nothing parked any more');
     } finally {
       await app.close();
       await transport.close();

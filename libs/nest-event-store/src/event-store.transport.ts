@@ -114,19 +114,48 @@ export class EventStoreTransport extends Server implements CustomTransportStrate
     }
     this.follow(eventTypes, 0);
     // Replays asked for from now on; those asked while the service was down are looked at once, below.
-    this.replays = store.subscribeToAll(() => this.replayRequested(), {
-      from: 'end',
-      filter: { streamPrefixes: [parkedStream(consumer)], eventTypes: [PARKED_EVENT_TYPES.replayRequested] },
-    });
-    this.replays.done.catch((error: unknown) => this.log.error(`following replay requests stopped: ${String(error)}`));
+    this.followReplays(0);
     if (this.blocked.size > 0) this.replayRequested();
     await this.subscription!.caughtUp;
   }
 
+  /** Follows the replay requests of this consumer's parked events, from the end (see `start`). */
+  private followReplays(failures: number): void {
+    const replays = this.options.store.subscribeToAll(() => this.replayRequested(), {
+      from: 'end',
+      filter: { streamPrefixes: [parkedStream(this.options.consumer)], eventTypes: [PARKED_EVENT_TYPES.replayRequested] },
+    });
+    this.replays = replays;
+    this.remakeWhenFailed(replays, 'following replay requests', () => this.replays === replays, failures, (inRow) => {
+      this.followReplays(inRow);
+      // Requests made while nothing followed them are looked at now.
+      this.replayRequested();
+    });
+  }
+
+  /**
+   * Makes a subscription again (`remake`) when it fails, after a pause: 1 s, doubling for failures in a row (one that
+   * caught up first counts as a fresh start), at most 30 s. A subscription that stopped would leave the service
+   * running with nothing to do.
+   */
+  private remakeWhenFailed(subscription: Subscription | GroupSubscription, what: string, current: () => boolean, failures: number, remake: (inRow: number) => void): void {
+    let caughtUp = false;
+    void subscription.caughtUp.then(() => (caughtUp = true), () => undefined);
+    subscription.done.catch((error: unknown) => {
+      if (this.stopping || !current()) return;
+      const inRow = caughtUp ? 1 : failures + 1;
+      const pauseMs = backoffMs(inRow - 1, 1000, 30_000);
+      this.log.error(`${what} stopped: ${String(error)}; following again in ${pauseMs} ms`);
+      setTimeout(() => {
+        if (!this.stopping && current()) remake(inRow);
+      }, pauseMs).unref();
+    });
+  }
+
   /**
    * Subscribes to the service's events: alone, from the consumer's checkpoint, or as a member of its group. A
-   * subscription that fails is made again after a pause (`failures` in a row lengthen it), from the checkpoint or the
-   * partitions' checkpoints: a service whose subscription stopped would leave every later execution unanswered.
+   * subscription that fails is made again (see `remakeWhenFailed`), from the checkpoint or the partitions'
+   * checkpoints: a service whose subscription stopped would leave every later execution unanswered.
    */
   private follow(eventTypes: string[], failures: number): void {
     const { store, consumer } = this.options;
@@ -155,18 +184,8 @@ export class EventStoreTransport extends Server implements CustomTransportStrate
       });
     }
     const subscription = this.subscription;
-    let caughtUp = false;
-    void subscription.caughtUp.then(() => (this.caughtUpOnce = caughtUp = true), () => undefined);
-    subscription.done.catch((error: unknown) => {
-      if (this.stopping || this.subscription !== subscription) return;
-      // A subscription that got as far as catching up counts as a fresh start: the pause grows only for failures in a row.
-      const inRow = caughtUp ? 1 : failures + 1;
-      const pauseMs = backoffMs(inRow - 1, 1000, 30_000);
-      this.log.error(`subscription stopped: ${String(error)}; following again in ${pauseMs} ms`);
-      setTimeout(() => {
-        if (!this.stopping && this.subscription === subscription) this.follow(eventTypes, inRow);
-      }, pauseMs).unref();
-    });
+    void subscription.caughtUp.then(() => (this.caughtUpOnce = true), () => undefined);
+    this.remakeWhenFailed(subscription, 'subscription', () => this.subscription === subscription, failures, (inRow) => this.follow(eventTypes, inRow));
   }
 
   private handlerFor(type: string): ReturnType<Server['getHandlerByPattern']> {
