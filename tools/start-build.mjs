@@ -11,7 +11,7 @@ import { join } from 'node:path';
 const root = process.cwd();
 const STAMP = join(root, 'dist', '.start-build');
 const SOURCE_FOLDERS = ['apps', 'libs'];
-const BUILD_SETTINGS = ['tools/build-app.mjs', 'tsconfig.base.json', 'nx.json', 'package-lock.json'];
+const BUILD_SETTINGS = ['tools/build-app.mjs', 'tools/ascii-output.mjs', 'tsconfig.base.json', 'nx.json', 'package-lock.json'];
 
 /** The newest modification time (ms) of a folder, its entries and everything below it but tests and installed packages. */
 function newestUnder(path) {
