@@ -2,14 +2,11 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-// @ts-expect-error -- a build script in plain JavaScript, without declarations
 import { asciiOutput } from './ascii-output.mjs';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const NON_ASCII = /[^\x00-\x7f]/;
 
-type Output = { code: string; kept?: string };
-const ascii = asciiOutput as (code: string) => Promise<Output>;
 
 describe('the bundles kept to ASCII', () => {
   it('given non-ASCII characters in comments, when rewritten, then each UTF-16 unit is one ? at the same place and the code is untouched', async () => {
@@ -22,7 +19,7 @@ describe('the bundles kept to ASCII', () => {
       'export function f() { return `${arrow}\\u00e9`; }',
       '',
     ].join('\n');
-    const output = await ascii(code);
+    const output = await asciiOutput(code);
     expect(output.kept).toBeUndefined();
     expect(NON_ASCII.test(output.code)).toBe(false);
     expect(output.code).toHaveLength(code.length);
@@ -38,14 +35,14 @@ describe('the bundles kept to ASCII', () => {
     ['a regular expression', 'export const r = /é+/u;\n'],
     ['a name', 'export const café = 1;\n'],
   ])('given a non-ASCII character in %s, when rewritten, then the code is kept as it was and the reason says where', async (_where, code) => {
-    const output = await ascii(code);
+    const output = await asciiOutput(code);
     expect(output.code).toBe(code);
     expect(output.kept).toMatch(/^a non-ASCII character outside the comments, near: /);
   });
 
   it('given ASCII code, when rewritten, then it is returned as it is', async () => {
     const code = 'export const s = "\\u2014"; // plain\n';
-    expect(await ascii(code)).toEqual({ code });
+    expect(await asciiOutput(code)).toEqual({ code });
   });
 
   it('given the built apps, when their scripts are read, then every one is ASCII (Node keeps each at one byte per character)', () => {

@@ -109,6 +109,9 @@ describe('a channel built in an empty folder on the kit\'s tarball alone, outsid
     expect(manifest.name).toBe('@oncegate/dispatcher-kit');
     const root = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
     for (const [name, range] of Object.entries(manifest.dependencies)) expect(range, name).toBe(root.dependencies[name]);
+    // ASCII, so that a channel's process keeps the kit's source at one byte a character (tools/ascii-output.mjs).
+    const scripts = files.filter((file) => file.endsWith('.js'));
+    expect(scripts.filter((file) => /[^\x00-\x7f]/.test(readFileSync(join(installed, file), 'utf8')))).toEqual([]);
   });
 
   it('given the folder, then nothing in it is a link to this repository', () => {
