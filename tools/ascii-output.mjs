@@ -11,7 +11,7 @@ import { transform } from 'esbuild';
 /**
  * The code with its non-ASCII characters replaced, if they were all in comments: the same code without its comments
  * (esbuild's whitespace minifier drops them) must read alike before and after. Otherwise the code as it was, with
- * `changed` saying why it was kept.
+ * `kept` saying why.
  */
 export async function asciiOutput(code) {
   if (!/[^\x00-\x7f]/.test(code)) return { code };
@@ -21,7 +21,8 @@ export async function asciiOutput(code) {
   // The rewritten code may not even parse, when a name held the character.
   const [before, after] = await Promise.all([withoutComments(code), withoutComments(ascii).catch(() => '')]);
   if (before !== after) {
-    const at = [...before].findIndex((unit, index) => unit !== after[index]);
+    let at = 0;
+    while (at < before.length && before[at] === after[at]) at += 1;
     return { code, kept: `a non-ASCII character outside the comments, near: ${before.slice(Math.max(0, at - 40), at + 40)}` };
   }
   return { code: ascii };
