@@ -1,6 +1,6 @@
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { pathToFileURL } from 'node:url';
 import { asBuffer } from '@oncegate/event-store';
 import type { CredentialMetadata } from './vault-entry';
@@ -92,6 +92,9 @@ export class VaultFileError extends Error {
 }
 
 export class VaultFile {
+  /** The read of a credential's row, made for every use of a credential: prepared once. */
+  private credentialRead: StatementSync | undefined;
+
   private constructor(
     readonly file: string,
     private readonly db: DatabaseSync,
@@ -167,7 +170,8 @@ export class VaultFile {
    * and only opening the value (which authenticates it) shows whether anyone changed them.
    */
   credential(ref: string, version: number): CredentialRow | undefined {
-    const row = this.db.prepare('SELECT * FROM credentials WHERE ref = ? AND version = ?').get(ref, version) as ValueRow | undefined;
+    this.credentialRead ??= this.db.prepare('SELECT * FROM credentials WHERE ref = ? AND version = ?');
+    const row = this.credentialRead.get(ref, version) as ValueRow | undefined;
     if (row === undefined) return undefined;
     let bindings: unknown;
     try {
