@@ -12,18 +12,18 @@ import { fileURLToPath } from 'node:url';
 
 const REQUIRED_MAJOR = 24;
 
-// The embedded gateway (start, stdio) keeps its memory bounded (docs/runtime.md, "Memory"): a young generation of
-// at most 16 MiB per semi-space instead of V8's 64, and the old generation let grow by 20 % after each full
-// collection instead of V8's up-to-fourfold under load. A flag the operator gave (on the command line or in
-// NODE_OPTIONS) is left as given. `serve` keeps V8's defaults for now (docs/runtime.md says why).
-const EMBEDDED_GATEWAY_COMMANDS = new Set(['start', 'stdio']);
+// The serving commands (start and stdio, the embedded gateway; serve, the services apart) keep their memory bounded
+// (docs/runtime.md, "Memory"): a young generation of at most 16 MiB per semi-space instead of V8's 64, and the old
+// generation let grow by 20 % after each full collection instead of V8's up-to-fourfold under load. A flag the
+// operator gave (on the command line or in NODE_OPTIONS) is left as given.
+const SERVING_COMMANDS = new Set(['start', 'stdio', 'serve']);
 const HEAP_FLAGS = [
   { flag: '--max-semi-space-size=16', given: /--max[-_]semi[-_]space[-_]size/ },
   { flag: '--heap-growing-percent=20', given: /--heap[-_]growing[-_]percent/ },
 ];
 
 function heapFlagsToAdd() {
-  if (!EMBEDDED_GATEWAY_COMMANDS.has(process.argv[2] ?? '') || typeof process.execve !== 'function') return [];
+  if (!SERVING_COMMANDS.has(process.argv[2] ?? '') || typeof process.execve !== 'function') return [];
   const given = [...process.execArgv, process.env.NODE_OPTIONS ?? ''].join(' ');
   return HEAP_FLAGS.filter(({ given: pattern }) => !pattern.test(given)).map(({ flag }) => flag);
 }

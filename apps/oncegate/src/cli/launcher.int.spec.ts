@@ -78,9 +78,10 @@ describe('bin/oncegate.mjs', () => {
       expect(seen.map((image) => image.execArgv)).toEqual([[], ['--heap-growing-percent=20']]);
     });
 
-    it('given serve, when launched, then it runs once, with V8\'s defaults', async () => {
+    it('given serve, when launched, then each service process runs with the heap flags too', async () => {
       const seen = await images(['serve', '--help']);
-      expect(seen.map((image) => image.execArgv)).toEqual([[]]);
+      expect(seen.map((image) => image.execArgv)).toEqual([[], ['--max-semi-space-size=16', '--heap-growing-percent=20']]);
+      expect(new Set(seen.map((image) => image.pid)).size).toBe(1);
     });
 
     it('given stdio, when launched, then its one process serves with the heap flags too', async () => {
