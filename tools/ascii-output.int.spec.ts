@@ -1,12 +1,12 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
-import { asciiOutput } from './ascii-output.mjs';
+import { describe, expect, it, vi } from 'vitest';
+import { asciiFiles, asciiOutput } from './ascii-output.mjs';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const NON_ASCII = /[^\x00-\x7f]/;
-
 
 describe('the bundles kept to ASCII', () => {
   it('given non-ASCII characters in comments, when rewritten, then each UTF-16 unit is one ? at the same place and the code is untouched', async () => {
@@ -43,6 +43,24 @@ describe('the bundles kept to ASCII', () => {
   it('given ASCII code, when rewritten, then it is returned as it is', async () => {
     const code = 'export const s = "\\u2014"; // plain\n';
     expect(await asciiOutput(code)).toEqual({ code });
+  });
+
+  it('given scripts in a folder, when rewritten in place, then the one with non-ASCII comments is rewritten and the one kept as it was is named with where', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'oncegate-ascii-'));
+    const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    try {
+      writeFileSync(join(folder, 'comments.js'), '// a — b\nexport const x = 1;\n');
+      writeFileSync(join(folder, 'string.js'), 'export const s = "a — b";\n');
+      await asciiFiles([join(folder, 'comments.js'), join(folder, 'string.js')], folder);
+      expect(readFileSync(join(folder, 'comments.js'), 'utf8')).toBe('// a ? b\nexport const x = 1;\n');
+      expect(readFileSync(join(folder, 'string.js'), 'utf8')).toBe('export const s = "a — b";\n');
+      expect(stderr.mock.calls.map(([text]) => String(text))).toEqual([
+        expect.stringMatching(/^string\.js is not ASCII-only, so its source takes two bytes a character in memory: a non-ASCII character outside the comments, near: /),
+      ]);
+    } finally {
+      stderr.mockRestore();
+      rmSync(folder, { recursive: true, force: true });
+    }
   });
 
   it('given the built apps, when their scripts are read, then every one is ASCII (Node keeps each at one byte per character)', () => {

@@ -7,6 +7,8 @@
 // were written, so what is left is in comments. Each non-ASCII UTF-16 unit is replaced by `?`, one unit for one, so
 // every column of the source map stays where it was.
 import { transform } from 'esbuild';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { relative } from 'node:path';
 
 /**
  * The code with its non-ASCII characters replaced, if they were all in comments: the same code without its comments
@@ -26,4 +28,18 @@ export async function asciiOutput(code) {
     return { code, kept: `a non-ASCII character outside the comments, near: ${before.slice(Math.max(0, at - 40), at + 40)}` };
   }
   return { code: ascii };
+}
+
+/**
+ * Rewrites each script in place (`asciiOutput`); one that is kept as it was is named on standard error, with where,
+ * by its path from `from`.
+ */
+export async function asciiFiles(files, from) {
+  await Promise.all(
+    files.map(async (file) => {
+      const output = await asciiOutput(readFileSync(file, 'utf8'));
+      if (output.kept === undefined) writeFileSync(file, output.code);
+      else process.stderr.write(`${relative(from, file)} is not ASCII-only, so its source takes two bytes a character in memory: ${output.kept}\n`);
+    }),
+  );
 }

@@ -10,10 +10,10 @@
 // sources declare them (experimentalDecorators); the services name their injection tokens, so no emitted design
 // metadata is needed.
 import { build } from 'esbuild';
-import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { asciiOutput } from './ascii-output.mjs';
+import { asciiFiles } from './ascii-output.mjs';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const [outdir, ...entries] = process.argv.slice(2);
@@ -69,14 +69,10 @@ await build({
   logLevel: 'warning',
 });
 // The comments esbuild keeps are copied as written; their non-ASCII characters would double the source's memory.
-await Promise.all(
+await asciiFiles(
   readdirSync(target)
     .filter((name) => name.endsWith('.js'))
-    .map(async (name) => {
-      const file = join(target, name);
-      const output = await asciiOutput(readFileSync(file, 'utf8'));
-      if (output.kept !== undefined) process.stderr.write(`${join(outdir, name)} is not ASCII-only, so its source takes two bytes a character in memory: ${output.kept}\n`);
-      else writeFileSync(file, output.code);
-    }),
+    .map((name) => join(target, name)),
+  root,
 );
 process.stdout.write(`built ${outdir} (${entries.map((entry) => entry.split('=')[0]).join(', ')}) in ${Math.round(performance.now() - started)} ms\n`);

@@ -22,7 +22,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Extractor, ExtractorConfig, type ExtractorMessage, type IConfigFile } from '@microsoft/api-extractor';
 import { build } from 'esbuild';
-import { asciiOutput } from '../ascii-output.mjs';
+import { asciiFiles } from '../ascii-output.mjs';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** Where `npm pack` puts the tarballs, relative to the repository root. */
@@ -169,12 +169,12 @@ export const DISPATCHER_KIT: PackageSpec = {
     });
     checkDependencies(spec, bundled.metafile);
     // As the apps' bundles: ASCII, so the process that imports the kit keeps its source at one byte a character.
-    for (const output of Object.keys(bundled.metafile.outputs).filter((file) => file.endsWith('.js'))) {
-      const file = join(ROOT, output);
-      const ascii = await asciiOutput(readFileSync(file, 'utf8'));
-      if (ascii.kept !== undefined) process.stderr.write(`${output} is not ASCII-only, so its source takes two bytes a character in memory: ${ascii.kept}\n`);
-      else writeFileSync(file, ascii.code);
-    }
+    await asciiFiles(
+      Object.keys(bundled.metafile.outputs)
+        .filter((file) => file.endsWith('.js'))
+        .map((file) => join(ROOT, file)),
+      ROOT,
+    );
     rmSync(join(ROOT, KIT_TYPES_DIR), { recursive: true, force: true });
     tsc(join(spec.libraryDir, 'tsconfig.package.json'));
     // Each entry's rollup is also installed, as the package would be, where the declarations of the next entries find
