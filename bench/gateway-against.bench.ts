@@ -4,7 +4,10 @@ import { cpus, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import {
+  ALLOCATION_TRACE,
+  allocatedPerCall,
   contractsYaml,
+  countAllocation,
   fdatasyncFloor,
   gatewayYaml,
   loadLine,
@@ -32,6 +35,8 @@ export interface AgainstOptions {
   readonly warmup: number;
   readonly rounds: number;
   readonly nodeOptions: readonly string[];
+  /** Also the bytes each gateway's heaps allocate a call (V8's GC trace, summed). */
+  readonly allocation?: boolean;
 }
 
 /** One build under test: where it is, what it is, and what it measured round by round. */
@@ -41,6 +46,7 @@ interface Build {
   readonly commit: string;
   call?: Call;
   server?: Server;
+  allocation?: ReturnType<typeof countAllocation>;
   readonly rounds: Map<number, Phase[]>;
 }
 
@@ -97,8 +103,9 @@ export async function runAgainst(options: AgainstOptions): Promise<void> {
     for (const [i, build] of builds.entries()) {
       const configFile = join(dir, `oncegate-${i}.yaml`);
       writeFileSync(configFile, gatewayYaml(dir, options.synchronous, { dataDir: join(dir, `data-${i}`) }));
-      const started = await startGatewayProcess(configFile, options.nodeOptions, [], build.checkout);
+      const started = await startGatewayProcess(configFile, [...options.nodeOptions, ...(options.allocation === true ? [ALLOCATION_TRACE] : [])], [], build.checkout);
       servers.push(started.server);
+      if (options.allocation === true) build.allocation = countAllocation(started.server);
       const gatewayClients = await mcpClients(started.url, 32, started.token);
       clients.push(...gatewayClients);
       build.server = started.server;
@@ -110,7 +117,7 @@ export async function runAgainst(options: AgainstOptions): Promise<void> {
       for (let round = 0; round < options.rounds; round += 1) {
         const calls = Math.round((n * (round + 1)) / options.rounds) - Math.round((n * round) / options.rounds);
         const order = round % 2 === 0 ? builds : [...builds].reverse();
-        for (const build of order) build.rounds.get(c)!.push(await phase(build.call!, c, calls, round === 0 ? options.warmup : 0, build.server!));
+        for (const build of order) build.rounds.get(c)!.push(await phase(build.call!, c, calls, round === 0 ? options.warmup : 0, build.server!, { allocation: build.allocation }));
       }
     }
 
@@ -137,6 +144,7 @@ export async function runAgainst(options: AgainstOptions): Promise<void> {
             'rounds: p50 ms': spread(build, c, (r) => percentile(r.samples, 50), ms),
             'rounds: calls/s': spread(build, c, (r) => r.calls / r.seconds, (value) => value.toFixed(0)),
             'rounds: CPU ms/call': spread(build, c, cpuPerCall, ms),
+            ...(options.allocation === true ? { 'KB allocated/call': allocatedPerCall(p) } : {}),
             failed: p.failed,
           };
         }),
@@ -152,6 +160,9 @@ export async function runAgainst(options: AgainstOptions): Promise<void> {
         { measure: `calls/s at ${c}`, 'this checkout': rate(a.calls, a.seconds), other: rate(b.calls, b.seconds), 'this ÷ other': ratio(a.calls / a.seconds, b.calls / b.seconds) },
         { measure: `CPU ms/call at ${c}`, 'this checkout': ms(cpuPerCall(a)), other: ms(cpuPerCall(b)), 'this ÷ other': ratio(cpuPerCall(a), cpuPerCall(b)) },
         { measure: `peak RSS at ${c}`, 'this checkout': `${mib(a.peakKiB)} MiB`, other: `${mib(b.peakKiB)} MiB`, 'this ÷ other': ratio(a.peakKiB, b.peakKiB) },
+        ...(a.allocatedBytes === undefined || b.allocatedBytes === undefined
+          ? []
+          : [{ measure: `KB allocated/call at ${c}`, 'this checkout': allocatedPerCall(a), other: allocatedPerCall(b), 'this ÷ other': ratio(a.allocatedBytes / a.calls, b.allocatedBytes / b.calls) }]),
       ];
     });
     printTable('this checkout against the other', rows);

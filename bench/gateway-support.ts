@@ -187,6 +187,34 @@ export interface Phase {
   readonly cpuSeconds: number;
   /** CPU time of the bench process (the clients) during the phase. */
   readonly clientCpuSeconds: number;
+  /** Bytes the server's heaps allocated during the phase (`countAllocation`), when counted. */
+  readonly allocatedBytes?: number;
+}
+
+/** The V8 flag whose trace `countAllocation` reads: a line on stdout per collection, with the bytes allocated since the last. */
+export const ALLOCATION_TRACE = '--trace-gc-nvp';
+
+/** What a server's heaps have allocated so far, summed from its GC trace (it must run with `ALLOCATION_TRACE`). */
+export interface AllocationCount {
+  readonly bytes: number;
+}
+
+/**
+ * Sums the `allocated=` of every collection the server reports on its stdout (each isolate's: the main thread's and
+ * its workers'). Bytes allocated since a heap's last collection are counted at its next, so a phase of a few hundred
+ * MB is counted to within one young generation.
+ */
+export function countAllocation(server: Server): AllocationCount {
+  let bytes = 0;
+  createInterface({ input: server.child.stdout! }).on('line', (line) => {
+    const allocated = /\ballocated=(\d+)/.exec(line);
+    if (allocated !== null) bytes += Number(allocated[1]);
+  });
+  return {
+    get bytes() {
+      return bytes;
+    },
+  };
 }
 
 let sequence = 0;
@@ -219,12 +247,20 @@ export async function drive(call: Call, concurrency: number, total: number): Pro
  * Warm-up at the same concurrency, then the measured calls with the serving process's peak RSS and CPU time; with
  * `withChildren`, those of the process and its descendants (procTreeStats).
  */
-export async function phase(call: Call, concurrency: number, total: number, warmup: number, server: Server, options: { readonly withChildren?: boolean } = {}): Promise<Phase> {
+export async function phase(
+  call: Call,
+  concurrency: number,
+  total: number,
+  warmup: number,
+  server: Server,
+  options: { readonly withChildren?: boolean; readonly allocation?: AllocationCount } = {},
+): Promise<Phase> {
   if (warmup > 0) await drive(call, concurrency, warmup);
   const pid = server.child.pid!;
   const stats = options.withChildren === true ? procTreeStats : procStats;
   for (const member of options.withChildren === true ? processTree(pid) : [pid]) resetPeak(member);
   const before = stats(pid);
+  const allocatedBefore = options.allocation?.bytes;
   const clientBefore = process.cpuUsage();
   const result = await drive(call, concurrency, total);
   const client = process.cpuUsage(clientBefore);
@@ -234,6 +270,7 @@ export async function phase(call: Call, concurrency: number, total: number, warm
     peakKiB: after.peakKiB,
     cpuSeconds: after.cpuSeconds - before.cpuSeconds,
     clientCpuSeconds: (client.user + client.system) / 1e6,
+    ...(allocatedBefore === undefined ? {} : { allocatedBytes: options.allocation!.bytes - allocatedBefore }),
   };
 }
 
@@ -247,7 +284,13 @@ export function mergePhases(parts: readonly Phase[]): Phase {
     peakKiB: Math.max(...parts.map((part) => part.peakKiB)),
     cpuSeconds: parts.reduce((sum, part) => sum + part.cpuSeconds, 0),
     clientCpuSeconds: parts.reduce((sum, part) => sum + part.clientCpuSeconds, 0),
+    ...(parts.every((part) => part.allocatedBytes !== undefined) ? { allocatedBytes: parts.reduce((sum, part) => sum + part.allocatedBytes!, 0) } : {}),
   };
+}
+
+/** KB a call allocated in the phase's server, or `n/a` when not counted. */
+export function allocatedPerCall(phase: Phase): string {
+  return phase.allocatedBytes === undefined ? 'n/a' : (phase.allocatedBytes / 1000 / phase.calls).toFixed(1);
 }
 
 export async function mcpClients(url: string, count: number, token?: string): Promise<Client[]> {

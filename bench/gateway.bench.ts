@@ -4,6 +4,9 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import {
+  ALLOCATION_TRACE,
+  allocatedPerCall,
+  countAllocation,
   directHttp,
   fdatasyncFloor,
   gatewayYaml,
@@ -81,6 +84,8 @@ export async function run(argv: string[]): Promise<void> {
       modern: { type: 'boolean', default: false },
       /** This checkout's gateway against the one of another checkout (built), side by side in alternating rounds. */
       against: { type: 'string' },
+      /** Also the bytes each server's heaps allocate a call (V8's GC trace, summed): proxy, floor and gateway. */
+      allocation: { type: 'boolean', default: false },
     },
   });
   const calls1 = Number(values.calls);
@@ -114,6 +119,7 @@ export async function run(argv: string[]): Promise<void> {
       warmup,
       rounds: Number(values.rounds),
       nodeOptions: gatewayNodeOptions,
+      allocation: values.allocation!,
     });
   }
   if (values['in-flight'] !== undefined) {
@@ -142,6 +148,7 @@ export async function run(argv: string[]): Promise<void> {
   );
 
   const servers: Server[] = [];
+  const traceAllocation = values.allocation ? [ALLOCATION_TRACE] : [];
   const clients: Client[] = [];
   let closeDirect: (() => Promise<void>) | undefined;
   const rows: Array<{ system: string; c: number; phase: Phase }> = [];
@@ -157,12 +164,13 @@ export async function run(argv: string[]): Promise<void> {
 
     /** The pass-through proxy (with `extraArgs`) in a process of its own, measured at 1 and 32 as `system`, then stopped. */
     const measureProxy = async (system: string, extraArgs: readonly string[]) => {
-      const proxy = await spawnServer(system, ['--import', 'tsx', 'bench/passthrough-proxy.ts', '--target', targetUrl, ...extraArgs], [/listening on (http:\/\/\S+)/]);
+      const proxy = await spawnServer(system, [...traceAllocation, '--import', 'tsx', 'bench/passthrough-proxy.ts', '--target', targetUrl, ...extraArgs], [/listening on (http:\/\/\S+)/]);
       servers.push(proxy);
+      const allocation = values.allocation ? countAllocation(proxy) : undefined;
       const proxyClients = await mcpClients(proxy.matches[0]![1]!, 32);
       clients.push(...proxyClients);
       const viaProxy = mcpCall(proxyClients, (text) => text.includes('"applied":true'));
-      for (const [c, n] of [[1, calls1], [32, calls32]] as const) rows.push({ system, c, phase: await phase(viaProxy, c, n, warmup, proxy) });
+      for (const [c, n] of [[1, calls1], [32, calls32]] as const) rows.push({ system, c, phase: await phase(viaProxy, c, n, warmup, proxy, { allocation }) });
       await Promise.all(proxyClients.map((client) => client.close()));
       await proxy.stop();
     };
@@ -172,16 +180,18 @@ export async function run(argv: string[]): Promise<void> {
 
     const gatewayArgs = [
       ...gatewayNodeOptions,
+      ...traceAllocation,
       ...(values['gateway-prof-dir'] === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${resolve(values['gateway-prof-dir'])}`]),
     ];
     const started = await startBenchGateway(dir, targetUrl, synchronous, gatewayArgs);
     const gateway = started.server;
     servers.push(gateway);
+    const gatewayAllocation = values.allocation ? countAllocation(gateway) : undefined;
     const gatewayClients = await mcpClients(started.url, 32, started.token);
     clients.push(...gatewayClients);
     const viaGateway = mcpCall(gatewayClients, (text) => text.startsWith('set_config completed'));
     for (const [c, n] of [[1, calls1], [32, calls32]] as const) {
-      rows.push({ system: 'oncegate gateway', c, phase: await phase(viaGateway, c, n, warmup, gateway) });
+      rows.push({ system: 'oncegate gateway', c, phase: await phase(viaGateway, c, n, warmup, gateway, { allocation: gatewayAllocation }) });
     }
     await Promise.all(gatewayClients.map((client) => client.close()));
     if (values.modern) {
@@ -245,6 +255,7 @@ export async function run(argv: string[]): Promise<void> {
         'server peak RSS MiB': mib(p.peakKiB),
         'server CPU ms/call': Number.isFinite(p.cpuSeconds) ? ms((p.cpuSeconds * 1000) / p.calls) : 'n/a',
         'client CPU ms/call': ms((p.clientCpuSeconds * 1000) / p.calls),
+        ...(values.allocation ? { 'server KB allocated/call': allocatedPerCall(p) } : {}),
         failed: p.failed,
       };
     }));

@@ -24,50 +24,69 @@ const LONE_SURROGATE = /\p{Surrogate}/u;
  * @param path where `value` sits, used in errors only.
  */
 export function toJsonValue(value: unknown, path = '$'): JsonValue {
-  return copy(value, path, new Set());
+  return copy(value, { base: path, keys: [] }, new Set());
 }
 
-function copy(value: unknown, path: string, ancestors: Set<object>): JsonValue {
+/**
+ * Where a value sits: the root's path and the keys and indexes below it, kept as a stack and spelled out only for an
+ * error (a path string per value copied was most of what a fingerprint's check allocated).
+ */
+interface Place {
+  readonly base: string;
+  readonly keys: (string | number)[];
+}
+
+function spelled(place: Place, last?: string): string {
+  let path = place.base;
+  for (const key of place.keys) path += typeof key === 'number' ? `[${key}]` : `.${key}`;
+  return last === undefined ? path : `${path}.${last}`;
+}
+
+function copy(value: unknown, place: Place, ancestors: Set<object>): JsonValue {
   switch (typeof value) {
     case 'string':
-      if (LONE_SURROGATE.test(value)) throw new NonJsonValueError(path, 'lone_surrogate');
+      if (LONE_SURROGATE.test(value)) throw new NonJsonValueError(spelled(place), 'lone_surrogate');
       return value;
     case 'boolean':
       return value;
     case 'number':
-      if (!Number.isFinite(value)) throw new NonJsonValueError(path, 'non_finite_number');
+      if (!Number.isFinite(value)) throw new NonJsonValueError(spelled(place), 'non_finite_number');
       return value;
     case 'bigint':
-      throw new NonJsonValueError(path, 'bigint');
+      throw new NonJsonValueError(spelled(place), 'bigint');
     case 'symbol':
-      throw new NonJsonValueError(path, 'symbol');
+      throw new NonJsonValueError(spelled(place), 'symbol');
     case 'function':
-      throw new NonJsonValueError(path, 'function');
+      throw new NonJsonValueError(spelled(place), 'function');
     case 'undefined':
       // Reached only for an array element or the whole value: object properties skip undefined.
-      throw new NonJsonValueError(path, 'undefined');
+      throw new NonJsonValueError(spelled(place), 'undefined');
     case 'object':
       break;
   }
   if (value === null) return null;
-  if (ancestors.has(value)) throw new NonJsonValueError(path, 'cycle');
+  if (ancestors.has(value)) throw new NonJsonValueError(spelled(place), 'cycle');
   ancestors.add(value);
   try {
     if (Array.isArray(value)) {
       const items: JsonValue[] = [];
       // Index loop, not map: map skips holes, which must be refused like undefined.
       for (let index = 0; index < value.length; index += 1) {
-        items.push(copy(value[index], `${path}[${index}]`, ancestors));
+        place.keys.push(index);
+        items.push(copy(value[index], place, ancestors));
+        place.keys.pop();
       }
       return items;
     }
     const prototype: unknown = Object.getPrototypeOf(value);
-    if (prototype !== Object.prototype && prototype !== null) throw new NonJsonValueError(path, 'non_plain_object');
+    if (prototype !== Object.prototype && prototype !== null) throw new NonJsonValueError(spelled(place), 'non_plain_object');
     const entries: [string, JsonValue][] = [];
     for (const [key, item] of Object.entries(value)) {
-      if (LONE_SURROGATE.test(key)) throw new NonJsonValueError(`${path}.<key>`, 'lone_surrogate');
+      if (LONE_SURROGATE.test(key)) throw new NonJsonValueError(spelled(place, '<key>'), 'lone_surrogate');
       if (item === undefined) continue;
-      entries.push([key, copy(item, `${path}.${key}`, ancestors)]);
+      place.keys.push(key);
+      entries.push([key, copy(item, place, ancestors)]);
+      place.keys.pop();
     }
     // fromEntries defines own properties, so a `__proto__` key stays data and never reaches the prototype.
     return Object.fromEntries(entries);

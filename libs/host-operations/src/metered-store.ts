@@ -6,13 +6,15 @@ const EXECUTION_TYPES: ReadonlySet<string> = new Set(EXECUTION_EVENT_TYPES);
 
 /** The store with every append timed and its size counted; everything else passes through untouched. */
 export function meteredStore<S extends EventStore>(store: S, metrics: ProcessMetrics): S {
+  // Each type's counter, looked up once: a labelled `inc` hashes its labels every time.
+  const executionEvents = new Map([...EXECUTION_TYPES].map((type) => [type, metrics.executionEvents.labels({ type })]));
   const timed = async <T>(events: readonly EventToAppend[], append: () => Promise<T>): Promise<T> => {
     const stop = metrics.storeAppendSeconds.startTimer();
     const result = await append();
     stop();
     metrics.storeAppendEvents.observe(events.length);
     // An execution's events say where it went: accepted, authorized, dispatched, completed, held for review…
-    for (const event of events) if (EXECUTION_TYPES.has(event.type)) metrics.executionEvents.inc({ type: event.type });
+    for (const event of events) executionEvents.get(event.type)?.inc();
     return result;
   };
   // The two appends are timed; every other method is the store's own, bound once (the store is on every call's path).

@@ -15,6 +15,12 @@ import {
 } from '@oncegate/event-store';
 import { appendParked, PARKED_EVENT_TYPES, readParked, type EventParkedData, type ParkedEvent } from './parked-events';
 
+/**
+ * A handler called as its controller's method, without Nest's per-call pipeline (see `directEventHandlers`): given
+ * the event and its context, it resolves or rejects as the method does.
+ */
+export type DirectEventHandler = (event: RecordedEvent, context: EventStoreContext) => unknown;
+
 /** What a handler can learn about the event beyond its payload. */
 export class EventStoreContext extends BaseRpcContext<[RecordedEvent, string]> {
   get event(): RecordedEvent {
@@ -58,6 +64,10 @@ export interface EventStoreTransportOptions {
   readonly around?: <T>(event: RecordedEvent, handle: () => Promise<T>) => Promise<T>;
 }
 
+/** What handling an event came to: handled, or failed for good (to be parked) after its attempts. */
+type HandlingOutcome = { readonly ok: true } | { readonly ok: false; readonly error: string; readonly attempts: number };
+const HANDLED: HandlingOutcome = { ok: true };
+
 /** Thrown into the subscription when it is closed while waiting for storage, so the event is not checkpointed. */
 class StoppedWhileStorageUnavailable extends Error {
   constructor() {
@@ -88,6 +98,10 @@ export class EventStoreTransport extends Server implements CustomTransportStrate
    * look-up normalises the pattern again for every event (it was 2 % of the gateway's busy time).
    */
   private readonly handlers = new Map<string, ReturnType<Server['getHandlerByPattern']>>();
+  /** Handlers called as their methods (`invokeDirectly`), by event type; the others go through Nest's pipeline. */
+  private direct: ReadonlyMap<string, DirectEventHandler> = new Map();
+  /** Work queued by `inTurn` and not yet settled: while none is and nothing is parked, an event needs no turn. */
+  private turnsQueued = 0;
   /** Parking and replaying take turns, so an event is never judged blocked while its stream is being unblocked. */
   private turn: Promise<unknown> = Promise.resolve();
   private replaying = false;
@@ -96,6 +110,15 @@ export class EventStoreTransport extends Server implements CustomTransportStrate
   constructor(private readonly options: EventStoreTransportOptions) {
     super();
     this.log = new Logger(`EventStoreTransport:${options.consumer}`);
+  }
+
+  /**
+   * Calls these handlers as their controllers' methods instead of through Nest's per-call pipeline (its context,
+   * parameter pipes, interceptors and exception zone: several promises and closures per event, for handlers that
+   * use none of them). `createEventStoreMicroservice` finds them; handlers it does not name go through Nest.
+   */
+  invokeDirectly(handlers: ReadonlyMap<string, DirectEventHandler>): void {
+    this.direct = handlers;
   }
 
   listen(callback: () => void): void {
@@ -195,7 +218,8 @@ export class EventStoreTransport extends Server implements CustomTransportStrate
 
   private async deliver(event: RecordedEvent): Promise<void> {
     if (!this.handlerFor(event.type)) return;
-    const parkedBehind = await this.inTurn(async () => {
+    // Nothing parked and no parking or replay under way: the event waits behind nothing, without taking a turn.
+    const parkedBehind = (this.blocked.size === 0 && this.turnsQueued === 0) ? false : await this.inTurn(async () => {
       const head = this.blocked.get(event.streamId);
       if (head === undefined) return false;
       if (this.parkedEventIds.has(event.id)) return true;
@@ -216,24 +240,38 @@ export class EventStoreTransport extends Server implements CustomTransportStrate
    * unable to write is not the handler's fault: the event (and the ones after it) waits until the store can write
    * again, without counting against the attempts.
    */
-  private async handle(event: RecordedEvent): Promise<{ ok: true } | { ok: false; error: string; attempts: number }> {
-    const handler = this.handlerFor(event.type)!;
+  private async handle(event: RecordedEvent): Promise<HandlingOutcome> {
+    // The first attempt alone, as nearly every event needs no more: the retries' closures are made only on a failure.
+    try {
+      await (this.options.around ? this.options.around(event, () => this.invoke(event)) : this.invoke(event));
+      return HANDLED;
+    } catch (error) {
+      return this.handleAgain(event, error);
+    }
+  }
+
+  /** Calls the event's handler once (and waits for the observable it may answer with). */
+  private async invoke(event: RecordedEvent): Promise<void> {
+    const fault = this.options.fault?.();
+    if (fault !== undefined) throw new Error(fault);
+    const handler = this.direct.get(event.type) ?? this.handlerFor(event.type)!;
+    const result = await handler(event, new EventStoreContext([event, this.options.consumer]));
+    if (isObservable(result)) await lastValueFrom(result, { defaultValue: undefined });
+  }
+
+  /** After the first attempt failed with `firstError`: the waits for storage and the further attempts. */
+  private async handleAgain(event: RecordedEvent, firstError: unknown): Promise<HandlingOutcome> {
     const attempts = this.options.attempts ?? 5;
-    const where = `${event.type} ${event.streamId}@${event.revision} (position ${event.position})`;
-    const run = async () => {
-      const fault = this.options.fault?.();
-      if (fault !== undefined) throw new Error(fault);
-      const result = await handler(event, new EventStoreContext([event, this.options.consumer]));
-      if (isObservable(result)) await lastValueFrom(result, { defaultValue: undefined });
-    };
+    const where = () => `${event.type} ${event.streamId}@${event.revision} (position ${event.position})`;
+    const run = () => (this.options.around ? this.options.around(event, () => this.invoke(event)) : this.invoke(event));
     for (let attempt = 1; ; attempt += 1) {
       try {
-        await this.whenWritable(where, () => (this.options.around ? this.options.around(event, run) : run()));
-        return { ok: true };
+        await this.whenWritable(where, run, attempt === 1 ? { error: firstError } : undefined);
+        return HANDLED;
       } catch (error) {
         if (error instanceof StoppedWhileStorageUnavailable) throw error;
         if (attempt >= attempts) return { ok: false, error: describeError(error), attempts: attempt };
-        this.log.warn(`${where} failed (attempt ${attempt} of ${attempts}), trying again: ${describeError(error)}`);
+        this.log.warn(`${where()} failed (attempt ${attempt} of ${attempts}), trying again: ${describeError(error)}`);
         await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt, 20)));
       }
     }
@@ -256,7 +294,7 @@ export class EventStoreTransport extends Server implements CustomTransportStrate
     const where = `${event.type} ${event.streamId}@${event.revision} (position ${event.position})`;
     // A handler that failed while the store went away may find it still away: the event waits to be parked, as it
     // would to be handled, and the subscription goes on once it is.
-    const parkedId = await this.whenWritable(`parking ${where}`, () => appendParked(store, consumer, PARKED_EVENT_TYPES.parked, data, `service:${consumer}`));
+    const parkedId = await this.whenWritable(() => `parking ${where}`, () => appendParked(store, consumer, PARKED_EVENT_TYPES.parked, data, `service:${consumer}`));
     this.blockBehind(event.streamId, parkedId, event.id);
     if (behind === null) this.log.error(`parked ${where} as ${parkedId} after ${attempts} attempts: ${error}; see oncegate parked list`);
     else this.log.warn(`parked ${where} as ${parkedId}: ${error}`);
@@ -266,16 +304,20 @@ export class EventStoreTransport extends Server implements CustomTransportStrate
    * Runs `write` until the store takes it, pausing (at most `unavailableRetryMaxMs`) while it cannot write; any other
    * error is thrown. Stopped meanwhile, it throws so that the event is not checkpointed.
    */
-  private async whenWritable<T>(what: string, write: () => Promise<T>): Promise<T> {
+  private async whenWritable<T>(what: () => string, write: () => Promise<T>, tried?: { readonly error: unknown }): Promise<T> {
+    let failed = tried;
     for (let unavailable = 1; ; unavailable += 1) {
       try {
+        // A first try made by the caller counts as this loop's first.
+        if (failed !== undefined) throw failed.error;
         const done = await write();
-        if (unavailable > 1) this.log.log(`storage is back: ${what} done after ${unavailable} tries`);
+        if (unavailable > 1) this.log.log(`storage is back: ${what()} done after ${unavailable} tries`);
         return done;
       } catch (error) {
+        failed = undefined;
         if (!(error instanceof EventStoreUnavailableError)) throw error;
         if (this.stopping) throw new StoppedWhileStorageUnavailable();
-        if ((unavailable & (unavailable - 1)) === 0) this.log.warn(`${what} waits for storage (${unavailable} tries): ${error.message}`);
+        if ((unavailable & (unavailable - 1)) === 0) this.log.warn(`${what()} waits for storage (${unavailable} tries): ${error.message}`);
         await new Promise((resolve) => setTimeout(resolve, backoffMs(unavailable, 50, this.options.unavailableRetryMaxMs ?? 5000)));
       }
     }
@@ -287,7 +329,8 @@ export class EventStoreTransport extends Server implements CustomTransportStrate
   }
 
   private inTurn<T>(work: () => Promise<T>): Promise<T> {
-    const run = this.turn.then(work, work);
+    this.turnsQueued += 1;
+    const run = this.turn.then(work, work).finally(() => (this.turnsQueued -= 1));
     this.turn = run.catch(() => undefined);
     return run;
   }

@@ -246,13 +246,14 @@ export async function microservice(
       : undefined;
   if (fault !== undefined) host.logger.warn(`TEST ONLY: ${consumer} fails every event while ${failing!.whileFileExists} exists (testing.fail_handling in ${host.config.source})`, consumer);
   watchParked(host, consumer);
+  const taken = { handled: host.metrics.eventsHandled.labels({ consumer, result: 'handled' }), parked: host.metrics.eventsHandled.labels({ consumer, result: 'parked' }) };
   const strategy = new EventStoreTransport({
     store: host.store,
     consumer,
     streamPrefixes,
     group,
     fault,
-    took: (result) => host.metrics.eventsHandled.inc({ consumer, result }),
+    took: (result) => taken[result].inc(),
     // Each handling is a span of the trace the event was appended in (its metadata's traceparent).
     around: host.config.tracing === null ? undefined : (event, handle) =>
         inSpan(`${consumer} ${event.type}`, { kind: SpanKind.CONSUMER, parent: traceContextFrom(event.metadata['traceparent']), attributes: spanAttributesOf(event) }, handle),
