@@ -146,6 +146,43 @@ function describeIndexOn(adapter: string, place: () => Promise<Place>): void {
       expect(await allRows(tables)).toEqual(await expectedRows(at.store));
     });
 
+    it(`[${adapter}] given a running index, what is appended after its start is folded from its subscription's deliveries, read from the store no more, to the rows a fold of the whole journal gives`, async () => {
+      const tables = await tablesOf();
+      const store = at.store;
+      const reads: number[] = [];
+      const watched = new Proxy(store, {
+        get(target, property) {
+          if (property === 'readAll') {
+            return (options: ReadAllOptions = {}) => {
+              if (options.filter?.streamPrefixes?.includes('execution-') === true) reads.push(options.after ?? 0);
+              return target.readAll(options);
+            };
+          }
+          const value: unknown = Reflect.get(target, property, target);
+          return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+        },
+      });
+      const index = new ExecutionsIndex({ store: watched, tables, owner: 'gateway-1', settleMs: 10, pollMs: 200, batchSize: 7 });
+      opened.unshift({ close: () => index.stop() });
+      index.start();
+      // The journal written before the start is read from the store.
+      await expect.poll(async () => (await index.lag()).behind, { timeout: 10_000 }).toBe(0);
+      expect(reads.length).toBeGreaterThan(0);
+      reads.length = 0;
+      for (let n = 50; n < 60; n += 1) {
+        const id = executionIdOf(n);
+        await appendHistory(store, id, historyFor(id, acceptExecution(), authorize(), dispatch(), observe(), delivered()));
+      }
+      await expect.poll(async () => (await index.lag()).behind, { timeout: 10_000 }).toBe(0);
+      expect(reads).toEqual([]);
+      expect(await allRows(tables)).toEqual(await expectedRows(store));
+      // Stopped, it hears nothing: a rebuild reads the whole journal again.
+      await index.stop();
+      expect(await index.rebuild()).toMatchObject({ claimed: true, lag: { behind: 0 } });
+      expect(reads.length).toBeGreaterThan(0);
+      expect(await allRows(tables)).toEqual(await expectedRows(store));
+    });
+
     it(`[${adapter}] given a running index, new calls are folded without being asked, and a rebuild folds the journal again to the same rows`, async () => {
       const tables = await tablesOf();
       const index = new ExecutionsIndex({ store: at.store, tables, owner: 'gateway-1', settleMs: 10, pollMs: 200 });

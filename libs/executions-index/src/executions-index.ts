@@ -4,7 +4,7 @@
  * checkpoint in one transaction. One instance folds at a time across every process on the store (the store's
  * claim `executions-index`); the others stand by and take over when its claim runs out.
  */
-import type { EventStore, Subscription } from '@oncegate/event-store';
+import type { EventStore, ReadAllPage, RecordedEvent, Subscription } from '@oncegate/event-store';
 import { foldBatch, executionIdsOf } from './fold-batch';
 import { encodeCursor, limitOfQuery, type ExecutionsPage, type ExecutionsQuery, type IndexLag } from './executions-query';
 import type { IndexTables } from './index-tables';
@@ -14,6 +14,9 @@ import { instantMs } from './execution-row';
 export const INDEX_CLAIM = 'executions-index';
 
 const EXECUTION_STREAMS = { streamPrefixes: ['execution-'] };
+
+/** Events heard and not yet folded, at most: past it (the index not folding here), they are let go and read later. */
+const HEARD_LIMIT = 20_000;
 
 export interface ExecutionsIndexOptions {
   readonly store: EventStore;
@@ -58,6 +61,12 @@ export class ExecutionsIndex {
   private wake: (() => void) | undefined;
   private woken = false;
   private folding: Promise<CatchUp> | undefined;
+  /**
+   * The execution events the running index's subscription delivered after `heardAfter`, in order: every one of
+   * them up to the subscription's position. A batch within them is folded from them, not read again from the store.
+   */
+  private heard: RecordedEvent[] = [];
+  private heardAfter = Number.POSITIVE_INFINITY;
 
   constructor(private readonly options: ExecutionsIndexOptions) {
     this.store = options.store;
@@ -113,7 +122,7 @@ export class ExecutionsIndex {
     let from = await this.tables.position();
     for (;;) {
       if (!(await this.holdClaim())) return { claimed: false, events, lag: await this.lag() };
-      const page = await this.store.readAll({ after: from, maxCount: this.batchSize, filter: EXECUTION_STREAMS });
+      const page = this.heardPage(from) ?? (await this.store.readAll({ after: from, maxCount: this.batchSize, filter: EXECUTION_STREAMS }));
       if (page.lastPosition <= from) break;
       const known = await this.tables.foldedStates(executionIdsOf(page.events));
       const { folded, rows } = foldBatch(page.events, known);
@@ -126,6 +135,34 @@ export class ExecutionsIndex {
       from = page.lastPosition;
     }
     return { claimed: true, events, lag: await this.lag() };
+  }
+
+  /**
+   * The next batch after `from` from what the subscription delivered, when that holds every execution event after
+   * `from` (up to the subscription's position); `undefined` when the store must be read.
+   */
+  private heardPage(from: number): ReadAllPage | undefined {
+    if (this.subscription === undefined || from < this.heardAfter) return undefined;
+    let folded = 0;
+    while (folded < this.heard.length && this.heard[folded]!.position <= from) folded += 1;
+    if (folded > 0) this.heard.splice(0, folded);
+    this.heardAfter = from;
+    const through = this.subscription.position;
+    if (this.heard.length > this.batchSize) {
+      const events = this.heard.slice(0, this.batchSize);
+      return { events, lastPosition: events.at(-1)!.position };
+    }
+    return { events: [...this.heard], lastPosition: Math.max(from, through) };
+  }
+
+  private hear(event: RecordedEvent): void {
+    if (this.heard.length >= HEARD_LIMIT) {
+      // Nobody is folding them here (another instance holds the claim, or the index cannot write): let them go.
+      this.heard = [];
+      this.heardAfter = event.position;
+      return;
+    }
+    this.heard.push(event);
   }
 
   /** Drops the index and folds the whole journal again (it must hold the claim). */
@@ -152,9 +189,30 @@ export class ExecutionsIndex {
    */
   start(): void {
     if (this.running !== undefined) return;
-    this.subscription = this.store.subscribeToAll(() => this.poke(), { from: 'end', filter: EXECUTION_STREAMS });
-    this.subscription.done.catch((error: unknown) => this.options.onError?.(error));
-    this.running = this.run();
+    this.running = (async () => {
+      // The subscription starts after a known position, so that what it delivers is known to be whole from there.
+      const head = await this.store.headPosition().catch(() => undefined);
+      if (this.stopped) return;
+      if (head !== undefined) {
+        this.heardAfter = head;
+        this.subscription = this.store.subscribeToAll(
+          (event) => {
+            this.hear(event);
+            this.poke();
+          },
+          { from: { after: head }, filter: EXECUTION_STREAMS },
+        );
+      } else {
+        this.subscription = this.store.subscribeToAll(() => this.poke(), { from: 'end', filter: EXECUTION_STREAMS });
+        this.heardAfter = Number.POSITIVE_INFINITY;
+      }
+      this.subscription.done.catch((error: unknown) => {
+        // A subscription that failed hears nothing more: batches are read from the store again.
+        this.heardAfter = Number.POSITIVE_INFINITY;
+        this.options.onError?.(error);
+      });
+      await this.run();
+    })();
   }
 
   private poke(): void {
@@ -191,6 +249,9 @@ export class ExecutionsIndex {
     this.stopped = true;
     this.wake?.();
     await this.subscription?.stop().catch(() => undefined);
+    // Nothing is heard any more: a later catch-up (a rebuild) reads the store.
+    this.heard = [];
+    this.heardAfter = Number.POSITIVE_INFINITY;
     await this.running;
     await this.folding?.catch(() => undefined);
     if (this.claimedUntil > 0) await this.store.releaseClaim(INDEX_CLAIM, this.owner).catch(() => undefined);
