@@ -93,6 +93,8 @@ export function runCatchUpSubscription(
     position = await startPosition();
     let checkpointed = position;
     let checkpointedAt = Date.now();
+    /** Whether `checkpoint(false)` would write now: asked first, so a segment that needs none makes no promise. */
+    const checkpointDue = () => options.consumer !== undefined && position !== checkpointed && Date.now() - checkpointedAt >= checkpointEveryMs;
     const checkpoint = async (force: boolean) => {
       if (options.consumer === undefined || position === checkpointed) return;
       if (!force && Date.now() - checkpointedAt < checkpointEveryMs) return;
@@ -128,7 +130,7 @@ export function runCatchUpSubscription(
         }
         if (stopper.signal.aborted) return;
         position = segment.last;
-        await checkpoint(false);
+        if (checkpointDue()) await checkpoint(false);
       }
     };
     /** Reads the next page; while the store cannot be reached, waits and reads again (the subscription outlives an outage). */
