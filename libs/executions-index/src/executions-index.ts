@@ -139,7 +139,8 @@ export class ExecutionsIndex {
 
   /**
    * The next batch after `from` from what the subscription delivered, when that holds every execution event after
-   * `from` (up to the subscription's position); `undefined` when the store must be read.
+   * `from`; `undefined` when the store must be read. A batch from them ends at the last event taken: what lies
+   * beyond it (events of other streams, or ones not yet delivered) is read, so the checkpoint reaches the head.
    */
   private heardPage(from: number): ReadAllPage | undefined {
     if (this.subscription === undefined || from < this.heardAfter) return undefined;
@@ -147,12 +148,9 @@ export class ExecutionsIndex {
     while (folded < this.heard.length && this.heard[folded]!.position <= from) folded += 1;
     if (folded > 0) this.heard.splice(0, folded);
     this.heardAfter = from;
-    const through = this.subscription.position;
-    if (this.heard.length > this.batchSize) {
-      const events = this.heard.slice(0, this.batchSize);
-      return { events, lastPosition: events.at(-1)!.position };
-    }
-    return { events: [...this.heard], lastPosition: Math.max(from, through) };
+    if (this.heard.length === 0) return undefined;
+    const events = this.heard.slice(0, this.batchSize);
+    return { events, lastPosition: events.at(-1)!.position };
   }
 
   private hear(event: RecordedEvent): void {

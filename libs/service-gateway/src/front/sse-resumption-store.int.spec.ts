@@ -115,6 +115,27 @@ describe('the SSE resumption store (a SQLite file, sealed messages, a retention)
     expect(await replay(store, fresh)).toEqual([{ eventId: later, message: message(3) }]);
   });
 
+  it('given the index on stored_at an earlier version made, when the store opens the file, then it is dropped, and the sweep keeps a fresh row numbered from 1 and deletes it once old', async () => {
+    await open().close();
+    const file = new DatabaseSync(join(dir, 'mcp-streams.db'));
+    file.exec('CREATE INDEX sse_messages_stored_at ON sse_messages (stored_at)');
+    const sealed = cipher.seal(Buffer.from(JSON.stringify(message(1))), Buffer.from(`${SESSION}\u0000stream-a`));
+    file
+      .prepare('INSERT INTO sse_messages (seq, session_id, stream_id, stored_at, key_id, iv, tag, ciphertext, calls) VALUES (1, ?, ?, ?, ?, ?, ?, ?, NULL)')
+      .run(SESSION, 'stream-a', now, sealed.keyId, sealed.iv, sealed.tag, sealed.ciphertext);
+    file.close();
+
+    const store = open(HOUR);
+    const indexes = new DatabaseSync(join(dir, 'mcp-streams.db'), { readOnly: true });
+    expect(indexes.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'sse_messages' ORDER BY name").all()).toEqual([{ name: 'sse_messages_stream' }]);
+    indexes.close();
+    expect(await store.sweep()).toBe(0);
+    expect(await replay(store, 'stream-a.-1')).toEqual([{ eventId: 'stream-a.1', message: message(1) }]);
+    now += HOUR + 1;
+    expect(await store.sweep()).toBe(1);
+    expect(await store.holds(SESSION, 'stream-a')).toBe(false);
+  });
+
   it('given messages past the retention while the gateway was stopped, when it starts, then they are deleted before anything is served', async () => {
     const store = open(HOUR);
     const priming = await store.forSession(SESSION).storeEvent('stream-a', {} as JSONRPCMessage);
