@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Controller, Module, UseInterceptors, type CallHandler, type ExecutionContext, type INestMicroservice, type NestInterceptor } from '@nestjs/common';
+import { APP_INTERCEPTOR } from '@nestjs/core';
 import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { RecordedEvent } from '@oncegate/event-store';
@@ -52,6 +53,9 @@ class Intercepted {
 @Module({ controllers: [Plain, Intercepted] })
 class TestModule {}
 
+@Module({ controllers: [Plain, Intercepted], providers: [{ provide: APP_INTERCEPTOR, useClass: Noting }] })
+class GloballyInterceptedModule {}
+
 describe('event handlers called as their methods', () => {
   let dir: string;
   let store: SqliteEventStore;
@@ -89,9 +93,12 @@ describe('event handlers called as their methods', () => {
     expect(seen).toEqual(['dispatched execution-1', 'settled execution-2 by recorder', 'renamed execution-3', 'intercepted onAudited', 'audited execution-4']);
   });
 
-  it('given a global interceptor set after the app was made, then every handler goes through Nest and meets it', async () => {
-    app = await createEventStoreMicroservice(TestModule, transport, { logger: false });
-    app.useGlobalInterceptors(new Noting());
+  it.each([
+    ['set on the app after it was made', TestModule, (made: INestMicroservice) => void made.useGlobalInterceptors(new Noting())],
+    ['provided by a module (APP_INTERCEPTOR)', GloballyInterceptedModule, () => undefined],
+  ] as const)('given a global interceptor %s, then every handler goes through Nest and meets it', async (_how, module, addInterceptor) => {
+    app = await createEventStoreMicroservice(module, transport, { logger: false });
+    addInterceptor(app);
     await app.listen();
     await deliverAll();
     expect(seen).toEqual([

@@ -1,6 +1,6 @@
 import { Catch, type INestMicroservice, type LoggerService, type LogLevel, type RpcExceptionFilter } from '@nestjs/common';
 import { EXCEPTION_FILTERS_METADATA, GUARDS_METADATA, INTERCEPTORS_METADATA, PIPES_METADATA, ROUTE_ARGS_METADATA } from '@nestjs/common/constants';
-import { MetadataScanner, ModulesContainer, NestFactory } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, APP_PIPE, MetadataScanner, ModulesContainer, NestFactory } from '@nestjs/core';
 import { PATTERN_HANDLER_METADATA, PATTERN_METADATA } from '@nestjs/microservices/constants';
 import { throwError, type Observable } from 'rxjs';
 import type { RecordedEvent } from '@oncegate/event-store';
@@ -19,6 +19,9 @@ class ThrownAsIs implements RpcExceptionFilter<unknown> {
   }
 }
 
+/** Provider tokens of enhancers for every handler (Nest keeps each as `APP_GUARD (UUID: …)` and so on). */
+const GLOBAL_ENHANCER_TOKENS = [APP_GUARD, APP_INTERCEPTOR, APP_PIPE, APP_FILTER];
+
 /** The enhancers Nest applies around a handler; a handler with any of them goes through Nest's pipeline. */
 const ENHANCERS = [GUARDS_METADATA, INTERCEPTORS_METADATA, PIPES_METADATA, EXCEPTION_FILTERS_METADATA];
 /** `PatternHandler.EVENT` of `@nestjs/microservices`: an `@EventPattern` handler. */
@@ -35,7 +38,7 @@ const CONTEXT = 6;
  * a singleton controller, parameters that are the whole `@Payload()` or the `@Ctx()` — are called as their methods
  * (`directEventHandlers`): Nest's context, parameter pipes and exception zone cost several promises and closures per
  * event, and the embedded gateway delivers each call's events to five of them. A global guard, interceptor, pipe
- * or filter set on the returned app later sends every handler through Nest again.
+ * or filter — provided by a module, or set on the returned app later — sends every handler through Nest.
  */
 export async function createEventStoreMicroservice(
   module: Parameters<typeof NestFactory.createMicroservice>[0],
@@ -63,12 +66,16 @@ const GLOBAL_ENHANCER_SETTERS = new Set(['useGlobalGuards', 'useGlobalIntercepto
 
 /**
  * The `@EventPattern` handlers of the app's controllers that can be called as their methods, by event type. An
- * event type with more than one handler is left to Nest, which calls them in turn.
+ * event type with more than one handler is left to Nest, which calls them in turn; and none is when a module
+ * provides an enhancer for every handler (`APP_GUARD`, `APP_INTERCEPTOR`, `APP_PIPE`, `APP_FILTER`).
  */
 export function directEventHandlers(app: INestMicroservice): Map<string, DirectEventHandler> {
   const found = new Map<string, DirectEventHandler | null>();
   const scanner = new MetadataScanner();
-  for (const module of app.get(ModulesContainer).values()) {
+  const modules = [...app.get(ModulesContainer).values()];
+  const globalEnhancer = (token: unknown) => typeof token === 'string' && GLOBAL_ENHANCER_TOKENS.some((kind) => token === kind || token.startsWith(`${kind} `));
+  if (modules.some((module) => [...module.providers.keys()].some(globalEnhancer))) return new Map();
+  for (const module of modules) {
     for (const wrapper of module.controllers.values()) {
       const instance = wrapper.instance as Record<string, unknown> | undefined;
       const controller = wrapper.metatype as (new (...args: never[]) => unknown) | null;
