@@ -93,13 +93,14 @@ export function runCatchUpSubscription(
     position = await startPosition();
     let checkpointed = position;
     let checkpointedAt = Date.now();
-    /** Whether `checkpoint(false)` would write now: asked first, so a segment that needs none makes no promise. */
-    const checkpointDue = () => options.consumer !== undefined && position !== checkpointed && Date.now() - checkpointedAt >= checkpointEveryMs;
+    /** Whether `checkpoint(force)` writes now: asked first where most segments need none, so they make no promise. */
+    const checkpointDue = (force: boolean) =>
+      options.consumer !== undefined && position !== checkpointed && (force || Date.now() - checkpointedAt >= checkpointEveryMs);
     const checkpoint = async (force: boolean) => {
-      if (options.consumer === undefined || position === checkpointed) return;
-      if (!force && Date.now() - checkpointedAt < checkpointEveryMs) return;
+      if (!checkpointDue(force)) return;
       try {
-        await source.storeCheckpoint(options.consumer, position);
+        // Due only with a consumer (`checkpointDue`).
+        await source.storeCheckpoint(options.consumer!, position);
       } catch (error) {
         // A checkpoint only saves work at the next start: while the store cannot write, keep going and try later.
         if (error instanceof EventStoreUnavailableError) return;
@@ -130,7 +131,7 @@ export function runCatchUpSubscription(
         }
         if (stopper.signal.aborted) return;
         position = segment.last;
-        if (checkpointDue()) await checkpoint(false);
+        if (checkpointDue(false)) await checkpoint(false);
       }
     };
     /** Reads the next page; while the store cannot be reached, waits and reads again (the subscription outlives an outage). */

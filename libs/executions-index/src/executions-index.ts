@@ -153,6 +153,11 @@ export class ExecutionsIndex {
     return { events, lastPosition: events.at(-1)!.position };
   }
 
+  private forgetHeard(): void {
+    this.heard = [];
+    this.heardAfter = Number.POSITIVE_INFINITY;
+  }
+
   private hear(event: RecordedEvent): void {
     if (this.heard.length >= HEARD_LIMIT) {
       // Nobody is folding them here (another instance holds the claim, or the index cannot write): let them go.
@@ -191,22 +196,18 @@ export class ExecutionsIndex {
       // The subscription starts after a known position, so that what it delivers is known to be whole from there.
       const head = await this.store.headPosition().catch(() => undefined);
       if (this.stopped) return;
-      if (head !== undefined) {
-        this.heardAfter = head;
-        this.subscription = this.store.subscribeToAll(
-          (event) => {
-            this.hear(event);
-            this.poke();
-          },
-          { from: { after: head }, filter: EXECUTION_STREAMS },
-        );
-      } else {
-        this.subscription = this.store.subscribeToAll(() => this.poke(), { from: 'end', filter: EXECUTION_STREAMS });
-        this.heardAfter = Number.POSITIVE_INFINITY;
-      }
+      // Without the head, from its end: it only wakes the fold, which then reads.
+      this.heardAfter = head ?? Number.POSITIVE_INFINITY;
+      this.subscription = this.store.subscribeToAll(
+        (event) => {
+          if (head !== undefined) this.hear(event);
+          this.poke();
+        },
+        { from: head === undefined ? 'end' : { after: head }, filter: EXECUTION_STREAMS },
+      );
       this.subscription.done.catch((error: unknown) => {
         // A subscription that failed hears nothing more: batches are read from the store again.
-        this.heardAfter = Number.POSITIVE_INFINITY;
+        this.forgetHeard();
         this.options.onError?.(error);
       });
       await this.run();
@@ -248,8 +249,7 @@ export class ExecutionsIndex {
     this.wake?.();
     await this.subscription?.stop().catch(() => undefined);
     // Nothing is heard any more: a later catch-up (a rebuild) reads the store.
-    this.heard = [];
-    this.heardAfter = Number.POSITIVE_INFINITY;
+    this.forgetHeard();
     await this.running;
     await this.folding?.catch(() => undefined);
     if (this.claimedUntil > 0) await this.store.releaseClaim(INDEX_CLAIM, this.owner).catch(() => undefined);

@@ -243,11 +243,16 @@ export class EventStoreTransport extends Server implements CustomTransportStrate
   private async handle(event: RecordedEvent): Promise<HandlingOutcome> {
     // The first attempt alone, as nearly every event needs no more: the retries' closures are made only on a failure.
     try {
-      await (this.options.around ? this.options.around(event, () => this.invoke(event)) : this.invoke(event));
+      await this.attempt(event);
       return HANDLED;
     } catch (error) {
       return this.handleAgain(event, error);
     }
+  }
+
+  /** One attempt at the event, inside `around` when given (a trace span, say). */
+  private attempt(event: RecordedEvent): Promise<void> {
+    return this.options.around ? this.options.around(event, () => this.invoke(event)) : this.invoke(event);
   }
 
   /** Calls the event's handler once (and waits for the observable it may answer with). */
@@ -263,7 +268,7 @@ export class EventStoreTransport extends Server implements CustomTransportStrate
   private async handleAgain(event: RecordedEvent, firstError: unknown): Promise<HandlingOutcome> {
     const attempts = this.options.attempts ?? 5;
     const where = () => `${event.type} ${event.streamId}@${event.revision} (position ${event.position})`;
-    const run = () => (this.options.around ? this.options.around(event, () => this.invoke(event)) : this.invoke(event));
+    const run = () => this.attempt(event);
     for (let attempt = 1; ; attempt += 1) {
       try {
         await this.whenWritable(where, run, attempt === 1 ? { error: firstError } : undefined);

@@ -1,7 +1,7 @@
 export { EVENT_STORE, EventStoreModule } from './event-store.module';
 export type { EventStoreModuleOptions } from './event-store.module';
-export { createEventStoreMicroservice, directEventHandlers } from './event-store.microservice';
-export { EventStoreContext, EventStoreTransport, type DirectEventHandler } from './event-store.transport';
+export { createEventStoreMicroservice } from './event-store.microservice';
+export { EventStoreContext, EventStoreTransport } from './event-store.transport';
 export type { EventStoreTransportOptions } from './event-store.transport';
 export { foldParked, PARKED_EVENT_TYPES, ParkedReplayRefusal, readParked, requestReplay } from './parked-events';
 export type {
