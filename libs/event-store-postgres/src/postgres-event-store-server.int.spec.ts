@@ -97,6 +97,97 @@ describe('postgres: reads that follow its own commits', () => {
   });
 });
 
+describe('postgres: commits that their notifications carry', () => {
+  /** The reader's own statements, told from the writer's: `Pool.prototype.query` calls made on the reader's pool. */
+  const queriesOf = (store: EventStore, spy: { mock: { contexts: unknown[] } }) => spy.mock.contexts.filter((pool) => pool === (store as unknown as { pool: Pool }).pool).length;
+
+  it('given a subscriber in another store object, when a writer commits a group, then the subscriber and the reads after it get the group from the notification, field for field as the server has it', async () => {
+    const schema = freshSchema();
+    const [writer, reader] = [await open(schema), await open(schema)];
+    const received: RecordedEvent[] = [];
+    const subscription = reader.subscribeToAll((e) => void received.push(e), { from: 'end' });
+    await subscription.caughtUp;
+    // The first commit heard from a server process makes the reader ask the server whose it is.
+    await writer.appendToStream('warm', [event('Warm')]);
+    await eventually(() => received.length === 1, 'the first event is received');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const queries = vi.spyOn(Pool.prototype, 'query');
+    try {
+      const data = { text: 'é ✓ \u0000 "quoted" \\', nested: [{ deep: [1, 2.5, null, true] }], empty: {} };
+      const before = (await writer.appendToStream('s-1', [event('One', data), event('Two')])).position - 2;
+      await writer.appendMany([{ streamId: 's-2', events: [event('Three')] }, { streamId: 's-1', events: [event('Four')] }]);
+      await eventually(() => received.length === 5, 'the subscriber receives both groups');
+      const page = await reader.readAll({ after: before });
+      expect(queriesOf(reader, queries)).toBe(0);
+      expect(received.slice(1).map((e) => e.type)).toEqual(['One', 'Two', 'Three', 'Four']);
+      expect(page.events.map((e) => e.type)).toEqual(['One', 'Two', 'Three', 'Four']);
+      const fromServer = await openPostgresEventStore({ url: server.url(), schema });
+      opened.push(fromServer);
+      const stored = (await fromServer.readAll({ after: before })).events;
+      expect(page.events).toEqual(stored);
+      expect(received.slice(1)).toEqual(stored);
+      for (const e of received.slice(1)) expect(eventHash(e.prev, e)).toBe(e.hash);
+    } finally {
+      queries.mockRestore();
+      await subscription.stop();
+    }
+  });
+
+  it('given a group too large for a notification, when it commits, then the subscriber reads it from the server, whole and in order', async () => {
+    const schema = freshSchema();
+    const [writer, reader] = [await open(schema), await open(schema)];
+    const received: RecordedEvent[] = [];
+    const subscription = reader.subscribeToAll((e) => void received.push(e), { from: 'end' });
+    await subscription.caughtUp;
+    await writer.appendToStream('warm', [event('Warm')]);
+    await eventually(() => received.length === 1, 'the first event is received');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const queries = vi.spyOn(Pool.prototype, 'query');
+    try {
+      await writer.appendToStream('big', Array.from({ length: 5 }, (_, i) => event('Big', { i, padding: 'x'.repeat(2000) })));
+      await eventually(() => received.length === 6, 'the subscriber receives the large group');
+      expect(queriesOf(reader, queries)).toBeGreaterThan(0);
+      expect(received.slice(1).map((e) => (e.data as { i: number }).i)).toEqual([0, 1, 2, 3, 4]);
+    } finally {
+      queries.mockRestore();
+      await subscription.stop();
+    }
+  });
+
+  it('given a role that may connect but not write, when it notifies on the store\'s channel with events of its own making, then no reader keeps them', async () => {
+    const schema = freshSchema();
+    const [writer, reader] = [await open(schema), await open(schema)];
+    const received: RecordedEvent[] = [];
+    const subscription = reader.subscribeToAll((e) => void received.push(e), { from: 'end' });
+    await subscription.caughtUp;
+    const head = (await writer.appendToStream('real', [event('Real')])).position;
+    await eventually(() => received.length === 1, 'the real event is received');
+    const role = `forger_${randomBytes(4).toString('hex')}`;
+    await sql(`CREATE ROLE ${role} LOGIN; GRANT USAGE ON SCHEMA "${schema}" TO ${role}; GRANT SELECT ON ALL TABLES IN SCHEMA "${schema}" TO ${role}`);
+    const channel = `oncegate_events_${createHash('sha256').update(schema).digest('hex').slice(0, 24)}`;
+    const url = new URL(server.url());
+    url.username = role;
+    const forger = new Client({ connectionString: url.toString() });
+    await forger.connect();
+    try {
+      const forged = `${head + 1} Forged [${head},"2026-01-01T00:00:00.000Z",[["real",1,"forged-id","Forged",{"paid":true},{},"x","y"]]]`;
+      // Twice, the second after the reader has had time to ask who sent the first.
+      for (let i = 0; i < 2; i += 1) {
+        await forger.query('SELECT pg_notify($1, $2)', [channel, forged]);
+        await new Promise((resolve) => setTimeout(resolve, 300));
+      }
+      expect((await reader.readAll({ after: head })).events).toEqual([]);
+      expect(received.map((e) => e.type)).toEqual(['Real']);
+      await writer.appendToStream('real', [event('Next')]);
+      await eventually(() => received.length === 2, 'the next real event is received');
+      expect(received.map((e) => [e.type, e.position])).toEqual([['Real', head], ['Next', head + 1]]);
+    } finally {
+      await forger.end();
+      await subscription.stop();
+    }
+  });
+});
+
 describe('postgres: appends on the tips a store object saw', () => {
   const stateReads = (spy: { mock: { calls: unknown[][] } }) => spy.mock.calls.filter(([config]) => String((config as { text?: string })?.text ?? config).includes('json_agg')).length;
 

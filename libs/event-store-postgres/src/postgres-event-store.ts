@@ -105,10 +105,54 @@ function notifiedTypes(types: readonly string[]): string {
   return text.length < 7000 && !/[ ,]/.test([...new Set(types)].join('')) ? text : '*';
 }
 
+/** PostgreSQL refuses a notification payload of 8000 bytes or more (its default block size). */
+const NOTIFICATION_BYTES = 7999;
+
+/**
+ * A group's commit notification: `<last position> <types>`, then, when the whole of it fits, ` <the group's events>`
+ * — `[base, recordedAt, [[streamId, revision, id, type, data, metadata, prev, hash], …]]` with data and metadata the
+ * JSON texts stored — so that a listener learns the run of positions `(base, last]` without reading it.
+ */
+function commitNotification(head: number, base: number, recordedAt: string, rows: PlannedRows): string {
+  const types = notifiedTypes(rows.types);
+  const short = `${head} ${types}`;
+  if (types === '*') return short;
+  const events = rows.streamIds.map(
+    (streamId, i) =>
+      `[${JSON.stringify(streamId)},${rows.revisions[i]},${JSON.stringify(rows.ids[i])},${JSON.stringify(rows.types[i])},${rows.data[i]},${rows.metadata[i]},"${rows.prevs[i]}","${rows.hashes[i]}"]`,
+  );
+  const full = `${short} [${base},${JSON.stringify(recordedAt)},[${events.join(',')}]]`;
+  return Buffer.byteLength(full) <= NOTIFICATION_BYTES ? full : short;
+}
+
+/** The run of events a commit notification carries (see `commitNotification`), or `undefined` when it carries none or is not one. */
+function carriedEvents(last: number, text: string | undefined): { after: number; events: RecordedEvent[] } | undefined {
+  if (text === undefined) return undefined;
+  try {
+    const [base, recordedAt, rows] = JSON.parse(text) as [number, string, Array<[string, number, string, string, unknown, unknown, string, string]>];
+    if (!Number.isSafeInteger(base) || typeof recordedAt !== 'string' || !Array.isArray(rows) || rows.length !== last - base) return undefined;
+    const events = rows.map(([streamId, revision, id, type, data, metadata, prev, hash], i) => ({
+      streamId,
+      revision,
+      position: base + 1 + i,
+      id,
+      type,
+      data,
+      metadata,
+      recordedAt,
+      prev,
+      hash,
+    })) as RecordedEvent[];
+    return { after: base, events };
+  } catch {
+    return undefined;
+  }
+}
+
 /** Larger than any position, for reads with no scan limit. */
 const NO_LIMIT = Number.MAX_SAFE_INTEGER;
 
-/** How many of this process's latest committed events a store object keeps to answer forward reads. */
+/** How many of the latest committed events a store object keeps to answer forward reads. */
 const RECENT_LIMIT = 10_000;
 
 /**
@@ -117,6 +161,9 @@ const RECENT_LIMIT = 10_000;
  * the server costs about one.
  */
 const NOTIFIED_WAIT_MS = 20;
+
+/** How long a store object trusts what it learnt of the role behind a server process id (see `writerRoles`). */
+const WRITER_ROLE_TTL_MS = 60_000;
 
 /** How many streams' tips a store object keeps as guesses. */
 const TIPS_LIMIT = 10_000;
@@ -162,6 +209,8 @@ class PostgresCommitListener extends CommitListener<Client> {
     private readonly config: ClientConfig,
     private readonly channel: string,
     report: CommitReport,
+    /** Told the events a notification carries (as sent, by the server process `sender`), before the commit is reported. */
+    private readonly carried: (sender: number, last: number, events: string) => void,
   ) {
     super(report);
   }
@@ -171,10 +220,15 @@ class PostgresCommitListener extends CommitListener<Client> {
     client.on('error', () => this.lost(client));
     client.on('end', () => this.lost(client));
     client.on('notification', (message) => {
-      // `<last position> <type>,<type>…`; a bare position (a writer of an earlier version) names no types.
-      const [position, types] = (message.payload ?? '').split(' ', 2);
+      // `<last position> <type>,<type>… <events>` (see `commitNotification`); a bare position (a writer of an
+      // earlier version) names no types.
+      const payload = message.payload ?? '';
+      const [position, types] = payload.split(' ', 2);
       const last = Number(position);
-      this.report(Number.isSafeInteger(last) ? last : undefined, types === undefined || types === '*' ? undefined : types.split(','));
+      if (!Number.isSafeInteger(last)) return this.report(undefined);
+      const eventsAt = position!.length + (types?.length ?? 0) + 2;
+      if (payload.length > eventsAt) this.carried(message.processId, last, payload.slice(eventsAt));
+      this.report(last, types === undefined || types === '*' ? undefined : types.split(','));
     });
     try {
       await client.connect();
@@ -211,9 +265,9 @@ export class PostgresEventStore implements EventStore {
   private readonly schema: string;
   private readonly groups: GroupCommit<PendingAppend>;
   /**
-   * This process's latest commits as one complete run of positions `(after, last]` (no other writer's position lies
-   * in it), kept to answer a forward read that starts in it without a round trip, while nothing beyond `last` is
-   * known to be committed. At most {@link RECENT_LIMIT} events.
+   * The latest commits this object knows, as one complete run of positions `(after, last]` (every event in it kept):
+   * its own, and other processes' that their notifications carried. Kept to answer a forward read that starts in it
+   * without a round trip, while nothing beyond `last` is known to be committed. At most {@link RECENT_LIMIT} events.
    */
   private recent: { after: number; last: number; events: RecordedEvent[] } | undefined;
   /** The highest position this object knows is committed: its own commits, notifications, heads read. */
@@ -223,6 +277,13 @@ export class PostgresEventStore implements EventStore {
    * stream's tip for the next append, which then needs no read before its transaction (see `commitGroup`).
    */
   private readonly tips = new LRUCache<string, ChainTip>({ max: TIPS_LIMIT });
+  /**
+   * Whether the server process with this id serves a role that may insert into the events table: the events its
+   * notifications carry are kept only then (see `heardEvents`). Forgotten after {@link WRITER_ROLE_TTL_MS}, well
+   * before the operating system could give a process id to another connection.
+   */
+  private readonly writerRoles = new LRUCache<number, boolean>({ max: 1000, ttl: WRITER_ROLE_TTL_MS });
+  private readonly askingRoles = new Map<number, Promise<void>>();
   private closed = false;
   private readonly readAllStatements = new Map<string, string>();
 
@@ -263,10 +324,15 @@ export class PostgresEventStore implements EventStore {
       source: this,
       head: () => this.head(),
       listen: (report) =>
-        new PostgresCommitListener(listenerConfig, this.channel, (last, types) => {
-          if (last !== undefined) this.learnHead(last);
-          report(last, types);
-        }),
+        new PostgresCommitListener(
+          listenerConfig,
+          this.channel,
+          (last, types) => {
+            if (last !== undefined) this.learnHead(last);
+            report(last, types);
+          },
+          (sender, last, events) => this.heardEvents(sender, last, events),
+        ),
       pollIntervalMs: this.pollIntervalMs,
       closed: () => this.closed,
       // Every commit notifies, after it is durable, naming its event types.
@@ -431,7 +497,7 @@ export class PostgresEventStore implements EventStore {
         // record comes after the insert's, so once it is flushed the insert is durable, and only then are the
         // appends answered and the listeners told. Concurrent writers' flushes are shared by the server.
         // Prepared as well: the server parses and plans it once per connection, not once a group.
-        await client.query({ name: 'oncegate-notify', text: this.sql.notifyDurable, values: [this.channel, `${head} ${notifiedTypes(rows.types)}`] });
+        await client.query({ name: 'oncegate-notify', text: this.sql.notifyDurable, values: [this.channel, commitNotification(head, base, recordedAt, rows)] });
         committing = false;
         outcomes = shifted(outcomes, base);
         lastPosition = head;
@@ -457,10 +523,15 @@ export class PostgresEventStore implements EventStore {
     }
   }
 
-  /** Keeps a durable commit of this process for forward reads (see `recent`). */
+  /**
+   * Keeps a durable commit, this process's or one a notification carried, for forward reads (see `recent`): it
+   * extends the run kept when it follows it, replaces it when it is newer, and is dropped when the run kept reaches
+   * past it already (a notification heard after the commit's own answer, or after a later commit's).
+   */
   private remember(after: number, last: number, events: readonly RecordedEvent[]): void {
     this.learnHead(last);
     this.learnTips(events);
+    if (this.recent !== undefined && last <= this.recent.last) return;
     const recent = this.recent !== undefined && this.recent.last === after ? this.recent : { after, last, events: [] as RecordedEvent[] };
     recent.last = last;
     for (const event of events) recent.events.push(event);
@@ -469,6 +540,36 @@ export class PostgresEventStore implements EventStore {
       recent.after = dropped.at(-1)!.position;
     }
     this.recent = recent;
+  }
+
+  /**
+   * The events a commit notification carried, kept like this process's own commits (see `remember`), so that the
+   * reads the notification wakes are answered without a round trip. Any session of the database may notify on the
+   * store's channel, whatever its privileges, so the events are kept only when the server process that sent them
+   * serves a role that may insert into the events table (asked of the server once per process, see `writerRoles`);
+   * until that is known, and otherwise, the notification only wakes the readers, who read the server.
+   */
+  private heardEvents(sender: number, last: number, text: string): void {
+    const trusted = this.writerRoles.get(sender);
+    if (trusted === undefined) {
+      void this.askWriterRole(sender);
+      return;
+    }
+    if (!trusted) return;
+    const carried = carriedEvents(last, text);
+    if (carried !== undefined) this.remember(carried.after, last, carried.events);
+  }
+
+  private askWriterRole(sender: number): Promise<void> {
+    let asking = this.askingRoles.get(sender);
+    if (asking === undefined) {
+      asking = this.query<[boolean | null]>(this.sql.writerRole, [sender, `${quotedSchema(this.schema)}.events`])
+        .then(([row]) => void this.writerRoles.set(sender, row?.[0] === true))
+        .catch(() => undefined)
+        .finally(() => this.askingRoles.delete(sender));
+      this.askingRoles.set(sender, asking);
+    }
+    return asking;
   }
 
   /** Keeps the newest event seen of each stream as the guess of its tip (see `tips`). */
@@ -499,12 +600,14 @@ export class PostgresEventStore implements EventStore {
   }
 
   /**
-   * A forward read answered from this process's latest commits: it starts in their run and nothing beyond it is
-   * known to be committed, so the answer is what a read would have returned just after the last of them committed.
+   * A forward read answered from the latest commits kept: it starts in their run, before its end, and nothing beyond
+   * it is known to be committed, so the answer is what a read would have returned just after the last of them
+   * committed. A read from the run's end goes to the server: it would learn nothing from memory, and a caller
+   * polling the head would otherwise never leave its microtasks for the notifications that move it on.
    */
   private readRecent(after: number, maxCount: number, filter: EventFilter | undefined): ReadAllPage | undefined {
     const recent = this.recent;
-    if (recent === undefined || after < recent.after || after > recent.last || this.highestKnown > recent.last) return undefined;
+    if (recent === undefined || after < recent.after || after >= recent.last || this.highestKnown > recent.last) return undefined;
     const events: RecordedEvent[] = [];
     for (let index = after - recent.after; index < recent.events.length && events.length < maxCount; index += 1) {
       const event = recent.events[index]!;
@@ -991,6 +1094,8 @@ function statements(schema: string) {
     releaseLeases: `DELETE FROM ${schema}.leases WHERE holder = ANY($1::text[])`,
     readLease: `SELECT holder, expires_at FROM ${schema}.leases WHERE holder = $1`,
     releaseLease: `DELETE FROM ${schema}.leases WHERE holder = $1`,
+    /** Whether the server process `$1` serves a role that may insert into the table `$2` (no row: no such process). */
+    writerRole: `SELECT has_table_privilege(usename, $2, 'INSERT') FROM pg_stat_activity WHERE pid = $1 AND usename IS NOT NULL`,
     readLeases: `SELECT holder, expires_at FROM ${schema}.leases WHERE left(holder, length($1)) = $1 ORDER BY holder COLLATE "C"`,
     // Takes the claim when it is free, expired, or the owner's already; another owner's live claim is left alone.
     takeClaim: `WITH taken AS (
