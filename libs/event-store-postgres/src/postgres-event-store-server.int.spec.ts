@@ -101,16 +101,25 @@ describe('postgres: commits that their notifications carry', () => {
   /** The reader's own statements, told from the writer's: `Pool.prototype.query` calls made on the reader's pool. */
   const queriesOf = (store: EventStore, spy: { mock: { contexts: unknown[] } }) => spy.mock.contexts.filter((pool) => pool === (store as unknown as { pool: Pool }).pool).length;
 
-  it('given a subscriber in another store object, when a writer commits a group, then the subscriber and the reads after it get the group from the notification, field for field as the server has it', async () => {
+  /**
+   * A writer and a reader on a new schema, the reader subscribed from the end and past the writer's first event
+   * (`first`, on `stream`): the first commit heard from a server process makes the reader ask the server whose it is,
+   * and the pause lets that answer come.
+   */
+  async function followed(stream: string, first: string) {
     const schema = freshSchema();
     const [writer, reader] = [await open(schema), await open(schema)];
     const received: RecordedEvent[] = [];
     const subscription = reader.subscribeToAll((e) => void received.push(e), { from: 'end' });
     await subscription.caughtUp;
-    // The first commit heard from a server process makes the reader ask the server whose it is.
-    await writer.appendToStream('warm', [event('Warm')]);
+    const head = (await writer.appendToStream(stream, [event(first)])).position;
     await eventually(() => received.length === 1, 'the first event is received');
     await new Promise((resolve) => setTimeout(resolve, 100));
+    return { schema, writer, reader, received, subscription, head };
+  }
+
+  it('given a subscriber in another store object, when a writer commits a group, then the subscriber and the reads after it get the group from the notification, field for field as the server has it', async () => {
+    const { schema, writer, reader, received, subscription } = await followed('warm', 'Warm');
     const queries = vi.spyOn(Pool.prototype, 'query');
     try {
       const data = { text: 'é ✓ \u0000 "quoted" \\', nested: [{ deep: [1, 2.5, null, true] }], empty: {} };
@@ -134,14 +143,7 @@ describe('postgres: commits that their notifications carry', () => {
   });
 
   it('given a group too large for a notification, when it commits, then the subscriber reads it from the server, whole and in order', async () => {
-    const schema = freshSchema();
-    const [writer, reader] = [await open(schema), await open(schema)];
-    const received: RecordedEvent[] = [];
-    const subscription = reader.subscribeToAll((e) => void received.push(e), { from: 'end' });
-    await subscription.caughtUp;
-    await writer.appendToStream('warm', [event('Warm')]);
-    await eventually(() => received.length === 1, 'the first event is received');
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    const { writer, reader, received, subscription } = await followed('warm', 'Warm');
     const queries = vi.spyOn(Pool.prototype, 'query');
     try {
       await writer.appendToStream('big', Array.from({ length: 5 }, (_, i) => event('Big', { i, padding: 'x'.repeat(2000) })));
@@ -155,13 +157,7 @@ describe('postgres: commits that their notifications carry', () => {
   });
 
   it('given a role that may connect but not write, when it notifies on the store\'s channel with events of its own making, then no reader keeps them', async () => {
-    const schema = freshSchema();
-    const [writer, reader] = [await open(schema), await open(schema)];
-    const received: RecordedEvent[] = [];
-    const subscription = reader.subscribeToAll((e) => void received.push(e), { from: 'end' });
-    await subscription.caughtUp;
-    const head = (await writer.appendToStream('real', [event('Real')])).position;
-    await eventually(() => received.length === 1, 'the real event is received');
+    const { schema, writer, reader, received, subscription, head } = await followed('real', 'Real');
     const role = `forger_${randomBytes(4).toString('hex')}`;
     await sql(`CREATE ROLE ${role} LOGIN; GRANT USAGE ON SCHEMA "${schema}" TO ${role}; GRANT SELECT ON ALL TABLES IN SCHEMA "${schema}" TO ${role}`);
     const channel = `oncegate_events_${createHash('sha256').update(schema).digest('hex').slice(0, 24)}`;

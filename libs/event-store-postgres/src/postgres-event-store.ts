@@ -126,23 +126,13 @@ function commitNotification(head: number, base: number, recordedAt: string, rows
 }
 
 /** The run of events a commit notification carries (see `commitNotification`), or `undefined` when it carries none or is not one. */
-function carriedEvents(last: number, text: string | undefined): { after: number; events: RecordedEvent[] } | undefined {
-  if (text === undefined) return undefined;
+function carriedEvents(last: number, text: string): { after: number; events: RecordedEvent[] } | undefined {
   try {
-    const [base, recordedAt, rows] = JSON.parse(text) as [number, string, Array<[string, number, string, string, unknown, unknown, string, string]>];
+    const [base, recordedAt, rows] = JSON.parse(text) as [number, string, Array<[string, number, string, string, unknown, Record<string, unknown>, string, string]>];
     if (!Number.isSafeInteger(base) || typeof recordedAt !== 'string' || !Array.isArray(rows) || rows.length !== last - base) return undefined;
-    const events = rows.map(([streamId, revision, id, type, data, metadata, prev, hash], i) => ({
-      streamId,
-      revision,
-      position: base + 1 + i,
-      id,
-      type,
-      data,
-      metadata,
-      recordedAt,
-      prev,
-      hash,
-    })) as RecordedEvent[];
+    const events = rows.map(([streamId, revision, id, type, data, metadata, prev, hash], i) =>
+      toRecordedEvent([String(base + 1 + i), streamId, revision, id, type, data, metadata, recordedAt, prev, hash]),
+    );
     return { after: base, events };
   } catch {
     return undefined;
@@ -282,8 +272,12 @@ export class PostgresEventStore implements EventStore {
    * notifications carry are kept only then (see `heardEvents`). Forgotten after {@link WRITER_ROLE_TTL_MS}, well
    * before the operating system could give a process id to another connection.
    */
-  private readonly writerRoles = new LRUCache<number, boolean>({ max: 1000, ttl: WRITER_ROLE_TTL_MS });
-  private readonly askingRoles = new Map<number, Promise<void>>();
+  private readonly writerRoles = new LRUCache<number, boolean>({
+    max: 1000,
+    ttl: WRITER_ROLE_TTL_MS,
+    // Asked once per process id: concurrent fetches of one id share this query.
+    fetchMethod: async (sender) => (await this.query<[boolean]>(this.sql.writerRole, [sender, `${quotedSchema(this.schema)}.events`]))[0]?.[0] === true,
+  });
   private closed = false;
   private readonly readAllStatements = new Map<string, string>();
 
@@ -552,24 +546,12 @@ export class PostgresEventStore implements EventStore {
   private heardEvents(sender: number, last: number, text: string): void {
     const trusted = this.writerRoles.get(sender);
     if (trusted === undefined) {
-      void this.askWriterRole(sender);
+      this.writerRoles.fetch(sender).catch(() => undefined);
       return;
     }
     if (!trusted) return;
     const carried = carriedEvents(last, text);
     if (carried !== undefined) this.remember(carried.after, last, carried.events);
-  }
-
-  private askWriterRole(sender: number): Promise<void> {
-    let asking = this.askingRoles.get(sender);
-    if (asking === undefined) {
-      asking = this.query<[boolean | null]>(this.sql.writerRole, [sender, `${quotedSchema(this.schema)}.events`])
-        .then(([row]) => void this.writerRoles.set(sender, row?.[0] === true))
-        .catch(() => undefined)
-        .finally(() => this.askingRoles.delete(sender));
-      this.askingRoles.set(sender, asking);
-    }
-    return asking;
   }
 
   /** Keeps the newest event seen of each stream as the guess of its tip (see `tips`). */
