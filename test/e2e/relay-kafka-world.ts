@@ -332,6 +332,9 @@ export async function relayThroughOutage(world: RelayWorld, broker: LocalServer,
   let n = 0;
   const answered = { before: 0, during: 0, after: 0, failed: 0 };
   let phase: keyof typeof answered = 'before';
+  // Four agents calling on, each pausing between its calls: a steady trickle (some thirty calls a second) is what the
+  // outage must not stop, and a lag of a thousand-odd events what the relay must carry over it; calling flat out
+  // only made the run cost a core for the whole outage.
   const load = Promise.all(
     Array.from({ length: 4 }, async () => {
       while (!stop) {
@@ -339,6 +342,7 @@ export async function relayThroughOutage(world: RelayWorld, broker: LocalServer,
         const result = await client.callTool({ name: 'set_config', arguments: { name: `outage.key${i}`, value: `v${i}` } });
         if (result.isError || !DONE.includes(executionOf(result).state)) answered.failed += 1;
         else answered[phase] += 1;
+        await new Promise((resolve) => setTimeout(resolve, 100));
       }
     }),
   );
