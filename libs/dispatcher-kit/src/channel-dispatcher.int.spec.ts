@@ -184,6 +184,69 @@ describe('channel dispatcher: recording the outcome (SQLite store)', () => {
     expect(state.outcome).toMatchObject({ attempt: 2, source: 'response', targetStatus: 201 });
   });
 
+  /** `store` with its stream reads counted: another store object, as another process's would be (folds are kept per store). */
+  function countingReads(): { store: EventStore; reads: string[] } {
+    const reads: string[] = [];
+    const counting = new Proxy(store, {
+      get(target, key) {
+        if (key === 'readStream') return (...args: Parameters<EventStore['readStream']>) => (reads.push(args[0]), target.readStream(...args));
+        const value: unknown = Reflect.get(target, key, target);
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    return { store: counting, reads };
+  }
+
+  /** An execution written by another process (another store object), and its events as they are delivered here. */
+  async function writtenElsewhere(through: 'authorized' | 'dispatched', owner: string) {
+    const args = await sealed.seal('arguments', owner, Buffer.from('{}'));
+    const elsewhere = openSqliteEventStore({ file: join(dir, 'events.db') });
+    try {
+      const executionId = await givenExecution(elsewhere, systemClock, { through, argumentsRef: args.ref });
+      return { executionId, events: await store.readStream(executionStream(executionId)) };
+    } finally {
+      await elsewhere.close();
+    }
+  }
+
+  it('given an execution delivered from its first event, when it is authorized, then the dispatch is decided and its outcome recorded without reading the stream', async () => {
+    const { executionId, events } = await writtenElsewhere('authorized', 'ex_unread');
+    const counted = countingReads();
+    const dispatcher = new AnsweringDispatcher(counted.store, sealed);
+
+    dispatcher.onAccepted(events[0]!);
+    await dispatcher.onAuthorized(events[1]!);
+    await dispatcher.drain();
+
+    expect(counted.reads).toEqual([]);
+    expect((await store.readStream(executionStream(executionId))).map((event) => event.type)).toEqual(['ExecutionAccepted', 'ExecutionAuthorized', 'Dispatched', 'OutcomeObserved']);
+    expect((await loadExecution(store, executionId)).state).toMatchObject({ status: 'completed', outcome: { attempt: 1, targetStatus: 201 } });
+  });
+
+  it('given the stream moved on in another process while the attempt was out, when the answer comes, then the outcome decided on this process\'s fold conflicts, is decided again on what is read, and lands once', async () => {
+    const { executionId, events } = await writtenElsewhere('authorized', 'ex_moved');
+    const counted = countingReads();
+    const dispatcher = new HeldDispatcher(counted.store, sealed);
+    dispatcher.onAccepted(events[0]!);
+    await dispatcher.onAuthorized(events[1]!);
+    while (dispatcher.sending === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    // A sweeper in another process gives the attempt up for lost; this process hears nothing of it.
+    const elsewhere = openSqliteEventStore({ file: join(dir, 'events.db') });
+    try {
+      await runExecutionCommand(elsewhere, executionId, (s) => ({ type: 'RecordUnknownOutcome', executionId, now: new Date().toISOString() as never, attempt: s.attempts, reason: 'dispatcher_lost' }), { actor: 'service:attempt-sweeper' }, systemClock);
+    } finally {
+      await elsewhere.close();
+    }
+
+    dispatcher.releaseAll();
+    await dispatcher.drain();
+
+    // Read once, after the append on the fold was refused.
+    expect(counted.reads).toEqual([executionStream(executionId)]);
+    expect((await store.readStream(executionStream(executionId))).map((event) => event.type)).toEqual(['ExecutionAccepted', 'ExecutionAuthorized', 'Dispatched', 'OutcomeUnknown', 'OutcomeObserved']);
+    expect((await loadExecution(store, executionId)).state.outcome).toMatchObject({ attempt: 1, source: 'response', targetStatus: 201 });
+  });
+
   it('given dispatch_in_flight 2 and six authorized executions handled at once, then at most two attempts are in flight, and every one is sent once the others finish', async () => {
     const dispatcher = new HeldDispatcher(store, sealed);
     dispatcher.limitInFlight(2);

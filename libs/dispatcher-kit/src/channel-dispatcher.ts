@@ -1,9 +1,9 @@
 import { Logger } from '@nestjs/common';
 import { EventPattern, Payload } from '@nestjs/microservices';
 import type { ToolContract } from '@oncegate/contracts';
-import { awaitsLateReport, DomainError, earlierAttemptMayHaveActed, type DefiniteOutcome, type ExecutionCommand, type ExecutionId, type ExecutionState, type UnknownOutcomeReason } from '@oncegate/domain';
+import { awaitsLateReport, DomainError, earlierAttemptMayHaveActed, executionStream, type DefiniteOutcome, type ExecutionCommand, type ExecutionId, type ExecutionState, type UnknownOutcomeReason } from '@oncegate/domain';
 import { backoffMs, EventStoreClosedError, type EventStore, type RecordedEvent } from '@oncegate/event-store';
-import { executionAsOf, isoNow, loadExecution, runExecutionCommand, stepTakenAlready, type Clock, type InlineStep, type LoadedExecution } from '@oncegate/execution-journal';
+import { executionAsOf, foldRecorded, isoNow, loadExecution, runExecutionCommand, stepTakenAlready, type Clock, type InlineStep, type LoadedExecution } from '@oncegate/execution-journal';
 import { inSpan, processMetrics, SpanKind } from '@oncegate/host-operations';
 import { recoverExecution, type MarkerFinding, type TaskResumption } from '@oncegate/host-recovery';
 import type { SealedRef, SealedStore } from '@oncegate/sealed-store';
@@ -63,6 +63,16 @@ export abstract class ChannelDispatcher {
 
   private get actor(): string {
     return `service:dispatcher-${this.channel}`;
+  }
+
+  /**
+   * Folds the execution from its first event, reading nothing: the events are delivered in order, so when its
+   * `ExecutionAuthorized` follows at the next revision the fold holds it, and the dispatch is decided without reading
+   * the stream. A fold that cannot be extended (an event between them that this service does not take) is read then.
+   */
+  @EventPattern('ExecutionAccepted')
+  onAccepted(@Payload() event: RecordedEvent): void {
+    foldRecorded(this.store, event.metadata['executionId'] as ExecutionId, event);
   }
 
   /** The first attempt. */
@@ -172,7 +182,7 @@ export abstract class ChannelDispatcher {
         { fromCacheAsOf: cause },
       );
       if (outcome.appended.length === 0) return;
-      this.start(outcome.state, () => this.giveSlot());
+      this.start(outcome.state, () => this.giveSlot(), outcome.revision);
       started = true;
     } finally {
       if (!started) this.giveSlot();
@@ -197,11 +207,14 @@ export abstract class ChannelDispatcher {
     return { type: 'RecordDispatch', executionId: state.executionId!, now: isoNow(this.clock), dispatcherId: this.dispatcherId };
   }
 
-  /** Runs the attempt of a durable `Dispatched` of this dispatcher; `settled` once its outcome is recorded. */
-  private start(state: ExecutionState, settled?: () => void): void {
+  /**
+   * Runs the attempt of a durable `Dispatched` of this dispatcher; `settled` once its outcome is recorded.
+   * `dispatchedAt`: the revision of that `Dispatched` when this process's fold holds it (it appended it).
+   */
+  private start(state: ExecutionState, settled?: () => void, dispatchedAt?: number): void {
     const executionId = state.executionId!;
     // Not awaited: one slow target never holds up the events of other executions.
-    const running = this.run(state)
+    const running = this.run(state, dispatchedAt)
       .catch((error: unknown) => this.log.error(`${executionId}: recording the outcome failed: ${(error as Error).message}`))
       .finally(settled);
     this.inFlight.add(running);
@@ -263,7 +276,7 @@ export abstract class ChannelDispatcher {
     return true;
   }
 
-  private async run(state: ExecutionState): Promise<void> {
+  private async run(state: ExecutionState, dispatchedAt?: number): Promise<void> {
     const tool = this.tools.get(state.accepted!.toolName);
     const call = tool === undefined ? undefined : await this.prepared.get(state, tool);
     const timer = processMetrics().dispatchSeconds.startTimer({ channel: this.channel });
@@ -283,7 +296,7 @@ export abstract class ChannelDispatcher {
       made.kind === 'observed' && made.notSentReason !== undefined && earlierAttemptMayHaveActed(state) ? { kind: 'unknown', reason: 'not_sent_after_unknown' } : made;
     if (record !== made) this.log.warn(`${state.executionId}: attempt ${state.attempts} sent nothing (${made.kind === 'observed' ? made.notSentReason : ''}); attempt ${state.unknownOutcome!.attempt}'s outcome is still unknown`);
     if (record.kind === 'unknown') processMetrics().unknownOutcomes.inc({ channel: this.channel, reason: record.reason });
-    await this.record(state.executionId!, state.attempts, record);
+    await this.record(state.executionId!, state.attempts, record, dispatchedAt);
     // Settled: no attempt of it follows. After an unknown outcome, recovery may send it again from the same call.
     if (record.kind === 'observed') this.prepared.forget(state.executionId!);
   }
@@ -292,9 +305,10 @@ export abstract class ChannelDispatcher {
    * Records what the attempt came to. It must land: conflicts with other writers are re-decided on fresh state
    * without a cap, and any other failure (the store busy in another process, the disk full) is tried again
    * after a pause, until it lands — or, once the process is stopping, until a grace has passed (the attempt is
-   * then found lost and settled by its class).
+   * then found lost and settled by its class). With `dispatchedAt`, the fold that holds the attempt's `Dispatched`
+   * decides first, without reading: a stream that moved on since makes the append conflict, and it is read then.
    */
-  private async record(executionId: ExecutionId, attempt: number, record: AttemptRecord): Promise<void> {
+  private async record(executionId: ExecutionId, attempt: number, record: AttemptRecord, dispatchedAt?: number): Promise<void> {
     const sealed = record.kind === 'observed' ? await this.sealResult(executionId, attempt, record.result) : undefined;
     // Another instance may have given the attempt up for lost meanwhile (its lease looked expired while the store
     // was away): the answer is still recorded, as the evidence it is; a 'not sent' or unknown then adds nothing.
@@ -315,8 +329,9 @@ export abstract class ChannelDispatcher {
             resultRef: sealed!.ref,
             resultDigest: sealed!.digest,
           };
+    const options = dispatchedAt === undefined ? {} : { fromCacheAsOf: { streamId: executionStream(executionId), revision: dispatchedAt } };
     await this.untilItLands(executionId, attempt, () =>
-      runExecutionCommand(this.store, executionId, (s) => (stillDispatched(s) ? command() : undefined), { actor: this.actor }, this.clock),
+      runExecutionCommand(this.store, executionId, (s) => (stillDispatched(s) ? command() : undefined), { actor: this.actor }, this.clock, options),
     );
   }
 

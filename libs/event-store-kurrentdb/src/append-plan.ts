@@ -87,6 +87,7 @@ function planAppend(
   const results: AppendResult[] = [];
   let position = state.head;
   for (const entry of entries) {
+    const from = writes.length;
     const tip = state.tips.get(entry.streamId);
     if (!expectedRevisionHolds(entry.expected, tip?.revision)) throw new WrongExpectedRevisionError(entry.streamId, entry.expected, tip?.revision);
     const withIds = entry.events.map((event) => ({ ...event, id: event.id ?? newEventId() }));
@@ -113,7 +114,7 @@ function planAppend(
     });
     const last = links.at(-1)!;
     tips.set(entry.streamId, { revision: last.revision, hash: last.hash });
-    results.push({ streamId: entry.streamId, nextExpectedRevision: last.revision, position });
+    results.push({ streamId: entry.streamId, nextExpectedRevision: last.revision, position, events: writes.slice(from).map((write) => write.event) });
   }
   return { results, writes, tips, head: position };
 }

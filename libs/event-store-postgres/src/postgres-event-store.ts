@@ -971,6 +971,7 @@ function planAppend(entries: readonly SerialisedAppend[], state: GroupState): Pl
   const results: AppendResult[] = [];
   let position = state.head;
   for (const entry of entries) {
+    const from = events.length;
     const tip = state.tips.get(entry.streamId);
     const actual = tip?.revision;
     if (!expectedRevisionHolds(entry.expected, actual)) throw new WrongExpectedRevisionError(entry.streamId, entry.expected, actual);
@@ -1000,7 +1001,7 @@ function planAppend(entries: readonly SerialisedAppend[], state: GroupState): Pl
       texts.push({ data: event.data, metadata: event.metadata });
     });
     tips.set(entry.streamId, { revision, hash: prev });
-    results.push({ streamId: entry.streamId, nextExpectedRevision: revision, position });
+    results.push({ streamId: entry.streamId, nextExpectedRevision: revision, position, events: events.slice(from) });
   }
   for (const [streamId, tip] of tips) state.tips.set(streamId, tip);
   for (const id of ids) state.taken.add(id);
@@ -1010,13 +1011,15 @@ function planAppend(entries: readonly SerialisedAppend[], state: GroupState): Pl
 
 type GroupOutcome = { results: AppendResult[]; events: RecordedEvent[] } | { error: unknown };
 
+const moved = (event: RecordedEvent, base: number): RecordedEvent => ({ ...event, position: event.position + base });
+
 /** A group's outcomes planned from position 0, moved to the positions the insert took (`base` added). */
 function shifted(outcomes: readonly GroupOutcome[], base: number): GroupOutcome[] {
   return outcomes.map((outcome) =>
     'results' in outcome
       ? {
-          results: outcome.results.map((result) => ({ ...result, position: result.position + base })),
-          events: outcome.events.map((event) => ({ ...event, position: event.position + base })),
+          results: outcome.results.map((result) => ({ ...result, position: result.position + base, events: result.events.map((event) => moved(event, base)) })),
+          events: outcome.events.map((event) => moved(event, base)),
         }
       : outcome,
   );

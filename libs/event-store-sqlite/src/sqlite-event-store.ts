@@ -668,7 +668,7 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
           k += 1;
         });
         if (recorded.length > from) this.tails.committed(entry.streamId, recorded.slice(from));
-        results.push({ streamId: entry.streamId, nextExpectedRevision: revisions[n - 1]!, position: positions[n - 1]! });
+        results.push({ streamId: entry.streamId, nextExpectedRevision: revisions[n - 1]!, position: positions[n - 1]!, events: recorded.slice(from) });
       }
       pending.resolve(results);
     });

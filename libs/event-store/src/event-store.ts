@@ -58,6 +58,11 @@ export interface AppendResult {
   readonly nextExpectedRevision: number;
   /** Global position of the last appended event. */
   readonly position: number;
+  /**
+   * The events appended to this stream, as stored: what a read of them returns (positions, hashes, `recordedAt`).
+   * A writer that keeps a fold of the stream extends it with them instead of reading back what it wrote.
+   */
+  readonly events: readonly RecordedEvent[];
 }
 
 /** One stream's part of an {@link EventStore.appendMany} batch. */

@@ -93,8 +93,11 @@ export async function executionAsOf(store: EventStore, executionId: ExecutionId,
   return cachedHolding(store, executionId, event) ?? loadExecution(store, executionId);
 }
 
+/** An event of an execution's stream, by where it stands in it. */
+export type StreamEventAt = Pick<RecordedEvent, 'streamId' | 'revision'>;
+
 /** The cached fold when it holds `event` (an event of the execution's stream), else `undefined`. */
-function cachedHolding(store: EventStore, executionId: ExecutionId, event: RecordedEvent): LoadedExecution | undefined {
+function cachedHolding(store: EventStore, executionId: ExecutionId, event: StreamEventAt): LoadedExecution | undefined {
   const cached = cachedExecution(store, executionId);
   return cached?.revision !== undefined && event.streamId === executionStream(executionId) && cached.revision >= event.revision ? cached : undefined;
 }
@@ -191,7 +194,7 @@ export interface CommandOptions {
    * the loop then reads and decides again. A fold that does not hold the event is not used — it could decide that
    * there is nothing to do, which no conflict would ever correct.
    */
-  readonly fromCacheAsOf?: RecordedEvent;
+  readonly fromCacheAsOf?: StreamEventAt;
 }
 
 /** Commands of one process on one execution take turns; see `KeyedTurns`. */
@@ -227,7 +230,7 @@ async function decideAndAppend(
   context: AppendContext,
   clock: Clock,
   maxConflicts: number,
-  fromCacheAsOf: RecordedEvent | undefined,
+  fromCacheAsOf: StreamEventAt | undefined,
 ): Promise<CommandOutcome> {
   for (let conflicts = 0; ; conflicts += 1) {
     const cached = fromCacheAsOf !== undefined && conflicts === 0 ? cachedHolding(store, executionId, fromCacheAsOf) : undefined;
@@ -245,6 +248,9 @@ async function decideAndAppend(
       );
       let state = execution.state;
       for (const event of events) state = evolve(state, event);
+      // What this process wrote extends its fold (the events as stored): its next command on the execution decides
+      // on it without reading back what it wrote.
+      remember(foldsOf(store), { executionId, state, revision: result.nextExpectedRevision, events: [...execution.events, ...result.events] });
       return { state, revision: result.nextExpectedRevision, appended: events };
     } catch (error) {
       if (!(error instanceof WrongExpectedRevisionError) || conflicts >= maxConflicts) throw error;

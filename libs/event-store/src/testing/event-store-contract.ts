@@ -153,6 +153,24 @@ export function describeEventStoreContract<Location>(adapter: string, harness: E
         expect(await store.headPosition()).toBe(second.position);
       });
 
+      it(`${adapter}: the events an append answers with are the ones a read returns, whatever appends commit beside it`, async () => {
+        const { store } = await freshStore();
+        await store.appendToStream('execution-0', [event('Started', { n: 0 })]);
+        // Concurrent appends: the adapters that commit them together place each one's events after the others'.
+        const results = await Promise.all(
+          Array.from({ length: 12 }, (_, i) =>
+            store.appendToStream(`execution-${i % 4}`, [event('Step', { i, text: 'ünïcode ✓', nested: { a: [1, null] } }), event('Next', { i })]),
+          ),
+        );
+        const streams = await Promise.all([0, 1, 2, 3].map((n) => store.readStream(`execution-${n}`)));
+        const read = new Map(streams.flat().map((stored) => [stored.id, stored]));
+        for (const result of results) {
+          expect(result.events.map((answered) => answered.streamId)).toEqual([result.streamId, result.streamId]);
+          expect(result.events.at(-1)).toMatchObject({ revision: result.nextExpectedRevision, position: result.position });
+          for (const answered of result.events) expect(answered).toEqual(read.get(answered.id));
+        }
+      });
+
       it(`${adapter}: no_stream on an existing stream is refused with the facts and writes nothing`, async () => {
         const { store } = await freshStore();
         await store.appendToStream('s', [event('E')], { expectedRevision: 'no_stream' });
@@ -262,12 +280,14 @@ export function describeEventStoreContract<Location>(adapter: string, harness: E
           { streamId: 'execution-x', events: [event('A'), event('B')], expectedRevision: 0 },
           { streamId: 'other', events: [event('O')] },
         ]);
-        expect(results).toEqual([
+        expect(results.map(({ events: _, ...result }) => result)).toEqual([
           { streamId: 'intent-a', nextExpectedRevision: 0, position: head + 1 },
           { streamId: 'execution-x', nextExpectedRevision: 2, position: head + 3 },
           { streamId: 'other', nextExpectedRevision: 0, position: head + 4 },
         ]);
         const page = await store.readAll({ after: head });
+        // Each result holds its entry's events as stored, field for field.
+        expect(results.flatMap((result) => result.events)).toEqual(page.events);
         expect(page.events.map((e) => `${e.position}:${e.streamId}:${e.revision}:${e.type}`)).toEqual([
           `${head + 1}:intent-a:0:IntentClaimed`,
           `${head + 2}:execution-x:1:A`,
