@@ -8,10 +8,10 @@ import { executionStream, type ExecutionState } from '@oncegate/domain';
 import type { EventStore } from '@oncegate/event-store';
 import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-store-sqlite';
 import { loadExecution, runExecutionCommand, systemClock } from '@oncegate/execution-journal';
-import { SqliteSealedStore } from '@oncegate/sealed-store';
+import { SqliteSealedStore, type SealedStore } from '@oncegate/sealed-store';
 import { givenExecution } from '@oncegate/host-recovery/testing';
 import { ChannelDispatcher, textResult, type AttemptRecord } from './channel-dispatcher';
-import type { PreparedCall } from '@oncegate/service-host';
+import { PreparedCalls, type PreparedCall } from '@oncegate/service-host';
 
 const TOOL: ToolContract = parseContractFile(
   `version: 1
@@ -30,8 +30,8 @@ tools:
 
 /** A channel whose attempt always comes back with the target's 201: what is under test is the recording. */
 class AnsweringDispatcher extends ChannelDispatcher {
-  constructor(store: EventStore, sealed: SqliteSealedStore) {
-    super('http', store, new Map([[TOOL.name, TOOL]]), sealed, 'dispatcher-http@test', systemClock);
+  constructor(store: EventStore, sealed: SealedStore, prepared?: PreparedCalls) {
+    super('http', store, new Map([[TOOL.name, TOOL]]), sealed, 'dispatcher-http@test', systemClock, prepared);
   }
 
   protected override async attempt(_state: ExecutionState, _call: PreparedCall): Promise<AttemptRecord> {
@@ -221,6 +221,35 @@ describe('channel dispatcher: recording the outcome (SQLite store)', () => {
     expect(counted.reads).toEqual([]);
     expect((await store.readStream(executionStream(executionId))).map((event) => event.type)).toEqual(['ExecutionAccepted', 'ExecutionAuthorized', 'Dispatched', 'OutcomeObserved']);
     expect((await loadExecution(store, executionId)).state).toMatchObject({ status: 'completed', outcome: { attempt: 1, targetStatus: 201 } });
+  });
+
+  it('given an execution of its channel accepted, when it is authorized, then its call was prepared meanwhile and the dispatch opens no sealed blob; a denied one is forgotten', async () => {
+    const opened: string[] = [];
+    const countingSealed = new Proxy(sealed, {
+      get(target, key) {
+        if (key === 'open') return (ref: string) => (opened.push(ref), target.open(ref));
+        const value: unknown = Reflect.get(target, key, target);
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    const prepared = new PreparedCalls(countingSealed);
+    const dispatcher = new AnsweringDispatcher(countingReads().store, countingSealed, prepared);
+    const sent = await writtenElsewhere('authorized', 'ex_prepared');
+    dispatcher.onAccepted(sent.events[0]!);
+    await vi.waitFor(() => expect(opened).toHaveLength(1));
+    expect(prepared.size).toBe(1);
+    await dispatcher.onAuthorized(sent.events[1]!);
+    await dispatcher.drain();
+    // Opened once, before the authorization came; the settled call is forgotten.
+    expect(opened).toHaveLength(1);
+    expect(prepared.size).toBe(0);
+    expect((await loadExecution(store, sent.executionId)).state.status).toBe('completed');
+
+    const denied = await writtenElsewhere('authorized', 'ex_denied');
+    dispatcher.onAccepted(denied.events[0]!);
+    await vi.waitFor(() => expect(prepared.size).toBe(1));
+    dispatcher.onDenied({ ...denied.events[1]!, type: 'ExecutionDenied' });
+    expect(prepared.size).toBe(0);
   });
 
   it('given the stream moved on in another process while the attempt was out, when the answer comes, then the outcome decided on this process\'s fold conflicts, is decided again on what is read, and lands once', async () => {

@@ -69,10 +69,22 @@ export abstract class ChannelDispatcher {
    * Folds the execution from its first event, reading nothing: the events are delivered in order, so when its
    * `ExecutionAuthorized` follows at the next revision the fold holds it, and the dispatch is decided without reading
    * the stream. A fold that cannot be extended (an event between them that this service does not take) is read then.
+   * A call of this channel is prepared meanwhile (its arguments opened from the sealed store), so that its dispatch
+   * waits for no read either; a denial forgets it, and the prepared calls are bounded all the same.
    */
   @EventPattern('ExecutionAccepted')
   onAccepted(@Payload() event: RecordedEvent): void {
-    foldRecorded(this.store, event.metadata['executionId'] as ExecutionId, event);
+    const state = foldRecorded(this.store, event.metadata['executionId'] as ExecutionId, event)?.state;
+    if (state?.status !== 'accepted' || state.accepted?.channel !== this.channel) return;
+    const tool = this.tools.get(state.accepted.toolName);
+    // A call that cannot be prepared is not kept; its dispatch, if it comes, prepares it again and says why.
+    if (tool !== undefined) void this.prepared.get(state, tool);
+  }
+
+  /** A denied call is never sent: what was prepared for it goes. */
+  @EventPattern('ExecutionDenied')
+  onDenied(@Payload() event: RecordedEvent): void {
+    this.prepared.forget(event.metadata['executionId'] as ExecutionId);
   }
 
   /** The first attempt. */

@@ -82,8 +82,14 @@ export class AuthorizationController implements OnApplicationBootstrap, OnApplic
   private async verdictOn(state: ExecutionState, sessionId: string | undefined): Promise<ExecutionCommand> {
     const executionId = state.executionId!;
     const { actor, runId } = state.accepted!;
-    const run = runId === null ? null : await this.runFacts(runId, actor, sessionId);
-    const verdict = climbLadder(await this.factsOf(state, run, await this.vault.refresh()));
+    const tool = this.tools.get(state.accepted!.toolName);
+    // The run, the vault and the request the call renders to are read at once: none depends on another.
+    const [run, vault, target] = await Promise.all([
+      runId === null ? null : this.runFacts(runId, actor, sessionId),
+      this.vault.refresh(),
+      tool === undefined ? undefined : this.targetOf(state, tool),
+    ]);
+    const verdict = climbLadder(this.factsOf(state, run, vault, tool, target));
     this.log.debug(`${executionId}: ${describeVerdict(verdict)}`);
     const now = isoNow(this.clock);
     return verdict.kind === 'deny'
@@ -206,9 +212,14 @@ export class AuthorizationController implements OnApplicationBootstrap, OnApplic
     return { runId, actor: run.actor, ended: run.ended !== null, grantedTools: grantedTools(run) };
   }
 
-  private async factsOf(state: ExecutionState, run: RunFacts | null, vault: VaultState): Promise<LadderFacts> {
+  private factsOf(
+    state: ExecutionState,
+    run: RunFacts | null,
+    vault: VaultState,
+    tool: ToolContract | undefined,
+    target: Awaited<ReturnType<AuthorizationController['targetOf']>> | undefined,
+  ): LadderFacts {
     const accepted = state.accepted!;
-    const tool = this.tools.get(accepted.toolName);
     const facts = {
       actor: accepted.actor,
       tool: accepted.toolName,
@@ -217,10 +228,9 @@ export class AuthorizationController implements OnApplicationBootstrap, OnApplic
       policy: this.policy.decide(accepted.actor, accepted.toolName),
       toolPerUseApproval: tool?.approval === 'per_use',
     };
-    if (tool === undefined) {
+    if (tool === undefined || target === undefined) {
       return { ...facts, targetProblem: `tool ${accepted.toolName} is no longer in the contract file`, credential: null };
     }
-    const target = await this.targetOf(state, tool);
     if (typeof target === 'string') return { ...facts, targetProblem: target, credential: null };
     const ref = tool.credentialRef;
     if (ref === null) return { ...facts, targetProblem: null, credential: null };
