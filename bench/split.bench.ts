@@ -1,11 +1,11 @@
-import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { Client as PgClient } from 'pg';
 import { servedTogether, startLocalDeployment, startService, type LocalDeployment, type LocalService, type ServiceProcess } from '@oncegate/deploy-local';
 import { startDemoTargetProcess } from '../test/support/demo-target-process';
-import { freePort, gatewayFolder, startGatewayProcess } from '../test/support/gateway-process';
+import { freePort, gatewayFolder, startGatewayProcess, type GatewayFolder } from '../test/support/gateway-process';
 import { startPostgres } from '../test/support/postgres';
 import { allowedCores, coreLoad, coreTimes, groupCpuSeconds, pinToCores, tasksetAvailable, type CoreLoad } from './cpu';
 import { drive, mcpClients, procStats, type Call } from './gateway-support';
@@ -28,7 +28,10 @@ import { machineLine, ms, percentile, printTable } from './table';
  * decides in the commit that accepts a call): the gateway with authorization and result-delivery beside it and the
  * HTTP dispatchers apart (1 and 3, the same phases), and all four in one process, at concurrency 1.
  *
- * `npm run bench -- split [--calls N] [--concurrency N] [--cap N] [--delay MS] [--no-fsync] [--pin]`
+ * `--against <checkout> [--rounds N]`: only what the layout adds at concurrency 1, this build against another's
+ * (`concurrencyOneAgainst`).
+ *
+ * `npm run bench -- split [--calls N] [--concurrency N] [--cap N] [--delay MS] [--no-fsync] [--pin] [--against <checkout> [--rounds N]]`
  */
 export async function run(argv: string[]): Promise<void> {
   const { values } = parseArgs({
@@ -40,6 +43,8 @@ export async function run(argv: string[]): Promise<void> {
       delay: { type: 'string' },
       'no-fsync': { type: 'boolean' },
       pin: { type: 'boolean' },
+      against: { type: 'string' },
+      rounds: { type: 'string' },
     },
   });
   const calls = Number(values.calls ?? 600);
@@ -174,6 +179,10 @@ export async function run(argv: string[]): Promise<void> {
   let splitRest: Rest | undefined;
   const perCall: Array<Record<string, string | number>> = [];
   try {
+    if (values.against !== undefined) {
+      await concurrencyOneAgainst(resolve(values.against), Number(values.rounds ?? 3), Number(values.calls ?? 400), { folder, env, storeUrl, call, writeConfig: () => writeFileSync(folder.configFile, baseConfig) });
+      return;
+    }
     // The embedded gateway: at concurrency 1, then at the split phases' concurrency for its CPU per call.
     writeFileSync(folder.configFile, baseConfig);
     const embedded = await startGatewayProcess(folder, env);
@@ -425,4 +434,108 @@ function aims(run: {
     `${run.embeddedSingle.machine.busyPercent.toFixed(0)} % busy with the embedded gateway and ${run.splitSingle.machine.busyPercent.toFixed(0)} % with the split layout, ` +
     `whose call cost ${three(run.splitSingle).toFixed(1)} ms of CPU against the embedded one's ${three(run.embeddedSingle).toFixed(1)} ms)\n`;
   return cpuAim + scalingAim + latencyAim;
+}
+
+/**
+ * `--against <checkout>`: what the split layout adds at concurrency 1, this checkout's build against another's (built,
+ * its packages installed), in alternating rounds on the same server and target, each round with this checkout's
+ * embedded gateway as the reference. Each layout's call also shows its hops: the median time from one service's
+ * event to the next one's (`recordedAt`, taken as each commit starts), read from the journal.
+ */
+async function concurrencyOneAgainst(
+  other: string,
+  rounds: number,
+  calls: number,
+  setup: { folder: GatewayFolder; env: NodeJS.ProcessEnv; storeUrl: string; call: (clients: Awaited<ReturnType<typeof mcpClients>>) => Call; writeConfig: () => void },
+): Promise<void> {
+  for (const needed of ['bin/oncegate.mjs', 'dist/apps/authorization/main.js', 'dist/apps/dispatcher-http/main.js', 'dist/apps/result-delivery/main.js']) {
+    if (!existsSync(join(other, needed))) throw new Error(`split --against: ${join(other, needed)} is missing (a checkout with its packages installed and \`npm run build\` run in it)`);
+  }
+  const { folder, env, storeUrl, call } = setup;
+  setup.writeConfig();
+  const builds = [
+    { name: 'this checkout', checkout: undefined },
+    { name: other, checkout: other },
+  ];
+  const hopsOf = async (after: number): Promise<Map<string, number>> => {
+    const client = new PgClient({ connectionString: storeUrl });
+    await client.connect();
+    try {
+      const { rows } = await client.query<{ stream_id: string; type: string; recorded_at: string }>(
+        "SELECT stream_id, type, recorded_at FROM oncegate.events WHERE position > $1 AND stream_id LIKE 'execution-%' ORDER BY position",
+        [after],
+      );
+      const last = new Map<string, { type: string; at: number }>();
+      const gaps = new Map<string, number[]>();
+      for (const row of rows) {
+        const at = Date.parse(row.recorded_at);
+        const before = last.get(row.stream_id);
+        if (before !== undefined) gaps.set(`${before.type}→${row.type}`, [...(gaps.get(`${before.type}→${row.type}`) ?? []), at - before.at]);
+        last.set(row.stream_id, { type: row.type, at });
+      }
+      return new Map([...gaps].map(([hop, values]) => [hop, percentile(values.sort((a, b) => a - b), 50)]));
+    } finally {
+      await client.end();
+    }
+  };
+  const head = async (): Promise<number> => {
+    const client = new PgClient({ connectionString: storeUrl });
+    await client.connect();
+    try {
+      return Number((await client.query<{ head: string }>('SELECT coalesce(max(position), 0)::text AS head FROM oncegate.events')).rows[0]!.head);
+    } finally {
+      await client.end();
+    }
+  };
+  const rows: Array<Record<string, string | number>> = [];
+  const added = new Map<string, number[]>(builds.map((build) => [build.name, []]));
+  for (let round = 1; round <= rounds; round += 1) {
+    const embedded = await startGatewayProcess(folder, env);
+    const embeddedClients = await mcpClients(embedded.url, 1, embedded.devToken);
+    await drive(call(embeddedClients), 1, 30);
+    const reference = await drive(call(embeddedClients), 1, calls);
+    await Promise.all(embeddedClients.map((client) => client.close()));
+    await embedded.stop();
+    rows.push({ round, layout: 'embedded (this checkout)', 'p50 ms': ms(percentile(reference.samples, 50)), 'mean ms': ms(mean(reference.samples)), 'added p50 ms': '', hops: '' });
+    // Alternating which build goes first, so that neither always follows the embedded gateway.
+    for (const build of round % 2 === 1 ? builds : [...builds].reverse()) {
+      const deployment = await startLocalDeployment({
+        configFile: folder.configFile,
+        cwd: folder.dir,
+        env,
+        gatewayPorts: [await freePort()],
+        layout: { gateway: 1, authorization: 1, 'dispatcher-http': 1, 'dispatcher-ssh': 0, 'result-delivery': 1, sealer: 0 },
+        ...(build.checkout === undefined ? {} : { checkout: build.checkout }),
+      });
+      try {
+        const gateway = deployment.of('gateway')[0]!;
+        const clients = await mcpClients(gateway.url!, 1, gateway.devToken);
+        await drive(call(clients), 1, 30);
+        const from = await head();
+        const split = await drive(call(clients), 1, calls);
+        await Promise.all(clients.map((client) => client.close()));
+        const hops = await hopsOf(from);
+        const more = percentile(split.samples, 50) - percentile(reference.samples, 50);
+        added.get(build.name)!.push(more);
+        rows.push({
+          round,
+          layout: `split, ${build.name}`,
+          'p50 ms': ms(percentile(split.samples, 50)),
+          'mean ms': ms(mean(split.samples)),
+          'added p50 ms': more.toFixed(2),
+          hops: ['ExecutionAccepted→ExecutionAuthorized', 'ExecutionAuthorized→Dispatched', 'Dispatched→OutcomeObserved'].map((hop) => `${hops.get(hop) ?? '-'}`).join(' / '),
+        });
+      } finally {
+        await deployment.stop();
+      }
+    }
+  }
+  console.log(`\nSplit layout at concurrency 1, this checkout against ${other} — ${machineLine()}, ${calls} calls a layout a round`);
+  printTable('each round: p50 and mean, what the split adds over the embedded gateway of the round, the hops (ms: accepted→authorized / authorized→dispatched / dispatched→outcome, medians of recordedAt)', rows);
+  const median = (values: number[]) => percentile([...values].sort((a, b) => a - b), 50);
+  printTable('over the rounds', builds.map((build) => ({ build: build.name, 'median added p50 ms': median(added.get(build.name)!).toFixed(2), 'each round': added.get(build.name)!.map((value) => value.toFixed(2)).join(' / ') })));
+}
+
+function mean(values: readonly number[]): number {
+  return values.reduce((sum, value) => sum + value, 0) / values.length;
 }

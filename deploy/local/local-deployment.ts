@@ -1,16 +1,19 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const LAUNCHER = fileURLToPath(new URL('../../bin/oncegate.mjs', import.meta.url));
+/** This checkout: whose build the services run unless told another (`ServiceOptions.checkout`). */
+const CHECKOUT = fileURLToPath(new URL('../../', import.meta.url));
+const LAUNCHER = join(CHECKOUT, 'bin/oncegate.mjs');
 
 /**
  * How a service's process starts: each service but the gateway is an app of its own (`npm run build` writes
  * dist/apps/<service>/main.js); the gateway's app is the CLI, whose `serve gateway` runs the MCP front alone.
  */
-function serviceCommand(service: LocalService): string[] {
-  if (service === 'gateway') return [LAUNCHER, 'serve', 'gateway'];
-  return [fileURLToPath(new URL(`../../dist/apps/${service}/main.js`, import.meta.url))];
+function serviceCommand(service: LocalService, checkout = CHECKOUT): string[] {
+  if (service === 'gateway') return [join(checkout, 'bin/oncegate.mjs'), 'serve', 'gateway'];
+  return [join(checkout, `dist/apps/${service}/main.js`)];
 }
 const START_TIMEOUT_MS = 60_000;
 /** How long a stopping process may take before it is killed (a service that stops drains what it holds first). */
@@ -70,6 +73,8 @@ export interface ServiceOptions {
   readonly cwd?: string;
   /** A gateway's port (`ONCEGATE_PORT`). */
   readonly port?: number;
+  /** The checkout whose build runs (its `bin/` and `dist/apps/`): by default this one; another version's to compare. */
+  readonly checkout?: string;
 }
 
 /**
@@ -83,7 +88,7 @@ export function servedTogether(services: readonly LocalService[]): ServiceComman
 /** Starts a service as its own process and waits until it says it runs. */
 export async function startService(what: LocalService | ServiceCommand, options: ServiceOptions): Promise<ServiceProcess> {
   const service = typeof what === 'string' ? what : what.name;
-  const command = typeof what === 'string' ? serviceCommand(what) : what.command;
+  const command = typeof what === 'string' ? serviceCommand(what, options.checkout) : what.command;
   const env = { ...process.env, ...options.env, ...(options.port === undefined ? {} : { ONCEGATE_PORT: String(options.port) }) };
   const child = spawn(process.execPath, [...command, '--config', options.configFile], {
     cwd: options.cwd,
