@@ -184,17 +184,29 @@ describe('channel dispatcher: recording the outcome (SQLite store)', () => {
     expect(state.outcome).toMatchObject({ attempt: 2, source: 'response', targetStatus: 201 });
   });
 
-  /** `store` with its stream reads counted: another store object, as another process's would be (folds are kept per store). */
-  function countingReads(): { store: EventStore; reads: string[] } {
-    const reads: string[] = [];
-    const counting = new Proxy(store, {
-      get(target, key) {
-        if (key === 'readStream') return (...args: Parameters<EventStore['readStream']>) => (reads.push(args[0]), target.readStream(...args));
-        const value: unknown = Reflect.get(target, key, target);
-        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+  /**
+   * `target` with the first argument of each call of its `method` noted in `calls`: another object (a store's folds
+   * are kept per store object, as another process's would be).
+   */
+  function counting<T extends object>(target: T, method: keyof T, calls: unknown[]): T {
+    return new Proxy(target, {
+      get(object, key) {
+        const value: unknown = Reflect.get(object, key, object);
+        if (typeof value !== 'function') return value;
+        const bound = (value as (...args: unknown[]) => unknown).bind(object);
+        return key === method ? (...args: unknown[]) => (calls.push(args[0]), bound(...args)) : bound;
       },
     });
-    return { store: counting, reads };
+  }
+
+  /** An execution written elsewhere, delivered here from its first event to its authorization; the stream reads noted. */
+  async function deliveredTo<D extends ChannelDispatcher>(make: (store: EventStore) => D, owner: string) {
+    const { executionId, events } = await writtenElsewhere('authorized', owner);
+    const reads: string[] = [];
+    const dispatcher = make(counting(store, 'readStream', reads));
+    dispatcher.onAccepted(events[0]!);
+    await dispatcher.onAuthorized(events[1]!);
+    return { executionId, dispatcher, reads };
   }
 
   /** An execution written by another process (another store object), and its events as they are delivered here. */
@@ -210,30 +222,19 @@ describe('channel dispatcher: recording the outcome (SQLite store)', () => {
   }
 
   it('given an execution delivered from its first event, when it is authorized, then the dispatch is decided and its outcome recorded without reading the stream', async () => {
-    const { executionId, events } = await writtenElsewhere('authorized', 'ex_unread');
-    const counted = countingReads();
-    const dispatcher = new AnsweringDispatcher(counted.store, sealed);
-
-    dispatcher.onAccepted(events[0]!);
-    await dispatcher.onAuthorized(events[1]!);
+    const { executionId, dispatcher, reads } = await deliveredTo((counted) => new AnsweringDispatcher(counted, sealed), 'ex_unread');
     await dispatcher.drain();
 
-    expect(counted.reads).toEqual([]);
+    expect(reads).toEqual([]);
     expect((await store.readStream(executionStream(executionId))).map((event) => event.type)).toEqual(['ExecutionAccepted', 'ExecutionAuthorized', 'Dispatched', 'OutcomeObserved']);
     expect((await loadExecution(store, executionId)).state).toMatchObject({ status: 'completed', outcome: { attempt: 1, targetStatus: 201 } });
   });
 
   it('given an execution of its channel accepted, when it is authorized, then its call was prepared meanwhile and the dispatch opens no sealed blob; a denied one is forgotten', async () => {
-    const opened: string[] = [];
-    const countingSealed = new Proxy(sealed, {
-      get(target, key) {
-        if (key === 'open') return (ref: string) => (opened.push(ref), target.open(ref));
-        const value: unknown = Reflect.get(target, key, target);
-        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
-      },
-    });
+    const opened: unknown[] = [];
+    const countingSealed = counting<SealedStore>(sealed, 'open', opened);
     const prepared = new PreparedCalls(countingSealed);
-    const dispatcher = new AnsweringDispatcher(countingReads().store, countingSealed, prepared);
+    const dispatcher = new AnsweringDispatcher(counting(store, 'readStream', []), countingSealed, prepared);
     const sent = await writtenElsewhere('authorized', 'ex_prepared');
     dispatcher.onAccepted(sent.events[0]!);
     await vi.waitFor(() => expect(opened).toHaveLength(1));
@@ -253,11 +254,7 @@ describe('channel dispatcher: recording the outcome (SQLite store)', () => {
   });
 
   it('given the stream moved on in another process while the attempt was out, when the answer comes, then the outcome decided on this process\'s fold conflicts, is decided again on what is read, and lands once', async () => {
-    const { executionId, events } = await writtenElsewhere('authorized', 'ex_moved');
-    const counted = countingReads();
-    const dispatcher = new HeldDispatcher(counted.store, sealed);
-    dispatcher.onAccepted(events[0]!);
-    await dispatcher.onAuthorized(events[1]!);
+    const { executionId, dispatcher, reads } = await deliveredTo((counted) => new HeldDispatcher(counted, sealed), 'ex_moved');
     while (dispatcher.sending === 0) await new Promise((resolve) => setTimeout(resolve, 5));
     // A sweeper in another process gives the attempt up for lost; this process hears nothing of it.
     const elsewhere = openSqliteEventStore({ file: join(dir, 'events.db') });
@@ -271,7 +268,7 @@ describe('channel dispatcher: recording the outcome (SQLite store)', () => {
     await dispatcher.drain();
 
     // Read once, after the append on the fold was refused.
-    expect(counted.reads).toEqual([executionStream(executionId)]);
+    expect(reads).toEqual([executionStream(executionId)]);
     expect((await store.readStream(executionStream(executionId))).map((event) => event.type)).toEqual(['ExecutionAccepted', 'ExecutionAuthorized', 'Dispatched', 'OutcomeUnknown', 'OutcomeObserved']);
     expect((await loadExecution(store, executionId)).state.outcome).toMatchObject({ attempt: 1, source: 'response', targetStatus: 201 });
   });
