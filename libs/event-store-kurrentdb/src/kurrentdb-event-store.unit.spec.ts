@@ -112,8 +112,9 @@ describe('kurrentdb event store, on the in-memory stand-in', () => {
     const store = await open(server);
     server.failNextAppend('after');
     const result = await store.appendToStream('s', [event('A'), event('B')]);
-    expect(result).toEqual({ streamId: 's', nextExpectedRevision: 1, position: 2 });
+    expect(result).toMatchObject({ streamId: 's', nextExpectedRevision: 1, position: 2 });
     expect((await store.readAll()).events.map((e) => e.type)).toEqual(['A', 'B']);
+    expect(result.events).toEqual(await store.readStream('s'));
   });
 
   it('given two connections appending to the same streams at once, then both are written, positions are dense and every chain links', async () => {
