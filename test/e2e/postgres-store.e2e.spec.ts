@@ -122,6 +122,33 @@ describe('the gateway on PostgreSQL (store.driver: postgres)', () => {
     expect(investigated.stdout).toMatch(/RetryAttached/);
   });
 
+  it('given a call in flight when the gateway is killed -9, when it restarts on the same store and the client resumes its stream, then the call is found in the journal and answered with what became of it', async () => {
+    // The stream's calls are searched for from the position the gateway had seen when they came (no read on their path).
+    const { url } = await freshDatabase();
+    folder = await gatewayFolder(target.url, {}, [], { store: { postgresUrl: url } });
+    gateway = await startGatewayProcess(folder);
+    const warm = await connectClient(gateway.url, gateway.devToken);
+    await warm.client.callTool({ name: 'set_config', arguments: { name: 'pg.before', value: 'yes' } });
+    await warm.client.close();
+    await target.control('hold', { match: 'PUT /config/:name' });
+    const seen = droppableFetch();
+    const { client } = await connectClient(gateway.url, gateway.devToken, { fetch: seen.fetch, reconnect: { initialDelayMs: 1_000, maxRetries: 40 } });
+    const call = client.callTool({ name: 'set_config', arguments: { name: 'pg.killed.mid.call', value: 'yes' } }, undefined, { timeout: 120_000 });
+    await eventually(async () => ((await target.effects()).requests.some((request) => request.path === '/config/pg.killed.mid.call') ? true : undefined), 10_000, 'the write to arrive');
+    const executionId = await eventually(async () => (await executionIds(folder!.journal)).at(-1));
+    await gateway.kill();
+    await target.control('release', { match: 'PUT /config/:name' });
+    gateway = await startGatewayProcess(folder);
+
+    const noAnswer = new Promise<'no answer'>((resolve) => setTimeout(() => resolve('no answer'), 30_000).unref());
+    const result = await Promise.race([call, noAnswer]);
+    await client.close();
+    expect(result).not.toBe('no answer');
+    expect(executionOf(result)).toMatchObject({ id: executionId, attached: false, state: 'outcome_unknown' });
+    expect((await target.effects()).requests.filter((request) => request.path === '/config/pg.killed.mid.call')).toHaveLength(1);
+    expect(seen.requests.some((request) => request.method === 'GET' && request.lastEventId !== null)).toBe(true);
+  }, 90_000);
+
   it('given a gateway killed with -9 while a payment is in flight, when it restarts on the same store and the call is retried, then the retry attaches and nothing is sent again', async () => {
     const { url } = await freshDatabase();
     folder = await gatewayFolder(target.url, {}, [], { store: { postgresUrl: url } });

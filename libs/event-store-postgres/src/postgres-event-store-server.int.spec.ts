@@ -142,6 +142,22 @@ describe('postgres: commits that their notifications carry', () => {
     }
   });
 
+  it('given commits of its own and of another store object, then the position it has seen follows them without a statement, never past the head', async () => {
+    const { writer, reader, subscription, head } = await followed('seen', 'Seen');
+    const queries = vi.spyOn(Pool.prototype, 'query');
+    try {
+      expect(reader.seenPosition?.()).toBe(head);
+      const { position } = await writer.appendToStream('seen', [event('Next')]);
+      expect(writer.seenPosition?.()).toBe(position);
+      await eventually(() => reader.seenPosition?.() === position, 'the reader hears the commit');
+      expect(queriesOf(reader, queries)).toBe(0);
+    } finally {
+      queries.mockRestore();
+      await subscription.stop();
+    }
+    expect(reader.seenPosition?.()).toBeLessThanOrEqual(await reader.headPosition());
+  });
+
   it('given a group too large for a notification, when it commits, then the subscriber reads it from the server, whole and in order', async () => {
     const { writer, reader, received, subscription } = await followed('warm', 'Warm');
     const queries = vi.spyOn(Pool.prototype, 'query');

@@ -660,6 +660,10 @@ export class PostgresEventStore implements EventStore {
     return row?.[0] ?? undefined;
   }
 
+  seenPosition(): number {
+    return this.highestKnown;
+  }
+
   async headPosition(): Promise<number> {
     this.assertOpen();
     return this.head();

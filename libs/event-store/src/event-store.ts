@@ -220,6 +220,12 @@ export interface EventStore {
   /** Global position of the last committed event (0 when empty). */
   headPosition(): Promise<number>;
   /**
+   * The highest position this store object has seen without asking anyone (its own commits, what it read, what its
+   * commit notifications said): never past the head, so every event committed later is after it. A place to search
+   * on from, not the head. Optional: where an adapter lacks it, or keeps nothing of the kind, ask `headPosition`.
+   */
+  seenPosition?(): number;
+  /**
    * Whether an event of one of `types` may have been committed after position `after`, told from the commit
    * notifications this object heard, without a query. The answer covers every commit this object knows of (its own,
    * those it read, those notified) and every append answered before the newest of them was made, in any process:

@@ -396,7 +396,9 @@ export class McpHttpFront {
     const callIds = this.watchResponses(session, messages, res);
     let response: Response;
     try {
-      const calls = callIds.length === 0 ? undefined : { requestIds: callIds, journalPosition: await this.options.store.headPosition() };
+      // Where a resumed stream's calls are searched from after a restart: any position already committed will do, so
+      // the one the store knows without a round trip on the call's path, where it has one.
+      const calls = callIds.length === 0 ? undefined : { requestIds: callIds, journalPosition: this.options.store.seenPosition?.() ?? (await this.options.store.headPosition()) };
       response = await this.postCalls.run(calls, () => this.handleOrDiscard(session, sessionHeader === undefined, toWebRequest(req, body, session.protocolVersion), parsed));
     } catch (error) {
       requestIds.forEach((id) => session.inFlight.delete(id));
