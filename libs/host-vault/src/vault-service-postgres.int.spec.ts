@@ -60,6 +60,9 @@ describe('VaultService (PostgreSQL event store, the operator in another store ob
     const reads = vi.spyOn(gatewayStore, 'readStream');
     for (let n = 0; n < 5; n += 1) {
       await callStep(n);
+      // Once the step's own commit is heard (a few milliseconds; on a machine that busy, maybe more than the vault
+      // waits for it, and it would then read once), the notifications tell that no vault event came in between.
+      await vi.waitFor(async () => expect(await gatewayStore.notifiedSince?.(0, [])).toBeDefined(), { timeout: 5_000, interval: 5 });
       expect(await vault.httpCredential('demo-writer', URL_A)).toEqual({ headers: { Authorization: 'Bearer first-value' }, secrets: ['first-value'] });
       expect((await vault.refresh()).locked).toBe(false);
     }
