@@ -7,7 +7,7 @@ import { startKafka, type KafkaHandle } from '@oncegate/deploy-local';
 import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
 import { RELAY_CONSUMER } from '@oncegate/service-relay-kafka';
 import { contractsYaml, drive, gatewayYaml, mcpCall, mcpClients, procStats, spawnDemoTarget, spawnServer, startGatewayProcess, type Server } from './gateway-support';
-import { machineLine, ms, percentile, printTable, rate } from './table';
+import { machineLine, mean, ms, percentile, printTable, rate } from './table';
 
 /**
  * `npm run bench -- relay`: the Kafka relay under the gateway benchmark's load (set_config at concurrency 32, a new
@@ -100,7 +100,6 @@ export async function run(argv: string[]): Promise<void> {
     const relayedEvents = drained.relayed - catchUpStart.relayed;
     const lags = samples.map((s) => s.head - s.relayed).sort((a, b) => a - b);
     const thirds = [0, 1, 2].map((i) => samples.slice(Math.floor((i * samples.length) / 3), Math.floor(((i + 1) * samples.length) / 3)).map((s) => s.head - s.relayed));
-    const mean = (list: number[]) => (list.length === 0 ? NaN : list.reduce((a, b) => a + b, 0) / list.length);
     const loadSeconds = withRelay.seconds;
 
     printTable(`gateway load (set_config, concurrency ${concurrency}, ${calls} calls a phase)`, [

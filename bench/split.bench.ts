@@ -9,7 +9,7 @@ import { freePort, gatewayFolder, startGatewayProcess, type GatewayFolder } from
 import { startPostgres } from '../test/support/postgres';
 import { allowedCores, coreLoad, coreTimes, groupCpuSeconds, pinToCores, tasksetAvailable, type CoreLoad } from './cpu';
 import { drive, mcpClients, procStats, type Call } from './gateway-support';
-import { machineLine, ms, percentile, printTable } from './table';
+import { machineLine, mean, ms, percentile, printTable } from './table';
 
 /**
  * The services apart (`oncegate serve`, deploy/local) on one PostgreSQL, against a target that takes 20 ms per
@@ -145,14 +145,8 @@ export async function run(argv: string[]): Promise<void> {
    */
   const serverTransactions = async (): Promise<number> => {
     await new Promise((resolve) => setTimeout(resolve, 11_000));
-    const client = new PgClient({ connectionString: server.url() });
-    await client.connect();
-    try {
-      const { rows: [row] } = await client.query<{ n: string }>("SELECT (xact_commit + xact_rollback)::text AS n FROM pg_stat_database WHERE datname = 'bench_split'");
-      return Number(row!.n);
-    } finally {
-      await client.end();
-    }
+    const [row] = await queryOnce<{ n: string }>(server.url(), "SELECT (xact_commit + xact_rollback)::text AS n FROM pg_stat_database WHERE datname = 'bench_split'");
+    return Number(row!.n);
   };
   /**
    * `serverTransactions`, with what the processes spent meanwhile: its pause after a phase is the layout at rest, no
@@ -179,12 +173,12 @@ export async function run(argv: string[]): Promise<void> {
   let splitRest: Rest | undefined;
   const perCall: Array<Record<string, string | number>> = [];
   try {
+    writeFileSync(folder.configFile, baseConfig);
     if (values.against !== undefined) {
-      await concurrencyOneAgainst(resolve(values.against), Number(values.rounds ?? 3), Number(values.calls ?? 400), { folder, env, storeUrl, call, writeConfig: () => writeFileSync(folder.configFile, baseConfig) });
+      await concurrencyOneAgainst(resolve(values.against), Number(values.rounds ?? 3), Number(values.calls ?? 400), { folder, env, storeUrl, call });
       return;
     }
     // The embedded gateway: at concurrency 1, then at the split phases' concurrency for its CPU per call.
-    writeFileSync(folder.configFile, baseConfig);
     const embedded = await startGatewayProcess(folder, env);
     place([embedded.child.pid!]);
     const embeddedClients = await mcpClients(embedded.url, concurrency, embedded.devToken);
@@ -446,47 +440,38 @@ async function concurrencyOneAgainst(
   other: string,
   rounds: number,
   calls: number,
-  setup: { folder: GatewayFolder; env: NodeJS.ProcessEnv; storeUrl: string; call: (clients: Awaited<ReturnType<typeof mcpClients>>) => Call; writeConfig: () => void },
+  setup: { folder: GatewayFolder; env: NodeJS.ProcessEnv; storeUrl: string; call: (clients: Awaited<ReturnType<typeof mcpClients>>) => Call },
 ): Promise<void> {
   for (const needed of ['bin/oncegate.mjs', 'dist/apps/authorization/main.js', 'dist/apps/dispatcher-http/main.js', 'dist/apps/result-delivery/main.js']) {
     if (!existsSync(join(other, needed))) throw new Error(`split --against: ${join(other, needed)} is missing (a checkout with its packages installed and \`npm run build\` run in it)`);
   }
   const { folder, env, storeUrl, call } = setup;
-  setup.writeConfig();
   const builds = [
     { name: 'this checkout', checkout: undefined },
     { name: other, checkout: other },
   ];
   const hopsOf = async (after: number): Promise<Map<string, number>> => {
-    const client = new PgClient({ connectionString: storeUrl });
-    await client.connect();
-    try {
-      const { rows } = await client.query<{ stream_id: string; type: string; recorded_at: string }>(
-        "SELECT stream_id, type, recorded_at FROM oncegate.events WHERE position > $1 AND stream_id LIKE 'execution-%' ORDER BY position",
-        [after],
-      );
-      const last = new Map<string, { type: string; at: number }>();
-      const gaps = new Map<string, number[]>();
-      for (const row of rows) {
-        const at = Date.parse(row.recorded_at);
-        const before = last.get(row.stream_id);
-        if (before !== undefined) gaps.set(`${before.type}→${row.type}`, [...(gaps.get(`${before.type}→${row.type}`) ?? []), at - before.at]);
-        last.set(row.stream_id, { type: row.type, at });
+    const rows = await queryOnce<{ stream_id: string; type: string; recorded_at: string }>(
+      storeUrl,
+      "SELECT stream_id, type, recorded_at FROM oncegate.events WHERE position > $1 AND stream_id LIKE 'execution-%' ORDER BY position",
+      [after],
+    );
+    const last = new Map<string, { type: string; at: number }>();
+    const gaps = new Map<string, number[]>();
+    for (const row of rows) {
+      const at = Date.parse(row.recorded_at);
+      const before = last.get(row.stream_id);
+      if (before !== undefined) {
+        const hop = `${before.type}→${row.type}`;
+        const seen = gaps.get(hop) ?? [];
+        seen.push(at - before.at);
+        gaps.set(hop, seen);
       }
-      return new Map([...gaps].map(([hop, values]) => [hop, percentile(values.sort((a, b) => a - b), 50)]));
-    } finally {
-      await client.end();
+      last.set(row.stream_id, { type: row.type, at });
     }
+    return new Map([...gaps].map(([hop, values]) => [hop, percentile(values.sort((a, b) => a - b), 50)]));
   };
-  const head = async (): Promise<number> => {
-    const client = new PgClient({ connectionString: storeUrl });
-    await client.connect();
-    try {
-      return Number((await client.query<{ head: string }>('SELECT coalesce(max(position), 0)::text AS head FROM oncegate.events')).rows[0]!.head);
-    } finally {
-      await client.end();
-    }
-  };
+  const head = async (): Promise<number> => Number((await queryOnce<{ head: string }>(storeUrl, 'SELECT coalesce(max(position), 0)::text AS head FROM oncegate.events'))[0]!.head);
   const rows: Array<Record<string, string | number>> = [];
   const added = new Map<string, number[]>(builds.map((build) => [build.name, []]));
   for (let round = 1; round <= rounds; round += 1) {
@@ -536,6 +521,13 @@ async function concurrencyOneAgainst(
   printTable('over the rounds', builds.map((build) => ({ build: build.name, 'median added p50 ms': median(added.get(build.name)!).toFixed(2), 'each round': added.get(build.name)!.map((value) => value.toFixed(2)).join(' / ') })));
 }
 
-function mean(values: readonly number[]): number {
-  return values.reduce((sum, value) => sum + value, 0) / values.length;
+/** One statement on a connection of its own. */
+async function queryOnce<Row extends Record<string, unknown>>(url: string, text: string, values: unknown[] = []): Promise<Row[]> {
+  const client = new PgClient({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query<Row>(text, values)).rows;
+  } finally {
+    await client.end();
+  }
 }

@@ -18,6 +18,11 @@ export function percentile(sortedAscending: readonly number[], p: number): numbe
   return sortedAscending[Math.min(sortedAscending.length - 1, Math.max(0, rank - 1))]!;
 }
 
+/** Arithmetic mean of a sample; NaN when it is empty. */
+export function mean(values: readonly number[]): number {
+  return values.length === 0 ? NaN : values.reduce((sum, value) => sum + value, 0) / values.length;
+}
+
 export function ms(value: number): string {
   return value.toFixed(value < 1 ? 3 : 2);
 }

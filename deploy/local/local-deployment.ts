@@ -5,14 +5,15 @@ import { fileURLToPath } from 'node:url';
 
 /** This checkout: whose build the services run unless told another (`ServiceOptions.checkout`). */
 const CHECKOUT = fileURLToPath(new URL('../../', import.meta.url));
-const LAUNCHER = join(CHECKOUT, 'bin/oncegate.mjs');
+/** A checkout's `oncegate` command. */
+const launcherOf = (checkout: string) => join(checkout, 'bin/oncegate.mjs');
 
 /**
  * How a service's process starts: each service but the gateway is an app of its own (`npm run build` writes
  * dist/apps/<service>/main.js); the gateway's app is the CLI, whose `serve gateway` runs the MCP front alone.
  */
 function serviceCommand(service: LocalService, checkout = CHECKOUT): string[] {
-  if (service === 'gateway') return [join(checkout, 'bin/oncegate.mjs'), 'serve', 'gateway'];
+  if (service === 'gateway') return [launcherOf(checkout), 'serve', 'gateway'];
   return [join(checkout, `dist/apps/${service}/main.js`)];
 }
 const START_TIMEOUT_MS = 60_000;
@@ -82,7 +83,7 @@ export interface ServiceOptions {
  * them, decides the others' steps in the commit that accepts a call (docs/deploy.md).
  */
 export function servedTogether(services: readonly LocalService[]): ServiceCommand {
-  return { name: services.join('+'), command: [LAUNCHER, 'serve', ...services] };
+  return { name: services.join('+'), command: [launcherOf(CHECKOUT), 'serve', ...services] };
 }
 
 /** Starts a service as its own process and waits until it says it runs. */

@@ -1015,18 +1015,18 @@ function planAppend(entries: readonly SerialisedAppend[], state: GroupState): Pl
 
 type GroupOutcome = { results: AppendResult[]; events: RecordedEvent[] } | { error: unknown };
 
-const moved = (event: RecordedEvent, base: number): RecordedEvent => ({ ...event, position: event.position + base });
-
-/** A group's outcomes planned from position 0, moved to the positions the insert took (`base` added). */
+/**
+ * A group's outcomes planned from position 0, moved to the positions the insert took (`base` added): each event
+ * moved once, and each result given its entry's part of them (an append's results hold its events in order).
+ */
 function shifted(outcomes: readonly GroupOutcome[], base: number): GroupOutcome[] {
-  return outcomes.map((outcome) =>
-    'results' in outcome
-      ? {
-          results: outcome.results.map((result) => ({ ...result, position: result.position + base, events: result.events.map((event) => moved(event, base)) })),
-          events: outcome.events.map((event) => moved(event, base)),
-        }
-      : outcome,
-  );
+  return outcomes.map((outcome) => {
+    if (!('results' in outcome)) return outcome;
+    const events = outcome.events.map((event) => ({ ...event, position: event.position + base }));
+    let from = 0;
+    const results = outcome.results.map((result) => ({ ...result, position: result.position + base, events: events.slice(from, (from += result.events.length)) }));
+    return { results, events };
+  });
 }
 
 /**
