@@ -142,8 +142,76 @@ function describeIndexOn(adapter: string, place: () => Promise<Place>): void {
     it(`[${adapter}] given a stale instance whose claim ran out, its batch is refused whole: the checkpoint only moves from where it is`, async () => {
       const tables = await tablesOf();
       await indexOf(tables, 'gateway-1').catchUp();
-      expect(await tables.commit({ from: 0, to: 3, folded: new Map(), rows: [] })).toBe(false);
+      const { events } = await at.store.readAll({ maxCount: 3 });
+      const stale = foldBatch(events, new Map());
+      expect(stale.rows.length).toBeGreaterThan(0);
+      expect(await tables.commit({ from: 0, to: 3, ...stale })).toBe(false);
       expect(await allRows(tables)).toEqual(await expectedRows(at.store));
+      expect(await tables.position()).toBe(await at.store.headPosition());
+    });
+
+    it(`[${adapter}] given one instance folding the journal from its start, it asks the index for no folded state (every execution it meets began in a batch it wrote) and reads its checkpoint once; a restarted instance asks for the executions it did not write`, async () => {
+      const tables = await tablesOf();
+      const asked: string[][] = [];
+      let checkpointReads = 0;
+      const counting: IndexTables = {
+        location: tables.location,
+        position: () => {
+          checkpointReads += 1;
+          return tables.position();
+        },
+        foldedStates: (ids) => {
+          asked.push([...ids]);
+          return tables.foldedStates(ids);
+        },
+        commit: (batch) => tables.commit(batch),
+        select: (query, limit) => tables.select(query, limit),
+        reset: () => tables.reset(),
+        close: async () => undefined,
+      };
+      const index = indexOf(counting, 'gateway-1');
+      // Seven events a batch: most executions of the journal run over two batches.
+      expect(await index.catchUp()).toMatchObject({ claimed: true, lag: { behind: 0 } });
+      expect(asked).toEqual([]);
+      // One read to start from, one for the lag the catch-up reports.
+      expect(checkpointReads).toBe(2);
+      // A new execution's first events, then, after a restart, the rest of them.
+      const id = executionIdOf(43);
+      const history = historyFor(id, acceptExecution(), authorize(), dispatch());
+      await appendHistory(at.store, id, history.slice(0, 2));
+      expect(await index.catchUp()).toMatchObject({ claimed: true, events: 2 });
+      expect(asked).toEqual([]);
+      expect(checkpointReads).toBe(3);
+      await index.stop();
+      await appendHistory(at.store, id, history.slice(2));
+      const restarted = indexOf(counting, 'gateway-1');
+      expect(await restarted.catchUp()).toMatchObject({ claimed: true, events: 1, lag: { behind: 0 } });
+      expect(asked).toEqual([[id]]);
+      expect(await allRows(tables)).toEqual(await expectedRows(at.store));
+    });
+
+    it(`[${adapter}] given an instance whose claim ran out while another folded on, its next batch (folded on what it wrote last) is refused whole, and it folds again from the index's own checkpoint and states`, async () => {
+      let now = Date.parse('2026-07-22T12:00:00Z');
+      const clock = () => now;
+      const tables = await tablesOf();
+      const one = new ExecutionsIndex({ store: at.store, tables, owner: 'gateway-1', batchSize: 7, claimTtlMs: 1000, now: clock });
+      const two = new ExecutionsIndex({ store: at.store, tables: await tablesOf(), owner: 'gateway-2', batchSize: 7, claimTtlMs: 1000, now: clock });
+      opened.unshift({ close: () => one.stop() }, { close: () => two.stop() });
+      const id = executionIdOf(42);
+      const history = historyFor(id, acceptExecution(), authorize(), dispatch(), attachRetry(), observe(), delivered());
+      await appendHistory(at.store, id, history.slice(0, 3));
+      expect((await one.catchUp()).claimed).toBe(true);
+      now += 2_000;
+      await appendHistory(at.store, id, history.slice(3, 4));
+      expect(await two.catchUp()).toMatchObject({ claimed: true, events: 1, lag: { behind: 0 } });
+      now += 2_000;
+      await appendHistory(at.store, id, history.slice(4));
+      // Its batch would fold the retry that the other instance folded already: the checkpoint moved, nothing is written.
+      expect((await one.catchUp()).claimed).toBe(false);
+      expect((await tables.foldedStates([id])).get(id)?.state).toMatchObject({ retriesAttached: 1 });
+      expect(await one.catchUp()).toMatchObject({ claimed: true, events: 2, lag: { behind: 0 } });
+      expect(await allRows(tables)).toEqual(await expectedRows(at.store));
+      expect((await allRows(tables)).find((row) => row.executionId === id)).toMatchObject({ retriesAttached: 1, state: 'delivered' });
     });
 
     it(`[${adapter}] given a running index, what is appended after its start is folded from its subscription's deliveries (the store, read past them, gives nothing more), to the rows a fold of the whole journal gives`, async () => {

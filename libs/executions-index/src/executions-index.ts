@@ -4,11 +4,12 @@
  * checkpoint in one transaction. One instance folds at a time across every process on the store (the store's
  * claim `executions-index`); the others stand by and take over when its claim runs out.
  */
+import { executionIdOfStream, type ExecutionId } from '@oncegate/domain';
 import type { EventStore, ReadAllPage, RecordedEvent, Subscription } from '@oncegate/event-store';
 import { foldBatch, executionIdsOf } from './fold-batch';
 import { encodeCursor, limitOfQuery, type ExecutionsPage, type ExecutionsQuery, type IndexLag } from './executions-query';
 import type { IndexTables } from './index-tables';
-import { instantMs } from './execution-row';
+import { instantMs, type FoldedExecution } from './execution-row';
 
 /** The store claim that makes one instance the folder. */
 export const INDEX_CLAIM = 'executions-index';
@@ -17,6 +18,9 @@ const EXECUTION_STREAMS = { streamPrefixes: ['execution-'] };
 
 /** Events heard and not yet folded, at most: past it (the index not folding here), they are let go and read later. */
 const HEARD_LIMIT = 20_000;
+
+/** Folded states this instance wrote that it keeps, at most (the most recently written). */
+const WRITTEN_LIMIT = 4_096;
 
 export interface ExecutionsIndexOptions {
   readonly store: EventStore;
@@ -60,13 +64,20 @@ export class ExecutionsIndex {
   private stopped = false;
   private wake: (() => void) | undefined;
   private woken = false;
-  private folding: Promise<CatchUp> | undefined;
+  private folding: Promise<Omit<CatchUp, 'lag'>> | undefined;
   /**
    * The execution events the running index's subscription delivered after `heardAfter`, in order: every one of
    * them up to the subscription's position. A batch within them is folded from them, not read again from the store.
    */
   private heard: RecordedEvent[] = [];
   private heardAfter = Number.POSITIVE_INFINITY;
+  /**
+   * Where this instance's last commit left the checkpoint, and the folded states it wrote (the latest
+   * `WRITTEN_LIMIT`). Both are the index's own as long as nobody else committed since; a batch folded on them
+   * commits only from that checkpoint, so a commit by another instance makes it write nothing, and both are dropped.
+   */
+  private committedTo: number | undefined;
+  private written = new Map<ExecutionId, FoldedExecution>();
 
   constructor(private readonly options: ExecutionsIndexOptions) {
     this.store = options.store;
@@ -109,32 +120,76 @@ export class ExecutionsIndex {
    * Folds everything committed up to now, batch by batch, when this instance holds (or can take) the claim. Calls
    * while one runs share it.
    */
-  catchUp(): Promise<CatchUp> {
+  async catchUp(): Promise<CatchUp> {
+    const folded = await this.fold();
+    return { ...folded, lag: await this.lag() };
+  }
+
+  /** The fold to the head that runs now, or a new one; the background loop needs no lag, so reads none. */
+  private fold(): Promise<Omit<CatchUp, 'lag'>> {
     this.folding ??= this.foldToHead().finally(() => {
       this.folding = undefined;
     });
     return this.folding;
   }
 
-  private async foldToHead(): Promise<CatchUp> {
+  private async foldToHead(): Promise<Omit<CatchUp, 'lag'>> {
     let events = 0;
-    if (!(await this.holdClaim())) return { claimed: false, events, lag: await this.lag() };
-    let from = await this.tables.position();
+    if (!(await this.holdClaim())) return { claimed: false, events };
+    let from = this.committedTo ?? (await this.tables.position());
     for (;;) {
-      if (!(await this.holdClaim())) return { claimed: false, events, lag: await this.lag() };
+      if (!(await this.holdClaim())) return { claimed: false, events };
       const page = this.heardPage(from) ?? (await this.store.readAll({ after: from, maxCount: this.batchSize, filter: EXECUTION_STREAMS }));
       if (page.lastPosition <= from) break;
-      const known = await this.tables.foldedStates(executionIdsOf(page.events));
-      const { folded, rows } = foldBatch(page.events, known);
+      const { folded, rows } = foldBatch(page.events, await this.knownStates(page.events, from));
       if (!(await this.tables.commit({ from, to: page.lastPosition, folded, rows }))) {
         // Another instance moved the checkpoint (it took the claim after ours ran out): it folds from here on.
         this.claimedUntil = 0;
-        return { claimed: false, events, lag: await this.lag() };
+        this.forgetWritten();
+        return { claimed: false, events };
       }
+      this.remember(page.lastPosition, folded);
       events += page.events.length;
       from = page.lastPosition;
     }
-    return { claimed: true, events, lag: await this.lag() };
+    return { claimed: true, events };
+  }
+
+  /**
+   * The folded states a batch after `from` folds onto: what this instance wrote when its last commit left the
+   * checkpoint at `from`, and the index's for the rest. An execution whose first event is in the batch has none
+   * (everything the index folded lies at or before `from`), so it is not asked for.
+   */
+  private async knownStates(events: readonly RecordedEvent[], from: number): Promise<Map<ExecutionId, FoldedExecution>> {
+    const mine = this.committedTo === from ? this.written : undefined;
+    const known = new Map<ExecutionId, FoldedExecution>();
+    const ask: ExecutionId[] = [];
+    const starts = new Set(events.filter((event) => event.revision === 0).map((event) => executionIdOfStream(event.streamId)));
+    for (const id of executionIdsOf(events)) {
+      const kept = mine?.get(id);
+      if (kept !== undefined) known.set(id, kept);
+      else if (!starts.has(id)) ask.push(id);
+    }
+    if (ask.length > 0) for (const [id, folded] of await this.tables.foldedStates(ask)) known.set(id, folded);
+    return known;
+  }
+
+  private remember(to: number, folded: ReadonlyMap<ExecutionId, FoldedExecution>): void {
+    if (this.committedTo === undefined) this.written.clear();
+    this.committedTo = to;
+    for (const [id, state] of folded) {
+      this.written.delete(id);
+      this.written.set(id, state);
+    }
+    for (const id of this.written.keys()) {
+      if (this.written.size <= WRITTEN_LIMIT) break;
+      this.written.delete(id);
+    }
+  }
+
+  private forgetWritten(): void {
+    this.committedTo = undefined;
+    this.written.clear();
   }
 
   /**
@@ -172,6 +227,7 @@ export class ExecutionsIndex {
   async rebuild(): Promise<CatchUp> {
     await this.folding;
     if (!(await this.claim())) return { claimed: false, events: 0, lag: await this.lag() };
+    this.forgetWritten();
     await this.tables.reset();
     return this.catchUp();
   }
@@ -222,8 +278,9 @@ export class ExecutionsIndex {
   private async run(): Promise<void> {
     while (!this.stopped) {
       try {
-        await this.catchUp();
+        await this.fold();
       } catch (error) {
+        this.forgetWritten();
         this.options.onError?.(error);
       }
       if (this.stopped) break;

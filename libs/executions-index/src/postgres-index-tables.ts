@@ -23,6 +23,7 @@ export class PostgresIndexTables implements IndexTables {
   readonly location: string;
   private readonly pool: Pool;
   private readonly schema: string;
+  private commitText: string | undefined;
 
   private constructor(options: PostgresIndexTablesOptions) {
     const schema = options.schema ?? 'oncegate';
@@ -94,47 +95,46 @@ export class PostgresIndexTables implements IndexTables {
     return found;
   }
 
+  /**
+   * One statement: the checkpoint moves from `from` to `to` only where it still is `from` (a second instance's
+   * commit waits on the row, then finds it moved), and the rows and folds are written only when it moved, so a
+   * batch is written whole with its checkpoint or not at all.
+   */
   async commit(batch: IndexBatch): Promise<boolean> {
-    const s = this.schema;
-    return this.transaction(async (client) => {
-      // The checkpoint row is locked for the transaction: a second instance waits here, then finds it moved (and
-      // its transaction, which wrote nothing, ends).
-      const current = await client.query<{ value: string }>(`SELECT value FROM ${s}.executions_index_meta WHERE key = 'position' FOR UPDATE`);
-      if (Number(current.rows[0]?.value ?? 0) !== batch.from) return false;
-      await this.upsertRows(client, batch.rows);
-      if (batch.folded.size > 0) {
-        const folds = [...batch.folded].map(([id, folded]) => ({ execution_id: id, position: folded.position, last_change_at: folded.lastChangeAt, state: folded.state }));
-        await client.query(
-          `INSERT INTO ${s}.executions_index_fold (execution_id, position, last_change_at, state)
-           SELECT execution_id, position, last_change_at, state FROM jsonb_to_recordset($1::jsonb) AS f(execution_id text, position bigint, last_change_at text, state jsonb)
-           ON CONFLICT (execution_id) DO UPDATE SET position = excluded.position, last_change_at = excluded.last_change_at, state = excluded.state`,
-          [JSON.stringify(folds)],
-        );
-      }
-      await client.query(`UPDATE ${s}.executions_index_meta SET value = $1 WHERE key = 'position'`, [String(batch.to)]);
-      return true;
+    const folds = [...batch.folded].map(([id, folded]) => ({ execution_id: id, position: folded.position, last_change_at: folded.lastChangeAt, state: folded.state }));
+    const result = await this.pool.query<{ moved: string }>({
+      name: 'oncegate-index-commit',
+      text: (this.commitText ??= this.commitStatement()),
+      values: [String(batch.from), String(batch.to), JSON.stringify(batch.rows.map(recordOf)), JSON.stringify(folds)],
     });
+    return Number(result.rows[0]?.moved ?? 0) === 1;
   }
 
-  /** One statement per batch: the rows travel as one JSON array and are spread by `jsonb_populate_recordset`. */
-  private async upsertRows(client: PoolClient, rows: readonly ExecutionRow[], conflict: 'update' | 'none' = 'update'): Promise<void> {
-    if (rows.length === 0) return;
+  private commitStatement(): string {
     const s = this.schema;
-    const records = rows.map((row) => {
-      const record: Record<string, unknown> = { accepted_ms: instantMs(row.acceptedAt) };
-      for (const col of ROW_COLUMNS) record[col.name] = row[col.field];
-      return record;
-    });
+    return `WITH moved AS (
+        UPDATE ${s}.executions_index_meta SET value = $2 WHERE key = 'position' AND value = $1 RETURNING 1
+      ), written_rows AS (
+        ${this.upsertRowsStatement('$3', 'update', 'WHERE EXISTS (SELECT FROM moved)')}
+      ), written_folds AS (
+        INSERT INTO ${s}.executions_index_fold (execution_id, position, last_change_at, state)
+        SELECT execution_id, position, last_change_at, state FROM jsonb_to_recordset($4::jsonb) AS f(execution_id text, position bigint, last_change_at text, state jsonb)
+        WHERE EXISTS (SELECT FROM moved)
+        ON CONFLICT (execution_id) DO UPDATE SET position = excluded.position, last_change_at = excluded.last_change_at, state = excluded.state
+      )
+      SELECT count(*) AS moved FROM moved`;
+  }
+
+  /** Rows from one JSON array parameter, spread by `jsonb_populate_recordset`. */
+  private upsertRowsStatement(parameter: string, conflict: 'update' | 'none', where = ''): string {
+    const s = this.schema;
     const names = [...ROW_COLUMNS.map((col) => col.name), 'accepted_ms'];
     const onConflict =
       conflict === 'update'
         ? `ON CONFLICT (execution_id) DO UPDATE SET ${names.slice(1).map((name) => `${name} = excluded.${name}`).join(', ')}`
         : '';
-    await client.query(
-      `INSERT INTO ${s}.executions_index (${names.join(', ')})
-       SELECT ${names.join(', ')} FROM jsonb_populate_recordset(NULL::${s}.executions_index, $1::jsonb) ${onConflict}`,
-      [JSON.stringify(records)],
-    );
+    return `INSERT INTO ${s}.executions_index (${names.join(', ')})
+       SELECT ${names.join(', ')} FROM jsonb_populate_recordset(NULL::${s}.executions_index, ${parameter}::jsonb) ${where} ${onConflict}`;
   }
 
   async select(query: ExecutionsQuery, limit: number): Promise<ExecutionRow[]> {
@@ -154,12 +154,8 @@ export class PostgresIndexTables implements IndexTables {
 
   /** Bulk load of ready rows for the benchmark: no folds, checkpoint untouched. */
   async insertRows(rows: readonly ExecutionRow[]): Promise<void> {
-    const client = await this.pool.connect();
-    try {
-      await this.upsertRows(client, rows, 'none');
-    } finally {
-      client.release();
-    }
+    if (rows.length === 0) return;
+    await this.pool.query(this.upsertRowsStatement('$1', 'none'), [JSON.stringify(rows.map(recordOf))]);
   }
 
   /** Refreshes the planner's statistics (after a bulk load). */
@@ -170,4 +166,11 @@ export class PostgresIndexTables implements IndexTables {
   async close(): Promise<void> {
     await this.pool.end();
   }
+}
+
+/** A row as the table's record: its columns, and `accepted_ms` from `acceptedAt`. */
+function recordOf(row: ExecutionRow): Record<string, unknown> {
+  const record: Record<string, unknown> = { accepted_ms: instantMs(row.acceptedAt) };
+  for (const col of ROW_COLUMNS) record[col.name] = row[col.field];
+  return record;
 }
