@@ -80,6 +80,11 @@ function remember(cache: LRUCache<ExecutionId, LoadedExecution>, execution: Load
   cache.set(execution.executionId, execution);
 }
 
+/** Keeps a fold this process decided and appended (its events as stored) as the execution's latest. */
+export function rememberAppended(store: EventStore, execution: LoadedExecution): void {
+  remember(foldsOf(store), execution);
+}
+
 /** This process's latest fold of the execution on `store`, without reading; `undefined` when none is cached. */
 function cachedExecution(store: EventStore, executionId: ExecutionId): LoadedExecution | undefined {
   return folded.get(store)?.get(executionId);
@@ -97,7 +102,7 @@ export async function executionAsOf(store: EventStore, executionId: ExecutionId,
 export type StreamEventAt = Pick<RecordedEvent, 'streamId' | 'revision'>;
 
 /** The cached fold when it holds `event` (an event of the execution's stream), else `undefined`. */
-function cachedHolding(store: EventStore, executionId: ExecutionId, event: StreamEventAt): LoadedExecution | undefined {
+export function cachedHolding(store: EventStore, executionId: ExecutionId, event: StreamEventAt): LoadedExecution | undefined {
   const cached = cachedExecution(store, executionId);
   return cached?.revision !== undefined && event.streamId === executionStream(executionId) && cached.revision >= event.revision ? cached : undefined;
 }

@@ -2,13 +2,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { executionIdFromUlid, type ExecutionId } from '@oncegate/domain';
+import { executionIdFromUlid, executionStream, type ExecutionId, type Fingerprint } from '@oncegate/domain';
 import type { EventStore } from '@oncegate/event-store';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- integration tests run the real SQLite adapter
 import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-store-sqlite';
 import { isoNow, systemClock } from './clock';
 import { loadExecution, runExecutionCommand } from './execution-journal';
 import { ExecutionWatcher } from './execution-watcher';
+import { intentClaimEntry, startClaimedExecution } from './intent-claims';
 import { newUlid } from './ulid';
 
 describe('execution watcher (SQLite store)', () => {
@@ -112,6 +113,56 @@ describe('execution watcher (SQLite store)', () => {
     const fresh = await loadExecution(openedAgain(), executionId);
     expect(woken[0]!.state).toEqual(fresh.state);
     expect(woken[0]!.events.map((event) => event.id)).toEqual(fresh.events.map((event) => event.id));
+  });
+
+  it("given the waiter's own append, when it waits, then the first wait reads nothing, and a change committed by another store object wakes it from the subscription's delivery", async () => {
+    const executionId = await accepted();
+    const appended = { streamId: executionStream(executionId), revision: 0 };
+    const before = reads;
+    const waiting = watcher.waitUntil(executionId, (state) => state.status === 'authorized', 20_000, undefined, appended);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(reads - before).toBe(0);
+    const other = openedAgain();
+    await runExecutionCommand(other, executionId, () => ({ type: 'AuthorizeExecution', executionId, now: isoNow(systemClock), basis: 'policy' }), { actor: 'service:authorization' }, systemClock);
+    const woken = await waiting;
+    expect(woken.state.status).toBe('authorized');
+    expect(woken.revision).toBe(1);
+    expect(reads - before).toBe(0);
+    // Without its own append named, the wait reads the stream first (the fold could be missing what another process wrote).
+    await watcher.waitUntil(executionId, (state) => state.status === 'authorized', 1_000);
+    expect(reads - before).toBe(1);
+  });
+
+  it('given an execution started with its claims, when its caller waits on its own append, then nothing is read: the commit kept the fold', async () => {
+    const executionId = executionIdFromUlid(newUlid());
+    const fingerprint = `hmac-sha256:k1:${'ef'.repeat(32)}` as Fingerprint;
+    const claimedAt = isoNow(systemClock);
+    const started = await startClaimedExecution(
+      store,
+      executionId,
+      {
+        type: 'AcceptExecution',
+        executionId,
+        now: claimedAt,
+        record: { actor: 'agent:test', tool: 'set_config', channel: 'http', target: 'test/config', credential_ref: null, method: 'PUT', arguments: {}, intent_scope: 'actor' } as never,
+        fingerprint,
+        operationClass: 'idempotent_write',
+        intentScope: { kind: 'actor' },
+        correlationWindowMs: 60_000,
+        redeliveryGraceMs: 0,
+        attemptPolicy: { maxAttempts: 3, attemptTimeoutMs: 5_000, markerBeforeWork: false },
+        correlation: { jsonRpcId: 1, transport: 'streamable-http' },
+        argumentsRef: 'sealed_arguments_1',
+      },
+      [intentClaimEntry({ executionId, fingerprint, claimedAt }, undefined, 'agent:test', systemClock)],
+      { actor: 'agent:test' },
+      systemClock,
+    );
+    const before = reads;
+    const latest = await watcher.waitUntil(executionId, (state) => state.status === 'accepted', 1_000, undefined, { streamId: executionStream(executionId), revision: started!.revision! });
+    expect(latest.state).toEqual(started!.state);
+    expect(latest.events.map((event) => event.type)).toEqual(['ExecutionAccepted']);
+    expect(reads - before).toBe(0);
   });
 
   it('given a caller waiting for a state that never comes, when the wait runs out, then it gets the latest state', async () => {

@@ -1,6 +1,6 @@
 import { executionIdOfStream, type ExecutionId, type ExecutionState } from '@oncegate/domain';
 import type { EventStore, Subscription } from '@oncegate/event-store';
-import { foldRecorded, loadExecution, type LoadedExecution } from './execution-journal';
+import { cachedHolding, foldRecorded, loadExecution, type LoadedExecution, type StreamEventAt } from './execution-journal';
 
 interface Waiter {
   readonly ready: (state: ExecutionState) => boolean;
@@ -56,12 +56,19 @@ export class ExecutionWatcher {
   /**
    * Resolves with the execution once `ready(state)` holds, or with its latest state when `timeoutMs` passes or
    * `signal` aborts, whichever comes first.
+   *
+   * `appended`: an event of the execution this process appended itself (the call's `ExecutionAccepted`). Its stream
+   * then began in this process's sight: the watcher's subscription delivers every event of it in commit order and
+   * extends the cached fold with each, so a fold that holds `appended` is the stream as far as the subscription has
+   * delivered, and whatever commits after it wakes the waiter. The first read is then skipped. Without it (or when
+   * the fold was let go), the stream is read once first, as for an execution another process started.
    */
   async waitUntil(
     executionId: ExecutionId,
     ready: (state: ExecutionState) => boolean,
     timeoutMs: number,
     signal?: AbortSignal,
+    appended?: StreamEventAt,
   ): Promise<LoadedExecution> {
     if (executionIdOfStream(`execution-${executionId}`) !== executionId) throw new Error(`not an execution id: ${executionId}`);
     let settle: (execution: LoadedExecution | undefined) => void = () => undefined;
@@ -75,7 +82,7 @@ export class ExecutionWatcher {
     const onAbort = () => settle(undefined);
     signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      const first = await loadExecution(this.store, executionId);
+      const first = (appended === undefined || this.subscription === undefined ? undefined : cachedHolding(this.store, executionId, appended)) ?? (await loadExecution(this.store, executionId));
       if (ready(first.state) || signal?.aborted || timeoutMs <= 0) return first;
       return (await settled) ?? (await loadExecution(this.store, executionId));
     } finally {

@@ -6,6 +6,7 @@ import { executionIdFromUlid, executionStream, type ExecutionCommand, type Execu
 // eslint-disable-next-line @nx/enforce-module-boundaries -- integration tests run the real SQLite adapter
 import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-store-sqlite';
 import { isoNow, systemClock } from './clock';
+import { cachedHolding } from './execution-journal';
 import {
   idempotencyKeyClaimEntry,
   intentClaimEntry,
@@ -73,6 +74,10 @@ describe('startClaimedExecution (SQLite store)', () => {
     const { events } = await store.readAll();
     expect(events.map((event) => `${event.position}:${event.type}`)).toEqual(['1:IntentClaimed', '2:IdempotencyKeyClaimed', '3:ExecutionAccepted']);
     expect(events[2]!.streamId).toBe(executionStream(executionId));
+    // The process that started it keeps the new stream's fold, the event as stored: its caller's wait reads nothing.
+    const kept = cachedHolding(store, executionId, { streamId: executionStream(executionId), revision: 0 });
+    expect(kept?.state).toEqual(outcome?.state);
+    expect(kept?.events).toEqual([events[2]]);
   });
 
   it('given the key claimed by another call in between, when the execution starts, then neither its intent claim nor its execution is written', async () => {

@@ -13,7 +13,7 @@ import {
 } from '@oncegate/domain';
 import { newEventId, WrongExpectedRevisionError, type AppendManyEntry, type EventStore } from '@oncegate/event-store';
 import { isoNow, type Clock } from './clock';
-import type { AppendContext, CommandOutcome } from './execution-journal';
+import { rememberAppended, type AppendContext, type CommandOutcome } from './execution-journal';
 import { chainSteps, tellCommitted, type InlineStep } from './inline-steps';
 
 /**
@@ -125,8 +125,11 @@ export async function startClaimedExecution(
       ...claims,
       { streamId: executionStream(executionId), events: chained.toAppend, expectedRevision: 'no_stream' },
     ]);
+    const started = results.at(-1)!;
+    // The new stream as stored extends nothing: it is the whole fold, so the call's first wait reads nothing back.
+    rememberAppended(store, { executionId, state: chained.state, revision: started.nextExpectedRevision, events: started.events });
     tellCommitted(chained);
-    return { state: chained.state, revision: results.at(-1)!.nextExpectedRevision, appended: chained.events };
+    return { state: chained.state, revision: started.nextExpectedRevision, appended: chained.events };
   } catch (error) {
     if (error instanceof WrongExpectedRevisionError) return undefined;
     throw error;

@@ -1,6 +1,7 @@
 import { inSpan, processMetrics, SpanKind } from '@oncegate/host-operations';
 import {
   executionIdFromUlid,
+  executionStream,
   isExecutionId,
   formatIntentScope,
   matchRetry,
@@ -31,9 +32,11 @@ import {
   startClaimedExecution,
   traceContextFrom,
   type Clock,
+  type CommandOutcome,
   type ExecutionWatcher,
   type InlineSteps,
   type LoadedExecution,
+  type StreamEventAt,
 } from '@oncegate/execution-journal';
 import type { SealedStore } from '@oncegate/sealed-store';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -111,7 +114,7 @@ const MAX_ROUNDS = 50;
 type ClaimRound =
   | { readonly kind: 'again' }
   | { readonly kind: 'attached'; readonly state: ExecutionState; readonly action: AttachActionKind; readonly release: () => void }
-  | { readonly kind: 'started'; readonly state: ExecutionState; readonly release: () => void };
+  | { readonly kind: 'started'; readonly state: ExecutionState; readonly revision: number; readonly release: () => void };
 
 export class ToolCalls {
   /**
@@ -265,13 +268,18 @@ export class ToolCalls {
         throw error;
       });
       if (started === undefined) release();
-      return started === undefined ? { kind: 'again' } : { kind: 'started', state: started, release };
+      return started === undefined ? { kind: 'again' } : { kind: 'started', state: started.state, revision: started.revision!, release };
     };
 
     for (let round = 0; round < MAX_ROUNDS; round += 1) {
       const step = await this.claimTurns.run(current, claimRound);
       if (step.kind === 'attached') return this.answerAttached(tool, step.state, step.action, context, step.release);
-      if (step.kind === 'started') return this.waitAndAnswer(tool, step.state, { attached: false, replayed: false }, context, () => true, step.release);
+      if (step.kind === 'started') {
+        return this.waitAndAnswer(tool, step.state, { attached: false, replayed: false }, context, () => true, step.release, {
+          streamId: executionStream(step.state.executionId!),
+          revision: step.revision,
+        });
+      }
     }
     throw new Error(`could not settle the claim for ${tool.name} after ${MAX_ROUNDS} rounds`);
   }
@@ -313,7 +321,7 @@ export class ToolCalls {
     now: ReturnType<typeof isoNow>,
     claims: readonly AppendManyEntry[],
     callerVisible: Promise<void>,
-  ): Promise<ExecutionState | undefined> {
+  ): Promise<CommandOutcome | undefined> {
     // Sealed before the claim is settled, because ExecutionAccepted names the sealed arguments and commits with it;
     // a call that loses the claim to another process leaves its sealed copy unreferenced (within this process,
     // identical calls take turns to claim, so they never do).
@@ -347,7 +355,7 @@ export class ToolCalls {
       this.deps.clock,
       this.deps.inlineSteps?.list(),
     );
-    return outcome?.state;
+    return outcome;
   }
 
   private async answerAttached(
@@ -370,7 +378,8 @@ export class ToolCalls {
 
   /**
    * Waits (up to the call wait) until the execution is answerable, then answers from its state. While it waits
-   * the call is registered as a live caller, so result delivery knows a transport is open for it.
+   * the call is registered as a live caller, so result delivery knows a transport is open for it. `appended`: the
+   * last event this call's own commit appended (see `ExecutionWatcher.waitUntil`).
    */
   private async waitAndAnswer(
     tool: ToolContract,
@@ -379,6 +388,7 @@ export class ToolCalls {
     context: CallContext,
     extra: (state: ExecutionState) => boolean,
     release: () => void = this.deps.deliveries.register(state.executionId!),
+    appended?: StreamEventAt,
   ): Promise<CallToolResult> {
     const executionId = state.executionId!;
     let keepRegistration = false;
@@ -399,9 +409,8 @@ export class ToolCalls {
         if (!answerable) context.progress?.(s);
         return answerable;
       };
-      const latest = ready(state)
-        ? state
-        : (await this.deps.watcher.waitUntil(executionId, ready, context.waitMs ?? this.deps.callWaitMs, context.signal)).state;
+      const waited = ready(state) ? undefined : await this.deps.watcher.waitUntil(executionId, ready, context.waitMs ?? this.deps.callWaitMs, context.signal, appended);
+      const latest = waited?.state ?? state;
       const stored = await this.storedResult(latest);
       // Its result is in hand and nothing will send it again: what this process kept of its blobs goes now.
       if (latest.outcome !== null || latest.status === 'denied') this.deps.sealed.forget?.(executionId);
@@ -409,7 +418,8 @@ export class ToolCalls {
       // A cancelled request gets no answer: the SDK sends nothing for it, and the cancel is recorded instead.
       if (!context.signal.aborted) {
         const via = context.asTask === true && !ANSWERABLE.has(latest.status) ? 'task' : undefined;
-        const recording = this.recordAnswer(executionId, toldOf(latest, answer, flags, isoNow(this.deps.clock), via), context.correlation, context.delivery);
+        const answeredFrom = waited?.revision === undefined ? undefined : { streamId: executionStream(executionId), revision: waited.revision };
+        const recording = this.recordAnswer(executionId, toldOf(latest, answer, flags, isoNow(this.deps.clock), via), context.correlation, context.delivery, answeredFrom);
         // A result's caller stays registered until its delivery is recorded, so result delivery never records a
         // failure for an outcome someone is still being handed.
         if (latest.outcome !== null) {
@@ -435,9 +445,17 @@ export class ToolCalls {
    * Records the answer once the transport settled its delivery (docs/design.md sections 5 and 9): after the response
    * was written, never before, so nothing is appended on the call's path. A result proven delivered or refused is
    * `ResultDelivered` / `ResultDeliveryFailed`, which move the execution; every other answer, and one nothing proved
-   * either way, is `AnswerGiven`, which moves nothing — the decider chooses.
+   * either way, is `AnswerGiven`, which moves nothing — the decider chooses. `answeredFrom`: the event the answer's
+   * fold ended with; the record is decided on this process's fold that holds it, with no read (a stream that moved on
+   * meanwhile makes the append conflict, and it is read then).
    */
-  private recordAnswer(executionId: ExecutionId, told: AnswerTold, correlation: ProtocolCorrelation, delivery: DeliveryWatch | undefined): Promise<void> {
+  private recordAnswer(
+    executionId: ExecutionId,
+    told: AnswerTold,
+    correlation: ProtocolCorrelation,
+    delivery: DeliveryWatch | undefined,
+    answeredFrom?: StreamEventAt,
+  ): Promise<void> {
     const recording = (async () => {
       const settled = delivery === undefined ? { kind: 'unproven' as const, reason: NO_WATCH } : await delivery.settled;
       await runExecutionCommand(
@@ -446,6 +464,7 @@ export class ToolCalls {
         (state) => (state.status === 'initial' ? undefined : { type: 'RecordAnswer', executionId, now: isoNow(this.deps.clock), correlation, told, delivery: settled }),
         { actor: 'service:result-delivery', correlation },
         this.deps.clock,
+        answeredFrom === undefined ? {} : { fromCacheAsOf: answeredFrom },
       );
     })().catch(() => undefined);
     this.recordings.add(recording);

@@ -1,0 +1,99 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { singleToolContract } from '@oncegate/contracts';
+import { executionIdOfStream, type ExecutionCommand, type ExecutionId } from '@oncegate/domain';
+import { authorize, dispatch, observe } from '@oncegate/domain/testing';
+import type { EventStore } from '@oncegate/event-store';
+import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-store-sqlite';
+import { ExecutionWatcher, isoNow, runExecutionCommand, systemClock } from '@oncegate/execution-journal';
+import { keyRingFromConfig } from '@oncegate/fingerprint';
+import { SqliteSealedStore } from '@oncegate/sealed-store';
+import { DeliveryTracker } from '@oncegate/service-result-delivery';
+import { ToolCalls } from './tool-calls';
+
+const TOOL = singleToolContract(
+  { name: 'set_config', description: 'Sets a configuration value.', channel: 'http', target: 'test/config' },
+  `
+class: idempotent_write
+input_schema: { type: object, properties: { name: { type: string }, value: { type: string } }, required: [name, value] }
+http: { method: PUT, url: "http://127.0.0.1:9/config/{{args.name}}", body: { value: "{{args.value}}" } }
+`,
+);
+
+/**
+ * The gateway's tool calls in a process of their own: authorization and dispatch are taken by other processes on
+ * the same journal (a second store object on the file), as in the split layout.
+ */
+describe('tool calls, the steps taken in another process (SQLite store)', () => {
+  let dir: string;
+  let gatewayStore: SqliteEventStore;
+  let services: SqliteEventStore;
+  let sealed: SqliteSealedStore;
+  let watcher: ExecutionWatcher;
+  let toolCalls: ToolCalls;
+  /** The gateway's reads of execution streams. */
+  let executionReads: string[];
+
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'oncegate-tool-calls-'));
+    gatewayStore = openSqliteEventStore({ file: join(dir, 'events.db') });
+    services = openSqliteEventStore({ file: join(dir, 'events.db') });
+    executionReads = [];
+    const store = Object.create(gatewayStore) as EventStore;
+    store.readStream = (streamId, options) => {
+      if (executionIdOfStream(streamId) !== undefined) executionReads.push(streamId);
+      return gatewayStore.readStream(streamId, options);
+    };
+    sealed = new SqliteSealedStore({ file: join(dir, 'sealed.db'), current: { id: 's1', key: randomBytes(32) } });
+    watcher = new ExecutionWatcher(store);
+    await watcher.start();
+    const keyRing = keyRingFromConfig({
+      current: 'k1',
+      keys: [{ id: 'k1', secret: randomBytes(32).toString('hex') }],
+      argumentKey: { id: 'a1', secret: randomBytes(32).toString('hex') },
+    });
+    toolCalls = new ToolCalls({ store, watcher, sealed, keyRing, tools: new Map([[TOOL.name, TOOL]]), deliveries: new DeliveryTracker(), clock: systemClock, callWaitMs: 10_000 });
+  });
+
+  afterEach(async () => {
+    await toolCalls?.answersRecorded();
+    await watcher.stop();
+    sealed.close();
+    await services.close();
+    await gatewayStore.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** Another process's step on the execution. */
+  const step = (executionId: ExecutionId, command: ExecutionCommand) =>
+    runExecutionCommand(services, executionId, () => ({ ...command, executionId, now: isoNow(systemClock) }) as ExecutionCommand, { actor: 'service:test' }, systemClock);
+
+  it('given a new call, when other processes authorize, dispatch and observe it, then the gateway answers and records the delivery without reading the execution stream', async () => {
+    const answering = toolCalls.call('set_config', { name: 'mode', value: 'fast' }, {
+      actor: 'agent:test',
+      declaredRun: undefined,
+      meta: {},
+      correlation: { jsonRpcId: 1, transport: 'streamable-http' },
+      signal: new AbortController().signal,
+      delivery: { settled: Promise.resolve({ kind: 'delivered', evidence: 'the test read it' }) },
+    });
+    const executionId = await vi.waitFor(
+      async () => {
+        const accepted = (await services.readAll()).events.find((event) => event.type === 'ExecutionAccepted');
+        expect(accepted).toBeDefined();
+        return executionIdOfStream(accepted!.streamId)!;
+      },
+      { timeout: 5_000 },
+    );
+    for (const command of [authorize(), dispatch(), observe({ resultRef: undefined, resultDigest: undefined } as never)]) await step(executionId, command);
+    const answer = await answering;
+    expect(answer.structuredContent).toMatchObject({ execution: { id: executionId, state: 'completed' } });
+    await toolCalls.answersRecorded();
+    const types = (await services.readStream(`execution-${executionId}`)).map((event) => event.type);
+    expect(types).toEqual(['ExecutionAccepted', 'ExecutionAuthorized', 'Dispatched', 'OutcomeObserved', 'ResultDelivered']);
+    expect(executionReads).toEqual([]);
+  });
+});
