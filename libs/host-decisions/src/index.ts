@@ -3,4 +3,4 @@
 export { decide, isApprovalRefusal, isPending, MAX_APPROVAL_REASON_LENGTH, pending, show, targetOf, type ApprovalDecision, type ApprovalView, type PendingApproval } from './approval-queue';
 export { queueGauges, type QueueGaugesHost } from './queue-gauges';
 export { held, isReviewRefusal, resolutionOutcome, resolveReview, reviewViewOf, showReview } from './review-queue';
-export { DECLARED_RUN, endRun, executionsOfRun, grantedTools, grantRun, listRuns, readRun, RunNotFoundError, runOfCall, sessionRunId, startRun, type RunGrantedData, type RunView } from './run-journal';
+export { DECLARED_RUN, endRun, executionsOfRun, grantedTools, grantRun, listRuns, readRun, RunNotFoundError, runOfCall, RunViews, sessionRunId, startRun, type RunGrantedData, type RunView } from './run-journal';

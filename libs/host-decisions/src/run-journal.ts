@@ -2,6 +2,7 @@ import { runStream, type ExecutionStatus } from '@oncegate/domain';
 import { newEventId, WrongExpectedRevisionError, type EventStore, type ExpectedRevision, type RecordedEvent } from '@oncegate/event-store';
 import { isoNow, loadExecution, type Clock } from '@oncegate/execution-journal';
 import { eventsFromStore } from '@oncegate/projections';
+import { LRUCache } from 'lru-cache';
 
 /**
  * The sessions journal (docs/design.md section 3): one `run-<id>` stream per agent run with RunStarted, RunGranted and
@@ -90,6 +91,42 @@ export async function readRun(store: EventStore, runId: string): Promise<RunView
   return foldRun(await store.readStream(runStream(runId)));
 }
 
+/** The event types of run streams. */
+export const RUN_EVENT_TYPES = ['RunStarted', 'RunGranted', 'RunEnded'] as const;
+
+/** Runs a {@link RunViews} keeps, at most (the most recently asked for). */
+const RUN_VIEWS_LIMIT = 4_096;
+
+/**
+ * The runs one process asks about on every call (authorization, for each accepted execution), kept as last read
+ * with the position they are known complete through. Where the store hears every commit (PostgreSQL), its
+ * notifications say whether any run event was committed since — counting every append answered before the newest
+ * commit this process knows of, so a run ended before the call's `ExecutionAccepted` was committed always counts —
+ * and the run is read again only then. Elsewhere every ask reads, as `readRun`.
+ */
+export class RunViews {
+  private readonly kept = new LRUCache<string, { view: RunView; through: number }>({ max: RUN_VIEWS_LIMIT });
+
+  constructor(private readonly store: EventStore) {}
+
+  /** The run as of every commit this process knows of; `undefined` when it was never started. */
+  async current(runId: string): Promise<RunView | undefined> {
+    const kept = this.kept.get(runId);
+    if (kept !== undefined) {
+      const told = await this.store.notifiedSince?.(kept.through, RUN_EVENT_TYPES);
+      if (told?.changed === false) {
+        kept.through = Math.max(kept.through, told.through);
+        return kept.view;
+      }
+    }
+    // Every position the store has seen is committed, so a read issued after this holds all of them.
+    const through = this.store.seenPosition?.();
+    const view = await readRun(this.store, runId);
+    if (view !== undefined && through !== undefined) this.kept.set(runId, { view, through });
+    return view;
+  }
+}
+
 /** Tools the run holds a session grant for (none once it ended). */
 export function grantedTools(run: RunView): string[] {
   return run.ended ? [] : [...new Set(run.grants.flatMap((grant) => grant.tools))];
@@ -123,8 +160,9 @@ export async function startRun(
   store: EventStore,
   run: { runId: string; actor: string; source: 'declared' | 'session' },
   clock: Clock,
+  views?: RunViews,
 ): Promise<RunView> {
-  const known = await readRun(store, run.runId);
+  const known = await (views === undefined ? readRun(store, run.runId) : views.current(run.runId));
   if (known) return known;
   const data: RunStartedData = { ...run, startedAt: isoNow(clock) };
   await appendRunEvent(store, run.runId, 'RunStarted', data, run.actor, clock, 'no_stream');

@@ -5,7 +5,7 @@ import { preparedRequest } from '@oncegate/channel-http';
 import type { DenialBasis, ExecutionAcceptedData, ExecutionCommand, ExecutionId, ExecutionState, IsoInstant } from '@oncegate/domain';
 import type { EventStore, RecordedEvent } from '@oncegate/event-store';
 import { executionAsOf, executionsWithEvent, isoNow, loadExecution, runExecutionCommand, stepTakenAlready, type Clock, type InlineStep } from '@oncegate/execution-journal';
-import { endRun, grantedTools, grantRun, isPending, readRun, sessionRunId, startRun, type RunGrantedData } from '@oncegate/host-decisions';
+import { endRun, grantedTools, grantRun, isPending, readRun, RunViews, sessionRunId, startRun, type RunGrantedData } from '@oncegate/host-decisions';
 import { noVault, type BindingTarget, type VaultService, type VaultState } from '@oncegate/host-vault';
 import { EVENT_STORE } from '@oncegate/nest-event-store';
 import type { SealedStore } from '@oncegate/sealed-store';
@@ -37,6 +37,7 @@ export class AuthorizationController implements OnApplicationBootstrap, OnApplic
   private readonly pending = new Map<ExecutionId, PendingApproval>();
   private timer: NodeJS.Timeout | undefined;
   private stopVaultWatch: (() => void) | undefined;
+  private readonly runs: RunViews;
 
   constructor(
     @Inject(EVENT_STORE) private readonly store: EventStore,
@@ -47,7 +48,9 @@ export class AuthorizationController implements OnApplicationBootstrap, OnApplic
     @Inject(APPROVAL_TIMEOUT_MS) private readonly approvalTimeoutMs: number,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(PREPARED_CALLS) private readonly prepared: PreparedCalls = new PreparedCalls(sealed),
-  ) {}
+  ) {
+    this.runs = new RunViews(store);
+  }
 
   async onApplicationBootstrap(): Promise<void> {
     // Approvals requested before this process started: pick up the ones still pending.
@@ -208,7 +211,7 @@ export class AuthorizationController implements OnApplicationBootstrap, OnApplic
 
   private async runFacts(runId: string, actor: string, sessionId: string | undefined): Promise<RunFacts> {
     const source = sessionId !== undefined && runId === sessionRunId(sessionId) ? 'session' : 'declared';
-    const run = await startRun(this.store, { runId, actor, source }, this.clock);
+    const run = await startRun(this.store, { runId, actor, source }, this.clock, this.runs);
     return { runId, actor: run.actor, ended: run.ended !== null, grantedTools: grantedTools(run) };
   }
 
