@@ -88,6 +88,8 @@ export async function hostDispatchers(host: Host, vault: VaultService, prepared:
 export function dispatcherService(channel: DispatchChannel): ServiceDefinition {
   return {
     name: `dispatcher-${channel.channel}`,
+    // It sends the arguments the gateway sealed and seals what the target answered.
+    sealedBlobs: { opens: ['arguments'], seals: ['result'] },
     async serve(host, together) {
       const dispatchers = await hostDispatchers(host, await together.vault(), together.prepared, [channel]);
       // Hosted beside the gateway's front, the first attempt is dispatched in the commit that accepts the call.

@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { escapeIdentifier, Pool, type PoolConfig } from 'pg';
+import { LRUCache } from 'lru-cache';
+import { Client, escapeIdentifier, Pool, type PoolConfig } from 'pg';
 import { surviveServerLoss, unavailableOr } from '@oncegate/event-store-postgres';
 import { BlobCipher, SealedValueError, type SealingKey } from './blob-cipher';
 import { SealedBlobError, sealedAad, type OpenedBlob, type SealedKind, type SealedRef, type SealedStore } from './sealed-store';
@@ -18,6 +19,48 @@ export interface PostgresSealedStoreOptions {
   readonly current: SealingKey;
   /** Older keys still accepted for opening. */
   readonly previous?: readonly SealingKey[];
+  /**
+   * The kinds of blob this process opens and other processes seal (the gateway apart from the dispatchers: results;
+   * authorization and the dispatchers apart from the gateway: arguments). Every blob small enough travels, as stored
+   * (encrypted), in a notification its insert sends; a store that hears its kind keeps the latest and opens them
+   * without a read. Default: none heard, every open reads.
+   */
+  readonly hear?: readonly SealedKind[];
+}
+
+/** A blob as its insert's notification carried it: what the table holds, encrypted. */
+interface HeardBlob {
+  readonly kind: SealedKind;
+  readonly owner: string;
+  readonly keyId: string;
+  readonly iv: Buffer;
+  readonly tag: Buffer;
+  readonly ciphertext: Buffer;
+}
+
+/** PostgreSQL refuses a notification payload of 8,000 bytes or more: a larger blob is only read. */
+const MAX_CARRIED_BYTES = 7_900;
+/** Heard blobs kept at most, and their ciphertexts' bytes together. */
+const HEARD_ENTRIES = 2_048;
+const HEARD_BYTES = 16 * 1024 * 1024;
+/** How long a lost listening connection waits before it connects again. */
+const RELISTEN_MS = 1_000;
+
+/** The channel a kind's new blobs are told on, the same in every process on the schema. */
+function channelOf(schema: string, kind: SealedKind): string {
+  return `oncegate_sealed_${kind}_${createHash('sha256').update(schema).digest('hex').slice(0, 24)}`;
+}
+
+/** A heard payload, or `undefined` when it is not one (anyone may notify on any channel: it is checked, then opened). */
+function heardBlob(payload: string): { ref: string; blob: HeardBlob } | undefined {
+  try {
+    const [ref, kind, owner, keyId, iv, tag, ciphertext] = JSON.parse(payload) as unknown[];
+    if (typeof ref !== 'string' || (kind !== 'arguments' && kind !== 'result') || typeof owner !== 'string' || typeof keyId !== 'string') return undefined;
+    if (typeof iv !== 'string' || typeof tag !== 'string' || typeof ciphertext !== 'string') return undefined;
+    return { ref, blob: { kind, owner, keyId, iv: Buffer.from(iv, 'base64'), tag: Buffer.from(tag, 'base64'), ciphertext: Buffer.from(ciphertext, 'base64') } };
+  } catch {
+    return undefined;
+  }
 }
 
 interface BlobRow {
@@ -55,13 +98,20 @@ function describeLocation(url: string | undefined, schema: string): string {
  */
 export class PostgresSealedStore implements SealedStore {
   private readonly table: string;
+  /** The blobs heard of the kinds this store hears, by ref: encrypted, as the table holds them. */
+  private readonly heard = new LRUCache<string, HeardBlob>({ max: HEARD_ENTRIES, maxSize: HEARD_BYTES, sizeCalculation: (blob) => Math.max(1, blob.ciphertext.byteLength) });
+  private listener: Client | undefined;
+  private relisten: NodeJS.Timeout | undefined;
+  private closed = false;
 
   private constructor(
     private readonly pool: Pool,
     private readonly ownsPool: boolean,
-    schema: string,
+    private readonly schema: string,
     private readonly location: string,
     private readonly cipher: BlobCipher,
+    private readonly listenConfig: PoolConfig,
+    private readonly hearing: readonly SealedKind[],
   ) {
     this.table = `${escapeIdentifier(schema)}.sealed_blobs`;
   }
@@ -73,14 +123,45 @@ export class PostgresSealedStore implements SealedStore {
     const config: PoolConfig = { connectionString: options.url, connectionTimeoutMillis: 5000, application_name: 'oncegate-sealed-store' };
     const pool = options.pool ?? surviveServerLoss(new Pool(config));
     const schema = options.schema ?? 'oncegate';
-    const store = new PostgresSealedStore(pool, options.pool === undefined, schema, describeLocation(options.url, schema), cipher);
+    const listenConfig = options.url === undefined ? (options.pool as Pool & { options: PoolConfig }).options : config;
+    const store = new PostgresSealedStore(pool, options.pool === undefined, schema, describeLocation(options.url, schema), cipher, listenConfig, options.hear ?? []);
     try {
       await store.migrate(schema);
     } catch (error) {
       await store.close();
       throw unavailableOr(store.location, error);
     }
+    await store.listen();
     return store;
+  }
+
+  /**
+   * Listens for the kinds this store hears, on a connection of its own; resolves once it listens or could not. One
+   * that is lost is connected again after a pause. While it does not listen, every open reads: nothing is lost but
+   * the read saved.
+   */
+  private async listen(): Promise<void> {
+    if (this.hearing.length === 0 || this.closed) return;
+    const client = new Client({ ...this.listenConfig, application_name: 'oncegate-sealed-listener' });
+    const lost = () => {
+      if (this.listener !== client) return;
+      this.listener = undefined;
+      client.end().catch(() => undefined);
+      if (!this.closed) this.relisten = setTimeout(() => void this.listen(), RELISTEN_MS);
+    };
+    client.on('error', lost);
+    client.on('end', lost);
+    client.on('notification', (message) => {
+      const heard = heardBlob(message.payload ?? '');
+      if (heard !== undefined) this.heard.set(heard.ref, heard.blob);
+    });
+    this.listener = client;
+    try {
+      await client.connect();
+      for (const kind of this.hearing) await client.query(`LISTEN ${channelOf(this.schema, kind)}`);
+    } catch {
+      lost();
+    }
   }
 
   private async migrate(schema: string): Promise<void> {
@@ -109,20 +190,37 @@ export class PostgresSealedStore implements SealedStore {
     const ref = `sealed_${randomUUID()}`;
     const sealed = this.cipher.seal(plaintext, sealedAad(ref, kind, owner));
     const digest = `sha256:${createHash('sha256').update(plaintext).digest('hex')}`;
+    const values: unknown[] = [ref, kind, owner, sealed.keyId, sealed.iv, sealed.tag, sealed.ciphertext, digest, new Date().toISOString()];
+    // The blob as stored (encrypted; never its digest) goes to the processes that hear its kind, in a notification
+    // sent when the insert commits: before the event that names it is appended, let alone heard.
+    const carried = JSON.stringify([ref, kind, owner, sealed.keyId, sealed.iv.toString('base64'), sealed.tag.toString('base64'), sealed.ciphertext.toString('base64')]);
+    const told = Buffer.byteLength(carried) <= MAX_CARRIED_BYTES;
+    if (told) values.push(channelOf(this.schema, kind), carried);
     await this.pool
       .query({
         // Committed without waiting for the WAL flush: the event that will reference the blob is appended after it
         // on the same server, whose WAL is written in order, and its append waits for a flush that covers this one.
-        text: `WITH asynchronous AS (SELECT set_config('synchronous_commit', 'off', true))
-          INSERT INTO ${this.table} (ref, kind, owner, key_id, iv, tag, ciphertext, digest, created_at)
-          SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9 FROM asynchronous`,
-        values: [ref, kind, owner, sealed.keyId, sealed.iv, sealed.tag, sealed.ciphertext, digest, new Date().toISOString()],
+        text: `WITH asynchronous AS (SELECT set_config('synchronous_commit', 'off', true)), stored AS (
+            INSERT INTO ${this.table} (ref, kind, owner, key_id, iv, tag, ciphertext, digest, created_at)
+            SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9 FROM asynchronous RETURNING ref)
+          SELECT ${told ? 'pg_notify($10, $11)' : 'ref'} FROM stored`,
+        values,
       })
       .catch((error: unknown) => Promise.reject(unavailableOr(this.location, error)));
     return { ref, digest };
   }
 
   async open(ref: string): Promise<OpenedBlob | undefined> {
+    const heard = this.heard.get(ref);
+    if (heard !== undefined) {
+      try {
+        const plaintext = this.cipher.open({ keyId: heard.keyId, iv: heard.iv, tag: heard.tag, ciphertext: heard.ciphertext }, sealedAad(ref, heard.kind, heard.owner));
+        return { kind: heard.kind, owner: heard.owner, plaintext, digest: `sha256:${createHash('sha256').update(plaintext).digest('hex')}` };
+      } catch {
+        // Not what this store sealed under its keys (anyone may notify): the table says what the blob is.
+        this.heard.delete(ref);
+      }
+    }
     const result = await this.pool
       .query<BlobRow>({ text: `SELECT kind, owner, key_id, iv, tag, ciphertext, digest FROM ${this.table} WHERE ref = $1`, values: [ref] })
       .catch((error: unknown) => Promise.reject(unavailableOr(this.location, error)));
@@ -138,6 +236,11 @@ export class PostgresSealedStore implements SealedStore {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.relisten);
+    const listener = this.listener;
+    this.listener = undefined;
+    await listener?.end().catch(() => undefined);
     if (this.ownsPool) await this.pool.end().catch(() => undefined);
   }
 }

@@ -1,20 +1,20 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { Client, escapeIdentifier } from 'pg';
-import { afterEach, describe, expect, it } from 'vitest';
+import { Client, escapeIdentifier, Pool } from 'pg';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { EventStoreUnavailableError } from '@oncegate/event-store';
 import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- integration tests run the shared real-PostgreSQL harness
 import { startPostgres } from '../../../test/support/postgres';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- integration tests run the shared real-PostgreSQL harness
 import { sharedPostgres } from '../../../test/support/shared-servers';
-import type { SealingKey } from './blob-cipher';
+import { BlobCipher, type SealingKey } from './blob-cipher';
 import { PostgresSealedStore } from './postgres-sealed-store';
 import { RecentlySealed } from './recently-sealed';
-import { SealedBlobError, SqliteSealedStore, type OpenedBlob, type SealedStore } from './sealed-store';
+import { SealedBlobError, sealedAad, SqliteSealedStore, type OpenedBlob, type SealedStore } from './sealed-store';
 
 const CANARY = 'canary-RESULT-9d1e';
 
@@ -305,5 +305,80 @@ describe('recently sealed plaintexts', () => {
       await store.close();
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('postgres sealed store, blobs heard by the processes that open them', () => {
+  const key: SealingKey = { id: 'k1', key: randomBytes(32) };
+  let url: string;
+  let schema: string;
+  const closing: Array<{ close(): Promise<void> }> = [];
+  afterEach(async () => {
+    for (const item of closing.splice(0).reverse()) await item.close();
+    await withClient(url, (client) => client.query(`DROP SCHEMA IF EXISTS ${escapeIdentifier(schema)} CASCADE`));
+  });
+
+  /** The gateway's store (it seals arguments), and authorization's, which hears them, with its statements counted. */
+  async function gatewayAndReader() {
+    url = (await sharedPostgres()).url();
+    schema = `sealed_${randomBytes(6).toString('hex')}`;
+    const gateway = await PostgresSealedStore.open({ url, schema, current: key });
+    closing.push(gateway);
+    const pool = new Pool({ connectionString: url });
+    closing.push({ close: () => pool.end() });
+    const statements = vi.spyOn(pool, 'query');
+    const reader = await PostgresSealedStore.open({ pool, schema, current: key, hear: ['arguments'] });
+    closing.push(reader);
+    statements.mockClear();
+    return { gateway, reader, statements };
+  }
+
+  /** Opens `ref` until an open makes no statement (the notification is on its way when the seal resolves). */
+  const openedUnread = (reader: PostgresSealedStore, statements: { mock: { calls: unknown[] } }, ref: string) =>
+    vi.waitFor(
+      async () => {
+        const before = statements.mock.calls.length;
+        const opened = await reader.open(ref);
+        expect(statements.mock.calls.length).toBe(before);
+        return opened;
+      },
+      { timeout: 5_000 },
+    );
+
+  it("given a reader that hears arguments, when the gateway seals a call's arguments, then the reader opens them without a read, as stored; a result and a blob too large to be carried are read", async () => {
+    const { gateway, reader, statements } = await gatewayAndReader();
+    const sealed = await gateway.seal('arguments', 'ex_1', Buffer.from(`{"token":"${CANARY}"}`));
+    const opened = await openedUnread(reader, statements, sealed.ref);
+    expect(opened).toEqual({ kind: 'arguments', owner: 'ex_1', plaintext: Buffer.from(`{"token":"${CANARY}"}`), digest: sealed.digest });
+    statements.mockClear();
+
+    const result = await gateway.seal('result', 'ex_1', Buffer.from('a result'));
+    expect((await reader.open(result.ref))?.plaintext.toString()).toBe('a result');
+    expect(statements).toHaveBeenCalledTimes(1);
+    const large = Buffer.alloc(12_000, 'a');
+    const big = await gateway.seal('arguments', 'ex_2', large);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect((await reader.open(big.ref))?.plaintext.equals(large)).toBe(true);
+    expect(statements).toHaveBeenCalledTimes(2);
+  });
+
+  it('given a notification anyone could send, when it carries a blob not sealed under the store key, then it is not opened from it: the table says what the blob is', async () => {
+    const { gateway, reader, statements } = await gatewayAndReader();
+    const genuine = await gateway.seal('arguments', 'ex_1', Buffer.from('genuine'));
+    await openedUnread(reader, statements, genuine.ref);
+    const channel = `oncegate_sealed_arguments_${createHash('sha256').update(schema).digest('hex').slice(0, 24)}`;
+    const forge = (ref: string, text: string) => {
+      const sealed = new BlobCipher({ id: 'k1', key: randomBytes(32) }).seal(Buffer.from(text), sealedAad(ref, 'arguments', 'ex_1'));
+      return JSON.stringify([ref, 'arguments', 'ex_1', sealed.keyId, sealed.iv.toString('base64'), sealed.tag.toString('base64'), sealed.ciphertext.toString('base64')]);
+    };
+    // A role that may only connect can still notify: one ref the gateway sealed, one it never did.
+    await withClient(url, async (client) => {
+      await client.query('SELECT pg_notify($1, $2), pg_notify($1, $3)', [channel, forge(genuine.ref, 'forged'), forge('sealed_made-up', 'made up')]);
+    });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    statements.mockClear();
+    expect((await reader.open(genuine.ref))?.plaintext.toString()).toBe('genuine');
+    expect(await reader.open('sealed_made-up')).toBeUndefined();
+    expect(statements).toHaveBeenCalledTimes(2);
   });
 });

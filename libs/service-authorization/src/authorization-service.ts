@@ -39,6 +39,8 @@ export async function hostAuthorization(host: Host, vault: VaultService, prepare
 
 /** `oncegate serve authorization`. */
 export const authorizationService: ServiceDefinition = {
+  // It renders each call's request from its arguments, sealed by the gateway.
+  sealedBlobs: { opens: ['arguments'] },
   name: 'authorization',
   check: (config) => void policyOf(config, loadTools(config)),
   async serve(host, together) {

@@ -201,6 +201,8 @@ function refuseUnsafeTesting(config: GatewayConfig): void {
  * the callers waiting here are shown to it through the store, and outcomes are learnt from the execution streams.
  */
 export const gatewayService: ServiceDefinition = {
+  // It seals the arguments of the calls it accepts and opens the results the dispatchers seal.
+  sealedBlobs: { opens: ['result'], seals: ['arguments'] },
   name: 'gateway',
   check(config) {
     hostRulesOf(config);

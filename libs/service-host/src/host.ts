@@ -15,7 +15,7 @@ import { newInstance } from '@oncegate/host-recovery';
 import { loadGatewayKeys, VaultService, type GatewayKeys } from '@oncegate/host-vault';
 import { PreparedCalls } from './prepared-calls';
 import { createEventStoreMicroservice, EventStoreTransport, readParked } from '@oncegate/nest-event-store';
-import { PostgresSealedStore, RecentlySealed, SqliteSealedStore, type SealedBlobWriter, type SealedStore, type SealingKey } from '@oncegate/sealed-store';
+import { PostgresSealedStore, RecentlySealed, SqliteSealedStore, type SealedBlobWriter, type SealedKind, type SealedStore, type SealingKey } from '@oncegate/sealed-store';
 import { initDevelopmentVault } from '@oncegate/vault';
 
 /** How one `store.driver` opens the event store and the sealed store; the rest of the gateway only sees the ports. */
@@ -24,7 +24,7 @@ interface StoreDriver<S extends StoreConfig> {
   where(store: S, dataDir: string): string;
   events(store: S, dataDir: string, readOnly: boolean): Promise<EventStore>;
   /** `events` is the event store `events` opened: where the blobs share its file, its writer writes them. */
-  sealed(store: S, dataDir: string, current: SealingKey, events: EventStore): Promise<SealedStore>;
+  sealed(store: S, dataDir: string, current: SealingKey, events: EventStore, hear: readonly SealedKind[]): Promise<SealedStore>;
 }
 
 /** A driver's error with the store URL's password replaced, so it can be printed. */
@@ -50,7 +50,9 @@ const STORE_DRIVERS: { readonly [D in StoreConfig['driver']]: StoreDriver<Extrac
     where: (store) => redactedStoreUrl(store.url),
     events: (store) => openPostgresEventStore({ url: store.url }).catch((error: unknown) => Promise.reject(scrubbed(store.url, error))),
     // Every process on the server reads the blobs; each seal is committed before the event referencing it is appended.
-    sealed: (store, _dataDir, current) => PostgresSealedStore.open({ url: store.url, current }).catch((error: unknown) => Promise.reject(scrubbed(store.url, error))),
+    // A process hears the blobs of the kinds it opens and other processes seal (see `ServiceDefinition.sealedBlobs`).
+    sealed: (store, _dataDir, current, _events, hear) =>
+      PostgresSealedStore.open({ url: store.url, current, hear }).catch((error: unknown) => Promise.reject(scrubbed(store.url, error))),
   },
 };
 
@@ -161,6 +163,7 @@ export async function openHost(
   grouped: boolean,
   service: string,
   pluginChannels?: ReadonlyMap<string, PluginSectionCheck>,
+  hear: readonly SealedKind[] = [],
 ): Promise<Host> {
   const clock = options.clock ?? systemClock;
   // Every line of the process goes to stderr through this one logger, Nest's own and every `new Logger(context)` too,
@@ -177,7 +180,7 @@ export async function openHost(
     logger.log(`${file} held its key in plain (an earlier version); it is now wrapped under the master key`, 'keys');
   }
   // A service opens again what it sealed moments before (the answer to give, the arguments to send): kept in memory.
-  const sealed = new RecentlySealed(await storeDriver(config.store).sealed(config.store, config.dataDir, keys.sealing, folder.store));
+  const sealed = new RecentlySealed(await storeDriver(config.store).sealed(config.store, config.dataDir, keys.sealing, folder.store, hear));
   opened.push(sealed);
   const metrics = processMetrics();
   const store = meteredStore(folder.store, metrics);
@@ -337,8 +340,19 @@ export interface ServiceDefinition {
   check?(config: GatewayConfig): void;
   /** The plugin channels this service hosts: their tools' sections are checked when the contract file is loaded. */
   readonly pluginChannels?: ReadonlyMap<string, PluginSectionCheck>;
+  /**
+   * The kinds of sealed blob the service opens and seals. A process whose services open a kind that none of them seals
+   * hears that kind's new blobs where the store can tell them (PostgreSQL), and opens them without a read.
+   */
+  readonly sealedBlobs?: { readonly opens?: readonly SealedKind[]; readonly seals?: readonly SealedKind[] };
   /** Starts the service on the process's host; `together` is what it shares with the other services of the process. */
   serve(host: Host, together: CoHosting): Promise<ServedService>;
+}
+
+/** The kinds of blob some of the services open and none of them seals: sealed in other processes. */
+export function heardKinds(definitions: readonly ServiceDefinition[]): SealedKind[] {
+  const sealedHere = new Set(definitions.flatMap((definition) => definition.sealedBlobs?.seals ?? []));
+  return [...new Set(definitions.flatMap((definition) => definition.sealedBlobs?.opens ?? []))].filter((kind) => !sealedHere.has(kind));
 }
 
 /**
@@ -402,7 +416,7 @@ export function serveServices(definitions: readonly ServiceDefinition[], config:
     const ordered = [...definitions].sort((a, b) => startRank(a) - startRank(b));
     const name = ordered.map((definition) => definition.name).join('+');
     const sections = new Map(ordered.flatMap((definition) => [...(definition.pluginChannels ?? new Map<string, PluginSectionCheck>())]));
-    const host = await openHost(config, options, opened, true, name, sections.size === 0 ? undefined : sections);
+    const host = await openHost(config, options, opened, true, name, sections.size === 0 ? undefined : sections, heardKinds(ordered));
     const together = coHosting(host);
     const served: ServedService[] = [];
     for (const definition of ordered) {
