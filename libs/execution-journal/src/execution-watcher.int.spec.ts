@@ -47,28 +47,26 @@ describe('execution watcher (SQLite store)', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  /** The acceptance of a `set_config` call as execution `executionId`. */
+  const acceptance = (executionId: ExecutionId, fingerprint: Fingerprint = `hmac-sha256:k1:${'cd'.repeat(32)}`) =>
+    ({
+      type: 'AcceptExecution',
+      executionId,
+      now: isoNow(systemClock),
+      record: { actor: 'agent:test', tool: 'set_config', channel: 'http', target: 'test/config', credential_ref: null, method: 'PUT', arguments: {}, intent_scope: 'actor' } as never,
+      fingerprint,
+      operationClass: 'idempotent_write',
+      intentScope: { kind: 'actor' },
+      correlationWindowMs: 60_000,
+      redeliveryGraceMs: 0,
+      attemptPolicy: { maxAttempts: 3, attemptTimeoutMs: 5_000, markerBeforeWork: false },
+      correlation: { jsonRpcId: 1, transport: 'streamable-http' },
+      argumentsRef: 'sealed_arguments_1',
+    }) as const;
+
   async function accepted(): Promise<ExecutionId> {
     const executionId = executionIdFromUlid(newUlid());
-    await runExecutionCommand(
-      store,
-      executionId,
-      () => ({
-        type: 'AcceptExecution',
-        executionId,
-        now: isoNow(systemClock),
-        record: { actor: 'agent:test', tool: 'set_config', channel: 'http', target: 'test/config', credential_ref: null, method: 'PUT', arguments: {}, intent_scope: 'actor' } as never,
-        fingerprint: `hmac-sha256:k1:${'cd'.repeat(32)}`,
-        operationClass: 'idempotent_write',
-        intentScope: { kind: 'actor' },
-        correlationWindowMs: 60_000,
-        redeliveryGraceMs: 0,
-        attemptPolicy: { maxAttempts: 3, attemptTimeoutMs: 5_000, markerBeforeWork: false },
-        correlation: { jsonRpcId: 1, transport: 'streamable-http' },
-        argumentsRef: 'sealed_arguments_1',
-      }),
-      { actor: 'agent:test' },
-      systemClock,
-    );
+    await runExecutionCommand(store, executionId, () => acceptance(executionId), { actor: 'agent:test' }, systemClock);
     return executionId;
   }
 
@@ -140,20 +138,7 @@ describe('execution watcher (SQLite store)', () => {
     const started = await startClaimedExecution(
       store,
       executionId,
-      {
-        type: 'AcceptExecution',
-        executionId,
-        now: claimedAt,
-        record: { actor: 'agent:test', tool: 'set_config', channel: 'http', target: 'test/config', credential_ref: null, method: 'PUT', arguments: {}, intent_scope: 'actor' } as never,
-        fingerprint,
-        operationClass: 'idempotent_write',
-        intentScope: { kind: 'actor' },
-        correlationWindowMs: 60_000,
-        redeliveryGraceMs: 0,
-        attemptPolicy: { maxAttempts: 3, attemptTimeoutMs: 5_000, markerBeforeWork: false },
-        correlation: { jsonRpcId: 1, transport: 'streamable-http' },
-        argumentsRef: 'sealed_arguments_1',
-      },
+      acceptance(executionId, fingerprint),
       [intentClaimEntry({ executionId, fingerprint, claimedAt }, undefined, 'agent:test', systemClock)],
       { actor: 'agent:test' },
       systemClock,
