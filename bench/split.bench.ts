@@ -28,10 +28,11 @@ import { machineLine, mean, ms, percentile, printTable } from './table';
  * decides in the commit that accepts a call): the gateway with authorization and result-delivery beside it and the
  * HTTP dispatchers apart (1 and 3, the same phases), and all four in one process, at concurrency 1.
  *
- * `--against <checkout> [--rounds N]`: only what the layout adds at concurrency 1, this build against another's
- * (`concurrencyOneAgainst`).
+ * `--against <checkout> [--rounds N] [--loaded-calls N]`: this build against another's, in alternating rounds, each
+ * with this checkout's embedded gateway as its reference: what the layout adds at concurrency 1, and the services'
+ * CPU a call at `--concurrency` with one HTTP dispatcher (`concurrencyOneAgainst`).
  *
- * `npm run bench -- split [--calls N] [--concurrency N] [--cap N] [--delay MS] [--no-fsync] [--pin] [--against <checkout> [--rounds N]]`
+ * `npm run bench -- split [--calls N] [--concurrency N] [--cap N] [--delay MS] [--no-fsync] [--pin] [--against <checkout> [--rounds N] [--loaded-calls N]]`
  */
 export async function run(argv: string[]): Promise<void> {
   const { values } = parseArgs({
@@ -45,6 +46,7 @@ export async function run(argv: string[]): Promise<void> {
       pin: { type: 'boolean' },
       against: { type: 'string' },
       rounds: { type: 'string' },
+      'loaded-calls': { type: 'string' },
     },
   });
   const calls = Number(values.calls ?? 600);
@@ -175,7 +177,7 @@ export async function run(argv: string[]): Promise<void> {
   try {
     writeFileSync(folder.configFile, baseConfig);
     if (values.against !== undefined) {
-      await concurrencyOneAgainst(resolve(values.against), Number(values.rounds ?? 3), Number(values.calls ?? 400), { folder, env, storeUrl, call });
+      await concurrencyOneAgainst(resolve(values.against), Number(values.rounds ?? 3), Number(values.calls ?? 400), { folder, env, storeUrl, call }, { concurrency, calls: Number(values['loaded-calls'] ?? 600) });
       return;
     }
     // The embedded gateway: at concurrency 1, then at the split phases' concurrency for its CPU per call.
@@ -441,6 +443,7 @@ async function concurrencyOneAgainst(
   rounds: number,
   calls: number,
   setup: { folder: GatewayFolder; env: NodeJS.ProcessEnv; storeUrl: string; call: (clients: Awaited<ReturnType<typeof mcpClients>>) => Call },
+  loaded: { concurrency: number; calls: number },
 ): Promise<void> {
   for (const needed of ['bin/oncegate.mjs', 'dist/apps/authorization/main.js', 'dist/apps/dispatcher-http/main.js', 'dist/apps/result-delivery/main.js']) {
     if (!existsSync(join(other, needed))) throw new Error(`split --against: ${join(other, needed)} is missing (a checkout with its packages installed and \`npm run build\` run in it)`);
@@ -474,11 +477,24 @@ async function concurrencyOneAgainst(
   const head = async (): Promise<number> => Number((await queryOnce<{ head: string }>(storeUrl, 'SELECT coalesce(max(position), 0)::text AS head FROM oncegate.events'))[0]!.head);
   const rows: Array<Record<string, string | number>> = [];
   const added = new Map<string, number[]>(builds.map((build) => [build.name, []]));
+  /** Each process's CPU ms a call over the loaded phase (`loaded.calls` at `loaded.concurrency`), by service. */
+  const loadedCpu = async (clients: Awaited<ReturnType<typeof mcpClients>>, processes: ReadonlyArray<{ service: string; pid: number }>) => {
+    await drive(call(clients), loaded.concurrency, Math.min(100, loaded.calls / 4));
+    const before = processes.map((process) => procStats(process.pid).cpuSeconds);
+    const phase = await drive(call(clients), loaded.concurrency, loaded.calls);
+    const perService = new Map<string, number>();
+    processes.forEach((process, i) => perService.set(process.service, (perService.get(process.service) ?? 0) + ((procStats(process.pid).cpuSeconds - before[i]!) * 1000) / phase.calls));
+    return { perService, total: [...perService.values()].reduce((sum, value) => sum + value, 0), failed: phase.failed };
+  };
+  const cpuRows: Array<Record<string, string | number>> = [];
+  const ratios = new Map<string, number[]>(builds.map((build) => [build.name, []]));
   for (let round = 1; round <= rounds; round += 1) {
     const embedded = await startGatewayProcess(folder, env);
-    const embeddedClients = await mcpClients(embedded.url, 1, embedded.devToken);
+    const embeddedClients = await mcpClients(embedded.url, loaded.concurrency, embedded.devToken);
     await drive(call(embeddedClients), 1, 30);
     const reference = await drive(call(embeddedClients), 1, calls);
+    const embeddedCpu = await loadedCpu(embeddedClients, [{ service: 'embedded', pid: embedded.child.pid! }]);
+    cpuRows.push({ round, layout: 'embedded (this checkout)', 'services CPU ms/call': embeddedCpu.total.toFixed(2), 'by process': '', 'vs embedded': '', failed: embeddedCpu.failed });
     await Promise.all(embeddedClients.map((client) => client.close()));
     await embedded.stop();
     rows.push({ round, layout: 'embedded (this checkout)', 'p50 ms': ms(percentile(reference.samples, 50)), 'mean ms': ms(mean(reference.samples)), 'added p50 ms': '', hops: '' });
@@ -494,12 +510,23 @@ async function concurrencyOneAgainst(
       });
       try {
         const gateway = deployment.of('gateway')[0]!;
-        const clients = await mcpClients(gateway.url!, 1, gateway.devToken);
+        const clients = await mcpClients(gateway.url!, loaded.concurrency, gateway.devToken);
         await drive(call(clients), 1, 30);
         const from = await head();
         const split = await drive(call(clients), 1, calls);
-        await Promise.all(clients.map((client) => client.close()));
+        // The hops of the concurrency-1 calls only, before the loaded phase queues behind the one dispatcher.
         const hops = await hopsOf(from);
+        const splitCpu = await loadedCpu(clients, deployment.processes);
+        ratios.get(build.name)!.push(splitCpu.total / embeddedCpu.total);
+        cpuRows.push({
+          round,
+          layout: `split, ${build.name}`,
+          'services CPU ms/call': splitCpu.total.toFixed(2),
+          'by process': [...splitCpu.perService].sort(([a], [b]) => a.localeCompare(b)).map(([service, value]) => `${service} ${value.toFixed(2)}`).join(', '),
+          'vs embedded': `${(splitCpu.total / embeddedCpu.total).toFixed(2)}×`,
+          failed: splitCpu.failed,
+        });
+        await Promise.all(clients.map((client) => client.close()));
         const more = percentile(split.samples, 50) - percentile(reference.samples, 50);
         added.get(build.name)!.push(more);
         rows.push({
@@ -518,7 +545,20 @@ async function concurrencyOneAgainst(
   console.log(`\nSplit layout at concurrency 1, this checkout against ${other} — ${machineLine()}, ${calls} calls a layout a round`);
   printTable('each round: p50 and mean, what the split adds over the embedded gateway of the round, the hops (ms: accepted→authorized / authorized→dispatched / dispatched→outcome, medians of recordedAt)', rows);
   const median = (values: number[]) => percentile([...values].sort((a, b) => a - b), 50);
-  printTable('over the rounds', builds.map((build) => ({ build: build.name, 'median added p50 ms': median(added.get(build.name)!).toFixed(2), 'each round': added.get(build.name)!.map((value) => value.toFixed(2)).join(' / ') })));
+  printTable(
+    `each round, loaded: services' CPU a call (each process's, from /proc) over ${loaded.calls} calls at concurrency ${loaded.concurrency}, one HTTP dispatcher, against the round's embedded gateway`,
+    cpuRows,
+  );
+  printTable(
+    'over the rounds',
+    builds.map((build) => ({
+      build: build.name,
+      'median added p50 ms': median(added.get(build.name)!).toFixed(2),
+      'each round': added.get(build.name)!.map((value) => value.toFixed(2)).join(' / '),
+      [`median CPU vs embedded at ${loaded.concurrency}`]: `${median(ratios.get(build.name)!).toFixed(2)}×`,
+      'each round ': ratios.get(build.name)!.map((value) => `${value.toFixed(2)}×`).join(' / '),
+    })),
+  );
 }
 
 /** One statement on a connection of its own. */
