@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { Client, Pool, type ClientConfig, type PoolClient, type PoolConfig } from 'pg';
+import { Client, Pool, type ClientConfig, type Notification, type PoolClient, type PoolConfig } from 'pg';
 import { LRUCache } from 'lru-cache';
 import {
   GENESIS_HASH,
@@ -13,7 +13,6 @@ import {
   InvalidEventStoreArgumentError,
   WrongExpectedRevisionError,
   expectedRevisionHolds,
-  CommitListener,
   NotifiedSubscriptions,
   submitAppend,
   submitAppendMany,
@@ -44,6 +43,7 @@ import {
   type Subscription,
 } from '@oncegate/event-store';
 import { isUnavailable, isUniqueViolation, openFailure, surviveServerLoss, unavailableOr, type PostgresServer } from './postgres-errors';
+import { listenerConfig, PostgresListener } from './postgres-listener';
 import { JSON_TEXT_SEPARATOR, quotedSchema, schemaStatements, SCHEMA_VERSION, STREAM_MOVED } from './schema';
 
 export interface PostgresEventStoreOptions {
@@ -191,48 +191,20 @@ export function postgresServerOf(config: ClientConfig): PostgresServer {
 }
 
 /**
- * The store's one listening connection: LISTENs on the store's channel and reports every commit notification.
- * When it drops, every waiter is woken (a notification may have been lost) and the next wait reconnects it.
+ * What the store's listening connection does with a commit notification, `<last position> <type>,<type>… <events>`
+ * (see `commitNotification`; a bare position, from a writer of an earlier version, names no types): the events it
+ * carries go to `carried` (with the server process that sent them), then the commit is reported.
  */
-class PostgresCommitListener extends CommitListener<Client> {
-  constructor(
-    private readonly config: ClientConfig,
-    private readonly channel: string,
-    report: CommitReport,
-    /** Told the events a notification carries (as sent, by the server process `sender`), before the commit is reported. */
-    private readonly carried: (sender: number, last: number, events: string) => void,
-  ) {
-    super(report);
-  }
-
-  protected async open(): Promise<Client | undefined> {
-    const client = new Client(this.config);
-    client.on('error', () => this.lost(client));
-    client.on('end', () => this.lost(client));
-    client.on('notification', (message) => {
-      // `<last position> <type>,<type>… <events>` (see `commitNotification`); a bare position (a writer of an
-      // earlier version) names no types.
-      const payload = message.payload ?? '';
-      const [position, types] = payload.split(' ', 2);
-      const last = Number(position);
-      if (!Number.isSafeInteger(last)) return this.report(undefined);
-      const eventsAt = position!.length + (types?.length ?? 0) + 2;
-      if (payload.length > eventsAt) this.carried(message.processId, last, payload.slice(eventsAt));
-      this.report(last, types === undefined || types === '*' ? undefined : types.split(','));
-    });
-    try {
-      await client.connect();
-      await client.query(`LISTEN ${this.channel}`);
-    } catch {
-      client.end().catch(() => undefined);
-      return undefined;
-    }
-    return client;
-  }
-
-  protected async end(client: Client): Promise<void> {
-    await client.end().catch(() => undefined);
-  }
+function commitNotificationHandler(report: CommitReport, carried: (sender: number, last: number, events: string) => void): (message: Notification) => void {
+  return (message) => {
+    const payload = message.payload ?? '';
+    const [position, types] = payload.split(' ', 2);
+    const last = Number(position);
+    if (!Number.isSafeInteger(last)) return report(undefined);
+    const eventsAt = position!.length + (types?.length ?? 0) + 2;
+    if (payload.length > eventsAt) carried(message.processId, last, payload.slice(eventsAt));
+    report(last, types === undefined || types === '*' ? undefined : types.split(','));
+  };
 }
 
 /**
@@ -243,7 +215,7 @@ class PostgresCommitListener extends CommitListener<Client> {
  */
 export class PostgresEventStore implements EventStore {
   private readonly pool: Pool;
-  /** Subscriptions, woken by the notifications the listening connection hears (see `PostgresCommitListener`). */
+  /** Subscriptions, woken by the notifications the listening connection hears (see `commitNotificationHandler`). */
   private readonly subscriptions: NotifiedSubscriptions;
   private readonly clock: () => Date;
   private readonly pollIntervalMs: number;
@@ -306,27 +278,19 @@ export class PostgresEventStore implements EventStore {
     ({ lockKey: this.lockKey, channel: this.channel } = schemaKeys(this.schema));
     this.sql = statements(quotedSchema(this.schema));
     this.pool = surviveServerLoss(new Pool(config));
-    const { max: _max, idleTimeoutMillis: _idle, ...clientConfig } = config;
-    const listenerConfig: ClientConfig = {
-      ...clientConfig,
-      application_name: `${config.application_name ?? 'oncegate-event-store'}-listener`,
-      // Its one statement, LISTEN, is given as long as connecting: a server that never answers it would otherwise
-      // hold the connection being made, and with it the store's close, for good.
-      query_timeout: clientConfig.query_timeout ?? config.connectionTimeoutMillis,
-    };
+    const listening = listenerConfig(config, 'oncegate-event-store');
     this.subscriptions = new NotifiedSubscriptions({
       source: this,
       head: () => this.head(),
-      listen: (report) =>
-        new PostgresCommitListener(
-          listenerConfig,
-          this.channel,
-          (last, types) => {
-            if (last !== undefined) this.learnHead(last);
-            report(last, types);
-          },
-          (sender, last, events) => this.heardEvents(sender, last, events),
-        ),
+      listen: (report) => {
+        // The store's one listening connection: when it drops, every waiter is woken (a notification may have been
+        // lost) and the next wait reconnects it.
+        const reported: CommitReport = (last, types) => {
+          if (last !== undefined) this.learnHead(last);
+          report(last, types);
+        };
+        return new PostgresListener(listening, [this.channel], commitNotificationHandler(reported, (sender, last, events) => this.heardEvents(sender, last, events)), reported);
+      },
       pollIntervalMs: this.pollIntervalMs,
       closed: () => this.closed,
       // Every commit notifies, after it is durable, naming its event types.

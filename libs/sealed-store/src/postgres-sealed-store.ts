@@ -1,9 +1,9 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import { Client, escapeIdentifier, Pool, type PoolConfig } from 'pg';
-import { surviveServerLoss, unavailableOr } from '@oncegate/event-store-postgres';
+import { escapeIdentifier, Pool, type PoolConfig } from 'pg';
+import { listenerConfig, PostgresListener, surviveServerLoss, unavailableOr } from '@oncegate/event-store-postgres';
 import { BlobCipher, SealedValueError, type SealingKey } from './blob-cipher';
-import { SealedBlobError, sealedAad, type OpenedBlob, type SealedKind, type SealedRef, type SealedStore } from './sealed-store';
+import { SealedBlobError, sealedAad, sealedDigest, type OpenedBlob, type SealedKind, type SealedRef, type SealedStore } from './sealed-store';
 
 export interface PostgresSealedStoreOptions {
   /**
@@ -43,8 +43,6 @@ const MAX_CARRIED_BYTES = 7_900;
 /** Heard blobs kept at most, and their ciphertexts' bytes together. */
 const HEARD_ENTRIES = 2_048;
 const HEARD_BYTES = 16 * 1024 * 1024;
-/** How long a lost listening connection waits before it connects again. */
-const RELISTEN_MS = 1_000;
 
 /** The channel a kind's new blobs are told on, the same in every process on the schema. */
 function channelOf(schema: string, kind: SealedKind): string {
@@ -100,9 +98,8 @@ export class PostgresSealedStore implements SealedStore {
   private readonly table: string;
   /** The blobs heard of the kinds this store hears, by ref: encrypted, as the table holds them. */
   private readonly heard = new LRUCache<string, HeardBlob>({ max: HEARD_ENTRIES, maxSize: HEARD_BYTES, sizeCalculation: (blob) => Math.max(1, blob.ciphertext.byteLength) });
-  private listener: Client | undefined;
-  private relisten: NodeJS.Timeout | undefined;
-  private closed = false;
+  /** The connection that hears the kinds this store hears; none when it hears none. */
+  private readonly listener: PostgresListener | undefined;
 
   private constructor(
     private readonly pool: Pool,
@@ -110,10 +107,21 @@ export class PostgresSealedStore implements SealedStore {
     private readonly schema: string,
     private readonly location: string,
     private readonly cipher: BlobCipher,
-    private readonly listenConfig: PoolConfig,
-    private readonly hearing: readonly SealedKind[],
+    listenConfig: PoolConfig,
+    hearing: readonly SealedKind[],
   ) {
     this.table = `${escapeIdentifier(schema)}.sealed_blobs`;
+    this.listener =
+      hearing.length === 0
+        ? undefined
+        : new PostgresListener(
+            listenerConfig(listenConfig, 'oncegate-sealed-store'),
+            hearing.map((kind) => channelOf(schema, kind)),
+            (message) => {
+              const heard = heardBlob(message.payload ?? '');
+              if (heard !== undefined) this.heard.set(heard.ref, heard.blob);
+            },
+          );
   }
 
   /** Connects and creates the schema and the table when absent. */
@@ -131,37 +139,9 @@ export class PostgresSealedStore implements SealedStore {
       await store.close();
       throw unavailableOr(store.location, error);
     }
-    await store.listen();
+    // Until it listens (and while it does not: the next open makes another), every open reads.
+    await store.listener?.ensure();
     return store;
-  }
-
-  /**
-   * Listens for the kinds this store hears, on a connection of its own; resolves once it listens or could not. One
-   * that is lost is connected again after a pause. While it does not listen, every open reads: nothing is lost but
-   * the read saved.
-   */
-  private async listen(): Promise<void> {
-    if (this.hearing.length === 0 || this.closed) return;
-    const client = new Client({ ...this.listenConfig, application_name: 'oncegate-sealed-listener' });
-    const lost = () => {
-      if (this.listener !== client) return;
-      this.listener = undefined;
-      client.end().catch(() => undefined);
-      if (!this.closed) this.relisten = setTimeout(() => void this.listen(), RELISTEN_MS);
-    };
-    client.on('error', lost);
-    client.on('end', lost);
-    client.on('notification', (message) => {
-      const heard = heardBlob(message.payload ?? '');
-      if (heard !== undefined) this.heard.set(heard.ref, heard.blob);
-    });
-    this.listener = client;
-    try {
-      await client.connect();
-      for (const kind of this.hearing) await client.query(`LISTEN ${channelOf(this.schema, kind)}`);
-    } catch {
-      lost();
-    }
   }
 
   private async migrate(schema: string): Promise<void> {
@@ -189,7 +169,7 @@ export class PostgresSealedStore implements SealedStore {
   async seal(kind: SealedKind, owner: string, plaintext: Uint8Array): Promise<SealedRef> {
     const ref = `sealed_${randomUUID()}`;
     const sealed = this.cipher.seal(plaintext, sealedAad(ref, kind, owner));
-    const digest = `sha256:${createHash('sha256').update(plaintext).digest('hex')}`;
+    const digest = sealedDigest(plaintext);
     const values: unknown[] = [ref, kind, owner, sealed.keyId, sealed.iv, sealed.tag, sealed.ciphertext, digest, new Date().toISOString()];
     // The blob as stored (encrypted; never its digest) goes to the processes that hear its kind, in a notification
     // sent when the insert commits: before the event that names it is appended, let alone heard.
@@ -211,11 +191,12 @@ export class PostgresSealedStore implements SealedStore {
   }
 
   async open(ref: string): Promise<OpenedBlob | undefined> {
+    if (this.listener !== undefined && !this.listener.listening) void this.listener.ensure();
     const heard = this.heard.get(ref);
     if (heard !== undefined) {
       try {
         const plaintext = this.cipher.open({ keyId: heard.keyId, iv: heard.iv, tag: heard.tag, ciphertext: heard.ciphertext }, sealedAad(ref, heard.kind, heard.owner));
-        return { kind: heard.kind, owner: heard.owner, plaintext, digest: `sha256:${createHash('sha256').update(plaintext).digest('hex')}` };
+        return { kind: heard.kind, owner: heard.owner, plaintext, digest: sealedDigest(plaintext) };
       } catch {
         // Not what this store sealed under its keys (anyone may notify): the table says what the blob is.
         this.heard.delete(ref);
@@ -236,11 +217,7 @@ export class PostgresSealedStore implements SealedStore {
   }
 
   async close(): Promise<void> {
-    this.closed = true;
-    clearTimeout(this.relisten);
-    const listener = this.listener;
-    this.listener = undefined;
-    await listener?.end().catch(() => undefined);
+    await this.listener?.close();
     if (this.ownsPool) await this.pool.end().catch(() => undefined);
   }
 }
