@@ -87,6 +87,11 @@ const CREATE_TABLE = `CREATE TABLE IF NOT EXISTS sealed_blobs (
   iv BLOB NOT NULL, tag BLOB NOT NULL, ciphertext BLOB NOT NULL, digest TEXT NOT NULL, created_at TEXT NOT NULL)`;
 const INSERT = 'INSERT INTO sealed_blobs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)';
 
+/** A plaintext's digest as blobs are named by it (`sha256:<hex>`). */
+export function sealedDigest(plaintext: Uint8Array): string {
+  return `sha256:${createHash('sha256').update(plaintext).digest('hex')}`;
+}
+
 /** What a blob's encryption is bound to: opening it under another ref, kind or owner fails. */
 export function sealedAad(ref: string, kind: string, owner: string): Buffer {
   return Buffer.from(`${ref}\u0000${kind}\u0000${owner}`);
@@ -128,7 +133,7 @@ export class SqliteSealedStore implements SealedStore {
   async seal(kind: SealedKind, owner: string, plaintext: Uint8Array): Promise<SealedRef> {
     const ref = `sealed_${randomUUID()}`;
     const sealed = this.cipher.seal(plaintext, sealedAad(ref, kind, owner));
-    const digest = `sha256:${createHash('sha256').update(plaintext).digest('hex')}`;
+    const digest = sealedDigest(plaintext);
     const params = [ref, kind, owner, sealed.keyId, sealed.iv, sealed.tag, sealed.ciphertext, digest, new Date().toISOString()];
     if (this.insert !== undefined) {
       this.insert.run(...params);
