@@ -5,6 +5,7 @@
  * claim `executions-index`); the others stand by and take over when its claim runs out.
  */
 import { executionIdOfStream, type ExecutionId } from '@oncegate/domain';
+import { LRUCache } from 'lru-cache';
 import type { EventStore, ReadAllPage, RecordedEvent, Subscription } from '@oncegate/event-store';
 import { foldBatch, executionIdsOf } from './fold-batch';
 import { encodeCursor, limitOfQuery, type ExecutionsPage, type ExecutionsQuery, type IndexLag } from './executions-query';
@@ -77,7 +78,7 @@ export class ExecutionsIndex {
    * commits only from that checkpoint, so a commit by another instance makes it write nothing, and both are dropped.
    */
   private committedTo: number | undefined;
-  private written = new Map<ExecutionId, FoldedExecution>();
+  private readonly written = new LRUCache<ExecutionId, FoldedExecution>({ max: WRITTEN_LIMIT });
 
   constructor(private readonly options: ExecutionsIndexOptions) {
     this.store = options.store;
@@ -175,16 +176,8 @@ export class ExecutionsIndex {
   }
 
   private remember(to: number, folded: ReadonlyMap<ExecutionId, FoldedExecution>): void {
-    if (this.committedTo === undefined) this.written.clear();
     this.committedTo = to;
-    for (const [id, state] of folded) {
-      this.written.delete(id);
-      this.written.set(id, state);
-    }
-    for (const id of this.written.keys()) {
-      if (this.written.size <= WRITTEN_LIMIT) break;
-      this.written.delete(id);
-    }
+    for (const [id, state] of folded) this.written.set(id, state);
   }
 
   private forgetWritten(): void {
