@@ -6,7 +6,7 @@ import { Client as PgClient } from 'pg';
 import { servedTogether, startLocalDeployment, startService, type LocalDeployment, type LocalService, type ServiceProcess } from '@oncegate/deploy-local';
 import { startDemoTargetProcess } from '../test/support/demo-target-process';
 import { freePort, gatewayFolder, startGatewayProcess, type GatewayFolder } from '../test/support/gateway-process';
-import { startPostgres } from '../test/support/postgres';
+import { queryOnce, startPostgres } from '../test/support/postgres';
 import { allowedCores, coreLoad, coreTimes, groupCpuSeconds, pinToCores, tasksetAvailable, type CoreLoad } from './cpu';
 import { drive, mcpClients, procStats, type Call } from './gateway-support';
 import { machineLine, mean, ms, percentile, printTable } from './table';
@@ -561,13 +561,3 @@ async function concurrencyOneAgainst(
   );
 }
 
-/** One statement on a connection of its own. */
-async function queryOnce<Row extends Record<string, unknown>>(url: string, text: string, values: unknown[] = []): Promise<Row[]> {
-  const client = new PgClient({ connectionString: url });
-  await client.connect();
-  try {
-    return (await client.query<Row>(text, values)).rows;
-  } finally {
-    await client.end();
-  }
-}

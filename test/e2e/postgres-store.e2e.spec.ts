@@ -7,7 +7,7 @@ import { startDemoTargetProcess, type DemoTargetProcess } from '../support/demo-
 import { freePort, gatewayFolder, oncegate, startGatewayProcess, type GatewayFolder, type GatewayProcess } from '../support/gateway-process';
 import { eventually, executionEvents, executionIds } from '../support/journal';
 import { connectClient, droppableFetch } from '../support/mcp-clients';
-import { startPostgres } from '../support/postgres';
+import { queryOnce, startPostgres } from '../support/postgres';
 import { sharedPostgres, type SharedPostgres } from '../support/shared-servers';
 import { executionOf } from '../support/scenario';
 
@@ -31,16 +31,6 @@ describe('the gateway on PostgreSQL (store.driver: postgres)', () => {
     await admin.query(`CREATE DATABASE ${database}`);
     await admin.end();
     return { url: `postgres://postgres:${PASSWORD}@127.0.0.1:${on.port}/${database}`, database };
-  }
-
-  async function query<Row extends Record<string, unknown>>(url: string, text: string, values: unknown[] = []): Promise<Row[]> {
-    const client = new Client({ connectionString: url });
-    await client.connect();
-    try {
-      return (await client.query<Row>(text, values)).rows;
-    } finally {
-      await client.end();
-    }
   }
 
   async function paymentsAtTarget(): Promise<{ effects: number; requests: number }> {
@@ -102,13 +92,13 @@ describe('the gateway on PostgreSQL (store.driver: postgres)', () => {
     ]);
 
     // The arguments and the result are sealed on the server, beside the journal; the data folder holds no store.
-    const blobs = await query<{ kind: string }>(url, 'SELECT kind FROM oncegate.sealed_blobs WHERE owner = $1 ORDER BY kind', [executionId]);
+    const blobs = await queryOnce<{ kind: string }>(url, 'SELECT kind FROM oncegate.sealed_blobs WHERE owner = $1 ORDER BY kind', [executionId]);
     expect(blobs.map((blob) => blob.kind)).toEqual(['arguments', 'result']);
     expect(existsSync(join(folder.dataDir, 'events.db'))).toBe(false);
     expect(existsSync(join(folder.dataDir, 'vault.db'))).toBe(true);
     expect(existsSync(join(folder.dataDir, 'mcp-streams.db'))).toBe(true);
 
-    await eventually(async () => ((await query(url, "SELECT 1 FROM oncegate.events WHERE type = 'JournalSealed'")).length > 0 ? true : undefined), 10_000, 'a seal');
+    await eventually(async () => ((await queryOnce(url, "SELECT 1 FROM oncegate.events WHERE type = 'JournalSealed'")).length > 0 ? true : undefined), 10_000, 'a seal');
     await gateway.stop();
     const exported = await oncegate(folder, ['journal', 'export']);
     expect(exported.code, exported.stderr).toBe(0);

@@ -11,7 +11,7 @@ import { toDomainEvent } from '@oncegate/execution-journal';
 import { eventually, readJournal } from '../support/journal';
 import { markdownTable } from '../support/markdown-table';
 import { connectClient } from '../support/mcp-clients';
-import { startPostgres, type PostgresHandle } from '../support/postgres';
+import { queryOnce, startPostgres, type PostgresHandle } from '../support/postgres';
 import { executionOf, textOf } from '../support/scenario';
 
 type McpClient = Awaited<ReturnType<typeof connectClient>>['client'];
@@ -37,15 +37,7 @@ describe('the services as processes of their own on PostgreSQL (deploy/local, on
   let faultFile: string;
   const clients: McpClient[] = [];
 
-  const sql = async <Row extends Record<string, unknown>>(text: string, values: unknown[] = []): Promise<Row[]> => {
-    const client = new PgClient({ connectionString: storeUrl });
-    await client.connect();
-    try {
-      return (await client.query<Row>(text, values)).rows;
-    } finally {
-      await client.end();
-    }
-  };
+  const sql = <Row extends Record<string, unknown>>(text: string, values: unknown[] = []): Promise<Row[]> => queryOnce<Row>(storeUrl, text, values);
   const client = async (url: string): Promise<McpClient> => {
     const connected = (await connectClient(url, token)).client;
     clients.push(connected);
