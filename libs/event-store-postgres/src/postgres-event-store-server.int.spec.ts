@@ -142,6 +142,28 @@ describe('postgres: commits that their notifications carry', () => {
     }
   });
 
+  it('given a subscriber of one stream prefix, when commits of other streams are heard, its own or another store object\'s, then it reads nothing; a commit of its streams is delivered', async () => {
+    const { writer, reader, subscription: warm } = await followed('warm', 'Warm');
+    await warm.stop();
+    const received: RecordedEvent[] = [];
+    const agents = reader.subscribeToAll((e) => void received.push(e), { from: 'end', filter: { streamPrefixes: ['agent-'] } });
+    await agents.caughtUp;
+    const reads = vi.spyOn(reader, 'readAll');
+    try {
+      const last = (await writer.appendToStream('execution-1', [event('Accepted')])).position;
+      await reader.appendToStream('execution-2', [event('Accepted')]);
+      await eventually(() => reader.seenPosition!() >= last + 1, 'the reader hears both commits');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(reads).not.toHaveBeenCalled();
+      await writer.appendToStream('agent-ada', [event('AgentAdded')]);
+      await eventually(() => received.length === 1, 'the agent event is delivered');
+      expect(received.map((e) => e.streamId)).toEqual(['agent-ada']);
+    } finally {
+      reads.mockRestore();
+      await agents.stop();
+    }
+  });
+
   it('given commits of its own and of another store object, then the position it has seen follows them without a statement, never past the head', async () => {
     const { writer, reader, subscription, head } = await followed('seen', 'Seen');
     const queries = vi.spyOn(Pool.prototype, 'query');

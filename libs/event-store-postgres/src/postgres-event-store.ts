@@ -193,18 +193,29 @@ export function postgresServerOf(config: ClientConfig): PostgresServer {
 /**
  * What the store's listening connection does with a commit notification, `<last position> <type>,<type>… <events>`
  * (see `commitNotification`; a bare position, from a writer of an earlier version, names no types): the events it
- * carries go to `carried` (with the server process that sent them), then the commit is reported.
+ * carries go to `carried` (with the server process that sent them), then the commit is reported, with the streams
+ * of the events `carried` kept.
  */
-function commitNotificationHandler(report: CommitReport, carried: (sender: number, last: number, events: string) => void): (message: Notification) => void {
+function commitNotificationHandler(
+  report: CommitReport,
+  carried: (sender: number, last: number, events: string) => readonly RecordedEvent[] | undefined,
+): (message: Notification) => void {
   return (message) => {
     const payload = message.payload ?? '';
     const [position, types] = payload.split(' ', 2);
     const last = Number(position);
     if (!Number.isSafeInteger(last)) return report(undefined);
     const eventsAt = position!.length + (types?.length ?? 0) + 2;
-    if (payload.length > eventsAt) carried(message.processId, last, payload.slice(eventsAt));
-    report(last, types === undefined || types === '*' ? undefined : types.split(','));
+    const events = payload.length > eventsAt ? carried(message.processId, last, payload.slice(eventsAt)) : undefined;
+    report(last, types === undefined || types === '*' ? undefined : types.split(','), events === undefined ? undefined : streamsOf(events));
   };
+}
+
+/** The streams a commit's events wrote, each once. */
+function streamsOf(events: readonly RecordedEvent[]): string[] {
+  const streams: string[] = [];
+  for (const event of events) if (!streams.includes(event.streamId)) streams.push(event.streamId);
+  return streams;
 }
 
 /**
@@ -285,9 +296,9 @@ export class PostgresEventStore implements EventStore {
       listen: (report) => {
         // The store's one listening connection: when it drops, every waiter is woken (a notification may have been
         // lost) and the next wait reconnects it.
-        const reported: CommitReport = (last, types) => {
+        const reported: CommitReport = (last, types, streams) => {
           if (last !== undefined) this.learnHead(last);
-          report(last, types);
+          report(last, types, streams);
         };
         return new PostgresListener(listening, [this.channel], commitNotificationHandler(reported, (sender, last, events) => this.heardEvents(sender, last, events)), reported);
       },
@@ -450,6 +461,10 @@ export class PostgresEventStore implements EventStore {
           continue;
         }
         const head = base + planned.last;
+        // The server process behind this connection has just inserted into the events table: the events its
+        // notifications carry may be kept without asking whose role it serves (see `heardEvents`).
+        const serverProcess = (client as unknown as { processID?: number | null }).processID;
+        if (typeof serverProcess === 'number') this.writerRoles.set(serverProcess, true);
         // The transaction above committed without waiting for its WAL to reach the disk, so the lock was held only
         // while the server inserted. This notification is a transaction of its own that does wait: its commit
         // record comes after the insert's, so once it is flushed the insert is durable, and only then are the
@@ -477,7 +492,7 @@ export class PostgresEventStore implements EventStore {
       const committed = outcomes.flatMap((outcome) => ('events' in outcome ? outcome.events : []));
       // Positions are dense: the group's events are exactly those after `lastPosition - committed.length`.
       this.remember(lastPosition - committed.length, lastPosition, committed);
-      this.subscriptions.wake(lastPosition, [...new Set(committed.map((event) => event.type))]);
+      this.subscriptions.wake(lastPosition, [...new Set(committed.map((event) => event.type))], streamsOf(committed));
     }
   }
 
@@ -505,17 +520,20 @@ export class PostgresEventStore implements EventStore {
    * reads the notification wakes are answered without a round trip. Any session of the database may notify on the
    * store's channel, whatever its privileges, so the events are kept only when the server process that sent them
    * serves a role that may insert into the events table (asked of the server once per process, see `writerRoles`);
-   * until that is known, and otherwise, the notification only wakes the readers, who read the server.
+   * until that is known, and otherwise, the notification only wakes the readers, who read the server. Answers the
+   * events kept.
    */
-  private heardEvents(sender: number, last: number, text: string): void {
+  private heardEvents(sender: number, last: number, text: string): readonly RecordedEvent[] | undefined {
     const trusted = this.writerRoles.get(sender);
     if (trusted === undefined) {
       this.writerRoles.fetch(sender).catch(() => undefined);
-      return;
+      return undefined;
     }
-    if (!trusted) return;
+    if (!trusted) return undefined;
     const carried = carriedEvents(last, text);
-    if (carried !== undefined) this.remember(carried.after, last, carried.events);
+    if (carried === undefined) return undefined;
+    this.remember(carried.after, last, carried.events);
+    return carried.events;
   }
 
   /** Keeps the newest event seen of each stream as the guess of its tip (see `tips`). */
@@ -674,12 +692,12 @@ export class PostgresEventStore implements EventStore {
     validateFilter(options.filter);
     const filtered = options.filter !== undefined;
     const window = filtered ? Math.max(this.maxScan, maxCount) : NO_LIMIT;
-    const { sql, params } = this.readAllQuery(direction, options.filter);
     if (direction === 'forwards') {
       const after = options.after ?? 0;
       validatePosition(after, 'after');
       const recent = this.readRecent(after, maxCount, options.filter);
       if (recent !== undefined) return recent;
+      const { sql, params } = this.readAllQuery(direction, options.filter);
       const limit = filtered ? after + window : NO_LIMIT;
       const rows = await this.query<[string, ...Partial<EventRow>]>(sql, [after, limit, maxCount, ...params]);
       const head = Number(rows[0]![0]);
@@ -691,6 +709,7 @@ export class PostgresEventStore implements EventStore {
       return { events, lastPosition: full ? events.at(-1)!.position : Math.max(after, high) };
     }
     if (options.before !== undefined) validatePosition(options.before, 'before');
+    const { sql, params } = this.readAllQuery(direction, options.filter);
     const rows = await this.query<[string, ...Partial<EventRow>]>(sql, [options.before ?? null, filtered ? window : NO_LIMIT, maxCount, ...params]);
     const head = Number(rows[0]![0]);
     const events = eventsOf(rows);

@@ -4,9 +4,10 @@ import type { EventFilter, EventHandler, SubscribeOptions, Subscription } from '
 
 /**
  * How a listener reports what it heard: a commit up to `last`, with the types of its events when the adapter's
- * notification names them; `last` `undefined`: anything may have been committed (a notification may have been lost).
+ * notification names them, and the streams it wrote when the notification carries its events; `last` `undefined`:
+ * anything may have been committed (a notification may have been lost).
  */
-export type CommitReport = (last: number | undefined, types?: readonly string[]) => void;
+export type CommitReport = (last: number | undefined, types?: readonly string[], streams?: readonly string[]) => void;
 
 /**
  * A store's one connection that hears of every commit, whichever process made it (PostgreSQL's LISTEN, KurrentDB's
@@ -92,9 +93,20 @@ export interface NotifiedSubscriptionsOptions {
 
 interface Waiter {
   readonly position: number;
-  /** Event types the waiting subscription takes (absent: every type). */
-  readonly types: ReadonlySet<string> | undefined;
+  /** Event types the waiting subscription takes (absent or empty: every type). */
+  readonly types: readonly string[] | undefined;
+  /** Prefixes of the streams the waiting subscription takes (absent or empty: every stream). */
+  readonly prefixes: readonly string[] | undefined;
   readonly wake: () => void;
+}
+
+/** Whether a commit of these types and streams (either unknown: any) may hold an event the waiter takes. */
+function mayConcern(waiter: Waiter, types: readonly string[] | undefined, streams: readonly string[] | undefined): boolean {
+  const takes = waiter.types;
+  if (types !== undefined && takes !== undefined && takes.length > 0 && !types.some((type) => takes.includes(type))) return false;
+  const prefixes = waiter.prefixes;
+  if (streams === undefined || prefixes === undefined || prefixes.length === 0) return true;
+  return streams.some((stream) => prefixes.some((prefix) => stream.startsWith(prefix)));
 }
 
 /**
@@ -122,13 +134,13 @@ export class NotifiedSubscriptions {
   private readonly heardWaiters = new Set<() => void>();
 
   constructor(private readonly options: NotifiedSubscriptionsOptions) {
-    this.listener = options.listen((last, types) => {
+    this.listener = options.listen((last, types, streams) => {
       if (last === undefined) this.forgetHeard();
       else if (options.heardIsComplete === true) {
         for (const type of types ?? ['*']) this.heard.set(type, Math.max(last, this.heard.get(type) ?? 0));
         this.raiseHeard(last);
       }
-      this.wake(last, types);
+      this.wake(last, types, streams);
     });
   }
 
@@ -153,13 +165,13 @@ export class NotifiedSubscriptions {
 
   /**
    * Wakes the waiters behind `last` (every waiter when it is unknown). A commit whose event types are known wakes
-   * only the subscriptions that take one of them: the others would read nothing, and their next read, woken by a
-   * commit they take (or by the poll), covers this one too.
+   * only the subscriptions that take one of them, and one whose streams are known only those that take one of its
+   * streams: the others would read nothing, and their next read, woken by a commit they take (or by the poll), covers
+   * this one too.
    */
-  wake(last: number | undefined, types?: readonly string[]): void {
+  wake(last: number | undefined, types?: readonly string[], streams?: readonly string[]): void {
     for (const waiter of [...this.waiters]) {
-      if (last !== undefined && waiter.position >= last) continue;
-      if (last !== undefined && types !== undefined && waiter.types !== undefined && !types.some((type) => waiter.types!.has(type))) continue;
+      if (last !== undefined && (waiter.position >= last || !mayConcern(waiter, types, streams))) continue;
       waiter.wake();
     }
   }
@@ -198,6 +210,17 @@ export class NotifiedSubscriptions {
     return { changed, through: this.heardMax };
   }
 
+  /** Whether a commit after `position` naming one of `types` (absent or empty: any type), or naming none, was heard. */
+  private heardAfter(position: number, types: readonly string[] | undefined): boolean {
+    if ((this.heard.get('*') ?? 0) > position) return true;
+    if (types === undefined || types.length === 0) {
+      for (const heard of this.heard.values()) if (heard > position) return true;
+      return false;
+    }
+    for (const type of types) if ((this.heard.get(type) ?? 0) > position) return true;
+    return false;
+  }
+
   private raiseHeard(position: number): void {
     if (position <= this.heardMax) return;
     this.heardMax = position;
@@ -221,13 +244,16 @@ export class NotifiedSubscriptions {
   private async waitForAppend(position: number, signal: AbortSignal, filter: EventFilter | undefined, onIdle?: () => void): Promise<void> {
     const closed = this.options.closed;
     if (signal.aborted || closed()) return;
-    // A stop while the listening connection is being made does not wait for it, nor wait after it.
-    await settledOrAborted(this.listener.ensure(), signal);
-    if (signal.aborted || closed()) return;
+    if (!this.listener.listening) {
+      // A stop while the listening connection is being made does not wait for it, nor wait after it.
+      await settledOrAborted(this.listener.ensure(), signal);
+      if (signal.aborted || closed()) return;
+    }
     await new Promise<void>((resolve, reject) => {
       const waiter: Waiter = {
         position,
-        types: filter?.eventTypes === undefined ? undefined : new Set(filter.eventTypes),
+        types: filter?.eventTypes,
+        prefixes: filter?.streamPrefixes,
         wake: () => {
           this.waiters.delete(waiter);
           signal.removeEventListener('abort', waiter.wake);
@@ -240,8 +266,7 @@ export class NotifiedSubscriptions {
       if (this.listener.listening && this.heardComplete) {
         // Every commit since the listener connected is heard: what was heard before this waiter says whether it must
         // read now; a later commit wakes it.
-        const behind = (type: string) => (this.heard.get(type) ?? 0) > position;
-        if (behind('*') || (waiter.types === undefined ? [...this.heard.keys()].some(behind) : [...waiter.types].some(behind))) waiter.wake();
+        if (this.heardAfter(position, waiter.types)) waiter.wake();
         else onIdle?.();
         return;
       }

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ReadAllOptions, ReadAllPage, RecordedEvent } from './event-store';
+import { matchesFilter } from './event-filter';
 import { CommitListener, NotifiedSubscriptions, type CommitReport } from './notified-subscriptions';
 
 /** A listener whose connections are tokens the test makes succeed, fail or drop. */
@@ -11,8 +12,8 @@ class ScriptedListener extends CommitListener<{ readonly id: number }> {
   mode: 'connect' | 'hold' | 'refuse' = 'connect';
   private release: ((ok: boolean) => void) | undefined;
 
-  hear(last: number | undefined, types?: readonly string[]): void {
-    this.report(last, types);
+  hear(last: number | undefined, types?: readonly string[], streams?: readonly string[]): void {
+    this.report(last, types, streams);
   }
 
   answer(ok: boolean): void {
@@ -50,7 +51,7 @@ function memoryStore(options: { pollIntervalMs?: number; heardIsComplete?: boole
         const after = read.after ?? 0;
         const found = events
           .filter((event) => event.position > after)
-          .filter((event) => read.filter?.eventTypes === undefined || read.filter.eventTypes.includes(event.type))
+          .filter((event) => read.filter === undefined || matchesFilter(read.filter, event))
           .slice(0, read.maxCount ?? 1000);
         return { events: found, lastPosition: found.length === (read.maxCount ?? 1000) ? found.at(-1)!.position : Math.max(after, events.length) };
       },
@@ -79,9 +80,9 @@ function memoryStore(options: { pollIntervalMs?: number; heardIsComplete?: boole
       return pageReads;
     },
     /** Commits one event without telling anyone; returns its position. */
-    commit(type = 'Happened'): number {
+    commit(type = 'Happened', streamId = 's'): number {
       const position = events.length + 1;
-      events.push({ streamId: 's', revision: position - 1, position, id: `e${position}`, type, data: {}, metadata: {}, recordedAt: '2026-01-01T00:00:00.000Z', prev: '', hash: '' });
+      events.push({ streamId, revision: position - 1, position, id: `e${position}`, type, data: {}, metadata: {}, recordedAt: '2026-01-01T00:00:00.000Z', prev: '', hash: '' });
       return position;
     },
     async close(): Promise<void> {
@@ -140,6 +141,32 @@ describe('NotifiedSubscriptions', () => {
     made.listener.hear(made.commit('Wanted'), ['Wanted']);
     await until(() => seen.length === 1);
     expect(seen).toEqual(['Wanted']);
+  });
+
+  it('given a subscriber of one stream prefix at the head, when a commit of other streams is heard, then it does not read; one of its streams wakes it, and one whose streams are not named does too', async () => {
+    const made = store({ heardIsComplete: true });
+    const seen: string[] = [];
+    await made.subscriptions.subscribe((event) => void seen.push(event.streamId), { filter: { streamPrefixes: ['agent-'] } }).caughtUp;
+    const reads = made.pageReads;
+    made.listener.hear(made.commit('Happened', 'execution-1'), ['Happened'], ['execution-1']);
+    made.subscriptions.wake(made.commit('Happened', 'execution-2'), ['Happened'], ['execution-2']);
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    expect(made.pageReads).toBe(reads);
+    made.listener.hear(made.commit('Happened', 'agent-ada'), ['Happened'], ['execution-3', 'agent-ada']);
+    await until(() => seen.length === 1);
+    expect(seen).toEqual(['agent-ada']);
+    made.listener.hear(made.commit('Happened', 'agent-bo'), ['Happened']);
+    await until(() => seen.length === 2);
+    expect(seen).toEqual(['agent-ada', 'agent-bo']);
+  });
+
+  it('given complete notifications and a subscriber whose filter names an empty list of types, when a commit of a named type is heard, then it reads it', async () => {
+    const made = store({ heardIsComplete: true });
+    const seen: string[] = [];
+    await made.subscriptions.subscribe((event) => void seen.push(event.type), { filter: { eventTypes: [] } }).caughtUp;
+    made.listener.hear(made.commit('Happened'), ['Happened']);
+    await until(() => seen.length === 1);
+    expect(seen).toEqual(['Happened']);
   });
 
   it('given complete notifications heard since the listener connected, when a subscriber waits again, then it decides without reading the head', async () => {
