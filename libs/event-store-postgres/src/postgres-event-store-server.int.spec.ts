@@ -3,6 +3,7 @@ import { connect, createServer, type Server, type Socket } from 'node:net';
 import { Client, Pool } from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
+  DEFERRED_WAIT_MS,
   DuplicateEventIdError,
   eventHash,
   GENESIS_HASH,
@@ -274,6 +275,34 @@ describe('postgres: appends on the tips a store object saw', () => {
 });
 
 describe('postgres: group commit', () => {
+  it('given an append that may wait, when another append follows within its wait, then both commit in one transaction; alone, it commits once it has waited, durable like any other; a close writes it at once', async () => {
+    const schema = freshSchema();
+    let tick = 0;
+    // Each transaction takes its own recordedAt: one a second apart, so a shared one means a shared transaction.
+    const clock = () => new Date(Date.UTC(2026, 0, 1) + (tick += 1000));
+    const patient = await open(schema, { clock, deferredWaitMs: 60_000 });
+    const deferred = patient.appendToStream('delivered-1', [event('Delivered')], { deferrable: true });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const next = await patient.appendToStream('accepted-2', [event('Accepted')]);
+    const first = await deferred;
+    expect(first.events[0]!.recordedAt).toBe(next.events[0]!.recordedAt);
+    expect(next.position).toBe(first.position + 1);
+
+    const store = await open(schema, { clock });
+    const asked = performance.now();
+    const alone = await store.appendToStream('delivered-2', [event('Delivered')], { deferrable: true });
+    expect(performance.now() - asked).toBeGreaterThanOrEqual(DEFERRED_WAIT_MS - 2);
+    expect(alone.events[0]!.recordedAt).not.toBe(next.events[0]!.recordedAt);
+    const other = await openPostgresEventStore({ url: server.url(), schema });
+    opened.push(other);
+    expect((await other.readStream('delivered-2')).map((e) => e.type)).toEqual(['Delivered']);
+    // A deferrable append still waiting when the store closes is written first.
+    const last = patient.appendToStream('delivered-3', [event('Delivered')], { deferrable: true });
+    await patient.close();
+    await expect(last).resolves.toMatchObject({ streamId: 'delivered-3' });
+    expect((await other.readStream('delivered-3')).map((e) => e.type)).toEqual(['Delivered']);
+  });
+
   it('given 64 appends issued together, one expecting a revision its stream does not have, when they commit, then that one alone is refused with the facts and the others are written in one transaction, in the order issued', async () => {
     const schema = freshSchema();
     const store = await open(schema);

@@ -3,6 +3,7 @@ import { Client, Pool, type ClientConfig, type Notification, type PoolClient, ty
 import { LRUCache } from 'lru-cache';
 import {
   GENESIS_HASH,
+  DEFERRED_WAIT_MS,
   GroupCommit,
   linkEvents,
   matchesFilter,
@@ -70,6 +71,11 @@ export interface PostgresEventStoreOptions {
   readonly maxScan?: number;
   /** Most appends written in one transaction when many are issued together. Default 1000. */
   readonly maxGroup?: number;
+  /**
+   * How long an append made with `deferrable` waits for another append to share its transaction, when nothing else
+   * is queued or being written; then it is written alone. Default 20 ms (`DEFERRED_WAIT_MS`).
+   */
+  readonly deferredWaitMs?: number;
   /** Clock for `recordedAt`. Default: the system clock. */
   readonly clock?: () => Date;
 }
@@ -277,8 +283,10 @@ export class PostgresEventStore implements EventStore {
     validateCount(this.maxScan, 'maxScan');
     const maxGroup = options.maxGroup ?? 1000;
     validateCount(maxGroup, 'maxGroup');
+    const deferredWaitMs = options.deferredWaitMs ?? DEFERRED_WAIT_MS;
+    validatePosition(deferredWaitMs, 'deferredWaitMs');
     // Appends issued while a group is written share the next (group commit).
-    this.groups = new GroupCommit(maxGroup, (group) => this.commitGroup(group));
+    this.groups = new GroupCommit(maxGroup, (group) => this.commitGroup(group), deferredWaitMs);
     const config: PoolConfig = {
       connectionTimeoutMillis: 5000,
       application_name: 'oncegate-event-store',
@@ -352,7 +360,7 @@ export class PostgresEventStore implements EventStore {
 
   appendToStream(streamId: string, events: readonly EventToAppend[], options: AppendOptions = {}): Promise<AppendResult> {
     if (this.closed) return Promise.reject(new EventStoreClosedError());
-    return submitAppend(streamId, events, options, (entries) => this.enqueue(entries));
+    return submitAppend(streamId, events, options, (entries) => this.enqueue(entries, options.deferrable === true));
   }
 
   appendMany(batch: readonly AppendManyEntry[]): Promise<AppendResult[]> {
@@ -360,9 +368,10 @@ export class PostgresEventStore implements EventStore {
     return submitAppendMany(batch, (entries) => this.enqueue(entries));
   }
 
-  private enqueue(entries: readonly SerialisedAppend[]): Promise<AppendResult[]> {
+  /** Queues an append for the next group; a `deferrable` one waits for another to share its transaction (see `GroupCommit`). */
+  private enqueue(entries: readonly SerialisedAppend[], deferrable = false): Promise<AppendResult[]> {
     return new Promise((resolve, reject) => {
-      this.groups.add({ entries, resolve, reject });
+      this.groups.add({ entries, resolve, reject }, deferrable);
     });
   }
 

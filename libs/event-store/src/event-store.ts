@@ -50,6 +50,13 @@ export interface RecordedEvent<Data = unknown> {
 export interface AppendOptions {
   /** Default: `'any'`. */
   readonly expectedRevision?: ExpectedRevision;
+  /**
+   * Nothing waits for this append promptly (a record of what has already happened, such as an answer's delivery):
+   * the store may hold it, a few milliseconds at most, so that it commits in the transaction of the next append
+   * instead of one of its own. It is checked, made durable and answered like any other append. A store that does not
+   * hold appends ignores it. Default `false`.
+   */
+  readonly deferrable?: boolean;
 }
 
 export interface AppendResult {

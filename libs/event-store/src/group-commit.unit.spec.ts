@@ -40,3 +40,59 @@ describe('GroupCommit', () => {
     expect(written).toEqual([1, 2]);
   });
 });
+
+describe('GroupCommit: items that may wait', () => {
+  const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+  it('given a deferrable item alone, then it is not written at once, and is written alone once it has waited', async () => {
+    const groups: number[][] = [];
+    const queue = new GroupCommit<number>(10, async (group) => void groups.push([...group]), 30);
+    queue.add(1, true);
+    await turn();
+    await turn();
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(groups).toEqual([]);
+    await new Promise((resolve) => setTimeout(resolve, 40));
+    expect(groups).toEqual([[1]]);
+  });
+
+  it('given a deferrable item, when an item that may not wait follows, then both are written at once in one group', async () => {
+    const groups: number[][] = [];
+    const queue = new GroupCommit<number>(10, async (group) => void groups.push([...group]), 10_000);
+    queue.add(1, true);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    queue.add(2);
+    await turn();
+    await turn();
+    expect(groups).toEqual([[1, 2]]);
+  });
+
+  it('given a deferrable item queued during a write, then it is not written alone after it, but with the next item or after its wait', async () => {
+    const groups: number[][] = [];
+    let release: () => void = () => undefined;
+    const queue = new GroupCommit<number>(10, async (group) => {
+      groups.push([...group]);
+      if (groups.length === 1) await new Promise<void>((resolve) => (release = resolve));
+    }, 40);
+    queue.add(1);
+    await turn();
+    await turn();
+    queue.add(2, true);
+    release();
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(groups).toEqual([[1]]);
+    queue.add(3);
+    await turn();
+    await turn();
+    expect(groups).toEqual([[1], [2, 3]]);
+  });
+
+  it('given deferrable items waiting, when the queue is drained, then they are written at once', async () => {
+    const groups: number[][] = [];
+    const queue = new GroupCommit<number>(10, async (group) => void groups.push([...group]), 10_000);
+    queue.add(1, true);
+    queue.add(2, true);
+    await queue.drained();
+    expect(groups).toEqual([[1, 2]]);
+  });
+});

@@ -200,6 +200,8 @@ export interface CommandOptions {
    * there is nothing to do, which no conflict would ever correct.
    */
   readonly fromCacheAsOf?: StreamEventAt;
+  /** Nothing waits for the append promptly: the store may commit it with the next append (`AppendOptions.deferrable`). */
+  readonly deferrable?: boolean;
 }
 
 /** Commands of one process on one execution take turns; see `KeyedTurns`. */
@@ -225,7 +227,7 @@ export function runExecutionCommand(
 ): Promise<CommandOutcome> {
   let streams = turns.get(store);
   if (streams === undefined) turns.set(store, (streams = new KeyedTurns()));
-  return streams.run(executionId, () => decideAndAppend(store, executionId, build, context, clock, options.maxConflicts ?? Infinity, options.fromCacheAsOf));
+  return streams.run(executionId, () => decideAndAppend(store, executionId, build, context, clock, options));
 }
 
 async function decideAndAppend(
@@ -234,8 +236,7 @@ async function decideAndAppend(
   build: (state: ExecutionState, execution: LoadedExecution) => ExecutionCommand | undefined,
   context: AppendContext,
   clock: Clock,
-  maxConflicts: number,
-  fromCacheAsOf: StreamEventAt | undefined,
+  { maxConflicts = Infinity, fromCacheAsOf, deferrable = false }: CommandOptions,
 ): Promise<CommandOutcome> {
   for (let conflicts = 0; ; conflicts += 1) {
     const cached = fromCacheAsOf !== undefined && conflicts === 0 ? cachedHolding(store, executionId, fromCacheAsOf) : undefined;
@@ -249,7 +250,7 @@ async function decideAndAppend(
       const result = await store.appendToStream(
         executionStream(executionId),
         eventsToAppend(executionId, events, context, clock),
-        { expectedRevision: execution.revision ?? 'no_stream' },
+        { expectedRevision: execution.revision ?? 'no_stream', deferrable },
       );
       let state = execution.state;
       for (const event of events) state = evolve(state, event);

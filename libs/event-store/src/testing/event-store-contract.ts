@@ -171,6 +171,20 @@ export function describeEventStoreContract<Location>(adapter: string, harness: E
         }
       });
 
+      it(`${adapter}: an append that may wait is checked, committed and answered like any other, alone or beside others`, async () => {
+        const { store } = await freshStore();
+        const alone = await store.appendToStream('execution-a', [event('Delivered')], { expectedRevision: 'no_stream', deferrable: true });
+        const [waited, prompt] = await Promise.all([
+          store.appendToStream('execution-a', [event('Again')], { expectedRevision: alone.nextExpectedRevision, deferrable: true }),
+          store.appendToStream('execution-b', [event('Accepted')], { expectedRevision: 'no_stream' }),
+        ]);
+        const refused = await store.appendToStream('execution-b', [event('Late')], { expectedRevision: 'no_stream', deferrable: true }).catch((error: unknown) => error);
+        expect(refused).toBeInstanceOf(WrongExpectedRevisionError);
+        expect((await store.readStream('execution-a')).map((stored) => stored.type)).toEqual(['Delivered', 'Again']);
+        expect(waited.nextExpectedRevision).toBe(1);
+        expect(prompt.position).not.toBe(waited.position);
+      });
+
       it(`${adapter}: no_stream on an existing stream is refused with the facts and writes nothing`, async () => {
         const { store } = await freshStore();
         await store.appendToStream('s', [event('E')], { expectedRevision: 'no_stream' });

@@ -36,13 +36,21 @@ describe('tool calls, the steps taken in another process (SQLite store)', () => 
   let toolCalls: ToolCalls;
   /** The gateway's reads of execution streams. */
   let executionReads: string[];
+  /** The gateway's appends: the event types of each and whether it may wait for the next append's commit. */
+  let appends: Array<{ types: string[]; deferrable: boolean }>;
 
   beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), 'oncegate-tool-calls-'));
     gatewayStore = openSqliteEventStore({ file: join(dir, 'events.db') });
     services = openSqliteEventStore({ file: join(dir, 'events.db') });
     executionReads = [];
+    appends = [];
     const store = Object.create(gatewayStore) as EventStore;
+    store.appendToStream = (streamId, events, options) => {
+      appends.push({ types: events.map((event) => event.type), deferrable: options?.deferrable === true });
+      // On the same object as the gateway's other appends (`this`), which keep the store's state on it.
+      return gatewayStore.appendToStream.call(store, streamId, events, options);
+    };
     store.readStream = (streamId, options) => {
       if (executionIdOfStream(streamId) !== undefined) executionReads.push(streamId);
       return gatewayStore.readStream(streamId, options);
@@ -95,5 +103,7 @@ describe('tool calls, the steps taken in another process (SQLite store)', () => 
     const types = (await services.readStream(`execution-${executionId}`)).map((event) => event.type);
     expect(types).toEqual(['ExecutionAccepted', 'ExecutionAuthorized', 'Dispatched', 'OutcomeObserved', 'ResultDelivered']);
     expect(executionReads).toEqual([]);
+    // Nothing waits for the record of the delivery: the store may commit it with the next append.
+    expect(appends).toEqual([{ types: ['ResultDelivered'], deferrable: true }]);
   });
 });

@@ -464,7 +464,9 @@ export class ToolCalls {
         (state) => (state.status === 'initial' ? undefined : { type: 'RecordAnswer', executionId, now: isoNow(this.deps.clock), correlation, told, delivery: settled }),
         { actor: 'service:result-delivery', correlation },
         this.deps.clock,
-        answeredFrom === undefined ? {} : { fromCacheAsOf: answeredFrom },
+        // Nothing waits for the record: it may share the commit of whatever is appended next (the client's next call,
+        // often, whose message is what proved the delivery).
+        answeredFrom === undefined ? { deferrable: true } : { fromCacheAsOf: answeredFrom, deferrable: true },
       );
     })().catch(() => undefined);
     this.recordings.add(recording);
