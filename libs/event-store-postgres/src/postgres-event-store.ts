@@ -217,11 +217,9 @@ function commitNotificationHandler(
   };
 }
 
-/** The streams a commit's events wrote, each once. */
+/** The streams a commit's events wrote, each once (a group holds up to `maxGroup` appends: a set, not a scan per event). */
 function streamsOf(events: readonly RecordedEvent[]): string[] {
-  const streams: string[] = [];
-  for (const event of events) if (!streams.includes(event.streamId)) streams.push(event.streamId);
-  return streams;
+  return [...new Set(events.map((event) => event.streamId))];
 }
 
 /**
