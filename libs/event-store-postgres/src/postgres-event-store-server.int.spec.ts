@@ -429,6 +429,108 @@ describe('postgres: group commit', () => {
   });
 });
 
+describe('postgres: a group\'s write and its notification sent together', () => {
+  const channelOf = (schema: string) => `oncegate_events_${createHash('sha256').update(schema).digest('hex').slice(0, 24)}`;
+
+  /** Every notification on the store's channel, heard by a connection of its own. */
+  async function listen(schema: string): Promise<{ payloads: string[]; close: () => Promise<void> }> {
+    const client = new Client({ connectionString: server.url() });
+    await client.connect();
+    const payloads: string[] = [];
+    client.on('notification', (message) => payloads.push(message.payload ?? ''));
+    await client.query(`LISTEN ${channelOf(schema)}`);
+    return { payloads, close: () => client.end() };
+  }
+
+  /** The statements a store's connections are asked, by name, as `asked` when sent and `answered` when their answer is read. */
+  function statementsSeen() {
+    const seen: string[] = [];
+    const original = Client.prototype.query;
+    const spy = vi.spyOn(Client.prototype, 'query').mockImplementation(function (this: Client, ...args: unknown[]) {
+      const name = (args[0] as { name?: string } | undefined)?.name;
+      const result = (original as (...a: unknown[]) => unknown).apply(this, args);
+      if (name === undefined || !(result instanceof Promise)) return result as never;
+      seen.push(`asked ${name}`);
+      return result.finally(() => seen.push(`answered ${name}`)) as never;
+    });
+    return { seen, restore: () => spy.mockRestore() };
+  }
+
+  it('given a group to write, then its notification is asked on the same connection before the write is answered, and the append is answered once both are', async () => {
+    const store = await open(freshSchema());
+    await store.appendToStream('warm', [event('Warm')]);
+    const { seen, restore } = statementsSeen();
+    let answered: number;
+    try {
+      await store.appendToStream('s-1', [event('One')]);
+      answered = seen.length;
+    } finally {
+      restore();
+    }
+    expect(seen.slice(0, 2)).toEqual(['asked oncegate-append-events-joined', 'asked oncegate-notify-appended']);
+    expect(seen.slice(2).sort()).toEqual(['answered oncegate-append-events-joined', 'answered oncegate-notify-appended']);
+    expect(answered).toBe(4);
+  });
+
+  it('given a write refused under the lock (a stale guess of the tip), then nothing is notified for it: each commit is notified once, with its own events', async () => {
+    const schema = freshSchema();
+    const [store, other] = [await open(schema), await open(schema)];
+    const heard = await listen(schema);
+    try {
+      await store.appendToStream('s-1', [event('Mine')]);
+      await other.appendToStream('s-1', [event('Theirs')], { expectedRevision: 0 });
+      const { seen, restore } = statementsSeen();
+      try {
+        // Guessed at revision 0, refused under the lock, decided again on the tip read.
+        await store.appendToStream('s-1', [event('Later')], { expectedRevision: 'any' });
+      } finally {
+        restore();
+      }
+      expect(seen.filter((step) => step === 'asked oncegate-append-events-joined')).toHaveLength(2);
+      await eventually(() => heard.payloads.length >= 3, 'three notifications');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const stored = (await other.readAll({ after: 0 })).events;
+      expect(stored.map((e) => e.type)).toEqual(['Mine', 'Theirs', 'Later']);
+      expect(heard.payloads).toHaveLength(3);
+      for (const [i, payload] of heard.payloads.entries()) {
+        const e = stored[i]!;
+        expect(payload.startsWith(`${e.position} ${e.type} [${e.position - 1},`)).toBe(true);
+        expect(payload).toContain(JSON.stringify(e.id));
+      }
+    } finally {
+      await heard.close();
+    }
+  });
+
+  it('given the write function made by a writer of the previous version (no setting left for the notification), then the append is still notified, after its answer, and a reader gets it', async () => {
+    const schema = freshSchema();
+    const [writer, reader] = [await open(schema), await open(schema)];
+    const [definition] = (await sql(`SELECT pg_get_functiondef('"${schema}".append_events_joined'::regproc) AS text`)) as Array<{ text: string }>;
+    const previous = definition!.text.replace(/PERFORM set_config\('oncegate\.appended'[^;]*;/, '');
+    expect(previous).not.toBe(definition!.text);
+    await sql(previous);
+    const heard = await listen(schema);
+    const received: RecordedEvent[] = [];
+    const subscription = reader.subscribeToAll((e) => void received.push(e), { from: 'end' });
+    await subscription.caughtUp;
+    try {
+      const { seen, restore } = statementsSeen();
+      try {
+        await writer.appendToStream('s-1', [event('One')]);
+      } finally {
+        restore();
+      }
+      expect(seen).toContain('asked oncegate-notify');
+      await eventually(() => received.length === 1, 'the reader gets the event');
+      expect(received[0]!.type).toBe('One');
+      expect(heard.payloads).toHaveLength(1);
+    } finally {
+      await subscription.stop();
+      await heard.close();
+    }
+  });
+});
+
 describe('postgres: durability of an acknowledged append', () => {
   it('given a server with its durable defaults, when appends are answered one after another, then the WAL was flushed for each before its answer', async () => {
     const durable = await startPostgres({ fast: false });

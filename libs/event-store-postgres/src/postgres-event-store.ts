@@ -114,21 +114,31 @@ function notifiedTypes(types: readonly string[]): string {
 /** PostgreSQL refuses a notification payload of 8000 bytes or more (its default block size). */
 const NOTIFICATION_BYTES = 7999;
 
+/** The most digits a position has (a safe integer), for sizing a payload before the head is known. */
+const POSITION_DIGITS = 16;
+
 /**
  * A group's commit notification: `<last position> <types>`, then, when the whole of it fits, ` <the group's events>`
  * — `[base, recordedAt, [[streamId, revision, id, type, data, metadata, prev, hash], …]]` with data and metadata the
- * JSON texts stored — so that a listener learns the run of positions `(base, last]` without reading it.
+ * JSON texts stored — so that a listener learns the run of positions `(base, last]` without reading it. In its parts
+ * around the two positions, which `notify_appended` fills in on the server: `<last><middle>` then `<base><tail>`
+ * (`tail` `undefined`: the notification names the types only).
  */
-function commitNotification(head: number, base: number, recordedAt: string, rows: PlannedRows): string {
+function commitNotificationParts(recordedAt: string, rows: PlannedRows): { middle: string; tail: string | undefined } {
   const types = notifiedTypes(rows.types);
-  const short = `${head} ${types}`;
-  if (types === '*') return short;
+  if (types === '*') return { middle: ` ${types}`, tail: undefined };
   const events = rows.streamIds.map(
     (streamId, i) =>
       `[${JSON.stringify(streamId)},${rows.revisions[i]},${JSON.stringify(rows.ids[i])},${JSON.stringify(rows.types[i])},${rows.data[i]},${rows.metadata[i]},"${rows.prevs[i]}","${rows.hashes[i]}"]`,
   );
-  const full = `${short} [${base},${JSON.stringify(recordedAt)},[${events.join(',')}]]`;
-  return Buffer.byteLength(full) <= NOTIFICATION_BYTES ? full : short;
+  const middle = ` ${types} [`;
+  const tail = `,${JSON.stringify(recordedAt)},[${events.join(',')}]]`;
+  return Buffer.byteLength(middle) + Buffer.byteLength(tail) + 2 * POSITION_DIGITS <= NOTIFICATION_BYTES ? { middle, tail } : { middle: ` ${types}`, tail: undefined };
+}
+
+/** The notification of a group whose head and base are known (see `commitNotificationParts`). */
+function commitNotification(head: number, base: number, parts: { middle: string; tail: string | undefined }): string {
+  return parts.tail === undefined ? `${head}${parts.middle}` : `${head}${parts.middle}${base}${parts.tail}`;
 }
 
 /** The run of events a commit notification carries (see `commitNotification`), or `undefined` when it carries none or is not one. */
@@ -290,6 +300,9 @@ export class PostgresEventStore implements EventStore {
       application_name: 'oncegate-event-store',
       ...options.pool,
       ...(options.url === undefined ? {} : { connectionString: options.url }),
+      // A group's write and its notification go out together (see commitGroup); every other use of a connection
+      // waits for each answer before it asks again, as without it.
+      pipeline: true,
     };
     this.location = describeLocation(config, this.schema);
     ({ lockKey: this.lockKey, channel: this.channel } = schemaKeys(this.schema));
@@ -433,7 +446,13 @@ export class PostgresEventStore implements EventStore {
         const written = [...new Set(planned.rows.streamIds)];
         const rows = planned.rows;
         committing = true;
-        const base = await client
+        // The server process behind this connection notifies only of this object's own writes (and its notification
+        // may be heard before the write's answer is read): the events its notifications carry may be kept without
+        // asking whose role it serves (see `heardEvents`).
+        const serverProcess = (client as unknown as { processID?: number | null }).processID;
+        if (typeof serverProcess === 'number') this.writerRoles.set(serverProcess, true);
+        const parts = commitNotificationParts(recordedAt, rows);
+        const appended = client
           .query<[string]>({
             name: 'oncegate-append-events-joined',
             text: this.sql.appendEvents,
@@ -461,6 +480,27 @@ export class PostgresEventStore implements EventStore {
             if (!duplicate && !String((error as Error).message).includes(STREAM_MOVED)) throw error;
             return undefined;
           });
+        // The transaction above commits without waiting for its WAL to reach the disk, so the lock is held only while
+        // the server inserts. Its notification is a transaction of its own that does wait: its commit record comes
+        // after the insert's, so once it is flushed the insert is durable, and only then are the appends answered and
+        // the listeners told. Concurrent writers' flushes are shared by the server. It is sent right behind the write,
+        // on the same connection, without waiting for the write's answer (the connection pipelines them), and notifies
+        // only if that write committed (see `notify_appended` in schema.ts). Both are prepared: the server parses and
+        // plans each once per connection, not once a group.
+        const noted = client
+          .query<[string | null]>({
+            name: 'oncegate-notify-appended',
+            text: this.sql.notifyAppended,
+            values: [this.channel, rows.ids[0], planned.last, parts.middle, parts.tail ?? null],
+            rowMode: 'array',
+          })
+          .then((result) => result.rows[0]![0]);
+        const base = await appended.catch(async (error: unknown) => {
+          // The write failed: the notification behind it wrote nothing, and the connection is dropped.
+          await noted.catch(() => undefined);
+          throw error;
+        });
+        const notedBase = await noted;
         if (base === undefined) {
           committing = false;
           for (const streamId of streams) this.tips.delete(streamId);
@@ -468,16 +508,10 @@ export class PostgresEventStore implements EventStore {
           continue;
         }
         const head = base + planned.last;
-        // The server process behind this connection has just inserted into the events table: the events its
-        // notifications carry may be kept without asking whose role it serves (see `heardEvents`).
-        const serverProcess = (client as unknown as { processID?: number | null }).processID;
-        if (typeof serverProcess === 'number') this.writerRoles.set(serverProcess, true);
-        // The transaction above committed without waiting for its WAL to reach the disk, so the lock was held only
-        // while the server inserted. This notification is a transaction of its own that does wait: its commit
-        // record comes after the insert's, so once it is flushed the insert is durable, and only then are the
-        // appends answered and the listeners told. Concurrent writers' flushes are shared by the server.
-        // Prepared as well: the server parses and plans it once per connection, not once a group.
-        await client.query({ name: 'oncegate-notify', text: this.sql.notifyDurable, values: [this.channel, commitNotification(head, base, recordedAt, rows)] });
+        // Not told behind the write (the function made by a writer of the previous version leaves no setting): told now.
+        if (notedBase === null || Number(notedBase) !== base) {
+          await client.query({ name: 'oncegate-notify', text: this.sql.notifyDurable, values: [this.channel, commitNotification(head, base, parts)] });
+        }
         committing = false;
         outcomes = shifted(outcomes, base);
         lastPosition = head;
@@ -1041,6 +1075,8 @@ function statements(schema: string) {
     eventPosition: `SELECT position::text, pg_notify($2, position::text || ' *'), ${FLUSH_WAIT} FROM ${schema}.events WHERE event_id = $1`,
     /** The notification of a group's commit, in a transaction that waits for a WAL flush covering it (see commitGroup). */
     notifyDurable: `SELECT pg_notify($1, $2), ${FLUSH_WAIT}`,
+    /** The same, sent behind the write without its answer: see `notify_appended` in schema.ts. */
+    notifyAppended: `SELECT ${schema}.notify_appended($1, $2, $3, $4, $5)::text`,
     readForwards: `SELECT ${COLUMNS} FROM ${schema}.events WHERE stream_id = $1 AND revision >= $2::bigint ORDER BY revision ASC LIMIT $3`,
     readBackwards: `SELECT ${COLUMNS} FROM ${schema}.events WHERE stream_id = $1 AND revision <= $2::bigint ORDER BY revision DESC LIMIT $3`,
     streamRevision: `SELECT max(revision) FROM ${schema}.events WHERE stream_id = $1`,
