@@ -30,6 +30,8 @@ afterAll(async () => {
 });
 
 const freshSchema = () => `server_${randomBytes(6).toString('hex')}`;
+/** The channel a store on `schema` notifies its commits on. */
+const channelOf = (schema: string) => `oncegate_events_${createHash('sha256').update(schema).digest('hex').slice(0, 24)}`;
 
 async function open(schema: string, options: Partial<PostgresEventStoreOptions> = {}): Promise<EventStore> {
   const store = await openPostgresEventStore({ url: server.url(), schema, ...options });
@@ -199,7 +201,7 @@ describe('postgres: commits that their notifications carry', () => {
     const { schema, writer, reader, received, subscription, head } = await followed('real', 'Real');
     const role = `forger_${randomBytes(4).toString('hex')}`;
     await sql(`CREATE ROLE ${role} LOGIN; GRANT USAGE ON SCHEMA "${schema}" TO ${role}; GRANT SELECT ON ALL TABLES IN SCHEMA "${schema}" TO ${role}`);
-    const channel = `oncegate_events_${createHash('sha256').update(schema).digest('hex').slice(0, 24)}`;
+    const channel = channelOf(schema);
     const url = new URL(server.url());
     url.username = role;
     const forger = new Client({ connectionString: url.toString() });
@@ -430,8 +432,6 @@ describe('postgres: group commit', () => {
 });
 
 describe('postgres: a group\'s write and its notification sent together', () => {
-  const channelOf = (schema: string) => `oncegate_events_${createHash('sha256').update(schema).digest('hex').slice(0, 24)}`;
-
   /** Every notification on the store's channel, heard by a connection of its own. */
   async function listen(schema: string): Promise<{ payloads: string[]; close: () => Promise<void> }> {
     const client = new Client({ connectionString: server.url() });

@@ -45,7 +45,7 @@ import {
 } from '@oncegate/event-store';
 import { isUnavailable, isUniqueViolation, openFailure, surviveServerLoss, unavailableOr, type PostgresServer } from './postgres-errors';
 import { listenerConfig, PostgresListener } from './postgres-listener';
-import { JSON_TEXT_SEPARATOR, quotedSchema, schemaStatements, SCHEMA_VERSION, STREAM_MOVED } from './schema';
+import { FLUSH_WAIT, JSON_TEXT_SEPARATOR, quotedSchema, schemaStatements, SCHEMA_VERSION, STREAM_MOVED } from './schema';
 
 export interface PostgresEventStoreOptions {
   /**
@@ -1053,12 +1053,6 @@ function shifted(outcomes: readonly GroupOutcome[], base: number): GroupOutcome[
   });
 }
 
-/**
- * Makes the transaction it is in write WAL of its own (a transactional logical-decoding message, which no table
- * keeps): PostgreSQL commits a transaction that wrote none, as one that only notifies, without waiting for any
- * flush, whatever `synchronous_commit` says. With it, the commit waits until the WAL up to its record is on disk.
- */
-const FLUSH_WAIT = "pg_logical_emit_message(true, 'oncegate', '')";
 
 /** The store's statements for one schema (already quoted). */
 function statements(schema: string) {

@@ -6,10 +6,17 @@ export const STREAM_MOVED = 'oncegate: a stream moved since it was read';
 export const SCHEMA_VERSION = 1;
 
 /**
- * The session setting in which \`append_events_joined\` leaves the first event id and the head of the group it wrote,
- * for \`notify_appended\` (a setting made in a transaction that fails is undone with it).
+ * The session setting in which `append_events_joined` leaves the first event id and the head of the group it wrote,
+ * for `notify_appended` (a setting made in a transaction that fails is undone with it).
  */
 export const APPENDED_SETTING = 'oncegate.appended';
+
+/**
+ * Makes the transaction it is in write WAL of its own (a transactional logical-decoding message, which no table
+ * keeps): PostgreSQL commits a transaction that wrote none, as one that only notifies, without waiting for any
+ * flush, whatever `synchronous_commit` says. With it, the commit waits until the WAL up to its record is on disk.
+ */
+export const FLUSH_WAIT = "pg_logical_emit_message(true, 'oncegate', '')";
 
 /** Between the JSON texts of a group's data (and of its metadata) for `append_events_joined`: U+001E, `chr(30)`. */
 export const JSON_TEXT_SEPARATOR = '\u001e';
@@ -89,23 +96,23 @@ ${lockedHead}       INSERT INTO ${schema}.events (position, stream_id, revision,
      END $body$`,
     // The notification of the write just made on this connection, sent right behind it without waiting for its answer
     // (the writer's connection pipelines the two): a transaction of its own that waits for a WAL flush covering the
-    // write (see FLUSH_WAIT in postgres-event-store.ts). It notifies only when the session's last write was the group
-    // whose first event is \`first_id\` (\`append_events_joined\` leaves the group's first id and head in a setting of
+    // write (see FLUSH_WAIT). It notifies only when the session's last write was the group
+    // whose first event is `first_id` (`append_events_joined` leaves the group's first id and head in a setting of
     // the session, which a write that failed does not change), and answers the head the write found, or NULL when it
     // did not notify (the write failed, or a writer of the previous version made the function without the setting:
-    // the writer then notifies as before). The payload is \`<head + last_offset><middle>\`, then, when \`tail\` is
-    // given, \`<head><tail>\` (see \`commitNotification\`).
+    // the writer then notifies as before). The payload is `<head + last_offset><middle>`, then, when `tail` is
+    // given, `<head><tail>` (see `commitNotification`).
     `CREATE OR REPLACE FUNCTION ${schema}.notify_appended(
        channel text, first_id text, last_offset bigint, middle text, tail text) RETURNS bigint LANGUAGE plpgsql VOLATILE AS $body$
      DECLARE
        appended text := coalesce(current_setting(${escapeLiteral(APPENDED_SETTING)}, true), '');
        base bigint;
      BEGIN
-       IF split_part(appended, ' ', 1) IS DISTINCT FROM first_id OR appended = '' THEN RETURN NULL; END IF;
+       IF split_part(appended, ' ', 1) IS DISTINCT FROM first_id THEN RETURN NULL; END IF;
        PERFORM set_config(${escapeLiteral(APPENDED_SETTING)}, '', false);
        base := split_part(appended, ' ', 2)::bigint;
        PERFORM pg_notify(channel, (base + last_offset)::text || middle || CASE WHEN tail IS NULL THEN '' ELSE base::text || tail END);
-       PERFORM pg_logical_emit_message(true, 'oncegate', '');
+       PERFORM ${FLUSH_WAIT};
        RETURN base;
      END $body$`,
     // The same write with data and metadata as json[], as writers of the previous version call it; kept while such
