@@ -27,9 +27,10 @@ if (outdir === undefined || entries.length === 0 || entries.some((entry) => !/^[
  * - pino and the packages of its log transport, which starts worker threads from files of its own folder;
  * - the packages the workspace's code loads on demand through `createRequire` (kafkajs, undici, ssh2, pino-pretty):
  *   a copy in the output beside the one loaded on demand would be a second module (its own classes, its own state);
- * - @readme/openapi-parser, imported on demand by `oncegate contracts import`.
+ * - @readme/openapi-parser, imported on demand by `oncegate contracts import`;
+ * - reflect-metadata, which every output file imports first (the banner below).
  */
-const INSTALLED = [/^pino(-.*)?$/, /^thread-stream$/, /^sonic-boom$/, /^kafkajs$/, /^undici$/, /^ssh2$/, /^@readme\//];
+const INSTALLED = [/^reflect-metadata$/, /^pino(-.*)?$/, /^thread-stream$/, /^sonic-boom$/, /^kafkajs$/, /^undici$/, /^ssh2$/, /^@readme\//];
 
 /** The package a bare import names: `@scope/name` or `name`. */
 const packageOf = (specifier) => specifier.split('/').slice(0, specifier.startsWith('@') ? 2 : 1).join('/');
@@ -59,11 +60,21 @@ await build({
   plugins: [packagesPlugin],
   platform: 'node',
   format: 'esm',
+  // Code that an entry imports on demand (`import()`: the CLI's commands) and code that several entries share go to
+  // chunks beside them: a command evaluates its own code and what it imports, not every other command's.
+  splitting: true,
+  chunkNames: '[name]-[hash]',
   target: 'node24',
   // Classes and functions keep their names: NestJS names its loggers' contexts and its errors after them.
   keepNames: true,
   // The packages written as CommonJS call require() for Node's own modules; an ES module has none of its own.
-  banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
+  // Nest's decorators read and write metadata through the Reflect polyfill as their classes are defined, and Nest's
+  // own files count on an earlier import of it. Split in chunks, esbuild does not keep the order in which the
+  // modules' top-level code runs across them (a documented limit of its code splitting), so every output file loads
+  // the polyfill from node_modules before anything else (an ES module is evaluated once, however often imported).
+  banner: {
+    js: "import 'reflect-metadata'; import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
+  },
   tsconfig: join(root, 'tsconfig.base.json'),
   sourcemap: 'linked',
   logLevel: 'warning',

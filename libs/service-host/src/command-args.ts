@@ -1,5 +1,5 @@
 import { InvalidArgumentError, Option } from '@commander-js/extra-typings';
-import { EXIT_CODES, type CliIo, type ExitCode } from './cli-command';
+import { EXIT_CODES, type CliIo, type ExitCode } from '@oncegate/host-cli';
 import { GatewayConfigError, loadGatewayConfig, type GatewayConfig } from '@oncegate/host-config';
 
 /** `--config <file>`, which every command that reads the configuration takes. */

@@ -1,6 +1,5 @@
 // How a process hosts a service: its stores opened from the configuration, the Nest microservice on the journal,
-// the process's start, ready signal and stop, the commands' plumbing, the prepared calls and the injection tokens.
-export { action, EXIT_CODES, exitWhenDone, PROCESS_IO, runProgram, UsageError, type CliIo, type ExitCode } from './cli-command';
+// the process's start, ready signal and stop, the prepared calls and the injection tokens.
 export { configOption, configOrExit, jsonOption, wholeNumber } from './command-args';
 export { closeHost, closeInOrder, coHosting, createStoreDatabase, heldBeforeSend, loadTools, microservice, openDataFolder, openHost, openVault, SERVICE_CONSUMERS, serveServices, startOrUndo, storeLocation, type CoHosting, type DataFolder, type Host, type RunningService, type ServiceDefinition, type StartOptions } from './host';
 export { PreparedCalls, type PreparedCall } from './prepared-calls';

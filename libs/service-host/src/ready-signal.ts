@@ -2,7 +2,7 @@ import { existsSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { Option } from '@commander-js/extra-typings';
 import { Logger } from '@nestjs/common';
-import { UsageError } from './cli-command';
+import { UsageError } from '@oncegate/host-cli';
 
 /**
  * How a script or a test learns that a process serves, without reading its summary: `--ready-file <path>` is written

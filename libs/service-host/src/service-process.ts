@@ -1,7 +1,7 @@
 import { ContractValidationError } from '@oncegate/contracts';
 import { EventStoreOpenError, EventStoreUnavailableError } from '@oncegate/event-store';
 import { Command } from '@commander-js/extra-typings';
-import { action, EXIT_CODES, exitWhenDone, PROCESS_IO, runProgram, type CliIo, type ExitCode } from './cli-command';
+import { action, EXIT_CODES, exitWhenDone, PROCESS_IO, runProgram, type CliIo, type ExitCode } from '@oncegate/host-cli';
 import { configOption, configOrExit } from './command-args';
 import { GatewayConfigError } from '@oncegate/host-config';
 import { serveServices, storeLocation, type ServiceDefinition } from './host';

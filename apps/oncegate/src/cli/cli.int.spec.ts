@@ -4,7 +4,8 @@ import { fileURLToPath } from 'node:url';
 import { Command, type CommandUnknownOpts } from '@commander-js/extra-typings';
 import { describe, expect, it } from 'vitest';
 import { oncegateProgram, runCli } from './cli';
-import { action, EXIT_CODES, type CliIo } from '@oncegate/service-host';
+import type { CliCommand } from './commands';
+import { action, EXIT_CODES, type CliIo } from '@oncegate/host-cli';
 
 const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 const TYPOS = 'libs/contracts/fixtures/typos.yaml';
@@ -114,7 +115,7 @@ describe('oncegate contracts check', () => {
 });
 
 /** `oncegate …` words of every command that runs (not a group), and of every group. */
-function commandPaths(): { leaves: string[][]; groups: string[][] } {
+async function commandPaths(): Promise<{ leaves: string[][]; groups: string[][] }> {
   const leaves: string[][] = [];
   const groups: string[][] = [];
   const walk = (command: CommandUnknownOpts, path: string[]) => {
@@ -122,7 +123,7 @@ function commandPaths(): { leaves: string[][]; groups: string[][] } {
     else if (path.length > 0) groups.push(path);
     for (const sub of command.commands) walk(sub, [...path, sub.name()]);
   };
-  walk(oncegateProgram(), []);
+  walk(await oncegateProgram(), []);
   return { leaves, groups };
 }
 
@@ -150,7 +151,7 @@ describe('the command dispatcher', () => {
   });
 
   it('given every command and group, when asked for --help, then each prints its generated help (usage, options with their descriptions) and exits 0', async () => {
-    const { leaves, groups } = commandPaths();
+    const { leaves, groups } = await commandPaths();
     expect(leaves.length).toBeGreaterThanOrEqual(33);
     for (const path of [...leaves, ...groups]) {
       const io = captureIo();
@@ -183,7 +184,7 @@ describe('the command dispatcher', () => {
   });
 
   it('given an option no command has, when any command runs with it, then it exits 2 with one line naming it, the command\'s usage and where its help is', async () => {
-    for (const path of commandPaths().leaves) {
+    for (const path of (await commandPaths()).leaves) {
       const io = captureIo();
       expect(await runCli([...path, '--no-such-option'], io), path.join(' ')).toBe(EXIT_CODES.usage);
       const lines = io.err().split('\n');
@@ -254,8 +255,35 @@ describe('the command dispatcher', () => {
           ),
       );
     const io = captureIo();
-    expect(await runCli(['journal', 'export', 'all', '--out', 'x.ndjson'], io, [journal])).toBe(EXIT_CODES.failed);
+    expect(await runCli(['journal', 'export', 'all', '--out', 'x.ndjson'], io, [{ name: 'journal', load: async () => journal }])).toBe(EXIT_CODES.failed);
     expect(seen).toEqual([{ what: ['all'], options: { out: 'x.ndjson' } }]);
     expect(io.out()).toBe('exported\n');
+  });
+
+  it("given several commands, when one is run, then only its module is loaded; the program's help and a name it does not know load them all", async () => {
+    const loaded: string[] = [];
+    const command = (name: string): CliCommand => ({
+      name,
+      load: async () => {
+        loaded.push(name);
+        return () => new Command(name).description(`the ${name} command`).action(action(async () => EXIT_CODES.ok));
+      },
+    });
+    const commands = [command('first'), command('second'), command('third')];
+
+    expect(await runCli(['second'], captureIo(), commands)).toBe(EXIT_CODES.ok);
+    expect(loaded).toEqual(['second']);
+
+    loaded.length = 0;
+    const help = captureIo();
+    expect(await runCli(['--help'], help, commands)).toBe(EXIT_CODES.ok);
+    expect(loaded).toEqual(['first', 'second', 'third']);
+    expect(help.out()).toMatch(/\n {2}first {2,}the first command\n {2}second {2,}the second command\n {2}third {2,}the third command\n/);
+
+    loaded.length = 0;
+    const typo = captureIo();
+    expect(await runCli(['secnd'], typo, commands)).toBe(EXIT_CODES.usage);
+    expect(loaded).toEqual(['first', 'second', 'third']);
+    expect(typo.err()).toMatch(/^oncegate: unknown command 'secnd' — did you mean 'second'\?/);
   });
 });

@@ -3,7 +3,8 @@ import { InvalidArgumentError, Option } from '@commander-js/extra-typings';
 import { isExecutionId, type ExecutionId } from '@oncegate/domain';
 import { EventStoreOpenError, EventStoreUnavailableError } from '@oncegate/event-store';
 import type { GatewayConfig } from '@oncegate/host-config';
-import { configOrExit, EXIT_CODES, openDataFolder, UsageError, type CliIo, type DataFolder, type ExitCode } from '@oncegate/service-host';
+import { EXIT_CODES, UsageError, type CliIo, type ExitCode } from '@oncegate/host-cli';
+import { configOrExit, openDataFolder, type DataFolder } from '@oncegate/service-host';
 
 export { configOption, configOrExit, jsonOption, wholeNumber } from '@oncegate/service-host';
 

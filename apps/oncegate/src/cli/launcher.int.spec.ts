@@ -47,6 +47,37 @@ describe('bin/oncegate.mjs', () => {
     expect(result.stderr).toMatch(/^oncegate: unknown command 'frobnicate'/);
   });
 
+  it("given a command, when the real launcher runs it, then the built CLI loads that command's code and no other command's", async () => {
+    const folder = await mkdtemp(join(tmpdir(), 'oncegate-launcher-'));
+    try {
+      // Node's module hooks see every module file the process loads.
+      const probe = join(folder, 'probe.mjs');
+      await writeFile(
+        probe,
+        "import { registerHooks } from 'node:module';\n" +
+          'const loaded = [];\n' +
+          'registerHooks({ load(url, context, next) { loaded.push(url); return next(url, context); } });\n' +
+          "process.on('exit', () => process.stderr.write(`loaded ${JSON.stringify(loaded)}\\n`));\n",
+      );
+      const commandFiles = async (args: string[]): Promise<string[]> => {
+        const result = await runLauncher(args, ROOT, { ...process.env, NODE_OPTIONS: `--import ${probe}` });
+        expect(result.code, result.stderr).toBe(0);
+        const line = result.stderr.split('\n').find((text) => text.startsWith('loaded '));
+        const urls = JSON.parse(line!.slice('loaded '.length)) as string[];
+        const built = urls.filter((url) => url.includes('/dist/apps/oncegate/')).map((url) => url.slice(url.lastIndexOf('/') + 1));
+        expect(built).toContain('main.js');
+        // A command module's chunk is named after its source file: <name>-commands-<hash>.js, contracts-check-<hash>.js.
+        return built.filter((file) => /^[a-z-]+-(commands|check)-[A-Z0-9]+\.js$/.test(file)).map((file) => file.replace(/-[A-Z0-9]+\.js$/, ''));
+      };
+      expect(await commandFiles(['vault', '--help'])).toEqual(['vault-commands']);
+      expect(await commandFiles(['contracts', 'check', 'examples/tools.yaml'])).toEqual(['contracts-check']);
+      const all = await commandFiles(['--help']);
+      expect(all).toEqual(expect.arrayContaining(['vault-commands', 'contracts-check', 'gateway-commands', 'analyst-commands', 'upstream-commands']));
+    } finally {
+      await rm(folder, { recursive: true, force: true });
+    }
+  });
+
   describe('the heap flags of the serving commands', () => {
     /** Every Node image the launcher runs in (before and after it runs itself again) prints its pid and execArgv. */
     async function images(args: string[], nodeOptions = ''): Promise<{ pid: number; execArgv: string[] }[]> {

@@ -37,7 +37,7 @@ import {
 import type { EventStore } from '@oncegate/event-store';
 import { loadSealPublicKey, SealKeyError } from '@oncegate/vault';
 import { Command, InvalidArgumentError, Option } from '@commander-js/extra-typings';
-import { action, EXIT_CODES, type CliIo, type ExitCode } from '@oncegate/service-host';
+import { action, EXIT_CODES, type CliIo, type ExitCode } from '@oncegate/host-cli';
 import { configOption, configOrExit, dataFolderOrExit, jsonOption, wholeNumber, withDataFolder } from '../command-helpers';
 
 /** Errors an analyst can act on: printed as they are (they name the file, line or reason), exit 2. */

@@ -1,7 +1,8 @@
 import { createPrivateKey, type KeyObject } from 'node:crypto';
 import { Command } from '@commander-js/extra-typings';
 import { ApproverKeyError, approverPublicKey, PrincipalNameError, type ApproverDirectory } from '@oncegate/host-principals';
-import { action, EXIT_CODES, UsageError, type CliIo, type DataFolder, type ExitCode } from '@oncegate/service-host';
+import { action, EXIT_CODES, UsageError, type CliIo, type ExitCode } from '@oncegate/host-cli';
+import type { DataFolder } from '@oncegate/service-host';
 import { decisionToSign, signDecision } from '@oncegate/service-relay-kafka';
 import { configOption, withDataFolder } from '../command-helpers';
 

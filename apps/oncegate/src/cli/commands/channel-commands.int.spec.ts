@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Ajv } from 'ajv';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { EXIT_CODES, type CliIo } from '@oncegate/service-host';
+import { EXIT_CODES, type CliIo } from '@oncegate/host-cli';
 import { runCli } from '../cli';
 
 /** The SQL channel's module, as a team's channel module is named: a path from the working directory (the repository). */

@@ -1,6 +1,6 @@
 import { Command } from '@commander-js/extra-typings';
 import { publishedSchemas } from '@oncegate/dispatcher-kit/host';
-import { action, EXIT_CODES, type CliIo, type ExitCode } from '@oncegate/service-host';
+import { action, EXIT_CODES, type CliIo, type ExitCode } from '@oncegate/host-cli';
 import { loadChannelKits } from './channel-modules';
 
 /**

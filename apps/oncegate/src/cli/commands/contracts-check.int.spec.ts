@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { EXIT_CODES, type CliIo } from '@oncegate/service-host';
+import { EXIT_CODES, type CliIo } from '@oncegate/host-cli';
 import { runCli } from '../cli';
 
 /**

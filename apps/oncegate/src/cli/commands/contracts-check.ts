@@ -4,7 +4,7 @@ import { checkContractFile, formatIssue, type ContractFile, type PluginSectionCh
 import { Command } from '@commander-js/extra-typings';
 import { channelOptionsReader } from '@oncegate/dispatcher-kit/host';
 import { GatewayConfigError, parseGatewayConfig, type GatewayConfig } from '@oncegate/host-config';
-import { action, EXIT_CODES, type CliIo, type ExitCode } from '@oncegate/service-host';
+import { action, EXIT_CODES, type CliIo, type ExitCode } from '@oncegate/host-cli';
 import { mcpKit } from '@oncegate/service-dispatcher-mcp';
 import { loadChannelKits, sectionCheckOfKit, type ChannelModuleKit } from './channel-modules';
 import { importCommand } from './contracts-import';

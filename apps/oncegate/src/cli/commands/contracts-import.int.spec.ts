@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { checkContractFile } from '@oncegate/contracts';
-import { EXIT_CODES, type CliIo } from '@oncegate/service-host';
+import { EXIT_CODES, type CliIo } from '@oncegate/host-cli';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runCli } from '../cli';
 

@@ -12,7 +12,7 @@ import {
   UnknownSelectionError,
   type OpenApiImport,
 } from '@oncegate/openapi-import';
-import { action, EXIT_CODES, UsageError, type CliIo, type ExitCode } from '@oncegate/service-host';
+import { action, EXIT_CODES, UsageError, type CliIo, type ExitCode } from '@oncegate/host-cli';
 
 interface ImportCommandOptions {
   readonly tag?: string[] | undefined;

@@ -14,7 +14,7 @@ import {
 import { redactedStoreUrl, type GatewayConfig } from '@oncegate/host-config';
 import { formatRows } from '@oncegate/projections';
 import { Command, Option } from '@commander-js/extra-typings';
-import { action, EXIT_CODES, UsageError, type CliIo, type ExitCode } from '@oncegate/service-host';
+import { action, EXIT_CODES, UsageError, type CliIo, type ExitCode } from '@oncegate/host-cli';
 import { configOption, jsonOption, withDataFolder } from '../command-helpers';
 
 /** Where the configured store keeps its executions index. */

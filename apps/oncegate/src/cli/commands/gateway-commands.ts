@@ -1,21 +1,7 @@
 import { logLevelsUpTo } from '@oncegate/host-config';
 import { Argument, Command } from '@commander-js/extra-typings';
-import {
-  action,
-  announceReady,
-  clearReadyFile,
-  EXIT_CODES,
-  formatDuration,
-  prepareReadyFile,
-  readyFileOption,
-  runServiceProcess,
-  SERVICE_PROCESS_HELP,
-  sinceProcessStart,
-  startupFailure,
-  stoppedCleanly,
-  storeLocation,
-  untilSignal,
-} from '@oncegate/service-host';
+import { action, EXIT_CODES } from '@oncegate/host-cli';
+import { announceReady, clearReadyFile, formatDuration, prepareReadyFile, readyFileOption, runServiceProcess, SERVICE_PROCESS_HELP, sinceProcessStart, startupFailure, stoppedCleanly, storeLocation, untilSignal } from '@oncegate/service-host';
 import { connectMcpServer, createMcpServer, StdioConnection, tokenRevoked } from '@oncegate/service-gateway';
 import { relaySummary } from '@oncegate/service-relay-kafka';
 import { SERVICES, startGateway } from '../../gateway';

@@ -4,17 +4,8 @@ import { formatEventLine, formatHeader, publicKeyId, verifyJournalFile, type Ver
 import { KeyFileError, loadGatewayKeys } from '@oncegate/host-vault';
 import { initSealKeys, loadSealPublicKey, SealKeyError, sealKeyPaths } from '@oncegate/vault';
 import { Command, Option } from '@commander-js/extra-typings';
-import {
-  action,
-  createStoreDatabase,
-  EXIT_CODES,
-  openDataFolder,
-  storeLocation,
-  UsageError,
-  type CliIo,
-  type DataFolder,
-  type ExitCode,
-} from '@oncegate/service-host';
+import { action, EXIT_CODES, UsageError, type CliIo, type ExitCode } from '@oncegate/host-cli';
+import { createStoreDatabase, openDataFolder, storeLocation, type DataFolder } from '@oncegate/service-host';
 import type { GatewayConfig } from '@oncegate/host-config';
 import { configOption, configOrExit, wholeNumber, withDataFolder } from '../command-helpers';
 

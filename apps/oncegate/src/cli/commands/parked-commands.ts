@@ -1,5 +1,6 @@
 import { ParkedReplayRefusal, readParked, requestReplay, type ParkedEvent } from '@oncegate/nest-event-store';
-import { action, EXIT_CODES, SERVICE_CONSUMERS, UsageError } from '@oncegate/service-host';
+import { action, EXIT_CODES, UsageError } from '@oncegate/host-cli';
+import { SERVICE_CONSUMERS } from '@oncegate/service-host';
 import { Command, Option } from '@commander-js/extra-typings';
 import { actingAs, byLoginOption, configOption, jsonOption, withDataFolder } from '../command-helpers';
 

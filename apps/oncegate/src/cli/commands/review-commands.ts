@@ -2,7 +2,8 @@ import type { ReviewResolution } from '@oncegate/domain';
 import { loadExecution, systemClock, type LoadedExecution } from '@oncegate/execution-journal';
 import { held, isReviewRefusal, resolutionOutcome, resolveReview, reviewViewOf } from '@oncegate/host-decisions';
 import { Command, Option } from '@commander-js/extra-typings';
-import { action, EXIT_CODES, jsonOption } from '@oncegate/service-host';
+import { action, EXIT_CODES } from '@oncegate/host-cli';
+import { jsonOption } from '@oncegate/service-host';
 import { actingAs, byLoginOption, configOption, executionId, reasonOf, reasonOption, withDataFolder } from '../command-helpers';
 
 /** What `--as` takes, and the resolution each records. */

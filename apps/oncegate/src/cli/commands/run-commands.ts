@@ -1,7 +1,7 @@
 import { systemClock } from '@oncegate/execution-journal';
 import { endRun, executionsOfRun, grantedTools, listRuns, readRun, RunNotFoundError, type RunView } from '@oncegate/host-decisions';
 import { Command } from '@commander-js/extra-typings';
-import { action, EXIT_CODES } from '@oncegate/service-host';
+import { action, EXIT_CODES } from '@oncegate/host-cli';
 import { actingAs, byLoginOption, configOption, jsonOption, reasonOf, reasonOption, withDataFolder } from '../command-helpers';
 
 function summary(run: RunView): string {

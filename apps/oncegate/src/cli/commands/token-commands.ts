@@ -1,6 +1,7 @@
 import { Command } from '@commander-js/extra-typings';
 import { PrincipalNameError, PrincipalTokenError, type PrincipalDirectory } from '@oncegate/host-principals';
-import { action, EXIT_CODES, UsageError, type CliIo, type DataFolder, type ExitCode } from '@oncegate/service-host';
+import { action, EXIT_CODES, UsageError, type CliIo, type ExitCode } from '@oncegate/host-cli';
+import type { DataFolder } from '@oncegate/service-host';
 import { configOption, withDataFolder } from '../command-helpers';
 
 /** What differs between the token commands of agents and of approvers. */

@@ -7,7 +7,8 @@ import { checkContractFile, formatIssue, isCredentialRef, pluginServerOf } from 
 import { OPERATION_CLASSES } from '@oncegate/domain';
 import { loadGatewayConfig } from '@oncegate/host-config';
 import { VaultService } from '@oncegate/host-vault';
-import { action, EXIT_CODES, openDataFolder, UsageError, type CliIo, type ExitCode } from '@oncegate/service-host';
+import { action, EXIT_CODES, UsageError, type CliIo, type ExitCode } from '@oncegate/host-cli';
+import { openDataFolder } from '@oncegate/service-host';
 import {
   acceptUpstream,
   differs,

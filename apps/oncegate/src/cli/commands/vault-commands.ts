@@ -1,6 +1,7 @@
 import { Command, Option } from '@commander-js/extra-typings';
 import type { GatewayConfig } from '@oncegate/host-config';
-import { action, EXIT_CODES, UsageError, type CliIo, type DataFolder, type ExitCode } from '@oncegate/service-host';
+import { action, EXIT_CODES, UsageError, type CliIo, type ExitCode } from '@oncegate/host-cli';
+import type { DataFolder } from '@oncegate/service-host';
 import { lockVault, initVault, removeCredential, storeCredential, unlockVault, vaultStatus, type VaultContext } from '@oncegate/vault';
 import {
   CREDENTIAL_APPROVALS,

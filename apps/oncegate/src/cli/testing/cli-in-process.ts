@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import type { CliIo } from '@oncegate/service-host';
+import type { CliIo } from '@oncegate/host-cli';
 import { runCli } from '../cli';
 
 /** What a run of the CLI left: its exit code and everything written to stdout and stderr. */
