@@ -54,7 +54,9 @@ export default defineConfig({
     projects: [
       // Pure code. In the same pool as the two tiers below, queued after them (projects are queued by name): the unit
       // files fill the workers while the last long files end, instead of the whole run waiting on the unit tier first.
-      tier('unit', 'unit', { groupOrder: 1, maxWorkers: waitingWorkers }),
+      // They mock no module and stub no global, so a worker goes on to the next file with the modules it has imported
+      // (the unit tier alone: 46 s of CPU instead of 65).
+      tier('unit', 'unit', { groupOrder: 1, maxWorkers: waitingWorkers, isolate: false }),
       // Real components and real processes, files side by side; the end-to-end files are queued first, being the longest.
       tier('integration', 'int', { groupOrder: 1, maxWorkers: waitingWorkers }),
       // The end-to-end files drive processes from the outside and mock nothing in their own: a worker is reused for

@@ -4,7 +4,7 @@ import { cpus, loadavg, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Client as ModernClient, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { mcpContractTools, UPSTREAM_MAIN } from '@oncegate/service-dispatcher-mcp/testing';
+import { mcpContractTools, upstreamScript } from '@oncegate/service-dispatcher-mcp/testing';
 import { gatewayYaml, phase, spawnServer, startGatewayProcess, type Call, type Phase, type Server } from './gateway-support';
 import { machineLine, ms, percentile, printTable, rate } from './table';
 
@@ -50,7 +50,7 @@ export async function run(argv: string[]): Promise<void> {
   const startedAt = Date.now();
   try {
     const upstreamDir = join(dir, 'upstream');
-    const upstream = await spawnServer('upstream', ['--import', 'tsx', UPSTREAM_MAIN, '--http', '--dir', upstreamDir, '--token-env', 'UPSTREAM_TOKEN'], [/listening on (http:\/\/\S+)/], {
+    const upstream = await spawnServer('upstream', [upstreamScript(), '--http', '--dir', upstreamDir, '--token-env', 'UPSTREAM_TOKEN'], [/listening on (http:\/\/\S+)/], {
       ...process.env,
       UPSTREAM_TOKEN: TOKEN,
     });

@@ -1,8 +1,8 @@
-import { Ajv, type ValidateFunction } from 'ajv';
+import type { ValidateFunction } from 'ajv';
 import type { ContractIssue } from '@oncegate/contracts';
 import { channelOptionsIssue, GatewayConfigError, type GatewayConfig } from '@oncegate/host-config';
 import type { ChannelDefinition } from './channel-definition';
-import { schemaProblems } from './section-schema';
+import { compileChannelSchema, schemaProblems } from './section-schema';
 
 /** What the options of a channel are read from: the configuration's `channels` entries, and its file for messages. */
 export type ChannelOptionsSource = Pick<GatewayConfig, 'source' | 'channels'>;
@@ -27,7 +27,7 @@ export interface ChannelOptionsReader {
 export function channelOptionsReader(definition: Pick<ChannelDefinition, 'name' | 'options'>): ChannelOptionsReader {
   const { name } = definition;
   const validate: ValidateFunction | undefined =
-    definition.options === undefined ? undefined : new Ajv({ allErrors: true, strict: false, verbose: true, useDefaults: true }).compile(definition.options.schema);
+    definition.options === undefined ? undefined : compileChannelSchema(definition.options.schema, { useDefaults: true });
   const check = (config: ChannelOptionsSource): ChannelOptionsCheck => {
     const entry = Object.hasOwn(config.channels, name) ? config.channels[name] : undefined;
     if (validate === undefined) {

@@ -13,5 +13,6 @@ export {
   type UpstreamFault,
   type UpstreamVariant,
 } from './upstream-server';
-export { mcpContract, mcpContractTools, startUpstreamProcess, stdioUpstreamCommand, upstreamDigest, UPSTREAM_MAIN, type McpContractTool, type UpstreamProcess, type UpstreamReach } from './upstream-contract';
+export { mcpContract, mcpContractTools, startUpstreamProcess, stdioUpstreamCommand, upstreamDigest, type McpContractTool, type UpstreamProcess, type UpstreamReach } from './upstream-contract';
+export { upstreamScript } from './upstream-script';
 export { startTasksUpstream, type TasksUpstream } from './tasks-upstream';

@@ -1,19 +1,12 @@
 import { spawn } from 'node:child_process';
-import { createRequire } from 'node:module';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { OperationClass } from '@oncegate/dispatcher-kit';
 import { definitionDigest, type UpstreamToolDefinition } from '@oncegate/mcp-upstream';
 import { upstreamTools, type UpstreamVariant } from './upstream-server';
-
-/** The test upstream's entry point, run as a process of its own. */
-export const UPSTREAM_MAIN = fileURLToPath(new URL('./upstream-main.ts', import.meta.url));
-
-/** tsx's loader by its path, so that a child started in any folder runs the TypeScript entry point. */
-const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+import { upstreamScript } from './upstream-script';
 
 /** The command that starts the test upstream over stdio in `dir` (the `command` of a stdio section). */
 export function stdioUpstreamCommand(dir: string, era: 'both' | 'legacy' = 'both'): string[] {
-  return [process.execPath, '--import', TSX, UPSTREAM_MAIN, '--stdio', '--dir', dir, ...(era === 'legacy' ? ['--era', 'legacy'] : [])];
+  return [process.execPath, upstreamScript(), '--stdio', '--dir', dir, ...(era === 'legacy' ? ['--era', 'legacy'] : [])];
 }
 
 /** How a tool's section reaches the upstream: its url, or the command the channel starts. */
@@ -66,8 +59,8 @@ function toolYaml(tool: McpContractTool): string {
     ...(tool.credentialRef === undefined ? [] : [`    credential_ref: ${tool.credentialRef}`]),
     '    correlation_window: 10m',
     ...(tool.approval === undefined ? [] : [`    approval: ${tool.approval}`]),
-    // A stdio upstream is a TypeScript child started by the channel: on a loaded machine its start alone can take
-    // seconds, which a test must not read as a refused connection.
+    // A stdio upstream is a child the channel starts: on a loaded machine its start alone can take seconds, which a
+    // test must not read as a refused connection.
     `    limits: ${tool.limits ?? '{ connect_timeout: 20s, response_timeout: 3s }'}`,
     `    input_schema: ${JSON.stringify(definition.inputSchema)}`,
     '    plugin:',
@@ -91,7 +84,7 @@ export interface UpstreamProcess {
 
 /** Starts the test upstream over HTTP in a process of its own; `token` is handed over in its environment, never its arguments. */
 export async function startUpstreamProcess(options: { readonly dir: string; readonly token?: string; readonly era?: 'both' | 'legacy' }): Promise<UpstreamProcess> {
-  const args = ['--import', TSX, UPSTREAM_MAIN, '--http', '--dir', options.dir, ...(options.token === undefined ? [] : ['--token-env', 'UPSTREAM_TOKEN']), ...(options.era === 'legacy' ? ['--era', 'legacy'] : [])];
+  const args = [upstreamScript(), '--http', '--dir', options.dir, ...(options.token === undefined ? [] : ['--token-env', 'UPSTREAM_TOKEN']), ...(options.era === 'legacy' ? ['--era', 'legacy'] : [])];
   const child = spawn(process.execPath, args, { env: { ...process.env, ...(options.token === undefined ? {} : { UPSTREAM_TOKEN: options.token }) }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.on('data', (chunk) => (output += String(chunk)));

@@ -1,7 +1,8 @@
 // The test upstream as a process of its own (test support, docs/dispatchers.md, the MCP channel):
 //   node --import tsx upstream-main.ts --stdio --dir <folder> [--era legacy]
 //   node --import tsx upstream-main.ts --http --dir <folder> [--port <n>] [--token-env <NAME>] [--era legacy]
-// Over HTTP it prints `listening on <url>` once it serves.
+// Over HTTP it prints `listening on <url>` once it serves. The tests start it bundled into plain JavaScript
+// (upstreamScript, in upstream-script.ts).
 import { parseArgs } from 'node:util';
 import { serveStdioUpstream, startHttpUpstream } from './upstream-server';
 
