@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 /** `bundledScript` from a fresh instance of its module: what another test file's process would find. */
 async function freshBundledScript(): Promise<(entry: string, folder: string) => string> {
   vi.resetModules();
-  return (await import('./upstream-script')).bundledScript;
+  return (await import('./worker-entry')).bundledScript;
 }
 
 describe('a test process bundled to plain JavaScript', () => {
