@@ -80,8 +80,8 @@ describe('the services as processes of their own on PostgreSQL (deploy/local, on
       folder.configFile,
         [
           // Short, for the kill tests' takeovers, but not so short that a process starved of CPU for a second or two
-          // on a small machine (ten processes, two cores, the other test files beside) counts as gone: at 2 s, a
-          // dispatcher's attempts were now and then settled as lost while it still sent them (outcome_unknown).
+          // on a small machine (ten processes, two cores, the other test files beside) counts as gone, its attempts
+          // settled as lost (outcome_unknown) while it still sends them.
           'instance_lease: 5s',
           'seal_every: 500ms',
           'dispatch_in_flight: 64',

@@ -332,11 +332,16 @@ class GroupMember {
     await reader.stop();
   }
 
-  /** Queues the event on its partition (when held and not handled yet); waits while too much is queued. */
+  /**
+   * Queues the event on its partition (when held, covered by the read, and not handled yet); waits while too much is
+   * queued. A partition taken behind where the read is waits for the read started again from its checkpoint: an event
+   * of it the running read hands on meanwhile is left for that read, or it would be queued ahead of the partition's
+   * earlier events, which the new read would then take for queued already and skip.
+   */
   private async deliver(event: RecordedEvent): Promise<void> {
     const partition = partitionOf(event.streamId, this.partitionCount);
     const held = this.held.get(partition);
-    if (held === undefined || event.position <= Math.max(held.checkpoint, held.queued)) return;
+    if (held === undefined || !held.covered || event.position <= Math.max(held.checkpoint, held.queued)) return;
     held.queue.push(event);
     held.queued = event.position;
     this.pending += 1;

@@ -952,6 +952,50 @@ export function describeEventStoreContract<Location>(adapter: string, harness: E
         await subscription.stop();
       });
 
+      it(`${adapter}: a partition taken behind the running read waits for the read from its checkpoint: what comes meanwhile neither jumps ahead nor leaves events behind`, async () => {
+        const { store, location } = await freshStore();
+        const stream = Array.from({ length: 64 }, (_, i) => `execution-behind-${i}`).find((id) => partitionOf(id, 8) === 2)!;
+        // Partitions 2 and 5 are held by a member gone quiet; their claims lapse in a moment.
+        const lapse = new Date(Date.now() + 1_500).toISOString();
+        for (const partition of [2, 5]) await store.claim(`group:behind:partition:00${partition}`, 'ghost', lapse, new Date().toISOString());
+        await store.appendToStream(stream, [event('First'), event('Second'), event('Third')]);
+        const handled: number[] = [];
+        const member = await reopen(location);
+        // Between taking partition 2 and taking partition 5, an event of partition 2 comes while the member's read,
+        // which has passed partition 2's first events, still runs.
+        const claimsOf5 = { count: 0 };
+        const wrapped = new Proxy(member, {
+          get(target, property) {
+            if (property === 'claim') {
+              return async (...args: Parameters<EventStore['claim']>) => {
+                if (args[0] === 'group:behind:partition:005' && (claimsOf5.count += 1) === 1) {
+                  await store.appendToStream(stream, [event('Fourth')]);
+                  const deadline = Date.now() + 500;
+                  while (!handled.includes(3) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+                }
+                return target.claim(...args);
+              };
+            }
+            const value = Reflect.get(target, property) as unknown;
+            return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+          },
+        });
+        const subscription = subscribeAsGroupMember(wrapped, (recorded) => void (recorded.streamId === stream && handled.push(recorded.revision)), {
+          group: 'behind',
+          member: 'only',
+          leaseMs: 900,
+          partitions: 8,
+          checkpointEveryMs: 0,
+          filter: { streamPrefixes: ['execution-'] },
+        });
+        await until(() => subscription.partitions.length === 8, 'the member holds every partition');
+        await until(() => handled.length >= 4, "every event of partition 2's stream is handled");
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        expect(claimsOf5.count).toBeGreaterThan(0);
+        expect(handled).toEqual([0, 1, 2, 3]);
+        await subscription.stop();
+      });
+
       it(`${adapter}: a member that joins takes partitions that others hand over, with nothing handled twice or skipped`, async () => {
         const { store, location } = await freshStore();
         const group = await groupOf(location, ['m1']);
