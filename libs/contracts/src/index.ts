@@ -37,7 +37,7 @@ export { scanTemplates } from './template';
 export { reservedHeaderReason } from './request-headers';
 export { CREDENTIAL_HEADERS, isCredentialName } from './secret-detection';
 export { KEYWORDS as INPUT_SCHEMA_KEYWORDS } from './input-schema';
-export { SUPPORTED_FORMATS } from './schema-compiler';
+export { namesItself, SUPPORTED_FORMATS } from './schema-compiler';
 export type { TemplateReference, TemplateScan } from './template';
 export { fingerprintPolicyOf } from './fingerprint-policy';
 export type { FingerprintPolicy } from './fingerprint-policy';

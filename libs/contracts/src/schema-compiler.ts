@@ -75,8 +75,13 @@ export function createSchemaAjv(schema: object = {}): Ajv {
 /** The validator per dialect that compiles the argument schemas which name nothing (see {@link compileArgumentSchema}). */
 const argumentCompilers = new Map<SchemaDialect, Ajv>();
 
-/** A schema that names itself or a part of itself (`$id`, `$anchor`, `$dynamicAnchor`) anywhere. */
-const NAMES = /"\$(id|anchor|dynamicAnchor)"/;
+/**
+ * Whether a schema names itself or a part of itself (`$id`, `$anchor`, `$dynamicAnchor`) anywhere: such a schema
+ * needs an Ajv instance of its own, where another schema's names cannot meet its own.
+ */
+export function namesItself(schema: object): boolean {
+  return /"\$(id|anchor|dynamicAnchor)"/.test(JSON.stringify(schema));
+}
 
 /**
  * Compiles an argument validator; throws ajv's error for a schema it cannot compile or that breaks the meta-schema.
@@ -87,7 +92,7 @@ const NAMES = /"\$(id|anchor|dynamicAnchor)"/;
 export function compileArgumentSchema(schema: object): ValidateFunction {
   const checker = schemaChecker(schema);
   if (!checker.validateSchema(schema)) throw new Error(`schema is invalid: ${checker.errorsText(checker.errors)}`);
-  if (NAMES.test(JSON.stringify(schema))) return createSchemaAjv(schema).compile(schema);
+  if (namesItself(schema)) return createSchemaAjv(schema).compile(schema);
   const dialect = dialectOf(schema);
   let compiler = argumentCompilers.get(dialect);
   if (compiler === undefined) argumentCompilers.set(dialect, (compiler = newAjv(false, dialect)));

@@ -1,5 +1,5 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import { closestMatch, describeValue, type PluginSectionCheck } from '@oncegate/contracts';
+import { closestMatch, describeValue, namesItself, type PluginSectionCheck } from '@oncegate/contracts';
 
 /** A JSON Schema type as a message names it. */
 const TYPE_NAMES: Readonly<Record<string, string>> = {
@@ -41,7 +41,7 @@ const channelAjvs = new Map<boolean, Ajv>();
 export function compileChannelSchema(schema: Record<string, unknown>, options: { readonly useDefaults?: boolean } = {}): ValidateFunction {
   const useDefaults = options.useDefaults === true;
   const create = () => new Ajv({ allErrors: true, strict: false, verbose: true, useDefaults });
-  if (/"\$(id|anchor|dynamicAnchor)"/.test(JSON.stringify(schema))) return create().compile(schema);
+  if (namesItself(schema)) return create().compile(schema);
   let ajv = channelAjvs.get(useDefaults);
   if (ajv === undefined) channelAjvs.set(useDefaults, (ajv = create()));
   return ajv.compile(schema);

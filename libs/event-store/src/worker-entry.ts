@@ -54,7 +54,7 @@ function keptScript(folder: string): string | undefined {
     return undefined;
   }
   const path = join(folder, manifest.script);
-  const unchanged = Object.entries(manifest.inputs).every(([input, mtimeMs]) => existsSync(input) && statSync(input).mtimeMs === mtimeMs);
+  const unchanged = Object.entries(manifest.inputs).every(([input, mtimeMs]) => statSync(input, { throwIfNoEntry: false })?.mtimeMs === mtimeMs);
   return unchanged && existsSync(path) ? path : undefined;
 }
 
