@@ -217,6 +217,21 @@ export function countAllocation(server: Server): AllocationCount {
   };
 }
 
+/**
+ * `call`, started at most `perSecond` times a second over all workers (evenly spaced): with `drive`, an offered rate
+ * instead of as fast as the server answers, so that two servers are compared at the same calls/s.
+ */
+export function paced(call: Call, perSecond: number): Call {
+  let next = 0;
+  return async (worker, value) => {
+    const now = performance.now();
+    const at = Math.max(now, next);
+    next = at + 1000 / perSecond;
+    if (at > now) await new Promise((resolve) => setTimeout(resolve, at - now));
+    return call(worker, value);
+  };
+}
+
 let sequence = 0;
 const runTag = `${process.pid.toString(36)}-${Date.now().toString(36)}`;
 

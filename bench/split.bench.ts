@@ -8,7 +8,7 @@ import { startDemoTargetProcess } from '../test/support/demo-target-process';
 import { freePort, gatewayFolder, startGatewayProcess, type GatewayFolder } from '../test/support/gateway-process';
 import { queryOnce, startPostgres } from '../test/support/postgres';
 import { allowedCores, coreLoad, coreTimes, groupCpuSeconds, pinToCores, tasksetAvailable, type CoreLoad } from './cpu';
-import { drive, mcpClients, procStats, type Call } from './gateway-support';
+import { drive, mcpClients, paced, procStats, type Call } from './gateway-support';
 import { machineLine, mean, ms, percentile, printTable } from './table';
 
 /**
@@ -28,11 +28,16 @@ import { machineLine, mean, ms, percentile, printTable } from './table';
  * decides in the commit that accepts a call): the gateway with authorization and result-delivery beside it and the
  * HTTP dispatchers apart (1 and 3, the same phases), and all four in one process, at concurrency 1.
  *
+ * The services' CPU a call is compared with the embedded gateway's at the same rate (`--rate`, calls/s offered over
+ * `--concurrency` sessions): a layout that serves fewer calls a second shares fewer commits, notifications and
+ * background work among them, so each layout running at its own pace (the embedded gateway several times faster than
+ * one dispatcher capped at `--cap` attempts) compares two loads, not two layouts. Both ways are printed.
+ *
  * `--against <checkout> [--rounds N] [--loaded-calls N]`: this build against another's, in alternating rounds, each
  * with this checkout's embedded gateway as its reference: what the layout adds at concurrency 1, and the services'
- * CPU a call at `--concurrency` with one HTTP dispatcher (`concurrencyOneAgainst`).
+ * CPU a call at `--rate` with one HTTP dispatcher (`concurrencyOneAgainst`).
  *
- * `npm run bench -- split [--calls N] [--concurrency N] [--cap N] [--delay MS] [--no-fsync] [--pin] [--against <checkout> [--rounds N] [--loaded-calls N]]`
+ * `npm run bench -- split [--calls N] [--concurrency N] [--cap N] [--rate N] [--delay MS] [--no-fsync] [--pin] [--against <checkout> [--rounds N] [--loaded-calls N]]`
  */
 export async function run(argv: string[]): Promise<void> {
   const { values } = parseArgs({
@@ -41,6 +46,7 @@ export async function run(argv: string[]): Promise<void> {
       calls: { type: 'string' },
       concurrency: { type: 'string' },
       cap: { type: 'string' },
+      rate: { type: 'string' },
       delay: { type: 'string' },
       'no-fsync': { type: 'boolean' },
       pin: { type: 'boolean' },
@@ -52,6 +58,8 @@ export async function run(argv: string[]): Promise<void> {
   const calls = Number(values.calls ?? 600);
   const concurrency = Number(values.concurrency ?? 24);
   const cap = Number(values.cap ?? 1);
+  // Below what one HTTP dispatcher at `dispatch_in_flight: 1` serves against the 20 ms target (about 30 calls/s).
+  const rate = Number(values.rate ?? 25);
   const delayMs = Number(values.delay ?? 20);
   const loadAtStart = loadavg();
   const cores = coreTimes().length;
@@ -177,7 +185,7 @@ export async function run(argv: string[]): Promise<void> {
   try {
     writeFileSync(folder.configFile, baseConfig);
     if (values.against !== undefined) {
-      await concurrencyOneAgainst(resolve(values.against), Number(values.rounds ?? 3), Number(values.calls ?? 400), { folder, env, storeUrl, call }, { concurrency, calls: Number(values['loaded-calls'] ?? 600) });
+      await concurrencyOneAgainst(resolve(values.against), Number(values.rounds ?? 3), Number(values.calls ?? 400), { folder, env, storeUrl, call }, { concurrency, calls: Number(values['loaded-calls'] ?? 600), rate });
       return;
     }
     // The embedded gateway: at concurrency 1, then at the split phases' concurrency for its CPU per call.
@@ -194,10 +202,13 @@ export async function run(argv: string[]): Promise<void> {
     await drive(call(embeddedClients), concurrency, Math.min(100, calls / 4));
     const embeddedLoaded = await measured([embedded.child.pid!], () => drive(call(embeddedClients), concurrency, calls));
     cpuRow(`embedded, concurrency ${concurrency}`, embeddedLoaded);
+    const embeddedPaced = await measured([embedded.child.pid!], () => drive(paced(call(embeddedClients), rate), concurrency, calls));
+    cpuRow(`embedded, concurrency ${concurrency}, ${rate} calls/s offered`, embeddedPaced);
     await Promise.all(embeddedClients.map((client) => client.close()));
     await embedded.stop();
 
     let singleSplit: MeasuredPhase | undefined;
+    let splitPaced: MeasuredPhase | undefined;
     let oneDispatcher = 0;
     const split: MeasuredPhase[] = [];
     for (const dispatchers of [1, 2, 3]) {
@@ -241,6 +252,10 @@ export async function run(argv: string[]): Promise<void> {
           'dispatcher CPU s each': dispatcherCpu.map((value) => value.toFixed(1)).join(' / '),
         });
         cpuRow(`split, ${dispatchers} HTTP dispatcher${dispatchers === 1 ? '' : 's'}, concurrency ${concurrency}`, phase);
+        if (dispatchers === 1) {
+          splitPaced = await measured(pids, () => drive(paced(call(clients), rate), concurrency, calls));
+          cpuRow(`split, 1 HTTP dispatcher, concurrency ${concurrency}, ${rate} calls/s offered`, splitPaced);
+        }
         await Promise.all(clients.map((client) => client.close()));
       } finally {
         await deployment.stop();
@@ -314,7 +329,7 @@ export async function run(argv: string[]): Promise<void> {
     );
     printTable('at rest: the pause after the concurrency-1 calls, no calls (the background work every phase holds too)', restRows);
     printTable('concurrency 1: what a call costs the server (transactions committed, with what the services do in the background meanwhile)', perCall.map((row) => ({ ...row, 'server transactions/call': Number(row['server transactions/call']).toFixed(1) })));
-    process.stdout.write(`\n${aims({ cores, concurrency, pinning, embeddedLoaded, embeddedSingle: single, splitSingle: singleSplit!, split, bound, embeddedRest, splitRest: splitRest! })}`);
+    process.stdout.write(`\n${aims({ cores, concurrency, rate, cap, pinning, embeddedLoaded, embeddedPaced, embeddedSingle: single, splitSingle: singleSplit!, split, splitPaced: splitPaced!, bound, embeddedRest, splitRest: splitRest! })}`);
   } finally {
     await target.stop();
     await server.stop();
@@ -377,11 +392,15 @@ function pinningOf(cores: number): Pinning {
 function aims(run: {
   readonly cores: number;
   readonly concurrency: number;
+  readonly rate: number;
+  readonly cap: number;
   readonly pinning: Pinning | undefined;
   readonly embeddedSingle: MeasuredPhase;
   readonly embeddedLoaded: MeasuredPhase;
+  readonly embeddedPaced: MeasuredPhase;
   readonly splitSingle: MeasuredPhase;
   readonly split: readonly MeasuredPhase[];
+  readonly splitPaced: MeasuredPhase;
   readonly bound: (phase: MeasuredPhase) => number;
   readonly embeddedRest: Rest;
   readonly splitRest: Rest;
@@ -391,12 +410,19 @@ function aims(run: {
   const three = (phase: MeasuredPhase) => phase.cpu.services + phase.cpu.postgres + phase.cpu.loadGenerator;
   const restPerSecond = (rest: Rest) => (rest.services * 1000) / rest.seconds;
 
+  const atRate = run.splitPaced.cpu.services / run.embeddedPaced.cpu.services;
+  // Paced, a layout that cannot keep up runs at its own pace after all: then the rates differ and the verdict says so.
+  const behind = [run.embeddedPaced, run.splitPaced].filter((phase) => rate(phase) < 0.95 * run.rate);
   const embeddedCpu = run.embeddedLoaded.cpu.services;
   const ratios = run.split.map((phase) => phase.cpu.services / embeddedCpu);
   const cpuAim =
-    `Aim — service CPU per call (all service processes) at most 3× the embedded gateway's, both at concurrency ${run.concurrency} on the same PostgreSQL: ${verdict(ratios.every((ratio) => ratio <= 3))} (embedded ${embeddedCpu.toFixed(1)} ms; split ` +
-    run.split.map((phase, i) => `${phase.cpu.services.toFixed(1)} ms = ${ratios[i]!.toFixed(2)}× with ${i + 1} HTTP dispatcher${i === 0 ? '' : 's'}`).join(', ') +
-    `; at concurrency 1: ${run.splitSingle.cpu.services.toFixed(1)} ms against ${run.embeddedSingle.cpu.services.toFixed(1)} ms = ${(run.splitSingle.cpu.services / run.embeddedSingle.cpu.services).toFixed(2)}×). ` +
+    `Aim — service CPU per call (all service processes) at most 3× the embedded gateway's, both at ${run.rate} calls/s offered over ${run.concurrency} sessions on the same PostgreSQL: ` +
+    `${behind.length > 0 ? 'not measured' : verdict(atRate <= 3)} (${run.splitPaced.cpu.services.toFixed(1)} ms with one HTTP dispatcher at ${rate(run.splitPaced).toFixed(1)} calls/s against ` +
+    `${run.embeddedPaced.cpu.services.toFixed(1)} ms at ${rate(run.embeddedPaced).toFixed(1)} calls/s = ${atRate.toFixed(2)}×` +
+    `${behind.length > 0 ? `; a layout did not keep up with the rate offered, so the two were not at the same rate: lower --rate` : ''}). ` +
+    `Each at its own pace at concurrency ${run.concurrency} (the embedded gateway at ${rate(run.embeddedLoaded).toFixed(1)} calls/s, ${embeddedCpu.toFixed(1)} ms; the split with dispatch_in_flight ${run.cap} per dispatcher): ` +
+    run.split.map((phase, i) => `${phase.cpu.services.toFixed(1)} ms = ${ratios[i]!.toFixed(2)}× at ${rate(phase).toFixed(1)} calls/s with ${i + 1} HTTP dispatcher${i === 0 ? '' : 's'}`).join(', ') +
+    `; at concurrency 1: ${run.splitSingle.cpu.services.toFixed(1)} ms against ${run.embeddedSingle.cpu.services.toFixed(1)} ms = ${(run.splitSingle.cpu.services / run.embeddedSingle.cpu.services).toFixed(2)}×. ` +
     `At rest the split's services spend ${restPerSecond(run.splitRest).toFixed(1)} ms of CPU a second, the embedded gateway ${restPerSecond(run.embeddedRest).toFixed(1)} ms: ` +
     `at the calls/s of each split phase that is ${run.split.map((phase) => (restPerSecond(run.splitRest) / rate(phase)).toFixed(1)).join(' / ')} ms of its CPU per call\n`;
 
@@ -443,7 +469,7 @@ async function concurrencyOneAgainst(
   rounds: number,
   calls: number,
   setup: { folder: GatewayFolder; env: NodeJS.ProcessEnv; storeUrl: string; call: (clients: Awaited<ReturnType<typeof mcpClients>>) => Call },
-  loaded: { concurrency: number; calls: number },
+  loaded: { concurrency: number; calls: number; rate: number },
 ): Promise<void> {
   for (const needed of ['bin/oncegate.mjs', 'dist/apps/authorization/main.js', 'dist/apps/dispatcher-http/main.js', 'dist/apps/result-delivery/main.js']) {
     if (!existsSync(join(other, needed))) throw new Error(`split --against: ${join(other, needed)} is missing (a checkout with its packages installed and \`npm run build\` run in it)`);
@@ -477,14 +503,17 @@ async function concurrencyOneAgainst(
   const head = async (): Promise<number> => Number((await queryOnce<{ head: string }>(storeUrl, 'SELECT coalesce(max(position), 0)::text AS head FROM oncegate.events'))[0]!.head);
   const rows: Array<Record<string, string | number>> = [];
   const added = new Map<string, number[]>(builds.map((build) => [build.name, []]));
-  /** Each process's CPU ms a call over the loaded phase (`loaded.calls` at `loaded.concurrency`), by service. */
+  /**
+   * Each process's CPU ms a call over the loaded phase (`loaded.calls` offered at `loaded.rate` calls/s over
+   * `loaded.concurrency` sessions: every layout at the same rate), by service, and the rate it kept.
+   */
   const loadedCpu = async (clients: Awaited<ReturnType<typeof mcpClients>>, processes: ReadonlyArray<{ service: string; pid: number }>) => {
     await drive(call(clients), loaded.concurrency, Math.min(100, loaded.calls / 4));
     const before = processes.map((process) => procStats(process.pid).cpuSeconds);
-    const phase = await drive(call(clients), loaded.concurrency, loaded.calls);
+    const phase = await drive(paced(call(clients), loaded.rate), loaded.concurrency, loaded.calls);
     const perService = new Map<string, number>();
     processes.forEach((process, i) => perService.set(process.service, (perService.get(process.service) ?? 0) + ((procStats(process.pid).cpuSeconds - before[i]!) * 1000) / phase.calls));
-    return { perService, total: [...perService.values()].reduce((sum, value) => sum + value, 0), failed: phase.failed };
+    return { perService, total: [...perService.values()].reduce((sum, value) => sum + value, 0), failed: phase.failed, rate: phase.calls / phase.seconds };
   };
   const cpuRows: Array<Record<string, string | number>> = [];
   const ratios = new Map<string, number[]>(builds.map((build) => [build.name, []]));
@@ -494,7 +523,7 @@ async function concurrencyOneAgainst(
     await drive(call(embeddedClients), 1, 30);
     const reference = await drive(call(embeddedClients), 1, calls);
     const embeddedCpu = await loadedCpu(embeddedClients, [{ service: 'embedded', pid: embedded.child.pid! }]);
-    cpuRows.push({ round, layout: 'embedded (this checkout)', 'services CPU ms/call': embeddedCpu.total.toFixed(2), 'by process': '', 'vs embedded': '', failed: embeddedCpu.failed });
+    cpuRows.push({ round, layout: 'embedded (this checkout)', 'calls/s kept': embeddedCpu.rate.toFixed(1), 'services CPU ms/call': embeddedCpu.total.toFixed(2), 'by process': '', 'vs embedded': '', failed: embeddedCpu.failed });
     await Promise.all(embeddedClients.map((client) => client.close()));
     await embedded.stop();
     rows.push({ round, layout: 'embedded (this checkout)', 'p50 ms': ms(percentile(reference.samples, 50)), 'mean ms': ms(mean(reference.samples)), 'added p50 ms': '', hops: '' });
@@ -521,6 +550,7 @@ async function concurrencyOneAgainst(
         cpuRows.push({
           round,
           layout: `split, ${build.name}`,
+          'calls/s kept': splitCpu.rate.toFixed(1),
           'services CPU ms/call': splitCpu.total.toFixed(2),
           'by process': [...splitCpu.perService].sort(([a], [b]) => a.localeCompare(b)).map(([service, value]) => `${service} ${value.toFixed(2)}`).join(', '),
           'vs embedded': `${(splitCpu.total / embeddedCpu.total).toFixed(2)}×`,
@@ -546,7 +576,7 @@ async function concurrencyOneAgainst(
   printTable('each round: p50 and mean, what the split adds over the embedded gateway of the round, the hops (ms: accepted→authorized / authorized→dispatched / dispatched→outcome, medians of recordedAt)', rows);
   const median = (values: number[]) => percentile([...values].sort((a, b) => a - b), 50);
   printTable(
-    `each round, loaded: services' CPU a call (each process's, from /proc) over ${loaded.calls} calls at concurrency ${loaded.concurrency}, one HTTP dispatcher, against the round's embedded gateway`,
+    `each round, loaded: services' CPU a call (each process's, from /proc) over ${loaded.calls} calls offered at ${loaded.rate} calls/s over ${loaded.concurrency} sessions, one HTTP dispatcher, against the round's embedded gateway at the same rate`,
     cpuRows,
   );
   printTable(
@@ -555,7 +585,7 @@ async function concurrencyOneAgainst(
       build: build.name,
       'median added p50 ms': median(added.get(build.name)!).toFixed(2),
       'each round': added.get(build.name)!.map((value) => value.toFixed(2)).join(' / '),
-      [`median CPU vs embedded at ${loaded.concurrency}`]: `${median(ratios.get(build.name)!).toFixed(2)}×`,
+      [`median CPU vs embedded at ${loaded.rate} calls/s`]: `${median(ratios.get(build.name)!).toFixed(2)}×`,
       'each round ': ratios.get(build.name)!.map((value) => `${value.toFixed(2)}×`).join(' / '),
     })),
   );
