@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { globSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
@@ -16,6 +16,15 @@ const alias = Object.entries(compilerOptions.paths).map(([name, [target]]) => ({
 const everywhere = (suffix: string) => ['libs', 'apps', 'test', 'tools', 'deploy'].map((folder) => `${folder}/**/*.${suffix}.spec.ts`);
 
 /**
+ * What a test file may do to the modules and globals of the process it runs in, for the files after it: mock a module,
+ * stub a global or a variable, spy on a class's prototype, fake the clock. A file that does none of these runs in a
+ * worker that goes on to the next file with the modules already imported; one that does keeps a worker of its own.
+ */
+const CHANGES_ITS_PROCESS = /\bvi\.(mock|doMock|unmock|hoisted|stubGlobal|stubEnv|useFakeTimers)\b|\.prototype\b/;
+const integrationFiles = everywhere('int').flatMap((pattern) => globSync(pattern, { cwd: root('.'), exclude: (name) => name === 'node_modules' }));
+const integrationOnItsOwn = integrationFiles.filter((file) => CHANGES_ITS_PROCESS.test(readFileSync(root(file), 'utf8')));
+
+/**
  * The tests' workers. The integration and end-to-end tiers wait on processes, servers and a target's delays, but the
  * processes they start (a gateway, the CLI, the services) are what the machine spends most of a run on: one file
  * more than the machine has cores keeps both busy without slowing every file down.
@@ -28,13 +37,14 @@ const waitingWorkers = Number(process.env['ONCEGATE_TEST_WORKERS'] ?? Math.max(3
 function tier(
   name: string,
   suffix: string,
-  options: { groupOrder: number; maxWorkers: number; isolate?: boolean; testTimeout?: number; hookTimeout?: number },
+  options: { groupOrder: number; maxWorkers: number; isolate?: boolean; testTimeout?: number; hookTimeout?: number; include?: string[]; exclude?: string[] },
 ): TestProjectInlineConfiguration {
   return {
     resolve: { alias },
     test: {
       name,
-      include: everywhere(suffix),
+      include: options.include ?? everywhere(suffix),
+      ...(options.exclude === undefined ? {} : { exclude: ['**/node_modules/**', ...options.exclude] }),
       pool: 'forks',
       isolate: options.isolate ?? true,
       maxWorkers: options.maxWorkers,
@@ -58,10 +68,12 @@ export default defineConfig({
       // (the unit tier alone: 46 s of CPU instead of 65).
       tier('unit', 'unit', { groupOrder: 1, maxWorkers: waitingWorkers, isolate: false }),
       // Real components and real processes, files side by side; the end-to-end files are queued first, being the longest.
-      tier('integration', 'int', { groupOrder: 1, maxWorkers: waitingWorkers }),
+      // A worker goes on to the next file with the modules it has imported (Nest, node-postgres, the services), except
+      // after a file that changes its process (CHANGES_ITS_PROCESS): those run as the next project, a worker each.
+      tier('integration', 'int', { groupOrder: 1, maxWorkers: waitingWorkers, isolate: false, exclude: integrationOnItsOwn }),
+      tier('integration-own-worker', 'int', { groupOrder: 1, maxWorkers: waitingWorkers, include: integrationOnItsOwn }),
       // The end-to-end files drive processes from the outside and mock nothing in their own: a worker is reused for
-      // the next file instead of starting and importing afresh for each (the integration tier mocks modules and
-      // fills disks, so each of its files keeps a worker of its own).
+      // the next file instead of starting and importing afresh for each.
       tier('e2e', 'e2e', { groupOrder: 1, maxWorkers: waitingWorkers, isolate: false }),
       // The long campaigns (`npm run soak`): never part of `npm test`, which runs their bounded samples.
       tier('soak', 'soak', { groupOrder: 2, maxWorkers: 1, testTimeout: 3 * 60 * 60_000, hookTimeout: 3 * 60 * 60_000 }),

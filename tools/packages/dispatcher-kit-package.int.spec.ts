@@ -60,15 +60,17 @@ describe('@oncegate/dispatcher-kit as a package: its public API is the committed
 
   it('given a report that lacks one line of the API, when the API is checked, then it differs', { timeout: 120_000 }, async () => {
     const folder = mkdtempSync(join(tmpdir(), 'oncegate-kit-api-'));
+    // The main entry's report only: the case above checks every entry against its report.
+    const [main] = DISPATCHER_KIT.entries;
     try {
-      for (const entry of DISPATCHER_KIT.entries) cpSync(join(ROOT, reportPath(DISPATCHER_KIT, entry)), join(folder, `${entry.report}.api.md`));
+      cpSync(join(ROOT, reportPath(DISPATCHER_KIT, main!)), join(folder, `${main!.report}.api.md`));
       const report = join(folder, 'dispatcher-kit.api.md');
       const line = readFileSync(report, 'utf8')
         .split('\n')
         .find((text) => text.includes('defineChannel'));
       expect(line).toBeDefined();
       writeFileSync(report, readFileSync(report, 'utf8').replace(`${line}\n`, ''));
-      expect((await checkApi(DISPATCHER_KIT, { reportFolder: folder, built: true })).changed).toEqual([reportPath(DISPATCHER_KIT, DISPATCHER_KIT.entries[0]!)]);
+      expect((await checkApi(DISPATCHER_KIT, { reportFolder: folder, built: true, entries: [main!] })).changed).toEqual([reportPath(DISPATCHER_KIT, main!)]);
     } finally {
       rmSync(folder, { recursive: true, force: true });
     }

@@ -340,12 +340,12 @@ function runExtractor(
  */
 export async function checkApi(
   spec: PackageSpec,
-  { update = false, reportFolder, built = false }: { update?: boolean; reportFolder?: string; built?: boolean } = {},
+  { update = false, reportFolder, built = false, entries = spec.entries }: { update?: boolean; reportFolder?: string; built?: boolean; entries?: readonly PackageEntry[] } = {},
 ): Promise<ApiCheck> {
   if (!built) await buildPackage(spec);
   const changed: string[] = [];
   const problems: string[] = [];
-  for (const entry of spec.entries) {
+  for (const entry of entries) {
     const result = runExtractor(spec, entry, { report: { update, ...(reportFolder === undefined ? {} : { reportFolder }) } });
     if (result.changed) changed.push(reportPath(spec, entry));
     problems.push(...result.problems);
