@@ -1,5 +1,5 @@
 import { defineConfig } from 'vitest/config';
-import { ALIAS, TEST_PROJECTS } from './tools/test-projects';
+import { ALIAS, TEST_PROJECTS } from './tools/test-projects.ts';
 
 export default defineConfig({
   resolve: { alias: ALIAS },
