@@ -20,6 +20,11 @@ function filesOf(project: TestProjectInlineConfiguration): string[] {
     .filter((file) => !excluded.has(file));
 }
 
+/** The repository's test files of one tier (`unit`, `int`, `e2e`), found on their own, apart from the projects' globs. */
+function specFiles(suffix: string): string[] {
+  return globSync(`{libs,apps,test,tools,deploy}/**/*.${suffix}.spec.ts`, { cwd: ROOT, exclude: (name) => name === 'node_modules' });
+}
+
 /** A project's name, given as a string or as a label with its colour. */
 function nameOf(project: TestProjectInlineConfiguration): string | undefined {
   const name = project.test?.name;
@@ -36,7 +41,7 @@ describe('the test projects of vitest.config.ts', () => {
     for (const project of projects.filter((candidate) => named.includes(nameOf(candidate) ?? ''))) {
       for (const file of filesOf(project)) runs.set(file, [...(runs.get(file) ?? []), nameOf(project)!]);
     }
-    const specs = ['unit', 'int', 'e2e'].flatMap((tier) => globSync(`{libs,apps,test,tools,deploy}/**/*.${tier}.spec.ts`, { cwd: ROOT, exclude: (name) => name === 'node_modules' }));
+    const specs = ['unit', 'int', 'e2e'].flatMap(specFiles);
     expect(specs.length).toBeGreaterThan(200);
     expect(specs.filter((file) => runs.get(file)?.length !== 1).map((file) => `${file}: ${runs.get(file)?.join(', ') ?? 'no project'}`)).toEqual([]);
   });
@@ -46,9 +51,7 @@ describe('the test projects of vitest.config.ts', () => {
     const own = byName.get('integration-own-worker')!;
     expect(own.test?.isolate).toBe(true);
     expect(byName.get('integration')!.test?.isolate).toBe(false);
-    const mocking = globSync('{libs,apps,test,tools,deploy}/**/*.int.spec.ts', { cwd: ROOT, exclude: (name) => name === 'node_modules' }).filter((file) =>
-      /\bvi\.mock\(|\.prototype\b/.test(readFileSync(`${ROOT}${file}`, 'utf8')),
-    );
+    const mocking = specFiles('int').filter((file) => /\bvi\.mock\(|\.prototype\b/.test(readFileSync(`${ROOT}${file}`, 'utf8')));
     expect(mocking.length).toBeGreaterThan(0);
     expect(filesOf(own)).toEqual(expect.arrayContaining(mocking));
   });

@@ -71,6 +71,8 @@ describe('bin/oncegate.mjs', () => {
       };
       expect(await commandFiles(['vault', '--help'])).toEqual(['vault-commands']);
       expect(await commandFiles(['contracts', 'check', 'examples/tools.yaml'])).toEqual(['contracts-check']);
+      const all = await commandFiles(['--help']);
+      expect(all).toEqual(expect.arrayContaining(['vault-commands', 'contracts-check', 'gateway-commands', 'analyst-commands', 'upstream-commands']));
     } finally {
       await rm(folder, { recursive: true, force: true });
     }
