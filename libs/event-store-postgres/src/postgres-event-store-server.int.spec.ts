@@ -305,6 +305,22 @@ describe('postgres: group commit', () => {
     expect((await other.readStream('delivered-3')).map((e) => e.type)).toEqual(['Delivered']);
   });
 
+  it('given an append that may wait with a signal, then it is held like one marked true, and committed as soon as the signal aborts', async () => {
+    const schema = freshSchema();
+    const patient = await open(schema, { deferredWaitMs: 60_000 });
+    const other = await openPostgresEventStore({ url: server.url(), schema });
+    opened.push(other);
+    const hurry = new AbortController();
+    const deferred = patient.appendToStream('delivered-4', [event('Delivered')], { deferrable: hurry.signal });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await other.readStream('delivered-4')).toEqual([]);
+    hurry.abort();
+    const asked = performance.now();
+    await deferred;
+    expect(performance.now() - asked).toBeLessThan(5_000);
+    expect((await other.readStream('delivered-4')).map((e) => e.type)).toEqual(['Delivered']);
+  });
+
   it('given 64 appends issued together, one expecting a revision its stream does not have, when they commit, then that one alone is refused with the facts and the others are written in one transaction, in the order issued', async () => {
     const schema = freshSchema();
     const store = await open(schema);

@@ -371,7 +371,7 @@ export class PostgresEventStore implements EventStore {
 
   appendToStream(streamId: string, events: readonly EventToAppend[], options: AppendOptions = {}): Promise<AppendResult> {
     if (this.closed) return Promise.reject(new EventStoreClosedError());
-    return submitAppend(streamId, events, options, (entries) => this.enqueue(entries, options.deferrable === true));
+    return submitAppend(streamId, events, options, (entries) => this.enqueue(entries, options.deferrable ?? false));
   }
 
   appendMany(batch: readonly AppendManyEntry[]): Promise<AppendResult[]> {
@@ -380,7 +380,7 @@ export class PostgresEventStore implements EventStore {
   }
 
   /** Queues an append for the next group; a `deferrable` one waits for another to share its transaction (see `GroupCommit`). */
-  private enqueue(entries: readonly SerialisedAppend[], deferrable = false): Promise<AppendResult[]> {
+  private enqueue(entries: readonly SerialisedAppend[], deferrable: boolean | AbortSignal = false): Promise<AppendResult[]> {
     return new Promise((resolve, reject) => {
       this.groups.add({ entries, resolve, reject }, deferrable);
     });

@@ -104,3 +104,80 @@ describe('sqlite store: reads that follow its own commits', () => {
     }
   });
 });
+
+describe('sqlite store: appends that may wait', () => {
+  const fresh = () => {
+    const dir = mkdtempSync(join(tmpdir(), 'oncegate-sqlite-deferred-'));
+    return { dir, file: join(dir, 'events.db') };
+  };
+  /** What another connection reads of a stream: what is committed in the file. */
+  const committed = (file: string, streamId: string) => {
+    const look = new Database(file, { readOnly: true });
+    try {
+      return (look.prepare('SELECT type FROM events WHERE stream_id = ? ORDER BY revision').all(streamId) as Array<{ type: string }>).map((row) => row.type);
+    } finally {
+      look.close();
+    }
+  };
+
+  it('given an append that may wait, when another append follows within its wait, then it is not committed before it and both are written together, in the order issued, a later append to its stream included', async () => {
+    const { dir, file } = fresh();
+    const store = openSqliteEventStore({ file, deferredWaitMs: 60_000 });
+    try {
+      await store.appendToStream('warm', [{ type: 'Warm', data: {} }]);
+      const deferred = store.appendToStream('execution-a', [{ type: 'Delivered', data: {} }], { expectedRevision: 'no_stream', deferrable: true });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(committed(file, 'execution-a')).toEqual([]);
+      // Issued after it on the same stream, expecting it: the held append goes first.
+      const next = await store.appendToStream('execution-a', [{ type: 'RetryAttached', data: {} }], { expectedRevision: 0 });
+      const first = await deferred;
+      expect(next.position).toBe(first.position + 1);
+      expect(committed(file, 'execution-a')).toEqual(['Delivered', 'RetryAttached']);
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('given an append that may wait and nothing after it, then it is committed alone once it has waited, and a close writes one still waiting at once', async () => {
+    const { dir, file } = fresh();
+    const store = openSqliteEventStore({ file, deferredWaitMs: 40 });
+    const patient = openSqliteEventStore({ file, deferredWaitMs: 60_000 });
+    try {
+      const asked = performance.now();
+      await store.appendToStream('execution-b', [{ type: 'Delivered', data: {} }], { deferrable: true });
+      expect(performance.now() - asked).toBeGreaterThanOrEqual(38);
+      expect(committed(file, 'execution-b')).toEqual(['Delivered']);
+      const last = patient.appendToStream('execution-c', [{ type: 'Delivered', data: {} }], { deferrable: true });
+      await patient.close();
+      await expect(last).resolves.toMatchObject({ streamId: 'execution-c' });
+      expect(committed(file, 'execution-c')).toEqual(['Delivered']);
+    } finally {
+      await store.close();
+      await patient.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('given an append that may wait with a signal, then it is held like one marked true, and committed as soon as the signal aborts', async () => {
+    const { dir, file } = fresh();
+    const store = openSqliteEventStore({ file, deferredWaitMs: 60_000 });
+    try {
+      const hurry = new AbortController();
+      const deferred = store.appendToStream('execution-d', [{ type: 'Delivered', data: {} }], { deferrable: hurry.signal });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(committed(file, 'execution-d')).toEqual([]);
+      hurry.abort();
+      const asked = performance.now();
+      await deferred;
+      expect(performance.now() - asked).toBeLessThan(5_000);
+      expect(committed(file, 'execution-d')).toEqual(['Delivered']);
+      // A signal aborted already: not held at all.
+      await store.appendToStream('execution-e', [{ type: 'Delivered', data: {} }], { deferrable: AbortSignal.abort() });
+      expect(committed(file, 'execution-e')).toEqual(['Delivered']);
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

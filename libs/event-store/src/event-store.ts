@@ -53,10 +53,11 @@ export interface AppendOptions {
   /**
    * Nothing waits for this append promptly (a record of what has already happened, such as an answer's delivery):
    * the store may hold it, a few milliseconds at most, so that it commits in the transaction of the next append
-   * instead of one of its own. It is checked, made durable and answered like any other append. A store that does not
-   * hold appends ignores it. Default `false`.
+   * instead of one of its own. It is checked, made durable and answered like any other append. A signal instead of
+   * `true`: held the same way until the signal aborts (something now waits for the append: the next command on the
+   * same stream, say), then written at once. A store that does not hold appends ignores it. Default `false`.
    */
-  readonly deferrable?: boolean;
+  readonly deferrable?: boolean | AbortSignal;
 }
 
 export interface AppendResult {

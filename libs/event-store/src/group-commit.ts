@@ -1,3 +1,11 @@
+interface Queued<T> {
+  readonly item: T;
+  /** Still waiting for company (a deferrable item whose signal, if any, has not aborted). */
+  deferrable: boolean;
+  /** Taken into a write: a signal aborting now changes nothing. */
+  taken?: true;
+}
+
 /** How long an item that may wait is held for company, when nothing else is queued or being written. */
 export const DEFERRED_WAIT_MS = 20;
 
@@ -8,10 +16,11 @@ export const DEFERRED_WAIT_MS = 20;
  * an item is never left behind.
  *
  * An item added as `deferrable` (nothing waits for it promptly) does not start a write of its own: it is written with
- * the next item that does, or, when none comes, once it has waited `deferredWaitMs`.
+ * the next item that does, or, when none comes, once it has waited `deferredWaitMs`. Added with a signal instead of
+ * `true`, it waits so until the signal aborts (something now waits for it), and is then written at once.
  */
 export class GroupCommit<T> {
-  private queued: Array<{ readonly item: T; readonly deferrable: boolean }> = [];
+  private queued: Queued<T>[] = [];
   /** How many queued items are not deferrable: while none is, only the timer (or a drain) starts a write. */
   private prompt = 0;
   private writing: Promise<void> | undefined;
@@ -26,12 +35,23 @@ export class GroupCommit<T> {
     private readonly deferredWaitMs = DEFERRED_WAIT_MS,
   ) {}
 
-  add(item: T, deferrable = false): void {
-    this.queued.push({ item, deferrable });
-    if (!deferrable) this.prompt += 1;
+  add(item: T, deferrable: boolean | AbortSignal = false): void {
+    const waits = deferrable === true || (deferrable !== false && !deferrable.aborted);
+    const queued: Queued<T> = { item, deferrable: waits };
+    this.queued.push(queued);
+    if (!waits) this.prompt += 1;
+    else if (deferrable instanceof AbortSignal) deferrable.addEventListener('abort', () => this.hurry(queued), { once: true });
     if (this.writing !== undefined) return;
     if (this.prompt === 0 && !this.due) this.waitForCompany();
     else this.start(false);
+  }
+
+  /** A deferred item's signal aborted: if it still waits in the queue, it is written now, like an item that may not wait. */
+  private hurry(queued: Queued<T>): void {
+    if (!queued.deferrable || queued.taken) return;
+    queued.deferrable = false;
+    this.prompt += 1;
+    if (this.writing === undefined) this.start(false);
   }
 
   /** Resolves once everything queued so far is written, deferred items included (they are written now). */
@@ -67,7 +87,10 @@ export class GroupCommit<T> {
         return;
       }
       const group = this.queued.splice(0, this.maxGroup);
-      for (const { deferrable } of group) if (!deferrable) this.prompt -= 1;
+      for (const queued of group) {
+        queued.taken = true;
+        if (!queued.deferrable) this.prompt -= 1;
+      }
       await this.write(group.map(({ item }) => item));
     }
   }

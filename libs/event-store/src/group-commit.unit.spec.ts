@@ -95,4 +95,37 @@ describe('GroupCommit: items that may wait', () => {
     await queue.drained();
     expect(groups).toEqual([[1, 2]]);
   });
+
+  it('given a deferrable item with a signal, then it waits like one marked true, and once the signal aborts it is written at once, alone', async () => {
+    const groups: number[][] = [];
+    const queue = new GroupCommit<number>(10, async (group) => void groups.push([...group]), 10_000);
+    const hurry = new AbortController();
+    queue.add(1, hurry.signal);
+    queue.add(2, true);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(groups).toEqual([]);
+    hurry.abort();
+    await turn();
+    await turn();
+    // The item that waits without a signal goes along: it is queued ahead of nothing that may not wait.
+    expect(groups).toEqual([[1, 2]]);
+  });
+
+  it('given a signal already aborted, then the item is written at once; given a signal that aborts after its item was written, then nothing more is written', async () => {
+    const groups: number[][] = [];
+    const queue = new GroupCommit<number>(10, async (group) => void groups.push([...group]), 10_000);
+    const late = new AbortController();
+    queue.add(1, late.signal);
+    queue.add(2, AbortSignal.abort());
+    await turn();
+    await turn();
+    expect(groups).toEqual([[1, 2]]);
+    late.abort();
+    queue.add(3, true);
+    await turn();
+    await turn();
+    expect(groups).toEqual([[1, 2]]);
+    await queue.drained();
+    expect(groups).toEqual([[1, 2], [3]]);
+  });
 });

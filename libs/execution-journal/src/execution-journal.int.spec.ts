@@ -177,4 +177,48 @@ describe('runExecutionCommand (SQLite store)', () => {
     await expect(refused).rejects.toThrow();
     expect((await attached).appended.map((event) => event.type)).toEqual(['RetryAttached']);
   });
+
+  it('given commands that may wait queued on one execution, then each is held only while nothing waits behind it: a burst is not held one after the other, and the last one alone is', async () => {
+    // A store that would hold an append that may wait for a minute.
+    const patient = openSqliteEventStore({ file: join(dir, 'events.db'), deferredWaitMs: 60_000 });
+    try {
+      const executionId = await dispatchedExecution(patient);
+      const now = isoNow(systemClock);
+      const attach = (jsonRpcId: number) =>
+        runExecutionCommand(
+          patient,
+          executionId,
+          () => ({ type: 'AttachRetry', executionId, now, correlation: { jsonRpcId, transport: 'streamable-http' } }),
+          { actor: 'agent:test' },
+          systemClock,
+          { deferrable: true },
+        );
+      const burst = Array.from({ length: 20 }, (_, i) => attach(i));
+      const last = burst.at(-1)!;
+      let lastSettled = false;
+      void last.finally(() => (lastSettled = true));
+      const held = new Promise<'held'>((resolve) => setTimeout(() => resolve('held'), 5_000));
+      // Held one after the other, the first alone would take the minute.
+      expect(await Promise.race([Promise.all(burst.slice(0, -1)).then(() => 'written' as const), held])).toBe('written');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(lastSettled).toBe(false);
+      // Nothing behind the last one: it waits for company, and a command that may not wait brings it along.
+      const outcome = runExecutionCommand(
+        patient,
+        executionId,
+        (state) =>
+          state.status === 'dispatched'
+            ? { type: 'ObserveOutcome', executionId, now, attempt: 1, outcome: 'succeeded', source: 'response', targetStatus: 201, exitCode: null, resultRef: null, resultDigest: null }
+            : undefined,
+        { actor: 'service:dispatcher-http' },
+        systemClock,
+      );
+      await Promise.all([last, outcome]);
+      const { events } = await loadExecution(sqlite, executionId);
+      expect(events.filter((event) => event.type === 'RetryAttached')).toHaveLength(20);
+      expect(events.at(-1)!.type).toBe('OutcomeObserved');
+    } finally {
+      await patient.close();
+    }
+  });
 });

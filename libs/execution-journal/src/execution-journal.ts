@@ -200,7 +200,10 @@ export interface CommandOptions {
    * there is nothing to do, which no conflict would ever correct.
    */
   readonly fromCacheAsOf?: StreamEventAt;
-  /** Nothing waits for the append promptly: the store may commit it with the next append (`AppendOptions.deferrable`). */
+  /**
+   * Nothing waits for the append promptly: the store may commit it with the next append (`AppendOptions.deferrable`),
+   * until another command of this process on the execution comes to wait behind it.
+   */
   readonly deferrable?: boolean;
 }
 
@@ -227,7 +230,7 @@ export function runExecutionCommand(
 ): Promise<CommandOutcome> {
   let streams = turns.get(store);
   if (streams === undefined) turns.set(store, (streams = new KeyedTurns()));
-  return streams.run(executionId, () => decideAndAppend(store, executionId, build, context, clock, options));
+  return streams.run(executionId, (behind) => decideAndAppend(store, executionId, build, context, clock, options, behind));
 }
 
 async function decideAndAppend(
@@ -237,6 +240,7 @@ async function decideAndAppend(
   context: AppendContext,
   clock: Clock,
   { maxConflicts = Infinity, fromCacheAsOf, deferrable = false }: CommandOptions,
+  behind: AbortSignal,
 ): Promise<CommandOutcome> {
   for (let conflicts = 0; ; conflicts += 1) {
     const cached = fromCacheAsOf !== undefined && conflicts === 0 ? cachedHolding(store, executionId, fromCacheAsOf) : undefined;
@@ -250,7 +254,10 @@ async function decideAndAppend(
       const result = await store.appendToStream(
         executionStream(executionId),
         eventsToAppend(executionId, events, context, clock),
-        { expectedRevision: execution.revision ?? 'no_stream', deferrable },
+        // An append that may wait is held only while no other command of this process waits its turn on the
+        // execution behind it (each would otherwise wait out the store's hold, one after the other), and not after
+        // a conflict (another process is writing to the stream now).
+        { expectedRevision: execution.revision ?? 'no_stream', deferrable: deferrable && conflicts === 0 && behind },
       );
       let state = execution.state;
       for (const event of events) state = evolve(state, event);

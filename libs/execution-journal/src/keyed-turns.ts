@@ -4,17 +4,27 @@
  * for the stream's next revision (a burst of retries would otherwise starve the outcome's append).
  */
 export class KeyedTurns<Key> {
-  private readonly tails = new Map<Key, Promise<void>>();
+  private readonly tails = new Map<Key, { readonly done: Promise<void>; readonly behind: AbortController }>();
 
-  /** Runs `work` once every earlier turn for `key` has finished (whether it succeeded or failed). */
-  run<T>(key: Key, work: () => Promise<T>): Promise<T> {
-    const result = (this.tails.get(key) ?? Promise.resolve()).then(work);
-    const tail = result.then(
-      () => undefined,
-      () => undefined,
-    );
+  /**
+   * Runs `work` once every earlier turn for `key` has finished (whether it succeeded or failed). `work` is given a
+   * signal that aborts once another turn for `key` is asked for, behind it: work that may hold something back (an
+   * append that may wait for company) stops holding it, since the next turn waits for it.
+   */
+  run<T>(key: Key, work: (behind: AbortSignal) => Promise<T>): Promise<T> {
+    const previous = this.tails.get(key);
+    previous?.behind.abort();
+    const behind = new AbortController();
+    const result = (previous?.done ?? Promise.resolve()).then(() => work(behind.signal));
+    const tail = {
+      done: result.then(
+        () => undefined,
+        () => undefined,
+      ),
+      behind,
+    };
     this.tails.set(key, tail);
-    void tail.then(() => {
+    void tail.done.then(() => {
       if (this.tails.get(key) === tail) this.tails.delete(key);
     });
     return result;

@@ -47,7 +47,8 @@ describe('tool calls, the steps taken in another process (SQLite store)', () => 
     appends = [];
     const store = Object.create(gatewayStore) as EventStore;
     store.appendToStream = (streamId, events, options) => {
-      appends.push({ types: events.map((event) => event.type), deferrable: options?.deferrable === true });
+      const mayWait = options?.deferrable;
+      appends.push({ types: events.map((event) => event.type), deferrable: mayWait instanceof AbortSignal ? !mayWait.aborted : mayWait === true });
       // On the same object as the gateway's other appends (`this`), which keep the store's state on it.
       return gatewayStore.appendToStream.call(store, streamId, events, options);
     };
