@@ -7,7 +7,7 @@ import { WrongExpectedRevisionError, type EventStore } from '@oncegate/event-sto
 // eslint-disable-next-line @nx/enforce-module-boundaries -- integration tests run the real SQLite adapter
 import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-store-sqlite';
 import { isoNow, systemClock } from './clock';
-import { loadExecution, runExecutionCommand } from './execution-journal';
+import { loadExecution, runExecutionCommand, runExecutionCommands } from './execution-journal';
 import { newUlid } from './ulid';
 
 /** The real store, counting the appends it refused for a stale expected revision. */
@@ -220,5 +220,30 @@ describe('runExecutionCommand (SQLite store)', () => {
     } finally {
       await patient.close();
     }
+  });
+
+  it('given several commands in one turn, then each is decided on the state the ones before it left and all are appended together, each event with its own context; one refused refuses the turn', async () => {
+    const executionId = await dispatchedExecution(sqlite, 2);
+    const now = isoNow(systemClock);
+    const attach = (jsonRpcId: number) => ({
+      command: { type: 'AttachRetry', executionId, now, correlation: { jsonRpcId, transport: 'streamable-http' } } as const,
+      context: { actor: `agent:caller-${jsonRpcId}`, correlation: { jsonRpcId, transport: 'streamable-http' } as const },
+    });
+    const dispatchCommand = { command: { type: 'RecordDispatch', executionId, now, dispatcherId: 'dispatcher-http@test' } as const, context: { actor: 'service:dispatcher-http' } };
+    const before = (await sqlite.readStream(executionStream(executionId))).length;
+    const outcome = await runExecutionCommands(sqlite, executionId, () => [attach(7), dispatchCommand, attach(8)], systemClock);
+    expect(outcome.appended.map((event) => event.type)).toEqual(['RetryAttached', 'Dispatched', 'RetryAttached']);
+    expect(outcome.state.status).toBe('dispatched');
+    const appended = (await sqlite.readStream(executionStream(executionId))).slice(before);
+    expect(appended.map((event) => [event.type, event.metadata['actor']])).toEqual([
+      ['RetryAttached', 'agent:caller-7'],
+      ['Dispatched', 'service:dispatcher-http'],
+      ['RetryAttached', 'agent:caller-8'],
+    ]);
+    // One append: one commit time for the three.
+    expect(new Set(appended.map((event) => event.recordedAt)).size).toBe(1);
+    // The second dispatch is decided on the state the first left: refused, and the attach before it is not appended.
+    await expect(runExecutionCommands(sqlite, executionId, () => [attach(9), dispatchCommand], systemClock)).rejects.toThrow();
+    expect(await sqlite.readStream(executionStream(executionId))).toHaveLength(before + 3);
   });
 });

@@ -228,16 +228,45 @@ export function runExecutionCommand(
   clock: Clock,
   options: CommandOptions = {},
 ): Promise<CommandOutcome> {
+  return runExecutionCommands(
+    store,
+    executionId,
+    (state, execution) => {
+      const command = build(state, execution);
+      return command === undefined ? [] : [{ command, context }];
+    },
+    clock,
+    options,
+  );
+}
+
+/** A command of a turn, and who appends its events in answer to what. */
+export interface PlannedCommand {
+  readonly command: ExecutionCommand;
+  readonly context: AppendContext;
+}
+
+/**
+ * The command loop for several commands in one turn: each is decided on the state the ones before it left, and all
+ * their events are appended together (one append, one commit), each event with its own command's context. A command
+ * refused refuses the turn: nothing of it is appended.
+ */
+export function runExecutionCommands(
+  store: EventStore,
+  executionId: ExecutionId,
+  build: (state: ExecutionState, execution: LoadedExecution) => readonly PlannedCommand[],
+  clock: Clock,
+  options: CommandOptions = {},
+): Promise<CommandOutcome> {
   let streams = turns.get(store);
   if (streams === undefined) turns.set(store, (streams = new KeyedTurns()));
-  return streams.run(executionId, (behind) => decideAndAppend(store, executionId, build, context, clock, options, behind));
+  return streams.run(executionId, (behind) => decideAndAppend(store, executionId, build, clock, options, behind));
 }
 
 async function decideAndAppend(
   store: EventStore,
   executionId: ExecutionId,
-  build: (state: ExecutionState, execution: LoadedExecution) => ExecutionCommand | undefined,
-  context: AppendContext,
+  build: (state: ExecutionState, execution: LoadedExecution) => readonly PlannedCommand[],
   clock: Clock,
   { maxConflicts = Infinity, fromCacheAsOf, deferrable = false }: CommandOptions,
   behind: AbortSignal,
@@ -245,22 +274,26 @@ async function decideAndAppend(
   for (let conflicts = 0; ; conflicts += 1) {
     const cached = fromCacheAsOf !== undefined && conflicts === 0 ? cachedHolding(store, executionId, fromCacheAsOf) : undefined;
     const execution = cached ?? (await loadExecution(store, executionId));
-    const command = build(execution.state, execution);
     const unchanged = { state: execution.state, revision: execution.revision, appended: [] };
-    if (command === undefined) return unchanged;
-    const events = decide(command, execution.state);
+    let state = execution.state;
+    const events: ExecutionEvent[] = [];
+    const toAppend: EventToAppend[] = [];
+    for (const { command, context } of build(execution.state, execution)) {
+      const decided = decide(command, state);
+      for (const event of decided) state = evolve(state, event);
+      events.push(...decided);
+      toAppend.push(...eventsToAppend(executionId, decided, context, clock));
+    }
     if (events.length === 0) return unchanged;
     try {
       const result = await store.appendToStream(
         executionStream(executionId),
-        eventsToAppend(executionId, events, context, clock),
+        toAppend,
         // An append that may wait is held only while no other command of this process waits its turn on the
         // execution behind it (each would otherwise wait out the store's hold, one after the other), and not after
         // a conflict (another process is writing to the stream now).
         { expectedRevision: execution.revision ?? 'no_stream', deferrable: deferrable && conflicts === 0 && behind },
       );
-      let state = execution.state;
-      for (const event of events) state = evolve(state, event);
       // What this process wrote extends its fold (the events as stored): its next command on the execution decides
       // on it without reading back what it wrote.
       remember(foldsOf(store), { executionId, state, revision: result.nextExpectedRevision, events: [...execution.events, ...result.events] });

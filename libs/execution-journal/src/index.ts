@@ -1,7 +1,7 @@
 export { isoNow, systemClock } from './clock';
 export type { Clock } from './clock';
-export { eventsToAppend, executionAsOf, foldRecorded, loadExecution, runExecutionCommand, stepTakenAlready, toDomainEvent } from './execution-journal';
-export type { AppendContext, CommandOptions, CommandOutcome, LoadedExecution, StreamEventAt } from './execution-journal';
+export { eventsToAppend, executionAsOf, foldRecorded, loadExecution, runExecutionCommand, runExecutionCommands, stepTakenAlready, toDomainEvent } from './execution-journal';
+export type { AppendContext, CommandOptions, CommandOutcome, LoadedExecution, PlannedCommand, StreamEventAt } from './execution-journal';
 export {
   idempotencyKeyClaimEntry,
   intentClaimEntry,

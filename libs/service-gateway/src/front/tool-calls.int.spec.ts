@@ -107,4 +107,43 @@ describe('tool calls, the steps taken in another process (SQLite store)', () => 
     // Nothing waits for the record of the delivery: the store may commit it with the next append.
     expect(appends).toEqual([{ types: ['ResultDelivered'], deferrable: true }]);
   });
+
+  it('given 30 identical calls answered at once, when their deliveries settle, then the answers are recorded together: one append for those that settle at once, one for those that settle while it is written', async () => {
+    const settle: Array<() => void> = [];
+    const calls = Array.from({ length: 30 }, (_, i) =>
+      toolCalls.call('set_config', { name: 'mode', value: 'burst' }, {
+        actor: 'agent:test',
+        declaredRun: undefined,
+        meta: {},
+        correlation: { jsonRpcId: i + 1, transport: 'streamable-http' },
+        signal: new AbortController().signal,
+        delivery: { settled: new Promise((resolve) => settle.push(() => resolve({ kind: 'delivered', evidence: `caller ${i + 1} read it` }))) },
+      }),
+    );
+    const executionId = await vi.waitFor(
+      async () => {
+        const events = (await services.readAll()).events;
+        expect(events.filter((event) => event.type === 'RetryAttached')).toHaveLength(29);
+        return executionIdOfStream(events.find((event) => event.type === 'ExecutionAccepted')!.streamId)!;
+      },
+      { timeout: 5_000 },
+    );
+    for (const command of [authorize(), dispatch(), observe({ resultRef: undefined, resultDigest: undefined } as never)]) await step(executionId, command);
+    const answers = await Promise.all(calls);
+    expect(new Set(answers.map((answer) => (answer.structuredContent as { execution: { id: string } }).execution.id))).toEqual(new Set([executionId]));
+    appends = [];
+    // The first caller's delivery settles alone: its record takes its turn at once. The other 29 settle while it is
+    // being written, and wait for the next turn together.
+    settle[0]!();
+    await vi.waitFor(() => expect(appends).toHaveLength(1), { timeout: 5_000 });
+    for (const resolve of settle.slice(1)) resolve();
+    await toolCalls.answersRecorded();
+    expect(appends.map((append) => append.types.length)).toEqual([1, 29]);
+    const records = (await services.readStream(`execution-${executionId}`)).filter((event) => ['ResultDelivered', 'AnswerGiven'].includes(event.type));
+    // Each record carries its own caller's correlation, in its data and in its metadata.
+    expect(records.map((event) => (event.metadata['correlation'] as { jsonRpcId: number }).jsonRpcId).sort((a, b) => a - b)).toEqual(
+      Array.from({ length: 30 }, (_, i) => i + 1),
+    );
+    for (const event of records) expect((event.data as { correlation: unknown }).correlation).toEqual(event.metadata['correlation']);
+  });
 });

@@ -6,6 +6,7 @@ import {
   formatIntentScope,
   matchRetry,
   checkIdempotencyKey,
+  type AnswerSettlement,
   type AnswerTold,
   type AnswerVia,
   type AttachActionKind,
@@ -29,6 +30,7 @@ import {
   readIdempotencyKeyClaim,
   readIntentClaim,
   runExecutionCommand,
+  runExecutionCommands,
   startClaimedExecution,
   traceContextFrom,
   type Clock,
@@ -116,6 +118,14 @@ type ClaimRound =
   | { readonly kind: 'attached'; readonly state: ExecutionState; readonly action: AttachActionKind; readonly release: () => void }
   | { readonly kind: 'started'; readonly state: ExecutionState; readonly revision: number; readonly release: () => void };
 
+/** An answer whose delivery has settled, to be recorded. */
+interface AnswerToRecord {
+  readonly told: AnswerTold;
+  readonly correlation: ProtocolCorrelation;
+  readonly delivery: AnswerSettlement;
+  readonly answeredFrom: StreamEventAt | undefined;
+}
+
 export class ToolCalls {
   /**
    * Identical calls of this process claim one at a time (a turn per fingerprint): the second reads the first's
@@ -125,6 +135,8 @@ export class ToolCalls {
   private readonly claimTurns = new KeyedTurns<string>();
   /** Answers waiting for their delivery to settle, then for their event to be appended. */
   private readonly recordings = new Set<Promise<void>>();
+  /** Per execution, the answers waiting for the turn of their record (`recordWithOthers`). */
+  private readonly answersToRecord = new Map<ExecutionId, { readonly answers: AnswerToRecord[]; readonly recorded: Promise<CommandOutcome> }>();
 
   constructor(private readonly deps: ToolCallDependencies) {}
 
@@ -458,20 +470,45 @@ export class ToolCalls {
   ): Promise<void> {
     const recording = (async () => {
       const settled = delivery === undefined ? { kind: 'unproven' as const, reason: NO_WATCH } : await delivery.settled;
-      await runExecutionCommand(
-        this.deps.store,
-        executionId,
-        (state) => (state.status === 'initial' ? undefined : { type: 'RecordAnswer', executionId, now: isoNow(this.deps.clock), correlation, told, delivery: settled }),
-        { actor: 'service:result-delivery', correlation },
-        this.deps.clock,
-        // Nothing waits for the record: it may share the commit of whatever is appended next (the client's next call,
-        // often, whose message is what proved the delivery).
-        answeredFrom === undefined ? { deferrable: true } : { fromCacheAsOf: answeredFrom, deferrable: true },
-      );
+      await this.recordWithOthers(executionId, { told, correlation, delivery: settled, answeredFrom });
     })().catch(() => undefined);
     this.recordings.add(recording);
     void recording.finally(() => this.recordings.delete(recording));
     return recording;
+  }
+
+  /**
+   * Answers of one execution whose delivery settles while an earlier record of it waits for its turn (many callers
+   * attached to one execution are answered at once) are recorded together: one append for all that are waiting
+   * when the turn comes, each event with its own correlation, instead of one append and one commit each.
+   */
+  private recordWithOthers(executionId: ExecutionId, answer: AnswerToRecord): Promise<CommandOutcome> {
+    const waiting = this.answersToRecord.get(executionId);
+    if (waiting !== undefined) {
+      waiting.answers.push(answer);
+      return waiting.recorded;
+    }
+    const answers = [answer];
+    const recorded = runExecutionCommands(
+      this.deps.store,
+      executionId,
+      (state) => {
+        // The turn has come: an answer settling from now on waits for the next one.
+        if (this.answersToRecord.get(executionId)?.answers === answers) this.answersToRecord.delete(executionId);
+        if (state.status === 'initial') return [];
+        const now = isoNow(this.deps.clock);
+        return answers.map(({ told, correlation, delivery }) => ({
+          command: { type: 'RecordAnswer', executionId, now, correlation, told, delivery },
+          context: { actor: 'service:result-delivery', correlation },
+        }));
+      },
+      this.deps.clock,
+      // Nothing waits for the record: it may share the commit of whatever is appended next (the client's next call,
+      // often, whose message is what proved the delivery).
+      answer.answeredFrom === undefined ? { deferrable: true } : { fromCacheAsOf: answer.answeredFrom, deferrable: true },
+    );
+    this.answersToRecord.set(executionId, { answers, recorded });
+    return recorded;
   }
 
   /**
