@@ -7,7 +7,7 @@ import { WrongExpectedRevisionError, type EventStore } from '@oncegate/event-sto
 // eslint-disable-next-line @nx/enforce-module-boundaries -- integration tests run the real SQLite adapter
 import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-store-sqlite';
 import { isoNow, systemClock } from './clock';
-import { loadExecution, runExecutionCommand, runExecutionCommands } from './execution-journal';
+import { loadExecution, runExecutionCommand, runExecutionCommands, type CommandOptions } from './execution-journal';
 import { newUlid } from './ulid';
 
 /** The real store, counting the appends it refused for a stale expected revision. */
@@ -79,6 +79,30 @@ describe('runExecutionCommand (SQLite store)', () => {
   const authorizeIfAccepted = (executionId: ExecutionId) => (state: { status: string }) =>
     state.status === 'accepted' ? ({ type: 'AuthorizeExecution', executionId, now: isoNow(systemClock), basis: 'policy' } as const) : undefined;
 
+  /** A caller attaching to the execution, as one command of the loop. */
+  const attachOf = (store: EventStore, executionId: ExecutionId, options?: CommandOptions) => (jsonRpcId: number) =>
+    runExecutionCommand(
+      store,
+      executionId,
+      () => ({ type: 'AttachRetry', executionId, now: isoNow(systemClock), correlation: { jsonRpcId, transport: 'streamable-http' } }),
+      { actor: 'agent:test' },
+      systemClock,
+      options,
+    );
+
+  /** The dispatcher's outcome of the first attempt, once the execution is dispatched. */
+  const observeOutcome = (store: EventStore, executionId: ExecutionId) =>
+    runExecutionCommand(
+      store,
+      executionId,
+      (state) =>
+        state.status === 'dispatched'
+          ? { type: 'ObserveOutcome', executionId, now: isoNow(systemClock), attempt: 1, outcome: 'succeeded', source: 'response', targetStatus: 201, exitCode: null, resultRef: null, resultDigest: null }
+          : undefined,
+      { actor: 'service:dispatcher-http' },
+      systemClock,
+    );
+
   it('given a cached fold that is current, when a command decides from the cache, then it appends without reading the stream', async () => {
     const executionId = await dispatchedExecution(sqlite, 1);
     const { store: counting, reads } = countingReads(sqlite);
@@ -135,25 +159,8 @@ describe('runExecutionCommand (SQLite store)', () => {
   it('given 300 retries attaching and the outcome in one process, when all are issued at once, then none is refused for a stale revision and the outcome lands', async () => {
     const { store, conflicts } = countingConflicts(sqlite);
     const executionId = await dispatchedExecution(store);
-    const now = isoNow(systemClock);
-    const attach = (jsonRpcId: number) =>
-      runExecutionCommand(
-        store,
-        executionId,
-        () => ({ type: 'AttachRetry', executionId, now, correlation: { jsonRpcId, transport: 'streamable-http' } }),
-        { actor: 'agent:test' },
-        systemClock,
-      );
-    const outcome = runExecutionCommand(
-      store,
-      executionId,
-      (state) =>
-        state.status === 'dispatched'
-          ? { type: 'ObserveOutcome', executionId, now, attempt: 1, outcome: 'succeeded', source: 'response', targetStatus: 201, exitCode: null, resultRef: null, resultDigest: null }
-          : undefined,
-      { actor: 'service:dispatcher-http' },
-      systemClock,
-    );
+    const attach = attachOf(store, executionId);
+    const outcome = observeOutcome(store, executionId);
     const results = await Promise.allSettled([...Array.from({ length: 150 }, (_, i) => attach(i)), outcome, ...Array.from({ length: 150 }, (_, i) => attach(150 + i))]);
 
     expect(results.filter((result) => result.status === 'rejected')).toEqual([]);
@@ -183,16 +190,7 @@ describe('runExecutionCommand (SQLite store)', () => {
     const patient = openSqliteEventStore({ file: join(dir, 'events.db'), deferredWaitMs: 60_000 });
     try {
       const executionId = await dispatchedExecution(patient);
-      const now = isoNow(systemClock);
-      const attach = (jsonRpcId: number) =>
-        runExecutionCommand(
-          patient,
-          executionId,
-          () => ({ type: 'AttachRetry', executionId, now, correlation: { jsonRpcId, transport: 'streamable-http' } }),
-          { actor: 'agent:test' },
-          systemClock,
-          { deferrable: true },
-        );
+      const attach = attachOf(patient, executionId, { deferrable: true });
       const burst = Array.from({ length: 20 }, (_, i) => attach(i));
       const last = burst.at(-1)!;
       let lastSettled = false;
@@ -203,16 +201,7 @@ describe('runExecutionCommand (SQLite store)', () => {
       await new Promise((resolve) => setTimeout(resolve, 50));
       expect(lastSettled).toBe(false);
       // Nothing behind the last one: it waits for company, and a command that may not wait brings it along.
-      const outcome = runExecutionCommand(
-        patient,
-        executionId,
-        (state) =>
-          state.status === 'dispatched'
-            ? { type: 'ObserveOutcome', executionId, now, attempt: 1, outcome: 'succeeded', source: 'response', targetStatus: 201, exitCode: null, resultRef: null, resultDigest: null }
-            : undefined,
-        { actor: 'service:dispatcher-http' },
-        systemClock,
-      );
+      const outcome = observeOutcome(patient, executionId);
       await Promise.all([last, outcome]);
       const { events } = await loadExecution(sqlite, executionId);
       expect(events.filter((event) => event.type === 'RetryAttached')).toHaveLength(20);
