@@ -11,7 +11,7 @@ import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-sto
 import { ExecutionWatcher, isoNow, runExecutionCommand, systemClock } from '@oncegate/execution-journal';
 import { keyRingFromConfig } from '@oncegate/fingerprint';
 import { SqliteSealedStore } from '@oncegate/sealed-store';
-import { DeliveryTracker } from '@oncegate/service-result-delivery';
+import { DeliveryTracker, type DeliveryWatch } from '@oncegate/service-result-delivery';
 import { ToolCalls } from './tool-calls';
 
 const TOOL = singleToolContract(
@@ -38,6 +38,8 @@ describe('tool calls, the steps taken in another process (SQLite store)', () => 
   let executionReads: string[];
   /** The gateway's appends: the event types of each and whether it may wait for the next append's commit. */
   let appends: Array<{ types: string[]; deferrable: boolean }>;
+  /** While set, the gateway's reads of execution streams fail (a store that cannot be read now). */
+  let executionReadsFail: boolean;
 
   beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), 'oncegate-tool-calls-'));
@@ -45,6 +47,7 @@ describe('tool calls, the steps taken in another process (SQLite store)', () => 
     services = openSqliteEventStore({ file: join(dir, 'events.db') });
     executionReads = [];
     appends = [];
+    executionReadsFail = false;
     const store = Object.create(gatewayStore) as EventStore;
     store.appendToStream = (streamId, events, options) => {
       const mayWait = options?.deferrable;
@@ -53,7 +56,10 @@ describe('tool calls, the steps taken in another process (SQLite store)', () => 
       return gatewayStore.appendToStream.call(store, streamId, events, options);
     };
     store.readStream = (streamId, options) => {
-      if (executionIdOfStream(streamId) !== undefined) executionReads.push(streamId);
+      if (executionIdOfStream(streamId) !== undefined) {
+        if (executionReadsFail) return Promise.reject(new Error('the store cannot be read now'));
+        executionReads.push(streamId);
+      }
       return gatewayStore.readStream(streamId, options);
     };
     sealed = new SqliteSealedStore({ file: join(dir, 'sealed.db'), current: { id: 's1', key: randomBytes(32) } });
@@ -80,16 +86,20 @@ describe('tool calls, the steps taken in another process (SQLite store)', () => 
   const step = (executionId: ExecutionId, command: ExecutionCommand) =>
     runExecutionCommand(services, executionId, () => ({ ...command, executionId, now: isoNow(systemClock) }) as ExecutionCommand, { actor: 'service:test' }, systemClock);
 
-  it('given a new call, when other processes authorize, dispatch and observe it, then the gateway answers and records the delivery without reading the execution stream', async () => {
-    const answering = toolCalls.call('set_config', { name: 'mode', value: 'fast' }, {
+  /** A call of `set_config`, and its execution once accepted. */
+  const callOf = (value: string, jsonRpcId: number, delivery: DeliveryWatch | undefined) =>
+    toolCalls.call('set_config', { name: 'mode', value }, {
       actor: 'agent:test',
       declaredRun: undefined,
       meta: {},
-      correlation: { jsonRpcId: 1, transport: 'streamable-http' },
+      correlation: { jsonRpcId, transport: 'streamable-http' },
       signal: new AbortController().signal,
-      delivery: { settled: Promise.resolve({ kind: 'delivered', evidence: 'the test read it' }) },
+      delivery,
     });
-    const executionId = await vi.waitFor(
+
+  /** The one execution accepted so far, once its ExecutionAccepted is in the journal. */
+  const acceptedExecution = () =>
+    vi.waitFor(
       async () => {
         const accepted = (await services.readAll()).events.find((event) => event.type === 'ExecutionAccepted');
         expect(accepted).toBeDefined();
@@ -97,7 +107,16 @@ describe('tool calls, the steps taken in another process (SQLite store)', () => 
       },
       { timeout: 5_000 },
     );
+
+  /** The other processes authorize, dispatch and observe the execution. */
+  const completeElsewhere = async (executionId: ExecutionId) => {
     for (const command of [authorize(), dispatch(), observe({ resultRef: undefined, resultDigest: undefined } as never)]) await step(executionId, command);
+  };
+
+  it('given a new call, when other processes authorize, dispatch and observe it, then the gateway answers and records the delivery without reading the execution stream', async () => {
+    const answering = callOf('fast', 1, { settled: Promise.resolve({ kind: 'delivered', evidence: 'the test read it' }) });
+    const executionId = await acceptedExecution();
+    await completeElsewhere(executionId);
     const answer = await answering;
     expect(answer.structuredContent).toMatchObject({ execution: { id: executionId, state: 'completed' } });
     await toolCalls.answersRecorded();
@@ -111,14 +130,7 @@ describe('tool calls, the steps taken in another process (SQLite store)', () => 
   it('given 30 identical calls answered at once, when their deliveries settle, then the answers are recorded together: one append for those that settle at once, one for those that settle while it is written', async () => {
     const settle: Array<() => void> = [];
     const calls = Array.from({ length: 30 }, (_, i) =>
-      toolCalls.call('set_config', { name: 'mode', value: 'burst' }, {
-        actor: 'agent:test',
-        declaredRun: undefined,
-        meta: {},
-        correlation: { jsonRpcId: i + 1, transport: 'streamable-http' },
-        signal: new AbortController().signal,
-        delivery: { settled: new Promise((resolve) => settle.push(() => resolve({ kind: 'delivered', evidence: `caller ${i + 1} read it` }))) },
-      }),
+      callOf('burst', i + 1, { settled: new Promise((resolve) => settle.push(() => resolve({ kind: 'delivered', evidence: `caller ${i + 1} read it` }))) }),
     );
     const executionId = await vi.waitFor(
       async () => {
@@ -128,7 +140,7 @@ describe('tool calls, the steps taken in another process (SQLite store)', () => 
       },
       { timeout: 5_000 },
     );
-    for (const command of [authorize(), dispatch(), observe({ resultRef: undefined, resultDigest: undefined } as never)]) await step(executionId, command);
+    await completeElsewhere(executionId);
     const answers = await Promise.all(calls);
     expect(new Set(answers.map((answer) => (answer.structuredContent as { execution: { id: string } }).execution.id))).toEqual(new Set([executionId]));
     appends = [];
@@ -145,5 +157,29 @@ describe('tool calls, the steps taken in another process (SQLite store)', () => 
       Array.from({ length: 30 }, (_, i) => i + 1),
     );
     for (const event of records) expect((event.data as { correlation: unknown }).correlation).toEqual(event.metadata['correlation']);
+  });
+
+  it('given a record whose turn failed before deciding (its execution could not be read), when the execution is answered again, then that answer is recorded: it does not join the failed turn', async () => {
+    const answering = callOf('again', 1, undefined);
+    const executionId = await acceptedExecution();
+    await completeElsewhere(executionId);
+    await answering;
+    await toolCalls.answersRecorded();
+    const recorded = async () => (await services.readStream(`execution-${executionId}`)).filter((event) => event.metadata['actor'] === 'service:result-delivery');
+    const before = (await recorded()).length;
+    let settle: () => void = () => undefined;
+    const task = (jsonRpcId: number, settled: Promise<{ kind: 'delivered'; evidence: string }>) =>
+      toolCalls.taskAnswer(executionId, 'agent:test', { jsonRpcId, transport: 'streamable-http' }, { settled });
+    await task(2, new Promise((resolve) => (settle = () => resolve({ kind: 'delivered', evidence: 'the test read it' }))));
+    executionReadsFail = true;
+    settle();
+    await toolCalls.answersRecorded();
+    executionReadsFail = false;
+    expect(await recorded()).toHaveLength(before);
+    await task(3, Promise.resolve({ kind: 'delivered', evidence: 'the test read it again' }));
+    await toolCalls.answersRecorded();
+    const after = await recorded();
+    expect(after).toHaveLength(before + 1);
+    expect(after.at(-1)!.metadata['correlation']).toMatchObject({ jsonRpcId: 3 });
   });
 });

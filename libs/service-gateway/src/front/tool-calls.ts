@@ -508,6 +508,11 @@ export class ToolCalls {
       answer.answeredFrom === undefined ? { deferrable: true } : { fromCacheAsOf: answer.answeredFrom, deferrable: true },
     );
     this.answersToRecord.set(executionId, { answers, recorded });
+    // A turn that failed before it came to deciding (the stream could not be read) takes no more answers either.
+    const done = () => {
+      if (this.answersToRecord.get(executionId)?.answers === answers) this.answersToRecord.delete(executionId);
+    };
+    recorded.then(done, done);
     return recorded;
   }
 
