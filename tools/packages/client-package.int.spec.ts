@@ -53,9 +53,13 @@ export async function setConfig(): Promise<string | undefined> {
 }
 `;
 
+/** The package, built once for both parts of this file (a build of its own for each took seconds of the suite). */
+let built: Promise<string> | undefined;
+const builtOnce = () => (built ??= buildPackage(CLIENT));
+
 describe('@oncegate/client as a package: its public API is the committed report', () => {
   beforeAll(async () => {
-    await buildPackage(CLIENT);
+    await builtOnce();
   }, 60_000);
 
   it('given the library as it is now, when API Extractor reads the built declarations, then the API is exactly the committed report, without findings', { timeout: 60_000 }, async () => {
@@ -83,7 +87,7 @@ describe('@oncegate/client installed from its tarball into an empty folder, outs
 
   beforeAll(async () => {
     // Node's own types, of the version this repository uses, as a TypeScript project on Node has them.
-    consumer = await consumerFolder({ tarballs: [await packPackage(CLIENT)], dependenciesOf: Object.keys(clientManifest().dependencies), packages: ['@types/node'], prefix: 'oncegate-client-consumer-' });
+    consumer = await consumerFolder({ tarballs: [await builtOnce().then(() => packPackage(CLIENT, { built: true }))], dependenciesOf: Object.keys(clientManifest().dependencies), packages: ['@types/node'], prefix: 'oncegate-client-consumer-' });
   }, 120_000);
 
   afterAll(() => {

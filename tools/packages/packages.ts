@@ -267,9 +267,12 @@ export async function buildPackage(spec: PackageSpec): Promise<string> {
   return dir;
 }
 
-/** Builds the package and packs it with `npm pack`; returns the tarball's absolute path. */
-export async function packPackage(spec: PackageSpec): Promise<string> {
-  const dir = await buildPackage(spec);
+/**
+ * Builds the package and packs it with `npm pack`; returns the tarball's absolute path. `built`: this process has just
+ * built it (`buildPackage`), so it is packed as it is.
+ */
+export async function packPackage(spec: PackageSpec, { built = false }: { built?: boolean } = {}): Promise<string> {
+  const dir = built ? join(ROOT, packageDir(spec)) : await buildPackage(spec);
   const destination = join(ROOT, TARBALL_DIR);
   const packed = npm(['pack', dir, '--pack-destination', destination, '--json', '--silent'], ROOT);
   if (packed.status !== 0) throw new PackageBuildError(`npm pack ${packageDir(spec)} failed (exit code ${packed.status}):\n${packed.stdout}${packed.stderr}`);
