@@ -5,8 +5,8 @@ import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
 import { describe, expect, it } from 'vitest';
 import { everyFile } from '../support/files';
-import { CREDENTIAL_CANARY, gatewayFolder, oncegate, startGatewayProcess, unprivilegedUser } from '../support/gateway-process';
-import { readJournal } from '../support/journal';
+import { CREDENTIAL_CANARY, freePort, gatewayFolder, oncegate, startGatewayProcess, unprivilegedUser } from '../support/gateway-process';
+import { eventually, readJournal } from '../support/journal';
 import { connectClient } from '../support/mcp-clients';
 import { gatewayScenario, sharedGatewayScenario } from '../support/scenario';
 
@@ -290,6 +290,26 @@ describe('gateway end to end: a start that cannot go on says why in a line', () 
       await new Promise<void>((resolve) => free.close(() => resolve()));
     } finally {
       await new Promise<void>((resolve) => taken.close(() => resolve()));
+      folder.dispose();
+    }
+  });
+});
+
+describe('gateway end to end: the demo target does not outlive its gateway', () => {
+  it('given a gateway running its demo target, when the gateway is killed with -9, then the target stops and its port is free for the next start', async () => {
+    const port = await freePort();
+    const folder = await gatewayFolder('http://127.0.0.1:9', { demo_target: `{ enabled: true, port: ${port} }` });
+    try {
+      const gateway = await startGatewayProcess(folder);
+      const effects = `http://127.0.0.1:${port}/effects`;
+      expect((await fetch(effects)).status).toBe(200);
+      await gateway.kill();
+      // Nothing told the target; its stdin from the gateway ended with the gateway.
+      await eventually(async () => ((await fetch(effects).then(() => false, () => true)) ? true : undefined), 10_000, 'the demo target to stop');
+      const next = await startGatewayProcess(folder);
+      expect((await fetch(effects)).status).toBe(200);
+      await next.stop();
+    } finally {
       folder.dispose();
     }
   });

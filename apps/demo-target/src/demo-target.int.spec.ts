@@ -204,4 +204,23 @@ describe('demo target main', () => {
       child.kill('SIGTERM');
     }
   });
+
+  it('given --exit-with-stdin, when its standard input ends (whoever started it is gone), then it stops and frees its port', async () => {
+    const main = fileURLToPath(new URL('./main.ts', import.meta.url));
+    const child = spawn(process.execPath, ['--import', 'tsx', main, '--port', '0', '--exit-with-stdin'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    try {
+      const line = await new Promise<string>((resolve, reject) => {
+        child.stdout.once('data', (data: Buffer) => resolve(String(data)));
+        child.once('exit', (code) => reject(new Error(`exited with ${code}`)));
+      });
+      const url = /http:\/\/127\.0\.0\.1:\d+/.exec(line)![0];
+      expect((await request(`${url}/effects`, { dispatcher: agent })).statusCode).toBe(200);
+      child.stdin.end();
+      expect(await exited).toBe(0);
+      await expect(request(`${url}/effects`, { dispatcher: agent })).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+    } finally {
+      child.kill('SIGTERM');
+    }
+  });
 });

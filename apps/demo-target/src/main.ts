@@ -1,9 +1,11 @@
 import { parseArgs } from 'node:util';
 import { startDemoTarget } from './demo-target';
 
-// Runs the demo target standalone: `node --import tsx apps/demo-target/src/main.ts [--port 8790] [--host 127.0.0.1]`.
+// Runs the demo target standalone: `node --import tsx apps/demo-target/src/main.ts [--port 8790] [--host 127.0.0.1]
+// [--exit-with-stdin]`. With --exit-with-stdin it stops when its standard input ends: the gateway that started it keeps
+// a pipe open to it, which its end closes however it ends (a kill -9 included), so no target outlives its gateway.
 const { values } = parseArgs({
-  options: { port: { type: 'string' }, host: { type: 'string' } },
+  options: { port: { type: 'string' }, host: { type: 'string' }, 'exit-with-stdin': { type: 'boolean' } },
   strict: true,
 });
 const port = values.port === undefined ? undefined : Number(values.port);
@@ -23,6 +25,16 @@ const target = await startDemoTarget({ ...(port === undefined ? {} : { port }), 
 );
 process.stdout.write(`demo target listening on ${target.url}  (effects: ${target.url}/effects)\n`);
 
-const stop = () => void target.close().then(() => process.exit(0));
+let stopping = false;
+const stop = () => {
+  if (stopping) return;
+  stopping = true;
+  void target.close().then(() => process.exit(0));
+};
 process.once('SIGINT', stop);
 process.once('SIGTERM', stop);
+if (values['exit-with-stdin'] === true) {
+  process.stdin.once('end', stop);
+  process.stdin.once('close', stop);
+  process.stdin.resume();
+}

@@ -52,8 +52,10 @@ function demoTargetMain(): string[] {
  * loopback HTTP.
  */
 async function startDemoTargetProcess(port: number): Promise<{ url: string; close(): Promise<void> }> {
-  const child = spawn(process.execPath, [...demoTargetMain(), '--port', String(port)], {
-    stdio: ['ignore', 'pipe', 'pipe'],
+  // Its stdin is a pipe this process never writes to: it ends when this process does, however it ends, and the target
+  // stops then (`--exit-with-stdin`) instead of holding its port for the next start.
+  const child = spawn(process.execPath, [...demoTargetMain(), '--port', String(port), '--exit-with-stdin'], {
+    stdio: ['pipe', 'pipe', 'pipe'],
   });
   // Until it listens, what it says is kept for the reason it did not start; after, it is passed on.
   let said: string | undefined = '';
