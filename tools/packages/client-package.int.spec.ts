@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- a real gateway process and target, as the end-to-end suites start them
 import { gatewayScenario, executionOf } from '../../test/support/scenario';
 import { consumerEnv, consumerFolder, inside, run, symlinksUnder, TSC } from './consumer-folder';
-import { buildPackage, checkApi, CLIENT, manifestOf, packPackage, reportPath, ROOT, UPDATE_API_COMMAND } from './packages';
+import { buildPackageOnce, checkApi, CLIENT, manifestOf, packPackage, reportPath, ROOT, UPDATE_API_COMMAND } from './packages';
 
 const API_REPORT = reportPath(CLIENT, CLIENT.entries[0]!);
 const clientManifest = () => manifestOf(CLIENT) as { name: string; version: string; dependencies: Record<string, string> };
@@ -53,13 +53,9 @@ export async function setConfig(): Promise<string | undefined> {
 }
 `;
 
-/** The package, built once for both parts of this file (a build of its own for each took seconds of the suite). */
-let built: Promise<string> | undefined;
-const builtOnce = () => (built ??= buildPackage(CLIENT));
-
 describe('@oncegate/client as a package: its public API is the committed report', () => {
   beforeAll(async () => {
-    await builtOnce();
+    await buildPackageOnce(CLIENT);
   }, 60_000);
 
   it('given the library as it is now, when API Extractor reads the built declarations, then the API is exactly the committed report, without findings', { timeout: 60_000 }, async () => {
@@ -87,7 +83,7 @@ describe('@oncegate/client installed from its tarball into an empty folder, outs
 
   beforeAll(async () => {
     // Node's own types, of the version this repository uses, as a TypeScript project on Node has them.
-    consumer = await consumerFolder({ tarballs: [await builtOnce().then(() => packPackage(CLIENT, { built: true }))], dependenciesOf: Object.keys(clientManifest().dependencies), packages: ['@types/node'], prefix: 'oncegate-client-consumer-' });
+    consumer = await consumerFolder({ tarballs: [await buildPackageOnce(CLIENT).then(() => packPackage(CLIENT, { built: true }))], dependenciesOf: Object.keys(clientManifest().dependencies), packages: ['@types/node'], prefix: 'oncegate-client-consumer-' });
   }, 120_000);
 
   afterAll(() => {

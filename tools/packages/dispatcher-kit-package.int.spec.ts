@@ -11,7 +11,7 @@ import { connectClient } from '../../test/support/mcp-clients';
 import { executionOf, textOf } from '../../test/support/scenario';
 /* eslint-enable @nx/enforce-module-boundaries */
 import { consumerEnv, consumerFolder, inside, run, symlinksUnder } from './consumer-folder';
-import { buildPackage, checkApi, DISPATCHER_KIT, manifestOf, packPackage, reportPath, ROOT, UPDATE_API_COMMAND } from './packages';
+import { buildPackageOnce, checkApi, DISPATCHER_KIT, manifestOf, packPackage, reportPath, ROOT, UPDATE_API_COMMAND } from './packages';
 
 /** The channel a team writes outside this repository, on the package alone (examples/ledger-channel). */
 const EXAMPLE = join(ROOT, 'examples/ledger-channel');
@@ -34,13 +34,9 @@ process.on('exit', () => writeFileSync(process.env.LOADED_MODULES_FILE, JSON.str
 /** What the public API may not name: the host's internals stay behind the kit's own types. */
 const HOST_INTERNALS = /@nestjs|Logger\b|VaultService|SealedStore|ExecutionState|PreparedCall|ToolContract|EventStore|ssh2/;
 
-/** The package, built once for both parts of this file (a build of its own for each took seconds of the suite). */
-let built: Promise<string> | undefined;
-const builtOnce = () => (built ??= buildPackage(DISPATCHER_KIT));
-
 describe('@oncegate/dispatcher-kit as a package: its public API is the committed report', () => {
   beforeAll(async () => {
-    await builtOnce();
+    await buildPackageOnce(DISPATCHER_KIT);
   }, 120_000);
 
   it('given the kit as it is now, when API Extractor reads the built declarations of each entry, then each API is exactly its committed report, without findings', { timeout: 120_000 }, async () => {
@@ -89,7 +85,7 @@ describe('a channel built in an empty folder on the kit\'s tarball alone, outsid
   beforeAll(async () => {
     // The folder's own TypeScript, Node's types and vitest, at the versions this repository uses.
     consumer = await consumerFolder({
-      tarballs: [await builtOnce().then(() => packPackage(DISPATCHER_KIT, { built: true }))],
+      tarballs: [await buildPackageOnce(DISPATCHER_KIT).then(() => packPackage(DISPATCHER_KIT, { built: true }))],
       dependenciesOf: Object.keys(manifestOf(DISPATCHER_KIT).dependencies ?? {}),
       packages: ['typescript', '@types/node', 'vitest'],
       prefix: 'oncegate-kit-consumer-',

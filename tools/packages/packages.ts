@@ -267,6 +267,16 @@ export async function buildPackage(spec: PackageSpec): Promise<string> {
   return dir;
 }
 
+/** The builds this process made with `buildPackageOnce`, by package. */
+const builds = new Map<PackageSpec, Promise<string>>();
+
+/** `buildPackage`, once per package in this process: the tests that read the build and pack it share one. */
+export function buildPackageOnce(spec: PackageSpec): Promise<string> {
+  let built = builds.get(spec);
+  if (built === undefined) builds.set(spec, (built = buildPackage(spec)));
+  return built;
+}
+
 /**
  * Builds the package and packs it with `npm pack`; returns the tarball's absolute path. `built`: this process has just
  * built it (`buildPackage`), so it is packed as it is.

@@ -4,6 +4,7 @@ import { basename, join, resolve } from 'node:path';
 import { DatabaseSync, type SQLInputValue, type StatementResultingChanges } from 'node:sqlite';
 import {
   DEFERRED_WAIT_MS,
+  holdsForCompany,
   matchesFilter,
   newEventId,
   DuplicateEventIdError,
@@ -589,8 +590,7 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
       }));
       const item: WriteItem = { kind: 'append', id, recordedAt, entries: wire };
       const pending: PendingWrite = { kind: 'append', entries, ids, recordedAt, resolve, reject };
-      const waits = deferrable === true || (deferrable !== false && !deferrable.aborted);
-      if (waits && !this.readOnly) this.hold(item, pending, deferrable instanceof AbortSignal ? deferrable : undefined);
+      if (holdsForCompany(deferrable) && !this.readOnly) this.hold(item, pending, deferrable instanceof AbortSignal ? deferrable : undefined);
       else this.enqueue(item, pending);
     });
   }

@@ -6,6 +6,14 @@ interface Queued<T> {
   taken?: true;
 }
 
+/**
+ * Whether an append made with this `AppendOptions.deferrable` is held for company now: `true`, or a signal that has not
+ * aborted yet.
+ */
+export function holdsForCompany(deferrable: boolean | AbortSignal): boolean {
+  return deferrable === true || (deferrable !== false && !deferrable.aborted);
+}
+
 /** How long an item that may wait is held for company, when nothing else is queued or being written. */
 export const DEFERRED_WAIT_MS = 20;
 
@@ -36,7 +44,7 @@ export class GroupCommit<T> {
   ) {}
 
   add(item: T, deferrable: boolean | AbortSignal = false): void {
-    const waits = deferrable === true || (deferrable !== false && !deferrable.aborted);
+    const waits = holdsForCompany(deferrable);
     const queued: Queued<T> = { item, deferrable: waits };
     this.queued.push(queued);
     if (!waits) this.prompt += 1;

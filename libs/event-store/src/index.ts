@@ -59,7 +59,7 @@ export type { CommitReport, NotifiedSubscriptionsOptions } from './notified-subs
 export { canonicalEventText, eventHash, GENESIS_HASH, linkEvents } from './chain';
 export type { ChainableEvent, ChainedEventFields, ChainLink, ChainTip } from './chain';
 export { eventJson } from './event-json';
-export { DEFERRED_WAIT_MS, GroupCommit } from './group-commit';
+export { DEFERRED_WAIT_MS, GroupCommit, holdsForCompany } from './group-commit';
 export type { EventJson } from './event-json';
 export { groupNames, partitionOf, subscribeAsGroupMember } from './consumer-group';
 export type { ConsumerGroupOptions, GroupSubscription } from './consumer-group';

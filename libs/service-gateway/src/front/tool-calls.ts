@@ -489,12 +489,15 @@ export class ToolCalls {
       return waiting.recorded;
     }
     const answers = [answer];
+    // From its turn on (or its end, if it failed before deciding), an answer that settles waits for the next turn.
+    const close = () => {
+      if (this.answersToRecord.get(executionId)?.answers === answers) this.answersToRecord.delete(executionId);
+    };
     const recorded = runExecutionCommands(
       this.deps.store,
       executionId,
       (state) => {
-        // The turn has come: an answer settling from now on waits for the next one.
-        if (this.answersToRecord.get(executionId)?.answers === answers) this.answersToRecord.delete(executionId);
+        close();
         if (state.status === 'initial') return [];
         const now = isoNow(this.deps.clock);
         return answers.map(({ told, correlation, delivery }) => ({
@@ -508,11 +511,7 @@ export class ToolCalls {
       answer.answeredFrom === undefined ? { deferrable: true } : { fromCacheAsOf: answer.answeredFrom, deferrable: true },
     );
     this.answersToRecord.set(executionId, { answers, recorded });
-    // A turn that failed before it came to deciding (the stream could not be read) takes no more answers either.
-    const done = () => {
-      if (this.answersToRecord.get(executionId)?.answers === answers) this.answersToRecord.delete(executionId);
-    };
-    recorded.then(done, done);
+    recorded.then(close, close);
     return recorded;
   }
 
