@@ -2,8 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { DatabaseSync as Database } from 'node:sqlite';
-import { describe, expect, it } from 'vitest';
+import { DatabaseSync as Database, StatementSync } from 'node:sqlite';
+import { describe, expect, it, vi } from 'vitest';
 import { describeEventStoreContract } from '@oncegate/event-store/testing';
 import { eventHash, GENESIS_HASH } from '@oncegate/event-store';
 import { openSqliteEventStore } from './sqlite-event-store';
@@ -176,6 +176,89 @@ describe('sqlite store: appends that may wait', () => {
       await store.appendToStream('execution-e', [{ type: 'Delivered', data: {} }], { deferrable: AbortSignal.abort() });
       expect(committed(file, 'execution-e')).toEqual(['Delivered']);
     } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('sqlite store: the event types committed since a position (notifiedSince)', () => {
+  const fresh = () => {
+    const dir = mkdtempSync(join(tmpdir(), 'oncegate-sqlite-notified-'));
+    return { dir, file: join(dir, 'events.db') };
+  };
+  /** Statements this thread runs on any SQLite connection meanwhile. */
+  const statementsRun = () => {
+    const spies = (['get', 'all', 'run'] as const).map((method) => vi.spyOn(StatementSync.prototype, method));
+    return {
+      count: () => spies.reduce((sum, spy) => sum + spy.mock.calls.length, 0),
+      restore: () => spies.forEach((spy) => spy.mockRestore()),
+    };
+  };
+
+  it('given its own commits, then it tells which types came after a position without a statement, and nothing before its opening', async () => {
+    const { dir, file } = fresh();
+    const before = openSqliteEventStore({ file });
+    await before.appendToStream('vault', [{ type: 'VaultLocked', data: {} }]);
+    await before.close();
+    const store = openSqliteEventStore({ file });
+    try {
+      const opened = await store.headPosition();
+      expect(await store.notifiedSince(opened - 1, ['VaultLocked'])).toBeUndefined();
+      const statements = statementsRun();
+      try {
+        expect(await store.notifiedSince(opened, ['VaultLocked'])).toEqual({ changed: false, through: opened });
+        const call = await store.appendToStream('execution-1', [{ type: 'ExecutionAccepted', data: {} }]);
+        const run = await store.appendToStream('run-1', [{ type: 'RunEnded', data: {} }]);
+        const later = await store.appendToStream('execution-2', [{ type: 'ExecutionAccepted', data: {} }]);
+        statements.restore();
+        const counted = statements.count();
+        const told = statementsRun();
+        expect(await store.notifiedSince(opened, ['RunEnded', 'RunGranted'])).toEqual({ changed: true, through: later.position });
+        expect(await store.notifiedSince(call.position, ['RunEnded'])).toMatchObject({ changed: true });
+        expect(await store.notifiedSince(run.position, ['RunEnded'])).toEqual({ changed: false, through: later.position });
+        expect(await store.notifiedSince(opened, ['VaultLocked'])).toMatchObject({ changed: false });
+        expect(store.seenPosition()).toBe(later.position);
+        expect(told.count()).toBe(0);
+        told.restore();
+        expect(counted).toBe(0);
+      } finally {
+        statements.restore();
+      }
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('given commits of another connection between its own, or seen by a read, then their types count; one above everything it knows of does not, until it learns of it', async () => {
+    const { dir, file } = fresh();
+    const store = openSqliteEventStore({ file });
+    const operator = openSqliteEventStore({ file });
+    try {
+      const start = (await store.appendToStream('execution-0', [{ type: 'ExecutionAccepted', data: {} }])).position;
+      // Between two commits of its own: the gap is read.
+      await operator.appendToStream('vault', [{ type: 'VaultLocked', data: {} }]);
+      const own = await store.appendToStream('execution-1', [{ type: 'ExecutionAccepted', data: {} }]);
+      expect(await store.notifiedSince(start, ['VaultLocked'])).toEqual({ changed: true, through: own.position });
+      expect(await store.notifiedSince(own.position, ['VaultLocked'])).toEqual({ changed: false, through: own.position });
+      // Above everything it knows of: not told, until a read (here the head's) shows it.
+      const unlocked = await operator.appendToStream('vault', [{ type: 'VaultUnlocked', data: {} }], { expectedRevision: 0 });
+      expect(await store.notifiedSince(own.position, ['VaultUnlocked'])).toEqual({ changed: false, through: own.position });
+      expect(await store.headPosition()).toBe(unlocked.position);
+      expect(await store.notifiedSince(own.position, ['VaultUnlocked'])).toEqual({ changed: true, through: unlocked.position });
+      // Read with a stream's events.
+      const granted = await operator.appendToStream('run-1', [{ type: 'RunGranted', data: {} }]);
+      expect(await store.notifiedSince(unlocked.position, ['RunGranted'])).toMatchObject({ changed: false });
+      expect((await store.readStream('run-1')).map((event) => event.type)).toEqual(['RunGranted']);
+      expect(await store.notifiedSince(unlocked.position, ['RunGranted'])).toEqual({ changed: true, through: granted.position });
+      // Its own commit after the other's is answered: everything up to it counts, the gap read.
+      const ended = await operator.appendToStream('run-1', [{ type: 'RunEnded', data: {} }], { expectedRevision: 0 });
+      const next = await store.appendToStream('execution-2', [{ type: 'ExecutionAccepted', data: {} }]);
+      expect(next.position).toBe(ended.position + 1);
+      expect(await store.notifiedSince(granted.position, ['RunEnded'])).toEqual({ changed: true, through: next.position });
+    } finally {
+      await operator.close();
       await store.close();
       rmSync(dir, { recursive: true, force: true });
     }

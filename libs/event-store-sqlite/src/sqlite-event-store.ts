@@ -34,6 +34,7 @@ import {
   type Claim,
   type LiveFeed,
   type LiveSegment,
+  type NotifiedSince,
   type ReadAllOptions,
   type ReadAllPage,
   type ReadLinksOptions,
@@ -156,6 +157,12 @@ function prepare<Params extends SQLInputValue[] = [], Row = unknown>(db: Databas
  * commit of the writer thread holds fewer); more make every tail unusable until this process's writes are answered.
  */
 const EVENTS_ABOVE_LIMIT = 1_024;
+
+/**
+ * At most this many events of other writers are read at once for their types (`notifiedSince`); after a larger
+ * burst the types are known again only from its end, and asks about positions before that cannot be told.
+ */
+const TYPES_READ_LIMIT = 50_000;
 
 /** A statement whose rows are arrays. */
 function prepareArrays<Params extends SQLInputValue[], Row extends unknown[]>(db: DatabaseSync, sql: string): Statement<Params, Row> {
@@ -370,6 +377,16 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
    * `ownVerifiedAt`): their tails may be behind the file.
    */
   private streamsAbove: ReadonlySet<string> = new Set();
+  /**
+   * The types of every event at positions `(typesFrom, typesThrough]`, as the highest position of each
+   * (`notifiedSince`): this process's commits extend it as they are answered, the events of other writers between
+   * them are read. Positions up to `typesFrom` (the head when the store opened) are not known.
+   */
+  private typesFrom = 0;
+  private typesThrough = 0;
+  /** The highest position this process read: an event's, or the head's. */
+  private readThrough = 0;
+  private readonly lastOfType = new Map<string, number>();
   private readonly subscriptions = new Set<Subscription>();
   private readonly readAllStatements = new Map<string, Statement<SQLInputValue[], EventRow>>();
   private readonly file: string;
@@ -383,6 +400,7 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
     readBackwards: Statement<[string, number, number], EventRow>;
     head: Statement<[], { head: number | null }>;
     eventsAbove: Statement<[number, number], [position: number, streamId: string]>;
+    typesBetween: Statement<[number, number], [position: number, type: string]>;
     readCheckpoint: Statement<[string], { position: number }>;
     readLinks: Statement<[number, number], [position: number, hash: string]>;
     readLease: Statement<[string], { holder: string; expires_at: string }>;
@@ -437,6 +455,7 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
       ),
       head: prepare(this.db, 'SELECT max(position) AS head FROM events'),
       eventsAbove: prepareArrays(this.db, 'SELECT position, stream_id FROM events WHERE position > ? ORDER BY position LIMIT ?'),
+      typesBetween: prepareArrays(this.db, 'SELECT position, type FROM events WHERE position > ? AND position <= ? ORDER BY position'),
       readCheckpoint: prepare(this.db, 'SELECT position FROM checkpoints WHERE consumer = ?'),
       readLinks: prepareArrays(this.db, 'SELECT position, hash FROM events WHERE position > ? ORDER BY position LIMIT ?'),
       readLease: prepare(this.db, 'SELECT holder, expires_at FROM leases WHERE holder = ?'),
@@ -449,6 +468,8 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
     this.lastDataVersion = this.dataVersion();
     this.knownHead = this.head();
     this.ownThrough = this.knownHead;
+    this.typesFrom = this.knownHead;
+    this.typesThrough = this.knownHead;
   }
 
   /** The store's data file, as given. */
@@ -736,6 +757,10 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
     // Another process committed between this process's last known event and this transaction: waiters whose
     // filter takes nothing of ours may want its events (the feeds see the gap themselves).
     const othersBefore = reply.headBefore > this.knownHead;
+    if (n > 0 && reply.headBefore === this.typesThrough) {
+      for (const event of recorded) this.lastOfType.set(event.type, event.position);
+      this.typesThrough = last;
+    }
     this.ownThrough = Math.max(this.ownThrough, reply.headBefore, last);
     // The streams found above may be answered now: check again on the next read.
     if (this.streamsAbove.size > 0) this.ownVerifiedAt = undefined;
@@ -802,6 +827,7 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
         ? this.statements.readForwards.all(streamId, options.fromRevision ?? 0, limit)
         : this.statements.readBackwards.all(streamId, options.fromRevision ?? Number.MAX_SAFE_INTEGER, limit);
     const events = rows.map(toRecordedEvent);
+    this.noteRead(direction === 'forwards' ? events.at(-1) : events[0]);
     // A read that reached the stream's end is kept as its tail, as a commit of this process's would be.
     if (direction === 'forwards') {
       if (limit === -1 || events.length < limit) {
@@ -861,8 +887,47 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
     return this.head();
   }
 
+  /** The highest of this process's answered commits, of the commits of others it noticed, and of what it read. */
+  seenPosition(): number {
+    return Math.max(this.knownHead, this.readThrough);
+  }
+
+  /**
+   * From the types of the events up to the highest position this process knows of (`seenPosition`): those of its
+   * own commits are kept as they are answered; those of other writers (between its commits, or noticed by the poll)
+   * are read from the file, one indexed range. SQLite gives every commit a position above all earlier ones, so
+   * every append answered before the newest known commit was made lies below it and is counted. `undefined` for a
+   * position before the store was opened.
+   */
+  async notifiedSince(after: number, types: readonly string[]): Promise<NotifiedSince | undefined> {
+    this.assertOpen();
+    const seen = this.seenPosition();
+    if (seen > this.typesThrough) this.readTypes(seen);
+    if (after < this.typesFrom) return undefined;
+    return { changed: types.some((type) => (this.lastOfType.get(type) ?? -1) > after), through: this.typesThrough };
+  }
+
+  /** A read returned events up to `highest`: the commits holding them are known to this process (`seenPosition`). */
+  private noteRead(highest: RecordedEvent | undefined): void {
+    if (highest !== undefined && highest.position > this.readThrough) this.readThrough = highest.position;
+  }
+
+  /** Learns the types of the events up to `through` from the file (from there on alone after a large burst). */
+  private readTypes(through: number): void {
+    if (through - this.typesThrough > TYPES_READ_LIMIT) {
+      this.lastOfType.clear();
+      this.typesFrom = through;
+      this.typesThrough = through;
+      return;
+    }
+    for (const [position, type] of this.statements.typesBetween.all(this.typesThrough, through)) this.lastOfType.set(type, position);
+    this.typesThrough = through;
+  }
+
   private head(): number {
-    return this.statements.head.get()?.head ?? 0;
+    const head = this.statements.head.get()?.head ?? 0;
+    if (head > this.readThrough) this.readThrough = head;
+    return head;
   }
 
   async readAll(options: ReadAllOptions = {}): Promise<ReadAllPage> {
@@ -893,6 +958,7 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
     const { sql, params } = this.readAllQuery(direction, options.filter);
     const rows = this.readAllStatement(sql).all(low, high, ...params, maxCount);
     const events = rows.map(toRecordedEvent);
+    this.noteRead(direction === 'forwards' ? events.at(-1) : events[0]);
     const full = rows.length === maxCount;
     const lastPosition =
       direction === 'forwards' ? (full ? rows[rows.length - 1]![0] : high) : full ? rows[rows.length - 1]![0] : low + 1;

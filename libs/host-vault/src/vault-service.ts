@@ -347,24 +347,27 @@ export class VaultService {
   /**
    * Reads vault events committed since the last read; with `live`, each transition is announced. Asked before every
    * authorization and every credential use, and the vault's stream moves only when an operator acts. Where the store
-   * hears every commit (PostgreSQL), its notifications say whether a vault event was committed since the last read —
-   * counting every append answered before the newest commit this process knows of (the call's own event, or its own
-   * `Dispatched`), in any process — and the store is read only then. Elsewhere, or when the notifications cannot
-   * tell, one indexed look-up of the stream's revision says whether there is anything to read. `force` reads whatever
-   * was heard.
+   * can tell which event types were committed since a position (`notifiedSince`: PostgreSQL from its notifications,
+   * SQLite from its own commits and the others' between them), it says whether a vault event was committed since
+   * the last read — counting every append answered before the newest commit this process knows of (the call's own
+   * event, or its own `Dispatched`), in any process — and the store is read only then. Elsewhere, or when it cannot
+   * tell, one indexed look-up of the stream's revision says whether there is anything to read. `force` reads
+   * whatever was heard.
    */
   private async readNew(live: boolean, force = false): Promise<void> {
     const stream = vaultStream();
     const told = force ? undefined : await this.store.notifiedSince?.(Math.max(this.applied, this.checkedThrough), VAULT_EVENT_TYPES);
     if (told?.changed === false) return;
+    // Every position seen is committed: the revision read next counts every vault event up to there.
+    const through = told?.through ?? this.store.seenPosition?.();
     const revision = await this.store.streamRevision(stream);
-    // The revision was read after `through` was heard: it counts every vault event up to there.
-    if (told !== undefined) this.checkedThrough = Math.max(this.checkedThrough, told.through);
-    if (revision === undefined || revision <= this.revision) return;
-    for (const event of await this.store.readStream(stream, { fromRevision: this.revision + 1 })) {
-      if (live) await this.follow(event);
-      else this.apply(event);
+    if (revision !== undefined && revision > this.revision) {
+      for (const event of await this.store.readStream(stream, { fromRevision: this.revision + 1 })) {
+        if (live) await this.follow(event);
+        else this.apply(event);
+      }
     }
+    if (through !== undefined) this.checkedThrough = Math.max(this.checkedThrough, through);
   }
 
   private async follow(event: RecordedEvent): Promise<void> {

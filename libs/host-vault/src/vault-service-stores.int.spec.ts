@@ -4,7 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { openPostgresEventStore, type PostgresEventStore } from '@oncegate/event-store-postgres';
+import type { EventStore } from '@oncegate/event-store';
+import { openPostgresEventStore } from '@oncegate/event-store-postgres';
+import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
 import { initVault, lockVault, storeCredential, unlockVault, VaultLockedError, type VaultContext } from '@oncegate/vault';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- integration tests run the shared real-PostgreSQL harness
 import { sharedPostgres } from '../../../test/support/shared-servers';
@@ -13,26 +15,68 @@ import { VaultService } from './vault-service';
 const MASTER = { ONCEGATE_MASTER_KEY: 'a master key for the vault tests' };
 const URL_A = 'http://127.0.0.1:8790/config';
 
+/** Two store objects on one store, as two processes hold: opened in a data folder, dropped after. */
+interface StorePair {
+  readonly gateway: EventStore;
+  readonly operator: EventStore;
+  close(): Promise<void>;
+}
+
+const STORES: Array<[string, (dataDir: string) => Promise<StorePair>]> = [
+  [
+    'PostgreSQL',
+    async () => {
+      const url = (await sharedPostgres()).url();
+      const schema = `vault_${randomBytes(6).toString('hex')}`;
+      const gateway = await openPostgresEventStore({ url, schema });
+      const operator = await openPostgresEventStore({ url, schema });
+      return {
+        gateway,
+        operator,
+        async close() {
+          await gateway.close();
+          await operator.close();
+          const client = new Client({ connectionString: url });
+          await client.connect();
+          await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+          await client.end();
+        },
+      };
+    },
+  ],
+  [
+    'SQLite',
+    async (dataDir) => {
+      const gateway = openSqliteEventStore({ file: join(dataDir, 'events.db') });
+      const operator = openSqliteEventStore({ file: join(dataDir, 'events.db') });
+      return {
+        gateway,
+        operator,
+        async close() {
+          await gateway.close();
+          await operator.close();
+        },
+      };
+    },
+  ],
+];
+
 /**
- * The gateway's vault on PostgreSQL, as the split services run it: the gateway's store object hears the store's
- * notifications; the operator's commands (`oncegate vault …`) commit through a store object of their own, as another
- * process does.
+ * The gateway's vault as the split services run it: the gateway's store object tells which event types were committed
+ * since a position (PostgreSQL from its notifications, SQLite from its commits and the others' between them); the
+ * operator's commands (`oncegate vault …`) commit through a store object of their own, as another process does.
  */
-describe('VaultService (PostgreSQL event store, the operator in another store object)', () => {
+describe.each(STORES)('VaultService (%s event store, the operator in another store object)', (_kind, open) => {
   let dataDir: string;
-  let url: string;
-  let schema: string;
-  let gatewayStore: PostgresEventStore;
-  let operatorStore: PostgresEventStore;
+  let stores: StorePair;
+  let gatewayStore: EventStore;
   let vault: VaultService;
-  const operator = (): VaultContext => ({ store: operatorStore, dataDir, env: MASTER, by: 'operator:test' });
+  const operator = (): VaultContext => ({ store: stores.operator, dataDir, env: MASTER, by: 'operator:test' });
 
   beforeEach(async () => {
-    dataDir = mkdtempSync(join(tmpdir(), 'oncegate-vault-pg-'));
-    url = (await sharedPostgres()).url();
-    schema = `vault_${randomBytes(6).toString('hex')}`;
-    gatewayStore = await openPostgresEventStore({ url, schema });
-    operatorStore = await openPostgresEventStore({ url, schema });
+    dataDir = mkdtempSync(join(tmpdir(), 'oncegate-vault-stores-'));
+    stores = await open(dataDir);
+    gatewayStore = stores.gateway;
     await initVault(operator());
     await storeCredential(operator(), { ref: 'demo-writer', kind: 'bearer', bindings: ['127.0.0.1:8790/config'] }, 'first-value');
     vault = new VaultService({ store: gatewayStore, dataDir, env: MASTER });
@@ -41,12 +85,7 @@ describe('VaultService (PostgreSQL event store, the operator in another store ob
 
   afterEach(async () => {
     await vault.stop();
-    await gatewayStore.close();
-    await operatorStore.close();
-    const client = new Client({ connectionString: url });
-    await client.connect();
-    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-    await client.end();
+    await stores.close();
     rmSync(dataDir, { recursive: true, force: true });
   });
 
