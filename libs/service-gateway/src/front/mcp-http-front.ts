@@ -399,7 +399,8 @@ export class McpHttpFront {
       // Where a resumed stream's calls are searched from after a restart: any position already committed will do, so
       // the one the store knows without a round trip on the call's path, where it has one.
       const calls = callIds.length === 0 ? undefined : { requestIds: callIds, journalPosition: this.options.store.seenPosition?.() ?? (await this.options.store.headPosition()) };
-      response = await this.postCalls.run(calls, () => this.handleOrDiscard(session, sessionHeader === undefined, toWebRequest(req, body, session.protocolVersion), parsed));
+      // The transport takes the body parsed and never reads the request's: a request without one spares a stream.
+      response = await this.postCalls.run(calls, () => this.handleOrDiscard(session, sessionHeader === undefined, toWebRequest(req, undefined, session.protocolVersion), parsed));
     } catch (error) {
       requestIds.forEach((id) => session.inFlight.delete(id));
       throw error;
