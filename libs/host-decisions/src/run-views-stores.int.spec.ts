@@ -1,70 +1,39 @@
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Client } from 'pg';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { EventStore } from '@oncegate/event-store';
-import { openPostgresEventStore } from '@oncegate/event-store-postgres';
-import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
+import type { StorePair } from '@oncegate/event-store/testing';
+import { openPostgresStorePair } from '@oncegate/event-store-postgres/testing';
+import { openSqliteStorePair } from '@oncegate/event-store-sqlite/testing';
 import { systemClock } from '@oncegate/execution-journal';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- integration tests run the shared real-PostgreSQL harness
 import { sharedPostgres } from '../../../test/support/shared-servers';
 import { endRun, grantRun, RunViews, startRun } from './run-journal';
 
-/** Authorization's store object and another one on the same store (the gateway's, the operator's). */
-interface StorePair {
-  readonly authorization: EventStore;
-  readonly elsewhere: EventStore;
+/** Authorization's store object (`first`) and another one on the same store, and how the first hears a commit. */
+interface Stores extends StorePair<EventStore> {
   /** Until authorization has heard of the commit at `position`, as it has of the event it then handles. */
   hear(position: number): Promise<void>;
-  close(): Promise<void>;
 }
 
-const STORES: Array<[string, () => Promise<StorePair>]> = [
+const STORES: Array<[string, () => Promise<Stores>]> = [
   [
     'PostgreSQL',
     async () => {
-      const url = (await sharedPostgres()).url();
-      const schema = `runs_${randomBytes(6).toString('hex')}`;
-      const authorization = await openPostgresEventStore({ url, schema });
-      const elsewhere = await openPostgresEventStore({ url, schema });
-      return {
-        authorization,
-        elsewhere,
-        // Its notification.
-        hear: (position) =>
-          vi.waitFor(async () => expect((await authorization.notifiedSince(0, []))?.through).toBeGreaterThanOrEqual(position), { timeout: 5_000 }),
-        async close() {
-          await authorization.close();
-          await elsewhere.close();
-          const client = new Client({ connectionString: url });
-          await client.connect();
-          await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-          await client.end();
-        },
-      };
+      const pair = await openPostgresStorePair((await sharedPostgres()).url(), 'runs');
+      // Its notification.
+      const hear = (position: number) =>
+        vi.waitFor(async () => expect((await pair.first.notifiedSince(0, []))?.through).toBeGreaterThanOrEqual(position), { timeout: 5_000 });
+      return { ...pair, hear };
     },
   ],
   [
     'SQLite',
     async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'oncegate-runs-'));
-      const authorization = openSqliteEventStore({ file: join(dir, 'events.db') });
-      const elsewhere = openSqliteEventStore({ file: join(dir, 'events.db') });
-      return {
-        authorization,
-        elsewhere,
-        // Read, as its subscription reads another process's events.
-        hear: async (position) => {
-          expect((await authorization.readAll({ after: position - 1, maxCount: 1 })).events.map((event) => event.position)).toEqual([position]);
-        },
-        async close() {
-          await authorization.close();
-          await elsewhere.close();
-          rmSync(dir, { recursive: true, force: true });
-        },
+      const pair = openSqliteStorePair();
+      // Read, as its subscription reads another process's events.
+      const hear = async (position: number) => {
+        expect((await pair.first.readAll({ after: position - 1, maxCount: 1 })).events.map((event) => event.position)).toEqual([position]);
       };
+      return { ...pair, hear };
     },
   ],
 ];
@@ -75,13 +44,13 @@ const STORES: Array<[string, () => Promise<StorePair>]> = [
  * objects of their own.
  */
 describe.each(STORES)('RunViews (%s event store, runs changed in another store object)', (_kind, open) => {
-  let stores: StorePair;
+  let stores: Stores;
   let authorization: EventStore;
   let elsewhere: EventStore;
 
   beforeEach(async () => {
     stores = await open();
-    ({ authorization, elsewhere } = stores);
+    ({ first: authorization, second: elsewhere } = stores);
   });
 
   afterEach(async () => {

@@ -1,12 +1,11 @@
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from 'pg';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { EventStore } from '@oncegate/event-store';
-import { openPostgresEventStore } from '@oncegate/event-store-postgres';
-import { openSqliteEventStore } from '@oncegate/event-store-sqlite';
+import type { StorePair } from '@oncegate/event-store/testing';
+import { openPostgresStorePair } from '@oncegate/event-store-postgres/testing';
+import { openSqliteStorePair } from '@oncegate/event-store-sqlite/testing';
 import { initVault, lockVault, storeCredential, unlockVault, VaultLockedError, type VaultContext } from '@oncegate/vault';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- integration tests run the shared real-PostgreSQL harness
 import { sharedPostgres } from '../../../test/support/shared-servers';
@@ -15,50 +14,9 @@ import { VaultService } from './vault-service';
 const MASTER = { ONCEGATE_MASTER_KEY: 'a master key for the vault tests' };
 const URL_A = 'http://127.0.0.1:8790/config';
 
-/** Two store objects on one store, as two processes hold: opened in a data folder, dropped after. */
-interface StorePair {
-  readonly gateway: EventStore;
-  readonly operator: EventStore;
-  close(): Promise<void>;
-}
-
-const STORES: Array<[string, (dataDir: string) => Promise<StorePair>]> = [
-  [
-    'PostgreSQL',
-    async () => {
-      const url = (await sharedPostgres()).url();
-      const schema = `vault_${randomBytes(6).toString('hex')}`;
-      const gateway = await openPostgresEventStore({ url, schema });
-      const operator = await openPostgresEventStore({ url, schema });
-      return {
-        gateway,
-        operator,
-        async close() {
-          await gateway.close();
-          await operator.close();
-          const client = new Client({ connectionString: url });
-          await client.connect();
-          await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-          await client.end();
-        },
-      };
-    },
-  ],
-  [
-    'SQLite',
-    async (dataDir) => {
-      const gateway = openSqliteEventStore({ file: join(dataDir, 'events.db') });
-      const operator = openSqliteEventStore({ file: join(dataDir, 'events.db') });
-      return {
-        gateway,
-        operator,
-        async close() {
-          await gateway.close();
-          await operator.close();
-        },
-      };
-    },
-  ],
+const STORES: Array<[string, () => Promise<StorePair<EventStore>>]> = [
+  ['PostgreSQL', async () => openPostgresStorePair((await sharedPostgres()).url(), 'vault')],
+  ['SQLite', async () => openSqliteStorePair()],
 ];
 
 /**
@@ -68,15 +26,15 @@ const STORES: Array<[string, (dataDir: string) => Promise<StorePair>]> = [
  */
 describe.each(STORES)('VaultService (%s event store, the operator in another store object)', (_kind, open) => {
   let dataDir: string;
-  let stores: StorePair;
+  let stores: StorePair<EventStore>;
   let gatewayStore: EventStore;
   let vault: VaultService;
-  const operator = (): VaultContext => ({ store: stores.operator, dataDir, env: MASTER, by: 'operator:test' });
+  const operator = (): VaultContext => ({ store: stores.second, dataDir, env: MASTER, by: 'operator:test' });
 
   beforeEach(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'oncegate-vault-stores-'));
-    stores = await open(dataDir);
-    gatewayStore = stores.gateway;
+    stores = await open();
+    gatewayStore = stores.first;
     await initVault(operator());
     await storeCredential(operator(), { ref: 'demo-writer', kind: 'bearer', bindings: ['127.0.0.1:8790/config'] }, 'first-value');
     vault = new VaultService({ store: gatewayStore, dataDir, env: MASTER });

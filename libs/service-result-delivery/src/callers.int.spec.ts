@@ -1,8 +1,8 @@
-import { randomBytes } from 'node:crypto';
-import { Client } from 'pg';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { executionIdFromUlid, type ExecutionId } from '@oncegate/domain';
-import { openPostgresEventStore, type PostgresEventStore } from '@oncegate/event-store-postgres';
+import type { PostgresEventStore } from '@oncegate/event-store-postgres';
+import type { StorePair } from '@oncegate/event-store/testing';
+import { openPostgresStorePair } from '@oncegate/event-store-postgres/testing';
 import { newUlid, systemClock } from '@oncegate/execution-journal';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- integration tests run the shared real-PostgreSQL harness
 import { sharedPostgres } from '../../../test/support/shared-servers';
@@ -10,29 +10,21 @@ import { DeliveryTracker } from './callers';
 
 /** A front's caller tracker on PostgreSQL, read by result delivery through a store object of its own. */
 describe('DeliveryTracker (PostgreSQL, result delivery in another store object)', () => {
-  let url: string;
-  let schema: string;
+  let stores: StorePair<PostgresEventStore>;
   let front: PostgresEventStore;
   let delivery: PostgresEventStore;
   let tracker: DeliveryTracker;
   let reader: DeliveryTracker;
 
   beforeEach(async () => {
-    url = (await sharedPostgres()).url();
-    schema = `callers_${randomBytes(6).toString('hex')}`;
-    front = await openPostgresEventStore({ url, schema });
-    delivery = await openPostgresEventStore({ url, schema });
+    stores = await openPostgresStorePair((await sharedPostgres()).url(), 'callers');
+    ({ first: front, second: delivery } = stores);
     tracker = new DeliveryTracker({ store: front, instance: 'host/front-1', leaseMs: 60_000, clock: systemClock });
     reader = new DeliveryTracker({ store: delivery, instance: 'host/delivery-1', leaseMs: 60_000, clock: systemClock });
   });
 
   afterEach(async () => {
-    await front.close();
-    await delivery.close();
-    const client = new Client({ connectionString: url });
-    await client.connect();
-    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-    await client.end();
+    await stores.close();
   });
 
   const executions = (count: number): ExecutionId[] => Array.from({ length: count }, () => executionIdFromUlid(newUlid()));
