@@ -159,8 +159,8 @@ function prepare<Params extends SQLInputValue[] = [], Row = unknown>(db: Databas
 const EVENTS_ABOVE_LIMIT = 1_024;
 
 /**
- * At most this many events of other writers are read at once for their types (`notifiedSince`); after a larger
- * burst the types are known again only from its end, and asks about positions before that cannot be told.
+ * At most this many events are read at once for their types (`notifiedSince`); after a larger burst the types are
+ * known again only from the head, and asks about positions before it cannot be told.
  */
 const TYPES_READ_LIMIT = 50_000;
 
@@ -379,11 +379,14 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
   private streamsAbove: ReadonlySet<string> = new Set();
   /**
    * The types of every event at positions `(typesFrom, typesThrough]`, as the highest position of each
-   * (`notifiedSince`): this process's commits extend it as they are answered, the events of other writers between
-   * them are read. Positions up to `typesFrom` (the head when the store opened) are not known.
+   * (`notifiedSince`): this process's commits extend it as they are answered; whatever else was committed is read
+   * once the file says somebody committed (`typesVerifiedAt`). Positions up to `typesFrom` (the head when the store
+   * opened) are not known.
    */
   private typesFrom = 0;
   private typesThrough = 0;
+  /** The `data_version` at which `typesThrough` was the file's head. */
+  private typesVerifiedAt: number | undefined;
   /** The highest position this process read: an event's, or the head's. */
   private readThrough = 0;
   private readonly lastOfType = new Map<string, number>();
@@ -399,8 +402,8 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
     readForwards: Statement<[string, number, number], EventRow>;
     readBackwards: Statement<[string, number, number], EventRow>;
     head: Statement<[], { head: number | null }>;
-    eventsAbove: Statement<[number, number], [position: number, streamId: string]>;
-    typesBetween: Statement<[number, number], [position: number, type: string]>;
+    eventsAbove: Statement<[number, number], [position: number, streamId: string, type: string]>;
+    typesAbove: Statement<[number, number], [position: number, type: string]>;
     readCheckpoint: Statement<[string], { position: number }>;
     readLinks: Statement<[number, number], [position: number, hash: string]>;
     readLease: Statement<[string], { holder: string; expires_at: string }>;
@@ -454,8 +457,8 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
         `SELECT ${COLUMNS} FROM events WHERE stream_id = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`,
       ),
       head: prepare(this.db, 'SELECT max(position) AS head FROM events'),
-      eventsAbove: prepareArrays(this.db, 'SELECT position, stream_id FROM events WHERE position > ? ORDER BY position LIMIT ?'),
-      typesBetween: prepareArrays(this.db, 'SELECT position, type FROM events WHERE position > ? AND position <= ? ORDER BY position'),
+      eventsAbove: prepareArrays(this.db, 'SELECT position, stream_id, type FROM events WHERE position > ? ORDER BY position LIMIT ?'),
+      typesAbove: prepareArrays(this.db, 'SELECT position, type FROM events WHERE position > ? ORDER BY position LIMIT ?'),
       readCheckpoint: prepare(this.db, 'SELECT position FROM checkpoints WHERE consumer = ?'),
       readLinks: prepareArrays(this.db, 'SELECT position, hash FROM events WHERE position > ? ORDER BY position LIMIT ?'),
       readLease: prepare(this.db, 'SELECT holder, expires_at FROM leases WHERE holder = ?'),
@@ -861,25 +864,44 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
    */
   private ownTailHolds(streamId: string): boolean {
     const version = this.dataVersion();
-    if (version !== this.ownVerifiedAt) {
-      const unanswered = this.lastAnsweredId < this.lastPostedId;
-      const above = this.statements.eventsAbove.all(this.ownThrough, EVENTS_ABOVE_LIMIT);
-      if (above.length === EVENTS_ABOVE_LIMIT) {
-        // Too many to look at one by one: another writer's burst, or this process's unanswered.
-        if (unanswered) return false;
-        this.tails.clear();
-        this.ownThrough = this.head();
-        this.streamsAbove = new Set();
-      } else if (unanswered) {
+    if (version !== this.ownVerifiedAt && !this.lookAbove(version)) return false;
+    return !this.streamsAbove.has(streamId);
+  }
+
+  /**
+   * One look at the events above what this process knows, for the tails (`ownThrough`) and the types
+   * (`typesThrough`) at once, after `data_version` moved; `false` when there were too many to tell the tails by
+   * while writes of this process are unanswered (then they are not used, and the next read looks again).
+   */
+  private lookAbove(version: number): boolean {
+    const from = Math.min(this.ownThrough, this.typesThrough);
+    const rows = this.statements.eventsAbove.all(from, EVENTS_ABOVE_LIMIT);
+    const full = rows.length === EVENTS_ABOVE_LIMIT;
+    for (const [position, , type] of rows) {
+      if (position <= this.typesThrough) continue;
+      this.lastOfType.set(type, position);
+      this.typesThrough = position;
+    }
+    if (!full) this.typesVerifiedAt = version;
+    const unanswered = this.lastAnsweredId < this.lastPostedId;
+    if (full) {
+      // Too many to look at one by one: another writer's burst, or this process's unanswered.
+      if (unanswered) return false;
+      this.tails.clear();
+      this.ownThrough = this.head();
+      this.streamsAbove = new Set();
+    } else {
+      const above = rows.filter(([position]) => position > this.ownThrough);
+      if (unanswered) {
         this.streamsAbove = new Set(above.map(([, stream]) => stream));
       } else {
         for (const [, stream] of above) this.tails.forget(stream);
         if (above.length > 0) this.ownThrough = above.at(-1)![0];
         this.streamsAbove = new Set();
       }
-      this.ownVerifiedAt = version;
     }
-    return !this.streamsAbove.has(streamId);
+    this.ownVerifiedAt = version;
+    return true;
   }
 
   async headPosition(): Promise<number> {
@@ -893,16 +915,16 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
   }
 
   /**
-   * From the types of the events up to the highest position this process knows of (`seenPosition`): those of its
-   * own commits are kept as they are answered; those of other writers (between its commits, or noticed by the poll)
-   * are read from the file, one indexed range. SQLite gives every commit a position above all earlier ones, so
-   * every append answered before the newest known commit was made lies below it and is counted. `undefined` for a
-   * position before the store was opened.
+   * From the types of every event committed in the file when asked, not only those this process knows of: a verdict
+   * decided before the call's own commit counts a run ended or a vault locked by another process (the CLI) whose
+   * command has returned. This process's commits add their types as they are answered; when the file says somebody
+   * committed since the last look (`PRAGMA data_version`, asked once per run of the microtask queue), the events
+   * above the last type known are read (one indexed range, usually of nothing: this process's own, already added).
+   * `undefined` for a position before the store was opened.
    */
   async notifiedSince(after: number, types: readonly string[]): Promise<NotifiedSince | undefined> {
     this.assertOpen();
-    const seen = this.seenPosition();
-    if (seen > this.typesThrough) this.readTypes(seen);
+    this.learnTypes();
     if (after < this.typesFrom) return undefined;
     return { changed: types.some((type) => (this.lastOfType.get(type) ?? -1) > after), through: this.typesThrough };
   }
@@ -912,16 +934,23 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
     if (highest !== undefined && highest.position > this.readThrough) this.readThrough = highest.position;
   }
 
-  /** Learns the types of the events up to `through` from the file (from there on alone after a large burst). */
-  private readTypes(through: number): void {
-    if (through - this.typesThrough > TYPES_READ_LIMIT) {
+  /** Learns the types of what was committed since they were last brought to the file's head. */
+  private learnTypes(): void {
+    const version = this.dataVersion();
+    if (version === this.typesVerifiedAt) return;
+    if (version !== this.ownVerifiedAt) this.lookAbove(version);
+    if (version === this.typesVerifiedAt) return;
+    const rows = this.statements.typesAbove.all(this.typesThrough, TYPES_READ_LIMIT + 1);
+    if (rows.length > TYPES_READ_LIMIT) {
+      // Too many to take one by one: known again from the head on.
       this.lastOfType.clear();
-      this.typesFrom = through;
-      this.typesThrough = through;
-      return;
+      this.typesFrom = this.head();
+      this.typesThrough = this.typesFrom;
+    } else {
+      for (const [position, type] of rows) this.lastOfType.set(type, position);
+      if (rows.length > 0) this.typesThrough = rows.at(-1)![0];
     }
-    for (const [position, type] of this.statements.typesBetween.all(this.typesThrough, through)) this.lastOfType.set(type, position);
-    this.typesThrough = through;
+    this.typesVerifiedAt = version;
   }
 
   private head(): number {

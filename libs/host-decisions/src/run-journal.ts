@@ -100,10 +100,10 @@ const RUN_VIEWS_LIMIT = 4_096;
 /**
  * The runs one process asks about on every call (authorization, for each accepted execution), kept as last read
  * with the position they are known complete through. Where the store can tell which event types were committed
- * since a position (`notifiedSince`: PostgreSQL from its notifications, SQLite from its own commits and the others'
- * between them), it says whether any run event was committed since — counting every append answered before the
- * newest commit this process knows of, so a run ended before the call's `ExecutionAccepted` was committed always
- * counts — and the run is read again only then. Elsewhere every ask reads, as `readRun`.
+ * since a position (`notifiedSince`), it says whether any run event was committed since — PostgreSQL counting every
+ * append answered before the newest commit this process knows of, so a run ended before the call's
+ * `ExecutionAccepted` was committed always counts; SQLite everything in its file when asked — and the run is read
+ * again only then. Elsewhere every ask reads, as `readRun`.
  */
 export class RunViews {
   private readonly kept = new LRUCache<string, { view: RunView; through: number }>({ max: RUN_VIEWS_LIMIT });

@@ -97,3 +97,18 @@ describe.each(STORES)('RunViews (%s event store, runs changed in another store o
     expect(reads).toHaveBeenCalledTimes(2);
   });
 });
+
+describe('RunViews (SQLite event store, a run ended by another process a moment ago)', () => {
+  it('given a run read once, when another store object on the file ends it, then the next ask sees the end at once, with nothing of it heard or read before', async () => {
+    const { first: authorization, second: cli, close } = openSqliteStorePair();
+    try {
+      await startRun(authorization, { runId: 'session:s1', actor: 'agent:a', source: 'session' }, systemClock);
+      const views = new RunViews(authorization);
+      expect((await views.current('session:s1'))?.ended).toBeNull();
+      await endRun(cli, 'session:s1', 'operator:test', 'agent finished', systemClock);
+      expect((await views.current('session:s1'))?.ended).toMatchObject({ by: 'operator:test' });
+    } finally {
+      await close();
+    }
+  });
+});

@@ -348,7 +348,7 @@ export class VaultService {
    * Reads vault events committed since the last read; with `live`, each transition is announced. Asked before every
    * authorization and every credential use, and the vault's stream moves only when an operator acts. Where the store
    * can tell which event types were committed since a position (`notifiedSince`: PostgreSQL from its notifications,
-   * SQLite from its own commits and the others' between them), it says whether a vault event was committed since
+   * SQLite from the types of what is committed in its file), it says whether a vault event was committed since
    * the last read — counting every append answered before the newest commit this process knows of (the call's own
    * event, or its own `Dispatched`), in any process — and the store is read only then. Elsewhere, or when it cannot
    * tell, one indexed look-up of the stream's revision says whether there is anything to read. `force` reads
