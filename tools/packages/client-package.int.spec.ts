@@ -83,7 +83,7 @@ describe('@oncegate/client installed from its tarball into an empty folder, outs
 
   beforeAll(async () => {
     // Node's own types, of the version this repository uses, as a TypeScript project on Node has them.
-    consumer = await consumerFolder({ tarballs: [await buildPackageOnce(CLIENT).then(() => packPackage(CLIENT, { built: true }))], dependenciesOf: Object.keys(clientManifest().dependencies), packages: ['@types/node'], prefix: 'oncegate-client-consumer-' });
+    consumer = await consumerFolder({ tarballs: [await packPackage(CLIENT)], dependenciesOf: Object.keys(clientManifest().dependencies), packages: ['@types/node'], prefix: 'oncegate-client-consumer-' });
   }, 120_000);
 
   afterAll(() => {

@@ -85,7 +85,7 @@ describe('a channel built in an empty folder on the kit\'s tarball alone, outsid
   beforeAll(async () => {
     // The folder's own TypeScript, Node's types and vitest, at the versions this repository uses.
     consumer = await consumerFolder({
-      tarballs: [await buildPackageOnce(DISPATCHER_KIT).then(() => packPackage(DISPATCHER_KIT, { built: true }))],
+      tarballs: [await packPackage(DISPATCHER_KIT)],
       dependenciesOf: Object.keys(manifestOf(DISPATCHER_KIT).dependencies ?? {}),
       packages: ['typescript', '@types/node', 'vitest'],
       prefix: 'oncegate-kit-consumer-',

@@ -277,12 +277,9 @@ export function buildPackageOnce(spec: PackageSpec): Promise<string> {
   return built;
 }
 
-/**
- * Builds the package and packs it with `npm pack`; returns the tarball's absolute path. `built`: this process has just
- * built it (`buildPackage`), so it is packed as it is.
- */
-export async function packPackage(spec: PackageSpec, { built = false }: { built?: boolean } = {}): Promise<string> {
-  const dir = built ? join(ROOT, packageDir(spec)) : await buildPackage(spec);
+/** Packs the package, as this process built it (`buildPackageOnce`), with `npm pack`; returns the tarball's absolute path. */
+export async function packPackage(spec: PackageSpec): Promise<string> {
+  const dir = await buildPackageOnce(spec);
   const destination = join(ROOT, TARBALL_DIR);
   const packed = npm(['pack', dir, '--pack-destination', destination, '--json', '--silent'], ROOT);
   if (packed.status !== 0) throw new PackageBuildError(`npm pack ${packageDir(spec)} failed (exit code ${packed.status}):\n${packed.stdout}${packed.stderr}`);

@@ -403,7 +403,6 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
     readBackwards: Statement<[string, number, number], EventRow>;
     head: Statement<[], { head: number | null }>;
     eventsAbove: Statement<[number, number], [position: number, streamId: string, type: string]>;
-    typesAbove: Statement<[number, number], [position: number, type: string]>;
     readCheckpoint: Statement<[string], { position: number }>;
     readLinks: Statement<[number, number], [position: number, hash: string]>;
     readLease: Statement<[string], { holder: string; expires_at: string }>;
@@ -458,7 +457,6 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
       ),
       head: prepare(this.db, 'SELECT max(position) AS head FROM events'),
       eventsAbove: prepareArrays(this.db, 'SELECT position, stream_id, type FROM events WHERE position > ? ORDER BY position LIMIT ?'),
-      typesAbove: prepareArrays(this.db, 'SELECT position, type FROM events WHERE position > ? ORDER BY position LIMIT ?'),
       readCheckpoint: prepare(this.db, 'SELECT position FROM checkpoints WHERE consumer = ?'),
       readLinks: prepareArrays(this.db, 'SELECT position, hash FROM events WHERE position > ? ORDER BY position LIMIT ?'),
       readLease: prepare(this.db, 'SELECT holder, expires_at FROM leases WHERE holder = ?'),
@@ -940,14 +938,14 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
     if (version === this.typesVerifiedAt) return;
     if (version !== this.ownVerifiedAt) this.lookAbove(version);
     if (version === this.typesVerifiedAt) return;
-    const rows = this.statements.typesAbove.all(this.typesThrough, TYPES_READ_LIMIT + 1);
+    const rows = this.statements.eventsAbove.all(this.typesThrough, TYPES_READ_LIMIT + 1);
     if (rows.length > TYPES_READ_LIMIT) {
       // Too many to take one by one: known again from the head on.
       this.lastOfType.clear();
       this.typesFrom = this.head();
       this.typesThrough = this.typesFrom;
     } else {
-      for (const [position, type] of rows) this.lastOfType.set(type, position);
+      for (const [position, , type] of rows) this.lastOfType.set(type, position);
       if (rows.length > 0) this.typesThrough = rows.at(-1)![0];
     }
     this.typesVerifiedAt = version;
