@@ -14,12 +14,12 @@ const REQUIRED_MAJOR = 24;
 
 // The serving commands (start and stdio, the embedded gateway; serve, the services apart) keep their memory bounded
 // (docs/runtime.md, "Memory"): a young generation of at most 16 MiB per semi-space instead of V8's 64, and the old
-// generation let grow by 20 % after each full collection instead of V8's up-to-fourfold under load. A flag the
+// generation let grow by 60 % after each full collection instead of V8's up-to-fourfold under load. A flag the
 // operator gave (on the command line or in NODE_OPTIONS) is left as given.
 const SERVING_COMMANDS = new Set(['start', 'stdio', 'serve']);
 const HEAP_FLAGS = [
   { flag: '--max-semi-space-size=16', given: /--max[-_]semi[-_]space[-_]size/ },
-  { flag: '--heap-growing-percent=20', given: /--heap[-_]growing[-_]percent/ },
+  { flag: '--heap-growing-percent=60', given: /--heap[-_]growing[-_]percent/ },
 ];
 
 function heapFlagsToAdd() {

@@ -16,16 +16,19 @@ interface Tail {
  * whether anybody committed since it last looked (`data_version`), and if so which streams the events above the
  * last one it knows to be its own belong to, before it answers from here; those streams' tails are not used.
  * Bounded: `streams` tails of at most `depth` events each and `events` in all (a tail of no events counts as one),
- * the least recently used dropped first.
+ * the least recently used dropped first. The defaults hold what a few hundred calls wrote, the calls in flight and
+ * those just answered: what a call reads back, it reads while it is under way. A tail kept longer outlives V8's
+ * young generation and costs the old generation's collector a mark at every full collection until it is dropped
+ * (docs/runtime.md, "Memory").
  */
 export class OwnTails {
   private readonly tails: LRUCache<string, Tail>;
 
   constructor(
-    streams = 4_096,
+    streams = 512,
     private readonly depth = 64,
     /** Events kept in all tails together at most (about 1 KiB each in a gateway's journal). */
-    events = 16_384,
+    events = 2_048,
   ) {
     this.tails = new LRUCache<string, Tail>({ max: streams, maxSize: events, sizeCalculation: (tail) => Math.max(1, tail.events.length) });
   }

@@ -44,10 +44,12 @@ export function toDomainEvent(recorded: RecordedEvent): ExecutionEvent {
 /**
  * Streams are append-only, so a folded prefix stays true forever: each store keeps the executions it loaded
  * recently and reads only what was appended since (by anyone, in any process). An execution is read again mostly
- * while it is under way, so the most recent 2,048 are kept (one with its events is about 4 KiB of heap: 10,000
- * kept held some 35 MiB more of a busy gateway's heap, for executions long answered); an older one is read again.
+ * while it is under way, so the most recent 256 are kept (the calls in flight and those just answered; one with its
+ * events is about 4 KiB of heap); an older one is read again. A fold kept longer outlives V8's young generation and
+ * costs the old generation's collector a mark at every full collection until it is dropped (docs/runtime.md,
+ * "Memory"): 2,048 kept cost a busy gateway about a tenth of its CPU a call.
  */
-const CACHE_LIMIT = 2_048;
+const CACHE_LIMIT = 256;
 const folded = new WeakMap<EventStore, LRUCache<ExecutionId, LoadedExecution>>();
 
 function foldsOf(store: EventStore): LRUCache<ExecutionId, LoadedExecution> {

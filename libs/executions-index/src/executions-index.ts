@@ -20,8 +20,12 @@ const EXECUTION_STREAMS = { streamPrefixes: ['execution-'] };
 /** Events heard and not yet folded, at most: past it (the index not folding here), they are let go and read later. */
 const HEARD_LIMIT = 20_000;
 
-/** Folded states this instance wrote that it keeps, at most (the most recently written). */
-const WRITTEN_LIMIT = 4_096;
+/**
+ * Folded states this instance wrote that it keeps, at most (the most recently written): enough for the executions
+ * of the next batch that began in the last one; the rest are read from the index. A state kept longer outlives V8's
+ * young generation and costs the old generation's collector (docs/runtime.md, "Memory").
+ */
+const WRITTEN_LIMIT = 512;
 
 export interface ExecutionsIndexOptions {
   readonly store: EventStore;

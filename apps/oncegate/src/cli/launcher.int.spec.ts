@@ -101,23 +101,23 @@ describe('bin/oncegate.mjs', () => {
       expect(seen).toHaveLength(2);
       expect(seen[1]!.pid).toBe(seen[0]!.pid);
       expect(seen[0]!.execArgv).toEqual([]);
-      expect(seen[1]!.execArgv).toEqual(['--max-semi-space-size=16', '--heap-growing-percent=20']);
+      expect(seen[1]!.execArgv).toEqual(['--max-semi-space-size=16', '--heap-growing-percent=60']);
     });
 
     it('given start with the operator\'s own semi-space size in NODE_OPTIONS, when launched, then that one is kept and only the other flag added', async () => {
       const seen = await images(['start', '--help'], '--max-semi-space-size=32');
-      expect(seen.map((image) => image.execArgv)).toEqual([[], ['--heap-growing-percent=20']]);
+      expect(seen.map((image) => image.execArgv)).toEqual([[], ['--heap-growing-percent=60']]);
     });
 
     it('given serve, when launched, then each service process runs with the heap flags too', async () => {
       const seen = await images(['serve', '--help']);
-      expect(seen.map((image) => image.execArgv)).toEqual([[], ['--max-semi-space-size=16', '--heap-growing-percent=20']]);
+      expect(seen.map((image) => image.execArgv)).toEqual([[], ['--max-semi-space-size=16', '--heap-growing-percent=60']]);
       expect(new Set(seen.map((image) => image.pid)).size).toBe(1);
     });
 
     it('given stdio, when launched, then its one process serves with the heap flags too', async () => {
       const seen = await images(['stdio', '--help']);
-      expect(seen.map((image) => image.execArgv)).toEqual([[], ['--max-semi-space-size=16', '--heap-growing-percent=20']]);
+      expect(seen.map((image) => image.execArgv)).toEqual([[], ['--max-semi-space-size=16', '--heap-growing-percent=60']]);
       expect(new Set(seen.map((image) => image.pid)).size).toBe(1);
     });
 
@@ -129,7 +129,7 @@ describe('bin/oncegate.mjs', () => {
         const result = await runLauncher(['start', '--help'], ROOT, { ...process.env, NODE_OPTIONS: `--require ${refuse}` });
         expect(result.code).toBe(0);
         expect(result.stderr).toBe(
-          "oncegate: serving with V8's default heap sizes (could not start with --max-semi-space-size=16 --heap-growing-percent=20: execve refused here)\n",
+          "oncegate: serving with V8's default heap sizes (could not start with --max-semi-space-size=16 --heap-growing-percent=60: execve refused here)\n",
         );
         expect(result.stdout).toMatch(/^Usage: oncegate start/);
       } finally {
