@@ -77,6 +77,22 @@ describe('gateway end to end: resumption messages are kept for listen.resumption
     const again = await readSse(await raw.resume(fresh[0]!.id!), (events) => answerOf(events, 2) !== undefined);
     expect(answerOf(again, 2)?.id).toBe(answerOf(fresh, 2)!.id);
   });
+
+  it('given a stream older than the retention, when its client resumes it in the same gateway process, then it is told so as after a restart, and a fresh stream still replays', async () => {
+    const raw = await rawSession(scenario.gateway.url, scenario.gateway.devToken);
+    const old = await readSse(await raw.post(getBuild(3)));
+    expect(answerOf(old, 3)).toBeDefined();
+    // Past the retention (2 s) and a sweep (every 0.5 s), with a new stream opened on the same session meanwhile.
+    await new Promise((resolve) => setTimeout(resolve, 2_800));
+    const fresh = await readSse(await raw.post(getBuild(4)));
+
+    const gone = await raw.resume(old[0]!.id!);
+    expect(gone.status).toBe(400);
+    expect(((await gone.json()) as { error: { message: string } }).error.message).toMatch(/nothing is stored to resume stream [0-9a-f-]+ of this session/);
+
+    const again = await readSse(await raw.resume(fresh[0]!.id!), (events) => answerOf(events, 4) !== undefined);
+    expect(answerOf(again, 4)?.id).toBe(answerOf(fresh, 4)!.id);
+  });
 });
 
 

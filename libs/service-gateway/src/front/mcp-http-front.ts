@@ -78,8 +78,8 @@ interface Session {
   readonly deliveries: SessionDeliveries;
   /** Request ids (`requestKey`) whose response has not been sent yet: another request may not take one. */
   readonly inFlight: Set<string>;
-  /** Response streams this process opened (their priming events). */
-  readonly streams: Set<string>;
+  /** Response streams this process opened (their priming events), within the resumption retention. */
+  readonly streams: OpenedStreams;
   /** The protocol version negotiated by the session's initialize, once known. */
   protocolVersion: string | undefined;
 }
@@ -548,7 +548,7 @@ export class McpHttpFront {
   private async openSession(id: string, actor: string, protocolVersion?: string): Promise<Session> {
     const deliveries = new SessionDeliveries('MCP session');
     const inFlight = new Set<string>();
-    const streams = new Set<string>();
+    const streams = new OpenedStreams(this.options.resumption.retentionMs, () => this.options.clock.now().getTime());
     const events = this.options.resumption.forSession(id, () => this.postCalls.getStore());
     const transport = new SessionTransport(
       {
@@ -657,5 +657,39 @@ export class McpHttpFront {
     await this.options.store.appendToStream(sessionStream(sessionId), [
       { id: eventId, type, data, metadata: { eventId, actor, recordedAt: isoNow(this.options.clock), schemaVersion: 1 } },
     ]);
+  }
+}
+
+/**
+ * The response streams a session opened in this process, each for the resumption retention only: past it nothing of
+ * the stream is kept, so a resume of it is refused as after a restart, and a session that lives long holds the ids of
+ * its recent streams, not of every POST it ever made.
+ */
+export class OpenedStreams {
+  /** Stream id → when it was opened (ms), oldest first. */
+  private readonly opened = new Map<string, number>();
+
+  constructor(
+    private readonly retentionMs: number,
+    private readonly nowMs: () => number,
+  ) {}
+
+  add(streamId: string): void {
+    const now = this.nowMs();
+    for (const [id, at] of this.opened) {
+      if (at >= now - this.retentionMs) break;
+      this.opened.delete(id);
+    }
+    this.opened.delete(streamId);
+    this.opened.set(streamId, now);
+  }
+
+  has(streamId: string): boolean {
+    const at = this.opened.get(streamId);
+    return at !== undefined && at >= this.nowMs() - this.retentionMs;
+  }
+
+  get size(): number {
+    return this.opened.size;
   }
 }

@@ -14,8 +14,11 @@ export interface ResumingSession {
   readonly id: string;
   readonly actor: string;
   readonly deliveries: SessionDeliveries;
-  /** Response streams opened by this process; a stream not among them was opened before a restart. */
-  readonly streams: ReadonlySet<string>;
+  /**
+   * Response streams opened by this process within the resumption retention; a stream not among them was opened
+   * before a restart, or longer ago than anything is kept.
+   */
+  readonly streams: { has(streamId: string): boolean };
 }
 
 interface FoundCall {

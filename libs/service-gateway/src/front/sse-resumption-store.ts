@@ -161,6 +161,11 @@ export class SseResumptionStore {
     };
   }
 
+  /** How long a stored message is kept (`listen.resumption_retention`). */
+  get retentionMs(): number {
+    return this.options.retentionMs;
+  }
+
   /** How often `start` sweeps: a quarter of the retention, between a quarter of a second and five minutes. */
   get sweepEveryMs(): number {
     return Math.min(5 * 60_000, Math.max(250, Math.floor(this.options.retentionMs / 4)));
