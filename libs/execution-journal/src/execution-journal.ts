@@ -47,7 +47,7 @@ export function toDomainEvent(recorded: RecordedEvent): ExecutionEvent {
  * while it is under way, so the most recent 256 are kept (the calls in flight and those just answered; one with its
  * events is about 4 KiB of heap); an older one is read again. A fold kept longer outlives V8's young generation and
  * costs the old generation's collector a mark at every full collection until it is dropped (docs/runtime.md,
- * "Memory"): 2,048 kept cost a busy gateway about a tenth of its CPU a call.
+ * "Memory").
  */
 const CACHE_LIMIT = 256;
 const folded = new WeakMap<EventStore, LRUCache<ExecutionId, LoadedExecution>>();
