@@ -6,6 +6,8 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import {
   ALLOCATION_TRACE,
   allocatedPerCall,
+  gcPausePerCall,
+  promotedPerCall,
   contractsYaml,
   countAllocation,
   fdatasyncFloor,
@@ -144,7 +146,7 @@ export async function runAgainst(options: AgainstOptions): Promise<void> {
             'rounds: p50 ms': spread(build, c, (r) => percentile(r.samples, 50), ms),
             'rounds: calls/s': spread(build, c, (r) => r.calls / r.seconds, (value) => value.toFixed(0)),
             'rounds: CPU ms/call': spread(build, c, cpuPerCall, ms),
-            ...(options.allocation === true ? { 'KB allocated/call': allocatedPerCall(p) } : {}),
+            ...(options.allocation === true ? { 'KB allocated/call': allocatedPerCall(p), 'KB promoted/call': promotedPerCall(p), 'GC pause ms/call': gcPausePerCall(p) } : {}),
             failed: p.failed,
           };
         }),
@@ -162,7 +164,11 @@ export async function runAgainst(options: AgainstOptions): Promise<void> {
         { measure: `peak RSS at ${c}`, 'this checkout': `${mib(a.peakKiB)} MiB`, other: `${mib(b.peakKiB)} MiB`, 'this ÷ other': ratio(a.peakKiB, b.peakKiB) },
         ...(a.allocatedBytes === undefined || b.allocatedBytes === undefined
           ? []
-          : [{ measure: `KB allocated/call at ${c}`, 'this checkout': allocatedPerCall(a), other: allocatedPerCall(b), 'this ÷ other': ratio(a.allocatedBytes / a.calls, b.allocatedBytes / b.calls) }]),
+          : [
+              { measure: `KB allocated/call at ${c}`, 'this checkout': allocatedPerCall(a), other: allocatedPerCall(b), 'this ÷ other': ratio(a.allocatedBytes / a.calls, b.allocatedBytes / b.calls) },
+              { measure: `KB promoted/call at ${c}`, 'this checkout': promotedPerCall(a), other: promotedPerCall(b), 'this ÷ other': ratio(a.promotedBytes! / a.calls, b.promotedBytes! / b.calls) },
+              { measure: `GC pause ms/call at ${c}`, 'this checkout': gcPausePerCall(a), other: gcPausePerCall(b), 'this ÷ other': ratio(a.gcPauseMs! / a.calls, b.gcPauseMs! / b.calls) },
+            ]),
       ];
     });
     printTable('this checkout against the other', rows);

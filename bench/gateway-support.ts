@@ -189,32 +189,41 @@ export interface Phase {
   readonly clientCpuSeconds: number;
   /** Bytes the server's heaps allocated during the phase (`countAllocation`), when counted. */
   readonly allocatedBytes?: number;
+  /** Bytes its collections of the young generation moved to the old one, and their pauses (ms), when counted. */
+  readonly promotedBytes?: number;
+  readonly gcPauseMs?: number;
 }
 
 /** The V8 flag whose trace `countAllocation` reads: a line on stdout per collection, with the bytes allocated since the last. */
 export const ALLOCATION_TRACE = '--trace-gc-nvp';
 
-/** What a server's heaps have allocated so far, summed from its GC trace (it must run with `ALLOCATION_TRACE`). */
+/**
+ * What a server's heaps have allocated so far, and what their collections cost, summed from its GC trace (it must run
+ * with `ALLOCATION_TRACE`): the bytes allocated, the bytes promoted from the young generation to the old one (what
+ * survived two collections of the young generation: in-flight calls' state and what the caches keep), and the
+ * collections' pauses.
+ */
 export interface AllocationCount {
   readonly bytes: number;
+  readonly promotedBytes: number;
+  readonly pauseMs: number;
 }
 
 /**
- * Sums the `allocated=` of every collection the server reports on its stdout (each isolate's: the main thread's and
- * its workers'). Bytes allocated since a heap's last collection are counted at its next, so a phase of a few hundred
- * MB is counted to within one young generation.
+ * Sums the `allocated=`, `promoted=` and `pause=` of every collection the server reports on its stdout (each
+ * isolate's: the main thread's and its workers'). Bytes allocated since a heap's last collection are counted at its
+ * next, so a phase of a few hundred MB is counted to within one young generation.
  */
 export function countAllocation(server: Server): AllocationCount {
-  let bytes = 0;
+  const count = { bytes: 0, promotedBytes: 0, pauseMs: 0 };
   createInterface({ input: server.child.stdout! }).on('line', (line) => {
     const allocated = /\ballocated=(\d+)/.exec(line);
-    if (allocated !== null) bytes += Number(allocated[1]);
+    if (allocated === null) return;
+    count.bytes += Number(allocated[1]);
+    count.promotedBytes += Number(/\bpromoted=(\d+)/.exec(line)?.[1] ?? 0);
+    count.pauseMs += Number(/\bpause=([\d.]+)/.exec(line)?.[1] ?? 0);
   });
-  return {
-    get bytes() {
-      return bytes;
-    },
-  };
+  return count;
 }
 
 /**
@@ -275,7 +284,7 @@ export async function phase(
   const stats = options.withChildren === true ? procTreeStats : procStats;
   for (const member of options.withChildren === true ? processTree(pid) : [pid]) resetPeak(member);
   const before = stats(pid);
-  const allocatedBefore = options.allocation?.bytes;
+  const allocatedBefore = options.allocation === undefined ? undefined : { ...options.allocation };
   const clientBefore = process.cpuUsage();
   const result = await drive(call, concurrency, total);
   const client = process.cpuUsage(clientBefore);
@@ -285,7 +294,13 @@ export async function phase(
     peakKiB: after.peakKiB,
     cpuSeconds: after.cpuSeconds - before.cpuSeconds,
     clientCpuSeconds: (client.user + client.system) / 1e6,
-    ...(allocatedBefore === undefined ? {} : { allocatedBytes: options.allocation!.bytes - allocatedBefore }),
+    ...(allocatedBefore === undefined
+      ? {}
+      : {
+          allocatedBytes: options.allocation!.bytes - allocatedBefore.bytes,
+          promotedBytes: options.allocation!.promotedBytes - allocatedBefore.promotedBytes,
+          gcPauseMs: options.allocation!.pauseMs - allocatedBefore.pauseMs,
+        }),
   };
 }
 
@@ -299,13 +314,29 @@ export function mergePhases(parts: readonly Phase[]): Phase {
     peakKiB: Math.max(...parts.map((part) => part.peakKiB)),
     cpuSeconds: parts.reduce((sum, part) => sum + part.cpuSeconds, 0),
     clientCpuSeconds: parts.reduce((sum, part) => sum + part.clientCpuSeconds, 0),
-    ...(parts.every((part) => part.allocatedBytes !== undefined) ? { allocatedBytes: parts.reduce((sum, part) => sum + part.allocatedBytes!, 0) } : {}),
+    ...(parts.every((part) => part.allocatedBytes !== undefined)
+      ? {
+          allocatedBytes: parts.reduce((sum, part) => sum + part.allocatedBytes!, 0),
+          promotedBytes: parts.reduce((sum, part) => sum + part.promotedBytes!, 0),
+          gcPauseMs: parts.reduce((sum, part) => sum + part.gcPauseMs!, 0),
+        }
+      : {}),
   };
 }
 
 /** KB a call allocated in the phase's server, or `n/a` when not counted. */
 export function allocatedPerCall(phase: Phase): string {
   return phase.allocatedBytes === undefined ? 'n/a' : (phase.allocatedBytes / 1000 / phase.calls).toFixed(1);
+}
+
+/** KB a call promoted to the old generation in the phase's server, or `n/a` when not counted. */
+export function promotedPerCall(phase: Phase): string {
+  return phase.promotedBytes === undefined ? 'n/a' : (phase.promotedBytes / 1000 / phase.calls).toFixed(1);
+}
+
+/** Milliseconds of collection pauses a call in the phase's server, or `n/a` when not counted. */
+export function gcPausePerCall(phase: Phase): string {
+  return phase.gcPauseMs === undefined ? 'n/a' : (phase.gcPauseMs / phase.calls).toFixed(3);
 }
 
 export async function mcpClients(url: string, count: number, token?: string): Promise<Client[]> {

@@ -6,6 +6,8 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import {
   ALLOCATION_TRACE,
   allocatedPerCall,
+  gcPausePerCall,
+  promotedPerCall,
   countAllocation,
   directHttp,
   fdatasyncFloor,
@@ -255,7 +257,9 @@ export async function run(argv: string[]): Promise<void> {
         'server peak RSS MiB': mib(p.peakKiB),
         'server CPU ms/call': Number.isFinite(p.cpuSeconds) ? ms((p.cpuSeconds * 1000) / p.calls) : 'n/a',
         'client CPU ms/call': ms((p.clientCpuSeconds * 1000) / p.calls),
-        ...(values.allocation ? { 'server KB allocated/call': allocatedPerCall(p) } : {}),
+        ...(values.allocation
+          ? { 'server KB allocated/call': allocatedPerCall(p), 'server KB promoted/call': promotedPerCall(p), 'server GC pause ms/call': gcPausePerCall(p) }
+          : {}),
         failed: p.failed,
       };
     }));

@@ -86,13 +86,23 @@ export interface SqliteEventStoreOptions {
 }
 
 /**
+ * What an append's answer needs of an entry once it is posted: its events' types and values. The texts and canonical
+ * texts went to the writer thread in the message; not kept here, they die young instead of being copied by every
+ * collection of the young generation that comes while the write waits for its answer.
+ */
+interface PostedEntry {
+  readonly streamId: string;
+  readonly events: ReadonlyArray<Pick<SerialisedEvent, 'type' | 'dataValue' | 'metadataValue'>>;
+}
+
+/**
  * One caller's write waiting for the writer thread's answer: an append (a single stream, or every entry of an
  * `appendMany`, all committed or none; its events' ids assigned) or rows that are not events.
  */
 type PendingWrite =
   | {
       readonly kind: 'append';
-      readonly entries: readonly SerialisedAppend[];
+      readonly entries: readonly PostedEntry[];
       readonly ids: readonly string[];
       readonly recordedAt: string;
       readonly resolve: (results: AppendResult[]) => void;
@@ -611,7 +621,11 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
         }),
       }));
       const item: WriteItem = { kind: 'append', id, recordedAt, entries: wire };
-      const pending: PendingWrite = { kind: 'append', entries, ids, recordedAt, resolve, reject };
+      const posted: PostedEntry[] = entries.map((entry) => ({
+        streamId: entry.streamId,
+        events: entry.events.map(({ type, dataValue, metadataValue }) => ({ type, dataValue, metadataValue })),
+      }));
+      const pending: PendingWrite = { kind: 'append', entries: posted, ids, recordedAt, resolve, reject };
       if (holdsForCompany(deferrable) && !this.readOnly) this.hold(item, pending, deferrable instanceof AbortSignal ? deferrable : undefined);
       else this.enqueue(item, pending);
     });
@@ -732,7 +746,7 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
       let k = 0;
       for (const entry of pending.entries) {
         const from = recorded.length;
-        entry.events.forEach((event: SerialisedEvent) => {
+        entry.events.forEach((event) => {
           if (waiting) committed.push({ streamId: entry.streamId, type: event.type });
           recorded.push({
             streamId: entry.streamId,
