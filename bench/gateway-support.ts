@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, fdatasyncSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fdatasyncSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -8,7 +8,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernStreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { targetAgent, targetRequest } from './passthrough-proxy';
-import { percentile } from './table';
+import { ms, percentile, printTable } from './table';
 
 /**
  * What the gateway benchmarks share: servers as child processes, their RSS and CPU time from /proc, load driven
@@ -484,4 +484,45 @@ export async function startGatewayProcess(
   // without its shutdown (no final seal). An answer over HTTP means that moment has passed.
   await fetch(new URL('/healthz', url));
   return { server, url, token: server.matches[1]![1]!, startMs };
+}
+
+/** What `bench/call-stages.cjs` found in a server at concurrency 1 (medians over the calls of its most common sequence). */
+export interface CallStages {
+  readonly calls: number;
+  readonly sameSequence: number;
+  readonly marks: ReadonlyArray<{ readonly name: string; readonly atMs: number; readonly busyMs: number }>;
+  readonly gapMs: number | null;
+  readonly gapBusyMs: number | null;
+}
+
+/** Asks a server started with `bench/call-stages.cjs` for its summary (SIGUSR2) and reads it from `dir`. */
+export async function readCallStages(server: Server, dir: string): Promise<CallStages> {
+  const file = join(dir, `stages-${server.child.pid}.json`);
+  rmSync(file, { force: true });
+  server.child.kill('SIGUSR2');
+  for (let waited = 0; !existsSync(file); waited += 50) {
+    if (waited > 5_000) throw new Error(`${server.name} wrote no call stages to ${file}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return JSON.parse(readFileSync(file, 'utf8')) as CallStages;
+}
+
+/** A server's call at concurrency 1, mark by mark: when, the step since the mark before, and the calling thread's busy time. */
+export function printCallStages(system: string, stages: CallStages): void {
+  let at = 0;
+  let busy = 0;
+  printTable(
+    `${system}: a call at concurrency 1, step by step (medians over ${stages.sameSequence} of ${stages.calls} calls with the same sequence of marks; ms from the request's arrival)`,
+    stages.marks.map((mark) => {
+      const row = { 'step ends at': mark.name, 'ms from arrival': ms(mark.atMs), 'step ms': ms(mark.atMs - at), 'calling thread busy in it, ms': ms(mark.busyMs - busy) };
+      at = mark.atMs;
+      busy = mark.busyMs;
+      return row;
+    }),
+  );
+  if (stages.gapMs !== null) {
+    process.stdout.write(
+      `From the response's end to the next request's arrival: ${ms(stages.gapMs)} ms, of which the calling thread was busy ${ms(stages.gapBusyMs ?? 0)} ms\n`,
+    );
+  }
 }

@@ -21,6 +21,10 @@ import {
   spawnServer,
   startBenchGateway,
   startGatewayProcess,
+  printCallStages,
+  readCallStages,
+  ROOT,
+  type CallStages,
   type Phase,
   type Server,
 } from './gateway-support';
@@ -88,6 +92,8 @@ export async function run(argv: string[]): Promise<void> {
       against: { type: 'string' },
       /** Also the bytes each server's heaps allocate a call (V8's GC trace, summed): proxy, floor and gateway. */
       allocation: { type: 'boolean', default: false },
+      /** Also where a call's time goes at concurrency 1, step by step, in the floor and the gateway (`bench/call-stages.cjs`). */
+      stages: { type: 'boolean', default: false },
     },
   });
   const calls1 = Number(values.calls);
@@ -164,25 +170,38 @@ export async function run(argv: string[]): Promise<void> {
     closeDirect = direct.close;
     for (const [c, n] of [[1, calls1], [32, calls32]] as const) rows.push({ system: 'direct HTTP', c, phase: await phase(direct.call, c, n, warmup, target) });
 
+    // Where a call's time goes at 1: the floor and the gateway load the preload, which writes its summary on SIGUSR2.
+    const stagesArgs = values.stages ? ['--require', join(ROOT, 'bench/call-stages.cjs')] : [];
+    if (values.stages) process.env['CALL_STAGES_DIR'] = dir;
+    const stages = new Map<string, CallStages>();
+
     /** The pass-through proxy (with `extraArgs`) in a process of its own, measured at 1 and 32 as `system`, then stopped. */
-    const measureProxy = async (system: string, extraArgs: readonly string[]) => {
-      const proxy = await spawnServer(system, [...traceAllocation, '--import', 'tsx', 'bench/passthrough-proxy.ts', '--target', targetUrl, ...extraArgs], [/listening on (http:\/\/\S+)/]);
+    const measureProxy = async (system: string, extraArgs: readonly string[], nodeArgs: readonly string[] = []) => {
+      const proxy = await spawnServer(
+        system,
+        [...traceAllocation, ...nodeArgs, '--import', 'tsx', 'bench/passthrough-proxy.ts', '--target', targetUrl, ...extraArgs],
+        [/listening on (http:\/\/\S+)/],
+      );
       servers.push(proxy);
       const allocation = values.allocation ? countAllocation(proxy) : undefined;
       const proxyClients = await mcpClients(proxy.matches[0]![1]!, 32);
       clients.push(...proxyClients);
       const viaProxy = mcpCall(proxyClients, (text) => text.includes('"applied":true'));
-      for (const [c, n] of [[1, calls1], [32, calls32]] as const) rows.push({ system, c, phase: await phase(viaProxy, c, n, warmup, proxy, { allocation }) });
+      for (const [c, n] of [[1, calls1], [32, calls32]] as const) {
+        rows.push({ system, c, phase: await phase(viaProxy, c, n, warmup, proxy, { allocation }) });
+        if (c === 1 && nodeArgs.length > 0) stages.set(system, await readCallStages(proxy, dir));
+      }
       await Promise.all(proxyClients.map((client) => client.close()));
       await proxy.stop();
     };
     await measureProxy('pass-through MCP proxy', []);
     // The floor of a durable gateway on this store: the same proxy writing each call in two fsync'd commits.
-    await measureProxy(FLOOR, ['--journal', join(dir, 'floor-events.db')]);
+    await measureProxy(FLOOR, ['--journal', join(dir, 'floor-events.db')], stagesArgs);
 
     const gatewayArgs = [
       ...gatewayNodeOptions,
       ...traceAllocation,
+      ...stagesArgs,
       ...(values['gateway-prof-dir'] === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${resolve(values['gateway-prof-dir'])}`]),
     ];
     const started = await startBenchGateway(dir, targetUrl, synchronous, gatewayArgs);
@@ -194,6 +213,7 @@ export async function run(argv: string[]): Promise<void> {
     const viaGateway = mcpCall(gatewayClients, (text) => text.startsWith('set_config completed'));
     for (const [c, n] of [[1, calls1], [32, calls32]] as const) {
       rows.push({ system: 'oncegate gateway', c, phase: await phase(viaGateway, c, n, warmup, gateway, { allocation: gatewayAllocation }) });
+      if (c === 1 && values.stages) stages.set('oncegate gateway', await readCallStages(gateway, dir));
     }
     await Promise.all(gatewayClients.map((client) => client.close()));
     if (values.modern) {
@@ -308,6 +328,7 @@ export async function run(argv: string[]): Promise<void> {
         `(${effects.total === sent ? 'every call was a new execution' : 'MISMATCH: some calls were not executed once'}); ` +
         `wall time ${((Date.now() - startedAt) / 1000).toFixed(0)} s\n`,
     );
+    for (const [system, summary] of stages) printCallStages(system, summary);
   } finally {
     await Promise.all(clients.map((client) => client.close().catch(() => undefined)));
     await closeDirect?.();

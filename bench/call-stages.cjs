@@ -1,0 +1,111 @@
+/**
+ * Preloaded (`node --require`) into a server by `npm run bench -- gateway --stages`: where a call's time goes when
+ * calls come one at a time. Each POST that sends a request to the target is followed from its arrival to its
+ * response's end through marks the server passes anyway, with the calling thread's busy time (event-loop
+ * utilisation) at each: the request's body read, the response's head and each write, every message to and from a
+ * worker thread (the SQLite store's writer), every transaction the calling thread opens and commits on a SQLite file,
+ * and the request to the target (created, sent, answered, its body read), from Node's and undici's diagnostics
+ * channels. A POST that starts while another is in flight is dropped, so only calls at concurrency 1 count. On
+ * SIGUSR2 it writes `<CALL_STAGES_DIR>/stages-<pid>.json`: for the most common sequence of marks, the median time of
+ * each mark after the request's arrival and the median busy time of the calling thread up to it.
+ */
+'use strict';
+const diagnostics = require('node:diagnostics_channel');
+const { writeFileSync } = require('node:fs');
+const { join } = require('node:path');
+const { performance } = require('node:perf_hooks');
+const { Worker, isMainThread } = require('node:worker_threads');
+
+/** The last calls kept: enough for a phase at concurrency 1. */
+const KEPT = 5_000;
+
+if (isMainThread && process.env.CALL_STAGES_DIR) {
+  const done = [];
+  let current;
+  let lastEnd;
+  const busy = () => performance.eventLoopUtilization().active;
+  const mark = (name) => {
+    if (current !== undefined) current.marks.push([name, performance.now() - current.t0, busy() - current.busy0]);
+  };
+
+  diagnostics.subscribe('http.server.request.start', ({ request }) => {
+    if (request.method !== 'POST') return;
+    const now = performance.now();
+    const started = {
+      t0: now,
+      busy0: busy(),
+      marks: [],
+      overlapped: current !== undefined,
+      gap: lastEnd === undefined ? undefined : [now - lastEnd.t, busy() - lastEnd.busy],
+    };
+    if (current !== undefined) current.overlapped = true;
+    current = started;
+    request.once('end', () => current === started && mark('request body read'));
+  });
+  diagnostics.subscribe('http.server.response.finish', () => {
+    if (current === undefined) return;
+    mark('response finished');
+    lastEnd = { t: performance.now(), busy: busy() };
+    if (!current.overlapped && current.marks.some(([name]) => name === 'target request created')) done.push(current);
+    if (done.length > KEPT) done.shift();
+    current = undefined;
+  });
+  diagnostics.subscribe('undici:request:create', () => mark('target request created'));
+  diagnostics.subscribe('undici:client:sendHeaders', () => mark('target request sent'));
+  diagnostics.subscribe('undici:request:headers', () => mark('target answered'));
+  diagnostics.subscribe('undici:request:trailers', () => mark('target answer read'));
+
+  const http = require('node:http');
+  const { writeHead, write } = http.ServerResponse.prototype;
+  http.ServerResponse.prototype.writeHead = function (...args) {
+    mark('response head');
+    return writeHead.apply(this, args);
+  };
+  http.ServerResponse.prototype.write = function (...args) {
+    mark('response write');
+    return write.apply(this, args);
+  };
+
+  const { postMessage, on } = Worker.prototype;
+  const heard = new WeakSet();
+  Worker.prototype.postMessage = function (...args) {
+    mark('to the writer thread');
+    return postMessage.apply(this, args);
+  };
+  Worker.prototype.on = function (event, listener) {
+    if (event === 'message' && !heard.has(this)) {
+      heard.add(this);
+      on.call(this, 'message', () => mark('from the writer thread'));
+    }
+    return on.call(this, event, listener);
+  };
+
+  const sqlite = require('node:sqlite');
+  const { exec } = sqlite.DatabaseSync.prototype;
+  sqlite.DatabaseSync.prototype.exec = function (sql) {
+    if (sql === 'BEGIN IMMEDIATE' || sql === 'COMMIT') mark(`SQLite ${sql} (calling thread)`);
+    return exec.call(this, sql);
+  };
+
+  const median = (values) => {
+    const sorted = [...values].sort((a, b) => a - b);
+    return sorted[Math.floor(sorted.length / 2)];
+  };
+  process.on('SIGUSR2', () => {
+    const sequences = new Map();
+    for (const call of done) {
+      const key = call.marks.map(([name]) => name).join('\n');
+      sequences.set(key, [...(sequences.get(key) ?? []), call]);
+    }
+    const [, calls = []] = [...sequences].sort((a, b) => b[1].length - a[1].length)[0] ?? [];
+    const gaps = done.flatMap((call) => (call.gap === undefined ? [] : [call.gap]));
+    const summary = {
+      calls: done.length,
+      sameSequence: calls.length,
+      marks: calls.length === 0 ? [] : calls[0].marks.map(([name], i) => ({ name, atMs: median(calls.map((c) => c.marks[i][1])), busyMs: median(calls.map((c) => c.marks[i][2])) })),
+      gapMs: gaps.length === 0 ? null : median(gaps.map(([t]) => t)),
+      gapBusyMs: gaps.length === 0 ? null : median(gaps.map(([, b]) => b)),
+    };
+    writeFileSync(join(process.env.CALL_STAGES_DIR, `stages-${process.pid}.json`), JSON.stringify(summary));
+  });
+}
