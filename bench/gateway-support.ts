@@ -486,7 +486,7 @@ export async function startGatewayProcess(
   return { server, url, token: server.matches[1]![1]!, startMs };
 }
 
-/** What `bench/call-stages.cjs` found in a server at concurrency 1 (medians over the calls of its most common sequence). */
+/** What `bench/call-stages.mjs` found in a server at concurrency 1 (medians over the calls of its most common sequence). */
 export interface CallStages {
   readonly calls: number;
   readonly sameSequence: number;
@@ -495,7 +495,7 @@ export interface CallStages {
   readonly gapBusyMs: number | null;
 }
 
-/** Asks a server started with `bench/call-stages.cjs` for its summary (SIGUSR2) and reads it from `dir`. */
+/** Asks a server started with `bench/call-stages.mjs` for its summary (SIGUSR2) and reads it from `dir`. */
 export async function readCallStages(server: Server, dir: string): Promise<CallStages> {
   const file = join(dir, `stages-${server.child.pid}.json`);
   rmSync(file, { force: true });

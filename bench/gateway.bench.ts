@@ -92,7 +92,7 @@ export async function run(argv: string[]): Promise<void> {
       against: { type: 'string' },
       /** Also the bytes each server's heaps allocate a call (V8's GC trace, summed): proxy, floor and gateway. */
       allocation: { type: 'boolean', default: false },
-      /** Also where a call's time goes at concurrency 1, step by step, in the floor and the gateway (`bench/call-stages.cjs`). */
+      /** Also where a call's time goes at concurrency 1, step by step, in the floor and the gateway (`bench/call-stages.mjs`). */
       stages: { type: 'boolean', default: false },
     },
   });
@@ -171,7 +171,7 @@ export async function run(argv: string[]): Promise<void> {
     for (const [c, n] of [[1, calls1], [32, calls32]] as const) rows.push({ system: 'direct HTTP', c, phase: await phase(direct.call, c, n, warmup, target) });
 
     // Where a call's time goes at 1: the floor and the gateway load the preload, which writes its summary on SIGUSR2.
-    const stagesArgs = values.stages ? ['--require', join(ROOT, 'bench/call-stages.cjs')] : [];
+    const stagesArgs = values.stages ? ['--import', join(ROOT, 'bench/call-stages.mjs')] : [];
     if (values.stages) process.env['CALL_STAGES_DIR'] = dir;
     const stages = new Map<string, CallStages>();
 

@@ -1,5 +1,5 @@
 /**
- * Preloaded (`node --require`) into a server by `npm run bench -- gateway --stages`: where a call's time goes when
+ * Preloaded (`node --import`) into a server by `npm run bench -- gateway --stages`: where a call's time goes when
  * calls come one at a time. Each POST that sends a request to the target is followed from its arrival to its
  * response's end through marks the server passes anyway, with the calling thread's busy time (event-loop
  * utilisation) at each: the request's body read, the response's head and each write, every message to and from a
@@ -9,12 +9,13 @@
  * SIGUSR2 it writes `<CALL_STAGES_DIR>/stages-<pid>.json`: for the most common sequence of marks, the median time of
  * each mark after the request's arrival and the median busy time of the calling thread up to it.
  */
-'use strict';
-const diagnostics = require('node:diagnostics_channel');
-const { writeFileSync } = require('node:fs');
-const { join } = require('node:path');
-const { performance } = require('node:perf_hooks');
-const { Worker, isMainThread } = require('node:worker_threads');
+import diagnostics from 'node:diagnostics_channel';
+import { writeFileSync } from 'node:fs';
+import http from 'node:http';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import sqlite from 'node:sqlite';
+import { Worker, isMainThread } from 'node:worker_threads';
 
 /** The last calls kept: enough for a phase at concurrency 1. */
 const KEPT = 5_000;
@@ -55,7 +56,6 @@ if (isMainThread && process.env.CALL_STAGES_DIR) {
   diagnostics.subscribe('undici:request:headers', () => mark('target answered'));
   diagnostics.subscribe('undici:request:trailers', () => mark('target answer read'));
 
-  const http = require('node:http');
   const { writeHead, write } = http.ServerResponse.prototype;
   http.ServerResponse.prototype.writeHead = function (...args) {
     mark('response head');
@@ -80,7 +80,6 @@ if (isMainThread && process.env.CALL_STAGES_DIR) {
     return on.call(this, event, listener);
   };
 
-  const sqlite = require('node:sqlite');
   const { exec } = sqlite.DatabaseSync.prototype;
   sqlite.DatabaseSync.prototype.exec = function (sql) {
     if (sql === 'BEGIN IMMEDIATE' || sql === 'COMMIT') mark(`SQLite ${sql} (calling thread)`);
