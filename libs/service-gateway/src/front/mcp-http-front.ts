@@ -178,6 +178,15 @@ function toWebRequest(req: IncomingMessage, body: Buffer | undefined, negotiated
   return new Request(url, { method: req.method, headers, ...(body && body.length > 0 ? { body } : {}), ...(signal ? { signal } : {}) });
 }
 
+/**
+ * Holds what is written to `res` until the end of this turn of the event loop, then sends it in one write: a
+ * stream's head with the priming event the stream starts with, an answer with the stream's end.
+ */
+function writeTogetherThisTurn(res: ServerResponse): void {
+  res.cork();
+  process.nextTick(() => res.uncork());
+}
+
 /** Writes a web `Response` to a Node response; resolves with whether the whole body was handed to the socket. */
 async function pipeResponse(response: Response, res: ServerResponse): Promise<void> {
   const headers: Record<string, string> = {};
@@ -187,6 +196,8 @@ async function pipeResponse(response: Response, res: ServerResponse): Promise<vo
     res.end();
     return;
   }
+  // The head goes out in this turn whatever the stream holds: a client learns at once that its stream is open.
+  writeTogetherThisTurn(res);
   res.flushHeaders();
   const reader = response.body.getReader();
   res.on('close', () => void reader.cancel().catch(() => undefined));
@@ -195,6 +206,7 @@ async function pipeResponse(response: Response, res: ServerResponse): Promise<vo
       const { done, value } = await reader.read();
       if (done) break;
       if (res.destroyed) break;
+      writeTogetherThisTurn(res);
       res.write(value);
     }
   } catch {
