@@ -94,7 +94,9 @@ if (isMainThread && process.env.CALL_STAGES_DIR) {
     const sequences = new Map();
     for (const call of done) {
       const key = call.marks.map(([name]) => name).join('\n');
-      sequences.set(key, [...(sequences.get(key) ?? []), call]);
+      const same = sequences.get(key);
+      if (same === undefined) sequences.set(key, [call]);
+      else same.push(call);
     }
     const [, calls = []] = [...sequences].sort((a, b) => b[1].length - a[1].length)[0] ?? [];
     const gaps = done.flatMap((call) => (call.gap === undefined ? [] : [call.gap]));
