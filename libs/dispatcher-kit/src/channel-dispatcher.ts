@@ -241,18 +241,20 @@ export abstract class ChannelDispatcher {
   inlineStep(): InlineStep {
     return {
       actor: this.actor,
-      decide: async (state) => {
-        if (!this.takes(state, 'authorized')) return undefined;
-        const refusal = await this.refusalOf(state);
-        return refusal === undefined
-          ? this.dispatchCommand(state)
-          : { type: 'DenyExecution', executionId: state.executionId!, now: isoNow(this.clock), basis: refusal.basis, reason: refusal.reason };
-      },
+      decide: (state) => (this.takes(state, 'authorized') ? this.firstDispatch(state) : undefined),
       committed: (state) => {
         if (state.status === 'dispatched' && state.lastDispatch?.dispatcherId === this.dispatcherId) this.start(state);
         else if (state.status === 'denied') this.prepared.forget(state.executionId!);
       },
     };
+  }
+
+  /** The first dispatch of an authorized execution: the preflight's refusal as a denial, or `Dispatched`. */
+  private async firstDispatch(state: ExecutionState): Promise<ExecutionCommand> {
+    const refusal = await this.refusalOf(state);
+    return refusal === undefined
+      ? this.dispatchCommand(state)
+      : { type: 'DenyExecution', executionId: state.executionId!, now: isoNow(this.clock), basis: refusal.basis, reason: refusal.reason };
   }
 
   /** Why the channel's preflight refuses to send this call, or `undefined`. */

@@ -126,7 +126,9 @@ export function runCatchUpSubscription(
         for (const event of segment.events) {
           if (event.position <= position) continue;
           if (stopper.signal.aborted) return;
-          await handler(event);
+          // A handler done without waiting (most deliveries to a service the event is not for) costs no turn.
+          const handling = handler(event);
+          if (handling !== undefined) await handling;
           position = event.position;
         }
         if (stopper.signal.aborted) return;
@@ -152,7 +154,8 @@ export function runCatchUpSubscription(
         if (page === undefined) break;
         for (const event of page.events) {
           if (stopper.signal.aborted) break;
-          await handler(event);
+          const handling = handler(event);
+          if (handling !== undefined) await handling;
           position = event.position;
         }
         if (stopper.signal.aborted) break;

@@ -18,7 +18,7 @@ export interface InlineStep {
    * reacts to now (another step's, or one that must wait). A rejection stops the chain before this step: its
    * durable subscription decides again, and reports the failure.
    */
-  decide(state: ExecutionState, correlation: ProtocolCorrelation): Promise<ExecutionCommand | undefined>;
+  decide(state: ExecutionState, correlation: ProtocolCorrelation): ExecutionCommand | undefined | Promise<ExecutionCommand | undefined>;
   /**
    * Told the state after the commit that held this step's events, before the starter is answered: the work that
    * must follow a durable decision (sending the attempt, tracking an approval deadline). Must not throw.
@@ -94,7 +94,9 @@ async function nextStep(
   for (const step of steps) {
     let command: ExecutionCommand | undefined;
     try {
-      command = await step.decide(state, correlation);
+      // A step the state is not for says so without a promise: each step is asked at every link of the chain.
+      const decided = step.decide(state, correlation);
+      command = decided instanceof Promise ? await decided : decided;
     } catch {
       // Left to the step's durable subscription, which decides again and reports what fails.
       return undefined;

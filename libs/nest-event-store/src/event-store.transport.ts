@@ -66,7 +66,11 @@ export interface EventStoreTransportOptions {
 
 /** What handling an event came to: handled, or failed for good (to be parked) after its attempts. */
 type HandlingOutcome = { readonly ok: true } | { readonly ok: false; readonly error: string; readonly attempts: number };
-const HANDLED: HandlingOutcome = { ok: true };
+const HANDLED = { ok: true } as const satisfies HandlingOutcome;
+
+function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as { then?: unknown } | null)?.then === 'function';
+}
 
 /** Thrown into the subscription when it is closed while waiting for storage, so the event is not checkpointed. */
 class StoppedWhileStorageUnavailable extends Error {
@@ -216,10 +220,24 @@ export class EventStoreTransport extends Server implements CustomTransportStrate
     return this.handlers.get(type)!;
   }
 
-  private async deliver(event: RecordedEvent): Promise<void> {
-    if (!this.handlerFor(event.type)) return;
-    // Nothing parked and no parking or replay under way: the event waits behind nothing, without taking a turn.
-    const parkedBehind = (this.blocked.size === 0 && this.turnsQueued === 0) ? false : await this.inTurn(async () => {
+  /**
+   * Hands the event to its handler. With nothing parked and no parking or replay under way, the event waits behind
+   * nothing and takes no turn; a handler that returns without a promise (most deliveries to a service the event is
+   * not for) is then done without one: `undefined` says the event was handled.
+   */
+  private deliver(event: RecordedEvent): Promise<void> | undefined {
+    if (!this.handlerFor(event.type)) return undefined;
+    if (this.blocked.size !== 0 || this.turnsQueued !== 0) return this.deliverInTurn(event);
+    const outcome = this.handle(event);
+    if (!(outcome instanceof Promise)) {
+      this.options.took?.('handled');
+      return undefined;
+    }
+    return outcome.then((settled) => (settled.ok ? this.options.took?.('handled') : this.settled(event, settled)));
+  }
+
+  private async deliverInTurn(event: RecordedEvent): Promise<void> {
+    const parkedBehind = await this.inTurn(async () => {
       const head = this.blocked.get(event.streamId);
       if (head === undefined) return false;
       if (this.parkedEventIds.has(event.id)) return true;
@@ -230,7 +248,11 @@ export class EventStoreTransport extends Server implements CustomTransportStrate
       this.options.took?.('parked');
       return;
     }
-    const outcome = await this.handle(event);
+    await this.settled(event, await this.handle(event));
+  }
+
+  /** Counts what became of the event; one that failed for good is parked first. */
+  private async settled(event: RecordedEvent, outcome: HandlingOutcome): Promise<void> {
     if (!outcome.ok) await this.inTurn(() => this.park(event, outcome.error, outcome.attempts, null));
     this.options.took?.(outcome.ok ? 'handled' : 'parked');
   }
@@ -238,37 +260,49 @@ export class EventStoreTransport extends Server implements CustomTransportStrate
   /**
    * Runs the event's handler, trying again with a pause; never rejects for the handler's own failure. The store being
    * unable to write is not the handler's fault: the event (and the ones after it) waits until the store can write
-   * again, without counting against the attempts.
+   * again, without counting against the attempts. A first attempt done without a promise is answered without one.
    */
-  private async handle(event: RecordedEvent): Promise<HandlingOutcome> {
+  private handle(event: RecordedEvent): typeof HANDLED | Promise<HandlingOutcome> {
     // The first attempt alone, as nearly every event needs no more: the retries' closures are made only on a failure.
+    let attempted: Promise<void> | undefined;
     try {
-      await this.attempt(event);
-      return HANDLED;
+      attempted = this.attempt(event);
     } catch (error) {
       return this.handleAgain(event, error);
     }
+    if (attempted === undefined) return HANDLED;
+    return attempted.then(
+      () => HANDLED,
+      (error: unknown) => this.handleAgain(event, error),
+    );
   }
 
-  /** One attempt at the event, inside `around` when given (a trace span, say). */
-  private attempt(event: RecordedEvent): Promise<void> {
-    return this.options.around ? this.options.around(event, () => this.invoke(event)) : this.invoke(event);
+  /** One attempt at the event, inside `around` when given (a trace span, say); `undefined` when it is done already. */
+  private attempt(event: RecordedEvent): Promise<void> | undefined {
+    return this.options.around ? this.options.around(event, () => this.invoke(event) ?? Promise.resolve()) : this.invoke(event);
   }
 
-  /** Calls the event's handler once (and waits for the observable it may answer with). */
-  private async invoke(event: RecordedEvent): Promise<void> {
+  /**
+   * Calls the event's handler once, and waits for the promise or observable it may answer with; `undefined` when it
+   * answered with neither.
+   */
+  private invoke(event: RecordedEvent): Promise<void> | undefined {
     const fault = this.options.fault?.();
     if (fault !== undefined) throw new Error(fault);
     const handler = this.direct.get(event.type) ?? this.handlerFor(event.type)!;
-    const result = await handler(event, new EventStoreContext([event, this.options.consumer]));
-    if (isObservable(result)) await lastValueFrom(result, { defaultValue: undefined });
+    const result = handler(event, new EventStoreContext([event, this.options.consumer]));
+    if (isObservable(result)) return lastValueFrom(result, { defaultValue: undefined }).then(() => undefined);
+    if (!isPromiseLike(result)) return undefined;
+    return Promise.resolve(result).then((value) => (isObservable(value) ? lastValueFrom(value, { defaultValue: undefined }).then(() => undefined) : undefined));
   }
 
   /** After the first attempt failed with `firstError`: the waits for storage and the further attempts. */
   private async handleAgain(event: RecordedEvent, firstError: unknown): Promise<HandlingOutcome> {
     const attempts = this.options.attempts ?? 5;
     const where = () => `${event.type} ${event.streamId}@${event.revision} (position ${event.position})`;
-    const run = () => this.attempt(event);
+    const run = async (): Promise<void> => {
+      await this.attempt(event);
+    };
     for (let attempt = 1; ; attempt += 1) {
       try {
         await this.whenWritable(where, run, attempt === 1 ? { error: firstError } : undefined);

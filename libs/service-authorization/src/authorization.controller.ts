@@ -123,7 +123,7 @@ export class AuthorizationController implements OnApplicationBootstrap, OnApplic
   inlineStep(): InlineStep {
     return {
       actor: ACTOR,
-      decide: async (state, correlation) => (state.status === 'accepted' ? this.verdictOn(state, correlation.sessionId) : undefined),
+      decide: (state, correlation) => (state.status === 'accepted' ? this.verdictOn(state, correlation.sessionId) : undefined),
       committed: (state) => this.settled(state),
     };
   }
