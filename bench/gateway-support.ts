@@ -192,6 +192,8 @@ export interface Phase {
   /** Bytes its collections of the young generation moved to the old one, and their pauses (ms), when counted. */
   readonly promotedBytes?: number;
   readonly gcPauseMs?: number;
+  /** Asynchronous resources the server's calling thread created a call, by type (`countAsyncResources`), when counted. */
+  readonly asyncPerCall?: Readonly<Record<string, number>>;
 }
 
 /** The V8 flag whose trace `countAllocation` reads: a line on stdout per collection, with the bytes allocated since the last. */
@@ -224,6 +226,32 @@ export function countAllocation(server: Server): AllocationCount {
     count.pauseMs += Number(/\bpause=([\d.]+)/.exec(line)?.[1] ?? 0);
   });
   return count;
+}
+
+/** The preload whose lines `countAsyncResources` reads. */
+export const ASYNC_RESOURCES_PRELOAD = ['--import', join(ROOT, 'bench/async-resources.mjs')];
+
+/** The latest counts a server loaded with `bench/async-resources.mjs` printed: POSTs and asynchronous resources since its start. */
+export interface AsyncResourceCount {
+  latest: { readonly posts: number; readonly counts: Readonly<Record<string, number>> } | undefined;
+}
+
+export function countAsyncResources(server: Server): AsyncResourceCount {
+  const count: AsyncResourceCount = { latest: undefined };
+  createInterface({ input: server.child.stdout! }).on('line', (line) => {
+    if (!line.startsWith('async-resources ')) return;
+    const fields = Object.fromEntries(line.slice('async-resources '.length).split(' ').map((field) => field.split('=') as [string, string]));
+    const { posts, ...counts } = fields;
+    count.latest = { posts: Number(posts), counts: Object.fromEntries(Object.entries(counts).map(([type, n]) => [type, Number(n)])) };
+  });
+  return count;
+}
+
+/** What a server created per POST between two of its lines (both taken from the same window, so edges cancel). */
+function asyncPerCall(before: AsyncResourceCount['latest'], after: AsyncResourceCount['latest']): Record<string, number> | undefined {
+  if (before === undefined || after === undefined || after.posts <= before.posts) return undefined;
+  const posts = after.posts - before.posts;
+  return Object.fromEntries(Object.entries(after.counts).map(([type, n]) => [type, (n - (before.counts[type] ?? 0)) / posts]));
 }
 
 /**
@@ -277,7 +305,7 @@ export async function phase(
   total: number,
   warmup: number,
   server: Server,
-  options: { readonly withChildren?: boolean; readonly allocation?: AllocationCount } = {},
+  options: { readonly withChildren?: boolean; readonly allocation?: AllocationCount; readonly asyncResources?: AsyncResourceCount } = {},
 ): Promise<Phase> {
   if (warmup > 0) await drive(call, concurrency, warmup);
   const pid = server.child.pid!;
@@ -285,11 +313,14 @@ export async function phase(
   for (const member of options.withChildren === true ? processTree(pid) : [pid]) resetPeak(member);
   const before = stats(pid);
   const allocatedBefore = options.allocation === undefined ? undefined : { ...options.allocation };
+  const asyncBefore = options.asyncResources?.latest;
   const clientBefore = process.cpuUsage();
   const result = await drive(call, concurrency, total);
   const client = process.cpuUsage(clientBefore);
   const after = stats(pid);
+  const perCall = options.asyncResources === undefined ? undefined : asyncPerCall(asyncBefore, options.asyncResources.latest);
   return {
+    ...(perCall === undefined ? {} : { asyncPerCall: perCall }),
     ...result,
     peakKiB: after.peakKiB,
     cpuSeconds: after.cpuSeconds - before.cpuSeconds,
@@ -525,4 +556,21 @@ export function printCallStages(system: string, stages: CallStages): void {
       `From the response's end to the next request's arrival: ${ms(stages.gapMs)} ms, of which the calling thread was busy ${ms(stages.gapBusyMs ?? 0)} ms\n`,
     );
   }
+}
+
+/** What each server's calling thread created a call, in the phases of a run with `--promises`. */
+export function printAsyncResources(rows: ReadonlyArray<{ readonly system: string; readonly c: number; readonly phase: Phase }>): void {
+  const counted = rows.filter((row) => row.phase.asyncPerCall !== undefined);
+  const per = (row: (typeof counted)[number], type: string) => (row.phase.asyncPerCall![type] ?? 0).toFixed(1);
+  printTable(
+    'asynchronous resources a call, created on the calling thread (bench/async-resources.mjs; a promise hook slows the servers, so this run\'s other figures are not a plain run\'s)',
+    counted.map((row) => ({
+      path: row.system,
+      concurrency: row.c,
+      promises: per(row, 'PROMISE'),
+      'process.nextTick': per(row, 'TickObject'),
+      setImmediate: per(row, 'Immediate'),
+      'timers (setTimeout, setInterval)': per(row, 'Timeout'),
+    })),
+  );
 }

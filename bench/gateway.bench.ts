@@ -23,6 +23,9 @@ import {
   startGatewayProcess,
   printCallStages,
   readCallStages,
+  ASYNC_RESOURCES_PRELOAD,
+  countAsyncResources,
+  printAsyncResources,
   ROOT,
   type CallStages,
   type Phase,
@@ -94,6 +97,8 @@ export async function run(argv: string[]): Promise<void> {
       allocation: { type: 'boolean', default: false },
       /** Also where a call's time goes at concurrency 1, step by step, in the floor and the gateway (`bench/call-stages.mjs`). */
       stages: { type: 'boolean', default: false },
+      /** Also the promises, nextTicks, setImmediates and timers each server's calling thread makes a call (`bench/async-resources.mjs`). */
+      promises: { type: 'boolean', default: false },
     },
   });
   const calls1 = Number(values.calls);
@@ -174,21 +179,23 @@ export async function run(argv: string[]): Promise<void> {
     const stagesArgs = values.stages ? ['--import', join(ROOT, 'bench/call-stages.mjs')] : [];
     if (values.stages) process.env['CALL_STAGES_DIR'] = dir;
     const stages = new Map<string, CallStages>();
+    const promisesArgs = values.promises ? ASYNC_RESOURCES_PRELOAD : [];
 
     /** The pass-through proxy (with `extraArgs`) in a process of its own, measured at 1 and 32 as `system`, then stopped. */
     const measureProxy = async (system: string, extraArgs: readonly string[], nodeArgs: readonly string[] = []) => {
       const proxy = await spawnServer(
         system,
-        [...traceAllocation, ...nodeArgs, '--import', 'tsx', 'bench/passthrough-proxy.ts', '--target', targetUrl, ...extraArgs],
+        [...traceAllocation, ...nodeArgs, ...promisesArgs, '--import', 'tsx', 'bench/passthrough-proxy.ts', '--target', targetUrl, ...extraArgs],
         [/listening on (http:\/\/\S+)/],
       );
       servers.push(proxy);
       const allocation = values.allocation ? countAllocation(proxy) : undefined;
+      const asyncResources = values.promises ? countAsyncResources(proxy) : undefined;
       const proxyClients = await mcpClients(proxy.matches[0]![1]!, 32);
       clients.push(...proxyClients);
       const viaProxy = mcpCall(proxyClients, (text) => text.includes('"applied":true'));
       for (const [c, n] of [[1, calls1], [32, calls32]] as const) {
-        rows.push({ system, c, phase: await phase(viaProxy, c, n, warmup, proxy, { allocation }) });
+        rows.push({ system, c, phase: await phase(viaProxy, c, n, warmup, proxy, { allocation, asyncResources }) });
         if (c === 1 && nodeArgs.length > 0) stages.set(system, await readCallStages(proxy, dir));
       }
       await Promise.all(proxyClients.map((client) => client.close()));
@@ -202,17 +209,19 @@ export async function run(argv: string[]): Promise<void> {
       ...gatewayNodeOptions,
       ...traceAllocation,
       ...stagesArgs,
+      ...promisesArgs,
       ...(values['gateway-prof-dir'] === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${resolve(values['gateway-prof-dir'])}`]),
     ];
     const started = await startBenchGateway(dir, targetUrl, synchronous, gatewayArgs);
     const gateway = started.server;
     servers.push(gateway);
     const gatewayAllocation = values.allocation ? countAllocation(gateway) : undefined;
+    const gatewayAsync = values.promises ? countAsyncResources(gateway) : undefined;
     const gatewayClients = await mcpClients(started.url, 32, started.token);
     clients.push(...gatewayClients);
     const viaGateway = mcpCall(gatewayClients, (text) => text.startsWith('set_config completed'));
     for (const [c, n] of [[1, calls1], [32, calls32]] as const) {
-      rows.push({ system: 'oncegate gateway', c, phase: await phase(viaGateway, c, n, warmup, gateway, { allocation: gatewayAllocation }) });
+      rows.push({ system: 'oncegate gateway', c, phase: await phase(viaGateway, c, n, warmup, gateway, { allocation: gatewayAllocation, asyncResources: gatewayAsync }) });
       if (c === 1 && values.stages) stages.set('oncegate gateway', await readCallStages(gateway, dir));
     }
     await Promise.all(gatewayClients.map((client) => client.close()));
@@ -329,6 +338,7 @@ export async function run(argv: string[]): Promise<void> {
         `wall time ${((Date.now() - startedAt) / 1000).toFixed(0)} s\n`,
     );
     for (const [system, summary] of stages) printCallStages(system, summary);
+    if (values.promises) printAsyncResources(rows);
   } finally {
     await Promise.all(clients.map((client) => client.close().catch(() => undefined)));
     await closeDirect?.();
