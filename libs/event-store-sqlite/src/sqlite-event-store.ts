@@ -934,7 +934,7 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
    * above the last type known are read (one indexed range, usually of nothing: this process's own, already added).
    * `undefined` for a position before the store was opened.
    */
-  async notifiedSince(after: number, types: readonly string[]): Promise<NotifiedSince | undefined> {
+  notifiedSince(after: number, types: readonly string[]): NotifiedSince | undefined {
     this.assertOpen();
     this.learnTypes();
     if (after < this.typesFrom) return undefined;

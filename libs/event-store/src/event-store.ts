@@ -239,9 +239,10 @@ export interface EventStore {
    * those it read, those notified) and every append answered before the newest of them was made, in any process:
    * `changed: false` means none of these holds an event of `types` after `after`. `through`: every position up to it
    * was committed when the answer was given, so a read made after it covers them. `undefined` when the store cannot
-   * tell (then read); an adapter that does not hear every commit leaves it out.
+   * tell (then read); an adapter that does not hear every commit leaves it out. An adapter that knows at once may
+   * answer without a promise (SQLite: it reads its own file); one that waits for a notification answers with one.
    */
-  notifiedSince?(after: number, types: readonly string[]): Promise<NotifiedSince | undefined>;
+  notifiedSince?(after: number, types: readonly string[]): NotifiedSince | undefined | Promise<NotifiedSince | undefined>;
   subscribeToAll(handler: EventHandler, options?: SubscribeOptions): Subscription;
   readCheckpoint(consumer: string): Promise<number | undefined>;
   storeCheckpoint(consumer: string, position: number): Promise<void>;

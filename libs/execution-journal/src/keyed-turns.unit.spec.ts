@@ -47,4 +47,22 @@ describe('KeyedTurns', () => {
     await expect(failed).rejects.toThrow('refused');
     await expect(next).resolves.toBe('ran');
   });
+
+  it('given a turn asked from within the start of the turn ahead of it, then it still runs after that turn has ended', async () => {
+    const turns = new KeyedTurns<string>();
+    const log: string[] = [];
+    let inner: Promise<void> | undefined;
+    let release: () => void = () => undefined;
+    const outer = turns.run('a', async () => {
+      log.push('outer start');
+      inner = turns.run('a', async () => void log.push('inner'));
+      await new Promise<void>((resolve) => (release = resolve));
+      log.push('outer end');
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(log).toEqual(['outer start']);
+    release();
+    await Promise.all([outer, inner]);
+    expect(log).toEqual(['outer start', 'outer end', 'inner']);
+  });
 });

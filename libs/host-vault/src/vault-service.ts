@@ -98,6 +98,8 @@ export class VaultService {
   private checkedThrough = 0;
   /** Journal reading, key opening and decryption run one at a time. */
   private queue: Promise<unknown> = Promise.resolve();
+  /** Work queued by `serially` and not yet settled. */
+  private serialWork = 0;
   private subscription: Subscription | undefined;
 
   constructor(options: VaultServiceOptions) {
@@ -138,6 +140,9 @@ export class VaultService {
 
   /** The state after catching up with the vault's journal: a lock appended a moment ago counts. */
   refresh(): Promise<VaultState> {
+    // Asked before every authorization and every credential use: with nothing of the vault's under way and the store
+    // telling at once that no vault event was committed since the last read, the state stands as it is.
+    if (this.serialWork === 0 && this.unchangedNow()) return Promise.resolve(this.current);
     return this.serially(async () => {
       await this.readNew(true);
       return this.current;
@@ -340,8 +345,24 @@ export class VaultService {
 
   private serially<T>(work: () => Promise<T>): Promise<T> {
     const run = this.queue.then(work, work);
-    this.queue = run.catch(() => undefined);
+    this.serialWork += 1;
+    this.queue = run.then(this.serialDone, this.serialDone);
     return run;
+  }
+
+  private readonly serialDone = (): void => {
+    this.serialWork -= 1;
+  };
+
+  /** Whether the store says, without waiting, that no vault event was committed since the last read. */
+  private unchangedNow(): boolean {
+    try {
+      const told = this.store.notifiedSince?.(Math.max(this.applied, this.checkedThrough), VAULT_EVENT_TYPES);
+      return told !== undefined && !(told instanceof Promise) && !told.changed;
+    } catch {
+      // Asked again on the way that reads, which reports what fails.
+      return false;
+    }
   }
 
   /**
