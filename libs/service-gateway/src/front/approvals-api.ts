@@ -9,6 +9,7 @@ import { decide, isApprovalRefusal, MAX_APPROVAL_REASON_LENGTH, pending, show, t
 import type { ApproverDirectory } from '@oncegate/host-principals';
 import { tokenRefusals, type RefusalSurface } from '@oncegate/host-operations';
 import { looksLikeJwt, type OAuthResource } from './oauth-resource';
+import { readBodyWithin } from './request-body';
 
 /** Where the API is mounted on the gateway's listener. */
 export const APPROVALS_PATH = '/approvals';
@@ -183,19 +184,8 @@ function executionIdOf(value: string): ExecutionId {
   return value;
 }
 
-async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
-  const tooLarge = () =>
-    new ApprovalsApiError(413, 'too_large', `the request body exceeds ${limit} bytes; nothing was recorded`, { connection: 'close' });
-  const declared = Number(req.headers['content-length'] ?? NaN);
-  if (Number.isFinite(declared) && declared > limit) throw tooLarge();
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > limit) throw tooLarge();
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks);
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  return readBodyWithin(req, limit, () => new ApprovalsApiError(413, 'too_large', `the request body exceeds ${limit} bytes; nothing was recorded`, { connection: 'close' }));
 }
 
 /** The `reason` of a decision body; its length is checked by the queue, with the rest of the decision. */

@@ -28,6 +28,7 @@ import { modernAuthInfo, modernMcpHandler } from './modern-mcp';
 import { looksLikeJwt, type OAuthResource } from './oauth-resource';
 import { ResumedCalls } from './resumed-calls';
 import { SessionTransport } from './session-transport';
+import { readBodyWithin } from './request-body';
 import { parseEventId, STANDALONE_STREAM_ID } from './sse-event-id';
 import type { SseResumptionStore, StreamCalls } from './sse-resumption-store';
 import type { ToolCalls } from './tool-calls';
@@ -122,25 +123,17 @@ function jsonRpcError(res: ServerResponse, error: HttpError): void {
   res.end(JSON.stringify({ jsonrpc: '2.0', id: error.id, error: { code: error.code, message: error.message } }));
 }
 
-async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
-  const declared = Number(req.headers['content-length'] ?? NaN);
-  if (Number.isFinite(declared) && declared > limit) {
-    throw new HttpError(413, -32600, `Request body of ${declared} bytes exceeds the limit of ${limit} bytes; nothing was accepted`, {
-      connection: 'close',
-    });
-  }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > limit) {
-      throw new HttpError(413, -32600, `Request body exceeds the limit of ${limit} bytes; nothing was accepted`, {
-        connection: 'close',
-      });
-    }
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks);
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  return readBodyWithin(req, limit, (declared) =>
+    new HttpError(
+      413,
+      -32600,
+      declared === undefined
+        ? `Request body exceeds the limit of ${limit} bytes; nothing was accepted`
+        : `Request body of ${declared} bytes exceeds the limit of ${limit} bytes; nothing was accepted`,
+      { connection: 'close' },
+    ),
+  );
 }
 
 /** The first protocol version whose clients read priming events (an SSE event with an id and empty data). */
