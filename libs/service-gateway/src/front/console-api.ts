@@ -49,6 +49,7 @@ import {
 import { authenticateApprover } from './approvals-api';
 import { executionsPage, INDEX_UNAVAILABLE } from './executions-api';
 import type { OAuthResource } from './oauth-resource';
+import { readBodyWithin } from './request-body';
 
 /** Where the console is mounted on the gateway's listener. */
 export const CONSOLE_PATH = '/console';
@@ -469,18 +470,11 @@ async function jsonBody(req: IncomingMessage): Promise<unknown> {
     req.resume();
     throw new ConsoleError(415, 'unsupported_media_type', 'send application/json');
   }
-  const declared = Number(req.headers['content-length'] ?? NaN);
-  const tooLarge = () => new ConsoleError(413, 'too_large', `the request body exceeds ${MAX_BODY_BYTES} bytes; nothing was recorded`, { connection: 'close' });
-  if (Number.isFinite(declared) && declared > MAX_BODY_BYTES) throw tooLarge();
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_BODY_BYTES) throw tooLarge();
-    chunks.push(chunk as Buffer);
-  }
+  const body = await readBodyWithin(req, MAX_BODY_BYTES, () =>
+    new ConsoleError(413, 'too_large', `the request body exceeds ${MAX_BODY_BYTES} bytes; nothing was recorded`, { connection: 'close' }),
+  );
   try {
-    const parsed: unknown = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    const parsed: unknown = JSON.parse(body.toString('utf8'));
     if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) return parsed;
   } catch {
     // reported below
