@@ -5,7 +5,10 @@ import { join, resolve } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import {
   ALLOCATION_TRACE,
+  ASYNC_RESOURCES_PRELOAD,
   allocatedPerCall,
+  countAsyncResources,
+  promisesPerCall,
   gcPausePerCall,
   promotedPerCall,
   contractsYaml,
@@ -21,6 +24,7 @@ import {
   ROOT,
   spawnDemoTarget,
   startGatewayProcess,
+  type AsyncResourceCount,
   type Call,
   type Phase,
   type Server,
@@ -39,6 +43,8 @@ export interface AgainstOptions {
   readonly nodeOptions: readonly string[];
   /** Also the bytes each gateway's heaps allocate a call (V8's GC trace, summed). */
   readonly allocation?: boolean;
+  /** Also the promises each gateway's calling thread makes a call (`bench/async-resources.mjs`). */
+  readonly promises?: boolean;
 }
 
 /** One build under test: where it is, what it is, and what it measured round by round. */
@@ -49,6 +55,7 @@ interface Build {
   call?: Call;
   server?: Server;
   allocation?: ReturnType<typeof countAllocation>;
+  asyncResources?: AsyncResourceCount;
   readonly rounds: Map<number, Phase[]>;
 }
 
@@ -105,9 +112,15 @@ export async function runAgainst(options: AgainstOptions): Promise<void> {
     for (const [i, build] of builds.entries()) {
       const configFile = join(dir, `oncegate-${i}.yaml`);
       writeFileSync(configFile, gatewayYaml(dir, options.synchronous, { dataDir: join(dir, `data-${i}`) }));
-      const started = await startGatewayProcess(configFile, [...options.nodeOptions, ...(options.allocation === true ? [ALLOCATION_TRACE] : [])], [], build.checkout);
+      const started = await startGatewayProcess(
+        configFile,
+        [...options.nodeOptions, ...(options.allocation === true ? [ALLOCATION_TRACE] : []), ...(options.promises === true ? ASYNC_RESOURCES_PRELOAD : [])],
+        [],
+        build.checkout,
+      );
       servers.push(started.server);
       if (options.allocation === true) build.allocation = countAllocation(started.server);
+      if (options.promises === true) build.asyncResources = countAsyncResources(started.server);
       const gatewayClients = await mcpClients(started.url, 32, started.token);
       clients.push(...gatewayClients);
       build.server = started.server;
@@ -119,7 +132,7 @@ export async function runAgainst(options: AgainstOptions): Promise<void> {
       for (let round = 0; round < options.rounds; round += 1) {
         const calls = Math.round((n * (round + 1)) / options.rounds) - Math.round((n * round) / options.rounds);
         const order = round % 2 === 0 ? builds : [...builds].reverse();
-        for (const build of order) build.rounds.get(c)!.push(await phase(build.call!, c, calls, round === 0 ? options.warmup : 0, build.server!, { allocation: build.allocation }));
+        for (const build of order) build.rounds.get(c)!.push(await phase(build.call!, c, calls, round === 0 ? options.warmup : 0, build.server!, { allocation: build.allocation, asyncResources: build.asyncResources }));
       }
     }
 
@@ -147,6 +160,7 @@ export async function runAgainst(options: AgainstOptions): Promise<void> {
             'rounds: calls/s': spread(build, c, (r) => r.calls / r.seconds, (value) => value.toFixed(0)),
             'rounds: CPU ms/call': spread(build, c, cpuPerCall, ms),
             ...(options.allocation === true ? { 'KB allocated/call': allocatedPerCall(p), 'KB promoted/call': promotedPerCall(p), 'GC pause ms/call': gcPausePerCall(p) } : {}),
+            ...(options.promises === true ? { 'promises/call': promisesPerCall(p) } : {}),
             failed: p.failed,
           };
         }),
@@ -169,6 +183,9 @@ export async function runAgainst(options: AgainstOptions): Promise<void> {
               { measure: `KB promoted/call at ${c}`, 'this checkout': promotedPerCall(a), other: promotedPerCall(b), 'this ÷ other': ratio(a.promotedBytes! / a.calls, b.promotedBytes! / b.calls) },
               { measure: `GC pause ms/call at ${c}`, 'this checkout': gcPausePerCall(a), other: gcPausePerCall(b), 'this ÷ other': ratio(a.gcPauseMs! / a.calls, b.gcPauseMs! / b.calls) },
             ]),
+        ...(a.asyncPerCall?.['PROMISE'] === undefined || b.asyncPerCall?.['PROMISE'] === undefined
+          ? []
+          : [{ measure: `promises/call at ${c}`, 'this checkout': promisesPerCall(a), other: promisesPerCall(b), 'this ÷ other': ratio(a.asyncPerCall['PROMISE'], b.asyncPerCall['PROMISE']) }]),
       ];
     });
     printTable('this checkout against the other', rows);

@@ -352,7 +352,20 @@ export function mergePhases(parts: readonly Phase[]): Phase {
           gcPauseMs: parts.reduce((sum, part) => sum + part.gcPauseMs!, 0),
         }
       : {}),
+    ...(parts.every((part) => part.asyncPerCall !== undefined) ? { asyncPerCall: weightedPerCall(parts) } : {}),
   };
+}
+
+/** The rounds' resources a call, each round weighted by its calls. */
+function weightedPerCall(parts: readonly Phase[]): Record<string, number> {
+  const calls = parts.reduce((sum, part) => sum + part.calls, 0);
+  const types = new Set(parts.flatMap((part) => Object.keys(part.asyncPerCall!)));
+  return Object.fromEntries([...types].map((type) => [type, parts.reduce((sum, part) => sum + (part.asyncPerCall![type] ?? 0) * part.calls, 0) / calls]));
+}
+
+/** Promises a call the phase's server made on its calling thread, or `n/a` when not counted. */
+export function promisesPerCall(phase: Phase): string {
+  return phase.asyncPerCall?.['PROMISE'] === undefined ? 'n/a' : phase.asyncPerCall['PROMISE'].toFixed(1);
 }
 
 /** KB a call allocated in the phase's server, or `n/a` when not counted. */
@@ -567,7 +580,7 @@ export function printAsyncResources(rows: ReadonlyArray<{ readonly system: strin
     counted.map((row) => ({
       path: row.system,
       concurrency: row.c,
-      promises: per(row, 'PROMISE'),
+      promises: promisesPerCall(row.phase),
       'process.nextTick': per(row, 'TickObject'),
       setImmediate: per(row, 'Immediate'),
       'timers (setTimeout, setInterval)': per(row, 'Timeout'),

@@ -133,6 +133,7 @@ export async function run(argv: string[]): Promise<void> {
       rounds: Number(values.rounds),
       nodeOptions: gatewayNodeOptions,
       allocation: values.allocation!,
+      promises: values.promises!,
     });
   }
   if (values['in-flight'] !== undefined) {
