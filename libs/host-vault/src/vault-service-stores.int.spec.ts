@@ -67,6 +67,18 @@ describe.each(STORES)('VaultService (%s event store, the operator in another sto
     expect(reads).not.toHaveBeenCalled();
   });
 
+  it('given nothing of the vault under way, when it is refreshed, then the store is asked once whether a vault event was committed', async () => {
+    await vault.httpCredential('demo-writer', URL_A);
+    for (let n = 0; n < 3; n += 1) {
+      await callStep(n);
+      const asked = vi.spyOn(gatewayStore as Required<EventStore>, 'notifiedSince');
+      expect((await vault.refresh()).locked).toBe(false);
+      // PostgreSQL answers with a promise (it may wait for a notification): the read waits for that one, it asks no other.
+      expect(asked).toHaveBeenCalledTimes(1);
+      asked.mockRestore();
+    }
+  });
+
   it('given a lock committed by another process a moment ago, when the next call step uses the vault, then it is refused; after an unlock it serves again', async () => {
     await vault.httpCredential('demo-writer', URL_A);
     for (let n = 0; n < 20; n += 1) {

@@ -66,6 +66,11 @@ export interface VaultServiceOptions {
   readonly env?: NodeJS.ProcessEnv;
 }
 
+/** The store's answer to whether a vault event was committed since the last read (`EventStore.notifiedSince`). */
+interface NotifiedAnswer {
+  readonly told: ReturnType<NonNullable<EventStore['notifiedSince']>> | undefined;
+}
+
 /**
  * The gateway's side of the vault. It follows the vault's journal (appended by `oncegate vault …`, in this or
  * another process): it is unlocked only while the journal says so and this process could open the data key
@@ -142,9 +147,11 @@ export class VaultService {
   refresh(): Promise<VaultState> {
     // Asked before every authorization and every credential use: with nothing of the vault's under way and the store
     // telling at once that no vault event was committed since the last read, the state stands as it is.
-    if (this.serialWork === 0 && this.unchangedNow()) return Promise.resolve(this.current);
+    // The store is asked once: a store that waits for a notification (PostgreSQL) is waited for by the read below.
+    const asked = this.serialWork === 0 ? this.askNotified() : undefined;
+    if (asked !== undefined && !(asked.told instanceof Promise) && asked.told?.changed === false) return Promise.resolve(this.current);
     return this.serially(async () => {
-      await this.readNew(true);
+      await this.readNew(true, false, asked);
       return this.current;
     });
   }
@@ -354,15 +361,18 @@ export class VaultService {
     this.serialWork -= 1;
   };
 
-  /** Whether the store says, without waiting, that no vault event was committed since the last read. */
-  private unchangedNow(): boolean {
+  /** What the store tells of vault events committed since the last read; `undefined` when asking failed. */
+  private askNotified(): NotifiedAnswer | undefined {
     try {
-      const told = this.store.notifiedSince?.(Math.max(this.applied, this.checkedThrough), VAULT_EVENT_TYPES);
-      return told !== undefined && !(told instanceof Promise) && !told.changed;
+      return { told: this.notifiedSinceLastRead() };
     } catch {
       // Asked again on the way that reads, which reports what fails.
-      return false;
+      return undefined;
     }
+  }
+
+  private notifiedSinceLastRead(): NotifiedAnswer['told'] {
+    return this.store.notifiedSince?.(Math.max(this.applied, this.checkedThrough), VAULT_EVENT_TYPES);
   }
 
   /**
@@ -373,11 +383,11 @@ export class VaultService {
    * the last read — counting every append answered before the newest commit this process knows of (the call's own
    * event, or its own `Dispatched`), in any process — and the store is read only then. Elsewhere, or when it cannot
    * tell, one indexed look-up of the stream's revision says whether there is anything to read. `force` reads
-   * whatever was heard.
+   * whatever was heard. `asked`: the store's answer, asked already while none of this service's work was under way.
    */
-  private async readNew(live: boolean, force = false): Promise<void> {
+  private async readNew(live: boolean, force = false, asked?: NotifiedAnswer): Promise<void> {
     const stream = vaultStream();
-    const told = force ? undefined : await this.store.notifiedSince?.(Math.max(this.applied, this.checkedThrough), VAULT_EVENT_TYPES);
+    const told = force ? undefined : await (asked === undefined ? this.notifiedSinceLastRead() : asked.told);
     if (told?.changed === false) return;
     // Every position seen is committed: the revision read next counts every vault event up to there.
     const through = told?.through ?? this.store.seenPosition?.();
