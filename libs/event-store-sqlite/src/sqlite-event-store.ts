@@ -48,7 +48,7 @@ import {
 import { OwnTails } from './own-tails';
 import { SCHEMA_STATEMENTS, SCHEMA_VERSION } from './schema';
 import { openFailure, sqliteCode } from './sqlite-errors';
-import { HASH_LENGTH, type CommittedReply, type SqlRow, type WireError, type WriteItem } from './writer-protocol';
+import { HASH_LENGTH, wireRow, type CommittedReply, type SqlRow, type WireError, type WriteItem } from './writer-protocol';
 import { WriterThread } from './writer-thread';
 
 export interface SqliteEventStoreOptions {
@@ -593,7 +593,7 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
     if (this.closed) return Promise.reject(new EventStoreClosedError());
     return new Promise<void>((resolve, reject) => {
       const id = this.nextWriteId++;
-      this.enqueue({ kind: 'rows', id, rows }, { kind: 'rows', resolve, reject });
+      this.enqueue({ kind: 'rows', id, rows: rows.map(wireRow) }, { kind: 'rows', resolve, reject });
     });
   }
 

@@ -36,6 +36,21 @@ export interface SqlRow {
 }
 
 /**
+ * `row` as it is posted to the writer thread. The structured clone copies a byte array's whole `ArrayBuffer`, and
+ * a small Buffer of Node's pool (`Buffer.from`, `Buffer.concat`, most of a cipher's output) is a view of a 64 KiB
+ * one shared with other buffers: a sealed blob's row (nonce, tag, ciphertext) cost a 64 KiB copy, its clone on
+ * the other side and an allocation there. Such a view is copied to bytes of its own; every other value is kept.
+ */
+export function wireRow(row: SqlRow): SqlRow {
+  if (!row.params.some(isPartialView)) return row;
+  return { sql: row.sql, params: row.params.map((param) => (isPartialView(param) ? new Uint8Array(param) : param)) };
+}
+
+function isPartialView(param: SQLInputValue): param is Uint8Array {
+  return param instanceof Uint8Array && param.byteLength !== param.buffer.byteLength;
+}
+
+/**
  * One caller's write, checked and rolled back on its own inside the writer's transaction: an append (a single
  * stream, or every entry of an `appendMany`, all or nothing) or rows of other kinds (a checkpoint, a lease, a
  * sealed blob). Ids grow by one in the order the calling thread posts them.

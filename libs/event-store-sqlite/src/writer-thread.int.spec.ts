@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { Worker } from 'node:worker_threads';
 import { EventStoreUnavailableError } from '@oncegate/event-store';
 import { DatabaseSync } from 'node:sqlite';
 import { limitWriterPages, openSqliteEventStore, type SqliteEventStore, type SqliteEventStoreOptions } from './sqlite-event-store';
@@ -117,4 +118,37 @@ describe('sqlite store: the writer thread', () => {
     expect(writerWorkerOf(readOnly)).toBeUndefined();
     expect(await readOnly.readStream('s')).toHaveLength(1);
   });
+
+  it('given a row with a small pooled Buffer, when it is posted to the writer thread, then only its bytes go, and they are stored as given', async () => {
+    const store = open();
+    await store.appendToStream('warm-up', [{ type: 'E', data: {} }]);
+    await store.writeRows([{ sql: 'CREATE TABLE blobs (name TEXT PRIMARY KEY, bytes BLOB NOT NULL)', params: [] }]);
+    // A Buffer of Node's pool: a view of a shared ArrayBuffer many times its size (a sealed blob's nonce, tag, ciphertext).
+    const pooled = Buffer.concat([Buffer.from('nonce-'), Buffer.from('and-ciphertext')]);
+    expect(pooled.buffer.byteLength).toBeGreaterThan(pooled.byteLength);
+    const posted: unknown[] = [];
+    const original = Worker.prototype.postMessage;
+    const post = vi.spyOn(Worker.prototype, 'postMessage').mockImplementation(function (this: Worker, message, transferList) {
+      posted.push(message);
+      return original.call(this, message, transferList);
+    });
+    try {
+      await store.writeRows([{ sql: 'INSERT INTO blobs VALUES (?, ?)', params: ['pooled', pooled] }]);
+    } finally {
+      post.mockRestore();
+    }
+    const views = posted.flatMap((message) => viewsIn(message));
+    expect(views.length).toBeGreaterThan(0);
+    for (const view of views) expect(view.buffer.byteLength).toBe(view.byteLength);
+    const stored = new DatabaseSync(store.location, { readOnly: true }).prepare('SELECT bytes FROM blobs WHERE name = ?').get('pooled') as { bytes: Uint8Array };
+    expect(Buffer.from(stored.bytes).toString()).toBe('nonce-and-ciphertext');
+  });
 });
+
+/** Every byte array a posted message holds, however deep. */
+function viewsIn(value: unknown): Uint8Array[] {
+  if (value instanceof Uint8Array) return [value];
+  if (Array.isArray(value)) return value.flatMap(viewsIn);
+  if (value !== null && typeof value === 'object') return Object.values(value).flatMap(viewsIn);
+  return [];
+}
