@@ -1,7 +1,15 @@
-import { context, propagation, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
+import { context, INVALID_SPAN_CONTEXT, propagation, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
 
 /** The tracer every span of Oncegate comes from (a no-op until `startTracing`). */
 const tracer = () => trace.getTracer('oncegate');
+
+/**
+ * Whether this process exports spans (from `startTracing` until its `close`). Until then the API's tracer,
+ * propagator and context manager are no-ops, and a span is one that records nothing: `inSpan` hands its work this
+ * one instead of starting, activating and ending one of its own (a tool call and each attempt made one).
+ */
+let exporting = false;
+const NOT_RECORDED: Span = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
 
 export interface TracingConfig {
   /** OTLP/HTTP endpoint; spans go to `<endpoint>/v1/traces`. */
@@ -34,8 +42,10 @@ export async function startTracing(config: TracingConfig, service: string, insta
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   trace.setGlobalTracerProvider(provider);
+  exporting = true;
   return {
     async close() {
+      exporting = false;
       await provider.shutdown().catch(() => undefined);
       trace.disable();
       propagation.disable();
@@ -53,7 +63,11 @@ export interface SpanOptions {
 }
 
 /** Runs `work` in a span, ended when the work settles; a failure is recorded on the span (its message only) and thrown on. */
-export async function inSpan<T>(name: string, options: SpanOptions, work: (span: Span) => Promise<T>): Promise<T> {
+export function inSpan<T>(name: string, options: SpanOptions, work: (span: Span) => Promise<T>): Promise<T> {
+  return exporting ? inRecordedSpan(name, options, work) : work(NOT_RECORDED);
+}
+
+async function inRecordedSpan<T>(name: string, options: SpanOptions, work: (span: Span) => Promise<T>): Promise<T> {
   const parent = options.parent ?? context.active();
   return tracer().startActiveSpan(name, { kind: options.kind ?? SpanKind.INTERNAL, ...(options.attributes ? { attributes: options.attributes } : {}) }, parent, async (span) => {
     try {
