@@ -64,7 +64,13 @@ export interface SpanOptions {
 
 /** Runs `work` in a span, ended when the work settles; a failure is recorded on the span (its message only) and thrown on. */
 export function inSpan<T>(name: string, options: SpanOptions, work: (span: Span) => Promise<T>): Promise<T> {
-  return exporting ? inRecordedSpan(name, options, work) : work(NOT_RECORDED);
+  if (exporting) return inRecordedSpan(name, options, work);
+  try {
+    return work(NOT_RECORDED);
+  } catch (error) {
+    // As from the span's own `async` path: a failure is a rejected promise, never a throw.
+    return Promise.reject(error);
+  }
 }
 
 async function inRecordedSpan<T>(name: string, options: SpanOptions, work: (span: Span) => Promise<T>): Promise<T> {

@@ -12,6 +12,10 @@ describe('inSpan', () => {
       });
       expect(seen).toEqual({ recording: false, traceId: '00000000000000000000000000000000' });
       await expect(inSpan('attempt http', {}, async () => Promise.reject(new Error('refused')))).rejects.toThrow('refused');
+      const throwing = () => {
+        throw new Error('thrown before any promise');
+      };
+      await expect(inSpan('attempt http', {}, throwing)).rejects.toThrow('thrown before any promise');
       expect(getTracer).not.toHaveBeenCalled();
     } finally {
       getTracer.mockRestore();
