@@ -72,6 +72,34 @@ function processTimes(pid: number): ProcessTimes | undefined {
   }
 }
 
+/**
+ * The CPU seconds each thread of a process has had so far, summed by the thread's name (`/proc/<pid>/task/<tid>/comm`):
+ * Node names its calling thread `MainThread` and each worker thread `WorkerThread`; V8's helper threads (the
+ * collector's parallel and concurrent work, compilation) are `V8Worker`, libuv's pool `libuv-worker`. A thread that
+ * has ended is in no reading. Empty when the process is gone.
+ */
+export function threadCpuSeconds(pid: number): Record<string, number> {
+  const byName: Record<string, number> = {};
+  let tasks: string[];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return byName;
+  }
+  for (const tid of tasks) {
+    try {
+      const name = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      // As in /proc/<pid>/stat: after the name's last ')', the 12th and 13th fields are utime and stime.
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      byName[name] = (byName[name] ?? 0) + (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+    } catch {
+      // The thread ended between the listing and the reading.
+    }
+  }
+  return byName;
+}
+
 /** Every process on the machine, by parent. */
 function processTree(): Map<number, ProcessTimes[]> {
   const byParent = new Map<number, ProcessTimes[]>();

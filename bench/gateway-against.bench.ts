@@ -8,6 +8,7 @@ import {
   ASYNC_RESOURCES_PRELOAD,
   allocatedPerCall,
   countAsyncResources,
+  printThreadCpu,
   promisesPerCall,
   gcPausePerCall,
   promotedPerCall,
@@ -45,6 +46,8 @@ export interface AgainstOptions {
   readonly allocation?: boolean;
   /** Also the promises each gateway's calling thread makes a call (`bench/async-resources.mjs`). */
   readonly promises?: boolean;
+  /** Also each gateway's CPU a call by thread (/proc/<pid>/task). */
+  readonly threads?: boolean;
 }
 
 /** One build under test: where it is, what it is, and what it measured round by round. */
@@ -132,7 +135,7 @@ export async function runAgainst(options: AgainstOptions): Promise<void> {
       for (let round = 0; round < options.rounds; round += 1) {
         const calls = Math.round((n * (round + 1)) / options.rounds) - Math.round((n * round) / options.rounds);
         const order = round % 2 === 0 ? builds : [...builds].reverse();
-        for (const build of order) build.rounds.get(c)!.push(await phase(build.call!, c, calls, round === 0 ? options.warmup : 0, build.server!, { allocation: build.allocation, asyncResources: build.asyncResources }));
+        for (const build of order) build.rounds.get(c)!.push(await phase(build.call!, c, calls, round === 0 ? options.warmup : 0, build.server!, { allocation: build.allocation, asyncResources: build.asyncResources, threads: options.threads }));
       }
     }
 
@@ -189,6 +192,7 @@ export async function runAgainst(options: AgainstOptions): Promise<void> {
       ];
     });
     printTable('this checkout against the other', rows);
+    if (options.threads === true) printThreadCpu(builds.flatMap((build) => [1, 32].map((c) => ({ system: `${build.name} (${build.commit})`, c, phase: merged(build, c) }))));
 
     const effects = (await (await fetch(`${targetUrl}/effects`)).json()) as { total: number };
     const sent = builds.reduce((sum, build) => sum + [1, 32].reduce((s, c) => s + merged(build, c).calls + options.warmup, 0), 0);

@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernStreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { threadCpuSeconds } from './cpu';
 import { targetAgent, targetRequest } from './passthrough-proxy';
 import { ms, percentile, printTable } from './table';
 
@@ -194,6 +195,8 @@ export interface Phase {
   readonly gcPauseMs?: number;
   /** Asynchronous resources the server's calling thread created a call, by type (`countAsyncResources`), when counted. */
   readonly asyncPerCall?: Readonly<Record<string, number>>;
+  /** The serving process's CPU seconds in the phase by thread name (`threadCpuSeconds`), when read. */
+  readonly threadCpuSeconds?: Readonly<Record<string, number>>;
 }
 
 /** The V8 flag whose trace `countAllocation` reads: a line on stdout per collection, with the bytes allocated since the last. */
@@ -305,7 +308,7 @@ export async function phase(
   total: number,
   warmup: number,
   server: Server,
-  options: { readonly withChildren?: boolean; readonly allocation?: AllocationCount; readonly asyncResources?: AsyncResourceCount } = {},
+  options: { readonly withChildren?: boolean; readonly allocation?: AllocationCount; readonly asyncResources?: AsyncResourceCount; readonly threads?: boolean } = {},
 ): Promise<Phase> {
   if (warmup > 0) await drive(call, concurrency, warmup);
   const pid = server.child.pid!;
@@ -314,13 +317,16 @@ export async function phase(
   const before = stats(pid);
   const allocatedBefore = options.allocation === undefined ? undefined : { ...options.allocation };
   const asyncBefore = options.asyncResources?.latest;
+  const threadsBefore = options.threads === true ? threadCpuSeconds(pid) : undefined;
   const clientBefore = process.cpuUsage();
   const result = await drive(call, concurrency, total);
   const client = process.cpuUsage(clientBefore);
   const after = stats(pid);
+  const threads = threadsBefore === undefined ? undefined : threadsSince(threadsBefore, threadCpuSeconds(pid));
   const perCall = options.asyncResources === undefined ? undefined : asyncPerCall(asyncBefore, options.asyncResources.latest);
   return {
     ...(perCall === undefined ? {} : { asyncPerCall: perCall }),
+    ...(threads === undefined ? {} : { threadCpuSeconds: threads }),
     ...result,
     peakKiB: after.peakKiB,
     cpuSeconds: after.cpuSeconds - before.cpuSeconds,
@@ -353,7 +359,46 @@ export function mergePhases(parts: readonly Phase[]): Phase {
         }
       : {}),
     ...(parts.every((part) => part.asyncPerCall !== undefined) ? { asyncPerCall: weightedPerCall(parts) } : {}),
+    ...(parts.every((part) => part.threadCpuSeconds !== undefined) ? { threadCpuSeconds: parts.map((part) => part.threadCpuSeconds!).reduce(addSeconds) } : {}),
   };
+}
+
+/** Each thread name's seconds between two readings (a thread started in between counts from nothing). */
+function threadsSince(before: Readonly<Record<string, number>>, after: Readonly<Record<string, number>>): Record<string, number> {
+  return Object.fromEntries(Object.entries(after).map(([name, seconds]) => [name, Math.max(0, seconds - (before[name] ?? 0))]));
+}
+
+function addSeconds(a: Readonly<Record<string, number>>, b: Readonly<Record<string, number>>): Record<string, number> {
+  const sum: Record<string, number> = { ...a };
+  for (const [name, seconds] of Object.entries(b)) sum[name] = (sum[name] ?? 0) + seconds;
+  return sum;
+}
+
+/** Thread groups of a Node server, by the names `threadCpuSeconds` reads, and the column each is shown in. */
+const THREAD_COLUMNS: ReadonlyArray<readonly [column: string, names: readonly string[]]> = [
+  ['calling thread', ['MainThread']],
+  ['worker threads (the store\'s writer)', ['WorkerThread']],
+  ['V8 helper threads (collector, compiler)', ['V8Worker']],
+  ['libuv pool', ['libuv-worker']],
+];
+
+/** The serving processes' CPU a call by thread, from the phases that read it (`phase(…, { threads: true })`). */
+export function printThreadCpu(rows: ReadonlyArray<{ readonly system: string; readonly c: number; readonly phase: Phase }>): void {
+  const read = rows.filter((row) => row.phase.threadCpuSeconds !== undefined);
+  if (read.length === 0) return;
+  const msPerCall = (seconds: number, phase: Phase) => ((seconds * 1000) / phase.calls).toFixed(3);
+  printTable(
+    'CPU ms a call by thread, from /proc/<pid>/task (ticks of 10 ms: phases of a few thousand calls read to about 0.005 ms a call)',
+    read.map((row) => {
+      const threads = row.phase.threadCpuSeconds!;
+      const named = new Set(THREAD_COLUMNS.flatMap(([, names]) => names));
+      const columns = Object.fromEntries(
+        THREAD_COLUMNS.map(([column, names]) => [column, msPerCall(names.reduce((sum, name) => sum + (threads[name] ?? 0), 0), row.phase)]),
+      );
+      const other = Object.entries(threads).filter(([name]) => !named.has(name)).reduce((sum, [, seconds]) => sum + seconds, 0);
+      return { path: row.system, concurrency: row.c, ...columns, other: msPerCall(other, row.phase), 'all threads': msPerCall(Object.values(threads).reduce((sum, seconds) => sum + seconds, 0), row.phase) };
+    }),
+  );
 }
 
 /** The rounds' resources a call, each round weighted by its calls. */

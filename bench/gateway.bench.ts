@@ -26,6 +26,7 @@ import {
   ASYNC_RESOURCES_PRELOAD,
   countAsyncResources,
   printAsyncResources,
+  printThreadCpu,
   ROOT,
   type CallStages,
   type Phase,
@@ -99,6 +100,8 @@ export async function run(argv: string[]): Promise<void> {
       stages: { type: 'boolean', default: false },
       /** Also the promises, nextTicks, setImmediates and timers each server's calling thread makes a call (`bench/async-resources.mjs`). */
       promises: { type: 'boolean', default: false },
+      /** Also each server's CPU a call by thread: the calling thread, worker threads, V8's helpers (/proc/<pid>/task). */
+      threads: { type: 'boolean', default: false },
     },
   });
   const calls1 = Number(values.calls);
@@ -134,6 +137,7 @@ export async function run(argv: string[]): Promise<void> {
       nodeOptions: gatewayNodeOptions,
       allocation: values.allocation!,
       promises: values.promises!,
+      threads: values.threads!,
     });
   }
   if (values['in-flight'] !== undefined) {
@@ -196,7 +200,7 @@ export async function run(argv: string[]): Promise<void> {
       clients.push(...proxyClients);
       const viaProxy = mcpCall(proxyClients, (text) => text.includes('"applied":true'));
       for (const [c, n] of [[1, calls1], [32, calls32]] as const) {
-        rows.push({ system, c, phase: await phase(viaProxy, c, n, warmup, proxy, { allocation, asyncResources }) });
+        rows.push({ system, c, phase: await phase(viaProxy, c, n, warmup, proxy, { allocation, asyncResources, threads: values.threads }) });
         if (c === 1 && nodeArgs.length > 0) stages.set(system, await readCallStages(proxy, dir));
       }
       await Promise.all(proxyClients.map((client) => client.close()));
@@ -222,7 +226,7 @@ export async function run(argv: string[]): Promise<void> {
     clients.push(...gatewayClients);
     const viaGateway = mcpCall(gatewayClients, (text) => text.startsWith('set_config completed'));
     for (const [c, n] of [[1, calls1], [32, calls32]] as const) {
-      rows.push({ system: 'oncegate gateway', c, phase: await phase(viaGateway, c, n, warmup, gateway, { allocation: gatewayAllocation, asyncResources: gatewayAsync }) });
+      rows.push({ system: 'oncegate gateway', c, phase: await phase(viaGateway, c, n, warmup, gateway, { allocation: gatewayAllocation, asyncResources: gatewayAsync, threads: values.threads }) });
       if (c === 1 && values.stages) stages.set('oncegate gateway', await readCallStages(gateway, dir));
     }
     await Promise.all(gatewayClients.map((client) => client.close()));
@@ -340,6 +344,7 @@ export async function run(argv: string[]): Promise<void> {
     );
     for (const [system, summary] of stages) printCallStages(system, summary);
     if (values.promises) printAsyncResources(rows);
+    if (values.threads) printThreadCpu(rows);
   } finally {
     await Promise.all(clients.map((client) => client.close().catch(() => undefined)));
     await closeDirect?.();
