@@ -381,6 +381,7 @@ const THREAD_COLUMNS: ReadonlyArray<readonly [column: string, names: readonly st
   ['V8 helper threads (collector, compiler)', ['V8Worker']],
   ['libuv pool', ['libuv-worker']],
 ];
+const GROUPED_THREADS = new Set(THREAD_COLUMNS.flatMap(([, names]) => names));
 
 /** The serving processes' CPU a call by thread, from the phases that read it (`phase(…, { threads: true })`). */
 export function printThreadCpu(rows: ReadonlyArray<{ readonly system: string; readonly c: number; readonly phase: Phase }>): void {
@@ -391,11 +392,10 @@ export function printThreadCpu(rows: ReadonlyArray<{ readonly system: string; re
     'CPU ms a call by thread, from /proc/<pid>/task (ticks of 10 ms: phases of a few thousand calls read to about 0.005 ms a call)',
     read.map((row) => {
       const threads = row.phase.threadCpuSeconds!;
-      const named = new Set(THREAD_COLUMNS.flatMap(([, names]) => names));
       const columns = Object.fromEntries(
         THREAD_COLUMNS.map(([column, names]) => [column, msPerCall(names.reduce((sum, name) => sum + (threads[name] ?? 0), 0), row.phase)]),
       );
-      const other = Object.entries(threads).filter(([name]) => !named.has(name)).reduce((sum, [, seconds]) => sum + seconds, 0);
+      const other = Object.entries(threads).filter(([name]) => !GROUPED_THREADS.has(name)).reduce((sum, [, seconds]) => sum + seconds, 0);
       return { path: row.system, concurrency: row.c, ...columns, other: msPerCall(other, row.phase), 'all threads': msPerCall(Object.values(threads).reduce((sum, seconds) => sum + seconds, 0), row.phase) };
     }),
   );
