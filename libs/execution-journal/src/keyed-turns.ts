@@ -3,6 +3,12 @@
  * held up. The command loop takes a turn per execution stream, so writers in one process never race each other
  * for the stream's next revision (a burst of retries would otherwise starve the outcome's append).
  */
+/**
+ * Why a turn's signal aborts. Without a reason `abort()` makes a `DOMException`, stack trace and all, and a busy
+ * execution asks for a turn behind another on nearly every call; nothing reads the reason.
+ */
+const TURN_BEHIND = 'another turn for the key waits behind this one';
+
 export class KeyedTurns<Key> {
   private readonly tails = new Map<Key, { readonly done: Promise<void>; readonly behind: AbortController }>();
 
@@ -13,7 +19,7 @@ export class KeyedTurns<Key> {
    */
   run<T>(key: Key, work: (behind: AbortSignal) => Promise<T>): Promise<T> {
     const previous = this.tails.get(key);
-    previous?.behind.abort();
+    previous?.behind.abort(TURN_BEHIND);
     const behind = new AbortController();
     const result = (previous?.done ?? Promise.resolve()).then(() => work(behind.signal));
     const tail = {
