@@ -1,14 +1,14 @@
 /**
- * Keyed turns: work for one key runs one at a time, in the order it was asked for; work for other keys is not
- * held up. The command loop takes a turn per execution stream, so writers in one process never race each other
- * for the stream's next revision (a burst of retries would otherwise starve the outcome's append).
- */
-/**
  * Why a turn's signal aborts. Without a reason `abort()` makes a `DOMException`, stack trace and all, and a busy
  * execution asks for a turn behind another on nearly every call; nothing reads the reason.
  */
 const TURN_BEHIND = 'another turn for the key waits behind this one';
 
+/**
+ * Keyed turns: work for one key runs one at a time, in the order it was asked for; work for other keys is not
+ * held up. The command loop takes a turn per execution stream, so writers in one process never race each other
+ * for the stream's next revision (a burst of retries would otherwise starve the outcome's append).
+ */
 export class KeyedTurns<Key> {
   private readonly tails = new Map<Key, { readonly done: Promise<void>; readonly behind: AbortController }>();
 
