@@ -18,7 +18,7 @@ import {
   type ProtocolCorrelation,
 } from '@oncegate/domain';
 import { fingerprintPolicyOf, validateArguments, type ToolContract } from '@oncegate/contracts';
-import { buildOperationRecord, candidateFingerprints, fingerprint as fingerprintOf, type KeyRing } from '@oncegate/fingerprint';
+import { buildOperationRecord, candidateFingerprints, type Fingerprint, type KeyRing } from '@oncegate/fingerprint';
 import type { AppendManyEntry, EventStore } from '@oncegate/event-store';
 import {
   idempotencyKeyClaimEntry,
@@ -203,8 +203,9 @@ export class ToolCalls {
       fingerprintPolicyOf(tool),
       keyRing,
     );
+    // The current key's first: the record's canonical JSON is written and keyed once for both.
     const fingerprints = candidateFingerprints(record, keyRing);
-    const current = fingerprintOf(record, keyRing);
+    const current = fingerprints[0]!;
     const newIntent = context.meta[META_NEW_INTENT] === true;
     const callerKey = scope.kind === 'key' && scope.source === 'caller' ? scope.key : undefined;
 
@@ -328,7 +329,7 @@ export class ToolCalls {
     context: CallContext,
     executionId: ExecutionId,
     record: ReturnType<typeof buildOperationRecord>,
-    fingerprint: ReturnType<typeof fingerprintOf>,
+    fingerprint: Fingerprint,
     scope: IntentScope,
     now: ReturnType<typeof isoNow>,
     claims: readonly AppendManyEntry[],
