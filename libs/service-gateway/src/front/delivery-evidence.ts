@@ -1,4 +1,4 @@
-import { canonicalJson, toJsonValue } from '@oncegate/fingerprint';
+import { canonicalJson } from '@oncegate/fingerprint';
 import type { DeliverySettlement, DeliveryWatch } from '@oncegate/service-result-delivery';
 import { parseEventId } from './sse-event-id';
 
@@ -82,7 +82,8 @@ export class SessionDeliveries {
     const m = message as { method?: unknown; params?: { requestId?: unknown; name?: unknown; arguments?: unknown } } | null;
     const method = typeof m?.method === 'string' ? m.method : 'response';
     const cancelled = method === 'notifications/cancelled' ? m?.params?.requestId : undefined;
-    const repeatKey = method === 'tools/call' ? repeatKeyOf(m?.params) : undefined;
+    // Only a written answer is settled by a repeat: the key of the call is written out when one is there to compare.
+    let repeatKey: string | undefined;
     for (const [key, entry] of [...this.pending]) {
       if (cancelled !== undefined && key === requestKey(cancelled as RequestId)) {
         if (entry.written) {
@@ -90,7 +91,7 @@ export class SessionDeliveries {
         }
       } else if (!entry.written) {
         continue;
-      } else if (repeatKey !== undefined && repeatKey === entry.repeatKey) {
+      } else if (method === 'tools/call' && entry.repeatKey !== undefined && (repeatKey ??= repeatKeyOf(m?.params)) === entry.repeatKey) {
         // The same call again: the client may not have the first answer. The repeat gets its own.
         this.settleKey(key, { kind: 'unproven', reason: `the same call came again on the same ${this.connection}, which proves nothing either way` });
       } else {
@@ -156,7 +157,7 @@ export function requestKey(requestId: RequestId): string {
 function repeatKeyOf(call: { name?: unknown; arguments?: unknown } | undefined): string | undefined {
   if (typeof call?.name !== 'string') return undefined;
   try {
-    return `${call.name}\u0000${canonicalJson(toJsonValue(call.arguments ?? {}))}`;
+    return `${call.name}\u0000${canonicalJson(call.arguments ?? {})}`;
   } catch {
     return undefined;
   }

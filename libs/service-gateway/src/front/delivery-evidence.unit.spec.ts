@@ -65,6 +65,19 @@ describe('delivery evidence on one session', () => {
     expect(await watch.settled).toEqual({ kind: 'unproven', reason: 'the same call came again on the same MCP session, which proves nothing either way' });
   });
 
+  it('given a written response, when another call comes, then it is delivered; a call with no name is no repeat of one without a call', async () => {
+    const session = new SessionDeliveries('MCP session');
+    const watch = session.expect(1, call);
+    const bare = session.expect(3, undefined);
+    session.stored(1, 'stream-a.1');
+    session.stored(3, 'stream-b.1');
+    session.streamEnded(1, true);
+    session.streamEnded(3, true);
+    session.received({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { arguments: {} } });
+    expect(await watch.settled).toMatchObject({ kind: 'delivered' });
+    expect(await bare.settled).toMatchObject({ kind: 'delivered' });
+  });
+
   it('given a stored response, when a stream resumes at or past its event, then it is delivered; before it, nothing is proven', async () => {
     const session = new SessionDeliveries('MCP session');
     const watch = session.expect('a', call);
