@@ -73,12 +73,21 @@ describe('fingerprintPolicyOf', () => {
     expect(fingerprintPolicyOf(tool('get_build'))).toEqual({ defaults: {}, exclude: [], secret: [] });
   });
 
-  it('given a policy, when the caller changes it, then the frozen contract is untouched', () => {
+  it('given a frozen contract, when asked again, then the same policy is given, and it cannot be changed', () => {
     const policy = fingerprintPolicyOf(tool('send_payment'));
-    policy.exclude.push('amount_cents');
-    (policy.defaults['options'] as Record<string, unknown>)['notify'] = false;
+    expect(fingerprintPolicyOf(tool('send_payment'))).toBe(policy);
+    expect(() => (policy.exclude as string[]).push('amount_cents')).toThrow(TypeError);
+    expect(() => ((policy.defaults['options'] as Record<string, unknown>)['notify'] = false)).toThrow(TypeError);
     expect(fingerprintPolicyOf(tool('send_payment')).exclude).toEqual(['note', 'options.channel']);
     expect(fingerprintPolicyOf(tool('send_payment')).defaults['options']).toEqual({ notify: true });
+  });
+
+  it('given a contract that is not frozen, when it changes, then the next policy follows it', () => {
+    const open = structuredClone(tool('send_payment')) as ToolContract & { fingerprint: { exclude: string[] } };
+    const before = fingerprintPolicyOf(open);
+    open.fingerprint.exclude.push('amount_cents');
+    expect(fingerprintPolicyOf(open).exclude).toEqual([...before.exclude, 'amount_cents']);
+    expect(fingerprintPolicyOf(open)).not.toBe(before);
   });
 });
 
