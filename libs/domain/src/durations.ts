@@ -15,8 +15,22 @@ export const DEFAULT_REDELIVERY_GRACE_MS = 60 * SECOND_MS;
 
 const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
 
+/**
+ * The last instant read and its milliseconds: a call's commands carry one `now` that its steps check and compare many
+ * times over (about ten readings a call), and reading it again is a regular expression and a date parse each time.
+ */
+let lastRead: { readonly instant: string; readonly ms: number } = { instant: '', ms: Number.NaN };
+
+/** Milliseconds of a string that `isIsoInstant` accepts, else NaN. */
+function readInstant(value: string): number {
+  if (value === lastRead.instant) return lastRead.ms;
+  const ms = ISO_INSTANT.test(value) ? Date.parse(value) : Number.NaN;
+  if (!Number.isNaN(ms)) lastRead = { instant: value, ms };
+  return ms;
+}
+
 export function isIsoInstant(value: unknown): value is IsoInstant {
-  return typeof value === 'string' && ISO_INSTANT.test(value) && !Number.isNaN(Date.parse(value));
+  return typeof value === 'string' && !Number.isNaN(readInstant(value));
 }
 
 /** A duration the domain accepts: a finite, non-negative whole number of milliseconds. */
@@ -26,15 +40,16 @@ export function isDurationMs(value: unknown): value is number {
 
 /** Milliseconds since the epoch of an instant already validated with `isIsoInstant`. */
 export function epochMsOf(instant: IsoInstant): number {
-  return Date.parse(instant);
+  const ms = readInstant(instant);
+  return Number.isNaN(ms) ? Date.parse(instant) : ms;
 }
 
 /** The instant `ms` after `instant`, as a UTC ISO string. */
 export function addMs(instant: IsoInstant, ms: number): IsoInstant {
-  return new Date(Date.parse(instant) + ms).toISOString();
+  return new Date(epochMsOf(instant) + ms).toISOString();
 }
 
 /** True when `a` lies strictly before `b`, whatever zone each was written in. */
 export function isBefore(a: IsoInstant, b: IsoInstant): boolean {
-  return Date.parse(a) < Date.parse(b);
+  return epochMsOf(a) < epochMsOf(b);
 }
