@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { newEventId, readAllFrom, type EventStore, type RecordedEvent } from '@oncegate/event-store';
 
 /**
@@ -65,7 +65,7 @@ export type TokenRefusal = 'missing' | 'malformed' | 'wrong_kind' | 'unknown' | 
 export type TokenVerdict = { readonly actor: string } | { readonly refused: TokenRefusal; readonly principal?: string };
 
 function hashToken(token: string): Buffer {
-  return createHash('sha256').update(token).digest();
+  return hash('sha256', token, 'buffer');
 }
 
 /** Data of a token-issued event (`AgentTokenIssued`, `ApproverTokenIssued`): the token itself is never stored. */

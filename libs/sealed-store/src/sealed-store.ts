@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { hash, randomUUID } from 'node:crypto';
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import { asBuffer } from '@oncegate/event-store';
 import { BlobCipher, SealedValueError, type SealingKey } from './blob-cipher';
@@ -89,7 +89,7 @@ const INSERT = 'INSERT INTO sealed_blobs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)';
 
 /** A plaintext's digest as blobs are named by it (`sha256:<hex>`). */
 export function sealedDigest(plaintext: Uint8Array): string {
-  return `sha256:${createHash('sha256').update(plaintext).digest('hex')}`;
+  return `sha256:${hash('sha256', plaintext, 'hex')}`;
 }
 
 /** What a blob's encryption is bound to: opening it under another ref, kind or owner fails. */
