@@ -8,6 +8,9 @@ import {
   ASYNC_RESOURCES_PRELOAD,
   allocatedPerCall,
   countAsyncResources,
+  countCensus,
+  CALL_CENSUS_PRELOAD,
+  printCensus,
   printThreadCpu,
   promisesPerCall,
   gcPausePerCall,
@@ -46,6 +49,8 @@ export interface AgainstOptions {
   readonly allocation?: boolean;
   /** Also the promises each gateway's calling thread makes a call (`bench/async-resources.mjs`). */
   readonly promises?: boolean;
+  /** Also how often each gateway's calling thread asks a call for some common pieces of work (`bench/call-census.mjs`). */
+  readonly census?: boolean;
   /** Also each gateway's CPU a call by thread (/proc/<pid>/task). */
   readonly threads?: boolean;
 }
@@ -59,6 +64,7 @@ interface Build {
   server?: Server;
   allocation?: ReturnType<typeof countAllocation>;
   asyncResources?: AsyncResourceCount;
+  census?: AsyncResourceCount;
   readonly rounds: Map<number, Phase[]>;
 }
 
@@ -117,13 +123,14 @@ export async function runAgainst(options: AgainstOptions): Promise<void> {
       writeFileSync(configFile, gatewayYaml(dir, options.synchronous, { dataDir: join(dir, `data-${i}`) }));
       const started = await startGatewayProcess(
         configFile,
-        [...options.nodeOptions, ...(options.allocation === true ? [ALLOCATION_TRACE] : []), ...(options.promises === true ? ASYNC_RESOURCES_PRELOAD : [])],
+        [...options.nodeOptions, ...(options.allocation === true ? [ALLOCATION_TRACE] : []), ...(options.promises === true ? ASYNC_RESOURCES_PRELOAD : []), ...(options.census === true ? CALL_CENSUS_PRELOAD : [])],
         [],
         build.checkout,
       );
       servers.push(started.server);
       if (options.allocation === true) build.allocation = countAllocation(started.server);
       if (options.promises === true) build.asyncResources = countAsyncResources(started.server);
+      if (options.census === true) build.census = countCensus(started.server);
       const gatewayClients = await mcpClients(started.url, 32, started.token);
       clients.push(...gatewayClients);
       build.server = started.server;
@@ -135,7 +142,7 @@ export async function runAgainst(options: AgainstOptions): Promise<void> {
       for (let round = 0; round < options.rounds; round += 1) {
         const calls = Math.round((n * (round + 1)) / options.rounds) - Math.round((n * round) / options.rounds);
         const order = round % 2 === 0 ? builds : [...builds].reverse();
-        for (const build of order) build.rounds.get(c)!.push(await phase(build.call!, c, calls, round === 0 ? options.warmup : 0, build.server!, { allocation: build.allocation, asyncResources: build.asyncResources, threads: options.threads }));
+        for (const build of order) build.rounds.get(c)!.push(await phase(build.call!, c, calls, round === 0 ? options.warmup : 0, build.server!, { allocation: build.allocation, asyncResources: build.asyncResources, census: build.census, threads: options.threads }));
       }
     }
 
@@ -192,6 +199,7 @@ export async function runAgainst(options: AgainstOptions): Promise<void> {
       ];
     });
     printTable('this checkout against the other', rows);
+    if (options.census === true) printCensus(builds.flatMap((build) => [1, 32].map((c) => ({ system: `${build.name} (${build.commit})`, c, phase: merged(build, c) }))));
     if (options.threads === true) printThreadCpu(builds.flatMap((build) => [1, 32].map((c) => ({ system: `${build.name} (${build.commit})`, c, phase: merged(build, c) }))));
 
     const effects = (await (await fetch(`${targetUrl}/effects`)).json()) as { total: number };

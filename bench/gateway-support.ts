@@ -195,6 +195,8 @@ export interface Phase {
   readonly gcPauseMs?: number;
   /** Asynchronous resources the server's calling thread created a call, by type (`countAsyncResources`), when counted. */
   readonly asyncPerCall?: Readonly<Record<string, number>>;
+  /** Pieces of work the server's calling thread asked for a call, by name (`countCensus`), when counted. */
+  readonly censusPerCall?: Readonly<Record<string, number>>;
   /** The serving process's CPU seconds in the phase by thread name (`threadCpuSeconds`), when read. */
   readonly threadCpuSeconds?: Readonly<Record<string, number>>;
 }
@@ -234,16 +236,29 @@ export function countAllocation(server: Server): AllocationCount {
 /** The preload whose lines `countAsyncResources` reads. */
 export const ASYNC_RESOURCES_PRELOAD = ['--import', join(ROOT, 'bench/async-resources.mjs')];
 
-/** The latest counts a server loaded with `bench/async-resources.mjs` printed: POSTs and asynchronous resources since its start. */
+/** The preload whose lines `countCensus` reads. */
+export const CALL_CENSUS_PRELOAD = ['--import', join(ROOT, 'bench/call-census.mjs')];
+
+/** The latest counts a server loaded with a counting preload printed: POSTs and what it counted since its start. */
 export interface AsyncResourceCount {
   latest: { readonly posts: number; readonly counts: Readonly<Record<string, number>> } | undefined;
 }
 
+/** What `bench/async-resources.mjs` prints: asynchronous resources by type. */
 export function countAsyncResources(server: Server): AsyncResourceCount {
+  return countLines(server, 'async-resources ');
+}
+
+/** What `bench/call-census.mjs` prints: pieces of work by name. */
+export function countCensus(server: Server): AsyncResourceCount {
+  return countLines(server, 'call-census ');
+}
+
+function countLines(server: Server, prefix: string): AsyncResourceCount {
   const count: AsyncResourceCount = { latest: undefined };
   createInterface({ input: server.child.stdout! }).on('line', (line) => {
-    if (!line.startsWith('async-resources ')) return;
-    const fields = Object.fromEntries(line.slice('async-resources '.length).split(' ').map((field) => field.split('=') as [string, string]));
+    if (!line.startsWith(prefix)) return;
+    const fields = Object.fromEntries(line.slice(prefix.length).split(' ').map((field) => field.split('=') as [string, string]));
     const { posts, ...counts } = fields;
     count.latest = { posts: Number(posts), counts: Object.fromEntries(Object.entries(counts).map(([type, n]) => [type, Number(n)])) };
   });
@@ -308,7 +323,13 @@ export async function phase(
   total: number,
   warmup: number,
   server: Server,
-  options: { readonly withChildren?: boolean; readonly allocation?: AllocationCount; readonly asyncResources?: AsyncResourceCount; readonly threads?: boolean } = {},
+  options: {
+    readonly withChildren?: boolean;
+    readonly allocation?: AllocationCount;
+    readonly asyncResources?: AsyncResourceCount;
+    readonly census?: AsyncResourceCount;
+    readonly threads?: boolean;
+  } = {},
 ): Promise<Phase> {
   if (warmup > 0) await drive(call, concurrency, warmup);
   const pid = server.child.pid!;
@@ -317,6 +338,7 @@ export async function phase(
   const before = stats(pid);
   const allocatedBefore = options.allocation === undefined ? undefined : { ...options.allocation };
   const asyncBefore = options.asyncResources?.latest;
+  const censusBefore = options.census?.latest;
   const threadsBefore = options.threads === true ? threadCpuSeconds(pid) : undefined;
   const clientBefore = process.cpuUsage();
   const result = await drive(call, concurrency, total);
@@ -324,8 +346,10 @@ export async function phase(
   const after = stats(pid);
   const threads = threadsBefore === undefined ? undefined : threadsSince(threadsBefore, threadCpuSeconds(pid));
   const perCall = options.asyncResources === undefined ? undefined : asyncPerCall(asyncBefore, options.asyncResources.latest);
+  const census = options.census === undefined ? undefined : asyncPerCall(censusBefore, options.census.latest);
   return {
     ...(perCall === undefined ? {} : { asyncPerCall: perCall }),
+    ...(census === undefined ? {} : { censusPerCall: census }),
     ...(threads === undefined ? {} : { threadCpuSeconds: threads }),
     ...result,
     peakKiB: after.peakKiB,
@@ -359,6 +383,7 @@ export function mergePhases(parts: readonly Phase[]): Phase {
         }
       : {}),
     ...(parts.every((part) => part.asyncPerCall !== undefined) ? { asyncPerCall: weightedPerCall(parts) } : {}),
+    ...(parts.every((part) => part.censusPerCall !== undefined) ? { censusPerCall: weightedPerCall(parts, (part) => part.censusPerCall!) } : {}),
     ...(parts.every((part) => part.threadCpuSeconds !== undefined) ? { threadCpuSeconds: parts.map((part) => part.threadCpuSeconds!).reduce(addSeconds) } : {}),
   };
 }
@@ -402,10 +427,10 @@ export function printThreadCpu(rows: ReadonlyArray<{ readonly system: string; re
 }
 
 /** The rounds' resources a call, each round weighted by its calls. */
-function weightedPerCall(parts: readonly Phase[]): Record<string, number> {
+function weightedPerCall(parts: readonly Phase[], of: (part: Phase) => Readonly<Record<string, number>> = (part) => part.asyncPerCall!): Record<string, number> {
   const calls = parts.reduce((sum, part) => sum + part.calls, 0);
-  const types = new Set(parts.flatMap((part) => Object.keys(part.asyncPerCall!)));
-  return Object.fromEntries([...types].map((type) => [type, parts.reduce((sum, part) => sum + (part.asyncPerCall![type] ?? 0) * part.calls, 0) / calls]));
+  const types = new Set(parts.flatMap((part) => Object.keys(of(part))));
+  return Object.fromEntries([...types].map((type) => [type, parts.reduce((sum, part) => sum + (of(part)[type] ?? 0) * part.calls, 0) / calls]));
 }
 
 /** Promises a call the phase's server made on its calling thread, or `n/a` when not counted. */
@@ -617,6 +642,22 @@ export function printCallStages(system: string, stages: CallStages): void {
 }
 
 /** What each server's calling thread created a call, in the phases of a run with `--promises`. */
+/**
+ * The census of each server and concurrency that counted one: a column per piece of work, a call's share of it. With
+ * two builds, their rows side by side.
+ */
+export function printCensus(rows: ReadonlyArray<{ readonly system: string; readonly c: number; readonly phase: Phase }>): void {
+  const counted = rows.filter((row) => row.phase.censusPerCall !== undefined);
+  const names = [...new Set(counted.flatMap((row) => Object.keys(row.phase.censusPerCall!)))].sort();
+  printTable(
+    'work a call asks of the calling thread, by piece (bench/call-census.mjs; each counted function is wrapped, so this run\'s other figures are not a plain run\'s)',
+    names.map((name) => ({
+      'piece of work': name,
+      ...Object.fromEntries(counted.map((row) => [`${row.system} at ${row.c}`, (row.phase.censusPerCall![name] ?? 0).toFixed(2)])),
+    })),
+  );
+}
+
 export function printAsyncResources(rows: ReadonlyArray<{ readonly system: string; readonly c: number; readonly phase: Phase }>): void {
   const counted = rows.filter((row) => row.phase.asyncPerCall !== undefined);
   const per = (row: (typeof counted)[number], type: string) => (row.phase.asyncPerCall![type] ?? 0).toFixed(1);

@@ -25,7 +25,10 @@ import {
   readCallStages,
   ASYNC_RESOURCES_PRELOAD,
   countAsyncResources,
+  countCensus,
+  CALL_CENSUS_PRELOAD,
   printAsyncResources,
+  printCensus,
   printThreadCpu,
   ROOT,
   type CallStages,
@@ -100,6 +103,8 @@ export async function run(argv: string[]): Promise<void> {
       stages: { type: 'boolean', default: false },
       /** Also the promises, nextTicks, setImmediates and timers each server's calling thread makes a call (`bench/async-resources.mjs`). */
       promises: { type: 'boolean', default: false },
+      /** Also how often each server's calling thread asks a call for some common pieces of work (`bench/call-census.mjs`). */
+      census: { type: 'boolean', default: false },
       /** Also each server's CPU a call by thread: the calling thread, worker threads, V8's helpers (/proc/<pid>/task). */
       threads: { type: 'boolean', default: false },
     },
@@ -137,6 +142,7 @@ export async function run(argv: string[]): Promise<void> {
       nodeOptions: gatewayNodeOptions,
       allocation: values.allocation!,
       promises: values.promises!,
+      census: values.census!,
       threads: values.threads!,
     });
   }
@@ -184,7 +190,7 @@ export async function run(argv: string[]): Promise<void> {
     const stagesArgs = values.stages ? ['--import', join(ROOT, 'bench/call-stages.mjs')] : [];
     if (values.stages) process.env['CALL_STAGES_DIR'] = dir;
     const stages = new Map<string, CallStages>();
-    const promisesArgs = values.promises ? ASYNC_RESOURCES_PRELOAD : [];
+    const promisesArgs = [...(values.promises ? ASYNC_RESOURCES_PRELOAD : []), ...(values.census ? CALL_CENSUS_PRELOAD : [])];
 
     /** The pass-through proxy (with `extraArgs`) in a process of its own, measured at 1 and 32 as `system`, then stopped. */
     const measureProxy = async (system: string, extraArgs: readonly string[], nodeArgs: readonly string[] = []) => {
@@ -196,11 +202,12 @@ export async function run(argv: string[]): Promise<void> {
       servers.push(proxy);
       const allocation = values.allocation ? countAllocation(proxy) : undefined;
       const asyncResources = values.promises ? countAsyncResources(proxy) : undefined;
+      const census = values.census ? countCensus(proxy) : undefined;
       const proxyClients = await mcpClients(proxy.matches[0]![1]!, 32);
       clients.push(...proxyClients);
       const viaProxy = mcpCall(proxyClients, (text) => text.includes('"applied":true'));
       for (const [c, n] of [[1, calls1], [32, calls32]] as const) {
-        rows.push({ system, c, phase: await phase(viaProxy, c, n, warmup, proxy, { allocation, asyncResources, threads: values.threads }) });
+        rows.push({ system, c, phase: await phase(viaProxy, c, n, warmup, proxy, { allocation, asyncResources, census, threads: values.threads }) });
         if (c === 1 && nodeArgs.length > 0) stages.set(system, await readCallStages(proxy, dir));
       }
       await Promise.all(proxyClients.map((client) => client.close()));
@@ -222,11 +229,12 @@ export async function run(argv: string[]): Promise<void> {
     servers.push(gateway);
     const gatewayAllocation = values.allocation ? countAllocation(gateway) : undefined;
     const gatewayAsync = values.promises ? countAsyncResources(gateway) : undefined;
+    const gatewayCensus = values.census ? countCensus(gateway) : undefined;
     const gatewayClients = await mcpClients(started.url, 32, started.token);
     clients.push(...gatewayClients);
     const viaGateway = mcpCall(gatewayClients, (text) => text.startsWith('set_config completed'));
     for (const [c, n] of [[1, calls1], [32, calls32]] as const) {
-      rows.push({ system: 'oncegate gateway', c, phase: await phase(viaGateway, c, n, warmup, gateway, { allocation: gatewayAllocation, asyncResources: gatewayAsync, threads: values.threads }) });
+      rows.push({ system: 'oncegate gateway', c, phase: await phase(viaGateway, c, n, warmup, gateway, { allocation: gatewayAllocation, asyncResources: gatewayAsync, census: gatewayCensus, threads: values.threads }) });
       if (c === 1 && values.stages) stages.set('oncegate gateway', await readCallStages(gateway, dir));
     }
     await Promise.all(gatewayClients.map((client) => client.close()));
@@ -344,6 +352,7 @@ export async function run(argv: string[]): Promise<void> {
     );
     for (const [system, summary] of stages) printCallStages(system, summary);
     if (values.promises) printAsyncResources(rows);
+    if (values.census) printCensus(rows);
     if (values.threads) printThreadCpu(rows);
   } finally {
     await Promise.all(clients.map((client) => client.close().catch(() => undefined)));
