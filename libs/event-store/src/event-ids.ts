@@ -19,10 +19,18 @@ export function pooledRandomBytes(length: number): Uint8Array {
 }
 
 /**
- * A new event id: a UUIDv7 (time-ordered) from the `uuid` package, its random part from the pool. Every event
- * gets one, several per tool call; asking the system for 16 bytes each time cost about 2 % of the gateway's busy
- * time under load.
+ * A new time-ordered id: a UUIDv7 from the `uuid` package, its random part from the pool (74 random bits). Ids made
+ * one after the other sort one after the other, so a table keyed by them grows at its end: each insert touches the
+ * index's last page instead of a page anywhere in it.
+ */
+export function newTimeOrderedId(): string {
+  return uuidv7({ random: pooledRandomBytes(16) });
+}
+
+/**
+ * A new event id, time-ordered (`newTimeOrderedId`). Every event gets one, several per tool call; asking the system
+ * for 16 bytes each time cost about 2 % of the gateway's busy time under load.
  */
 export function newEventId(): string {
-  return uuidv7({ random: pooledRandomBytes(16) });
+  return newTimeOrderedId();
 }

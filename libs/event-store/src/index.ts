@@ -25,7 +25,7 @@ export type {
 export { backoffMs } from './backoff';
 export { pause, settledOrAborted } from './abortable';
 export { matchesFilter } from './event-filter';
-export { newEventId, pooledRandomBytes } from './event-ids';
+export { newEventId, newTimeOrderedId, pooledRandomBytes } from './event-ids';
 export { asBuffer } from './bytes';
 export { readAllFrom } from './read-all-from';
 export { readLinks } from './read-links';

@@ -1,7 +1,8 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { escapeIdentifier, Pool, type PoolConfig } from 'pg';
 import { listenerConfig, PostgresListener, surviveServerLoss, unavailableOr } from '@oncegate/event-store-postgres';
+import { newTimeOrderedId } from '@oncegate/event-store';
 import { BlobCipher, SealedValueError, type SealingKey } from './blob-cipher';
 import { SealedBlobError, sealedAad, sealedDigest, type OpenedBlob, type SealedKind, type SealedRef, type SealedStore } from './sealed-store';
 
@@ -167,7 +168,8 @@ export class PostgresSealedStore implements SealedStore {
   }
 
   async seal(kind: SealedKind, owner: string, plaintext: Uint8Array): Promise<SealedRef> {
-    const ref = `sealed_${randomUUID()}`;
+    // Time-ordered: the blobs' table grows at the end of its key's index, one page written a commit, not one a blob.
+    const ref = `sealed_${newTimeOrderedId()}`;
     const sealed = this.cipher.seal(plaintext, sealedAad(ref, kind, owner));
     const digest = sealedDigest(plaintext);
     const values: unknown[] = [ref, kind, owner, sealed.keyId, sealed.iv, sealed.tag, sealed.ciphertext, digest, new Date().toISOString()];

@@ -53,6 +53,21 @@ function describeSealedStore<Location>(name: string, harness: SealedStoreHarness
       await store.close();
     });
 
+    it(`${name}: given blobs sealed one after another, then their refs are distinct and sort by the millisecond they were sealed in`, async () => {
+      const store = await harness.open(await fresh(), { id: 'k1', key: randomBytes(32) });
+      const refs: string[] = [];
+      for (let i = 0; i < 50; i += 1) {
+        refs.push((await store.seal('result', `ex_${i}`, Buffer.from(`{"i":${i}}`))).ref);
+        if (i % 10 === 9) await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+      expect(new Set(refs).size).toBe(refs.length);
+      // A UUIDv7 starts with its 48-bit millisecond: `sealed_` and the first twelve hex digits, dash included.
+      const millisecond = (ref: string) => ref.slice('sealed_'.length, 'sealed_'.length + 13);
+      expect([...refs].map(millisecond).sort()).toEqual(refs.map(millisecond));
+      expect(new Set(refs.map(millisecond)).size).toBeGreaterThan(1);
+      await store.close();
+    });
+
     it(`${name}: given a sealed blob, when the storage is read raw, then the plaintext is not in it`, async () => {
       const location = await fresh();
       const store = await harness.open(location, { id: 'k1', key: randomBytes(32) });

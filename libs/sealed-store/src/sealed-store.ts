@@ -1,6 +1,6 @@
-import { hash, randomUUID } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
-import { asBuffer } from '@oncegate/event-store';
+import { asBuffer, newTimeOrderedId } from '@oncegate/event-store';
 import { BlobCipher, SealedValueError, type SealingKey } from './blob-cipher';
 
 /** What a sealed blob holds: a call's raw arguments or a target's response. */
@@ -131,7 +131,8 @@ export class SqliteSealedStore implements SealedStore {
    * that would reference it; the ref then opens as missing.
    */
   async seal(kind: SealedKind, owner: string, plaintext: Uint8Array): Promise<SealedRef> {
-    const ref = `sealed_${randomUUID()}`;
+    // Time-ordered: the blobs' table grows at the end of its key's index, one page written a commit, not one a blob.
+    const ref = `sealed_${newTimeOrderedId()}`;
     const sealed = this.cipher.seal(plaintext, sealedAad(ref, kind, owner));
     const digest = sealedDigest(plaintext);
     const params = [ref, kind, owner, sealed.keyId, sealed.iv, sealed.tag, sealed.ciphertext, digest, new Date().toISOString()];
