@@ -54,8 +54,13 @@ let tipsThrough: number | undefined;
 const transactionTips = new Map<string, ChainTip>();
 const itemTips = new Map<string, ChainTip>();
 
+/** The stream's tip as this thread knows it without a read; `undefined` when it would have to read the file. */
+function knownTip(streamId: string): ChainTip | undefined {
+  return itemTips.get(streamId) ?? transactionTips.get(streamId) ?? keptTips.get(streamId);
+}
+
 function tipOf(streamId: string): ChainTip | undefined {
-  return itemTips.get(streamId) ?? transactionTips.get(streamId) ?? keptTips.get(streamId) ?? (streamTip.get(streamId) as ChainTip | undefined);
+  return knownTip(streamId) ?? (streamTip.get(streamId) as ChainTip | undefined);
 }
 
 /** A write refused for a reason the calling thread turns into the port's typed error. */
@@ -82,7 +87,10 @@ interface Written {
 function append(item: Extract<WriteItem, { kind: 'append' }>, written: Written): void {
   const { positions, revisions } = written;
   for (const entry of item.entries) {
-    const tip = tipOf(entry.streamId);
+    // A stream expected not to exist (a new execution, a new claim) is not read for its tip: the unique index on
+    // (stream, revision) refuses a first event of a stream that exists, and only then is its tip read.
+    const fresh = entry.expected === 'no_stream' && knownTip(entry.streamId) === undefined;
+    const tip = fresh ? undefined : tipOf(entry.streamId);
     if (!expectedRevisionHolds(entry.expected, tip?.revision)) {
       throw new WriteRefused({ kind: 'wrong_expected_revision', streamId: entry.streamId, expected: entry.expected, actual: tip?.revision });
     }
@@ -105,6 +113,10 @@ function append(item: Extract<WriteItem, { kind: 'append' }>, written: Written):
       } catch (error) {
         if (isUniqueViolation(error) && String((error as Error).message).includes('event_id')) {
           throw new WriteRefused({ kind: 'duplicate_event_id', streamId: entry.streamId, eventId: event.id });
+        }
+        if (fresh && isUniqueViolation(error)) {
+          const actual = (streamTip.get(entry.streamId) as ChainTip | undefined)?.revision;
+          throw new WriteRefused({ kind: 'wrong_expected_revision', streamId: entry.streamId, expected: entry.expected, actual });
         }
         throw error;
       }

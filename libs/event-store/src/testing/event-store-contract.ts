@@ -591,6 +591,30 @@ export function describeEventStoreContract<Location>(adapter: string, harness: E
         });
       });
 
+      it(`${adapter}: a stream another connection created is refused to no_stream, alone and in a batch, and nothing is written`, async () => {
+        const { store, location } = await freshStore();
+        const other = await reopen(location);
+        await other.appendToStream('taken', [event('Theirs')], { expectedRevision: 'no_stream' });
+        const alone = await store.appendToStream('taken', [event('Mine')], { expectedRevision: 'no_stream' }).catch((e: unknown) => e);
+        expect(alone).toMatchObject({ kind: 'wrong_expected_revision', streamId: 'taken', expected: 'no_stream', actual: 0 });
+        const [batch, neighbour] = await Promise.all([
+          store
+            .appendMany([
+              { streamId: 'fresh', events: [event('F')], expectedRevision: 'no_stream' },
+              { streamId: 'taken', events: [event('Again')], expectedRevision: 'no_stream' },
+            ])
+            .catch((e: unknown) => e),
+          store.appendToStream('beside', [event('B')], { expectedRevision: 'no_stream' }),
+        ]);
+        expect(batch).toMatchObject({ kind: 'wrong_expected_revision', streamId: 'taken', expected: 'no_stream', actual: 0 });
+        expect(neighbour.nextExpectedRevision).toBe(0);
+        const reader = await reopen(location);
+        expect((await reader.readStream('taken')).map((e) => e.type)).toEqual(['Theirs']);
+        expect(await reader.readStream('fresh')).toEqual([]);
+        await store.appendToStream('fresh', [event('F')], { expectedRevision: 'no_stream' });
+        expect((await reader.readStream('fresh')).map((e) => e.revision)).toEqual([0]);
+      });
+
       it(`${adapter}: metadata and payloads round-trip as JSON`, async () => {
         const { store } = await freshStore();
         const data = { text: 'naïve ✓ "quoted"\n', nested: { list: [1, 2.5, null, true] } };
