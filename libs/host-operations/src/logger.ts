@@ -138,12 +138,15 @@ export class OncegateLogger implements LoggerService {
     this.write('warn', fields, msg);
   }
 
+  // A level that is off costs no record: debug lines are asked for on every call (authorization's verdicts).
   debug(message: unknown, ...params: unknown[]): void {
+    if (!this.pino.isLevelEnabled('debug')) return;
     const { fields, msg } = recordOf(message, params, false);
     this.write('debug', fields, msg);
   }
 
   verbose(message: unknown, ...params: unknown[]): void {
+    if (!this.pino.isLevelEnabled('trace')) return;
     const { fields, msg } = recordOf(message, params, false);
     this.write('trace', fields, msg);
   }

@@ -73,6 +73,24 @@ describe('the process logger', () => {
     expect(out.lines().map((line) => `${line['level']} ${line['msg']}`)).toEqual(['warn w', 'error e', 'trace v2']);
   });
 
+  it('given debug and trace off, when they are asked for, then nothing of the message is read; at debug it is written', () => {
+    const out = capture({ level: 'log' });
+    let read = 0;
+    const message = new (class Message {
+      toString(): string {
+        return `read ${(read += 1)}`;
+      }
+    })();
+    out.logger.debug(message, 'c');
+    out.logger.verbose(message, 'c');
+    expect(read).toBe(0);
+    out.logger.setLogLevels(['error', 'warn', 'log', 'debug']);
+    out.logger.debug(message, 'c');
+    out.logger.verbose(message, 'c');
+    expect(read).toBe(1);
+    expect(out.lines().map((line) => `${line['level']} ${line['msg']}`)).toEqual(['debug read 1']);
+  });
+
   it('given an error with its stack, when it is logged, then the stack is a field of the line and the context stays the context', () => {
     const out = capture();
     const error = new Error('the store went away');
