@@ -105,6 +105,39 @@ describe('sqlite store: reads that follow its own commits', () => {
   });
 });
 
+describe('sqlite store: unhurried subscribers', () => {
+  it('given an unhurried subscriber, when this process commits, then it is woken after what the commit set off, requests sent included; a prompt one before', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'oncegate-sqlite-unhurried-'));
+    const store = openSqliteEventStore({ file: join(dir, 'events.db'), pollIntervalMs: 10 });
+    try {
+      const order: string[] = [];
+      const prompt = store.subscribeToAll((event) => void order.push(`prompt ${event.type}`), { from: 'end' });
+      const unhurried = store.subscribeToAll((event) => void order.push(`unhurried ${event.type}`), { from: 'end', unhurried: true });
+      await Promise.all([prompt.caughtUp, unhurried.caughtUp]);
+      for (const type of ['Accepted', 'Succeeded']) {
+        await store.appendToStream('execution-a', [{ type, data: {} }]).then(() => {
+          order.push(`appended ${type}`);
+          // What an HTTP client does with a request on an idle kept-alive socket: it writes it one turn later.
+          setImmediate(() => order.push(`request after ${type}`));
+        });
+        await vi.waitFor(() => expect(order).toContain(`unhurried ${type}`));
+      }
+      // Both see every event in order; the prompt one before the request goes out, the unhurried one after it.
+      for (const type of ['Accepted', 'Succeeded']) {
+        const at = (entry: string) => order.indexOf(`${entry} ${type}`);
+        expect(at('prompt')).toBeGreaterThanOrEqual(0);
+        expect(at('prompt')).toBeLessThan(at('request after'));
+        expect(at('request after')).toBeLessThan(at('unhurried'));
+      }
+      expect(order.filter((entry) => entry.startsWith('unhurried'))).toEqual(['unhurried Accepted', 'unhurried Succeeded']);
+      await Promise.all([prompt.stop(), unhurried.stop()]);
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('sqlite store: appends that may wait', () => {
   const fresh = () => {
     const dir = mkdtempSync(join(tmpdir(), 'oncegate-sqlite-deferred-'));

@@ -221,6 +221,7 @@ class CommitFeed implements LiveFeed {
     private readonly limit: number,
     private readonly onClose: (feed: CommitFeed) => void,
     private lastPushed: number,
+    private readonly unhurried: boolean,
   ) {}
 
   /** Every event this process committed at positions `(after, last]`, in position order. */
@@ -245,7 +246,7 @@ class CommitFeed implements LiveFeed {
     }
     this.queued += taken.length;
     if (this.queued > this.limit) this.readInstead();
-    else if (taken.length > 0) this.wake();
+    else if (taken.length > 0) this.wakeAfterCommit();
   }
 
   /** Another process committed, or the queue is too long: what is queued is dropped and the store is read. */
@@ -288,6 +289,29 @@ class CommitFeed implements LiveFeed {
 
   private wake(): void {
     this.wakeUp?.();
+  }
+
+  private wakeScheduled = false;
+
+  /**
+   * At once; for an unhurried subscriber (`SubscribeOptions.unhurried`) two `setImmediate`s after the commit's
+   * answer: the continuations of the appends it answered run first, and with them the requests they send (an HTTP
+   * client writes on an idle kept-alive socket one `setImmediate` after it is asked), so a subscriber with nothing
+   * to do for those events does not stand between a call and its request.
+   */
+  private wakeAfterCommit(): void {
+    if (!this.unhurried) {
+      this.wake();
+      return;
+    }
+    if (this.wakeScheduled) return;
+    this.wakeScheduled = true;
+    setImmediate(() =>
+      setImmediate(() => {
+        this.wakeScheduled = false;
+        this.wake();
+      }),
+    );
   }
 }
 
@@ -1050,7 +1074,7 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
         readCheckpoint: (consumer) => this.readCheckpoint(consumer),
         storeCheckpoint: (consumer, position) => this.storeCheckpoint(consumer, position),
         waitForAppend: (position, signal, filter, onIdle) => this.waitForAppend(position, signal, filter, onIdle),
-        openLiveFeed: (filter) => this.openLiveFeed(filter),
+        openLiveFeed: (filter, unhurried) => this.openLiveFeed(filter, unhurried === true),
       },
       handler,
       options,
@@ -1124,8 +1148,8 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
     return this.statements.readClaims.all(prefix, prefix).map((row) => ({ name: row.name, owner: row.owner, expiresAt: row.expires_at }));
   }
 
-  private openLiveFeed(filter: EventFilter | undefined): LiveFeed {
-    const feed = new CommitFeed(filter, this.liveQueueLimit, (closed) => this.feeds.delete(closed), this.head());
+  private openLiveFeed(filter: EventFilter | undefined, unhurried: boolean): LiveFeed {
+    const feed = new CommitFeed(filter, this.liveQueueLimit, (closed) => this.feeds.delete(closed), this.head(), unhurried);
     this.feeds.add(feed);
     this.ensurePolling();
     return feed;

@@ -21,7 +21,7 @@ export interface SubscriptionSource {
    * Optional: the events this process commits, handed over as they commit so a subscriber at the head needs no
    * read. Opened once, before the subscription's first read, and closed when it ends.
    */
-  openLiveFeed?(filter?: EventFilter): LiveFeed;
+  openLiveFeed?(filter?: EventFilter, unhurried?: boolean): LiveFeed;
 }
 
 /**
@@ -87,7 +87,7 @@ export function runCatchUpSubscription(
   };
 
   // Opened before the first read, so a commit made after that read is queued and wakes the subscriber.
-  const feed = source.openLiveFeed?.(options.filter);
+  const feed = source.openLiveFeed?.(options.filter, options.unhurried === true);
 
   const loop = async (): Promise<void> => {
     position = await startPosition();

@@ -159,6 +159,13 @@ export interface SubscribeOptions {
    * to the handler again. Default: 1000 ms; 0 writes after every page.
    */
   readonly checkpointEveryMs?: number;
+  /**
+   * For a handler whose work is never on a call's path (a service that finds the step taken inline, a projection):
+   * after a commit of this process it is woken only once what the commit's answer set off has run, including the
+   * requests that were sent (two turns of the event loop later), instead of before them. Events and their order are
+   * the same. An adapter without a live feed of its own commits has nothing to hold back and ignores it.
+   */
+  readonly unhurried?: boolean;
 }
 
 /** A holder's liveness lease: the holder counts as alive until `expiresAt` unless it renews. */

@@ -256,7 +256,7 @@ export class ExecutionsIndex {
           if (head !== undefined) this.hear(event);
           this.poke();
         },
-        { from: head === undefined ? 'end' : { after: head }, filter: EXECUTION_STREAMS },
+        { from: head === undefined ? 'end' : { after: head }, filter: EXECUTION_STREAMS, unhurried: true },
       );
       this.subscription.done.catch((error: unknown) => {
         // A subscription that failed hears nothing more: batches are read from the store again.

@@ -189,7 +189,9 @@ export class EventStoreTransport extends Server implements CustomTransportStrate
     const filter = { streamPrefixes: this.options.streamPrefixes ?? ['execution-'], eventTypes };
     const group = this.options.group;
     if (group === undefined) {
-      this.subscription = store.subscribeToAll((event) => this.deliver(event), { consumer, from: this.options.from, filter });
+      // Unhurried: in a process where a step was taken inline, the services' deliveries of its commit find it taken,
+      // and wait until the call's own continuations (and the requests they send) have run.
+      this.subscription = store.subscribeToAll((event) => this.deliver(event), { consumer, from: this.options.from, filter, unhurried: true });
     } else {
       const partitions = group.partitions ?? 16;
       this.subscription = subscribeAsGroupMember(store, (event) => this.deliver(event), {
