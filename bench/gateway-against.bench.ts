@@ -28,7 +28,7 @@ import {
   ROOT,
   spawnDemoTarget,
   startGatewayProcess,
-  type AsyncResourceCount,
+  type CountedLines,
   type Call,
   type Phase,
   type Server,
@@ -63,8 +63,8 @@ interface Build {
   call?: Call;
   server?: Server;
   allocation?: ReturnType<typeof countAllocation>;
-  asyncResources?: AsyncResourceCount;
-  census?: AsyncResourceCount;
+  asyncResources?: CountedLines;
+  census?: CountedLines;
   readonly rounds: Map<number, Phase[]>;
 }
 
@@ -199,8 +199,9 @@ export async function runAgainst(options: AgainstOptions): Promise<void> {
       ];
     });
     printTable('this checkout against the other', rows);
-    if (options.census === true) printCensus(builds.flatMap((build) => [1, 32].map((c) => ({ system: `${build.name} (${build.commit})`, c, phase: merged(build, c) }))));
-    if (options.threads === true) printThreadCpu(builds.flatMap((build) => [1, 32].map((c) => ({ system: `${build.name} (${build.commit})`, c, phase: merged(build, c) }))));
+    const byBuild = builds.flatMap((build) => [1, 32].map((c) => ({ system: `${build.name} (${build.commit})`, c, phase: merged(build, c) })));
+    if (options.census === true) printCensus(byBuild);
+    if (options.threads === true) printThreadCpu(byBuild);
 
     const effects = (await (await fetch(`${targetUrl}/effects`)).json()) as { total: number };
     const sent = builds.reduce((sum, build) => sum + [1, 32].reduce((s, c) => s + merged(build, c).calls + options.warmup, 0), 0);

@@ -240,22 +240,22 @@ export const ASYNC_RESOURCES_PRELOAD = ['--import', join(ROOT, 'bench/async-reso
 export const CALL_CENSUS_PRELOAD = ['--import', join(ROOT, 'bench/call-census.mjs')];
 
 /** The latest counts a server loaded with a counting preload printed: POSTs and what it counted since its start. */
-export interface AsyncResourceCount {
+export interface CountedLines {
   latest: { readonly posts: number; readonly counts: Readonly<Record<string, number>> } | undefined;
 }
 
 /** What `bench/async-resources.mjs` prints: asynchronous resources by type. */
-export function countAsyncResources(server: Server): AsyncResourceCount {
+export function countAsyncResources(server: Server): CountedLines {
   return countLines(server, 'async-resources ');
 }
 
 /** What `bench/call-census.mjs` prints: pieces of work by name. */
-export function countCensus(server: Server): AsyncResourceCount {
+export function countCensus(server: Server): CountedLines {
   return countLines(server, 'call-census ');
 }
 
-function countLines(server: Server, prefix: string): AsyncResourceCount {
-  const count: AsyncResourceCount = { latest: undefined };
+function countLines(server: Server, prefix: string): CountedLines {
+  const count: CountedLines = { latest: undefined };
   createInterface({ input: server.child.stdout! }).on('line', (line) => {
     if (!line.startsWith(prefix)) return;
     const fields = Object.fromEntries(line.slice(prefix.length).split(' ').map((field) => field.split('=') as [string, string]));
@@ -266,7 +266,7 @@ function countLines(server: Server, prefix: string): AsyncResourceCount {
 }
 
 /** What a server created per POST between two of its lines (both taken from the same window, so edges cancel). */
-function asyncPerCall(before: AsyncResourceCount['latest'], after: AsyncResourceCount['latest']): Record<string, number> | undefined {
+function perCallBetween(before: CountedLines['latest'], after: CountedLines['latest']): Record<string, number> | undefined {
   if (before === undefined || after === undefined || after.posts <= before.posts) return undefined;
   const posts = after.posts - before.posts;
   return Object.fromEntries(Object.entries(after.counts).map(([type, n]) => [type, (n - (before.counts[type] ?? 0)) / posts]));
@@ -326,8 +326,8 @@ export async function phase(
   options: {
     readonly withChildren?: boolean;
     readonly allocation?: AllocationCount;
-    readonly asyncResources?: AsyncResourceCount;
-    readonly census?: AsyncResourceCount;
+    readonly asyncResources?: CountedLines;
+    readonly census?: CountedLines;
     readonly threads?: boolean;
   } = {},
 ): Promise<Phase> {
@@ -345,8 +345,8 @@ export async function phase(
   const client = process.cpuUsage(clientBefore);
   const after = stats(pid);
   const threads = threadsBefore === undefined ? undefined : threadsSince(threadsBefore, threadCpuSeconds(pid));
-  const perCall = options.asyncResources === undefined ? undefined : asyncPerCall(asyncBefore, options.asyncResources.latest);
-  const census = options.census === undefined ? undefined : asyncPerCall(censusBefore, options.census.latest);
+  const perCall = options.asyncResources === undefined ? undefined : perCallBetween(asyncBefore, options.asyncResources.latest);
+  const census = options.census === undefined ? undefined : perCallBetween(censusBefore, options.census.latest);
   return {
     ...(perCall === undefined ? {} : { asyncPerCall: perCall }),
     ...(census === undefined ? {} : { censusPerCall: census }),
@@ -641,13 +641,13 @@ export function printCallStages(system: string, stages: CallStages): void {
   }
 }
 
-/** What each server's calling thread created a call, in the phases of a run with `--promises`. */
 /**
  * The census of each server and concurrency that counted one: a column per piece of work, a call's share of it. With
  * two builds, their rows side by side.
  */
 export function printCensus(rows: ReadonlyArray<{ readonly system: string; readonly c: number; readonly phase: Phase }>): void {
   const counted = rows.filter((row) => row.phase.censusPerCall !== undefined);
+  if (counted.length === 0) return;
   const names = [...new Set(counted.flatMap((row) => Object.keys(row.phase.censusPerCall!)))].sort();
   printTable(
     'work a call asks of the calling thread, by piece (bench/call-census.mjs; each counted function is wrapped, so this run\'s other figures are not a plain run\'s)',
@@ -658,6 +658,7 @@ export function printCensus(rows: ReadonlyArray<{ readonly system: string; reado
   );
 }
 
+/** What each server's calling thread created a call, in the phases of a run with `--promises`. */
 export function printAsyncResources(rows: ReadonlyArray<{ readonly system: string; readonly c: number; readonly phase: Phase }>): void {
   const counted = rows.filter((row) => row.phase.asyncPerCall !== undefined);
   const per = (row: (typeof counted)[number], type: string) => (row.phase.asyncPerCall![type] ?? 0).toFixed(1);
