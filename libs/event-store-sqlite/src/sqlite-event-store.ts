@@ -211,6 +211,8 @@ class CommitFeed implements LiveFeed {
   private queued = 0;
   private mustRead = false;
   private wakeUp: (() => void) | undefined;
+  /** An unhurried subscriber's wake-up is on its way (`wakeAfterCommit`). */
+  private wakeScheduled = false;
 
   /**
    * @param lastPushed the store's head when the feed opened: a commit that does not start there (or where the
@@ -290,8 +292,6 @@ class CommitFeed implements LiveFeed {
   private wake(): void {
     this.wakeUp?.();
   }
-
-  private wakeScheduled = false;
 
   /**
    * At once; for an unhurried subscriber (`SubscribeOptions.unhurried`) two `setImmediate`s after the commit's

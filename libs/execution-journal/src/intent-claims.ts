@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import {
   decide,
   executionStream,
@@ -71,7 +71,7 @@ export function intentClaimEntry(claim: IntentClaim, expectedRevision: number | 
 
 /** The key never appears in a stream name; a digest of actor, tool and key does. */
 function keyStream(actor: string, tool: string, key: string): string {
-  const digest = createHash('sha256').update(`${actor}\u0000${tool}\u0000${key}`).digest('hex');
+  const digest = hash('sha256', `${actor}\u0000${tool}\u0000${key}`, 'hex');
   return idempotencyKeyStream(actor, tool, digest);
 }
 
