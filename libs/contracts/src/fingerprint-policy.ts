@@ -1,4 +1,5 @@
 import { ArgumentIndex } from './argument-index';
+import { deepFreeze } from './deep-freeze';
 import type { ToolContract } from './tool-contract';
 
 /** What the fingerprint builder needs from a contract (docs/design.md section 2). Paths are top-level names or dotted. */
@@ -37,8 +38,3 @@ function frozenThrough(value: unknown): boolean {
   return Object.isFrozen(value) && Object.values(value).every(frozenThrough);
 }
 
-function deepFreeze(value: unknown): void {
-  if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return;
-  Object.freeze(value);
-  for (const child of Object.values(value)) deepFreeze(child);
-}

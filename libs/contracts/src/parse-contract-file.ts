@@ -37,6 +37,7 @@ import {
 import type { HttpRequest, MarkerSection, SshCommand, StatusQuerySection, ToolEntry, ToolsFile } from './tools-file';
 import { rememberArgumentValidator } from './validate-arguments';
 import { childPath, nodeAt, openYamlDocument, type YamlContext } from './yaml-reader';
+import { deepFreeze } from './deep-freeze';
 
 /** Fields written at the tool level that belong in a block, and other well-meant mistakes. */
 const TOOL_FIELD_HINTS: Readonly<Record<string, string>> = {
@@ -240,14 +241,6 @@ function checkUniqueName(checked: SchemaCheckedYaml<ToolsFile>, entry: unknown, 
 
 function sortIssues(issues: readonly ContractIssue[]): ContractIssue[] {
   return [...issues].sort((a, b) => a.line - b.line || a.column - b.column);
-}
-
-function deepFreeze<T>(value: T): T {
-  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const child of Object.values(value)) deepFreeze(child);
-  }
-  return value;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
