@@ -40,6 +40,9 @@ describe('tool calls, the steps taken in another process (SQLite store)', () => 
   let appends: Array<{ types: string[]; deferrable: boolean }>;
   /** While set, the gateway's reads of execution streams fail (a store that cannot be read now). */
   let executionReadsFail: boolean;
+  /** The gateway's reads of intent claim streams. */
+  let claimReads: string[];
+  let keyRing: ReturnType<typeof keyRingFromConfig>;
 
   beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), 'oncegate-tool-calls-'));
@@ -48,6 +51,7 @@ describe('tool calls, the steps taken in another process (SQLite store)', () => 
     executionReads = [];
     appends = [];
     executionReadsFail = false;
+    claimReads = [];
     const store = Object.create(gatewayStore) as EventStore;
     store.appendToStream = (streamId, events, options) => {
       const mayWait = options?.deferrable;
@@ -60,12 +64,13 @@ describe('tool calls, the steps taken in another process (SQLite store)', () => 
         if (executionReadsFail) return Promise.reject(new Error('the store cannot be read now'));
         executionReads.push(streamId);
       }
+      if (streamId.startsWith('intent-')) claimReads.push(streamId);
       return gatewayStore.readStream(streamId, options);
     };
     sealed = new SqliteSealedStore({ file: join(dir, 'sealed.db'), current: { id: 's1', key: randomBytes(32) } });
     watcher = new ExecutionWatcher(store);
     await watcher.start();
-    const keyRing = keyRingFromConfig({
+    keyRing = keyRingFromConfig({
       current: 'k1',
       keys: [{ id: 'k1', secret: randomBytes(32).toString('hex') }],
       argumentKey: { id: 'a1', secret: randomBytes(32).toString('hex') },
@@ -86,16 +91,78 @@ describe('tool calls, the steps taken in another process (SQLite store)', () => 
   const step = (executionId: ExecutionId, command: ExecutionCommand) =>
     runExecutionCommand(services, executionId, () => ({ ...command, executionId, now: isoNow(systemClock) }) as ExecutionCommand, { actor: 'service:test' }, systemClock);
 
-  /** A call of `set_config`, and its execution once accepted. */
-  const callOf = (value: string, jsonRpcId: number, delivery: DeliveryWatch | undefined) =>
-    toolCalls.call('set_config', { name: 'mode', value }, {
+  /** A call of `set_config` (by this process's tool calls, or another's), and its execution once accepted. */
+  const callOf = (value: string, jsonRpcId: number, delivery: DeliveryWatch | undefined, calls = toolCalls, meta: Record<string, unknown> = {}) =>
+    calls.call('set_config', { name: 'mode', value }, {
       actor: 'agent:test',
       declaredRun: undefined,
-      meta: {},
+      meta,
       correlation: { jsonRpcId, transport: 'streamable-http' },
       signal: new AbortController().signal,
       delivery,
     });
+
+  /** Tool calls of another gateway process on the same journal, with the same keys. */
+  const anotherGateway = async () => {
+    const store = openSqliteEventStore({ file: join(dir, 'events.db') });
+    const otherWatcher = new ExecutionWatcher(store);
+    await otherWatcher.start();
+    const calls = new ToolCalls({ store, watcher: otherWatcher, sealed, keyRing, tools: new Map([[TOOL.name, TOOL]]), deliveries: new DeliveryTracker(), clock: systemClock, callWaitMs: 10_000 });
+    const stop = async () => {
+      await calls.answersRecorded();
+      await otherWatcher.stop();
+      await store.close();
+    };
+    return { calls, stop };
+  };
+
+  it('given a call whose intent this process has not handled, when it is claimed, then the claim stream is not read first: the claim expects no stream', async () => {
+    const answering = callOf('unread', 1, undefined);
+    const executionId = await acceptedExecution();
+    await completeElsewhere(executionId);
+    await answering;
+    expect(claimReads).toEqual([]);
+    // The same intent again in this process: read first, and attached.
+    const again = await callOf('unread', 2, undefined);
+    expect(claimReads).toHaveLength(1);
+    expect(again.structuredContent).toMatchObject({ execution: { id: executionId, attached: true } });
+  });
+
+  it('given an intent another gateway process claimed, when the same call reaches this one, then its claim without a read is refused, nothing of it is written, and it reads the claim and attaches', async () => {
+    const other = await anotherGateway();
+    try {
+      const first = callOf('elsewhere', 1, undefined, other.calls);
+      const executionId = await acceptedExecution();
+      const retry = callOf('elsewhere', 2, undefined);
+      await vi.waitFor(async () => expect((await services.readAll()).events.filter((event) => event.type === 'RetryAttached')).toHaveLength(1), { timeout: 5_000 });
+      await completeElsewhere(executionId);
+      const answers = await Promise.all([first, retry]);
+      expect(answers.map((answer) => answer.structuredContent)).toMatchObject([
+        { execution: { id: executionId, attached: false } },
+        { execution: { id: executionId, attached: true } },
+      ]);
+      const types = (await services.readAll()).events.map((event) => event.type);
+      expect(types.filter((type) => type === 'ExecutionAccepted' || type === 'IntentClaimed')).toEqual(['IntentClaimed', 'ExecutionAccepted']);
+      expect(claimReads).toHaveLength(1);
+    } finally {
+      await other.stop();
+    }
+  });
+
+  it("given a caller's idempotency key another gateway process claimed for other arguments, when it reaches this one, then the call is refused naming the first execution", async () => {
+    const other = await anotherGateway();
+    try {
+      const key = { 'io.oncegate/idempotency-key': 'deploy-42' };
+      const first = callOf('first', 1, undefined, other.calls, key);
+      const executionId = await acceptedExecution();
+      await expect(callOf('second', 2, undefined, toolCalls, key)).rejects.toThrow(executionId);
+      await completeElsewhere(executionId);
+      await first;
+      expect((await services.readAll()).events.filter((event) => event.type === 'ExecutionAccepted')).toHaveLength(1);
+    } finally {
+      await other.stop();
+    }
+  });
 
   /** The one execution accepted so far, once its ExecutionAccepted is in the journal. */
   const acceptedExecution = () =>

@@ -41,6 +41,7 @@ import {
   type StreamEventAt,
 } from '@oncegate/execution-journal';
 import type { SealedStore } from '@oncegate/sealed-store';
+import { LRUCache } from 'lru-cache';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { CallProgress } from './call-progress';
 import { invalidArguments, invalidRun, toMcpError, unknownTool } from './mcp-errors';
@@ -111,6 +112,8 @@ export const ANSWERABLE: ReadonlySet<ExecutionStatus> = new Set([
 /** A claim whose execution stream has not appeared after this long belongs to a claimer that died. */
 const ORPHAN_CLAIM_MS = 5_000;
 const MAX_ROUNDS = 50;
+/** How many fingerprints a process remembers having handled (a retry of one of them reads its claim first). */
+const HANDLED_INTENTS = 10_000;
 
 /** What one claim round decided: go round again, answer as an attached retry, or answer the new execution. */
 type ClaimRound =
@@ -133,6 +136,14 @@ export class ToolCalls {
    * takes a turn; waiting for the answer does not.
    */
   private readonly claimTurns = new KeyedTurns<string>();
+  /**
+   * The fingerprints this process handled lately. A call whose fingerprint is not among them (and that has no
+   * older key's fingerprint to look under) claims its intent without reading the claim stream first: the claim
+   * expects no stream, so a claim that exists refuses it and nothing is written, and the next round reads as any
+   * retry does. A new intent, nearly every call, is then claimed without a read; a retry this process handled
+   * reads first, as identical calls of one burst do (they take turns behind the first).
+   */
+  private readonly handledIntents = new LRUCache<string, true>({ max: HANDLED_INTENTS });
   /** Answers waiting for their delivery to settle, then for their event to be appended. */
   private readonly recordings = new Set<Promise<void>>();
   /** Per execution, the answers waiting for the turn of their record (`recordWithOthers`). */
@@ -208,16 +219,21 @@ export class ToolCalls {
     const current = fingerprints[0]!;
     const newIntent = context.meta[META_NEW_INTENT] === true;
     const callerKey = scope.kind === 'key' && scope.source === 'caller' ? scope.key : undefined;
+    let claimUnread = fingerprints.length === 1 && !this.handledIntents.has(current);
+    this.handledIntents.set(current, true);
 
     const claimRound = async (): Promise<ClaimRound> => {
+      // The first round of an intent this process has not seen claims without reading; a refused claim reads.
+      const unread = claimUnread;
+      claimUnread = false;
       // A caller's key is claimed per actor and tool: the same key with another record is refused, never new.
-      const keyClaim = callerKey === undefined ? undefined : await readIdempotencyKeyClaim(store, context.actor, tool.name, callerKey);
+      const keyClaim = callerKey === undefined || unread ? undefined : await readIdempotencyKeyClaim(store, context.actor, tool.name, callerKey);
       if (keyClaim) checkIdempotencyKey({ claim: keyClaim.claim, fingerprints });
 
       // The latest claim under any key still in the ring (rotation keeps old fingerprints findable).
       let prior: { execution: LoadedExecution; claimedAt: string } | undefined;
       let currentRevision: number | undefined;
-      for (const candidate of fingerprints) {
+      for (const candidate of unread ? [] : fingerprints) {
         const read = await readIntentClaim(store, candidate);
         if (candidate === current) currentRevision = read.revision;
         if (read.claim && prior === undefined) {
@@ -336,8 +352,8 @@ export class ToolCalls {
     callerVisible: Promise<void>,
   ): Promise<CommandOutcome | undefined> {
     // Sealed before the claim is settled, because ExecutionAccepted names the sealed arguments and commits with it;
-    // a call that loses the claim to another process leaves its sealed copy unreferenced (within this process,
-    // identical calls take turns to claim, so they never do).
+    // a call that loses the claim to another process, or whose claim without a read is refused, leaves its sealed copy
+    // unreferenced (within this process, identical calls take turns to claim and the later ones read first).
     const sealedArguments = await this.deps.sealed.seal('arguments', executionId, Buffer.from(JSON.stringify(args)));
     await callerVisible;
     const window = tool.correlationWindow;
