@@ -18,7 +18,10 @@ export interface WireEvent {
   readonly type: string;
   readonly data: string;
   readonly metadata: string;
-  /** Absent when the canonical text is the stored one (most events): the message then carries each text once. */
+  /**
+   * Absent when the canonical text is the stored one (a value whose keys are all in canonical order already, which
+   * few events' are): the message then carries the text once.
+   */
   readonly canonicalData?: string;
   readonly canonicalMetadata?: string;
 }
