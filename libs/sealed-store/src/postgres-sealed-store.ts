@@ -192,6 +192,13 @@ export class PostgresSealedStore implements SealedStore {
     return { ref, digest };
   }
 
+  async discard(ref: string): Promise<void> {
+    this.heard.delete(ref);
+    await this.pool
+      .query({ text: `DELETE FROM ${this.table} WHERE ref = $1`, values: [ref] })
+      .catch((error: unknown) => Promise.reject(unavailableOr(this.location, error)));
+  }
+
   async open(ref: string): Promise<OpenedBlob | undefined> {
     if (this.listener !== undefined && !this.listener.listening) void this.listener.ensure();
     const heard = this.heard.get(ref);

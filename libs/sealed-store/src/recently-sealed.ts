@@ -56,6 +56,11 @@ export class RecentlySealed implements SealedStore {
     return { ...kept, plaintext: Buffer.from(kept.plaintext) };
   }
 
+  async discard(ref: string): Promise<void> {
+    this.recent.delete(ref);
+    await this.store.discard?.(ref);
+  }
+
   /** The call of `owner` is done here: what this process sealed for it is zero-filled and dropped. */
   forget(owner: string): void {
     for (const ref of [...(this.byOwner.get(owner) ?? [])]) this.recent.delete(ref);

@@ -53,6 +53,21 @@ function describeSealedStore<Location>(name: string, harness: SealedStoreHarness
       await store.close();
     });
 
+    it(`${name}: given a blob sealed for an append that was refused, when it is discarded, then it is gone from the storage and the others stay`, async () => {
+      const location = await fresh();
+      const store = await harness.open(location, { id: 'k1', key: randomBytes(32) });
+      const kept = await store.seal('arguments', 'ex_kept', Buffer.from('kept'));
+      const refused = await store.seal('arguments', 'ex_refused', Buffer.from(`refused ${CANARY}`));
+      await store.discard!(refused.ref);
+      expect(await store.open(refused.ref)).toBeUndefined();
+      expect((await store.open(kept.ref))!.plaintext.toString()).toBe('kept');
+      await store.close();
+      // Nothing of it left for another store object on the same storage either.
+      const again = await harness.open(location, { id: 'k1', key: randomBytes(32) });
+      expect(await again.open(refused.ref)).toBeUndefined();
+      await again.close();
+    });
+
     it(`${name}: given blobs sealed one after another, then their refs are distinct and sort by the millisecond they were sealed in`, async () => {
       const store = await harness.open(await fresh(), { id: 'k1', key: randomBytes(32) });
       const refs: string[] = [];
@@ -238,6 +253,25 @@ describe('sqlite sealed store in the event store file', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  it('given the event store writer, when a blob is discarded before the writer has answered its insert, then it opens as missing at once and is not in the file after', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'oncegate-sealed-discard-'));
+    const file = join(dir, 'events.db');
+    const events = openSqliteEventStore({ file });
+    const key = { id: 'k1', key: randomBytes(32) };
+    const sealed = new SqliteSealedStore({ file, current: key, writer: events });
+    const kept = await sealed.seal('arguments', 'ex_kept', Buffer.from('kept'));
+    const refused = await sealed.seal('arguments', 'ex_refused', Buffer.from('refused'));
+    const discarding = sealed.discard(refused.ref);
+    expect(await sealed.open(refused.ref)).toBeUndefined();
+    await discarding;
+    await sealed.close();
+    await events.close();
+    const db = new DatabaseSync(file, { readOnly: true });
+    expect(db.prepare('SELECT ref FROM sealed_blobs').all()).toEqual([{ ref: kept.ref }]);
+    db.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
   it('given the event store writer, when a blob is sealed and an event references it, then both are stored and read by another connection', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'oncegate-sealed-events-'));
     const file = join(dir, 'events.db');
@@ -285,6 +319,23 @@ describe('recently sealed plaintexts', () => {
       expect((await store.open(c.ref))!.plaintext.toString()).toBe('cccc');
       expect(await store.open('sealed_unknown')).toBeUndefined();
       expect(opened).toBe(3);
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('given a blob this process sealed, when it is discarded, then its kept plaintext is zero-filled and dropped and the store deletes it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'oncegate-recent-'));
+    const inner = new SqliteSealedStore({ file: join(dir, 'sealed.db'), current: { id: 'k', key: randomBytes(32) } });
+    const store = new RecentlySealed(inner);
+    try {
+      const refused = await store.seal('arguments', 'ex_refused', Buffer.from('refused'));
+      const kept = (store as unknown as { recent: { peek(ref: string): OpenedBlob | undefined } }).recent.peek(refused.ref)!.plaintext;
+      await store.discard(refused.ref);
+      expect(kept.every((byte) => byte === 0)).toBe(true);
+      expect(await store.open(refused.ref)).toBeUndefined();
+      expect(await inner.open(refused.ref)).toBeUndefined();
     } finally {
       await store.close();
       rmSync(dir, { recursive: true, force: true });

@@ -34,6 +34,11 @@ export interface SealedStore {
    * drops and zero-fills that call's. Optional: a store that keeps nothing has nothing to forget.
    */
   forget?(owner: string): void;
+  /**
+   * Deletes a blob no event names and none will: one sealed for an append that was refused (a claim another call
+   * had taken). Never for a ref an event may name. Optional: a store without it keeps such a blob, unreferenced.
+   */
+  discard?(ref: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -86,6 +91,7 @@ const CREATE_TABLE = `CREATE TABLE IF NOT EXISTS sealed_blobs (
   ref TEXT PRIMARY KEY, kind TEXT NOT NULL, owner TEXT NOT NULL, key_id TEXT NOT NULL,
   iv BLOB NOT NULL, tag BLOB NOT NULL, ciphertext BLOB NOT NULL, digest TEXT NOT NULL, created_at TEXT NOT NULL)`;
 const INSERT = 'INSERT INTO sealed_blobs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)';
+const DELETE = 'DELETE FROM sealed_blobs WHERE ref = ?';
 
 /** A plaintext's digest as blobs are named by it (`sha256:<hex>`). */
 export function sealedDigest(plaintext: Uint8Array): string {
@@ -145,6 +151,13 @@ export class SqliteSealedStore implements SealedStore {
     this.unwritten.set(ref, { row, written });
     written.catch(() => undefined);
     return { ref, digest };
+  }
+
+  /** With a writer, the row's deletion follows its insert in the writer's order, whether that was committed yet or not. */
+  async discard(ref: string): Promise<void> {
+    this.unwritten.delete(ref);
+    if (this.writer === undefined) this.db.prepare(DELETE).run(ref);
+    else await this.writer.writeRows([{ sql: DELETE, params: [ref] }]);
   }
 
   async open(ref: string): Promise<OpenedBlob | undefined> {

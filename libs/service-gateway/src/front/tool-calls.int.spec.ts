@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { singleToolContract } from '@oncegate/contracts';
 import { executionIdOfStream, type ExecutionCommand, type ExecutionId } from '@oncegate/domain';
@@ -102,6 +103,16 @@ describe('tool calls, the steps taken in another process (SQLite store)', () => 
       delivery,
     });
 
+  /** The owners of the sealed arguments in the store, read raw. */
+  const sealedArguments = () => {
+    const db = new DatabaseSync(join(dir, 'sealed.db'), { readOnly: true });
+    try {
+      return (db.prepare("SELECT owner FROM sealed_blobs WHERE kind = 'arguments'").all() as Array<{ owner: string }>).map((row) => row.owner);
+    } finally {
+      db.close();
+    }
+  };
+
   /** Tool calls of another gateway process on the same journal, with the same keys. */
   const anotherGateway = async () => {
     const store = openSqliteEventStore({ file: join(dir, 'events.db') });
@@ -144,6 +155,8 @@ describe('tool calls, the steps taken in another process (SQLite store)', () => 
       const types = (await services.readAll()).events.map((event) => event.type);
       expect(types.filter((type) => type === 'ExecutionAccepted' || type === 'IntentClaimed')).toEqual(['IntentClaimed', 'ExecutionAccepted']);
       expect(claimReads).toHaveLength(1);
+      // The refused claim's sealed copy of the arguments is discarded: one copy, the execution's.
+      await vi.waitFor(() => expect(sealedArguments()).toEqual([executionId]), { timeout: 5_000 });
     } finally {
       await other.stop();
     }

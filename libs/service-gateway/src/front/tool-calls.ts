@@ -352,8 +352,8 @@ export class ToolCalls {
     callerVisible: Promise<void>,
   ): Promise<CommandOutcome | undefined> {
     // Sealed before the claim is settled, because ExecutionAccepted names the sealed arguments and commits with it;
-    // a call that loses the claim to another process, or whose claim without a read is refused, leaves its sealed copy
-    // unreferenced (within this process, identical calls take turns to claim and the later ones read first).
+    // a call that loses the claim to another process, or whose claim without a read is refused, discards its sealed
+    // copy (within this process, identical calls take turns to claim and the later ones read first, sealing none).
     const sealedArguments = await this.deps.sealed.seal('arguments', executionId, Buffer.from(JSON.stringify(args)));
     await callerVisible;
     const window = tool.correlationWindow;
@@ -384,6 +384,8 @@ export class ToolCalls {
       this.deps.clock,
       this.deps.inlineSteps?.list(),
     );
+    // Refused: nothing names the copy. Its deletion is not waited for; a store that cannot delete it now keeps it.
+    if (outcome === undefined) void this.deps.sealed.discard?.(sealedArguments.ref).catch(() => undefined);
     return outcome;
   }
 
