@@ -235,12 +235,17 @@ describe('postgres sealed store on a server that goes away', () => {
 });
 
 describe('sqlite sealed store in the event store file', () => {
-  it('given the event store writer, when a blob is opened right after it is sealed, then it is read before the writer answers and is in the file after', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'oncegate-sealed-unwritten-'));
+  /** A folder with an event store's file, and a sealed store writing to it through that store's writer thread. */
+  const inEventsFile = (name: string) => {
+    const dir = mkdtempSync(join(tmpdir(), `oncegate-sealed-${name}-`));
     const file = join(dir, 'events.db');
     const events = openSqliteEventStore({ file });
     const key = { id: 'k1', key: randomBytes(32) };
-    const sealed = new SqliteSealedStore({ file, current: key, writer: events });
+    return { dir, file, events, key, sealed: new SqliteSealedStore({ file, current: key, writer: events }) };
+  };
+
+  it('given the event store writer, when a blob is opened right after it is sealed, then it is read before the writer answers and is in the file after', async () => {
+    const { dir, file, events, key, sealed } = inEventsFile('unwritten');
     const blob = await sealed.seal('arguments', 'ex_now', Buffer.from('opened at once'));
     expect((await sealed.open(blob.ref))?.plaintext.toString()).toBe('opened at once');
     // The event that references it, appended after the seal, is committed with or after the blob.
@@ -254,11 +259,7 @@ describe('sqlite sealed store in the event store file', () => {
   });
 
   it('given the event store writer, when a blob is discarded before the writer has answered its insert, then it opens as missing at once and is not in the file after', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'oncegate-sealed-discard-'));
-    const file = join(dir, 'events.db');
-    const events = openSqliteEventStore({ file });
-    const key = { id: 'k1', key: randomBytes(32) };
-    const sealed = new SqliteSealedStore({ file, current: key, writer: events });
+    const { dir, file, events, sealed } = inEventsFile('discard');
     const kept = await sealed.seal('arguments', 'ex_kept', Buffer.from('kept'));
     const refused = await sealed.seal('arguments', 'ex_refused', Buffer.from('refused'));
     const discarding = sealed.discard(refused.ref);
@@ -273,11 +274,7 @@ describe('sqlite sealed store in the event store file', () => {
   });
 
   it('given the event store writer, when a blob is sealed and an event references it, then both are stored and read by another connection', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'oncegate-sealed-events-'));
-    const file = join(dir, 'events.db');
-    const events = openSqliteEventStore({ file });
-    const key = { id: 'k1', key: randomBytes(32) };
-    const sealed = new SqliteSealedStore({ file, current: key, writer: events });
+    const { dir, file, events, key, sealed } = inEventsFile('events');
     const blobs = await Promise.all(Array.from({ length: 20 }, (_, i) => sealed.seal('result', `ex_${i}`, Buffer.from(`body ${i}`))));
     await events.appendToStream('execution-ex_1', [{ type: 'OutcomeObserved', data: { resultRef: blobs[1]!.ref, digest: blobs[1]!.digest } }]);
     await events.close();
