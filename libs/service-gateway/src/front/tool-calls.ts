@@ -219,13 +219,11 @@ export class ToolCalls {
     const current = fingerprints[0]!;
     const newIntent = context.meta[META_NEW_INTENT] === true;
     const callerKey = scope.kind === 'key' && scope.source === 'caller' ? scope.key : undefined;
-    let claimUnread = fingerprints.length === 1 && !this.handledIntents.has(current);
+    // The first round of an intent this process has not seen claims without reading; a refused claim reads.
+    const firstUnread = fingerprints.length === 1 && !this.handledIntents.has(current);
     this.handledIntents.set(current, true);
 
-    const claimRound = async (): Promise<ClaimRound> => {
-      // The first round of an intent this process has not seen claims without reading; a refused claim reads.
-      const unread = claimUnread;
-      claimUnread = false;
+    const claimRound = async (unread: boolean): Promise<ClaimRound> => {
       // A caller's key is claimed per actor and tool: the same key with another record is refused, never new.
       const keyClaim = callerKey === undefined || unread ? undefined : await readIdempotencyKeyClaim(store, context.actor, tool.name, callerKey);
       if (keyClaim) checkIdempotencyKey({ claim: keyClaim.claim, fingerprints });
@@ -301,7 +299,7 @@ export class ToolCalls {
     };
 
     for (let round = 0; round < MAX_ROUNDS; round += 1) {
-      const step = await this.claimTurns.run(current, claimRound);
+      const step = await this.claimTurns.run(current, () => claimRound(round === 0 && firstUnread));
       if (step.kind === 'attached') return this.answerAttached(tool, step.state, step.action, context, step.release);
       if (step.kind === 'started') {
         return this.waitAndAnswer(tool, step.state, { attached: false, replayed: false }, context, () => true, step.release, {
