@@ -11,7 +11,7 @@ import type { EventStore } from '@oncegate/event-store';
 import { openSqliteEventStore, type SqliteEventStore } from '@oncegate/event-store-sqlite';
 import { ExecutionWatcher, isoNow, runExecutionCommand, systemClock } from '@oncegate/execution-journal';
 import { keyRingFromConfig } from '@oncegate/fingerprint';
-import { SqliteSealedStore } from '@oncegate/sealed-store';
+import { SqliteSealedStore, type SealedStore } from '@oncegate/sealed-store';
 import { DeliveryTracker, type DeliveryWatch } from '@oncegate/service-result-delivery';
 import { ToolCalls } from './tool-calls';
 
@@ -113,12 +113,12 @@ describe('tool calls, the steps taken in another process (SQLite store)', () => 
     }
   };
 
-  /** Tool calls of another gateway process on the same journal, with the same keys. */
-  const anotherGateway = async () => {
+  /** Tool calls of another gateway process on the same journal, with the same keys (and, unless given, the same sealed store). */
+  const anotherGateway = async (sealedStore: SealedStore = sealed) => {
     const store = openSqliteEventStore({ file: join(dir, 'events.db') });
     const otherWatcher = new ExecutionWatcher(store);
     await otherWatcher.start();
-    const calls = new ToolCalls({ store, watcher: otherWatcher, sealed, keyRing, tools: new Map([[TOOL.name, TOOL]]), deliveries: new DeliveryTracker(), clock: systemClock, callWaitMs: 10_000 });
+    const calls = new ToolCalls({ store, watcher: otherWatcher, sealed: sealedStore, keyRing, tools: new Map([[TOOL.name, TOOL]]), deliveries: new DeliveryTracker(), clock: systemClock, callWaitMs: 10_000 });
     const stop = async () => {
       await calls.answersRecorded();
       await otherWatcher.stop();
@@ -159,6 +159,30 @@ describe('tool calls, the steps taken in another process (SQLite store)', () => 
       await vi.waitFor(() => expect(sealedArguments()).toEqual([executionId]), { timeout: 5_000 });
     } finally {
       await other.stop();
+    }
+  });
+
+  it('given a refused claim whose sealed copy the store cannot delete now, when the call goes on, then it still attaches and is answered: the copy stays', async () => {
+    const first = await anotherGateway();
+    const cannotDelete: SealedStore = {
+      seal: (...args) => sealed.seal(...args),
+      open: (ref) => sealed.open(ref),
+      discard: () => Promise.reject(new Error('the store cannot delete now')),
+      close: async () => undefined,
+    };
+    const second = await anotherGateway(cannotDelete);
+    try {
+      const claimed = callOf('kept copy', 1, undefined, first.calls);
+      const executionId = await acceptedExecution();
+      const retry = callOf('kept copy', 2, undefined, second.calls);
+      await vi.waitFor(async () => expect((await services.readAll()).events.filter((event) => event.type === 'RetryAttached')).toHaveLength(1), { timeout: 5_000 });
+      await completeElsewhere(executionId);
+      await claimed;
+      expect((await retry).structuredContent).toMatchObject({ execution: { id: executionId, attached: true } });
+      expect(sealedArguments()).toHaveLength(2);
+    } finally {
+      await second.stop();
+      await first.stop();
     }
   });
 
