@@ -5,7 +5,10 @@ import {
   ErrorCode,
   ListToolsRequestSchema,
   McpError,
+  RELATED_TASK_META_KEY,
   type CallToolResult,
+  type JSONRPCMessage,
+  type RequestId,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import { annotationsOf, type ToolContract } from '@oncegate/contracts';
@@ -157,7 +160,7 @@ export function createMcpServer(
     return { tools: listing };
   });
   server.setRequestHandler(CallToolRequestSchema, (request, extra): Promise<CallToolResult> =>
-    answerToolCall(toolCalls, connection, request.params as Parameters<typeof answerToolCall>[2], {
+    answerToolCall(toolCalls, connection, request.params as ToolCallParams, {
       requestId: extra.requestId,
       ...(extra.sessionId ? { sessionId: extra.sessionId } : {}),
       headers: extra.requestInfo?.headers ?? {},
@@ -166,21 +169,103 @@ export function createMcpServer(
       notify: (notification) => extra.sendNotification(notification as never),
     }),
   );
+  directAnswers.set(server, (params, facts) => answerToolCall(toolCalls, connection, params, facts));
   return server;
+}
+
+type ToolCallParams = Parameters<typeof answerToolCall>[2];
+
+/** How a server made by `createMcpServer` answers a tools/call, for `connectMcpServer` to call without the SDK's layers. */
+const directAnswers = new WeakMap<Server, (params: ToolCallParams, facts: CallRequestFacts) => Promise<CallToolResult>>();
+
+/**
+ * A tools/call that `connectMcpServer` answers itself: a well-formed request (`refuseMalformedCall` passed it) that
+ * neither asks for a task nor belongs to one. Anything else goes through the SDK's server.
+ */
+function plainToolCall(message: JSONRPCMessage): (JSONRPCMessage & { id: RequestId; params: ToolCallParams }) | undefined {
+  const m = message as { method?: unknown; id?: unknown; params?: { task?: unknown; _meta?: Record<string, unknown> } };
+  if (m.method !== 'tools/call' || (typeof m.id !== 'string' && typeof m.id !== 'number')) return undefined;
+  if (m.params?.task !== undefined || m.params?._meta?.[RELATED_TASK_META_KEY] !== undefined) return undefined;
+  return message as JSONRPCMessage & { id: RequestId; params: ToolCallParams };
+}
+
+/** The JSON-RPC error the SDK's protocol layer answers a failed request with. */
+function thrownAsError(id: RequestId, error: unknown) {
+  const e = (error ?? {}) as { code?: unknown; message?: unknown; data?: unknown };
+  return {
+    jsonrpc: '2.0' as const,
+    id,
+    error: {
+      code: Number.isSafeInteger(e.code) ? (e.code as number) : ErrorCode.InternalError,
+      message: typeof e.message === 'string' ? e.message : 'Internal error',
+      ...(e.data === undefined ? {} : { data: e.data }),
+    },
+  };
 }
 
 /**
  * Connects a server to its transport with the wire checks in front: a malformed tools/call is answered with an
- * invalid-params error on the same transport and never reaches the SDK's parsing or the execution layer.
+ * invalid-params error on the same transport and never reaches the SDK's parsing or the execution layer. A
+ * well-formed tools/call of a server made by `createMcpServer` is answered here, as the SDK's protocol layer would
+ * answer it — its own abort signal, aborted by the client's `notifications/cancelled` for it or by the
+ * connection's close; its result or error sent on the transport for the request, nothing once aborted — without that
+ * layer's two more parses of the request and one of the result (the transport has parsed the message already, and
+ * the result is the gateway's own). Every other message goes to the SDK's server.
  */
 export async function connectMcpServer(server: Server, transport: Transport): Promise<void> {
   await server.connect(transport);
   const deliver = transport.onmessage;
+  const direct = directAnswers.get(server);
+  /** The tools/calls answered here and not yet answered, by request id (as the SDK keeps its own). */
+  const inProgress = new Map<RequestId, AbortController>();
+  const closed = transport.onclose;
+  transport.onclose = () => {
+    for (const controller of inProgress.values()) controller.abort();
+    inProgress.clear();
+    closed?.();
+  };
+  const answer = (call: JSONRPCMessage & { id: RequestId; params: ToolCallParams }, headers: Record<string, string | string[] | undefined>) => {
+    const { id } = call;
+    const controller = new AbortController();
+    inProgress.set(id, controller);
+    const sendFor = (message: JSONRPCMessage) => (controller.signal.aborted ? undefined : transport.send(message, { relatedRequestId: id }));
+    // Started where the SDK's protocol layer starts a handler, two turns of the microtask queue after the message:
+    // the transport has handed back the response stream by then, and its head goes out before the call's work.
+    Promise.resolve()
+      .then(() => undefined)
+      .then(() =>
+        direct!(call.params, {
+          requestId: id,
+          ...(transport.sessionId ? { sessionId: transport.sessionId } : {}),
+          headers,
+          signal: controller.signal,
+          cancelTrigger: 'client_notification',
+          notify: async (notification) => sendFor({ jsonrpc: '2.0', ...notification } as JSONRPCMessage),
+        }),
+      )
+      .then(
+        (result) => sendFor({ jsonrpc: '2.0', id, result } as JSONRPCMessage),
+        (error: unknown) => sendFor(thrownAsError(id, error)),
+      )
+      .catch((error: unknown) => server.onerror?.(new Error(`Failed to send response: ${error}`)))
+      .finally(() => {
+        if (inProgress.get(id) === controller) inProgress.delete(id);
+      });
+  };
   transport.onmessage = (message, extra) => {
     const refused = refuseMalformedCall(message);
-    if (refused === undefined) return deliver?.(message, extra);
-    transport
-      .send(errorResponse((message as { id: string | number }).id, refused))
-      .catch((error: unknown) => server.onerror?.(error as Error));
+    if (refused !== undefined) {
+      transport
+        .send(errorResponse((message as { id: string | number }).id, refused))
+        .catch((error: unknown) => server.onerror?.(error as Error));
+      return;
+    }
+    const call = direct === undefined ? undefined : plainToolCall(message);
+    if (call !== undefined) return answer(call, extra?.requestInfo?.headers ?? {});
+    const m = message as { method?: unknown; params?: { requestId?: unknown; reason?: unknown } };
+    if (m.method === 'notifications/cancelled' && (typeof m.params?.requestId === 'string' || typeof m.params?.requestId === 'number')) {
+      inProgress.get(m.params.requestId)?.abort(m.params.reason);
+    }
+    return deliver?.(message, extra);
   };
 }
