@@ -213,6 +213,9 @@ function thrownAsError(id: RequestId, error: unknown) {
  * the result is the gateway's own). Every other message goes to the SDK's server.
  */
 export async function connectMcpServer(server: Server, transport: Transport): Promise<void> {
+  // What the transport did with a message before the server took it (a stdio connection's evidence): the SDK's
+  // server calls it first, and so does a tools/call answered here.
+  const before = transport.onmessage;
   await server.connect(transport);
   const deliver = transport.onmessage;
   const direct = directAnswers.get(server);
@@ -229,8 +232,8 @@ export async function connectMcpServer(server: Server, transport: Transport): Pr
     const controller = new AbortController();
     inProgress.set(id, controller);
     const sendFor = (message: JSONRPCMessage) => (controller.signal.aborted ? undefined : transport.send(message, { relatedRequestId: id }));
-    // Started where the SDK's protocol layer starts a handler, two turns of the microtask queue after the message:
-    // the transport has handed back the response stream by then, and its head goes out before the call's work.
+    // Started as the SDK's protocol layer starts a handler, two turns of the microtask queue after the message, so a
+    // call's work begins where it began when that layer answered it.
     Promise.resolve()
       .then(() => undefined)
       .then(() =>
@@ -261,7 +264,10 @@ export async function connectMcpServer(server: Server, transport: Transport): Pr
       return;
     }
     const call = direct === undefined ? undefined : plainToolCall(message);
-    if (call !== undefined) return answer(call, extra?.requestInfo?.headers ?? {});
+    if (call !== undefined) {
+      before?.(message, extra);
+      return answer(call, extra?.requestInfo?.headers ?? {});
+    }
     const m = message as { method?: unknown; params?: { requestId?: unknown; reason?: unknown } };
     if (m.method === 'notifications/cancelled' && (typeof m.params?.requestId === 'string' || typeof m.params?.requestId === 'number')) {
       inProgress.get(m.params.requestId)?.abort(m.params.reason);
