@@ -282,3 +282,62 @@ describe('sqlite store: the event types committed since a position (notifiedSinc
     }
   });
 });
+
+describe("sqlite store: its own commits told from another connection's by the WAL index header", () => {
+  const fresh = () => {
+    const dir = mkdtempSync(join(tmpdir(), 'oncegate-sqlite-quiet-'));
+    return { dir, file: join(dir, 'events.db') };
+  };
+  /** What this thread asks the file to learn whether somebody else committed: `data_version`, and the events above. */
+  const lookups = () => {
+    const get = vi.spyOn(StatementSync.prototype, 'get');
+    const all = vi.spyOn(StatementSync.prototype, 'all');
+    const of = (spy: typeof get | typeof all, sql: string) =>
+      spy.mock.contexts.filter((statement) => (statement as StatementSync).sourceSQL.startsWith(sql)).length;
+    return {
+      count: () => of(get, 'PRAGMA data_version') + of(all, 'SELECT position, stream_id, type'),
+      restore: () => {
+        get.mockRestore();
+        all.mockRestore();
+      },
+    };
+  };
+
+  it('given only its own commits, when it reads the revisions of what it wrote and the types since, then it asks the file nothing to tell them apart', async () => {
+    const { dir, file } = fresh();
+    const store = openSqliteEventStore({ file });
+    const asked = lookups();
+    try {
+      for (let n = 0; n < 20; n++) {
+        const written = await store.appendToStream(`execution-${n}`, [{ type: 'ExecutionAccepted', data: { n } }]);
+        expect(await store.streamRevision(`execution-${n}`)).toBe(0);
+        expect(await store.notifiedSince(written.position, ['RunEnded'])).toEqual({ changed: false, through: written.position });
+      }
+      expect(asked.count()).toBe(0);
+    } finally {
+      asked.restore();
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("given another connection's commit right after its own, to the same stream, then the next reads see it", async () => {
+    const { dir, file } = fresh();
+    const store = openSqliteEventStore({ file });
+    const operator = openSqliteEventStore({ file });
+    try {
+      for (let n = 0; n < 5; n++) {
+        const own = await store.appendToStream(`run-${n}`, [{ type: 'RunGranted', data: {} }]);
+        expect(await store.streamRevision(`run-${n}`)).toBe(0);
+        const ended = await operator.appendToStream(`run-${n}`, [{ type: 'RunEnded', data: {} }], { expectedRevision: 0 });
+        expect(await store.streamRevision(`run-${n}`)).toBe(1);
+        expect(await store.notifiedSince(own.position, ['RunEnded'])).toEqual({ changed: true, through: ended.position });
+        await expect(store.appendToStream(`run-${n}`, [{ type: 'RunGranted', data: {} }], { expectedRevision: 0 })).rejects.toThrow();
+      }
+    } finally {
+      await operator.close();
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

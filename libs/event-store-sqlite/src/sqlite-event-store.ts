@@ -49,6 +49,7 @@ import { OwnTails } from './own-tails';
 import { SCHEMA_STATEMENTS, SCHEMA_VERSION } from './schema';
 import { openFailure, sqliteCode } from './sqlite-errors';
 import { HASH_LENGTH, wireRow, type CommittedReply, type SqlRow, type WireError, type WriteItem } from './writer-protocol';
+import { walIndexHeader, type WalIndexHeader } from './wal-index-header';
 import { WriterThread } from './writer-thread';
 
 export interface SqliteEventStoreOptions {
@@ -431,6 +432,15 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
   private copyDir: string | undefined;
 
   private readonly dataVersionStatement: Statement<[], { data_version: number }>;
+  /** The file's WAL index header (`wal-index-header.ts`), to tell that nobody committed since this process's last commit. */
+  private readonly walHeader: WalIndexHeader;
+  /**
+   * The WAL index header as the writer thread's last answered commit left it, when it could tell (`CommittedReply`):
+   * while the file's header is still this and every write posted is answered, nobody has committed since.
+   */
+  private ownWalHeader: Uint8Array | undefined;
+  /** Whether the header was `ownWalHeader` when asked in the current run of the microtask queue (`quietSinceOwnCommit`). */
+  private quietOfThisRun: boolean | undefined;
   private readonly statements: {
     streamRevision: Statement<[string], { revision: number | null }>;
     readForwards: Statement<[string, number, number], EventRow>;
@@ -499,6 +509,7 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
       readClaims: prepare(this.db, 'SELECT name, owner, expires_at FROM claims WHERE substr(name, 1, length(?)) = ? ORDER BY name'),
     };
     this.dataVersionStatement = prepare<[], { data_version: number }>(this.db, 'PRAGMA data_version');
+    this.walHeader = walIndexHeader(this.location);
     if (!this.readOnly) writableStores.add(this);
     this.lastDataVersion = this.dataVersion();
     this.knownHead = this.head();
@@ -804,6 +815,8 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
     // The streams found above may be answered now: check again on the next read.
     if (this.streamsAbove.size > 0) this.ownVerifiedAt = undefined;
     if (last > this.knownHead) this.knownHead = last;
+    this.ownWalHeader = reply.walHeader;
+    this.quietOfThisRun = undefined;
     if (live && recorded.length > 0) for (const feed of this.feeds) feed.push(reply.headBefore, last, recorded);
     if (othersBefore) this.wakeWaiters();
     else if (committed.length > 0) this.wakeWaiters(committed);
@@ -820,6 +833,7 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
     // Writes it did not answer may or may not be in the file: the tails are no longer known to be the head.
     this.tails.clear();
     this.ownThrough = -1;
+    this.ownWalHeader = undefined;
     const error = new EventStoreUnavailableError(
       this.file,
       `the writer thread stopped (${reason}) before answering; writes in flight may or may not be stored`,
@@ -899,6 +913,11 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
    * with none unanswered they are another writer's, and those tails are forgotten.
    */
   private ownTailHolds(streamId: string): boolean {
+    if (this.quietSinceOwnCommit()) {
+      // The file is as this process's last commit left it: every tail kept is its stream's head.
+      if (this.streamsAbove.size > 0) this.streamsAbove = new Set();
+      return true;
+    }
     const version = this.dataVersion();
     if (version !== this.ownVerifiedAt && !this.lookAbove(version)) return false;
     return !this.streamsAbove.has(streamId);
@@ -972,6 +991,8 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
 
   /** Learns the types of what was committed since they were last brought to the file's head. */
   private learnTypes(): void {
+    // The file is as this process's last commit left it, whose types are known when nothing before it is missing.
+    if (this.typesThrough >= this.ownThrough && this.quietSinceOwnCommit()) return;
     const version = this.dataVersion();
     if (version === this.typesVerifiedAt) return;
     if (version !== this.ownVerifiedAt) this.lookAbove(version);
@@ -1226,6 +1247,21 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
    * first ask of the run: a read answered with it is one made at that moment. (A busy gateway asked about nine
    * times per call, mostly from the continuations of one writer answer.)
    */
+  /**
+   * Whether nobody has committed to the file since this process's last commit: every write posted is answered and
+   * the WAL index header is the one that commit left (one `pread`, where `data_version` begins a read transaction,
+   * and after each of the writer thread's own commits sends the tails and types to a look at the events above).
+   * The header is read once per run of the microtask queue, as `data_version` is; `false` whenever it cannot tell.
+   */
+  private quietSinceOwnCommit(): boolean {
+    if (this.ownWalHeader === undefined || this.lastAnsweredId < this.lastPostedId) return false;
+    if (this.quietOfThisRun === undefined) {
+      this.quietOfThisRun = this.walHeader.is(this.ownWalHeader);
+      queueMicrotask(() => (this.quietOfThisRun = undefined));
+    }
+    return this.quietOfThisRun;
+  }
+
   private dataVersion(): number {
     if (this.versionOfThisRun !== undefined) return this.versionOfThisRun;
     const version = this.dataVersionStatement.get()!.data_version;
@@ -1249,6 +1285,7 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
     await Promise.all([...this.subscriptions].map((subscription) => subscription.stop()));
     for (const waiter of [...this.waiters]) waiter.wake();
     if (this.pollTimer !== undefined) clearInterval(this.pollTimer);
+    this.walHeader.close();
     this.db.close();
     this.removeCopy();
   }

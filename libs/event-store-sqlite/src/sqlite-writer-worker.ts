@@ -8,6 +8,7 @@
  * at the start of each transaction: anything another connection committed moves it).
  */
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { walIndexHeader } from './wal-index-header';
 import { LRUCache } from 'lru-cache';
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { expectedRevisionHolds, linkEvents, type ChainTip } from '@oncegate/event-store';
@@ -41,6 +42,8 @@ const rollback = statement('ROLLBACK');
 const savepoint = statement('SAVEPOINT oncegate_write');
 const release = statement('RELEASE oncegate_write');
 const rollbackToSavepoint = statement('ROLLBACK TO oncegate_write');
+/** The file's WAL index header, read around each commit so the store can tell whether anyone committed after it. */
+const walHeader = walIndexHeader(config.file);
 /** The statements of rows that are not events, by their text (a handful: checkpoints, leases, sealed blobs). */
 const rowStatements = new Map<string, StatementSync>();
 
@@ -157,6 +160,7 @@ function commitInTransaction(items: readonly WriteItem[]): CommittedReply {
   const written: Written = { positions: [], revisions: [], prevs: '', hashes: '' };
   const shared = items.length > 1;
   let headBefore = 0;
+  let headerBefore: Uint8Array | undefined;
   try {
     begin.run();
     try {
@@ -183,6 +187,8 @@ function commitInTransaction(items: readonly WriteItem[]): CommittedReply {
           errors.push([index, wireError(error)]);
         }
       });
+      // Read under the write lock: no other connection commits between this and the commit below.
+      headerBefore = walHeader.read();
       commit.run();
     } catch (error) {
       if (db.isTransaction) rollback.run();
@@ -194,6 +200,7 @@ function commitInTransaction(items: readonly WriteItem[]): CommittedReply {
     const failure = wireError(error);
     return { kind: 'committed', headBefore, ids, errors: ids.map((_, index) => [index, failure] as const), positions: [], revisions: [], prevs: '', hashes: '' };
   }
+  const walHeaderAfter = walHeader.afterOwnCommit(headerBefore);
   for (const [streamId, tip] of transactionTips) keptTips.set(streamId, tip);
   transactionTips.clear();
   // Positions only grow: the last one written is the head now (none written: the head is unchanged).
@@ -207,6 +214,7 @@ function commitInTransaction(items: readonly WriteItem[]): CommittedReply {
     revisions: written.revisions,
     prevs: written.prevs,
     hashes: written.hashes,
+    ...(walHeaderAfter === undefined ? {} : { walHeader: walHeaderAfter }),
   };
 }
 

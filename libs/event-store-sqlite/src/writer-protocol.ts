@@ -98,6 +98,11 @@ export interface CommittedReply {
   /** Per event appended: the previous event's hash and its own, `HASH_LENGTH` characters each, end to end. */
   readonly prevs: string;
   readonly hashes: string;
+  /**
+   * The file's WAL index header as this transaction's commit left it (`wal-index-header.ts`), when the thread could
+   * tell that no other connection committed between that commit and its read; absent otherwise.
+   */
+  readonly walHeader?: Uint8Array;
 }
 
 export type WriterReply = CommittedReply | { readonly kind: 'closed' };
