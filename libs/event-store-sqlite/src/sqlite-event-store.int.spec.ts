@@ -215,19 +215,45 @@ describe('sqlite store: appends that may wait', () => {
   });
 });
 
+type SqliteStore = ReturnType<typeof openSqliteEventStore>;
+
+/** Two store objects on one new file (each its own connections and writer thread, as two processes), removed after `body`. */
+async function withTwoStoresOnOneFile(body: (store: SqliteStore, operator: SqliteStore) => Promise<void>): Promise<void> {
+  const { dir, file } = freshFile();
+  const store = openSqliteEventStore({ file });
+  const operator = openSqliteEventStore({ file });
+  try {
+    await body(store, operator);
+  } finally {
+    await operator.close();
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** A new folder, and a store file's path in it. */
+function freshFile(): { dir: string; file: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'oncegate-sqlite-'));
+  return { dir, file: join(dir, 'events.db') };
+}
+
+/** Counts the statements this thread runs from now on (`get` and `all`) whose text starts with one of `texts`. */
+function statementsRun(...texts: string[]) {
+  const spies = [vi.spyOn(StatementSync.prototype, 'get'), vi.spyOn(StatementSync.prototype, 'all')];
+  return {
+    count: () =>
+      spies.reduce(
+        (sum, spy) => sum + spy.mock.contexts.filter((statement) => texts.some((text) => (statement as StatementSync).sourceSQL.startsWith(text))).length,
+        0,
+      ),
+    restore: () => spies.forEach((spy) => spy.mockRestore()),
+  };
+}
+
 describe('sqlite store: the event types committed since a position (notifiedSince)', () => {
-  const fresh = () => {
-    const dir = mkdtempSync(join(tmpdir(), 'oncegate-sqlite-notified-'));
-    return { dir, file: join(dir, 'events.db') };
-  };
+  const fresh = freshFile;
   /** The range reads of event types this thread runs meanwhile. */
-  const typeReads = () => {
-    const spy = vi.spyOn(StatementSync.prototype, 'all');
-    return {
-      count: () => spy.mock.contexts.filter((statement) => (statement as StatementSync).sourceSQL.startsWith('SELECT position, type')).length,
-      restore: () => spy.mockRestore(),
-    };
-  };
+  const typeReads = () => statementsRun('SELECT position, type');
 
   it('given its own commits, then it tells which types came after a position, nothing before its opening, and asked again with nothing committed since it reads no event', async () => {
     const { dir, file } = fresh();
@@ -259,11 +285,8 @@ describe('sqlite store: the event types committed since a position (notifiedSinc
     }
   });
 
-  it('given commits of another connection, between its own or after everything it knows of, then their types count at once', async () => {
-    const { dir, file } = fresh();
-    const store = openSqliteEventStore({ file });
-    const operator = openSqliteEventStore({ file });
-    try {
+  it('given commits of another connection, between its own or after everything it knows of, then their types count at once', () =>
+    withTwoStoresOnOneFile(async (store, operator) => {
       const start = (await store.appendToStream('execution-0', [{ type: 'ExecutionAccepted', data: {} }])).position;
       expect(await store.notifiedSince(start, ['VaultLocked'])).toEqual({ changed: false, through: start });
       // Between two commits of its own.
@@ -275,33 +298,13 @@ describe('sqlite store: the event types committed since a position (notifiedSinc
       const ended = await operator.appendToStream('run-1', [{ type: 'RunEnded', data: {} }]);
       expect(await store.notifiedSince(own.position, ['RunEnded'])).toEqual({ changed: true, through: ended.position });
       expect(await store.notifiedSince(own.position, ['RunGranted'])).toEqual({ changed: false, through: ended.position });
-    } finally {
-      await operator.close();
-      await store.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
+    }));
 });
 
 describe("sqlite store: its own commits told from another connection's by the WAL index header", () => {
-  const fresh = () => {
-    const dir = mkdtempSync(join(tmpdir(), 'oncegate-sqlite-quiet-'));
-    return { dir, file: join(dir, 'events.db') };
-  };
+  const fresh = freshFile;
   /** What this thread asks the file to learn whether somebody else committed: `data_version`, and the events above. */
-  const lookups = () => {
-    const get = vi.spyOn(StatementSync.prototype, 'get');
-    const all = vi.spyOn(StatementSync.prototype, 'all');
-    const of = (spy: typeof get | typeof all, sql: string) =>
-      spy.mock.contexts.filter((statement) => (statement as StatementSync).sourceSQL.startsWith(sql)).length;
-    return {
-      count: () => of(get, 'PRAGMA data_version') + of(all, 'SELECT position, stream_id, type'),
-      restore: () => {
-        get.mockRestore();
-        all.mockRestore();
-      },
-    };
-  };
+  const lookups = () => statementsRun('PRAGMA data_version', 'SELECT position, stream_id, type');
 
   it('given only its own commits, when it reads the revisions of what it wrote and the types since, then it asks the file nothing to tell them apart', async () => {
     const { dir, file } = fresh();
@@ -321,11 +324,8 @@ describe("sqlite store: its own commits told from another connection's by the WA
     }
   });
 
-  it("given another connection's commit right after its own, to the same stream, then the next reads see it", async () => {
-    const { dir, file } = fresh();
-    const store = openSqliteEventStore({ file });
-    const operator = openSqliteEventStore({ file });
-    try {
+  it("given another connection's commit right after its own, to the same stream, then the next reads see it", () =>
+    withTwoStoresOnOneFile(async (store, operator) => {
       for (let n = 0; n < 5; n++) {
         const own = await store.appendToStream(`run-${n}`, [{ type: 'RunGranted', data: {} }]);
         expect(await store.streamRevision(`run-${n}`)).toBe(0);
@@ -334,10 +334,5 @@ describe("sqlite store: its own commits told from another connection's by the WA
         expect(await store.notifiedSince(own.position, ['RunEnded'])).toEqual({ changed: true, through: ended.position });
         await expect(store.appendToStream(`run-${n}`, [{ type: 'RunGranted', data: {} }], { expectedRevision: 0 })).rejects.toThrow();
       }
-    } finally {
-      await operator.close();
-      await store.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
+    }));
 });
