@@ -165,7 +165,28 @@ const READY_POLL_MS = 20;
 export async function startGatewayProcess(
   folder: GatewayFolder,
   env: NodeJS.ProcessEnv = {},
-  { devToken = true, launcher = LAUNCHER }: { devToken?: boolean; launcher?: string } = {},
+  options: { devToken?: boolean; launcher?: string } = {},
+): Promise<GatewayProcess> {
+  // The folder's port was free when it was drawn; a test beside this one may hold it for a moment since (its own
+  // draw binds a port to let it go), which a gateway coming back on it meets as a port taken. Tried again a few
+  // times; a port held for longer fails as before.
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await startGatewayProcessOnce(folder, env, options);
+    } catch (error) {
+      if (attempt === PORT_TAKEN_ATTEMPTS || !String((error as Error).message).includes('EADDRINUSE')) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  }
+}
+
+/** How often `startGatewayProcess` starts a gateway whose port was taken. */
+const PORT_TAKEN_ATTEMPTS = 4;
+
+async function startGatewayProcessOnce(
+  folder: GatewayFolder,
+  env: NodeJS.ProcessEnv,
+  { devToken = true, launcher = LAUNCHER }: { devToken?: boolean; launcher?: string },
 ): Promise<GatewayProcess> {
   // One per port: a second gateway on the folder (sameFolderOnAnotherPort) has its own. A file left by a gateway that
   // was killed must not be read as this one's.
