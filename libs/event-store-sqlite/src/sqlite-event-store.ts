@@ -1242,12 +1242,6 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
   }
 
   /**
-   * The file's `data_version`, asked once per run of the microtask queue. Within a run no I/O callback, timer or
-   * message from another thread is handled, so nothing this process does can depend on a commit made after the
-   * first ask of the run: a read answered with it is one made at that moment. (A busy gateway asked about nine
-   * times per call, mostly from the continuations of one writer answer.)
-   */
-  /**
    * Whether nobody has committed to the file since this process's last commit: every write posted is answered and
    * the WAL index header is the one that commit left (one `pread`, where `data_version` begins a read transaction,
    * and after each of the writer thread's own commits sends the tails and types to a look at the events above).
@@ -1262,6 +1256,12 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
     return this.quietOfThisRun;
   }
 
+  /**
+   * The file's `data_version`, asked once per run of the microtask queue. Within a run no I/O callback, timer or
+   * message from another thread is handled, so nothing this process does can depend on a commit made after the
+   * first ask of the run: a read answered with it is one made at that moment. (A busy gateway asked about nine
+   * times per call, mostly from the continuations of one writer answer.)
+   */
   private dataVersion(): number {
     if (this.versionOfThisRun !== undefined) return this.versionOfThisRun;
     const version = this.dataVersionStatement.get()!.data_version;

@@ -8,11 +8,11 @@
  * at the start of each transaction: anything another connection committed moves it).
  */
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
-import { walIndexHeader } from './wal-index-header';
 import { LRUCache } from 'lru-cache';
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { expectedRevisionHolds, linkEvents, type ChainTip } from '@oncegate/event-store';
 import { isUniqueViolation, isUnwritable, sqliteCode } from './sqlite-errors';
+import { walIndexHeader } from './wal-index-header';
 import type { CommittedReply, WireError, WriteItem, WriterConfig, WriterReply, WriterRequest } from './writer-protocol';
 
 const port = parentPort;

@@ -81,11 +81,11 @@ export class SessionDeliveries {
   received(message: unknown): void {
     const m = message as { method?: unknown; params?: { requestId?: unknown; name?: unknown; arguments?: unknown } } | null;
     const method = typeof m?.method === 'string' ? m.method : 'response';
-    const cancelled = method === 'notifications/cancelled' ? m?.params?.requestId : undefined;
+    const cancelled = cancelledRequestId(message);
     // Only a written answer is settled by a repeat: the key of the call is written out when one is there to compare.
     let repeatKey: string | undefined;
     for (const [key, entry] of [...this.pending]) {
-      if (cancelled !== undefined && key === requestKey(cancelled as RequestId)) {
+      if (cancelled !== undefined && key === requestKey(cancelled)) {
         if (entry.written) {
           this.settleKey(key, { kind: 'not_delivered', reason: 'the client cancelled the request after its response was written (it gave up waiting)' });
         }
@@ -147,6 +147,14 @@ export function answeredId(message: object): RequestId | undefined {
   const { id } = message as { id?: unknown };
   if (typeof id !== 'string' && typeof id !== 'number') return undefined;
   return 'result' in message || 'error' in message ? id : undefined;
+}
+
+/** The request a client's `notifications/cancelled` names, or `undefined` for any other message. */
+export function cancelledRequestId(message: unknown): RequestId | undefined {
+  const m = message as { method?: unknown; params?: { requestId?: unknown } } | null;
+  if (m?.method !== 'notifications/cancelled') return undefined;
+  const id = m.params?.requestId;
+  return typeof id === 'string' || typeof id === 'number' ? id : undefined;
 }
 
 /** JSON-RPC ids compare by type and value: `1` and `"1"` are different requests. */

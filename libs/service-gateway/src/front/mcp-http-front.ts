@@ -18,7 +18,7 @@ import { isoNow, type Clock } from '@oncegate/execution-journal';
 import { listenFor, tokenRefusals } from '@oncegate/host-operations';
 import type { AgentDirectory } from '@oncegate/host-principals';
 import type { DeliverySettlement, DeliveryWatch } from '@oncegate/service-result-delivery';
-import { answeredId, requestKey, SessionDeliveries } from './delivery-evidence';
+import { answeredId, cancelledRequestId, requestKey, SessionDeliveries } from './delivery-evidence';
 import { checkHostAndOrigin, type HostOriginRules } from './host-origin-guard';
 import { initializeProblem, refuseMalformedCall } from './incoming-checks';
 import { LiveSessions, type LiveSessionLimits } from './live-sessions';
@@ -471,9 +471,8 @@ export class McpHttpFront {
   /** A message from the client: evidence for earlier responses; a cancel frees its request id. */
   private received(session: Session, message: unknown): void {
     session.deliveries.received(message);
-    const m = message as { method?: unknown; params?: { requestId?: unknown } } | null;
-    const cancelled = m?.method === 'notifications/cancelled' ? m.params?.requestId : undefined;
-    if (typeof cancelled === 'string' || typeof cancelled === 'number') session.inFlight.delete(requestKey(cancelled));
+    const cancelled = cancelledRequestId(message);
+    if (cancelled !== undefined) session.inFlight.delete(requestKey(cancelled));
   }
 
   /** Hands the request to the session's transport; a new session the SDK refused is closed, never kept. */

@@ -14,6 +14,7 @@ import {
 import { annotationsOf, type ToolContract } from '@oncegate/contracts';
 import type { CancellationTrigger } from '@oncegate/domain';
 import type { DeliveryWatch } from '@oncegate/service-result-delivery';
+import { cancelledRequestId } from './delivery-evidence';
 import { refuseMalformedCall } from './incoming-checks';
 import { ONCEGATE_ERROR_CODES } from './mcp-errors';
 import { progressReporter } from './call-progress';
@@ -268,10 +269,8 @@ export async function connectMcpServer(server: Server, transport: Transport): Pr
       before?.(message, extra);
       return answer(call, extra?.requestInfo?.headers ?? {});
     }
-    const m = message as { method?: unknown; params?: { requestId?: unknown; reason?: unknown } };
-    if (m.method === 'notifications/cancelled' && (typeof m.params?.requestId === 'string' || typeof m.params?.requestId === 'number')) {
-      inProgress.get(m.params.requestId)?.abort(m.params.reason);
-    }
+    const cancelled = cancelledRequestId(message);
+    if (cancelled !== undefined) inProgress.get(cancelled)?.abort((message as { params: { reason?: unknown } }).params.reason);
     return deliver?.(message, extra);
   };
 }
