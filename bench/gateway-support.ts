@@ -315,7 +315,9 @@ export async function drive(call: Call, concurrency: number, total: number): Pro
 
 /**
  * Warm-up at the same concurrency, then the measured calls with the serving process's peak RSS and CPU time; with
- * `withChildren`, those of the process and its descendants (procTreeStats).
+ * `withChildren`, those of the process and its descendants (procTreeStats). With `settleMs`, the server's CPU and
+ * peak are read that long after the last answer, so work a server defers past its answers (a batch it folds later,
+ * a record written after the answer) counts for its own calls and not for whatever runs next.
  */
 export async function phase(
   call: Call,
@@ -329,6 +331,7 @@ export async function phase(
     readonly asyncResources?: CountedLines;
     readonly census?: CountedLines;
     readonly threads?: boolean;
+    readonly settleMs?: number;
   } = {},
 ): Promise<Phase> {
   if (warmup > 0) await drive(call, concurrency, warmup);
@@ -343,6 +346,7 @@ export async function phase(
   const clientBefore = process.cpuUsage();
   const result = await drive(call, concurrency, total);
   const client = process.cpuUsage(clientBefore);
+  if (options.settleMs !== undefined) await new Promise((resolve) => setTimeout(resolve, options.settleMs));
   const after = stats(pid);
   const threads = threadsBefore === undefined ? undefined : threadsSince(threadsBefore, threadCpuSeconds(pid));
   const perCall = options.asyncResources === undefined ? undefined : perCallBetween(asyncBefore, options.asyncResources.latest);

@@ -15,6 +15,7 @@ import {
   mcpCall,
   modernMcpClients,
   mcpClients,
+  mergePhases,
   mib,
   phase,
   spawnDemoTarget,
@@ -31,6 +32,7 @@ import {
   printCensus,
   printThreadCpu,
   ROOT,
+  type Call,
   type CallStages,
   type Phase,
   type Server,
@@ -60,6 +62,13 @@ import { machineLine, ms, percentile, printTable, rate } from './table';
 /** The pass-through proxy with a journal: what two fsync'd commits per call cost on this store, and no more. */
 const FLOOR = 'proxy + two durable commits (floor)';
 
+/**
+ * How long a server is left after its turn before its CPU and peak are read and the next path starts: longer than
+ * the gateway's executions index waits to gather a batch (250 ms), so the work a server defers past its answers is
+ * its own and done before anyone else is measured.
+ */
+const SETTLE_MS = 400;
+
 export async function run(argv: string[]): Promise<void> {
   const { values } = parseArgs({
     args: argv,
@@ -78,7 +87,10 @@ export async function run(argv: string[]): Promise<void> {
       'cache-dir': { type: 'string' },
       /** With --journal: a CPU profile of one more start on the large journal, summarised. */
       'start-prof-dir': { type: 'string' },
-      /** With --journal or --against: each phase in this many turns, alternating between the two gateways. */
+      /**
+       * Each phase in this many turns: the paths taking turns in each (plain run), or the two gateways alternating
+       * (--journal, --against).
+       */
       rounds: { type: 'string', default: '4' },
       /** With --journal: make no copy of the filled folder for the next run. */
       'no-spare': { type: 'boolean', default: false },
@@ -157,6 +169,7 @@ export async function run(argv: string[]): Promise<void> {
       nodeOptions: gatewayNodeOptions,
     });
   }
+  const rounds = Math.max(1, Number(values.rounds));
   const dir = resolve(values.dir!, `gateway-${process.pid}`);
   mkdirSync(dir, { recursive: true });
   const fs = statfsSync(dir);
@@ -168,7 +181,8 @@ export async function run(argv: string[]): Promise<void> {
       `and gateway (\`node bin/oncegate.mjs start\`) each in its own child process; ` +
       `the bench process only drives load. Tool: set_config (idempotent_write, PUT /config/:name, redelivery_grace 0), ` +
       `a new value on every call. MCP clients: one Client + Streamable HTTP session per concurrent worker, one call in flight each. ` +
-      `Warm-up ${warmup} calls before each measured phase; RSS = peak (VmHWM) of the serving process during the phase.\n`,
+      `Each phase in ${rounds} rounds, every path taking its turn in each (the first place rotating), warm-up ${warmup} calls per path in the first; ` +
+      `each server's CPU and peak RSS (VmHWM) read ${SETTLE_MS} ms after its turn's last answer, before the next path starts.\n`,
   );
 
   const servers: Server[] = [];
@@ -184,7 +198,6 @@ export async function run(argv: string[]): Promise<void> {
     // Direct: the same HTTP request, sent with undici through a pool configured like the gateway's dispatcher.
     const direct = directHttp(targetUrl);
     closeDirect = direct.close;
-    for (const [c, n] of [[1, calls1], [32, calls32]] as const) rows.push({ system: 'direct HTTP', c, phase: await phase(direct.call, c, n, warmup, target) });
 
     // Where a call's time goes at 1: the floor and the gateway load the preload, which writes its summary on SIGUSR2.
     const stagesArgs = values.stages ? ['--import', join(ROOT, 'bench/call-stages.mjs')] : [];
@@ -192,30 +205,44 @@ export async function run(argv: string[]): Promise<void> {
     const stages = new Map<string, CallStages>();
     const promisesArgs = [...(values.promises ? ASYNC_RESOURCES_PRELOAD : []), ...(values.census ? CALL_CENSUS_PRELOAD : [])];
 
-    /** The pass-through proxy (with `extraArgs`) in a process of its own, measured at 1 and 32 as `system`, then stopped. */
-    const measureProxy = async (system: string, extraArgs: readonly string[], nodeArgs: readonly string[] = []) => {
+    /** A path the rounds take turns on: its calls, its server, and what is counted in that server. */
+    interface Path {
+      readonly system: string;
+      readonly call: Call;
+      readonly server: Server;
+      readonly counted: Parameters<typeof phase>[5];
+      readonly stages: boolean;
+      readonly clients: Client[];
+    }
+    /** The pass-through proxy (with `extraArgs`) in a process of its own, as `system`. */
+    const proxyPath = async (system: string, extraArgs: readonly string[], nodeArgs: readonly string[] = []): Promise<Path> => {
       const proxy = await spawnServer(
         system,
         [...traceAllocation, ...nodeArgs, ...promisesArgs, '--import', 'tsx', 'bench/passthrough-proxy.ts', '--target', targetUrl, ...extraArgs],
         [/listening on (http:\/\/\S+)/],
       );
       servers.push(proxy);
-      const allocation = values.allocation ? countAllocation(proxy) : undefined;
-      const asyncResources = values.promises ? countAsyncResources(proxy) : undefined;
-      const census = values.census ? countCensus(proxy) : undefined;
       const proxyClients = await mcpClients(proxy.matches[0]![1]!, 32);
       clients.push(...proxyClients);
-      const viaProxy = mcpCall(proxyClients, (text) => text.includes('"applied":true'));
-      for (const [c, n] of [[1, calls1], [32, calls32]] as const) {
-        rows.push({ system, c, phase: await phase(viaProxy, c, n, warmup, proxy, { allocation, asyncResources, census, threads: values.threads }) });
-        if (c === 1 && nodeArgs.length > 0) stages.set(system, await readCallStages(proxy, dir));
-      }
-      await Promise.all(proxyClients.map((client) => client.close()));
-      await proxy.stop();
+      return {
+        system,
+        call: mcpCall(proxyClients, (text) => text.includes('"applied":true')),
+        server: proxy,
+        counted: countedIn(proxy),
+        stages: nodeArgs.length > 0,
+        clients: proxyClients,
+      };
     };
-    await measureProxy('pass-through MCP proxy', []);
+    const countedIn = (server: Server): Parameters<typeof phase>[5] => ({
+      allocation: values.allocation ? countAllocation(server) : undefined,
+      asyncResources: values.promises ? countAsyncResources(server) : undefined,
+      census: values.census ? countCensus(server) : undefined,
+      threads: values.threads,
+      settleMs: SETTLE_MS,
+    });
+    const proxy = await proxyPath('pass-through MCP proxy', []);
     // The floor of a durable gateway on this store: the same proxy writing each call in two fsync'd commits.
-    await measureProxy(FLOOR, ['--journal', join(dir, 'floor-events.db')], stagesArgs);
+    const floorPath = await proxyPath(FLOOR, ['--journal', join(dir, 'floor-events.db')], stagesArgs);
 
     const gatewayArgs = [
       ...gatewayNodeOptions,
@@ -227,15 +254,40 @@ export async function run(argv: string[]): Promise<void> {
     const started = await startBenchGateway(dir, targetUrl, synchronous, gatewayArgs);
     const gateway = started.server;
     servers.push(gateway);
-    const gatewayAllocation = values.allocation ? countAllocation(gateway) : undefined;
-    const gatewayAsync = values.promises ? countAsyncResources(gateway) : undefined;
-    const gatewayCensus = values.census ? countCensus(gateway) : undefined;
     const gatewayClients = await mcpClients(started.url, 32, started.token);
     clients.push(...gatewayClients);
-    const viaGateway = mcpCall(gatewayClients, (text) => text.startsWith('set_config completed'));
+    const gatewayPath: Path = {
+      system: 'oncegate gateway',
+      call: mcpCall(gatewayClients, (text) => text.startsWith('set_config completed')),
+      server: gateway,
+      counted: countedIn(gateway),
+      stages: values.stages!,
+      clients: gatewayClients,
+    };
+    const paths: Path[] = [
+      { system: 'direct HTTP', call: direct.call, server: target, counted: { settleMs: SETTLE_MS }, stages: false, clients: [] },
+      proxy,
+      floorPath,
+      gatewayPath,
+    ];
+
+    // Each phase in rounds, every path taking its turn in each (the first place rotating), so that the machine's
+    // drift over the run falls on every path alike; warm-up in the first round only.
+    const parts = new Map<string, Map<number, Phase[]>>(paths.map(({ system }) => [system, new Map([[1, []], [32, []]])]));
     for (const [c, n] of [[1, calls1], [32, calls32]] as const) {
-      rows.push({ system: 'oncegate gateway', c, phase: await phase(viaGateway, c, n, warmup, gateway, { allocation: gatewayAllocation, asyncResources: gatewayAsync, census: gatewayCensus, threads: values.threads }) });
-      if (c === 1 && values.stages) stages.set('oncegate gateway', await readCallStages(gateway, dir));
+      for (let round = 0; round < rounds; round += 1) {
+        for (let i = 0; i < paths.length; i += 1) {
+          const { system, call, server, counted } = paths[(i + round) % paths.length]!;
+          const calls = Math.round((n * (round + 1)) / rounds) - Math.round((n * round) / rounds);
+          parts.get(system)!.get(c)!.push(await phase(call, c, calls, round === 0 ? warmup : 0, server, counted));
+        }
+      }
+      if (c === 1) for (const { system, server } of paths.filter((path) => path.stages)) stages.set(system, await readCallStages(server, dir));
+    }
+    for (const { system } of paths) for (const c of [1, 32]) rows.push({ system, c, phase: mergePhases(parts.get(system)!.get(c)!) });
+    for (const path of [proxy, floorPath]) {
+      await Promise.all(path.clients.map((client) => client.close()));
+      await path.server.stop();
     }
     await Promise.all(gatewayClients.map((client) => client.close()));
     if (values.modern) {
