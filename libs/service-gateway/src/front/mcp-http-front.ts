@@ -27,7 +27,7 @@ import { connectMcpServer, createMcpServer, errorResponse, runOfHeaders, type Co
 import { modernAuthInfo, modernMcpHandler } from './modern-mcp';
 import { looksLikeJwt, type OAuthResource } from './oauth-resource';
 import { ResumedCalls } from './resumed-calls';
-import { SessionTransport } from './session-transport';
+import { servedProtocolVersion, SessionTransport, writeTogetherThisTurn } from './session-transport';
 import { readBodyWithin } from './request-body';
 import { parseEventId, STANDALONE_STREAM_ID } from './sse-event-id';
 import type { SseResumptionStore, StreamCalls } from './sse-resumption-store';
@@ -136,20 +136,14 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   );
 }
 
-/** The first protocol version whose clients read priming events (an SSE event with an id and empty data). */
-const PRIMING_VERSION = '2025-11-25';
-
 /** The version the server answers an initialize with: the one asked for when supported, else the latest. */
 function negotiatedVersion(requested: unknown): string {
   return typeof requested === 'string' && SUPPORTED_PROTOCOL_VERSIONS.includes(requested) ? requested : LATEST_PROTOCOL_VERSION;
 }
 
 /**
- * `negotiated` is the version of the request's session: the SDK decides from each request's
- * `Mcp-Protocol-Version` header whether a response stream starts with a priming event, and a request without the
- * header, or with an older version than its session negotiated (still a supported one), would get a stream its
- * client cannot resume. The session's version decides instead: the client said at initialize that it reads
- * priming events. An unsupported header is left for the SDK to refuse.
+ * `negotiated` is the version of the request's session (see `servedProtocolVersion`): the SDK reads the version a
+ * request is served at from its `Mcp-Protocol-Version` header, which is set to it here.
  */
 function toWebRequest(req: IncomingMessage, body: Buffer | undefined, negotiated?: string, signal?: AbortSignal): Request {
   const headers = new Headers();
@@ -159,25 +153,11 @@ function toWebRequest(req: IncomingMessage, body: Buffer | undefined, negotiated
   }
   // `*/*` accepts both forms the transport may answer with; the SDK only looks for the two types by name.
   if (/(^|,)\s*\*\/\*/.test(headers.get('accept') ?? '')) headers.set('accept', 'application/json, text/event-stream');
-  const declared = headers.get('mcp-protocol-version');
-  if (
-    negotiated !== undefined &&
-    negotiated >= PRIMING_VERSION &&
-    (declared === null || (declared < PRIMING_VERSION && SUPPORTED_PROTOCOL_VERSIONS.includes(declared)))
-  ) {
-    headers.set('mcp-protocol-version', negotiated);
-  }
+  const declared = headers.get('mcp-protocol-version') ?? undefined;
+  const served = servedProtocolVersion(declared, negotiated);
+  if (served !== undefined && served !== declared) headers.set('mcp-protocol-version', served);
   const url = `http://${req.headers.host ?? 'localhost'}${req.url ?? '/'}`;
   return new Request(url, { method: req.method, headers, ...(body && body.length > 0 ? { body } : {}), ...(signal ? { signal } : {}) });
-}
-
-/**
- * Holds what is written to `res` until the end of this turn of the event loop, then sends it in one write: a
- * stream's head with the priming event the stream starts with, an answer with the stream's end.
- */
-function writeTogetherThisTurn(res: ServerResponse): void {
-  res.cork();
-  process.nextTick(() => res.uncork());
 }
 
 /** Writes a web `Response` to a Node response; resolves with whether the whole body was handed to the socket. */
@@ -404,6 +384,15 @@ export class McpHttpFront {
       // Where a resumed stream's calls are searched from after a restart: any position already committed will do, so
       // the one the store knows without a round trip on the call's path, where it has one.
       const calls = callIds.length === 0 ? undefined : { requestIds: callIds, journalPosition: this.options.store.seenPosition?.() ?? (await this.options.store.headPosition()) };
+      // One plain tools/call on a session: the transport writes its stream to `res` itself.
+      const status =
+        sessionHeader === undefined || callIds.length !== 1
+          ? undefined
+          : await this.postCalls.run(calls, () => session.transport.answerToolCallPost(req, res, parsed, session.protocolVersion));
+      if (status !== undefined) {
+        if (status !== 200) requestIds.forEach((id) => session.inFlight.delete(id));
+        return;
+      }
       // The transport takes the body parsed and never reads the request's: a request without one spares a stream.
       response = await this.postCalls.run(calls, () => this.handleOrDiscard(session, sessionHeader === undefined, toWebRequest(req, undefined, session.protocolVersion), parsed));
     } catch (error) {
