@@ -27,7 +27,7 @@ import { connectMcpServer, createMcpServer, errorResponse, runOfHeaders, type Co
 import { modernAuthInfo, modernMcpHandler } from './modern-mcp';
 import { looksLikeJwt, type OAuthResource } from './oauth-resource';
 import { ResumedCalls } from './resumed-calls';
-import { servedProtocolVersion, SessionTransport, writeTogetherThisTurn } from './session-transport';
+import { pipeResponse, servedProtocolVersion, SessionTransport } from './session-transport';
 import { readBodyWithin } from './request-body';
 import { parseEventId, STANDALONE_STREAM_ID } from './sse-event-id';
 import type { SseResumptionStore, StreamCalls } from './sse-resumption-store';
@@ -158,34 +158,6 @@ function toWebRequest(req: IncomingMessage, body: Buffer | undefined, negotiated
   if (served !== undefined && served !== declared) headers.set('mcp-protocol-version', served);
   const url = `http://${req.headers.host ?? 'localhost'}${req.url ?? '/'}`;
   return new Request(url, { method: req.method, headers, ...(body && body.length > 0 ? { body } : {}), ...(signal ? { signal } : {}) });
-}
-
-/** Writes a web `Response` to a Node response; resolves with whether the whole body was handed to the socket. */
-async function pipeResponse(response: Response, res: ServerResponse): Promise<void> {
-  const headers: Record<string, string> = {};
-  response.headers.forEach((value, name) => (headers[name] = value));
-  res.writeHead(response.status, headers);
-  if (response.body === null) {
-    res.end();
-    return;
-  }
-  // The head goes out in this turn whatever the stream holds: a client learns at once that its stream is open.
-  writeTogetherThisTurn(res);
-  res.flushHeaders();
-  const reader = response.body.getReader();
-  res.on('close', () => void reader.cancel().catch(() => undefined));
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      if (res.destroyed) break;
-      writeTogetherThisTurn(res);
-      res.write(value);
-    }
-  } catch {
-    // The client went away while the stream was open; the close handler cancelled the reader.
-  }
-  if (!res.destroyed) res.end();
 }
 
 /**

@@ -6,7 +6,7 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { EventStore } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CallToolRequestSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SessionTransport } from './session-transport';
+import { pipeResponse, SessionTransport } from './session-transport';
 
 /** An event store numbering each stream's messages `<stream>.<n>`, as the gateway's names its own. */
 function numberedEventStore(): EventStore {
@@ -26,26 +26,6 @@ function numberedEventStore(): EventStore {
       return streamId;
     },
   };
-}
-
-/** The SDK's answer, copied to Node's response. */
-async function pipe(response: Response, res: ServerResponse): Promise<void> {
-  const headers: Record<string, string> = {};
-  response.headers.forEach((value, name) => (headers[name] = value));
-  res.writeHead(response.status, headers);
-  if (response.body === null) {
-    res.end();
-    return;
-  }
-  res.flushHeaders();
-  const reader = response.body.getReader();
-  res.on('close', () => void reader.cancel().catch(() => undefined));
-  try {
-    for (let chunk = await reader.read(); !chunk.done && !res.destroyed; chunk = await reader.read()) res.write(chunk.value);
-  } catch {
-    // The client went away.
-  }
-  if (!res.destroyed) res.end();
 }
 
 interface Served {
@@ -95,7 +75,7 @@ async function serve(options: { sdkOnly?: boolean; keepAliveMs?: number } = {}):
       const headers = new Headers();
       for (const [name, value] of Object.entries(req.headers)) if (typeof value === 'string') headers.set(name, value);
       const request = new Request(`http://${req.headers.host}${req.url}`, { method: req.method!, headers });
-      await pipe(await transport.handleRequest(request, parsed === undefined ? undefined : { parsedBody: parsed }), res);
+      await pipeResponse(await transport.handleRequest(request, parsed === undefined ? undefined : { parsedBody: parsed }), res);
     })();
   });
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
@@ -136,6 +116,40 @@ const until = async (condition: () => boolean) => {
   for (let i = 0; i < 400 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 5));
   expect(condition()).toBe(true);
 };
+
+/** Calls `waits` behind `gate` and drops the connection after the priming event; the event's id, once the call waits. */
+async function cutAfterPriming(served: Served, id: number, gate: string): Promise<string> {
+  const abort = new AbortController();
+  const response = await fetch(served.url, {
+    method: 'POST',
+    headers: { ...HEADERS, 'mcp-session-id': 'session-1' },
+    body: JSON.stringify(toolCall(id, 'waits', { gate })),
+    signal: abort.signal,
+  });
+  const priming = new TextDecoder().decode((await response.body!.getReader().read()).value);
+  abort.abort();
+  await until(() => served.gates.has(gate));
+  return /^id: (\S+)/m.exec(priming)![1]!;
+}
+
+/** A GET resuming after `lastEventId`. Until the server has seen the first stream close, the SDK refuses a second one for it (409), on either path. */
+async function resume(url: string, lastEventId: string): Promise<Response> {
+  for (let tries = 0; ; tries++) {
+    const resumed = await fetch(url, { headers: { accept: 'text/event-stream', 'mcp-session-id': 'session-1', 'mcp-protocol-version': '2025-11-25', 'last-event-id': lastEventId } });
+    if (resumed.status !== 409 || tries === 50) return resumed;
+    await resumed.text();
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+/** What a stream carries until `text` has come. */
+async function readUntil(response: Response, text: string): Promise<string> {
+  const reader = response.body!.getReader();
+  let read = '';
+  while (!read.includes(text)) read += new TextDecoder().decode((await reader.read()).value);
+  await reader.cancel();
+  return read;
+}
 
 describe('a POST of one plain tools/call, answered by the session transport without the SDK request and response objects', () => {
   it('given the official client, when it calls a tool, then the answer comes from this path and the SDK POST handling is never asked', async () => {
@@ -192,59 +206,22 @@ describe('a POST of one plain tools/call, answered by the session transport with
   it('given the client lost the stream after its priming event, when it resumes with Last-Event-ID before the answer, then the answer comes on the resumed stream', async () => {
     const served = await serve();
     await initialize(served.url);
-    const abort = new AbortController();
-    const response = await fetch(served.url, {
-      method: 'POST',
-      headers: { ...HEADERS, 'mcp-session-id': 'session-1' },
-      body: JSON.stringify(toolCall(11, 'waits', { gate: 'a' })),
-      signal: abort.signal,
-    });
-    const reader = response.body!.getReader();
-    const priming = new TextDecoder().decode((await reader.read()).value);
-    const lastEventId = /^id: (\S+)/m.exec(priming)![1]!;
-    abort.abort();
-    await until(() => served.gates.has('a'));
-    // Until the server has seen the first stream close, the SDK refuses a second one for it (409), on either path.
-    let resumed: Response;
-    for (let tries = 0; ; tries++) {
-      resumed = await fetch(served.url, { headers: { accept: 'text/event-stream', 'mcp-session-id': 'session-1', 'mcp-protocol-version': '2025-11-25', 'last-event-id': lastEventId } });
-      if (resumed.status !== 409 || tries === 50) break;
-      await resumed.text();
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
+    const lastEventId = await cutAfterPriming(served, 11, 'a');
+    const resumed = await resume(served.url, lastEventId);
     expect(resumed.status).toBe(200);
     served.gates.get('a')!();
-    const events = resumed.body!.getReader();
-    let text = '';
-    while (!text.includes('"id":11')) text += new TextDecoder().decode((await events.read()).value);
-    expect(text).toContain('{\\"gate\\":\\"a\\"}');
-    await events.cancel();
+    expect(await readUntil(resumed, '"id":11')).toContain('{\\"gate\\":\\"a\\"}');
   });
 
   it('given the client lost the stream and the answer came meanwhile, when it resumes, then the stored answer is replayed', async () => {
     const served = await serve();
     await initialize(served.url);
-    const abort = new AbortController();
-    const response = await fetch(served.url, {
-      method: 'POST',
-      headers: { ...HEADERS, 'mcp-session-id': 'session-1' },
-      body: JSON.stringify(toolCall(12, 'waits', { gate: 'b' })),
-      signal: abort.signal,
-    });
-    const priming = new TextDecoder().decode((await response.body!.getReader().read()).value);
-    const lastEventId = /^id: (\S+)/m.exec(priming)![1]!;
-    abort.abort();
-    await until(() => served.gates.has('b'));
+    const lastEventId = await cutAfterPriming(served, 12, 'b');
     // The response is gone: the answer is stored, not written, and nothing throws.
     await new Promise((resolve) => setTimeout(resolve, 20));
     served.gates.get('b')!();
     await new Promise((resolve) => setTimeout(resolve, 20));
-    const resumed = await fetch(served.url, { headers: { accept: 'text/event-stream', 'mcp-session-id': 'session-1', 'mcp-protocol-version': '2025-11-25', 'last-event-id': lastEventId } });
-    const reader = resumed.body!.getReader();
-    let text = '';
-    while (!text.includes('"id":12')) text += new TextDecoder().decode((await reader.read()).value);
-    expect(text).toContain('{\\"gate\\":\\"b\\"}');
-    await reader.cancel();
+    expect(await readUntil(await resume(served.url, lastEventId), '"id":12')).toContain('{\\"gate\\":\\"b\\"}');
   });
 
   it('given a call that takes longer than the keep-alive interval, then keep-alive comments come before the answer, as on the SDK stream', async () => {

@@ -39,9 +39,37 @@ export function servedProtocolVersion(declared: string | undefined, negotiated: 
  * Holds what is written to `res` until the end of this turn of the event loop, then sends it in one write: a
  * stream's head with the priming event the stream starts with, an answer with the stream's end.
  */
-export function writeTogetherThisTurn(res: ServerResponse): void {
+function writeTogetherThisTurn(res: ServerResponse): void {
   res.cork();
   process.nextTick(() => res.uncork());
+}
+
+/** Writes a web `Response` (the SDK's answer) to a Node response; resolves once it is written or the client has gone. */
+export async function pipeResponse(response: Response, res: ServerResponse): Promise<void> {
+  const headers: Record<string, string> = {};
+  response.headers.forEach((value, name) => (headers[name] = value));
+  res.writeHead(response.status, headers);
+  if (response.body === null) {
+    res.end();
+    return;
+  }
+  // The head goes out in this turn whatever the stream holds: a client learns at once that its stream is open.
+  writeTogetherThisTurn(res);
+  res.flushHeaders();
+  const reader = response.body.getReader();
+  res.on('close', () => void reader.cancel().catch(() => undefined));
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      if (res.destroyed) break;
+      writeTogetherThisTurn(res);
+      res.write(value);
+    }
+  } catch {
+    // The client went away while the stream was open; the close handler cancelled the reader.
+  }
+  if (!res.destroyed) res.end();
 }
 
 /** How the SDK's transport writes to a response stream: `enqueue(encoder.encode(text))`, `close()`. */
