@@ -99,6 +99,17 @@ interface SdkTransportState {
   startKeepAlive(controller: StreamWriter, encoder: typeof TEXT): ReturnType<typeof setInterval> | undefined;
 }
 
+/** Whether the transport keeps its state as `SdkTransportState` says (an SDK that keeps it otherwise serves every POST itself). */
+function sharesSdkState(state: SdkTransportState): boolean {
+  return (
+    state._streamMapping instanceof Map &&
+    state._requestToStreamMapping instanceof Map &&
+    state._resumableStreams instanceof Set &&
+    typeof state.writePrimingEvent === 'function' &&
+    typeof state.startKeepAlive === 'function'
+  );
+}
+
 /** The head of a POST's SSE response, as the SDK's transport sets it (names in the order a `Headers` lists them). */
 function sseHead(sessionId: string): Record<string, string> {
   return {
@@ -210,6 +221,7 @@ export class SessionTransport extends WebStandardStreamableHTTPServerTransport {
    */
   async answerToolCallPost(req: IncomingMessage, res: ServerResponse, message: unknown, negotiated: string | undefined): Promise<number | undefined> {
     const state = this as unknown as SdkTransportState;
+    if (!sharesSdkState(state)) return undefined;
     const call = plainToolCallRequest(message);
     if (call === undefined || state._closed || !state._initialized || state._enableJsonResponse || state._enableDnsRebindingProtection) return undefined;
     const sessionId = this.sessionId;
