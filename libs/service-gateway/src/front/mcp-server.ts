@@ -183,7 +183,7 @@ const directAnswers = new WeakMap<Server, (params: ToolCallParams, facts: CallRe
  * A tools/call that `connectMcpServer` answers itself: a well-formed request (`refuseMalformedCall` passed it) that
  * neither asks for a task nor belongs to one. Anything else goes through the SDK's server.
  */
-function plainToolCall(message: JSONRPCMessage): (JSONRPCMessage & { id: RequestId; params: ToolCallParams }) | undefined {
+export function plainToolCall(message: JSONRPCMessage): (JSONRPCMessage & { id: RequestId; params: ToolCallParams }) | undefined {
   const m = message as { method?: unknown; id?: unknown; params?: { task?: unknown; _meta?: Record<string, unknown> } };
   if (m.method !== 'tools/call' || (typeof m.id !== 'string' && typeof m.id !== 'number')) return undefined;
   if (m.params?.task !== undefined || m.params?._meta?.[RELATED_TASK_META_KEY] !== undefined) return undefined;

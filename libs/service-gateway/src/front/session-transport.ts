@@ -7,12 +7,12 @@ import {
 import { isJsonContentType } from '@modelcontextprotocol/sdk/shared/mediaType.js';
 import {
   DEFAULT_NEGOTIATED_PROTOCOL_VERSION,
-  RELATED_TASK_META_KEY,
   SUPPORTED_PROTOCOL_VERSIONS,
   type JSONRPCMessage,
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
 import { answeredId } from './delivery-evidence';
+import { plainToolCall } from './mcp-server';
 
 /** The first revision whose clients read a priming event (an SSE event with empty data). */
 export const PRIMING_VERSION = '2025-11-25';
@@ -97,6 +97,7 @@ interface SdkTransportState {
   readonly _closed: boolean;
   writePrimingEvent(controller: StreamWriter, encoder: typeof TEXT, streamId: string, protocolVersion: string): Promise<void>;
   startKeepAlive(controller: StreamWriter, encoder: typeof TEXT): ReturnType<typeof setInterval> | undefined;
+  createJsonErrorResponse(status: number, code: number, message: string, options?: { data?: string }): Response;
 }
 
 /** Whether the transport keeps its state as `SdkTransportState` says (an SDK that keeps it otherwise serves every POST itself). */
@@ -106,7 +107,8 @@ function sharesSdkState(state: SdkTransportState): boolean {
     state._requestToStreamMapping instanceof Map &&
     state._resumableStreams instanceof Set &&
     typeof state.writePrimingEvent === 'function' &&
-    typeof state.startKeepAlive === 'function'
+    typeof state.startKeepAlive === 'function' &&
+    typeof state.createJsonErrorResponse === 'function'
   );
 }
 
@@ -167,26 +169,23 @@ class ResponseStream implements StreamWriter {
 /**
  * The tools/call a POST carries when it is the plain case `answerToolCallPost` serves: one JSON-RPC request the SDK's
  * message schema accepts as it is (no other member; an integer or string id; params an object whose `_meta`, if any,
- * holds a valid progress token and no related task), that asks for no task.
+ * is an object with a valid progress token or none) and that `connectMcpServer` answers itself (`plainToolCall`: no
+ * task asked for, none it belongs to).
  */
 function plainToolCallRequest(message: unknown): (JSONRPCMessage & { id: RequestId }) | undefined {
   if (typeof message !== 'object' || message === null || Array.isArray(message)) return undefined;
   const m = message as Record<string, unknown>;
   for (const key in m) if (key !== 'jsonrpc' && key !== 'id' && key !== 'method' && key !== 'params') return undefined;
-  if (m['jsonrpc'] !== '2.0' || m['method'] !== 'tools/call') return undefined;
-  const id = m['id'];
-  if (typeof id !== 'string' && !Number.isSafeInteger(id)) return undefined;
+  if (m['jsonrpc'] !== '2.0' || !(typeof m['id'] === 'string' || Number.isSafeInteger(m['id']))) return undefined;
   const params = m['params'];
   if (typeof params !== 'object' || params === null || Array.isArray(params)) return undefined;
-  const { task, _meta: meta } = params as { task?: unknown; _meta?: unknown };
-  if (task !== undefined) return undefined;
+  const meta = (params as { _meta?: unknown })._meta;
   if (meta !== undefined) {
     if (typeof meta !== 'object' || meta === null || Array.isArray(meta)) return undefined;
     const { progressToken } = meta as { progressToken?: unknown };
     if (progressToken !== undefined && typeof progressToken !== 'string' && !Number.isSafeInteger(progressToken)) return undefined;
-    if ((meta as Record<string, unknown>)[RELATED_TASK_META_KEY] !== undefined) return undefined;
   }
-  return message as JSONRPCMessage & { id: RequestId };
+  return plainToolCall(message as JSONRPCMessage);
 }
 
 /**
@@ -266,8 +265,7 @@ export class SessionTransport extends WebStandardStreamableHTTPServerTransport {
       state._resumableStreams.delete(streamId);
       state._requestToStreamMapping.delete(call.id);
       this.onerror?.(error as Error);
-      res.writeHead(400, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32700, message: 'Parse error', data: String(error) }, id: null }));
+      await pipeResponse(state.createJsonErrorResponse(400, -32700, 'Parse error', { data: String(error) }), res);
       return 400;
     }
     if (state._streamMapping.get(streamId)?.controller === stream) keepAlive = state.startKeepAlive(stream, TEXT);
