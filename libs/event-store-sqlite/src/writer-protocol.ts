@@ -60,7 +60,13 @@ function isPartialView(param: SQLInputValue): param is Uint8Array {
  */
 export type WriteItem =
   | { readonly kind: 'append'; readonly id: number; readonly recordedAt: string; readonly entries: readonly WireEntry[] }
-  | { readonly kind: 'rows'; readonly id: number; readonly rows: readonly SqlRow[] };
+  | {
+      readonly kind: 'rows';
+      readonly id: number;
+      readonly rows: readonly SqlRow[];
+      /** For the writer thread's connection itself (a setting of that connection), never committed by another. */
+      readonly threadOnly?: true;
+    };
 
 export type WriterRequest =
   | { readonly kind: 'write'; readonly items: readonly WriteItem[] }

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Worker } from 'node:worker_threads';
-import { EventStoreUnavailableError } from '@oncegate/event-store';
+import { EventStoreUnavailableError, GENESIS_HASH, eventHash, type RecordedEvent } from '@oncegate/event-store';
 import { DatabaseSync } from 'node:sqlite';
 import { limitWriterPages, openSqliteEventStore, type SqliteEventStore, type SqliteEventStoreOptions } from './sqlite-event-store';
 
@@ -133,7 +133,11 @@ describe('sqlite store: the writer thread', () => {
       return original.call(this, message, transferList);
     });
     try {
-      await store.writeRows([{ sql: 'INSERT INTO blobs VALUES (?, ?)', params: ['pooled', pooled] }]);
+      // With enough company to go to the writer thread (a write that comes alone is committed by the calling thread).
+      await Promise.all([
+        store.writeRows([{ sql: 'INSERT INTO blobs VALUES (?, ?)', params: ['pooled', pooled] }]),
+        ...Array.from({ length: 4 }, (_, i) => store.storeCheckpoint(`company-${i}`, 1)),
+      ]);
     } finally {
       post.mockRestore();
     }
@@ -142,6 +146,135 @@ describe('sqlite store: the writer thread', () => {
     for (const view of views) expect(view.buffer.byteLength).toBe(view.byteLength);
     const stored = new DatabaseSync(store.location, { readOnly: true }).prepare('SELECT bytes FROM blobs WHERE name = ?').get('pooled') as { bytes: Uint8Array };
     expect(Buffer.from(stored.bytes).toString()).toBe('nonce-and-ciphertext');
+  });
+});
+
+describe('sqlite store: writes committed on the calling thread', () => {
+  /** Counts the messages posted to any worker while `run` runs. */
+  async function postsDuring(run: () => Promise<void>): Promise<number> {
+    let posts = 0;
+    const original = Worker.prototype.postMessage;
+    const post = vi.spyOn(Worker.prototype, 'postMessage').mockImplementation(function (this: Worker, message, transferList) {
+      posts += 1;
+      return original.call(this, message, transferList);
+    });
+    try {
+      await run();
+    } finally {
+      post.mockRestore();
+    }
+    return posts;
+  }
+
+  /** Long enough for the event loop to wait for something to do, as between the commits of a call made alone. */
+  const pause = () => new Promise((resolve) => setTimeout(resolve, 20));
+
+  /** The stream's events are revisions 0… in order, each linked to the one before it. */
+  function expectChained(events: readonly RecordedEvent[]): void {
+    let prev = GENESIS_HASH;
+    events.forEach((event, revision) => {
+      expect(event.revision).toBe(revision);
+      expect(event.prev).toBe(prev);
+      expect(eventHash(prev, event)).toBe(event.hash);
+      prev = event.hash;
+    });
+  }
+
+  it('given writes that come one at a time, then the calling thread commits each itself and posts nothing to the writer thread', async () => {
+    const store = open({ synchronous: 'FULL' });
+    const posts = await postsDuring(async () => {
+      for (let i = 0; i < 10; i += 1) {
+        await store.appendToStream('alone', [{ type: 'E', data: { i } }], { expectedRevision: i === 0 ? 'no_stream' : i - 1 });
+        await pause();
+        await store.storeCheckpoint('reader', i + 1);
+        await pause();
+      }
+    });
+    expect(posts).toBe(0);
+    expect(writerWorkerOf(store)).toBeUndefined();
+    const events = await store.readStream('alone');
+    expect(events.map((event) => (event.data as { i: number }).i)).toEqual(Array.from({ length: 10 }, (_, i) => i));
+    expectChained(events);
+    expect(await store.readCheckpoint('reader')).toBe(10);
+    // Durable as any commit: another connection reads them from the file.
+    const other = new DatabaseSync(store.location, { readOnly: true });
+    expect((other.prepare("SELECT count(*) AS n FROM events WHERE stream_id = 'alone'").get() as { n: number }).n).toBe(10);
+    other.close();
+  });
+
+  it('given a burst of writes in one turn, then they go to the writer thread and are committed together', async () => {
+    const store = open();
+    await store.appendToStream('warm-up', [{ type: 'E', data: {} }]);
+    await pause();
+    const posts = await postsDuring(async () => {
+      await Promise.all(Array.from({ length: 12 }, (_, i) => store.appendToStream(`burst-${i}`, [{ type: 'E', data: { i } }])));
+    });
+    expect(posts).toBe(1);
+    expect(writerWorkerOf(store)).toBeDefined();
+    for (let i = 0; i < 12; i += 1) expect(await store.readStream(`burst-${i}`)).toHaveLength(1);
+  });
+
+  it('given a stream written by turns on the calling thread and through the writer thread, then its events stay in order and chained', async () => {
+    const store = open();
+    for (let round = 0; round < 4; round += 1) {
+      // Alone: the calling thread; then a burst of the same stream and others: the writer thread.
+      await store.appendToStream('mixed', [{ type: 'Alone', data: { round } }]);
+      await pause();
+      await Promise.all([
+        store.appendToStream('mixed', [{ type: 'Burst', data: { round } }]),
+        ...Array.from({ length: 6 }, (_, i) => store.appendToStream(`other-${round}-${i}`, [{ type: 'E', data: {} }])),
+      ]);
+      await pause();
+    }
+    const events = await store.readStream('mixed');
+    expect(events.map((event) => event.type)).toEqual(['Alone', 'Burst', 'Alone', 'Burst', 'Alone', 'Burst', 'Alone', 'Burst']);
+    expectChained(events);
+    const positions = (await store.readAll({ maxCount: 100 })).events.map((event) => event.position);
+    expect(positions).toEqual([...positions].sort((a, b) => a - b));
+  });
+
+  it('given another connection holding the write lock, when a write comes alone, then the writer thread waits for the lock and the event loop keeps ticking', async () => {
+    const store = open();
+    await store.appendToStream('s', [{ type: 'E', data: {} }]);
+    await pause();
+    const other = new DatabaseSync(store.location);
+    other.exec('BEGIN IMMEDIATE');
+    let ticks = 0;
+    const ticker = setInterval(() => (ticks += 1), 5);
+    try {
+      let settled = false;
+      const appended = store.appendToStream('s', [{ type: 'E', data: {} }], { expectedRevision: 0 }).finally(() => (settled = true));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(settled).toBe(false);
+      expect(ticks).toBeGreaterThanOrEqual(5);
+      expect(writerWorkerOf(store)).toBeDefined();
+      other.exec('COMMIT');
+      expect((await appended).nextExpectedRevision).toBe(1);
+    } finally {
+      clearInterval(ticker);
+      if (other.isTransaction) other.exec('ROLLBACK');
+      other.close();
+    }
+    expectChained(await store.readStream('s'));
+  });
+
+  it('given a full file, when a write comes alone, then it fails as storage unavailable and the next one succeeds once there is room', async () => {
+    const store = open();
+    await store.appendToStream('warm-up', [{ type: 'E', data: {} }]);
+    await pause();
+    const file = store.location;
+    const pages = (new DatabaseSync(file, { readOnly: true }).prepare('PRAGMA page_count').get() as { page_count: number }).page_count;
+    await limitWriterPages(file, pages);
+    await pause();
+    const big = 'x'.repeat(64 * 1024);
+    const posts = await postsDuring(async () => {
+      await expect(store.appendToStream('full', [{ type: 'E', data: { big } }])).rejects.toBeInstanceOf(EventStoreUnavailableError);
+    });
+    expect(posts).toBe(0);
+    await limitWriterPages(file, 1_000_000);
+    await pause();
+    await store.appendToStream('full', [{ type: 'E', data: { big } }], { expectedRevision: 'no_stream' });
+    expect(await store.readStream('full')).toHaveLength(1);
   });
 });
 

@@ -43,6 +43,11 @@ export class WriterThread {
     });
   }
 
+  /** Whether every write sent has been answered. */
+  get idle(): boolean {
+    return this.inFlight === 0;
+  }
+
   /** Sends writes; `count` is how many answers they will get. */
   post(request: WriterRequest, count: number): void {
     if (this.inFlight === 0) this.worker.ref();
