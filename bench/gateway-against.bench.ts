@@ -42,6 +42,8 @@ export interface AgainstOptions {
   readonly synchronous: string;
   readonly calls1: number;
   readonly calls32: number;
+  /** Also these concurrencies between 1 and 32, each with `calls32` calls (`--also-at 4,8`). */
+  readonly alsoAt?: readonly number[];
   readonly warmup: number;
   readonly rounds: number;
   readonly nodeOptions: readonly string[];
@@ -83,7 +85,7 @@ function commitOf(checkout: string): string {
 /**
  * This checkout's gateway against another version's, in one run: both started by `oncegate start` on the same
  * target with the same contract and configuration, each with its own data folder, running side by side; each
- * phase (concurrency 1, then 32) is cut into rounds in which both take their turn, the first place alternating,
+ * phase (concurrency 1, any given with `--also-at`, then 32) is cut into rounds in which both take their turn, the first place alternating,
  * so a change of the machine's load falls on both alike. It prints both builds' figures, the ratios, and each
  * build's spread over the rounds: a difference inside that spread is not one the run can tell.
  */
@@ -96,6 +98,15 @@ export async function runAgainst(options: AgainstOptions): Promise<void> {
       return;
     }
   }
+  const middle = options.alsoAt ?? [];
+  const wrong = middle.find((c) => !Number.isInteger(c) || c <= 1 || c >= 32);
+  if (wrong !== undefined) {
+    process.stderr.write(`gateway --against --also-at: ${wrong} is not a whole number between 1 and 32 (the phases at 1 and 32 run anyway)\n`);
+    process.exitCode = 1;
+    return;
+  }
+  /** The phases' concurrencies, in the order they run. */
+  const concurrencies = [1, ...[...new Set(middle)].sort((a, b) => a - b), 32];
   const dir = resolve(options.dir, `gateway-against-${process.pid}`);
   mkdirSync(dir, { recursive: true });
   const builds: Build[] = [
@@ -137,7 +148,8 @@ export async function runAgainst(options: AgainstOptions): Promise<void> {
       build.call = mcpCall(gatewayClients, (text) => text.startsWith('set_config completed'));
     }
 
-    for (const [c, n] of [[1, options.calls1], [32, options.calls32]] as const) {
+    for (const c of concurrencies) {
+      const n = c === 1 ? options.calls1 : options.calls32;
       for (const build of builds) build.rounds.set(c, []);
       for (let round = 0; round < options.rounds; round += 1) {
         const calls = Math.round((n * (round + 1)) / options.rounds) - Math.round((n * round) / options.rounds);
@@ -155,7 +167,7 @@ export async function runAgainst(options: AgainstOptions): Promise<void> {
     printTable(
       `tools/call set_config through each build, synchronous=${options.synchronous}`,
       builds.flatMap((build) =>
-        [1, 32].map((c) => {
+        concurrencies.map((c) => {
           const p = merged(build, c);
           return {
             build: `${build.name} (${build.commit})`,
@@ -178,7 +190,7 @@ export async function runAgainst(options: AgainstOptions): Promise<void> {
     );
     const [mine, theirs] = builds as [Build, Build];
     const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}×`;
-    const rows = [1, 32].flatMap((c) => {
+    const rows = concurrencies.flatMap((c) => {
       const a = merged(mine, c);
       const b = merged(theirs, c);
       return [
@@ -199,12 +211,12 @@ export async function runAgainst(options: AgainstOptions): Promise<void> {
       ];
     });
     printTable('this checkout against the other', rows);
-    const byBuild = builds.flatMap((build) => [1, 32].map((c) => ({ system: `${build.name} (${build.commit})`, c, phase: merged(build, c) })));
+    const byBuild = builds.flatMap((build) => concurrencies.map((c) => ({ system: `${build.name} (${build.commit})`, c, phase: merged(build, c) })));
     if (options.census === true) printCensus(byBuild);
     if (options.threads === true) printThreadCpu(byBuild);
 
     const effects = (await (await fetch(`${targetUrl}/effects`)).json()) as { total: number };
-    const sent = builds.reduce((sum, build) => sum + [1, 32].reduce((s, c) => s + merged(build, c).calls + options.warmup, 0), 0);
+    const sent = builds.reduce((sum, build) => sum + concurrencies.reduce((s, c) => s + merged(build, c).calls + options.warmup, 0), 0);
     log(
       `\nTarget check: ${effects.total.toLocaleString('en-US')} side effects recorded for ${sent.toLocaleString('en-US')} calls sent ` +
         `(${effects.total === sent ? 'every call was a new execution' : 'MISMATCH: some calls were not executed once'}); ` +

@@ -109,6 +109,8 @@ export async function run(argv: string[]): Promise<void> {
       modern: { type: 'boolean', default: false },
       /** This checkout's gateway against the one of another checkout (built), side by side in alternating rounds. */
       against: { type: 'string' },
+      /** With --against: also these concurrencies between 1 and 32 (comma-separated), e.g. `4,8`. */
+      'also-at': { type: 'string' },
       /** Also the bytes each server's heaps allocate a call (V8's GC trace, summed): proxy, floor and gateway. */
       allocation: { type: 'boolean', default: false },
       /** Also where a call's time goes at concurrency 1, step by step, in the floor and the gateway (`bench/call-stages.mjs`). */
@@ -149,6 +151,7 @@ export async function run(argv: string[]): Promise<void> {
       synchronous,
       calls1,
       calls32,
+      alsoAt: values['also-at']?.split(',').map((value) => Number(value.trim())),
       warmup,
       rounds: Number(values.rounds),
       nodeOptions: gatewayNodeOptions,
