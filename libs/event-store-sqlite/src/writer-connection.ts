@@ -111,7 +111,9 @@ export class WriterConnection {
     this.db.exec(sql);
   }
 
+  /** Closes the connection and the WAL index file it reads. */
   close(): void {
+    this.walHeader.close();
     if (this.db.isOpen) this.db.close();
   }
 
