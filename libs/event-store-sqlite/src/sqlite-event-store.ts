@@ -365,9 +365,11 @@ function prefixUpperBound(prefix: string): string {
  * so global positions become visible strictly in order: a reader that sees position N sees every
  * position below it, which is what lets catch-up subscriptions turn live with no gap.
  *
- * The calling thread reads through its own connection; every write of the store (appends, checkpoints, leases,
- * and the rows of a {@link SqliteRowWriter}) goes to a writer thread that holds the write connection, so no
- * commit's fsync and no wait for another process's lock ever blocks the event loop.
+ * The calling thread reads through its own connection; the writes of the store (appends, checkpoints, leases,
+ * and the rows of a {@link SqliteRowWriter}) go to a writer thread that holds a write connection, so no commit's
+ * fsync and no wait for another process's lock blocks an event loop that has other work. A write that comes when
+ * nothing else is going on is committed by the calling thread itself, on a write connection of its own
+ * (`commitHere`).
  */
 export class SqliteEventStore implements EventStore, SqliteRowWriter {
   private readonly db: DatabaseSync;
@@ -773,9 +775,9 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
    * Commits the writes of this turn on this thread, with its own write connection, when nothing else is going on:
    * the writer thread has nothing in flight, the event loop has waited for something to do for at least
    * `IDLE_BEFORE_COMMIT_HERE_MS` since the last transaction was answered, and only a few writes came in this turn. A
-   * write that comes alone is then spared the writer thread's two
-   * wake-ups (posted to the thread, answered back: about 0.09 ms each on a 2-core machine, a call's commits' largest
-   * cost after their fsync), and the fsync blocks an event loop that has nothing else to do. Under load writes
+   * write that comes alone is then spared the writer thread's two wake-ups (posted to the thread, answered back:
+   * about 0.09 ms each on a 2-core machine, a call's commits' largest cost after their fsync), and the fsync blocks
+   * an event loop that has nothing else to do. Under load writes
    * follow one another and go to the writer thread, which commits them together while this thread works on. Nothing
    * is committed here when another connection holds the file's write lock (the lock is asked for once, without
    * waiting): the writer thread then waits for it, as it does for every write.
@@ -816,8 +818,9 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
   }
 
   /**
-   * One transaction of the writer thread: settles its writes, hands what it appended to the live feeds (the
-   * events this thread kept, with the positions and links the writer computed) and wakes waiting subscriptions.
+   * One transaction of a write connection (the writer thread's, or this thread's own): settles its writes, hands
+   * what it appended to the live feeds (the events this thread kept, with the positions and links the writer
+   * computed) and wakes waiting subscriptions.
    */
   private onCommitted(reply: CommittedReply): void {
     this.idleAtAnswer = performance.eventLoopUtilization().idle;
