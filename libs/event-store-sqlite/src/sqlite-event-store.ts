@@ -648,10 +648,15 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
    * and they are durable with the next commit of events (a transaction of rows only is not synced on its own).
    */
   writeRows(rows: readonly SqlRow[]): Promise<void> {
+    return this.enqueueRows(rows, false);
+  }
+
+  /** Queues rows as one write; `threadOnly`: for the writer thread's connection itself, never committed here. */
+  private enqueueRows(rows: readonly SqlRow[], threadOnly: boolean): Promise<void> {
     if (this.closed) return Promise.reject(new EventStoreClosedError());
     return new Promise<void>((resolve, reject) => {
       const id = this.nextWriteId++;
-      this.enqueue({ kind: 'rows', id, rows: rows.map(wireRow) }, { kind: 'rows', resolve, reject });
+      this.enqueue({ kind: 'rows', id, rows: rows.map(wireRow), ...(threadOnly ? { threadOnly } : {}) }, { kind: 'rows', resolve, reject });
     });
   }
 
@@ -811,10 +816,7 @@ export class SqliteEventStore implements EventStore, SqliteRowWriter {
     const sql = `PRAGMA max_page_count = ${Math.trunc(maxPageCount)}`;
     this.pageLimit = sql;
     this.inline?.run(sql);
-    return new Promise<void>((resolve, reject) => {
-      const id = this.nextWriteId++;
-      this.enqueue({ kind: 'rows', id, rows: [{ sql, params: [] }], threadOnly: true }, { kind: 'rows', resolve, reject });
-    });
+    return this.enqueueRows([{ sql, params: [] }], true);
   }
 
   /**

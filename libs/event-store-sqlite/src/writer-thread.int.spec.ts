@@ -24,6 +24,22 @@ afterEach(async () => {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
+/** The messages posted to any worker while `run` ran, each as it was posted. */
+async function postedDuring(run: () => Promise<void>): Promise<unknown[]> {
+  const posted: unknown[] = [];
+  const original = Worker.prototype.postMessage;
+  const post = vi.spyOn(Worker.prototype, 'postMessage').mockImplementation(function (this: Worker, message, transferList) {
+    posted.push(message);
+    return original.call(this, message, transferList);
+  });
+  try {
+    await run();
+  } finally {
+    post.mockRestore();
+  }
+  return posted;
+}
+
 /** The writer thread's worker, for the test that stops it as a crash would. */
 const writerWorkerOf = (store: SqliteEventStore) =>
   (store as unknown as { writer: { worker: { terminate(): Promise<number> } } | undefined }).writer?.worker;
@@ -126,21 +142,13 @@ describe('sqlite store: the writer thread', () => {
     // A Buffer of Node's pool: a view of a shared ArrayBuffer many times its size (a sealed blob's nonce, tag, ciphertext).
     const pooled = Buffer.concat([Buffer.from('nonce-'), Buffer.from('and-ciphertext')]);
     expect(pooled.buffer.byteLength).toBeGreaterThan(pooled.byteLength);
-    const posted: unknown[] = [];
-    const original = Worker.prototype.postMessage;
-    const post = vi.spyOn(Worker.prototype, 'postMessage').mockImplementation(function (this: Worker, message, transferList) {
-      posted.push(message);
-      return original.call(this, message, transferList);
-    });
-    try {
+    const posted = await postedDuring(async () => {
       // With enough company to go to the writer thread (a write that comes alone is committed by the calling thread).
       await Promise.all([
         store.writeRows([{ sql: 'INSERT INTO blobs VALUES (?, ?)', params: ['pooled', pooled] }]),
         ...Array.from({ length: 4 }, (_, i) => store.storeCheckpoint(`company-${i}`, 1)),
       ]);
-    } finally {
-      post.mockRestore();
-    }
+    });
     const views = posted.flatMap((message) => viewsIn(message));
     expect(views.length).toBeGreaterThan(0);
     for (const view of views) expect(view.buffer.byteLength).toBe(view.byteLength);
@@ -150,21 +158,8 @@ describe('sqlite store: the writer thread', () => {
 });
 
 describe('sqlite store: writes committed on the calling thread', () => {
-  /** Counts the messages posted to any worker while `run` runs. */
-  async function postsDuring(run: () => Promise<void>): Promise<number> {
-    let posts = 0;
-    const original = Worker.prototype.postMessage;
-    const post = vi.spyOn(Worker.prototype, 'postMessage').mockImplementation(function (this: Worker, message, transferList) {
-      posts += 1;
-      return original.call(this, message, transferList);
-    });
-    try {
-      await run();
-    } finally {
-      post.mockRestore();
-    }
-    return posts;
-  }
+  /** How many messages were posted to any worker while `run` ran. */
+  const postsDuring = async (run: () => Promise<void>): Promise<number> => (await postedDuring(run)).length;
 
   /** Long enough for the event loop to wait for something to do, as between the commits of a call made alone. */
   const pause = () => new Promise((resolve) => setTimeout(resolve, 20));
