@@ -891,7 +891,7 @@ describe('postgres: a group member\'s claims and checkpoints in one statement ea
     await expect(store.storeCheckpoints!([{ consumer: '', position: 1 }])).rejects.toMatchObject({ argument: 'checkpoints[0].consumer' });
   });
 
-  it('given a member holding all 16 partitions, when it renews and checkpoints while handling, then it writes each in one statement, never one per partition', async () => {
+  it('given a member holding all 48 partitions of a new group, when it renews and checkpoints while handling, then it writes each in one statement, never one per partition', async () => {
     const store = await open(freshSchema());
     const handled: RecordedEvent[] = [];
     const claimOne = vi.spyOn(store, 'claim');
@@ -908,23 +908,23 @@ describe('postgres: a group member\'s claims and checkpoints in one statement ea
     });
     try {
       await member.caughtUp;
-      expect(member.partitions).toHaveLength(16);
+      expect(member.partitions).toHaveLength(48);
       // Taking the partitions is one claim each; from then on only renewals and checkpoints are written.
       claimOne.mockClear();
       for (let i = 0; i < 64; i += 1) await store.appendToStream(`execution-${i}`, [event('Step')]);
       await eventually(() => handled.length === 64, 'every event is handled');
-      // A few rounds (every 100 ms) renew all 16 claims.
+      // A few rounds (every 100 ms) renew all 48 claims.
       await new Promise((resolve) => setTimeout(resolve, 450));
       expect(claimOne).not.toHaveBeenCalled();
       expect(checkpointOne).not.toHaveBeenCalled();
       expect(claimAll.mock.calls.length).toBeGreaterThanOrEqual(3);
-      for (const [names] of claimAll.mock.calls) expect(names).toHaveLength(16);
+      for (const [names] of claimAll.mock.calls) expect(names).toHaveLength(48);
       expect(checkpointAll).toHaveBeenCalled();
     } finally {
       await member.stop();
     }
     // Stopped: every partition's checkpoint is where the reader got to, the head.
     const head = await store.headPosition();
-    for (let partition = 0; partition < 16; partition += 1) expect(await store.readCheckpoint(`workers#${String(partition).padStart(3, '0')}`)).toBe(head);
+    for (let partition = 0; partition < 48; partition += 1) expect(await store.readCheckpoint(`workers#${String(partition).padStart(3, '0')}`)).toBe(head);
   });
 });

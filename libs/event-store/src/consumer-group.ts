@@ -11,6 +11,11 @@ import type { Claim, EventFilter, EventHandler, EventStore, RecordedEvent, Subsc
  * in hand, and takes partitions that are free or whose owner stopped renewing. So one execution's events are
  * handled by one member at a time, in order, and a member that dies is replaced once its claims expire.
  *
+ * The partition count is the group's, not a member's: the first member of a new group fixes it in the store (a claim
+ * that never expires, `layout`, its owner the count), and every member after, of any version that keeps it, reads it
+ * there. A group formed before the count was kept (its partition claims or checkpoints in the store, no layout claim)
+ * keeps the 16 it was formed with; a new one has 48, which 2, 3, 4, 6, 8, 12, 16 and 24 members share evenly.
+ *
  * Every member reads the group's whole filtered feed once (one subscription, from the lowest checkpoint of the
  * partitions it holds) and hands on the events of its partitions; taking over a partition further back restarts
  * that read from there. Delivery is at least once: what a member handled after its partition's last checkpoint
@@ -22,7 +27,11 @@ export interface ConsumerGroupOptions {
   /** This member's id, unique per process. */
   readonly member: string;
   readonly filter?: EventFilter;
-  /** Partitions of the group; every member must use the same number. Default: 16. */
+  /**
+   * Partitions of the group when this member forms it (the first member of a group decides, and the store keeps it);
+   * a group formed already keeps its own count, whatever is given here (a different one is logged as a warning).
+   * Default: 48 for a new group, 16 for a group formed before the count was kept in the store.
+   */
   readonly partitions?: number;
   /**
    * How long a claim or membership lasts unless renewed (renewed every third of it): how long the partitions of a
@@ -36,8 +45,11 @@ export interface ConsumerGroupOptions {
    * concurrently (each partition's in order); past this the reader waits. Default: 64.
    */
   readonly concurrency?: number;
-  /** Called before the first event of a partition this member just took is handed on (load what it needs). */
-  readonly onAssigned?: (partition: number) => Promise<void>;
+  /**
+   * Called before the first event of a partition this member just took is handed on (load what it needs), with the
+   * group's partition count (`partitionOf` of a stream with it tells whether the stream is in that partition).
+   */
+  readonly onAssigned?: (partition: number, partitions: number) => Promise<void>;
   /** Told about claims taken and released (`debug`), and claims lost and renewals that failed (`warn`). */
   readonly log?: (message: string, level: 'debug' | 'warn') => void;
   readonly now?: () => Date;
@@ -51,8 +63,13 @@ export interface GroupSubscription extends Subscription {
   readonly partitions: readonly number[];
 }
 
-const DEFAULT_PARTITIONS = 16;
+/** A new group's partitions: shared evenly by 2, 3, 4, 6, 8, 12, 16 and 24 members. */
+export const DEFAULT_PARTITIONS = 48;
+/** The partitions of a group formed before the count was kept in the store (every member then used 16). */
+export const FORMER_PARTITIONS = 16;
 const DEFAULT_LEASE_MS = 15_000;
+/** A layout claim never expires: the group's partition count is fixed for its life. */
+const LAYOUT_HELD_UNTIL = '9999-12-31T23:59:59.999Z';
 
 /** The partition of a stream: FNV-1a (32 bits) of its id, modulo the partition count. Every member computes the same. */
 export function partitionOf(streamId: string, partitions: number): number {
@@ -72,6 +89,8 @@ export function groupNames(group: string) {
     claimPrefix: `group:${group}:partition:`,
     claim: (partition: number) => `group:${group}:partition:${String(partition).padStart(3, '0')}`,
     checkpoint: (partition: number) => `${group}#${String(partition).padStart(3, '0')}`,
+    /** The claim whose owner is the group's partition count, taken once by the member that formed the group. */
+    layout: `group:${group}:layout`,
   };
 }
 
@@ -100,7 +119,8 @@ export function subscribeAsGroupMember(store: EventStore, handler: EventHandler,
 }
 
 class GroupMember {
-  private readonly partitionCount: number;
+  /** The group's partition count, once the first round has read or fixed it (nothing is held before). */
+  private partitionCount = 0;
   private readonly leaseMs: number;
   private readonly checkpointEveryMs: number;
   private readonly names: ReturnType<typeof groupNames>;
@@ -128,8 +148,7 @@ class GroupMember {
     validateStreamId(options.group, 'group');
     validateStreamId(options.member, 'member');
     validateFilter(options.filter);
-    this.partitionCount = options.partitions ?? DEFAULT_PARTITIONS;
-    validateCount(this.partitionCount, 'partitions');
+    if (options.partitions !== undefined) validateCount(options.partitions, 'partitions');
     this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
     validateCount(this.leaseMs, 'leaseMs');
     this.checkpointEveryMs = options.checkpointEveryMs ?? 1000;
@@ -160,7 +179,7 @@ class GroupMember {
       get position() {
         return member.reader?.position ?? 0;
       },
-      owns: (streamId) => this.held.has(partitionOf(streamId, this.partitionCount)),
+      owns: (streamId) => this.held.size > 0 && this.held.has(partitionOf(streamId, this.partitionCount)),
       get partitions() {
         return [...member.held.keys()].sort((a, b) => a - b);
       },
@@ -188,10 +207,37 @@ class GroupMember {
     });
   }
 
+  /**
+   * The group's partition count: the layout claim's owner. A member that finds none claims it for the count it would
+   * form the group with — the one it was given, else 16 when the group's partitions were claimed or checkpointed
+   * before the count was kept, else 48 — and follows whatever the claim then says: of members racing to form a
+   * group, the one whose claim lands first decides for all.
+   */
+  private async settlePartitions(now: Date): Promise<void> {
+    if (this.partitionCount > 0) return;
+    const { layout } = this.names;
+    const kept = (await this.store.readClaims(layout)).find((claim) => claim.name === layout);
+    const proposed = kept !== undefined ? undefined : (this.options.partitions ?? ((await this.formedBefore()) ? FORMER_PARTITIONS : DEFAULT_PARTITIONS));
+    const claim = kept ?? (await this.store.claim(layout, String(proposed), LAYOUT_HELD_UNTIL, now.toISOString()));
+    const count = Number(claim.owner);
+    if (!Number.isSafeInteger(count) || count < 1) throw new Error(`the group ${this.options.group} keeps "${claim.owner}" as its partition count (claim ${layout}), which is not a count`);
+    if (this.options.partitions !== undefined && this.options.partitions !== count) {
+      this.log(`was given ${this.options.partitions} partitions, but the group ${this.options.group} was formed with ${count}: it uses ${count}`, 'warn');
+    }
+    this.partitionCount = count;
+  }
+
+  /** Whether members that did not keep the count ran this group: its partition claims or checkpoints are in the store. */
+  private async formedBefore(): Promise<boolean> {
+    if ((await this.store.readClaims(this.names.claimPrefix)).length > 0) return true;
+    return (await this.store.readCheckpoint(this.names.checkpoint(0))) !== undefined || (await this.store.readCheckpoint(this.options.group)) !== undefined;
+  }
+
   /** One round: renew the membership and the claims, release what is above the share, take what is missing. */
   private async round(): Promise<void> {
     if (this.stopping) return;
     const now = this.now();
+    await this.settlePartitions(now);
     const until = new Date(now.getTime() + this.leaseMs);
     await this.store.renewLease(this.names.member(this.options.member), until.toISOString());
     const members = (await this.store.readLeases(this.names.memberPrefix))
@@ -252,7 +298,7 @@ class GroupMember {
   /** Starts handling a partition just claimed: from its checkpoint (or the group's single one, from before groups). */
   private async take(partition: number, until: number): Promise<void> {
     const checkpoint = (await this.store.readCheckpoint(this.names.checkpoint(partition))) ?? (await this.store.readCheckpoint(this.options.group)) ?? 0;
-    await this.options.onAssigned?.(partition);
+    await this.options.onAssigned?.(partition, this.partitionCount);
     // The reader skipped this partition's events up to where it is: behind that, it must read again.
     const covered = this.reader !== undefined && checkpoint >= this.reader.position;
     this.held.set(partition, { checkpoint, written: checkpoint, until, covered, queue: [], queued: checkpoint, running: undefined, dropped: false });

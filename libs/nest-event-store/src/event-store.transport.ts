@@ -193,16 +193,15 @@ export class EventStoreTransport extends Server implements CustomTransportStrate
       // and wait until the call's own continuations (and the requests they send) have run.
       this.subscription = store.subscribeToAll((event) => this.deliver(event), { consumer, from: this.options.from, filter, unhurried: true });
     } else {
-      const partitions = group.partitions ?? 16;
       this.subscription = subscribeAsGroupMember(store, (event) => this.deliver(event), {
         group: consumer,
         member: group.member,
-        partitions,
+        partitions: group.partitions,
         leaseMs: group.leaseMs,
         filter,
         log: (message, level) => (level === 'warn' ? this.log.warn(message) : this.log.debug(message)),
         // A partition taken over brings the parked events of its streams: their later events wait behind them.
-        onAssigned: (partition) =>
+        onAssigned: (partition, partitions) =>
           this.inTurn(async () => {
             // What this instance knew of the partition may be stale: another instance may have replayed since.
             for (const streamId of [...this.blocked.keys()]) if (partitionOf(streamId, partitions) === partition) this.blocked.delete(streamId);

@@ -1040,6 +1040,95 @@ export function describeEventStoreContract<Location>(adapter: string, harness: E
       });
     });
 
+    describe(`${adapter}: a group's partition count`, () => {
+      /** A member of `group` on its own connection, with `partitions` if given, recording what it handles and logs. */
+      const member = async (location: Location, group: string, id: string, partitions?: number) => {
+        const store = await reopen(location);
+        const handled: RecordedEvent[] = [];
+        const warnings: string[] = [];
+        const subscription = subscribeAsGroupMember(store, (recorded) => void handled.push(recorded), {
+          group,
+          member: id,
+          leaseMs: 600,
+          checkpointEveryMs: 0,
+          ...(partitions === undefined ? {} : { partitions }),
+          filter: { streamPrefixes: ['execution-'] },
+          log: (message, level) => void (level === 'warn' && warnings.push(message)),
+        });
+        return { store, handled, warnings, subscription };
+      };
+      const until = async (check: () => boolean, what: string) => {
+        const deadline = Date.now() + 20_000;
+        while (!check()) {
+          if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+      };
+      const layoutOf = async (store: EventStore, group: string) => (await store.readClaims(`group:${group}:layout`)).map((claim) => claim.owner);
+
+      it(`${adapter}: a new group's first member fixes 48 partitions in the store; one that joins later follows the group, whatever it was given, and says so`, async () => {
+        const { store, location } = await freshStore();
+        const first = await member(location, 'fresh', 'm1');
+        await until(() => first.subscription.partitions.length === 48, 'm1 holds all 48');
+        expect(await layoutOf(store, 'fresh')).toEqual(['48']);
+        const second = await member(location, 'fresh', 'm2', 8);
+        await until(() => first.subscription.partitions.length === 24 && second.subscription.partitions.length === 24, 'the 48 are split 24 and 24');
+        expect(second.warnings.join('\n')).toContain('was given 8 partitions, but the group fresh was formed with 48: it uses 48');
+        for (let i = 0; i < 30; i += 1) await store.appendToStream(`execution-fresh-${i}`, [event('Step')]);
+        await until(() => first.handled.length + second.handled.length >= 30, 'every event is handled');
+        // Each stream by the member holding its partition of 48.
+        for (const { handled, subscription } of [first, second]) {
+          for (const recorded of handled) expect(subscription.partitions).toContain(partitionOf(recorded.streamId, 48));
+        }
+        expect(new Set([...first.handled, ...second.handled].map((recorded) => recorded.id)).size).toBe(30);
+        await first.subscription.stop();
+        await second.subscription.stop();
+      });
+
+      it(`${adapter}: a group whose members ran before the count was kept goes on with its 16 partitions, from their checkpoints`, async () => {
+        const { store, location } = await freshStore();
+        for (let i = 0; i < 10; i += 1) await store.appendToStream(`execution-before-${i}`, [event('Step')]);
+        const handledBefore = await store.headPosition();
+        // What members of the version before left: a checkpoint per partition of 16, no count.
+        for (let partition = 0; partition < 16; partition += 1) await store.storeCheckpoint(`former#${String(partition).padStart(3, '0')}`, handledBefore);
+        const joined = await member(location, 'former', 'm1');
+        await until(() => joined.subscription.partitions.length === 16, 'm1 holds the 16');
+        expect(await layoutOf(store, 'former')).toEqual(['16']);
+        for (let i = 0; i < 10; i += 1) await store.appendToStream(`execution-after-${i}`, [event('Step')]);
+        await until(() => joined.handled.length >= 10, 'the later events are handled');
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        expect(joined.handled.map((recorded) => recorded.streamId).sort()).toEqual(Array.from({ length: 10 }, (_, i) => `execution-after-${i}`).sort());
+        await joined.subscription.stop();
+      });
+
+      it(`${adapter}: members forming a group at once agree on one count; a member that would have chosen another follows the count claimed first`, async () => {
+        const { store, location } = await freshStore();
+        const racing = await Promise.all(['m1', 'm2', 'm3'].map((id) => member(location, 'together', id)));
+        await until(() => racing.every(({ subscription }) => subscription.partitions.length === 16), 'three shares of 16');
+        expect(await layoutOf(store, 'together')).toEqual(['48']);
+        expect(new Set(racing.flatMap(({ subscription }) => subscription.partitions)).size).toBe(48);
+        for (const { subscription } of racing) await subscription.stop();
+        // A trace of partitions of 16 would make a member form the group with 16, but the layout claimed an
+        // instant before says 12: it uses 12.
+        await store.storeCheckpoint('late#000', 0);
+        await store.claim('group:late:layout', '12', '9999-12-31T23:59:59.999Z', new Date().toISOString());
+        const late = await member(location, 'late', 'm1');
+        await until(() => late.subscription.partitions.length === 12, 'm1 holds the 12');
+        expect(late.warnings).toEqual([]);
+        await late.subscription.stop();
+      });
+
+      it(`${adapter}: a layout claim that does not hold a count fails the member with the claim named, and nothing is handled`, async () => {
+        const { store, location } = await freshStore();
+        await store.claim('group:broken:layout', 'twelve', '9999-12-31T23:59:59.999Z', new Date().toISOString());
+        await store.appendToStream('execution-broken', [event('Step')]);
+        const broken = await member(location, 'broken', 'm1');
+        await expect(broken.subscription.done).rejects.toThrow('the group broken keeps "twelve" as its partition count (claim group:broken:layout), which is not a count');
+        expect(broken.handled).toEqual([]);
+        expect(broken.subscription.partitions).toEqual([]);
+      });
+    });
+
     describe(`${adapter}: between OS processes`, () => {
       it(`${adapter}: two processes contending for one stream never both win the same revision`, async (context) => {
         needsChildProcess(context);
