@@ -179,6 +179,14 @@ export async function run(argv: string[]): Promise<void> {
     'services CPU ms/s': ((rest.services * 1000) / rest.seconds).toFixed(1),
     'PostgreSQL CPU ms/s': ((rest.postgres * 1000) / rest.seconds).toFixed(1),
   });
+  /**
+   * How many `Dispatched` events each dispatcher process has recorded, by its dispatcher id: how the group's
+   * partitions spread the calls over the dispatchers (one execution's partition decides which dispatches it).
+   */
+  const dispatchedBy = async (): Promise<Map<string, number>> => {
+    const counted = await queryOnce<{ id: string; n: string }>(storeUrl, "SELECT data->>'dispatcherId' AS id, count(*)::text AS n FROM oncegate.events WHERE type = 'Dispatched' GROUP BY 1");
+    return new Map(counted.map((row) => [row.id, Number(row.n)]));
+  };
   const restRows: Array<Record<string, string | number>> = [];
   let splitRest: Rest | undefined;
   const perCall: Array<Record<string, string | number>> = [];
@@ -235,8 +243,12 @@ export async function run(argv: string[]): Promise<void> {
         }
         await drive(call(clients), concurrency, Math.min(100, calls / 4));
         const cpuBefore = deployment.processes.map((process) => procStats(process.pid).cpuSeconds);
+        const dispatchedBefore = await dispatchedBy();
         const phase = await measured(pids, () => drive(call(clients), concurrency, calls));
         const cpu = deployment.processes.map((process, i) => procStats(process.pid).cpuSeconds - cpuBefore[i]!);
+        const dispatched = [...(await dispatchedBy())].map(([id, count]) => count - (dispatchedBefore.get(id) ?? 0)).filter((count) => count > 0);
+        dispatched.sort((a, b) => b - a);
+        const dispatchedAll = dispatched.reduce((sum, count) => sum + count, 0);
         split.push(phase);
         const throughput = phase.calls / phase.seconds;
         if (dispatchers === 1) oneDispatcher = throughput;
@@ -250,6 +262,8 @@ export async function run(argv: string[]): Promise<void> {
           failed: phase.failed,
           'CPU ms/call (all services)': phase.cpu.services.toFixed(1),
           'dispatcher CPU s each': dispatcherCpu.map((value) => value.toFixed(1)).join(' / '),
+          'calls dispatched by each': dispatched.join(' / '),
+          'the busiest one\'s share': `${((100 * (dispatched[0] ?? 0)) / Math.max(1, dispatchedAll)).toFixed(1)} %`,
         });
         cpuRow(`split, ${dispatchers} HTTP dispatcher${dispatchers === 1 ? '' : 's'}, concurrency ${concurrency}`, phase);
         if (dispatchers === 1) {

@@ -10,6 +10,8 @@ import { ACCEPTED_METADATA, ACCEPTED_PAYLOAD } from './fixtures';
 import { machineLine, ms, percentile, printTable, rate } from './table';
 
 const payload = ACCEPTED_PAYLOAD;
+/** Appends made by 64 writers before each store's measured phases. */
+const WARM_UP_APPENDS = 64 * 100;
 const metadata = ACCEPTED_METADATA;
 
 function fsyncFloor(dir: string, iterations: number) {
@@ -33,7 +35,7 @@ function fsyncFloor(dir: string, iterations: number) {
   return { fdatasync, fsync };
 }
 
-async function appendLatency(store: EventStore, writers: number, total: number) {
+async function appendLatency(store: EventStore, writers: number, total: number, prefix = 'execution') {
   const perWriter = Math.ceil(total / writers);
   const samples: number[] = [];
   const start = process.hrtime.bigint();
@@ -41,7 +43,7 @@ async function appendLatency(store: EventStore, writers: number, total: number) 
     Array.from({ length: writers }, async (_, writer) => {
       for (let i = 0; i < perWriter; i += 1) {
         const t0 = process.hrtime.bigint();
-        await store.appendToStream(`execution-w${writers}-${writer}-${i % 50}`, [{ type: 'ExecutionAccepted', data: payload, metadata }]);
+        await store.appendToStream(`${prefix}-w${writers}-${writer}-${i % 50}`, [{ type: 'ExecutionAccepted', data: payload, metadata }]);
         samples.push(Number(process.hrtime.bigint() - t0) / 1e6);
       }
     }),
@@ -92,6 +94,9 @@ export async function run(argv: string[]): Promise<void> {
     const appendRows: Array<Record<string, string | number>> = [];
     const readRows: Array<Record<string, string | number>> = [];
     const measure = async (name: string, store: EventStore) => {
+      // Not measured: the first appends of a process compile the write path (about a fifth slower at 64 writers for
+      // the first few thousand), and each store's first pages are made. The figures are the steady state after them.
+      await appendLatency(store, 64, WARM_UP_APPENDS, 'warm-up');
       for (const writers of [1, 64]) {
         const result = await appendLatency(store, writers, writers === 1 ? appends : appends * 8);
         const p50 = percentile(result.samples, 50);
