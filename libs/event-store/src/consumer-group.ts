@@ -227,10 +227,15 @@ class GroupMember {
     this.partitionCount = count;
   }
 
-  /** Whether members that did not keep the count ran this group: its partition claims or checkpoints are in the store. */
+  /**
+   * Whether members that did not keep the count ran this group: its partition claims or checkpoints are in the store
+   * (a member writes every partition's checkpoint it holds once its read moves on, so partition 0's stands for all).
+   * The service's single checkpoint of the embedded gateway is no such trace: each partition of a new group starts
+   * from it, whatever their count.
+   */
   private async formedBefore(): Promise<boolean> {
     if ((await this.store.readClaims(this.names.claimPrefix)).length > 0) return true;
-    return (await this.store.readCheckpoint(this.names.checkpoint(0))) !== undefined || (await this.store.readCheckpoint(this.options.group)) !== undefined;
+    return (await this.store.readCheckpoint(this.names.checkpoint(0))) !== undefined;
   }
 
   /** One round: renew the membership and the claims, release what is above the share, take what is missing. */

@@ -1101,6 +1101,21 @@ export function describeEventStoreContract<Location>(adapter: string, harness: E
         await joined.subscription.stop();
       });
 
+      it(`${adapter}: a group formed where only the embedded gateway's single checkpoint is takes 48 partitions, each from that checkpoint`, async () => {
+        const { store, location } = await freshStore();
+        for (let i = 0; i < 10; i += 1) await store.appendToStream(`execution-embedded-${i}`, [event('Step')]);
+        // The service ran in the embedded gateway: one checkpoint of its own, no partitions.
+        await store.storeCheckpoint('grown', await store.headPosition());
+        const joined = await member(location, 'grown', 'm1');
+        await until(() => joined.subscription.partitions.length === 48, 'm1 holds the 48');
+        expect(await layoutOf(store, 'grown')).toEqual(['48']);
+        for (let i = 0; i < 10; i += 1) await store.appendToStream(`execution-split-${i}`, [event('Step')]);
+        await until(() => joined.handled.length >= 10, 'the later events are handled');
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        expect(joined.handled.map((recorded) => recorded.streamId).sort()).toEqual(Array.from({ length: 10 }, (_, i) => `execution-split-${i}`).sort());
+        await joined.subscription.stop();
+      });
+
       it(`${adapter}: members forming a group at once agree on one count; a member that would have chosen another follows the count claimed first`, async () => {
         const { store, location } = await freshStore();
         const racing = await Promise.all(['m1', 'm2', 'm3'].map((id) => member(location, 'together', id)));
