@@ -1065,6 +1065,14 @@ export function describeEventStoreContract<Location>(adapter: string, harness: E
         }
       };
       const layoutOf = async (store: EventStore, group: string) => (await store.readClaims(`group:${group}:layout`)).map((claim) => claim.owner);
+      /** Appends ten new streams and checks that the member handles them, and nothing from before. */
+      const handlesOnlyWhatFollows = async (store: EventStore, joined: Awaited<ReturnType<typeof member>>, tag: string) => {
+        for (let i = 0; i < 10; i += 1) await store.appendToStream(`execution-${tag}-${i}`, [event('Step')]);
+        await until(() => joined.handled.length >= 10, 'the later events are handled');
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        expect(joined.handled.map((recorded) => recorded.streamId).sort()).toEqual(Array.from({ length: 10 }, (_, i) => `execution-${tag}-${i}`).sort());
+        await joined.subscription.stop();
+      };
 
       it(`${adapter}: a new group's first member fixes 48 partitions in the store; one that joins later follows the group, whatever it was given, and says so`, async () => {
         const { store, location } = await freshStore();
@@ -1094,11 +1102,7 @@ export function describeEventStoreContract<Location>(adapter: string, harness: E
         const joined = await member(location, 'former', 'm1');
         await until(() => joined.subscription.partitions.length === 16, 'm1 holds the 16');
         expect(await layoutOf(store, 'former')).toEqual(['16']);
-        for (let i = 0; i < 10; i += 1) await store.appendToStream(`execution-after-${i}`, [event('Step')]);
-        await until(() => joined.handled.length >= 10, 'the later events are handled');
-        await new Promise((resolve) => setTimeout(resolve, 100));
-        expect(joined.handled.map((recorded) => recorded.streamId).sort()).toEqual(Array.from({ length: 10 }, (_, i) => `execution-after-${i}`).sort());
-        await joined.subscription.stop();
+        await handlesOnlyWhatFollows(store, joined, 'after');
       });
 
       it(`${adapter}: a group formed where only the embedded gateway's single checkpoint is takes 48 partitions, each from that checkpoint`, async () => {
@@ -1109,11 +1113,7 @@ export function describeEventStoreContract<Location>(adapter: string, harness: E
         const joined = await member(location, 'grown', 'm1');
         await until(() => joined.subscription.partitions.length === 48, 'm1 holds the 48');
         expect(await layoutOf(store, 'grown')).toEqual(['48']);
-        for (let i = 0; i < 10; i += 1) await store.appendToStream(`execution-split-${i}`, [event('Step')]);
-        await until(() => joined.handled.length >= 10, 'the later events are handled');
-        await new Promise((resolve) => setTimeout(resolve, 100));
-        expect(joined.handled.map((recorded) => recorded.streamId).sort()).toEqual(Array.from({ length: 10 }, (_, i) => `execution-split-${i}`).sort());
-        await joined.subscription.stop();
+        await handlesOnlyWhatFollows(store, joined, 'split');
       });
 
       it(`${adapter}: members forming a group at once agree on one count; a member that would have chosen another follows the count claimed first`, async () => {
