@@ -68,27 +68,34 @@ export class WriterConnection {
   constructor(config: WriterConfig) {
     this.db = new DatabaseSync(config.file, { timeout: config.busyTimeoutMs });
     const db = this.db;
-    db.exec(`PRAGMA synchronous = ${config.synchronous}`);
-    // A transaction of rows only (sealed blobs, checkpoints, leases) is written without an fsync of its own: WAL frames
-    // are appended in order, so the next commit of events (at the store's level) syncs them too, and an event that
-    // references a blob is always committed after it. Its own fsync would put a second one on every call's path.
-    this.unsynced = db.prepare('PRAGMA synchronous = NORMAL');
-    this.synced = db.prepare(`PRAGMA synchronous = ${config.synchronous}`);
-    db.exec('PRAGMA foreign_keys = ON');
-    db.exec('PRAGMA cache_size = -16000');
-    this.streamTip = db.prepare('SELECT revision, hash FROM events WHERE stream_id = ? ORDER BY revision DESC LIMIT 1');
-    this.insert = db.prepare(
-      `INSERT INTO events (stream_id, revision, event_id, type, data, metadata, recorded_at, prev_hash, hash)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    );
-    this.head = db.prepare('SELECT max(position) AS head FROM events');
-    this.begin = db.prepare('BEGIN IMMEDIATE');
-    this.commit = db.prepare('COMMIT');
-    this.rollback = db.prepare('ROLLBACK');
-    this.savepoint = db.prepare('SAVEPOINT oncegate_write');
-    this.release = db.prepare('RELEASE oncegate_write');
-    this.rollbackToSavepoint = db.prepare('ROLLBACK TO oncegate_write');
-    this.walHeader = walIndexHeader(config.file);
+    // A connection that cannot be made whole (a file without the store's tables) leaves nothing open: the calling
+    // thread tries again at its next lone write.
+    try {
+      db.exec(`PRAGMA synchronous = ${config.synchronous}`);
+      // A transaction of rows only (sealed blobs, checkpoints, leases) is written without an fsync of its own: WAL
+      // frames are appended in order, so the next commit of events (at the store's level) syncs them too, and an event
+      // that references a blob is always committed after it. Its own fsync would put a second one on every call's path.
+      this.unsynced = db.prepare('PRAGMA synchronous = NORMAL');
+      this.synced = db.prepare(`PRAGMA synchronous = ${config.synchronous}`);
+      db.exec('PRAGMA foreign_keys = ON');
+      db.exec('PRAGMA cache_size = -16000');
+      this.streamTip = db.prepare('SELECT revision, hash FROM events WHERE stream_id = ? ORDER BY revision DESC LIMIT 1');
+      this.insert = db.prepare(
+        `INSERT INTO events (stream_id, revision, event_id, type, data, metadata, recorded_at, prev_hash, hash)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      );
+      this.head = db.prepare('SELECT max(position) AS head FROM events');
+      this.begin = db.prepare('BEGIN IMMEDIATE');
+      this.commit = db.prepare('COMMIT');
+      this.rollback = db.prepare('ROLLBACK');
+      this.savepoint = db.prepare('SAVEPOINT oncegate_write');
+      this.release = db.prepare('RELEASE oncegate_write');
+      this.rollbackToSavepoint = db.prepare('ROLLBACK TO oncegate_write');
+      this.walHeader = walIndexHeader(config.file);
+    } catch (error) {
+      db.close();
+      throw error;
+    }
   }
 
   /** Writes `items` in one transaction; each on its own savepoint when several share it. */

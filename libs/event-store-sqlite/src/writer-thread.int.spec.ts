@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -7,6 +7,7 @@ import { Worker } from 'node:worker_threads';
 import { EventStoreUnavailableError, GENESIS_HASH, eventHash, type RecordedEvent } from '@oncegate/event-store';
 import { DatabaseSync } from 'node:sqlite';
 import { limitWriterPages, openSqliteEventStore, type SqliteEventStore, type SqliteEventStoreOptions } from './sqlite-event-store';
+import { WriterConnection } from './writer-connection';
 
 const dirs: string[] = [];
 const stores: SqliteEventStore[] = [];
@@ -280,3 +281,27 @@ function viewsIn(value: unknown): Uint8Array[] {
   if (value !== null && typeof value === 'object') return Object.values(value).flatMap(viewsIn);
   return [];
 }
+
+describe('sqlite store: a write connection that cannot be made', () => {
+  /** This process's open descriptors of files in `dir` (Linux's /proc). */
+  const openIn = (dir: string) =>
+    readdirSync('/proc/self/fd').flatMap((fd) => {
+      try {
+        const target = readlinkSync(`/proc/self/fd/${fd}`);
+        return target.startsWith(dir) ? [target] : [];
+      } catch {
+        return [];
+      }
+    });
+
+  it.skipIf(process.platform !== 'linux')('given a file without the store\'s tables, when a write connection is made on it, then it fails and leaves no descriptor of the file open', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'oncegate-writer-'));
+    dirs.push(dir);
+    const file = join(dir, 'events.db');
+    const other = new DatabaseSync(file);
+    other.exec('CREATE TABLE unrelated (x)');
+    other.close();
+    expect(() => new WriterConnection({ file, synchronous: 'FULL', busyTimeoutMs: 0 })).toThrow(/no such table: events/);
+    expect(openIn(dir)).toEqual([]);
+  });
+});
