@@ -188,6 +188,8 @@ export async function run(argv: string[]): Promise<void> {
     return new Map(counted.map((row) => [row.id, Number(row.n)]));
   };
   const restRows: Array<Record<string, string | number>> = [];
+  /** Each service process's CPU in a loaded split phase, per call of the phase (all of them, not only those it handled). */
+  const byProcess: Array<Record<string, string | number>> = [];
   let splitRest: Rest | undefined;
   const perCall: Array<Record<string, string | number>> = [];
   try {
@@ -253,6 +255,16 @@ export async function run(argv: string[]): Promise<void> {
         const throughput = phase.calls / phase.seconds;
         if (dispatchers === 1) oneDispatcher = throughput;
         const dispatcherCpu = deployment.processes.flatMap((process, i) => (process.service === 'dispatcher-http' ? [cpu[i]!] : []));
+        const perCallOf = (service: string) =>
+          deployment.processes.flatMap((process, i) => (process.service === service ? [((cpu[i]! * 1000) / phase.calls).toFixed(2)] : [])).join(' / ');
+        byProcess.push({
+          'HTTP dispatchers': dispatchers,
+          gateway: perCallOf('gateway'),
+          authorization: perCallOf('authorization'),
+          'result-delivery': perCallOf('result-delivery'),
+          'each HTTP dispatcher': perCallOf('dispatcher-http'),
+          'all services': phase.cpu.services.toFixed(1),
+        });
         rows.push({
           'HTTP dispatchers': dispatchers,
           'calls/s': throughput.toFixed(1),
@@ -314,6 +326,7 @@ export async function run(argv: string[]): Promise<void> {
         `allowed, as /proc says: ${[...coresUsed].map(([group, lists]) => `${group} ${[...lists].join(' and ')}`).join(', ')}\n`,
     );
     printTable(`calls/s by HTTP dispatcher processes (${calls} distinct calls each)`, rows);
+    printTable('CPU ms a call of each service process in those phases (over every call of the phase, whichever process handled it)', byProcess);
     printTable(
       `where the CPU went (CPU ms per call of each group; "the three": services, PostgreSQL and load generator; "others": the rest of the machine's busy time, ` +
         `anyone else's work; bound: the calls/s the ${pinning === undefined ? `${cores} cores` : 'pinned cores of each side'} allow at 100 % busy at the three's CPU per call)`,
