@@ -121,6 +121,33 @@ describe('postgres: commits that their notifications carry', () => {
     return { schema, writer, reader, received, subscription, head };
   }
 
+  it('given the first commit heard from a server process, then its events are kept once the server has said whose it is: the subscriber and the reads after it ask the server nothing else', async () => {
+    const schema = freshSchema();
+    const [writer, reader] = [await open(schema), await open(schema)];
+    const received: RecordedEvent[] = [];
+    const subscription = reader.subscribeToAll((e) => void received.push(e), { from: 'end' });
+    await subscription.caughtUp;
+    const queries = vi.spyOn(Pool.prototype, 'query');
+    /** The reader's statements other than the question of the sender's role. */
+    const readerStatements = () =>
+      queries.mock.calls.filter((call, i) => queries.mock.contexts[i] === (reader as unknown as { pool: Pool }).pool && !JSON.stringify(call[0]).includes('has_table_privilege'));
+    try {
+      const { position } = await writer.appendToStream('first-heard', [event('One'), event('Two')]);
+      await eventually(() => received.length === 2, 'the subscriber receives the group');
+      const page = await reader.readAll({ after: position - 2 });
+      expect(readerStatements()).toEqual([]);
+      expect(received.map((e) => e.type)).toEqual(['One', 'Two']);
+      const fromServer = await openPostgresEventStore({ url: server.url(), schema });
+      opened.push(fromServer);
+      const stored = (await fromServer.readAll({ after: position - 2 })).events;
+      expect(page.events).toEqual(stored);
+      expect(received).toEqual(stored);
+    } finally {
+      queries.mockRestore();
+      await subscription.stop();
+    }
+  });
+
   it('given a subscriber in another store object, when a writer commits a group, then the subscriber and the reads after it get the group from the notification, field for field as the server has it', async () => {
     const { schema, writer, reader, received, subscription } = await followed('warm', 'Warm');
     const queries = vi.spyOn(Pool.prototype, 'query');

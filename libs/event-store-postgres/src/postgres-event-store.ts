@@ -227,6 +227,58 @@ function commitNotificationHandler(
   };
 }
 
+/**
+ * `handle`, with a notification that carries events from a server process whose role is not known yet (see
+ * `heardEvents`) held, with every notification after it, until the server has said whose it is: its events are then
+ * kept like any other's, instead of let go, which left a gap in what the store keeps and sent every reader behind it
+ * to the server. Each connection of another process's pool is such a sender once, and again once its role is
+ * forgotten. The notifications go on in the order they came; should the question fail, the held one is handled as
+ * from an unknown sender (its readers read the server).
+ */
+function heldBehindRoles(handle: (message: Notification) => void, roles: LRUCache<number, boolean>): (message: Notification) => void {
+  const held: Notification[] = [];
+  /** Senders whose role question failed: their notification at the front is handled without waiting again. */
+  const unanswered = new Set<number>();
+  const waitsForRole = (message: Notification) =>
+    roles.get(message.processId) === undefined && !unanswered.has(message.processId) && (message.payload ?? '').split(' ', 3).length === 3;
+  const release = () => {
+    while (held.length > 0) {
+      const next = held[0]!;
+      if (waitsForRole(next)) {
+        ask(next.processId);
+        return;
+      }
+      held.shift();
+      unanswered.delete(next.processId);
+      handle(next);
+    }
+  };
+  const ask = (sender: number) => {
+    roles.fetch(sender).then(
+      (trusted) => {
+        if (trusted === undefined) unanswered.add(sender);
+        release();
+      },
+      () => {
+        unanswered.add(sender);
+        release();
+      },
+    );
+  };
+  return (message) => {
+    if (held.length > 0) {
+      held.push(message);
+      return;
+    }
+    if (!waitsForRole(message)) {
+      handle(message);
+      return;
+    }
+    held.push(message);
+    ask(message.processId);
+  };
+}
+
 /** The streams a commit's events wrote, each once (a group holds up to `maxGroup` appends: a set, not a scan per event). */
 function streamsOf(events: readonly RecordedEvent[]): string[] {
   return [...new Set(events.map((event) => event.streamId))];
@@ -319,7 +371,8 @@ export class PostgresEventStore implements EventStore {
           if (last !== undefined) this.learnHead(last);
           report(last, types, streams);
         };
-        return new PostgresListener(listening, [this.channel], commitNotificationHandler(reported, (sender, last, events) => this.heardEvents(sender, last, events)), reported);
+        const handle = commitNotificationHandler(reported, (sender, last, events) => this.heardEvents(sender, last, events));
+        return new PostgresListener(listening, [this.channel], heldBehindRoles(handle, this.writerRoles), reported);
       },
       pollIntervalMs: this.pollIntervalMs,
       closed: () => this.closed,
