@@ -78,8 +78,11 @@ async function checked(states: Locator): Promise<string[]> {
  * client as two agents.
  */
 describe('the console Executions page in Chromium', () => {
-  // A killed gateway's claim on the executions index lapses after two liveness leases: 6 s here instead of 30.
-  const scenario = gatewayScenario({ instance_lease: '3s' });
+  // A killed gateway's claim on the executions index lapses after two liveness leases: 20 s here instead of 30. It was
+  // renewed up to half of that before the kill, so a new gateway has at least 10 s before it may fold: the time the
+  // test needs to start it, make a call and open the page while the index is still behind (6 s, as it was, left
+  // 3 s at worst, and a busy machine took longer).
+  const scenario = gatewayScenario({ instance_lease: '10s' });
   const { browser } = chromiumForDescribe();
 
   it('given calls of two agents, of different classes and outcomes, when the analyst asks for one agent\'s irreversible calls of the last hour with an unknown outcome, then exactly those are listed, newest first, the search survives a reload, a row leads to its incident view, and Load older pages through the rest', { timeout: 180_000 }, async () => {
