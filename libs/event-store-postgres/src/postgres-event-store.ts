@@ -206,6 +206,12 @@ export function postgresServerOf(config: ClientConfig): PostgresServer {
   return { host: client.host, port: client.port, user: client.user ?? '', database: client.database ?? client.user ?? '' };
 }
 
+/** A commit notification's position and types, and where the events it carries would start (see `commitNotification`). */
+function notificationParts(payload: string): { position: string; types: string | undefined; eventsAt: number } {
+  const [position = '', types] = payload.split(' ', 2);
+  return { position, types, eventsAt: position.length + (types?.length ?? 0) + 2 };
+}
+
 /**
  * What the store's listening connection does with a commit notification, `<last position> <type>,<type>… <events>`
  * (see `commitNotification`; a bare position, from a writer of an earlier version, names no types): the events it
@@ -218,13 +224,17 @@ function commitNotificationHandler(
 ): (message: Notification) => void {
   return (message) => {
     const payload = message.payload ?? '';
-    const [position, types] = payload.split(' ', 2);
+    const { position, types, eventsAt } = notificationParts(payload);
     const last = Number(position);
     if (!Number.isSafeInteger(last)) return report(undefined);
-    const eventsAt = position!.length + (types?.length ?? 0) + 2;
     const events = payload.length > eventsAt ? carried(message.processId, last, payload.slice(eventsAt)) : undefined;
     report(last, types === undefined || types === '*' ? undefined : types.split(','), events === undefined ? undefined : streamsOf(events));
   };
+}
+
+/** Whether a commit notification carries its events (`commitNotificationHandler` hands them to `carried`). */
+function carriesEvents(payload: string): boolean {
+  return payload.length > notificationParts(payload).eventsAt;
 }
 
 /**
@@ -240,7 +250,7 @@ function heldBehindRoles(handle: (message: Notification) => void, roles: LRUCach
   /** Senders whose role question failed: their notification at the front is handled without waiting again. */
   const unanswered = new Set<number>();
   const waitsForRole = (message: Notification) =>
-    roles.get(message.processId) === undefined && !unanswered.has(message.processId) && (message.payload ?? '').split(' ', 3).length === 3;
+    roles.get(message.processId) === undefined && !unanswered.has(message.processId) && carriesEvents(message.payload ?? '');
   const release = () => {
     while (held.length > 0) {
       const next = held[0]!;
