@@ -6,6 +6,8 @@ import { openPostgresStorePair } from '@oncegate/event-store-postgres/testing';
 import { newUlid, systemClock } from '@oncegate/execution-journal';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- integration tests run the shared real-PostgreSQL harness
 import { sharedPostgres } from '../../../test/support/shared-servers';
+// eslint-disable-next-line @nx/enforce-module-boundaries -- the polling the gateway's tests use
+import { eventually } from '../../../test/support/journal';
 import { DeliveryTracker } from './callers';
 
 /** A front's caller tracker on PostgreSQL, read by result delivery through a store object of its own. */
@@ -70,5 +72,33 @@ describe('DeliveryTracker (PostgreSQL, result delivery in another store object)'
     again();
     expect(tracker.hasCaller(first)).toBe(true);
     expect(await reader.waiting(first)).toBe(true);
+  });
+
+  it('given callers of new executions, then only one still waiting after a while writes a lease, and a count that must include it waits until it would show', async () => {
+    const options = { leaseMs: 60_000, clock: systemClock, showAfterMs: 100, shownWithinMs: 600 };
+    const lazy = new DeliveryTracker({ store: front, instance: 'host/front-2', ...options });
+    const lazyReader = new DeliveryTracker({ store: delivery, instance: 'host/delivery-2', ...options });
+    const writes = vi.spyOn(front, 'renewLeases');
+    const [quick, slow] = executions(2) as [ExecutionId, ExecutionId];
+    const since = Date.now();
+    const quickGone = lazy.register(quick, 'when_long');
+    const slowGone = lazy.register(slow, 'when_long');
+    quickGone();
+    // Read at once, the caller has not shown yet; read as a first caller to count, the read waits until it would.
+    expect(await lazyReader.waiting(slow)).toBe(false);
+    expect(await lazyReader.waiting(slow, since)).toBe(true);
+    expect(Date.now() - since).toBeGreaterThanOrEqual(590);
+    expect(writes).toHaveBeenCalledTimes(1);
+    expect(writes.mock.calls[0]![0]).toEqual([`caller:${slow}/host/front-2`]);
+    expect(await lazyReader.waiting(quick, since)).toBe(false);
+
+    slowGone();
+    await eventually(async () => ((await lazyReader.waiting(slow)) ? undefined : true), 5_000, 'the lease dropped');
+    // A caller that attaches is shown at once.
+    const attachedGone = lazy.register(quick);
+    await lazy.visible(quick);
+    expect(await lazyReader.waiting(quick)).toBe(true);
+    attachedGone();
+    lazy.stop();
   });
 });

@@ -26,6 +26,30 @@ export interface SharedCallers {
   /** How long a caller's lease lasts: longer than a call waits; a front that dies leaves it to expire. */
   readonly leaseMs: number;
   readonly clock: Clock;
+  /** How long the caller of a new execution waits before its lease is written (`CALLER_SHOWN_AFTER_MS`). */
+  readonly showAfterMs?: number;
+  /** By when such a caller still waiting is shown, counted from its execution's acceptance (`CALLER_SHOWN_WITHIN_MS`). */
+  readonly shownWithinMs?: number;
+}
+
+/**
+ * How long the caller of a new execution waits before it is shown to other processes. Most calls are answered
+ * sooner, and their answer is what result delivery hears: they write no lease at all.
+ */
+export const CALLER_SHOWN_AFTER_MS = 1_000;
+
+/**
+ * By when, counted from its execution's acceptance, a caller still waiting is shown to other processes: the lease
+ * written after `CALLER_SHOWN_AFTER_MS`, with time to spare for a busy server. Result delivery checks an outcome
+ * nobody was answered with this long after it; a cancel that may have to count the execution's first caller waits
+ * until then.
+ */
+export const CALLER_SHOWN_WITHIN_MS = 3_000;
+
+/** When a caller of a new execution that still waits is to be shown. */
+interface LateShow {
+  readonly executionId: ExecutionId;
+  readonly due: number;
 }
 
 /** A lease change waiting for the next statement, and the callers waiting for that statement. */
@@ -40,11 +64,12 @@ interface LeaseChange {
  * receive this outcome" from "the caller is gone" (docs/design.md section 5: the server can only know what it
  * wrote). In one process the front's registrations are all there is; when result delivery runs in other
  * processes (`oncegate serve`), the front also holds a lease per execution it has callers for
- * (`caller:<execution>/<front instance>`), visible before the call's first event commits and dropped when its
- * last caller leaves, and result delivery reads those. The leases of all the calls that start (or end) while a write
- * is on its way go together in the next statement (`renewLeases` / `releaseLeases` where the store has them): under
- * load one write serves many calls, and a call waits for its own lease only just before its first event commits
- * (`visible`), so the write runs beside what the call does first.
+ * (`caller:<execution>/<front instance>`), dropped when its last caller leaves, and result delivery reads those.
+ * A caller that attaches to an execution is shown before its `RetryAttached` commits (`visible`); the caller of a new
+ * execution only once it has waited `CALLER_SHOWN_AFTER_MS` (`register(id, 'when_long')`): most calls are answered
+ * before, and result delivery hears their answer instead, so they write nothing. The leases of all the calls that
+ * start (or end) while a write is on its way go together in the next statement (`renewLeases` / `releaseLeases` where
+ * the store has them): under load one write serves many calls.
  */
 export class DeliveryTracker {
   private readonly live = new Map<string, number>();
@@ -53,14 +78,35 @@ export class DeliveryTracker {
   /** Per execution: its lease's latest change, queued or on its way, which `visible` waits for. */
   private readonly latest = new Map<string, Promise<void>>();
   private flushing: Promise<void> | undefined;
+  /** Executions whose lease is written or queued: their last caller's leaving drops it. */
+  private readonly shown = new Set<string>();
+  /** Callers of new executions not shown yet, in the order they are due (one delay for all). */
+  private lateShows: LateShow[] = [];
+  private lateShowTimer: NodeJS.Timeout | undefined;
   private readonly log = new Logger('callers');
 
   constructor(private readonly shared?: SharedCallers) {}
 
-  register(executionId: ExecutionId): () => void {
+  /** Whether other processes learn of this tracker's callers (through the store's leases). */
+  get sharesCallers(): boolean {
+    return this.shared !== undefined;
+  }
+
+  /** By when a caller of a new execution that still waits is shown to other processes, from the execution's acceptance. */
+  get shownWithinMs(): number {
+    return this.shared?.shownWithinMs ?? CALLER_SHOWN_WITHIN_MS;
+  }
+
+  /**
+   * Registers a caller waiting for the execution; the function returned withdraws it. `show`: `now` — shown to other
+   * processes with the next statement (`visible` waits for it); `when_long` — only if it still waits after
+   * `CALLER_SHOWN_AFTER_MS` (the caller of a new execution: result delivery hears the answer of most before then).
+   */
+  register(executionId: ExecutionId, show: 'now' | 'when_long' = 'now'): () => void {
     const count = this.live.get(executionId) ?? 0;
     this.live.set(executionId, count + 1);
-    if (count === 0) this.change(executionId, 'renew');
+    if (show === 'now') this.show(executionId);
+    else if (count === 0 && this.shared !== undefined) this.showLater(executionId);
     let released = false;
     return () => {
       if (released) return;
@@ -71,8 +117,45 @@ export class DeliveryTracker {
         return;
       }
       this.live.delete(executionId);
-      this.change(executionId, 'release');
+      if (this.shown.delete(executionId)) this.change(executionId, 'release');
     };
+  }
+
+  /** Stops showing callers that wait long; the leases already written expire. */
+  stop(): void {
+    clearTimeout(this.lateShowTimer);
+    this.lateShowTimer = undefined;
+    this.lateShows = [];
+  }
+
+  private show(executionId: ExecutionId): void {
+    if (this.shared === undefined || this.shown.has(executionId)) return;
+    this.shown.add(executionId);
+    this.change(executionId, 'renew');
+  }
+
+  private showLater(executionId: ExecutionId): void {
+    const { clock, showAfterMs = CALLER_SHOWN_AFTER_MS } = this.shared!;
+    this.lateShows.push({ executionId, due: clock.now().getTime() + showAfterMs });
+    if (this.lateShowTimer === undefined) this.scheduleLateShows();
+  }
+
+  private scheduleLateShows(): void {
+    const next = this.lateShows[0];
+    if (next === undefined) return;
+    const timer = setTimeout(() => {
+      this.lateShowTimer = undefined;
+      const now = this.shared!.clock.now().getTime();
+      let due = 0;
+      while (due < this.lateShows.length && this.lateShows[due]!.due <= now) due += 1;
+      const shows = this.lateShows.slice(0, due);
+      this.lateShows = this.lateShows.slice(due);
+      // A caller that left meanwhile has nothing to show.
+      for (const { executionId } of shows) if (this.live.has(executionId)) this.show(executionId);
+      this.scheduleLateShows();
+    }, Math.max(0, next.due - this.shared!.clock.now().getTime()));
+    timer.unref();
+    this.lateShowTimer = timer;
   }
 
   /** Resolves once the execution's callers registered so far are visible to other processes. */
@@ -85,10 +168,19 @@ export class DeliveryTracker {
     return this.live.has(executionId);
   }
 
-  /** Whether a caller waits for the execution in this process or, when callers are shared, in any front process. */
-  async waiting(executionId: string): Promise<boolean> {
+  /**
+   * Whether a caller waits for the execution in this process or, when callers are shared, in any front process.
+   * `firstCallerSince`: when the execution was accepted, if its first caller may be one to count: a caller shown
+   * only when long (`when_long`) may not show until `shownWithinMs` after it, so the read waits until then.
+   */
+  async waiting(executionId: string, firstCallerSince?: number): Promise<boolean> {
     if (this.live.has(executionId)) return true;
     if (this.shared === undefined) return false;
+    if (firstCallerSince !== undefined) {
+      const wait = firstCallerSince + this.shownWithinMs - this.shared.clock.now().getTime();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      if (this.live.has(executionId)) return true;
+    }
     const now = this.shared.clock.now().getTime();
     return (await this.shared.store.readLeases(`caller:${executionId}/`)).some((lease) => Date.parse(lease.expiresAt) > now);
   }

@@ -1,28 +1,55 @@
-import { Controller, Inject } from '@nestjs/common';
+import { Controller, Inject, type OnModuleDestroy } from '@nestjs/common';
 import { EventPattern, Payload } from '@nestjs/microservices';
-import type { ExecutionId } from '@oncegate/domain';
+import { DEFINITE_OUTCOME_STATUSES, type AnswerTold, type ExecutionId, type ExecutionStatus } from '@oncegate/domain';
 import type { EventStore, RecordedEvent } from '@oncegate/event-store';
 import { EVENT_STORE } from '@oncegate/nest-event-store';
 import { isoNow, runExecutionCommand, type Clock } from '@oncegate/execution-journal';
 import type { DeliveryTracker } from './callers';
+import { OutcomeChecks } from './outcome-checks';
 import { CLOCK, DELIVERY_TRACKER } from '@oncegate/service-host';
 
 /**
  * Tracks whether results reach their callers. A caller waiting on an open transport records its own delivery
  * once the transport settles; when an outcome arrives and nobody is waiting (the connection dropped, the client
  * cancelled, the gateway restarted), the result is recorded as not delivered, so a retry gets the stored result.
+ * Where the callers wait in other processes, an outcome is checked once nobody was answered with it for a while
+ * (`OutcomeChecks`): a caller answered at once shows itself by its answer, and one that waits long by its lease.
  */
 @Controller()
-export class ResultDeliveryController {
+export class ResultDeliveryController implements OnModuleDestroy {
+  private readonly late: OutcomeChecks;
+
   constructor(
     @Inject(EVENT_STORE) private readonly store: EventStore,
     @Inject(DELIVERY_TRACKER) private readonly deliveries: DeliveryTracker,
     @Inject(CLOCK) private readonly clock: Clock,
-  ) {}
+  ) {
+    this.late = new OutcomeChecks((executionId, causationId) => this.recordIfNobodyWaits(executionId as ExecutionId, causationId), clock, deliveries.shownWithinMs);
+  }
 
   @EventPattern('OutcomeObserved')
   async onOutcome(@Payload() event: RecordedEvent): Promise<void> {
     const executionId = event.metadata['executionId'] as ExecutionId;
+    if (this.deliveries.hasCaller(executionId)) return;
+    if (this.deliveries.sharesCallers) this.late.add(executionId, event.id);
+    else await this.recordIfNobodyWaits(executionId, event.id);
+  }
+
+  /** An answer that told the outcome: a caller was waiting for it. */
+  @EventPattern(['AnswerGiven', 'ResultDelivered', 'ResultDeliveryFailed'])
+  onAnswer(@Payload() event: RecordedEvent): void {
+    if (this.late.size === 0) return;
+    const told = (event.data as { told?: AnswerTold }).told;
+    if (told === undefined || (DEFINITE_OUTCOME_STATUSES as readonly ExecutionStatus[]).includes(told.state)) {
+      this.late.answered(event.metadata['executionId'] as string);
+    }
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    await this.late.drain();
+  }
+
+  private async recordIfNobodyWaits(executionId: ExecutionId, causationId: string): Promise<void> {
     if (await this.deliveries.waiting(executionId)) return;
     await runExecutionCommand(
       this.store,
@@ -37,7 +64,7 @@ export class ResultDeliveryController {
               reason: 'no caller was waiting on an open transport when the outcome arrived',
             }
           : undefined,
-      { actor: 'service:result-delivery', causationId: event.id },
+      { actor: 'service:result-delivery', causationId },
       this.clock,
     );
   }

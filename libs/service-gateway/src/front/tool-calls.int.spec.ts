@@ -93,13 +93,13 @@ describe('tool calls, the steps taken in another process (SQLite store)', () => 
     runExecutionCommand(services, executionId, () => ({ ...command, executionId, now: isoNow(systemClock) }) as ExecutionCommand, { actor: 'service:test' }, systemClock);
 
   /** A call of `set_config` (by this process's tool calls, or another's), and its execution once accepted. */
-  const callOf = (value: string, jsonRpcId: number, delivery: DeliveryWatch | undefined, calls = toolCalls, meta: Record<string, unknown> = {}) =>
+  const callOf = (value: string, jsonRpcId: number, delivery: DeliveryWatch | undefined, calls = toolCalls, meta: Record<string, unknown> = {}, signal = new AbortController().signal) =>
     calls.call('set_config', { name: 'mode', value }, {
       actor: 'agent:test',
       declaredRun: undefined,
       meta,
       correlation: { jsonRpcId, transport: 'streamable-http' },
-      signal: new AbortController().signal,
+      signal,
       delivery,
     });
 
@@ -113,12 +113,20 @@ describe('tool calls, the steps taken in another process (SQLite store)', () => 
     }
   };
 
-  /** Tool calls of another gateway process on the same journal, with the same keys (and, unless given, the same sealed store). */
-  const anotherGateway = async (sealedStore: SealedStore = sealed) => {
+  /**
+   * Tool calls of another gateway process on the same journal, with the same keys (and, unless given, the same sealed
+   * store); `shownWithinMs`: its callers are shown to the other processes through the store's leases, as `oncegate
+   * serve` does, a new execution's caller after a fifth of that.
+   */
+  const anotherGateway = async (sealedStore: SealedStore = sealed, shownWithinMs?: number) => {
     const store = openSqliteEventStore({ file: join(dir, 'events.db') });
     const otherWatcher = new ExecutionWatcher(store);
     await otherWatcher.start();
-    const calls = new ToolCalls({ store, watcher: otherWatcher, sealed: sealedStore, keyRing, tools: new Map([[TOOL.name, TOOL]]), deliveries: new DeliveryTracker(), clock: systemClock, callWaitMs: 10_000 });
+    const deliveries =
+      shownWithinMs === undefined
+        ? new DeliveryTracker()
+        : new DeliveryTracker({ store, instance: `host/${randomBytes(4).toString('hex')}`, leaseMs: 60_000, clock: systemClock, showAfterMs: shownWithinMs / 5, shownWithinMs });
+    const calls = new ToolCalls({ store, watcher: otherWatcher, sealed: sealedStore, keyRing, tools: new Map([[TOOL.name, TOOL]]), deliveries, clock: systemClock, callWaitMs: 10_000 });
     const stop = async () => {
       await calls.answersRecorded();
       await otherWatcher.stop();
@@ -229,6 +237,29 @@ describe('tool calls, the steps taken in another process (SQLite store)', () => 
     expect(executionReads).toEqual([]);
     // Nothing waits for the record of the delivery: the store may commit it with the next append.
     expect(appends).toEqual([{ types: ['ResultDelivered'], deferrable: true }]);
+  });
+
+  it('given a call waiting in one gateway, when a retry attached in another cancels at once, then the first caller is counted: the cancel is recorded and stops nothing', async () => {
+    const first = await anotherGateway(sealed, 2_500);
+    const second = await anotherGateway(sealed, 2_500);
+    try {
+      const waiting = callOf('shared', 1, undefined, first.calls);
+      const executionId = await acceptedExecution();
+      const abort = new AbortController();
+      const attached = callOf('shared', 2, undefined, second.calls, {}, abort.signal);
+      await vi.waitFor(async () => expect((await services.readStream(`execution-${executionId}`)).map((event) => event.type)).toContain('RetryAttached'), { timeout: 5_000 });
+      // Well before the first caller has waited long enough to be shown.
+      abort.abort();
+      await vi.waitFor(async () => expect((await services.readStream(`execution-${executionId}`)).map((event) => event.type)).toContain('CancellationRequested'), { timeout: 5_000 });
+      const types = (await services.readStream(`execution-${executionId}`)).map((event) => event.type);
+      expect(types).not.toContain('ExecutionCancelled');
+      await completeElsewhere(executionId);
+      expect((await waiting).structuredContent).toMatchObject({ execution: { id: executionId, state: 'completed' } });
+      await attached;
+    } finally {
+      await first.stop();
+      await second.stop();
+    }
   });
 
   it('given 30 identical calls answered at once, when their deliveries settle, then the answers are recorded together: one append for those that settle at once, one for those that settle while it is written', async () => {

@@ -287,10 +287,10 @@ export class ToolCalls {
           idempotencyKeyClaimEntry(callerKey, { executionId, fingerprint: current, actor: context.actor, tool: tool.name }, keyClaim?.revision, clock),
         );
       }
-      // Registered (and visible to result delivery in other processes) before the first event commits: an outcome
-      // can follow that commit at once. `start` waits for it after sealing the arguments, so the two writes overlap.
-      const release = this.deps.deliveries.register(executionId);
-      const started = await this.start(tool, args, context, executionId, record, current, scope, now, claims, this.deps.deliveries.visible(executionId)).catch((error: unknown) => {
+      // Registered before the first event commits: an outcome can follow that commit at once. Result delivery in
+      // other processes hears the caller's answer, or sees its lease if it still waits after a while (`when_long`).
+      const release = this.deps.deliveries.register(executionId, 'when_long');
+      const started = await this.start(tool, args, context, executionId, record, current, scope, now, claims).catch((error: unknown) => {
         release();
         throw error;
       });
@@ -347,13 +347,11 @@ export class ToolCalls {
     scope: IntentScope,
     now: ReturnType<typeof isoNow>,
     claims: readonly AppendManyEntry[],
-    callerVisible: Promise<void>,
   ): Promise<CommandOutcome | undefined> {
     // Sealed before the claim is settled, because ExecutionAccepted names the sealed arguments and commits with it;
     // a call that loses the claim to another process, or whose claim without a read is refused, discards its sealed
     // copy (within this process, identical calls take turns to claim and the later ones read first, sealing none).
     const sealedArguments = await this.deps.sealed.seal('arguments', executionId, Buffer.from(JSON.stringify(args)));
-    await callerVisible;
     const window = tool.correlationWindow;
     const outcome = await startClaimedExecution(
       this.deps.store,
@@ -426,7 +424,7 @@ export class ToolCalls {
     // recovery). The decider settles the race with the dispatcher.
     const onCancel = () => {
       release();
-      this.requestCancellation(executionId, context.actor, context.cancelTrigger ?? 'client_notification', context.correlation).catch(() => undefined);
+      this.requestCancellation(executionId, context.actor, context.cancelTrigger ?? 'client_notification', context.correlation, flags.attached).catch(() => undefined);
     };
     context.signal.addEventListener('abort', onCancel, { once: true });
     // A client that gave up while the call was being accepted: its abort came before there was anything to cancel.
@@ -603,26 +601,30 @@ export class ToolCalls {
     if (!isExecutionId(executionId)) return undefined;
     const { state } = await loadExecution(this.deps.store, executionId);
     if (state.accepted?.actor !== actor) return undefined;
-    return this.requestCancellation(executionId, actor, trigger, correlation, state.retriesAttached);
+    return this.requestCancellation(executionId, actor, trigger, correlation, true, state);
   }
 
   /**
    * Appends a cancel: the decider cancels only before `Dispatched` and when no other caller waits. Callers wait in
    * this process or, when the services run apart, in another front (`deliveries.waiting`); one that attaches while
    * this is decided shows in the stream as a `RetryAttached` after the one counted here, and counts as waiting too,
-   * so a re-issued call is never answered with a cancel it did not ask for.
+   * so a re-issued call is never answered with a cancel it did not ask for. `countFirstCaller`: the cancel is not the
+   * first caller's own, so that caller may be one still waiting (in another front it shows only after a while).
    */
   private async requestCancellation(
     executionId: ExecutionId,
     actor: string,
     trigger: CancellationTrigger,
     correlation: ProtocolCorrelation,
+    countFirstCaller: boolean,
     // Read before the waiting callers are counted: a retry attached after this read was registered before it appended.
-    attachedBefore?: number,
+    before?: ExecutionState,
   ): Promise<ExecutionState> {
-    attachedBefore ??= (await loadExecution(this.deps.store, executionId)).state.retriesAttached;
+    before ??= (await loadExecution(this.deps.store, executionId)).state;
+    const attachedBefore = before.retriesAttached;
     await this.deps.deliveries.visible(executionId);
-    const waiting = await this.deps.deliveries.waiting(executionId);
+    const acceptedAt = countFirstCaller && before.accepted !== null ? Date.parse(before.accepted.acceptedAt) : undefined;
+    const waiting = await this.deps.deliveries.waiting(executionId, acceptedAt);
     const outcome = await runExecutionCommand(
       this.deps.store,
       executionId,
