@@ -148,6 +148,79 @@ describe('postgres: commits that their notifications carry', () => {
     }
   });
 
+  /**
+   * The reader's statements on its pool (reads, and the question of whose a server process is), as texts; the
+   * question takes `roleDelayMs`, so that a notification waiting behind it is heard after what the reader does next.
+   */
+  function readerStatements(reader: EventStore, roleDelayMs: number) {
+    const pool = (reader as unknown as { pool: Pool }).pool;
+    const original = Pool.prototype.query as (...args: unknown[]) => unknown;
+    const texts: string[] = [];
+    const spy = vi.spyOn(Pool.prototype, 'query').mockImplementation(function (this: Pool, ...args: unknown[]) {
+      if (this !== pool) return original.apply(this, args);
+      const text = JSON.stringify(args[0]);
+      texts.push(text);
+      if (!text.includes('has_table_privilege')) return original.apply(this, args);
+      return new Promise((resolve) => setTimeout(resolve, roleDelayMs)).then(() => original.apply(this, args));
+    } as never);
+    return { reads: () => texts.filter((text) => !text.includes('has_table_privilege')), restore: () => spy.mockRestore() };
+  }
+
+  it('given its own commit answered before the notification of another writer\'s earlier commit is heard, then both are kept: the subscriber and the reads from before them ask the server nothing', async () => {
+    const schema = freshSchema();
+    const [writer, reader] = [await open(schema), await open(schema)];
+    const warm = (await reader.appendToStream('mine', [event('Warm')])).position;
+    const received: RecordedEvent[] = [];
+    const subscription = reader.subscribeToAll((e) => void received.push(e), { from: 'end' });
+    await subscription.caughtUp;
+    const statements = readerStatements(reader, 300);
+    try {
+      // The writer's notification waits behind the question of whose its server process is; the reader commits meanwhile.
+      const theirs = (await writer.appendToStream('theirs', [event('Theirs')])).position;
+      const mine = (await reader.appendToStream('mine', [event('Mine')])).position;
+      expect([theirs, mine]).toEqual([warm + 1, warm + 2]);
+      await eventually(() => received.length === 2, 'the subscriber receives both commits');
+      const page = await reader.readAll({ after: warm });
+      expect(received.map((e) => e.type)).toEqual(['Theirs', 'Mine']);
+      expect(page.events.map((e) => e.type)).toEqual(['Theirs', 'Mine']);
+      expect(statements.reads()).toEqual([]);
+      const fromServer = await openPostgresEventStore({ url: server.url(), schema });
+      opened.push(fromServer);
+      expect(page.events).toEqual((await fromServer.readAll({ after: warm })).events);
+    } finally {
+      statements.restore();
+      await subscription.stop();
+    }
+  });
+
+  it('given its own commit after another writer\'s group too large to carry, then the reads of that group go to the server, and once its own commit is heard the reads after the group are answered from memory', async () => {
+    const schema = freshSchema();
+    const [writer, reader] = [await open(schema), await open(schema)];
+    await writer.appendToStream('warm', [event('Warm')]);
+    const received: RecordedEvent[] = [];
+    const subscription = reader.subscribeToAll((e) => void received.push(e), { from: 'start' });
+    await eventually(() => received.length === 1, 'the subscriber has the first event');
+    await reader.appendToStream('mine', [event('MineFirst')]);
+    await eventually(() => received.length === 2, 'the subscriber has the reader\'s first commit');
+    const big = (await writer.appendToStream('big', Array.from({ length: 5 }, (_, i) => event('Big', { i, padding: 'x'.repeat(2000) })))).position;
+    const mine = (await reader.appendToStream('mine', [event('Mine')])).position;
+    expect(mine).toBe(big + 1);
+    await eventually(() => received.length === 8, 'the subscriber receives the large group and the reader\'s commit');
+    expect(received.map((e) => e.type)).toEqual(['Warm', 'MineFirst', 'Big', 'Big', 'Big', 'Big', 'Big', 'Mine']);
+    // Its own commit's notification heard: what follows the large group is kept again.
+    await eventually(() => reader.seenPosition!() >= mine, 'the reader hears its own commit');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const statements = readerStatements(reader, 0);
+    try {
+      const page = await reader.readAll({ after: big });
+      expect(page.events.map((e) => e.type)).toEqual(['Mine']);
+      expect(statements.reads()).toEqual([]);
+    } finally {
+      statements.restore();
+      await subscription.stop();
+    }
+  });
+
   it('given a subscriber in another store object, when a writer commits a group, then the subscriber and the reads after it get the group from the notification, field for field as the server has it', async () => {
     const { schema, writer, reader, received, subscription } = await followed('warm', 'Warm');
     const queries = vi.spyOn(Pool.prototype, 'query');

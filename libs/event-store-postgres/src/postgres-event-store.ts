@@ -161,6 +161,9 @@ const NO_LIMIT = Number.MAX_SAFE_INTEGER;
 /** How many of the latest committed events a store object keeps to answer forward reads. */
 const RECENT_LIMIT = 10_000;
 
+/** How many commits a store object keeps past a gap in its latest commits, waiting for the gap to be filled. */
+const AHEAD_LIMIT = 64;
+
 /**
  * How long `notifiedSince` waits to hear the notification of the newest commit this object knows of before it says it
  * cannot tell: a notification follows its commit's flush, a few milliseconds at most on a healthy server; a read of
@@ -319,6 +322,13 @@ export class PostgresEventStore implements EventStore {
    * without a round trip, while nothing beyond `last` is known to be committed. At most {@link RECENT_LIMIT} events.
    */
   private recent: { after: number; last: number; events: RecordedEvent[] } | undefined;
+  /**
+   * Commits known past a gap after `recent`, by the position they follow: this process's own, answered before the
+   * notification of another process's earlier commit was heard. Joined to `recent` when that notification fills the
+   * gap; when a notification at or past one of them is heard and its gap is still open, nothing will fill it (the
+   * server notifies in commit order), and `recent` starts again from there.
+   */
+  private readonly ahead = new Map<number, { readonly last: number; readonly events: readonly RecordedEvent[] }>();
   /** The highest position this object knows is committed: its own commits, notifications, heads read. */
   private highestKnown = 0;
   /**
@@ -379,6 +389,8 @@ export class PostgresEventStore implements EventStore {
         // lost) and the next wait reconnects it.
         const reported: CommitReport = (last, types, streams) => {
           if (last !== undefined) this.learnHead(last);
+          // Every commit up to `last` has been notified (or, with no position, notifications may have been lost).
+          this.closeGaps(last ?? NO_LIMIT);
           report(last, types, streams);
         };
         const handle = commitNotificationHandler(reported, (sender, last, events) => this.heardEvents(sender, last, events));
@@ -595,28 +607,69 @@ export class PostgresEventStore implements EventStore {
     if (lastPosition > 0) {
       const committed = outcomes.flatMap((outcome) => ('events' in outcome ? outcome.events : []));
       // Positions are dense: the group's events are exactly those after `lastPosition - committed.length`.
-      this.remember(lastPosition - committed.length, lastPosition, committed);
-      this.subscriptions.wake(lastPosition, [...new Set(committed.map((event) => event.type))], streamsOf(committed));
+      const kept = this.remember(lastPosition - committed.length, lastPosition, committed);
+      // Kept past a gap, while the listener is connected: the commit's own notification wakes the readers, once the
+      // notifications before it have filled the gap, so that they read it from memory rather than from the server.
+      if (kept !== 'ahead' || !this.subscriptions.listening) {
+        this.subscriptions.wake(lastPosition, [...new Set(committed.map((event) => event.type))], streamsOf(committed));
+      }
     }
   }
 
   /**
    * Keeps a durable commit, this process's or one a notification carried, for forward reads (see `recent`): it
-   * extends the run kept when it follows it, replaces it when it is newer, and is dropped when the run kept reaches
-   * past it already (a notification heard after the commit's own answer, or after a later commit's).
+   * extends the run kept when it follows it, is kept `ahead` when it comes after a gap (a commit not yet heard of),
+   * and is dropped when the run kept reaches past it already (a notification heard after the commit's own answer, or
+   * after a later commit's). Answers which.
    */
-  private remember(after: number, last: number, events: readonly RecordedEvent[]): void {
+  private remember(after: number, last: number, events: readonly RecordedEvent[]): 'kept' | 'ahead' | 'known' {
     this.learnHead(last);
     this.learnTips(events);
-    if (this.recent !== undefined && last <= this.recent.last) return;
-    const recent = this.recent !== undefined && this.recent.last === after ? this.recent : { after, last, events: [] as RecordedEvent[] };
+    const recent = this.recent;
+    if (recent !== undefined && last <= recent.last) return 'known';
+    if (recent !== undefined && after > recent.last) {
+      this.ahead.set(after, { last, events });
+      if (this.ahead.size > AHEAD_LIMIT) this.closeGaps(NO_LIMIT);
+      return this.recent === recent ? 'ahead' : 'kept';
+    }
+    // Following the run, or the first commit kept (a commit that overlaps the run's end cannot happen: positions are dense).
+    if (recent === undefined || recent.last !== after) this.recent = { after, last: after, events: [] };
+    this.extendRecent(last, events);
+    return 'kept';
+  }
+
+  /** Appends a commit that follows the run kept, then the commits kept ahead that follow it in turn. */
+  private extendRecent(last: number, events: readonly RecordedEvent[]): void {
+    const recent = this.recent!;
     recent.last = last;
     for (const event of events) recent.events.push(event);
+    for (let next = this.ahead.get(recent.last); next !== undefined; next = this.ahead.get(recent.last)) {
+      this.ahead.delete(recent.last);
+      recent.last = next.last;
+      for (const event of next.events) recent.events.push(event);
+    }
+    for (const start of this.ahead.keys()) if (start < recent.last) this.ahead.delete(start);
     if (recent.events.length > RECENT_LIMIT) {
       const dropped = recent.events.splice(0, recent.events.length - RECENT_LIMIT);
       recent.after = dropped.at(-1)!.position;
     }
-    this.recent = recent;
+  }
+
+  /**
+   * Every commit up to `heard` has been notified: a commit kept ahead that ends there or before still waits behind a
+   * gap that no notification will fill (a commit too large to carry its events, or one from a process whose events
+   * are not kept), so the run kept starts again at the oldest of them.
+   */
+  private closeGaps(heard: number): void {
+    while (this.ahead.size > 0) {
+      let oldest: number | undefined;
+      for (const [start, commit] of this.ahead) if (commit.last <= heard && (oldest === undefined || start < oldest)) oldest = start;
+      if (oldest === undefined) return;
+      const commit = this.ahead.get(oldest)!;
+      this.ahead.delete(oldest);
+      this.recent = { after: oldest, last: oldest, events: [] };
+      this.extendRecent(commit.last, commit.events);
+    }
   }
 
   /**

@@ -144,6 +144,11 @@ export class NotifiedSubscriptions {
     });
   }
 
+  /** Whether the listener is connected: every commit from now on is heard, and wakes its waiters. */
+  get listening(): boolean {
+    return this.listener.listening;
+  }
+
   /** A catch-up subscription on the adapter's source, stopped by `close`. */
   subscribe(handler: EventHandler, options: SubscribeOptions = {}): Subscription {
     const source = this.options.source;
