@@ -193,6 +193,43 @@ describe('postgres: commits that their notifications carry', () => {
     }
   });
 
+  it('given a commit that is never notified (its writer died between its commit and its notification), when the reader commits after it, then its readers wait only a moment and miss nothing', async () => {
+    const schema = freshSchema();
+    const [writer, reader] = [await open(schema), await open(schema)];
+    const warm = (await reader.appendToStream('mine', [event('Warm')])).position;
+    const received: RecordedEvent[] = [];
+    const subscription = reader.subscribeToAll((e) => void received.push(e), { from: 'end' });
+    await subscription.caughtUp;
+    // The writer's notification is not sent: its function answers as a writer of the previous version's would, and
+    // the notification it would then send is swallowed.
+    const original = Client.prototype.query as (...args: unknown[]) => unknown;
+    const silenced = vi.spyOn(Client.prototype, 'query').mockImplementation(function (this: Client, ...args: unknown[]) {
+      const name = (args[0] as { name?: string } | undefined)?.name;
+      if (name === 'oncegate-notify-appended') return Promise.resolve({ rows: [[null]] });
+      if (name === 'oncegate-notify') return Promise.resolve({ rows: [] });
+      return original.apply(this, args);
+    } as never);
+    let theirs: number;
+    try {
+      theirs = (await writer.appendToStream('theirs', [event('Unheard')])).position;
+    } finally {
+      silenced.mockRestore();
+    }
+    const mine = (await reader.appendToStream('mine', [event('Mine')])).position;
+    expect([theirs, mine]).toEqual([warm + 1, warm + 2]);
+    await eventually(() => received.length === 2, 'the subscriber receives both commits', 2_000);
+    expect(received.map((e) => e.type)).toEqual(['Unheard', 'Mine']);
+    // The run of latest commits starts again at the reader's own commit.
+    const statements = readerStatements(reader, 0);
+    try {
+      expect((await reader.readAll({ after: theirs })).events.map((e) => e.type)).toEqual(['Mine']);
+      expect(statements.reads()).toEqual([]);
+    } finally {
+      statements.restore();
+      await subscription.stop();
+    }
+  });
+
   it('given its own commit after another writer\'s group too large to carry, then the reads of that group go to the server, and once its own commit is heard the reads after the group are answered from memory', async () => {
     const schema = freshSchema();
     const [writer, reader] = [await open(schema), await open(schema)];

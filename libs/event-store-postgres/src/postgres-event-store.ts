@@ -165,6 +165,13 @@ const RECENT_LIMIT = 10_000;
 const AHEAD_LIMIT = 64;
 
 /**
+ * How long a commit kept past a gap waits for the gap to be filled before the run of latest commits starts again at
+ * it: the notifications of commits come a moment apart, and one that never comes (its writer died between its
+ * commit and its notification) must not hold the readers behind it.
+ */
+const GAP_WAIT_MS = 20;
+
+/**
  * How long `notifiedSince` waits to hear the notification of the newest commit this object knows of before it says it
  * cannot tell: a notification follows its commit's flush, a few milliseconds at most on a healthy server; a read of
  * the server costs about one.
@@ -248,7 +255,10 @@ function carriesEvents(payload: string): boolean {
  * forgotten. The notifications go on in the order they came; should the question fail, the held one is handled as
  * from an unknown sender (its readers read the server).
  */
-function heldBehindRoles(handle: (message: Notification) => void, roles: LRUCache<number, boolean>): (message: Notification) => void {
+function heldBehindRoles(
+  handle: (message: Notification) => void,
+  roles: LRUCache<number, boolean>,
+): ((message: Notification) => void) & { readonly holding: () => boolean } {
   const held: Notification[] = [];
   /** Senders whose role question failed: their notification at the front is handled without waiting again. */
   const unanswered = new Set<number>();
@@ -278,7 +288,7 @@ function heldBehindRoles(handle: (message: Notification) => void, roles: LRUCach
       },
     );
   };
-  return (message) => {
+  const hear = (message: Notification) => {
     if (held.length > 0) {
       held.push(message);
       return;
@@ -290,6 +300,7 @@ function heldBehindRoles(handle: (message: Notification) => void, roles: LRUCach
     held.push(message);
     ask(message.processId);
   };
+  return Object.assign(hear, { holding: () => held.length > 0 });
 }
 
 /** The streams a commit's events wrote, each once (a group holds up to `maxGroup` appends: a set, not a scan per event). */
@@ -323,12 +334,26 @@ export class PostgresEventStore implements EventStore {
    */
   private recent: { after: number; last: number; events: RecordedEvent[] } | undefined;
   /**
-   * Commits known past a gap after `recent`, by the position they follow: this process's own, answered before the
-   * notification of another process's earlier commit was heard. Joined to `recent` when that notification fills the
-   * gap; when a notification at or past one of them is heard and its gap is still open, nothing will fill it (the
-   * server notifies in commit order), and `recent` starts again from there.
+   * Commits known past a gap after `recent`, by the position they follow. A commit's notification is sent by a
+   * transaction of its own once the commit is durable, so notifications of different writers come in the order of
+   * those transactions, not of the positions, and this process's own commit is answered on another connection than
+   * the one that hears the others': a commit often comes just before the one it follows. Joined to `recent` when the
+   * gap is filled; `recent` starts again at the oldest of them when a commit in the gap was heard but not kept, after
+   * {@link GAP_WAIT_MS}, when more than {@link AHEAD_LIMIT} wait, or when the listener was lost.
    */
   private readonly ahead = new Map<number, { readonly last: number; readonly events: readonly RecordedEvent[] }>();
+  /** The end of the latest commit heard but not kept, past `recent`: the run starts again at the commit after it. */
+  private restartFrom = 0;
+  /**
+   * The notifications of the commits kept past a gap, in the order heard, told to the subscriptions once `recent`
+   * reaches them: until then their readers would read the server.
+   */
+  private deferredReports: Array<{ readonly last: number; readonly types?: readonly string[]; readonly streams?: readonly string[] }> = [];
+  private gapTimer: NodeJS.Timeout | undefined;
+  /** How the listener tells the subscriptions of a commit (`NotifiedSubscriptions`). */
+  private reportCommit: CommitReport = () => undefined;
+  /** Whether notifications are held until the server says whose they are (see `heldBehindRoles`): they will come. */
+  private notificationsHeld: () => boolean = () => false;
   /** The highest position this object knows is committed: its own commits, notifications, heads read. */
   private highestKnown = 0;
   /**
@@ -387,14 +412,22 @@ export class PostgresEventStore implements EventStore {
       listen: (report) => {
         // The store's one listening connection: when it drops, every waiter is woken (a notification may have been
         // lost) and the next wait reconnects it.
+        this.reportCommit = report;
         const reported: CommitReport = (last, types, streams) => {
-          if (last !== undefined) this.learnHead(last);
-          // Every commit up to `last` has been notified (or, with no position, notifications may have been lost).
-          this.closeGaps(last ?? NO_LIMIT);
-          report(last, types, streams);
+          if (last === undefined) {
+            // Notifications may have been lost: no gap is waited for any more.
+            this.closeGaps();
+            return report(last);
+          }
+          this.learnHead(last);
+          // A commit kept past a gap is told once the gap is filled, so that its readers read it from memory.
+          if (this.keptAhead(last)) this.deferredReports.push({ last, types, streams });
+          else report(last, types, streams);
         };
         const handle = commitNotificationHandler(reported, (sender, last, events) => this.heardEvents(sender, last, events));
-        return new PostgresListener(listening, [this.channel], heldBehindRoles(handle, this.writerRoles), reported);
+        const hear = heldBehindRoles(handle, this.writerRoles);
+        this.notificationsHeld = hear.holding;
+        return new PostgresListener(listening, [this.channel], hear, reported);
       },
       pollIntervalMs: this.pollIntervalMs,
       closed: () => this.closed,
@@ -608,8 +641,8 @@ export class PostgresEventStore implements EventStore {
       const committed = outcomes.flatMap((outcome) => ('events' in outcome ? outcome.events : []));
       // Positions are dense: the group's events are exactly those after `lastPosition - committed.length`.
       const kept = this.remember(lastPosition - committed.length, lastPosition, committed);
-      // Kept past a gap, while the listener is connected: the commit's own notification wakes the readers, once the
-      // notifications before it have filled the gap, so that they read it from memory rather than from the server.
+      // Kept past a gap, while the listener is connected: the commit's own notification wakes the readers once the
+      // gap is filled, so that they read it from memory rather than from the server.
       if (kept !== 'ahead' || !this.subscriptions.listening) {
         this.subscriptions.wake(lastPosition, [...new Set(committed.map((event) => event.type))], streamsOf(committed));
       }
@@ -618,7 +651,7 @@ export class PostgresEventStore implements EventStore {
 
   /**
    * Keeps a durable commit, this process's or one a notification carried, for forward reads (see `recent`): it
-   * extends the run kept when it follows it, is kept `ahead` when it comes after a gap (a commit not yet heard of),
+   * extends the run kept when it follows it, is kept `ahead` when it comes after a gap (a commit not heard of yet),
    * and is dropped when the run kept reaches past it already (a notification heard after the commit's own answer, or
    * after a later commit's). Answers which.
    */
@@ -627,12 +660,13 @@ export class PostgresEventStore implements EventStore {
     this.learnTips(events);
     const recent = this.recent;
     if (recent !== undefined && last <= recent.last) return 'known';
-    if (recent !== undefined && after > recent.last) {
+    if (recent !== undefined && after > recent.last && after !== this.restartFrom) {
       this.ahead.set(after, { last, events });
-      if (this.ahead.size > AHEAD_LIMIT) this.closeGaps(NO_LIMIT);
+      if (this.ahead.size > AHEAD_LIMIT) this.closeGaps();
+      else this.gapTimer ??= this.waitForGaps();
       return this.recent === recent ? 'ahead' : 'kept';
     }
-    // Following the run, or the first commit kept (a commit that overlaps the run's end cannot happen: positions are dense).
+    // Following the run, the first commit kept, or the one after a commit that was heard but not kept.
     if (recent === undefined || recent.last !== after) this.recent = { after, last: after, events: [] };
     this.extendRecent(last, events);
     return 'kept';
@@ -653,23 +687,66 @@ export class PostgresEventStore implements EventStore {
       const dropped = recent.events.splice(0, recent.events.length - RECENT_LIMIT);
       recent.after = dropped.at(-1)!.position;
     }
+    if (this.ahead.size === 0) {
+      clearTimeout(this.gapTimer);
+      this.gapTimer = undefined;
+    }
+    this.tellDeferred(recent.last);
+  }
+
+  /** Tells the subscriptions of the deferred notifications up to `through`, in the order heard. */
+  private tellDeferred(through: number): void {
+    if (this.deferredReports.length === 0) return;
+    const told = this.deferredReports.filter((report) => report.last <= through);
+    if (told.length === 0) return;
+    this.deferredReports = this.deferredReports.filter((report) => report.last > through);
+    for (const { last, types, streams } of told) this.reportCommit(last, types, streams);
   }
 
   /**
-   * Every commit up to `heard` has been notified: a commit kept ahead that ends there or before still waits behind a
-   * gap that no notification will fill (a commit too large to carry its events, or one from a process whose events
-   * are not kept), so the run kept starts again at the oldest of them.
+   * Whether the commit a notification at `last` told of is kept past a gap, to be told to the subscriptions when the
+   * gap is filled. One past the run that is not kept (too large to carry its events, or from a sender whose events are not
+   * kept) can never be joined to it: the run starts again at the commit after it.
    */
-  private closeGaps(heard: number): void {
+  private keptAhead(last: number): boolean {
+    const recent = this.recent;
+    if (recent === undefined || last <= recent.last) return false;
+    for (const commit of this.ahead.values()) if (commit.last === last) return true;
+    this.restartFrom = Math.max(this.restartFrom, last);
+    const next = this.ahead.get(last);
+    if (next !== undefined) {
+      this.ahead.delete(last);
+      this.recent = { after: last, last, events: [] };
+      this.extendRecent(next.last, next.events);
+    }
+    return false;
+  }
+
+  /** Waits {@link GAP_WAIT_MS} for the gaps to be filled, and longer while notifications are held: they will come. */
+  private waitForGaps(): NodeJS.Timeout {
+    return setTimeout(() => {
+      this.gapTimer = undefined;
+      if (this.ahead.size === 0) return;
+      if (this.notificationsHeld() && !this.closed) this.gapTimer = this.waitForGaps();
+      else this.closeGaps();
+    }, GAP_WAIT_MS).unref();
+  }
+
+  /**
+   * Gives up waiting for the gaps: the run starts again at the oldest commit kept ahead (and again past each further
+   * gap), and the readers waiting for them are woken; those behind a gap read the server.
+   */
+  private closeGaps(): void {
+    clearTimeout(this.gapTimer);
+    this.gapTimer = undefined;
     while (this.ahead.size > 0) {
-      let oldest: number | undefined;
-      for (const [start, commit] of this.ahead) if (commit.last <= heard && (oldest === undefined || start < oldest)) oldest = start;
-      if (oldest === undefined) return;
+      const oldest = Math.min(...this.ahead.keys());
       const commit = this.ahead.get(oldest)!;
       this.ahead.delete(oldest);
       this.recent = { after: oldest, last: oldest, events: [] };
       this.extendRecent(commit.last, commit.events);
     }
+    this.tellDeferred(NO_LIMIT);
   }
 
   /**
@@ -720,6 +797,13 @@ export class PostgresEventStore implements EventStore {
     if (position > this.highestKnown) this.highestKnown = position;
   }
 
+  /** The end of the latest commit kept past a gap (0 when none is). */
+  private aheadLast(): number {
+    let last = 0;
+    for (const commit of this.ahead.values()) if (commit.last > last) last = commit.last;
+    return last;
+  }
+
   /**
    * A forward read answered from the latest commits kept: it starts in their run, before its end, and nothing beyond
    * it is known to be committed, so the answer is what a read would have returned just after the last of them
@@ -728,7 +812,7 @@ export class PostgresEventStore implements EventStore {
    */
   private readRecent(after: number, maxCount: number, filter: EventFilter | undefined): ReadAllPage | undefined {
     const recent = this.recent;
-    if (recent === undefined || after < recent.after || after >= recent.last || this.highestKnown > recent.last) return undefined;
+    if (recent === undefined || after < recent.after || after >= recent.last || this.highestKnown > Math.max(recent.last, this.aheadLast())) return undefined;
     const events: RecordedEvent[] = [];
     for (let index = after - recent.after; index < recent.events.length && events.length < maxCount; index += 1) {
       const event = recent.events[index]!;
@@ -1031,6 +1115,7 @@ export class PostgresEventStore implements EventStore {
     if (this.closed) return;
     this.closed = true;
     await this.groups.drained();
+    clearTimeout(this.gapTimer);
     await this.subscriptions.close();
     await this.pool.end().catch(() => undefined);
   }
