@@ -166,13 +166,19 @@ describe('postgres: commits that their notifications carry', () => {
     return { reads: () => texts.filter((text) => !text.includes('has_table_privilege')), restore: () => spy.mockRestore() };
   }
 
-  it('given its own commit answered before the notification of another writer\'s earlier commit is heard, then both are kept: the subscriber and the reads from before them ask the server nothing', async () => {
+  /** A writer and a reader on a new schema, the reader's own first commit `warm` kept and its subscriber at the end. */
+  async function warmReader() {
     const schema = freshSchema();
     const [writer, reader] = [await open(schema), await open(schema)];
     const warm = (await reader.appendToStream('mine', [event('Warm')])).position;
     const received: RecordedEvent[] = [];
     const subscription = reader.subscribeToAll((e) => void received.push(e), { from: 'end' });
     await subscription.caughtUp;
+    return { schema, writer, reader, warm, received, subscription };
+  }
+
+  it('given its own commit answered before the notification of another writer\'s earlier commit is heard, then both are kept: the subscriber and the reads from before them ask the server nothing', async () => {
+    const { schema, writer, reader, warm, received, subscription } = await warmReader();
     const statements = readerStatements(reader, 300);
     try {
       // The writer's notification waits behind the question of whose its server process is; the reader commits meanwhile.
@@ -194,12 +200,7 @@ describe('postgres: commits that their notifications carry', () => {
   });
 
   it('given a commit that is never notified (its writer died between its commit and its notification), when the reader commits after it, then its readers wait only a moment and miss nothing', async () => {
-    const schema = freshSchema();
-    const [writer, reader] = [await open(schema), await open(schema)];
-    const warm = (await reader.appendToStream('mine', [event('Warm')])).position;
-    const received: RecordedEvent[] = [];
-    const subscription = reader.subscribeToAll((e) => void received.push(e), { from: 'end' });
-    await subscription.caughtUp;
+    const { writer, reader, warm, received, subscription } = await warmReader();
     // The writer's notification is not sent: its function answers as a writer of the previous version's would, and
     // the notification it would then send is swallowed.
     const original = Client.prototype.query as (...args: unknown[]) => unknown;
