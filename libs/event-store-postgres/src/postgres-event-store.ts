@@ -667,9 +667,15 @@ export class PostgresEventStore implements EventStore {
       return this.recent === recent ? 'ahead' : 'kept';
     }
     // Following the run, the first commit kept, or the one after a commit that was heard but not kept.
-    if (recent === undefined || recent.last !== after) this.recent = { after, last: after, events: [] };
-    this.extendRecent(last, events);
+    if (recent === undefined || recent.last !== after) this.startRun(after, last, events);
+    else this.extendRecent(last, events);
     return 'kept';
+  }
+
+  /** Starts the run kept again with the commit `(after, last]`, then the commits kept ahead that follow it. */
+  private startRun(after: number, last: number, events: readonly RecordedEvent[]): void {
+    this.recent = { after, last: after, events: [] };
+    this.extendRecent(last, events);
   }
 
   /** Appends a commit that follows the run kept, then the commits kept ahead that follow it in turn. */
@@ -716,8 +722,7 @@ export class PostgresEventStore implements EventStore {
     const next = this.ahead.get(last);
     if (next !== undefined) {
       this.ahead.delete(last);
-      this.recent = { after: last, last, events: [] };
-      this.extendRecent(next.last, next.events);
+      this.startRun(last, next.last, next.events);
     }
     return false;
   }
@@ -743,8 +748,7 @@ export class PostgresEventStore implements EventStore {
       const oldest = Math.min(...this.ahead.keys());
       const commit = this.ahead.get(oldest)!;
       this.ahead.delete(oldest);
-      this.recent = { after: oldest, last: oldest, events: [] };
-      this.extendRecent(commit.last, commit.events);
+      this.startRun(oldest, commit.last, commit.events);
     }
     this.tellDeferred(NO_LIMIT);
   }
@@ -812,7 +816,9 @@ export class PostgresEventStore implements EventStore {
    */
   private readRecent(after: number, maxCount: number, filter: EventFilter | undefined): ReadAllPage | undefined {
     const recent = this.recent;
-    if (recent === undefined || after < recent.after || after >= recent.last || this.highestKnown > Math.max(recent.last, this.aheadLast())) return undefined;
+    if (recent === undefined || after < recent.after || after >= recent.last) return undefined;
+    // Past the run only commits kept ahead, told to the readers when they join: the run's end is not taken for the head.
+    if (this.highestKnown > recent.last && this.highestKnown > this.aheadLast()) return undefined;
     const events: RecordedEvent[] = [];
     for (let index = after - recent.after; index < recent.events.length && events.length < maxCount; index += 1) {
       const event = recent.events[index]!;

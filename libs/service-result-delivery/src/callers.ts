@@ -2,6 +2,7 @@ import { Logger } from '@nestjs/common';
 import type { ExecutionId } from '@oncegate/domain';
 import type { EventStore } from '@oncegate/event-store';
 import type { Clock } from '@oncegate/execution-journal';
+import { DueQueue } from './due-queue';
 
 /**
  * What the transport proved about a call's response: received (with the evidence), not delivered (the
@@ -46,12 +47,6 @@ export const CALLER_SHOWN_AFTER_MS = 1_000;
  */
 export const CALLER_SHOWN_WITHIN_MS = 3_000;
 
-/** When a caller of a new execution that still waits is to be shown. */
-interface LateShow {
-  readonly executionId: ExecutionId;
-  readonly due: number;
-}
-
 /** A lease change waiting for the next statement, and the callers waiting for that statement. */
 interface LeaseChange {
   readonly kind: 'renew' | 'release';
@@ -80,12 +75,13 @@ export class DeliveryTracker {
   private flushing: Promise<void> | undefined;
   /** Executions whose lease is written or queued: their last caller's leaving drops it. */
   private readonly shown = new Set<string>();
-  /** Callers of new executions not shown yet, in the order they are due (one delay for all). */
-  private lateShows: LateShow[] = [];
-  private lateShowTimer: NodeJS.Timeout | undefined;
+  /** Callers of new executions not shown yet, shown if they still wait when they fall due. */
+  private readonly lateShows: DueQueue<undefined> | undefined;
   private readonly log = new Logger('callers');
 
-  constructor(private readonly shared?: SharedCallers) {}
+  constructor(private readonly shared?: SharedCallers) {
+    if (shared !== undefined) this.lateShows = new DueQueue(shared.showAfterMs ?? CALLER_SHOWN_AFTER_MS, shared.clock, (executionId) => this.show(executionId as ExecutionId));
+  }
 
   /** Whether other processes learn of this tracker's callers (through the store's leases). */
   get sharesCallers(): boolean {
@@ -106,7 +102,7 @@ export class DeliveryTracker {
     const count = this.live.get(executionId) ?? 0;
     this.live.set(executionId, count + 1);
     if (show === 'now') this.show(executionId);
-    else if (count === 0 && this.shared !== undefined) this.showLater(executionId);
+    else if (count === 0) this.lateShows?.add(executionId, undefined);
     let released = false;
     return () => {
       if (released) return;
@@ -117,45 +113,20 @@ export class DeliveryTracker {
         return;
       }
       this.live.delete(executionId);
+      this.lateShows?.delete(executionId);
       if (this.shown.delete(executionId)) this.change(executionId, 'release');
     };
   }
 
   /** Stops showing callers that wait long; the leases already written expire. */
   stop(): void {
-    clearTimeout(this.lateShowTimer);
-    this.lateShowTimer = undefined;
-    this.lateShows = [];
+    this.lateShows?.stop();
   }
 
   private show(executionId: ExecutionId): void {
     if (this.shared === undefined || this.shown.has(executionId)) return;
     this.shown.add(executionId);
     this.change(executionId, 'renew');
-  }
-
-  private showLater(executionId: ExecutionId): void {
-    const { clock, showAfterMs = CALLER_SHOWN_AFTER_MS } = this.shared!;
-    this.lateShows.push({ executionId, due: clock.now().getTime() + showAfterMs });
-    if (this.lateShowTimer === undefined) this.scheduleLateShows();
-  }
-
-  private scheduleLateShows(): void {
-    const next = this.lateShows[0];
-    if (next === undefined) return;
-    const timer = setTimeout(() => {
-      this.lateShowTimer = undefined;
-      const now = this.shared!.clock.now().getTime();
-      let due = 0;
-      while (due < this.lateShows.length && this.lateShows[due]!.due <= now) due += 1;
-      const shows = this.lateShows.slice(0, due);
-      this.lateShows = this.lateShows.slice(due);
-      // A caller that left meanwhile has nothing to show.
-      for (const { executionId } of shows) if (this.live.has(executionId)) this.show(executionId);
-      this.scheduleLateShows();
-    }, Math.max(0, next.due - this.shared!.clock.now().getTime()));
-    timer.unref();
-    this.lateShowTimer = timer;
   }
 
   /** Resolves once the execution's callers registered so far are visible to other processes. */
