@@ -335,4 +335,22 @@ describe("sqlite store: its own commits told from another connection's by the WA
         await expect(store.appendToStream(`run-${n}`, [{ type: 'RunGranted', data: {} }], { expectedRevision: 0 })).rejects.toThrow();
       }
     }));
+
+  it("given another connection's commit, when reads awaited one after another in one run of the microtask queue ask whether somebody committed, then the file is asked once, and again in the next run", () =>
+    withTwoStoresOnOneFile(async (store, operator) => {
+      await store.appendToStream('run-0', [{ type: 'RunGranted', data: {} }]);
+      expect(await store.streamRevision('run-0')).toBe(0);
+      await operator.appendToStream('vault', [{ type: 'VaultLocked', data: {} }]);
+      const asked = statementsRun('PRAGMA data_version');
+      try {
+        // Nothing between these reads hands the event loop a callback: they are one run of the microtask queue.
+        for (let n = 0; n < 5; n++) expect(await store.streamRevision('run-0')).toBe(0);
+        expect(asked.count()).toBe(1);
+        await new Promise((resolve) => setImmediate(resolve));
+        expect(await store.streamRevision('run-0')).toBe(0);
+        expect(asked.count()).toBe(2);
+      } finally {
+        asked.restore();
+      }
+    }));
 });
