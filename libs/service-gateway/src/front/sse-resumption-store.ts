@@ -264,9 +264,9 @@ export class SseResumptionStore {
   /**
    * Queues a message for the transaction after this turn. That transaction is also where the calls of a busy turn
    * meet: it settles all their messages at once, so their answers and pipelines go on together, in one run of the
-   * microtask queue (the store's `data_version` asked once for all, the responses' writes corked together). Sending a
-   * message at once, or after a turn of its own, cost a quarter more of the calling thread a call at concurrency 32
-   * than the writes themselves (docs/benchmarks.md, "What the side files are worth once their rhythm is kept").
+   * microtask queue (the store's `data_version` asked once for all, the responses' writes corked together). With each
+   * message sent at once, or after a turn of its own, the calling thread spent a quarter more a call at concurrency 32,
+   * far more than the writes cost (docs/benchmarks.md, "What the side files are worth once their rhythm is kept").
    */
   private enqueue(message: QueuedMessage): void {
     this.queue.push(message);
