@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { Client } from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { acceptExecution, attachRetry, authorize, delivered, dispatch, observe, requireReview, unknownOutcome } from '@oncegate/domain/testing';
@@ -190,7 +191,7 @@ function describeIndexOn(adapter: string, place: () => Promise<Place>): void {
       expect(await allRows(tables)).toEqual(await expectedRows(at.store));
     });
 
-    it(`[${adapter}] given an instance whose claim ran out while another folded on, its next batch (folded on what it wrote last) is refused whole, and it folds again from the index's own checkpoint and states`, async () => {
+    it(`[${adapter}] given an instance whose claim ran out while another folded on, its next batch (folded on what it wrote last) is refused whole, and it folds again from the index's own checkpoint and rows`, async () => {
       let now = Date.parse('2026-07-22T12:00:00Z');
       const clock = () => now;
       const tables = await tablesOf();
@@ -208,7 +209,7 @@ function describeIndexOn(adapter: string, place: () => Promise<Place>): void {
       await appendHistory(at.store, id, history.slice(4));
       // Its batch would fold the retry that the other instance folded already: the checkpoint moved, nothing is written.
       expect((await one.catchUp()).claimed).toBe(false);
-      expect((await tables.foldedStates([id])).get(id)?.state).toMatchObject({ retriesAttached: 1 });
+      expect((await allRows(tables)).find((row) => row.executionId === id)).toMatchObject({ retriesAttached: 1, state: 'dispatched' });
       expect(await one.catchUp()).toMatchObject({ claimed: true, events: 2, lag: { behind: 0 } });
       expect(await allRows(tables)).toEqual(await expectedRows(at.store));
       expect((await allRows(tables)).find((row) => row.executionId === id)).toMatchObject({ retriesAttached: 1, state: 'delivered' });
@@ -291,6 +292,60 @@ describeIndexOn('sqlite', async () => {
       rmSync(dir, { recursive: true, force: true });
     },
   };
+});
+
+describe('the executions index on sqlite: no folded state kept', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'executions-index-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  const tablesIn = (db: DatabaseSync) => (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string }[]).map((row) => row.name);
+
+  it('given an index file of version 1 (rows, checkpoint and folded states), when it is opened again, then its states are gone, its rows and checkpoint kept, and the later events of an execution it folded are folded onto the execution read again from its stream', async () => {
+    const store = openSqliteEventStore({ file: join(dir, 'events.db') });
+    const file = join(dir, 'executions-index.db');
+    try {
+      await writeJournal(store);
+      const id = executionIdOf(42);
+      const history = historyFor(id, acceptExecution(), authorize(), dispatch(), attachRetry(), observe(), delivered());
+      await appendHistory(store, id, history.slice(0, 3));
+      const first = new SqliteIndexTables({ file });
+      const index = new ExecutionsIndex({ store, tables: first, owner: 'gateway-1', batchSize: 7 });
+      expect(await index.catchUp()).toMatchObject({ claimed: true, lag: { behind: 0 } });
+      await index.stop();
+      await first.close();
+      const position = await store.headPosition();
+      // What version 1 left beside the rows: a folded state of every execution, and its version in the meta table.
+      const v1 = new DatabaseSync(file);
+      v1.exec('CREATE TABLE executions_index_fold (execution_id TEXT PRIMARY KEY, position INTEGER NOT NULL, last_change_at TEXT NOT NULL, state TEXT NOT NULL)');
+      v1.prepare("INSERT INTO executions_index_fold VALUES (?, 1, '2026-07-22T10:00:00.000Z', '{}')").run(id);
+      v1.exec("UPDATE executions_index_meta SET value = '1' WHERE key = 'schema_version'");
+      v1.close();
+
+      const reopened = new SqliteIndexTables({ file });
+      const check = new DatabaseSync(file, { readOnly: true });
+      try {
+        expect(tablesIn(check)).toEqual(['executions_index', 'executions_index_meta']);
+        expect(check.prepare("SELECT value FROM executions_index_meta WHERE key = 'schema_version'").get()).toEqual({ value: '2' });
+      } finally {
+        check.close();
+      }
+      expect(await reopened.position()).toBe(position);
+      expect((await allRows(reopened)).find((row) => row.executionId === id)).toMatchObject({ state: 'dispatched', attempts: 1 });
+      // The retry, the outcome and the delivery fold onto the execution as its stream tells it up to the checkpoint.
+      await appendHistory(store, id, history.slice(3));
+      const restarted = new ExecutionsIndex({ store, tables: reopened, owner: 'gateway-1', batchSize: 7 });
+      expect(await restarted.catchUp()).toMatchObject({ claimed: true, events: 3, lag: { behind: 0 } });
+      expect((await allRows(reopened)).find((row) => row.executionId === id)).toMatchObject({ state: 'delivered', attempts: 1, retriesAttached: 1 });
+      expect(await allRows(reopened)).toEqual(await expectedRows(store));
+      await restarted.stop();
+      await reopened.close();
+    } finally {
+      await store.close();
+    }
+  });
 });
 
 describeIndexOn('postgres', async () => {

@@ -4,7 +4,7 @@
  * checkpoint in one transaction. One instance folds at a time across every process on the store (the store's
  * claim `executions-index`); the others stand by and take over when its claim runs out.
  */
-import { executionIdOfStream, type ExecutionId } from '@oncegate/domain';
+import { executionIdOfStream, executionStream, type ExecutionId } from '@oncegate/domain';
 import { LRUCache } from 'lru-cache';
 import type { EventStore, ReadAllPage, RecordedEvent, Subscription } from '@oncegate/event-store';
 import { foldBatch, executionIdsOf } from './fold-batch';
@@ -22,8 +22,9 @@ const HEARD_LIMIT = 20_000;
 
 /**
  * Folded states this instance wrote that it keeps, at most (the most recently written): enough for the executions
- * of the next batch that began in the last one; the rest are read from the index. A state kept longer outlives V8's
- * young generation and costs the old generation's collector (docs/runtime.md, "Memory").
+ * of the next batch that began in the last one; the rest come from the tables, or are folded again from their
+ * streams. A state kept longer outlives V8's young generation and costs the old generation's collector
+ * (docs/runtime.md, "Memory").
  */
 const WRITTEN_LIMIT = 512;
 
@@ -162,7 +163,8 @@ export class ExecutionsIndex {
 
   /**
    * The folded states a batch after `from` folds onto: what this instance wrote when its last commit left the
-   * checkpoint at `from`, and the index's for the rest. An execution whose first event is in the batch has none
+   * checkpoint at `from`, the tables' for the rest, and for what the tables keep no state of (SQLite keeps none), the
+   * execution folded again from its stream up to `from`. An execution whose first event is in the batch has none
    * (everything the index folded lies at or before `from`), so it is not asked for.
    */
   private async knownStates(events: readonly RecordedEvent[], from: number): Promise<Map<ExecutionId, FoldedExecution>> {
@@ -175,8 +177,21 @@ export class ExecutionsIndex {
       if (kept !== undefined) known.set(id, kept);
       else if (!starts.has(id)) ask.push(id);
     }
-    if (ask.length > 0) for (const [id, folded] of await this.tables.foldedStates(ask)) known.set(id, folded);
+    if (ask.length === 0) return known;
+    const kept = await this.tables.foldedStates(ask);
+    for (const [id, folded] of kept) known.set(id, folded);
+    const refolded = await Promise.all(ask.filter((id) => !kept.has(id)).map(async (id) => [id, await this.foldedFromStream(id, from)] as const));
+    for (const [id, folded] of refolded) if (folded !== undefined) known.set(id, folded);
     return known;
+  }
+
+  /** The execution as the index folded it: its stream's events up to `from`, folded again. */
+  private async foldedFromStream(id: ExecutionId, from: number): Promise<FoldedExecution | undefined> {
+    const events = await this.store.readStream(executionStream(id));
+    return foldBatch(
+      events.filter((event) => event.position <= from),
+      new Map(),
+    ).folded.get(id);
   }
 
   private remember(to: number, folded: ReadonlyMap<ExecutionId, FoldedExecution>): void {

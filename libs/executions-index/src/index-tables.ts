@@ -1,18 +1,24 @@
 /**
  * The index's tables, one port with an adapter per store: a SQLite file beside the events database, or tables in
- * the PostgreSQL store's schema. Both hold the same three tables:
+ * the PostgreSQL store's schema. Both hold
  *
  * - `executions_index`: one row per execution (`ExecutionRow`), with the indexes that keep filtered pages, newest
  *   first, a walk down one index;
- * - `executions_index_fold`: each execution's folded domain state (JSON) and the position it was folded to, which
- *   the next event of that execution is folded onto;
- * - `executions_index_meta`: the checkpoint (`position`), written in the same transaction as the rows.
+ * - `executions_index_meta`: the checkpoint (`position`), written in the same transaction as the rows;
+ *
+ * and on PostgreSQL `executions_index_fold` too: each execution's folded domain state (JSON) and the position it was
+ * folded to, which the next event of that execution is folded onto (there, reading an execution's stream again is a
+ * round trip to the server). The SQLite file keeps none: a state the folding instance no longer holds is folded
+ * again from the execution's stream (`ExecutionsIndex`).
  */
 import type { ExecutionId } from '@oncegate/domain';
 import type { ExecutionRow, FoldedExecution } from './execution-row';
 import type { ExecutionsQuery } from './executions-query';
 
-/** One batch's writes: rows and folds of the executions it touched, and the checkpoint's move from `from` to `to`. */
+/**
+ * One batch's writes: rows and folded states of the executions it touched (the states where the tables keep them), and
+ * the checkpoint's move from `from` to `to`.
+ */
 export interface IndexBatch {
   readonly from: number;
   readonly to: number;
@@ -25,7 +31,7 @@ export interface IndexTables {
   readonly location: string;
   /** The checkpoint: the last global position folded (0 for an empty index). */
   position(): Promise<number>;
-  /** The folded states of these executions that the index holds. */
+  /** The folded states of these executions that the tables keep (none on SQLite). */
   foldedStates(ids: readonly ExecutionId[]): Promise<Map<ExecutionId, FoldedExecution>>;
   /**
    * Writes the batch in one transaction, only when the checkpoint is still `from`: another instance that moved it
@@ -34,7 +40,7 @@ export interface IndexTables {
   commit(batch: IndexBatch): Promise<boolean>;
   /** Up to `limit + 1` rows matching the query, newest first (accepted at, then execution id). */
   select(query: ExecutionsQuery, limit: number): Promise<ExecutionRow[]>;
-  /** Drops every row and fold and sets the checkpoint back to 0: the next catch-up folds the journal again. */
+  /** Drops every row (and folded state) and sets the checkpoint back to 0: the next catch-up folds the journal again. */
   reset(): Promise<void>;
   close(): Promise<void>;
 }

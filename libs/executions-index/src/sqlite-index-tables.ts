@@ -1,6 +1,9 @@
 /**
  * The executions index on the embedded store: a SQLite file of its own beside `events.db`, so that folding and
- * analysts' queries never take the event writer's lock.
+ * analysts' queries never take the event writer's lock. It keeps the rows and the checkpoint only, no folded states:
+ * an execution's state that the folding instance no longer holds is folded again from its stream, which the journal
+ * beside it reads in microseconds (`ExecutionsIndex`). Kept, the states were more than half of the file (about
+ * 1.5 KiB of JSON an execution, against 1.2 KiB for its row and the row's indexes) and of the pages every batch wrote.
  */
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -14,9 +17,8 @@ import type { ExecutionRow } from './execution-row';
 /** The index file's name in the data folder. */
 export const SQLITE_INDEX_FILE = 'executions-index.db';
 
-const SCHEMA_VERSION = '1';
-/** How many ids one `IN (…)` look-up of folded states takes (SQLite's default limit of parameters is 32766). */
-const LOOKUP_CHUNK = 500;
+/** 2: no folded states (`executions_index_fold`, which version 1 kept, is dropped at open). */
+const SCHEMA_VERSION = '2';
 
 export interface SqliteIndexTablesOptions {
   readonly file: string;
@@ -26,7 +28,7 @@ export class SqliteIndexTables implements IndexTables {
   readonly location: string;
   private readonly db: DatabaseSync;
   /** The statements every batch runs, prepared once (the fold commits a batch every few calls under load). */
-  private readonly statements: { position: StatementSync; upsertRow: StatementSync; upsertFold: StatementSync; movePosition: StatementSync };
+  private readonly statements: { position: StatementSync; upsertRow: StatementSync; movePosition: StatementSync };
 
   constructor(options: SqliteIndexTablesOptions) {
     this.location = options.file;
@@ -44,10 +46,6 @@ export class SqliteIndexTables implements IndexTables {
         `INSERT INTO executions_index (${[...ROW_COLUMNS.map((col) => col.name), 'accepted_ms'].join(', ')}) VALUES (${placeholders})
          ON CONFLICT (execution_id) DO UPDATE SET ${updates}`,
       ),
-      upsertFold: this.db.prepare(
-        `INSERT INTO executions_index_fold (execution_id, position, last_change_at, state) VALUES (?, ?, ?, ?)
-         ON CONFLICT (execution_id) DO UPDATE SET position = excluded.position, last_change_at = excluded.last_change_at, state = excluded.state`,
-      ),
       movePosition: this.db.prepare("UPDATE executions_index_meta SET value = ? WHERE key = 'position'"),
     };
   }
@@ -59,14 +57,11 @@ export class SqliteIndexTables implements IndexTables {
       const ordered = index.columns.map((name) => (name === 'accepted_ms' || name === 'execution_id' ? `${name} DESC` : name));
       this.db.exec(`CREATE INDEX IF NOT EXISTS ${index.name} ON executions_index (${ordered.join(', ')})${index.where === undefined ? '' : ` WHERE ${index.where}`}`);
     }
-    this.db.exec(`CREATE TABLE IF NOT EXISTS executions_index_fold (
-      execution_id TEXT PRIMARY KEY,
-      position     INTEGER NOT NULL,
-      last_change_at TEXT NOT NULL,
-      state        TEXT NOT NULL
-    )`);
+    // An index of version 1 keeps its rows and checkpoint; its folded states go (their pages are reused by later rows).
+    this.db.exec('DROP TABLE IF EXISTS executions_index_fold');
     this.db.exec('CREATE TABLE IF NOT EXISTS executions_index_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)');
     this.db.exec(`INSERT OR IGNORE INTO executions_index_meta (key, value) VALUES ('position', '0'), ('schema_version', '${SCHEMA_VERSION}')`);
+    this.db.exec(`UPDATE executions_index_meta SET value = '${SCHEMA_VERSION}' WHERE key = 'schema_version' AND value <> '${SCHEMA_VERSION}'`);
   }
 
   async position(): Promise<number> {
@@ -74,20 +69,13 @@ export class SqliteIndexTables implements IndexTables {
     return Number(row?.value ?? 0);
   }
 
-  async foldedStates(ids: readonly ExecutionId[]): Promise<Map<ExecutionId, FoldedExecution>> {
-    const found = new Map<ExecutionId, FoldedExecution>();
-    for (let start = 0; start < ids.length; start += LOOKUP_CHUNK) {
-      const chunk = ids.slice(start, start + LOOKUP_CHUNK);
-      const rows = this.db
-        .prepare(`SELECT execution_id, position, last_change_at, state FROM executions_index_fold WHERE execution_id IN (${chunk.map(() => '?').join(', ')})`)
-        .all(...chunk) as { execution_id: ExecutionId; position: number; last_change_at: string; state: string }[];
-      for (const row of rows) found.set(row.execution_id, { position: row.position, lastChangeAt: row.last_change_at, state: JSON.parse(row.state) });
-    }
-    return found;
+  /** None: this index keeps no folded state (the journal beside it gives each execution's stream). */
+  async foldedStates(): Promise<Map<ExecutionId, FoldedExecution>> {
+    return new Map();
   }
 
   async commit(batch: IndexBatch): Promise<boolean> {
-    const { upsertRow, upsertFold, movePosition } = this.statements;
+    const { upsertRow, movePosition } = this.statements;
     // IMMEDIATE: the checkpoint is read under the write lock, so two processes cannot both move it from `from`.
     this.db.exec('BEGIN IMMEDIATE');
     try {
@@ -96,7 +84,6 @@ export class SqliteIndexTables implements IndexTables {
         return false;
       }
       for (const row of batch.rows) upsertRow.run(...(rowValues(row, instantMs(row.acceptedAt)).map(sqliteValue)));
-      for (const [id, folded] of batch.folded) upsertFold.run(id, folded.position, folded.lastChangeAt, JSON.stringify(folded.state));
       movePosition.run(String(batch.to));
       this.db.exec('COMMIT');
       return true;
@@ -117,7 +104,7 @@ export class SqliteIndexTables implements IndexTables {
   async reset(): Promise<void> {
     this.db.exec('BEGIN IMMEDIATE');
     try {
-      this.db.exec("DELETE FROM executions_index; DELETE FROM executions_index_fold; UPDATE executions_index_meta SET value = '0' WHERE key = 'position'");
+      this.db.exec("DELETE FROM executions_index; UPDATE executions_index_meta SET value = '0' WHERE key = 'position'");
       this.db.exec('COMMIT');
     } catch (error) {
       if (this.db.isTransaction) this.db.exec('ROLLBACK');
