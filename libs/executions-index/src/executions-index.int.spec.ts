@@ -319,8 +319,8 @@ describe('the executions index on sqlite: no folded state kept', () => {
       const position = await store.headPosition();
       // What version 1 left beside the rows: a folded state of every execution, and its version in the meta table.
       const v1 = new DatabaseSync(file);
-      v1.exec('CREATE TABLE executions_index_fold (execution_id TEXT PRIMARY KEY, position INTEGER NOT NULL, last_change_at TEXT NOT NULL, state TEXT NOT NULL)');
-      v1.prepare("INSERT INTO executions_index_fold VALUES (?, 1, '2026-07-22T10:00:00.000Z', '{}')").run(id);
+      v1.exec('CREATE TABLE IF NOT EXISTS executions_index_fold (execution_id TEXT PRIMARY KEY, position INTEGER NOT NULL, last_change_at TEXT NOT NULL, state TEXT NOT NULL)');
+      v1.prepare("INSERT OR REPLACE INTO executions_index_fold VALUES (?, 1, '2026-07-22T10:00:00.000Z', '{}')").run(id);
       v1.exec("UPDATE executions_index_meta SET value = '1' WHERE key = 'schema_version'");
       v1.close();
 
