@@ -253,6 +253,10 @@ export class SessionTransport extends WebStandardStreamableHTTPServerTransport {
       if (state._streamMapping.get(streamId)?.controller === stream) state._streamMapping.delete(streamId);
     });
     try {
+      // The call starts once its priming event is stored. The resumption file stores the messages of a turn in one
+      // transaction after it, so the calls whose requests came in one turn start together, in one run of the
+      // microtask queue; a build that started each at once spent a fifth more a call at concurrency 32
+      // (docs/benchmarks.md, "The priming event is a meeting point too").
       await state.writePrimingEvent(stream, TEXT, streamId, protocolVersion);
       const resumable = state._eventStore !== undefined && protocolVersion >= PRIMING_VERSION;
       this.onmessage?.(call, {
