@@ -23,7 +23,8 @@ export const MARKER_CLAIMED_ELSEWHERE = 124;
  * 1. ignores SIGHUP from here on (inherited by everything it starts);
  * 2. claims the execution: `mkdir <id>.claim` succeeds for exactly one attempt, however late the others start. An
  *    attempt that finds the claim (or a `.started`/`.done` marker) taken leaves `<id>.<attempt>.refused` naming the
- *    attempt that holds it and exits 124 without running anything or touching the markers;
+ *    attempt that holds it (written as the markers are, whole or not at all) and exits 124 without running anything
+ *    or touching the markers;
  * 3. creates this attempt's output files (with `true >file`: a redirection error on the special built-in `:`
  *    would end the shell with status 2 instead of 125), then writes `<id>.started` atomically (temporary file,
  *    `mv`, `sync`) — all before any work; if any of this fails it gives the claim back and exits 125: nothing ran;
@@ -64,7 +65,7 @@ if [ -z "$claimed" ] || [ -e "$dir/$id.started" ] || [ -e "$dir/$id.done" ]; the
   [ -d "$dir/$id.claim" ] || fail "cannot claim the execution"
   by=$(sed -n "s/^attempt=//p" <"$dir/$id.started" 2>/dev/null)
   case $by in "" | *[!0-9]*) by=unknown ;; esac
-  printf "claimed_by=%s\\n" "$by" >"$dir/$id.$attempt.refused"
+  mark "$attempt.refused" "claimed_by=$by" || true
   printf "oncegate-marker: refused: another attempt claimed this execution (claimed_by=%s); nothing was run\\n" "$by" >&2
   exit 124
 fi
