@@ -160,6 +160,7 @@ export async function runAgainst(options: AgainstOptions): Promise<void> {
 
     const merged = (build: Build, c: number) => mergePhases(build.rounds.get(c)!);
     const cpuPerCall = (p: Phase) => (p.cpuSeconds * 1000) / p.calls;
+    const clientCpuPerCall = (p: Phase) => (p.clientCpuSeconds * 1000) / p.calls;
     const spread = (build: Build, c: number, of: (p: Phase) => number, format: (value: number) => string) => {
       const values = build.rounds.get(c)!.map(of);
       return `${format(Math.min(...values))}–${format(Math.max(...values))}`;
@@ -181,6 +182,7 @@ export async function runAgainst(options: AgainstOptions): Promise<void> {
             'rounds: p50 ms': spread(build, c, (r) => percentile(r.samples, 50), ms),
             'rounds: calls/s': spread(build, c, (r) => r.calls / r.seconds, (value) => value.toFixed(0)),
             'rounds: CPU ms/call': spread(build, c, cpuPerCall, ms),
+            'client CPU ms/call': ms(clientCpuPerCall(p)),
             ...(options.allocation === true ? { 'KB allocated/call': allocatedPerCall(p), 'KB promoted/call': promotedPerCall(p), 'GC pause ms/call': gcPausePerCall(p) } : {}),
             ...(options.promises === true ? { 'promises/call': promisesPerCall(p) } : {}),
             failed: p.failed,
@@ -197,6 +199,7 @@ export async function runAgainst(options: AgainstOptions): Promise<void> {
         { measure: `p50 at ${c}`, 'this checkout': `${ms(percentile(a.samples, 50))} ms`, other: `${ms(percentile(b.samples, 50))} ms`, 'this ÷ other': ratio(percentile(a.samples, 50), percentile(b.samples, 50)) },
         { measure: `calls/s at ${c}`, 'this checkout': rate(a.calls, a.seconds), other: rate(b.calls, b.seconds), 'this ÷ other': ratio(a.calls / a.seconds, b.calls / b.seconds) },
         { measure: `CPU ms/call at ${c}`, 'this checkout': ms(cpuPerCall(a)), other: ms(cpuPerCall(b)), 'this ÷ other': ratio(cpuPerCall(a), cpuPerCall(b)) },
+        { measure: `client CPU ms/call at ${c}`, 'this checkout': ms(clientCpuPerCall(a)), other: ms(clientCpuPerCall(b)), 'this ÷ other': ratio(clientCpuPerCall(a), clientCpuPerCall(b)) },
         { measure: `peak RSS at ${c}`, 'this checkout': `${mib(a.peakKiB)} MiB`, other: `${mib(b.peakKiB)} MiB`, 'this ÷ other': ratio(a.peakKiB, b.peakKiB) },
         ...(a.allocatedBytes === undefined || b.allocatedBytes === undefined
           ? []
