@@ -3,9 +3,9 @@
  * calls come one at a time. Each POST that sends a request to the target is followed from its arrival to its
  * response's end through marks the server passes anyway, with the calling thread's busy time (event-loop
  * utilisation) at each: the request's body read, the response's head and each write, every message to and from a
- * worker thread (the SQLite store's writer), every transaction the calling thread opens and commits on a SQLite file,
- * and the request to the target (created, sent, answered, its body read), from Node's and undici's diagnostics
- * channels. A POST that starts while another is in flight is dropped, so only calls at concurrency 1 count. On
+ * worker thread (the SQLite store's writer), every transaction the calling thread opens and commits on a SQLite file
+ * (with SQL or a prepared statement) and each commit's return, and the request to the target (created, sent, answered,
+ * its body read), from Node's and undici's diagnostics channels. A POST that starts while another is in flight is dropped, so only calls at concurrency 1 count. On
  * SIGUSR2 it writes `<CALL_STAGES_DIR>/stages-<pid>.json`: for the most common sequence of marks, the median time of
  * each mark after the request's arrival and the median busy time of the calling thread up to it.
  */
@@ -80,10 +80,22 @@ if (isMainThread && process.env.CALL_STAGES_DIR) {
     return on.call(this, event, listener);
   };
 
+  // A transaction's start and end, run as SQL or as a prepared statement (the store's own write connection), and the
+  // commit's return: the step from COMMIT to its return is the WAL's write and, at the store's level, its fsync.
+  const transactionMarked = (sql, run) => {
+    if (sql !== 'BEGIN IMMEDIATE' && sql !== 'COMMIT') return run();
+    mark(`SQLite ${sql} (calling thread)`);
+    const result = run();
+    if (sql === 'COMMIT') mark('SQLite COMMIT returned (calling thread)');
+    return result;
+  };
   const { exec } = sqlite.DatabaseSync.prototype;
   sqlite.DatabaseSync.prototype.exec = function (sql) {
-    if (sql === 'BEGIN IMMEDIATE' || sql === 'COMMIT') mark(`SQLite ${sql} (calling thread)`);
-    return exec.call(this, sql);
+    return transactionMarked(sql, () => exec.call(this, sql));
+  };
+  const { run } = sqlite.StatementSync.prototype;
+  sqlite.StatementSync.prototype.run = function (...args) {
+    return transactionMarked(this.sourceSQL, () => run.apply(this, args));
   };
 
   const median = (values) => {
