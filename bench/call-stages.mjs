@@ -5,9 +5,10 @@
  * utilisation) at each: the request's body read, the response's head and each write, every message to and from a
  * worker thread (the SQLite store's writer), every transaction the calling thread opens and commits on a SQLite file
  * (with SQL or a prepared statement) and each commit's return, and the request to the target (created, sent, answered,
- * its body read), from Node's and undici's diagnostics channels. A POST that starts while another is in flight is dropped, so only calls at concurrency 1 count. On
- * SIGUSR2 it writes `<CALL_STAGES_DIR>/stages-<pid>.json`: for the most common sequence of marks, the median time of
- * each mark after the request's arrival and the median busy time of the calling thread up to it.
+ * its body read), from Node's and undici's diagnostics channels. A POST that starts while another is in flight is
+ * dropped, so only calls at concurrency 1 count. On SIGUSR2 it writes `<CALL_STAGES_DIR>/stages-<pid>.json`: for the
+ * most common sequence of marks, the median time of each mark after the request's arrival and the median busy time of
+ * the calling thread up to it.
  */
 import diagnostics from 'node:diagnostics_channel';
 import { writeFileSync } from 'node:fs';
